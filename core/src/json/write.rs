@@ -1,0 +1,173 @@
+//! Writes [`Value`]s as JSON text exactly as JavaScript's `JSON.stringify` would: compact,
+//! keys in insertion order, non-ASCII characters raw, lone surrogates and control characters
+//! escaped as lowercase `\uXXXX`, numbers in ECMAScript's shortest round-trip spelling, and
+//! non-finite numbers as `null`.
+
+use super::string::JsStr;
+use super::value::{Number, Value};
+
+/// The compact JSON text of `value`.
+pub fn to_string(value: &Value) -> String {
+    let mut out = String::with_capacity(128);
+    write_value(value, &mut out);
+    out
+}
+
+/// Appends the compact JSON text of `value` to `out`.
+pub fn write_value(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(true) => out.push_str("true"),
+        Value::Bool(false) => out.push_str("false"),
+        Value::Number(n) => write_number(n, out),
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(k, out);
+                out.push(':');
+                write_value(v, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Appends a number in ECMAScript's `Number.prototype.toString` spelling (`1e+21`, `1e-7`,
+/// `-0` as `0`); NaN and infinities become `null`, as `JSON.stringify` writes them.
+/// Integers beyond 64 bits keep all their digits.
+pub fn write_number(n: &Number, out: &mut String) {
+    match n {
+        Number::Int(i) => {
+            use std::fmt::Write;
+            let _ = write!(out, "{i}");
+        }
+        Number::Float(f) => write_f64(*f, out),
+        Number::BigInt(digits) => out.push_str(digits),
+    }
+}
+
+/// Appends a double in ECMAScript spelling, `null` when not finite.
+pub fn write_f64(f: f64, out: &mut String) {
+    if !f.is_finite() {
+        out.push_str("null");
+    } else if f == 0.0 {
+        out.push('0');
+    } else {
+        let mut buf = ryu_js::Buffer::new();
+        out.push_str(buf.format_finite(f));
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `s` as a quoted JSON string with `JSON.stringify`'s escapes.
+pub fn write_string(s: &JsStr, out: &mut String) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let escape: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0x08 => Some("\\b"),
+            0x0C => Some("\\f"),
+            0x00..=0x1F => Some(""),
+            // 0xED 0xA0..=0xBF starts an encoded (lone) surrogate.
+            0xED if bytes.get(i + 1).is_some_and(|&n| n >= 0xA0) => Some(""),
+            _ => None,
+        };
+        match escape {
+            None => i += 1,
+            Some(text) => {
+                push_utf8(out, &bytes[run_start..i]);
+                if !text.is_empty() {
+                    out.push_str(text);
+                    i += 1;
+                } else if b < 0x20 {
+                    push_unicode_escape(out, b as u32);
+                    i += 1;
+                } else {
+                    let cp = ((b as u32 & 0x0F) << 12)
+                        | ((bytes[i + 1] as u32 & 0x3F) << 6)
+                        | (bytes.get(i + 2).copied().unwrap_or(0x80) as u32 & 0x3F);
+                    push_unicode_escape(out, cp);
+                    i += 3;
+                }
+                run_start = i;
+            }
+        }
+    }
+    push_utf8(out, &bytes[run_start..]);
+    out.push('"');
+}
+
+fn push_unicode_escape(out: &mut String, unit: u32) {
+    out.push_str("\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[((unit >> shift) & 0xF) as usize] as char);
+    }
+}
+
+#[inline]
+fn push_utf8(out: &mut String, bytes: &[u8]) {
+    // Runs between escapes never contain a lone surrogate, so they are valid UTF-8.
+    match std::str::from_utf8(bytes) {
+        Ok(s) => out.push_str(s),
+        Err(_) => out.push_str(&String::from_utf8_lossy(bytes)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::parse_str;
+
+    fn f(x: f64) -> String {
+        let mut s = String::new();
+        write_f64(x, &mut s);
+        s
+    }
+
+    #[test]
+    fn numbers_are_spelled_as_javascript_does() {
+        assert_eq!(f(1.0), "1");
+        assert_eq!(f(-0.0), "0");
+        assert_eq!(f(1e21), "1e+21");
+        assert_eq!(f(1e-7), "1e-7");
+        assert_eq!(f(123456789012345680000.0), "123456789012345680000");
+        assert_eq!(f(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(f(f64::NAN), "null");
+        assert_eq!(f(f64::NEG_INFINITY), "null");
+    }
+
+    #[test]
+    fn strings_are_escaped_as_json_stringify_does() {
+        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff""#).unwrap();
+        assert_eq!(to_string(&v), r#""a\"\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff""#);
+    }
+
+    #[test]
+    fn round_trips_documents() {
+        let text = r#"{"z":[1,-2.5,true,false,null,{}],"a":"x","":[]}"#;
+        assert_eq!(to_string(&parse_str(text).unwrap()), text);
+    }
+}
