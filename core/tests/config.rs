@@ -132,3 +132,44 @@ fn resolution_reads_only_the_snapshot() {
         assert_eq!(process.get("PATH"), Some(path.as_str()));
     }
 }
+
+fn load_reference(name: &str) -> Value {
+    let path = format!("{}/../tests/vectors/reference/{name}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    json::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e:?}"))
+}
+
+#[test]
+fn reference_break_on_env_cases() {
+    // loop-kinds-fixture.json `breakOnEnv`: the GRAPHMIND_BREAK_ON_* spelling table.
+    let doc = load_reference("loop-kinds-fixture.json");
+    let cases = doc.get("breakOnEnv").and_then(Value::as_array).expect("breakOnEnv");
+    assert!(!cases.is_empty());
+    for case in cases {
+        let raw = case.get("raw").and_then(Value::as_str);
+        let want = case.get("on").and_then(Value::as_bool).expect("on");
+        assert_eq!(graphmind_core::config::parse_break_on(raw), want, "raw {raw:?}");
+        // And through the resolver, under both variables.
+        let mut env = EnvSnapshot::new();
+        if let Some(raw) = raw {
+            env.set("GRAPHMIND_BREAK_ON_ERROR_RESULT", raw).set("GRAPHMIND_BREAK_ON_TRUNCATED", raw);
+        }
+        let config = resolve_json(&Value::Null, &env, SdkFlavor::Node);
+        assert_eq!((config.break_on_error_result, config.break_on_truncated), (want, want), "raw {raw:?}");
+    }
+    eprintln!("loop-kinds-fixture.json breakOnEnv: {} cases passed", cases.len());
+}
+
+#[test]
+fn reference_loop_guard_defaults() {
+    // Both loop fixtures state the defaults an unconfigured session must resolve to.
+    for name in ["loop-guard-fixture.json", "loop-kinds-fixture.json"] {
+        let defaults = load_reference(name).get("defaults").cloned().expect("defaults");
+        for flavor in [SdkFlavor::Node, SdkFlavor::Python, SdkFlavor::Ruby, SdkFlavor::Native] {
+            let guard = resolve_json(&Value::Null, &EnvSnapshot::new(), flavor).to_json().get("loopGuard").cloned().unwrap();
+            for key in ["threshold", "mode", "kinds", "ignoreKeys"] {
+                assert!(same(defaults.get(key).unwrap(), guard.get(key).unwrap()), "{name} {key} for {flavor:?}");
+            }
+        }
+    }
+}
