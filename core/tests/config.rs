@@ -3,9 +3,7 @@
 //! expected field. The comparison rules are the ones `tests/vectors/README.md` gives every
 //! language's runner.
 
-use graphmind_core::config::{
-    resolve_json, resolve_server, EnvSnapshot, SdkFlavor, ServerConfigError, ServerFlags,
-};
+use graphmind_core::config::{resolve_json, resolve_server, EnvSnapshot, SdkFlavor, ServerConfigError, ServerFlags};
 use graphmind_core::json::{self, Value};
 
 fn load(name: &str) -> Vec<Value> {
@@ -108,7 +106,11 @@ fn server_environment_vectors() {
                     ServerConfigError::PauseOnError(_) => "pauseOnError",
                     ServerConfigError::Days(_) => "days",
                 };
-                if got == want { vec![] } else { vec![format!("want error {want}, got {got}")] }
+                if got == want {
+                    vec![]
+                } else {
+                    vec![format!("want error {want}, got {got}")]
+                }
             }
         };
         if !errors.is_empty() {
@@ -166,7 +168,8 @@ fn reference_loop_guard_defaults() {
     for name in ["loop-guard-fixture.json", "loop-kinds-fixture.json"] {
         let defaults = load_reference(name).get("defaults").cloned().expect("defaults");
         for flavor in [SdkFlavor::Node, SdkFlavor::Python, SdkFlavor::Ruby, SdkFlavor::Native] {
-            let guard = resolve_json(&Value::Null, &EnvSnapshot::new(), flavor).to_json().get("loopGuard").cloned().unwrap();
+            let guard =
+                resolve_json(&Value::Null, &EnvSnapshot::new(), flavor).to_json().get("loopGuard").cloned().unwrap();
             for key in ["threshold", "mode", "kinds", "ignoreKeys"] {
                 assert!(same(defaults.get(key).unwrap(), guard.get(key).unwrap()), "{name} {key} for {flavor:?}");
             }

@@ -10,8 +10,8 @@ use crate::json::{self, Map, Value};
 use crate::loop_guard::{LoopGuardConfig, LoopMode};
 
 use super::env::{
-    env_flag_on, js_whole_number, kill_switch_on, looks_off, norm, option_flag_on, option_looks_off,
-    parse_comma_list, EnvSnapshot,
+    env_flag_on, js_whole_number, kill_switch_on, looks_off, norm, option_flag_on, option_looks_off, parse_comma_list,
+    EnvSnapshot,
 };
 
 /// Ingest endpoint when neither the `url` option nor `GRAPHMIND_URL` gives one.
@@ -377,8 +377,7 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
         duration("connectTimeoutMs", options.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS, false, w);
     let handshake_timeout_ms =
         duration("handshakeTimeoutMs", options.handshake_timeout_ms, DEFAULT_HANDSHAKE_TIMEOUT_MS, false, w);
-    let retry_interval_ms =
-        duration("retryIntervalMs", options.retry_interval_ms, DEFAULT_RETRY_INTERVAL_MS, false, w);
+    let retry_interval_ms = duration("retryIntervalMs", options.retry_interval_ms, DEFAULT_RETRY_INTERVAL_MS, false, w);
     let buffer_size = count("bufferSize", options.buffer_size, flavor.default_buffer_size(), w);
     let max_buffer_bytes = count("maxBufferBytes", options.max_buffer_bytes, DEFAULT_MAX_BUFFER_BYTES, w);
     let pause_timeout_ms = match options.pause_timeout_ms {
@@ -392,8 +391,7 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
             None
         }
     };
-    let token_interval_ms =
-        duration("tokenIntervalMs", options.token_interval_ms, DEFAULT_TOKEN_INTERVAL_MS, false, w);
+    let token_interval_ms = duration("tokenIntervalMs", options.token_interval_ms, DEFAULT_TOKEN_INTERVAL_MS, false, w);
     let warn_interval_ms = duration("warnIntervalMs", options.warn_interval_ms, DEFAULT_WARN_INTERVAL_MS, true, w);
 
     let hide = HideSwitches {
@@ -723,7 +721,13 @@ fn whole_opt(key: &str, val: &Value, w: &mut Vec<String>) -> Option<i64> {
         Value::Number(n) => {
             let v = n.as_f64();
             if v.is_finite() && v.fract() == 0.0 {
-                Some(if v >= i64::MAX as f64 { i64::MAX } else if v <= i64::MIN as f64 { i64::MIN } else { v as i64 })
+                Some(if v >= i64::MAX as f64 {
+                    i64::MAX
+                } else if v <= i64::MIN as f64 {
+                    i64::MIN
+                } else {
+                    v as i64
+                })
             } else {
                 w.push(type_warning(key, val, "a whole number"));
                 None

@@ -25,9 +25,7 @@ impl EnvSnapshot {
     /// The current process environment. A name or value that is not valid Unicode is
     /// converted lossily (U+FFFD), which never matches a spelling any rule looks for.
     pub fn from_process() -> Self {
-        std::env::vars_os()
-            .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
-            .collect()
+        std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect()
     }
 
     /// A snapshot from a JSON object of strings (the conformance vectors' `env`). Entries

@@ -184,8 +184,7 @@ pub fn normalize_origin(value: &str) -> Option<String> {
     let t = value.trim();
     let (scheme, rest) = t.split_once("://")?;
     let mut chars = scheme.chars();
-    if !chars.next()?.is_ascii_alphabetic()
-        || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    if !chars.next()?.is_ascii_alphabetic() || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
     {
         return None;
     }
@@ -352,9 +351,7 @@ pub fn resolve_server(flags: &ServerFlags, env: &EnvSnapshot) -> Result<ServerCo
     if telemetry == TelemetryMode::Send {
         let lower = telemetry_url.trim().to_ascii_lowercase();
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-            w.push(format!(
-                "GRAPHMIND_TELEMETRY_URL={telemetry_url:?} is not an http(s) address; telemetry is off"
-            ));
+            w.push(format!("GRAPHMIND_TELEMETRY_URL={telemetry_url:?} is not an http(s) address; telemetry is off"));
             telemetry = TelemetryMode::Off;
         }
     }
