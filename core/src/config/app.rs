@@ -196,7 +196,7 @@ pub struct Options {
     pub token_interval_ms: Option<f64>,
     /// `warnIntervalMs`: warning rate-limit window.
     pub warn_interval_ms: Option<f64>,
-    /// `hideInputs` (see [`option_flag_on`](super::option_flag_on) for what a host value means).
+    /// `hideInputs` (see [`option_flag_on`] for what a host value means).
     pub hide_inputs: Option<bool>,
     /// `hideOutputs`.
     pub hide_outputs: Option<bool>,
@@ -282,7 +282,8 @@ pub struct Config {
     pub handshake_timeout_ms: u64,
     /// Steady reconnect interval, ms (fast steps: [`FAST_RETRY_STEPS`], each clamped to it).
     pub retry_interval_ms: u64,
-    /// Replay buffer capacity, events.
+    /// Replay buffer capacity, events. Only bounded below (>= 1): a buffer must grow to it
+    /// rather than allocate it up front; `max_buffer_bytes` bounds the memory.
     pub buffer_size: usize,
     /// Replay buffer ceiling, bytes.
     pub max_buffer_bytes: usize,

@@ -10,7 +10,7 @@
 //!   hide switches, loop guard, smart breakpoints) -> [`Config`].
 //! - [`server`]: what `graphmind serve` reads (database, pause-on-error, retention,
 //!   origins, telemetry, paths) -> [`ServerConfig`].
-//! - [`env`]: the snapshot and the shared spellings.
+//! - [`env`](mod@env): the snapshot and the shared spellings.
 
 pub mod app;
 pub mod env;
