@@ -176,3 +176,26 @@ fn reference_loop_guard_defaults() {
         }
     }
 }
+
+#[test]
+fn non_finite_numbers_fall_back() {
+    // JSON cannot carry NaN or Infinity, but a Rust caller (or a binding) can.
+    use graphmind_core::config::{resolve, LoopGuardOption, LoopGuardOverrides, Options};
+    let options = Options {
+        connect_timeout_ms: Some(f64::NAN),
+        retry_interval_ms: Some(f64::INFINITY),
+        pause_timeout_ms: Some(f64::NEG_INFINITY),
+        loop_guard: Some(LoopGuardOption::Fields(LoopGuardOverrides {
+            threshold: Some(f64::INFINITY),
+            ..Default::default()
+        })),
+        ..Default::default()
+    };
+    let config = resolve(&options, &EnvSnapshot::new(), SdkFlavor::Native);
+    assert_eq!(config.connect_timeout_ms, 300);
+    assert_eq!(config.retry_interval_ms, 10_000);
+    assert_eq!(config.pause_timeout_ms, None);
+    assert_eq!(config.loop_guard.threshold, 3);
+    let names: Vec<&str> = config.warnings.iter().map(|w| w.split(' ').next().unwrap()).collect();
+    assert_eq!(names, ["connectTimeoutMs", "retryIntervalMs", "pauseTimeoutMs", "loopGuard.threshold"]);
+}
