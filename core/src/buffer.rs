@@ -40,9 +40,15 @@ pub struct OptionNames {
 
 impl OptionNames {
     /// The TypeScript client's spelling.
-    pub const NODE: OptionNames = OptionNames { buffer_size: "bufferSize", max_buffer_bytes: "maxBufferBytes" };
+    pub const NODE: OptionNames = OptionNames {
+        buffer_size: "bufferSize",
+        max_buffer_bytes: "maxBufferBytes",
+    };
     /// The Python and Ruby spelling.
-    pub const SNAKE: OptionNames = OptionNames { buffer_size: "buffer_size", max_buffer_bytes: "max_buffer_bytes" };
+    pub const SNAKE: OptionNames = OptionNames {
+        buffer_size: "buffer_size",
+        max_buffer_bytes: "max_buffer_bytes",
+    };
 }
 
 /// Loss still waiting for its marker, for one run.
@@ -176,7 +182,13 @@ impl ReplayBuffer {
     }
 
     /// Keeps an envelope, `delivered` saying whether it already reached the debugger.
-    pub fn push_with(&mut self, run_id: &str, seq: u64, envelope_json: String, delivered: bool) -> PushOutcome {
+    pub fn push_with(
+        &mut self,
+        run_id: &str,
+        seq: u64,
+        envelope_json: String,
+        delivered: bool,
+    ) -> PushOutcome {
         let size = envelope_json.len();
         if size > self.max_bytes {
             self.rejected += 1;
@@ -190,7 +202,12 @@ impl ReplayBuffer {
                         self.names.max_buffer_bytes, self.max_bytes
                     )
                 });
-                return PushOutcome { kept: false, evicted: 0, lost: 0, warning };
+                return PushOutcome {
+                    kept: false,
+                    evicted: 0,
+                    lost: 0,
+                    warning,
+                };
             }
             self.record_loss(run_id, seq);
             warning = (!self.warned_oversize_lost).then(|| {
@@ -204,7 +221,12 @@ impl ReplayBuffer {
                     self.names.max_buffer_bytes, self.max_bytes, self.names.max_buffer_bytes
                 )
             });
-            return PushOutcome { kept: false, evicted: 0, lost: 1, warning };
+            return PushOutcome {
+                kept: false,
+                evicted: 0,
+                lost: 1,
+                warning,
+            };
         }
 
         let mut evicted = 0;
@@ -212,7 +234,9 @@ impl ReplayBuffer {
         while !self.entries.is_empty()
             && (self.entries.len() + 1 > self.max_events || self.bytes + size > self.max_bytes)
         {
-            let Some(old) = self.entries.pop_front() else { break };
+            let Some(old) = self.entries.pop_front() else {
+                break;
+            };
             self.bytes -= old.json.len();
             self.dropped += 1;
             evicted += 1;
@@ -222,13 +246,23 @@ impl ReplayBuffer {
             }
         }
         self.bytes += size;
-        self.entries.push_back(Entry { json: envelope_json, run_id: run_id.to_owned(), seq, delivered });
+        self.entries.push_back(Entry {
+            json: envelope_json,
+            run_id: run_id.to_owned(),
+            seq,
+            delivered,
+        });
 
         let warning = (lost > 0 && !self.warned_loss).then(|| {
             self.warned_loss = true;
             self.loss_warning()
         });
-        PushOutcome { kept: true, evicted, lost, warning }
+        PushOutcome {
+            kept: true,
+            evicted,
+            lost,
+            warning,
+        }
     }
 
     fn record_loss(&mut self, run_id: &str, seq: u64) {
@@ -238,7 +272,12 @@ impl ReplayBuffer {
             gap.from_seq = gap.from_seq.min(seq);
             gap.to_seq = gap.to_seq.max(seq);
         } else if self.gaps.len() < MAX_TRACKED_GAP_RUNS {
-            self.gaps.push(PendingGap { run_id: run_id.to_owned(), dropped_count: 1, from_seq: seq, to_seq: seq });
+            self.gaps.push(PendingGap {
+                run_id: run_id.to_owned(),
+                dropped_count: 1,
+                from_seq: seq,
+                to_seq: seq,
+            });
         } else {
             self.unattributed_lost += 1;
         }
@@ -353,7 +392,8 @@ mod tests {
     use crate::wire::{parse_envelope, ParseOutcome};
 
     fn frame(run: &str, seq: u64, text: &str) -> String {
-        NodeToken::new("llm:step", vec![TokenDelta::new(TokenChannel::Text, text)]).encode(seq, 1, run)
+        NodeToken::new("llm:step", vec![TokenDelta::new(TokenChannel::Text, text)])
+            .encode(seq, 1, run)
     }
 
     fn seqs(frames: &[String]) -> Vec<u64> {
@@ -373,10 +413,27 @@ mod tests {
             b.push("r", seq, frame("r", seq, "x"));
         }
         let s = b.stats();
-        assert_eq!((s.buffered, s.dropped, s.lost, s.pending_gaps), (3, 2, 2, 1));
-        assert_eq!(b.pending_gaps()[0], PendingGap { run_id: "r".into(), dropped_count: 2, from_seq: 0, to_seq: 1 });
+        assert_eq!(
+            (s.buffered, s.dropped, s.lost, s.pending_gaps),
+            (3, 2, 2, 1)
+        );
+        assert_eq!(
+            b.pending_gaps()[0],
+            PendingGap {
+                run_id: "r".into(),
+                dropped_count: 2,
+                from_seq: 0,
+                to_seq: 1
+            }
+        );
         let mut next = 5;
-        let out = b.replay(|| { next += 1; next - 1 }, 9);
+        let out = b.replay(
+            || {
+                next += 1;
+                next - 1
+            },
+            9,
+        );
         assert_eq!(seqs(&out), vec![5, 2, 3, 4]);
         let marker = crate::json::parse(out[0].as_bytes()).unwrap();
         assert_eq!(
@@ -428,13 +485,34 @@ mod tests {
         assert_eq!(
             gaps,
             vec![
-                PendingGap { run_id: "a".into(), dropped_count: 3, from_seq: 0, to_seq: 5 },
-                PendingGap { run_id: "b".into(), dropped_count: 2, from_seq: 1, to_seq: 4 },
-                PendingGap { run_id: "c".into(), dropped_count: 1, from_seq: 3, to_seq: 3 },
+                PendingGap {
+                    run_id: "a".into(),
+                    dropped_count: 3,
+                    from_seq: 0,
+                    to_seq: 5
+                },
+                PendingGap {
+                    run_id: "b".into(),
+                    dropped_count: 2,
+                    from_seq: 1,
+                    to_seq: 4
+                },
+                PendingGap {
+                    run_id: "c".into(),
+                    dropped_count: 1,
+                    from_seq: 3,
+                    to_seq: 3
+                },
             ]
         );
         let mut next = 100;
-        let out = b.replay(|| { next += 1; next }, 0);
+        let out = b.replay(
+            || {
+                next += 1;
+                next
+            },
+            0,
+        );
         assert_eq!(out.len(), 3 + 4);
         assert_eq!(seqs(&out), vec![101, 102, 103, 6, 7, 8, 9]);
     }
@@ -457,7 +535,9 @@ mod tests {
         assert_eq!(b.stats().lost, 495);
         assert!(b.loss_warning().starts_with("dropped 495 events while"));
         b.replay(|| 0, 0);
-        let again = (500..520).filter_map(|s| b.push("r", s, frame("r", s, "x")).warning).count();
+        let again = (500..520)
+            .filter_map(|s| b.push("r", s, frame("r", s, "x")).warning)
+            .count();
         assert_eq!(again, 1);
     }
 
@@ -474,11 +554,22 @@ mod tests {
         assert!(out.warning.unwrap().contains("Raise `max_buffer_bytes`"));
         let s = b.stats();
         assert_eq!((s.buffered, s.rejected, s.lost, s.dropped), (2, 1, 1, 0));
-        assert_eq!(b.pending_gaps()[0], PendingGap { run_id: "r".into(), dropped_count: 1, from_seq: 2, to_seq: 2 });
+        assert_eq!(
+            b.pending_gaps()[0],
+            PendingGap {
+                run_id: "r".into(),
+                dropped_count: 1,
+                from_seq: 2,
+                to_seq: 2
+            }
+        );
         // Sent live while attached: refused, but not lost.
         let out = b.push_delivered("r", 3, huge);
         assert!(!out.kept && out.lost == 0);
-        assert!(out.warning.unwrap().contains("it was sent but not kept for replay"));
+        assert!(out
+            .warning
+            .unwrap()
+            .contains("it was sent but not kept for replay"));
         assert_eq!(b.stats().lost, 1);
         // Exactly the budget fits alone, shedding the rest.
         let exact_budget = b.stats().max_bytes;
@@ -499,7 +590,9 @@ mod tests {
         let s = b.stats();
         assert_eq!(s.pending_gaps, MAX_TRACKED_GAP_RUNS);
         assert_eq!(s.unattributed_lost, 10);
-        assert!(b.loss_warning().ends_with("; 10 of them spread past 64 runs and are counted but not marked"));
+        assert!(b
+            .loss_warning()
+            .ends_with("; 10 of them spread past 64 runs and are counted but not marked"));
     }
 
     #[test]
@@ -511,7 +604,11 @@ mod tests {
         b.push("b", 2, frame("b", 2, "x"));
         b.push("a", 3, frame("a", 3, "x"));
         b.restore_gaps(taken);
-        let ids: Vec<_> = b.pending_gaps().iter().map(|g| (g.run_id.as_str(), g.dropped_count)).collect();
+        let ids: Vec<_> = b
+            .pending_gaps()
+            .iter()
+            .map(|g| (g.run_id.as_str(), g.dropped_count))
+            .collect();
         assert_eq!(ids, vec![("a", 2), ("b", 1)]);
     }
 }

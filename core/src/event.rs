@@ -23,8 +23,15 @@ pub const WILDCARD_RUN_ID: &str = "*";
 
 /// Capabilities an app announces in `hello`, in the reference client's order. The set is
 /// open on the wire: a peer must accept strings it does not know.
-pub const KNOWN_CAPABILITIES: [&str; 7] =
-    ["pause", "step", "inject", "retry", "abort", "run-claim", "edit-input"];
+pub const KNOWN_CAPABILITIES: [&str; 7] = [
+    "pause",
+    "step",
+    "inject",
+    "retry",
+    "abort",
+    "run-claim",
+    "edit-input",
+];
 
 /// Id of the single logical LLM node of a provider SDK's agent loop.
 pub const LLM_STEP_NODE_ID: &str = "llm:step";
@@ -232,7 +239,10 @@ impl MessageType {
     /// breakpoints and mode. `exec.resume` names the run it releases, events their run.
     pub const fn uses_wildcard_run_id(self) -> bool {
         use MessageType::*;
-        matches!(self, BreakpointSet | BreakpointClear | ModeSet | Hello | HelloAck)
+        matches!(
+            self,
+            BreakpointSet | BreakpointClear | ModeSet | Hello | HelloAck
+        )
     }
 }
 
@@ -337,7 +347,11 @@ impl CounterIds {
 
     /// A generator with a given base (tests; a forked child re-seeds with a new one).
     pub fn with_base(prefix: &str, base: &str) -> Self {
-        CounterIds { prefix: prefix.to_owned(), base: base.to_owned(), next: AtomicU64::new(1) }
+        CounterIds {
+            prefix: prefix.to_owned(),
+            base: base.to_owned(),
+            next: AtomicU64::new(1),
+        }
     }
 
     /// The next id.
@@ -385,7 +399,11 @@ pub struct SdkInfo {
 impl SdkInfo {
     /// `{name, version}`.
     pub fn new(name: impl Into<JsStr>, version: impl Into<JsStr>) -> Self {
-        SdkInfo { name: name.into(), version: version.into(), extra: Map::new() }
+        SdkInfo {
+            name: name.into(),
+            version: version.into(),
+            extra: Map::new(),
+        }
     }
 
     /// The JSON object.
@@ -414,7 +432,12 @@ pub struct ErrorInfo {
 impl ErrorInfo {
     /// `{name, message}`.
     pub fn new(name: impl Into<JsStr>, message: impl Into<JsStr>) -> Self {
-        ErrorInfo { name: name.into(), message: message.into(), stack: None, extra: Map::new() }
+        ErrorInfo {
+            name: name.into(),
+            message: message.into(),
+            stack: None,
+            extra: Map::new(),
+        }
     }
 
     /// The JSON object.
@@ -450,7 +473,11 @@ pub struct TokenUsage {
 impl TokenUsage {
     /// `{inputTokens, outputTokens}`.
     pub fn new(input_tokens: u64, output_tokens: u64) -> Self {
-        TokenUsage { input_tokens, output_tokens, ..Default::default() }
+        TokenUsage {
+            input_tokens,
+            output_tokens,
+            ..Default::default()
+        }
     }
 
     /// The JSON object.
@@ -481,7 +508,11 @@ pub struct TokenDelta {
 impl TokenDelta {
     /// `{t, v}`.
     pub fn new(t: TokenChannel, v: impl Into<JsStr>) -> Self {
-        TokenDelta { t, v: v.into(), extra: Map::new() }
+        TokenDelta {
+            t,
+            v: v.into(),
+            extra: Map::new(),
+        }
     }
 
     /// The JSON object.
@@ -538,7 +569,13 @@ pub struct GraphNodeHint {
 impl GraphNodeHint {
     /// `{nodeId, kind, name}`.
     pub fn new(node_id: impl Into<JsStr>, kind: NodeKind, name: impl Into<JsStr>) -> Self {
-        GraphNodeHint { node_id: node_id.into(), kind, name: name.into(), parent_id: None, extra: Map::new() }
+        GraphNodeHint {
+            node_id: node_id.into(),
+            kind,
+            name: name.into(),
+            parent_id: None,
+            extra: Map::new(),
+        }
     }
 
     /// The JSON object.
@@ -626,7 +663,11 @@ pub struct SmartInfo {
 impl SmartInfo {
     /// `{rule}`.
     pub fn new(rule: SmartRule) -> Self {
-        SmartInfo { rule, detail: None, extra: Map::new() }
+        SmartInfo {
+            rule,
+            detail: None,
+            extra: Map::new(),
+        }
     }
 
     /// The JSON object.
@@ -713,7 +754,12 @@ pub struct RunStarted {
 impl RunStarted {
     /// `{app, sdk}`.
     pub fn new(app: impl Into<JsStr>, sdk: SdkInfo) -> Self {
-        RunStarted { app: app.into(), sdk, meta: None, extra: Map::new() }
+        RunStarted {
+            app: app.into(),
+            sdk,
+            meta: None,
+            extra: Map::new(),
+        }
     }
 }
 
@@ -743,7 +789,11 @@ pub struct RunFinished {
 impl RunFinished {
     /// `{status}`.
     pub fn new(status: RunStatus) -> Self {
-        RunFinished { status, error: None, extra: Map::new() }
+        RunFinished {
+            status,
+            error: None,
+            extra: Map::new(),
+        }
     }
 }
 
@@ -752,7 +802,11 @@ impl Message for RunFinished {
     fn to_value(&self) -> Value {
         let mut m = Map::with_capacity(2 + self.extra.len());
         put(&mut m, "status", self.status);
-        put_opt(&mut m, "error", self.error.as_ref().map(ErrorInfo::to_value));
+        put_opt(
+            &mut m,
+            "error",
+            self.error.as_ref().map(ErrorInfo::to_value),
+        );
         put_extra(&mut m, &self.extra);
         Value::Object(m)
     }
@@ -772,12 +826,20 @@ pub struct GraphHint {
 impl GraphHint {
     /// `{nodes}`.
     pub fn new(nodes: Vec<GraphNodeHint>) -> Self {
-        GraphHint { nodes, gap: None, extra: Map::new() }
+        GraphHint {
+            nodes,
+            gap: None,
+            extra: Map::new(),
+        }
     }
 
     /// The gap marker `{nodes: [], gap}`.
     pub fn gap_marker(gap: GapInfo) -> Self {
-        GraphHint { nodes: Vec::new(), gap: Some(gap), extra: Map::new() }
+        GraphHint {
+            nodes: Vec::new(),
+            gap: Some(gap),
+            extra: Map::new(),
+        }
     }
 }
 
@@ -785,7 +847,10 @@ impl Message for GraphHint {
     const TYPE: MessageType = MessageType::GraphHint;
     fn to_value(&self) -> Value {
         let mut m = Map::with_capacity(2 + self.extra.len());
-        m.insert("nodes", Value::Array(self.nodes.iter().map(GraphNodeHint::to_value).collect()));
+        m.insert(
+            "nodes",
+            Value::Array(self.nodes.iter().map(GraphNodeHint::to_value).collect()),
+        );
         put_opt(&mut m, "gap", self.gap.as_ref().map(GapInfo::to_value));
         put_extra(&mut m, &self.extra);
         Value::Object(m)
@@ -849,7 +914,11 @@ impl Message for NodeStarted {
         put_opt(&mut m, "input", self.input.clone());
         put_opt(&mut m, "collapsed", self.collapsed);
         put_extra(&mut m, &self.extra);
-        put_opt(&mut m, "redaction", self.redaction.as_ref().map(RedactionSummary::to_value));
+        put_opt(
+            &mut m,
+            "redaction",
+            self.redaction.as_ref().map(RedactionSummary::to_value),
+        );
         Value::Object(m)
     }
 }
@@ -870,7 +939,12 @@ pub struct NodeToken {
 impl NodeToken {
     /// `{nodeId, deltas}`.
     pub fn new(node_id: impl Into<JsStr>, deltas: Vec<TokenDelta>) -> Self {
-        NodeToken { node_id: node_id.into(), deltas, extra: Map::new(), redaction: None }
+        NodeToken {
+            node_id: node_id.into(),
+            deltas,
+            extra: Map::new(),
+            redaction: None,
+        }
     }
 }
 
@@ -879,9 +953,16 @@ impl Message for NodeToken {
     fn to_value(&self) -> Value {
         let mut m = Map::with_capacity(3 + self.extra.len());
         put(&mut m, "nodeId", self.node_id.clone());
-        m.insert("deltas", Value::Array(self.deltas.iter().map(TokenDelta::to_value).collect()));
+        m.insert(
+            "deltas",
+            Value::Array(self.deltas.iter().map(TokenDelta::to_value).collect()),
+        );
         put_extra(&mut m, &self.extra);
-        put_opt(&mut m, "redaction", self.redaction.as_ref().map(RedactionSummary::to_value));
+        put_opt(
+            &mut m,
+            "redaction",
+            self.redaction.as_ref().map(RedactionSummary::to_value),
+        );
         Value::Object(m)
     }
 }
@@ -939,13 +1020,21 @@ impl Message for NodeFinished {
         put(&mut m, "nodeId", self.node_id.clone());
         put_opt(&mut m, "instanceId", self.instance_id.clone());
         put_opt(&mut m, "output", self.output.clone());
-        put_opt(&mut m, "usage", self.usage.as_ref().map(TokenUsage::to_value));
+        put_opt(
+            &mut m,
+            "usage",
+            self.usage.as_ref().map(TokenUsage::to_value),
+        );
         put(&mut m, "durationMs", self.duration_ms);
         put(&mut m, "status", self.status);
         put_opt(&mut m, "injected", self.injected);
         put_opt(&mut m, "recoveredFromError", self.recovered_from_error);
         put_extra(&mut m, &self.extra);
-        put_opt(&mut m, "redaction", self.redaction.as_ref().map(RedactionSummary::to_value));
+        put_opt(
+            &mut m,
+            "redaction",
+            self.redaction.as_ref().map(RedactionSummary::to_value),
+        );
         put_opt(&mut m, "heldMs", self.held_ms);
         Value::Object(m)
     }
@@ -969,7 +1058,13 @@ pub struct NodeError {
 impl NodeError {
     /// `{nodeId, error}`.
     pub fn new(node_id: impl Into<JsStr>, error: ErrorInfo) -> Self {
-        NodeError { node_id: node_id.into(), instance_id: None, error, extra: Map::new(), held_ms: None }
+        NodeError {
+            node_id: node_id.into(),
+            instance_id: None,
+            error,
+            extra: Map::new(),
+            held_ms: None,
+        }
     }
 }
 
@@ -1032,8 +1127,16 @@ impl Message for ExecPaused {
         put(&mut m, "nodeId", self.node_id.clone());
         put(&mut m, "point", self.point);
         put_opt(&mut m, "reason", self.reason);
-        put_opt(&mut m, "loop", self.loop_info.as_ref().map(LoopInfo::to_value));
-        put_opt(&mut m, "smart", self.smart.as_ref().map(SmartInfo::to_value));
+        put_opt(
+            &mut m,
+            "loop",
+            self.loop_info.as_ref().map(LoopInfo::to_value),
+        );
+        put_opt(
+            &mut m,
+            "smart",
+            self.smart.as_ref().map(SmartInfo::to_value),
+        );
         put_opt(&mut m, "editable", self.editable);
         put_extra(&mut m, &self.extra);
         Value::Object(m)
@@ -1058,7 +1161,13 @@ pub struct ExecRefused {
 impl ExecRefused {
     /// `{pauseId, code}`.
     pub fn new(pause_id: impl Into<JsStr>, code: RefusalCode) -> Self {
-        ExecRefused { pause_id: pause_id.into(), code, message: None, request_id: None, extra: Map::new() }
+        ExecRefused {
+            pause_id: pause_id.into(),
+            code,
+            message: None,
+            request_id: None,
+            extra: Map::new(),
+        }
     }
 }
 
@@ -1145,7 +1254,14 @@ pub struct ExecResume {
 impl ExecResume {
     /// `{pauseId, action}`.
     pub fn new(pause_id: impl Into<JsStr>, action: ResumeAction) -> Self {
-        ExecResume { pause_id: pause_id.into(), action, output: None, input: None, request_id: None, extra: Map::new() }
+        ExecResume {
+            pause_id: pause_id.into(),
+            action,
+            output: None,
+            input: None,
+            request_id: None,
+            extra: Map::new(),
+        }
     }
 }
 
@@ -1213,7 +1329,10 @@ pub struct ModeSet {
 impl ModeSet {
     /// `{mode}`.
     pub fn new(mode: RunMode) -> Self {
-        ModeSet { mode, extra: Map::new() }
+        ModeSet {
+            mode,
+            extra: Map::new(),
+        }
     }
 }
 
@@ -1327,11 +1446,20 @@ impl Message for HelloAck {
         m.insert("capabilities", strings(&self.capabilities));
         m.insert(
             "breakpoints",
-            Value::Array(self.breakpoints.iter().map(BreakpointMatcher::to_value).collect()),
+            Value::Array(
+                self.breakpoints
+                    .iter()
+                    .map(BreakpointMatcher::to_value)
+                    .collect(),
+            ),
         );
         put(&mut m, "mode", self.mode);
         put_opt(&mut m, "sessionToken", self.session_token.clone());
-        put_opt(&mut m, "hubCapabilities", self.hub_capabilities.as_deref().map(strings));
+        put_opt(
+            &mut m,
+            "hubCapabilities",
+            self.hub_capabilities.as_deref().map(strings),
+        );
         put_extra(&mut m, &self.extra);
         Value::Object(m)
     }
@@ -1349,7 +1477,10 @@ mod tests {
         assert_eq!(NodeKind::ALL.len(), 9);
         assert_eq!(MessageType::ALL.len(), 16);
         assert_eq!(NodeKind::parse("Tool"), None);
-        assert_eq!("error-repeat".parse::<LoopKind>(), Ok(LoopKind::ErrorRepeat));
+        assert_eq!(
+            "error-repeat".parse::<LoopKind>(),
+            Ok(LoopKind::ErrorRepeat)
+        );
         assert!("x".parse::<RunMode>().is_err());
     }
 

@@ -31,7 +31,14 @@ pub const MAX_SAFE_INTEGER: u64 = 9_007_199_254_740_991;
 /// shrinks and serializes the payload first). Keys in the wire order
 /// `gm, seq, ts, runId, type, payload`; strings escaped as `JSON.stringify` escapes them.
 /// `payload_json` is inserted verbatim and must be one JSON value.
-pub fn encode_envelope(gm: u32, seq: u64, ts: u64, run_id: &str, msg_type: &str, payload_json: &str) -> String {
+pub fn encode_envelope(
+    gm: u32,
+    seq: u64,
+    ts: u64,
+    run_id: &str,
+    msg_type: &str,
+    payload_json: &str,
+) -> String {
     let mut out = String::with_capacity(64 + run_id.len() + msg_type.len() + payload_json.len());
     use std::fmt::Write;
     let _ = write!(out, "{{\"gm\":{gm},\"seq\":{seq},\"ts\":{ts},\"runId\":");
@@ -119,8 +126,17 @@ impl Envelope {
 
     /// The envelope written back as compact JSON, fields in arrival order.
     pub fn to_json(&self) -> String {
-        let mut out = String::new();
-        json::write_value(&Value::Object(self.object.clone()), &mut out);
+        let mut out = String::with_capacity(128);
+        out.push('{');
+        for (i, (k, v)) in self.object.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            json::write_string(k, &mut out);
+            out.push(':');
+            json::write_value(v, &mut out);
+        }
+        out.push('}');
         out
     }
 }
@@ -194,7 +210,10 @@ pub fn parse_envelope_value(value: Value) -> ParseOutcome {
         other => {
             return invalid(
                 REASON_NOT_AN_ENVELOPE,
-                vec![issue("", format!("expected an object, received {}", other.type_name()))],
+                vec![issue(
+                    "",
+                    format!("expected an object, received {}", other.type_name()),
+                )],
             )
         }
     };
@@ -224,17 +243,26 @@ pub fn parse_envelope_value(value: Value) -> ParseOutcome {
             None
         }
     };
-    let (Some(gm), Some(seq), Some(ts), Some(run_id), Some(type_name)) = (gm, seq, ts, run_id, type_name) else {
+    let (Some(gm), Some(seq), Some(ts), Some(run_id), Some(type_name)) =
+        (gm, seq, ts, run_id, type_name)
+    else {
         return invalid(REASON_NOT_AN_ENVELOPE, issues);
     };
 
     // Step 2: the major version.
     if gm != i64::from(PROTOCOL_VERSION) {
-        return ParseOutcome::VersionMismatch { received: gm, supported: PROTOCOL_VERSION };
+        return ParseOutcome::VersionMismatch {
+            received: gm,
+            supported: PROTOCOL_VERSION,
+        };
     }
 
     // Step 3: a type we do not know is tolerated, opaque.
-    let message_type = match object.get("type").and_then(Value::as_str).and_then(MessageType::parse) {
+    let message_type = match object
+        .get("type")
+        .and_then(Value::as_str)
+        .and_then(MessageType::parse)
+    {
         Some(t) => t,
         None => {
             return ParseOutcome::UnknownType(Envelope {
@@ -252,11 +280,19 @@ pub fn parse_envelope_value(value: Value) -> ParseOutcome {
     let mut issues = Vec::new();
     let mut path = String::from("payload");
     match object.get("payload") {
-        Some(payload) => schema::check(&schema::payload_shape(message_type), payload, &mut path, &mut issues),
+        Some(payload) => schema::check(
+            &schema::payload_shape(message_type),
+            payload,
+            &mut path,
+            &mut issues,
+        ),
         None => issues.push(issue("payload", expected("an object", None))),
     }
     if !issues.is_empty() {
-        return invalid(&format!("invalid payload for message type \"{type_name}\""), issues);
+        return invalid(
+            &format!("invalid payload for message type \"{type_name}\""),
+            issues,
+        );
     }
     ParseOutcome::Ok(Envelope {
         object,
@@ -269,11 +305,17 @@ pub fn parse_envelope_value(value: Value) -> ParseOutcome {
 }
 
 fn invalid(reason: &str, issues: Vec<ParseIssue>) -> ParseOutcome {
-    ParseOutcome::Invalid(Invalid { reason: reason.to_owned(), issues })
+    ParseOutcome::Invalid(Invalid {
+        reason: reason.to_owned(),
+        issues,
+    })
 }
 
 fn issue(path: &str, message: impl Into<String>) -> ParseIssue {
-    ParseIssue { path: path.to_owned(), message: message.into() }
+    ParseIssue {
+        path: path.to_owned(),
+        message: message.into(),
+    }
 }
 
 fn describe(value: Option<&Value>) -> String {
@@ -301,7 +343,7 @@ enum IntRule {
 /// A field that must be a safe integer (JavaScript's `Number.isSafeInteger`).
 fn check_int(object: &Map, key: &str, rule: IntRule, issues: &mut Vec<ParseIssue>) -> Option<i64> {
     let value = object.get(key);
-    let Some(x) = value.and_then(Value::as_f64).filter(|_| matches!(value, Some(Value::Number(_)))) else {
+    let Some(x) = value.and_then(Value::as_f64) else {
         issues.push(issue(key, expected("an integer", value)));
         return None;
     };
@@ -324,10 +366,10 @@ pub fn is_safe_integer(x: f64) -> bool {
 /// The payload schemas of protocol v1, as data, and a checker that mirrors the reference's
 /// loose-object validation (unknown fields pass; `null` is not an absent optional field).
 mod schema {
-    use super::{expected, issue, is_safe_integer, ParseIssue};
+    use super::{expected, is_safe_integer, issue, ParseIssue};
     use crate::event::{
-        LoopKind, MessageType, NodeKind, PauseReason, PausePoint, RefusalCode, ResumeAction, RunMode,
-        RunStatus, SmartRule, TokenChannel,
+        LoopKind, MessageType, NodeKind, PausePoint, PauseReason, RefusalCode, ResumeAction,
+        RunMode, RunStatus, SmartRule, TokenChannel,
     };
     use crate::json::Value;
 
@@ -361,10 +403,18 @@ mod schema {
     }
 
     const fn req(name: &'static str, ty: Ty) -> Field {
-        Field { name, ty, required: true }
+        Field {
+            name,
+            ty,
+            required: true,
+        }
     }
     const fn opt(name: &'static str, ty: Ty) -> Field {
-        Field { name, ty, required: false }
+        Field {
+            name,
+            ty,
+            required: false,
+        }
     }
 
     macro_rules! names {
@@ -391,7 +441,11 @@ mod schema {
     const RUN_MODE: Ty = Ty::Enum(names!(RunMode));
 
     const SDK_INFO: &[Field] = &[req("name", Ty::Str), req("version", Ty::Str)];
-    const ERROR_INFO: &[Field] = &[req("name", Ty::Str), req("message", Ty::Str), opt("stack", Ty::Str)];
+    const ERROR_INFO: &[Field] = &[
+        req("name", Ty::Str),
+        req("message", Ty::Str),
+        opt("stack", Ty::Str),
+    ];
     const TOKEN_USAGE: &[Field] = &[
         req("inputTokens", Ty::IntNonNeg),
         req("outputTokens", Ty::IntNonNeg),
@@ -401,14 +455,21 @@ mod schema {
         opt("reasoningTokens", Ty::IntNonNeg),
     ];
     const TOKEN_DELTA: &[Field] = &[req("t", Ty::Enum(names!(TokenChannel))), req("v", Ty::Str)];
-    const MATCHER: &[Field] = &[opt("kind", NODE_KIND), opt("name", Ty::Str), opt("point", PAUSE_POINT)];
+    const MATCHER: &[Field] = &[
+        opt("kind", NODE_KIND),
+        opt("name", Ty::Str),
+        opt("point", PAUSE_POINT),
+    ];
     const NODE_HINT: &[Field] = &[
         req("nodeId", Ty::Str),
         req("kind", NODE_KIND),
         req("name", Ty::Str),
         opt("parentId", Ty::Str),
     ];
-    const REDACTION: &[Field] = &[req("count", Ty::IntNonNeg), req("keys", Ty::Array(&Ty::Str))];
+    const REDACTION: &[Field] = &[
+        req("count", Ty::IntNonNeg),
+        req("keys", Ty::Array(&Ty::Str)),
+    ];
     const LOOP_INFO: &[Field] = &[
         req("repeats", Ty::IntNonNeg),
         req("firstSeq", Ty::IntNonNeg),
@@ -418,10 +479,20 @@ mod schema {
         opt("period", Ty::IntPos),
         opt("laps", Ty::IntPos),
     ];
-    const SMART_INFO: &[Field] = &[req("rule", Ty::Enum(names!(SmartRule))), opt("detail", Ty::Str)];
+    const SMART_INFO: &[Field] = &[
+        req("rule", Ty::Enum(names!(SmartRule))),
+        opt("detail", Ty::Str),
+    ];
 
-    const RUN_STARTED: &[Field] = &[req("app", Ty::Str), req("sdk", Ty::Object(SDK_INFO)), opt("meta", Ty::Record)];
-    const RUN_FINISHED: &[Field] = &[req("status", RUN_STATUS), opt("error", Ty::Object(ERROR_INFO))];
+    const RUN_STARTED: &[Field] = &[
+        req("app", Ty::Str),
+        req("sdk", Ty::Object(SDK_INFO)),
+        opt("meta", Ty::Record),
+    ];
+    const RUN_FINISHED: &[Field] = &[
+        req("status", RUN_STATUS),
+        opt("error", Ty::Object(ERROR_INFO)),
+    ];
     const GRAPH_HINT: &[Field] = &[req("nodes", Ty::Array(&Ty::Object(NODE_HINT)))];
     const NODE_STARTED: &[Field] = &[
         req("nodeId", Ty::Str),
@@ -562,7 +633,9 @@ mod schema {
                         path.push_str(field.name);
                         match map.get(field.name) {
                             Some(v) => check(&field.ty, v, path, issues),
-                            None if field.required => issues.push(issue(path, expected(&describe_ty(&field.ty), None))),
+                            None if field.required => {
+                                issues.push(issue(path, expected(&describe_ty(&field.ty), None)))
+                            }
                             None => {}
                         }
                         path.truncate(len);
@@ -606,7 +679,14 @@ mod tests {
 
     #[test]
     fn encodes_in_wire_order() {
-        let s = encode_envelope(1, 7, 1_756_254_187_512, "run_\u{e9}\"x", "node.token", "{\"a\":1}");
+        let s = encode_envelope(
+            1,
+            7,
+            1_756_254_187_512,
+            "run_\u{e9}\"x",
+            "node.token",
+            "{\"a\":1}",
+        );
         assert_eq!(
             s,
             "{\"gm\":1,\"seq\":7,\"ts\":1756254187512,\"runId\":\"run_\u{e9}\\\"x\",\"type\":\"node.token\",\"payload\":{\"a\":1}}"
