@@ -47,7 +47,7 @@ macro_rules! wire_enum {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum $name {
-            $($(#[$vmeta])* $variant),+
+            $(#[doc = concat!("`", $text, "` on the wire.")] $(#[$vmeta])* $variant),+
         }
 
         impl $name {
