@@ -9,3 +9,6 @@ pub mod json;
 pub mod loop_guard;
 
 pub use json::{JsStr, Map, Number, Value};
+pub mod event;
+pub mod wire;
+pub mod buffer;
