@@ -7,3 +7,4 @@
 pub mod json;
 
 pub use json::{JsStr, Map, Number, Value};
+pub mod redact;
