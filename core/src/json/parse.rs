@@ -346,6 +346,14 @@ mod tests {
     }
 
     #[test]
+    fn pairs_an_escaped_surrogate_pair() {
+        let escaped = parse_str(r#""a\ud83d\ude00\ud83d\ude00""#).unwrap();
+        let raw = parse_str("\"a\u{1F600}\u{1F600}\"").unwrap();
+        assert_eq!(escaped, raw);
+        assert!(!escaped.as_js_str().unwrap().has_lone_surrogate());
+    }
+
+    #[test]
     fn keeps_escaped_lone_surrogates() {
         let v = parse_str(r#""a\ud800b\ud83d\ude00""#).unwrap();
         let s = v.as_js_str().unwrap();
