@@ -8,3 +8,4 @@ pub mod json;
 
 pub use json::{JsStr, Map, Number, Value};
 pub mod redact;
+pub mod edit_input;
