@@ -7,3 +7,7 @@
 pub mod json;
 
 pub use json::{JsStr, Map, Number, Value};
+pub mod canonical;
+pub mod fingerprint;
+pub mod loop_guard;
+pub mod smart;
