@@ -7,5 +7,9 @@
 pub mod json;
 
 pub use json::{JsStr, Map, Number, Value};
+pub mod canonical;
+pub mod fingerprint;
+pub mod loop_guard;
+pub mod smart;
 pub mod redact;
 pub mod edit_input;

@@ -362,6 +362,13 @@ mod tests {
     }
 
     #[test]
+    fn joins_an_escaped_surrogate_pair() {
+        let v = parse_str(r#""\ud83d\ude02""#).unwrap();
+        assert_eq!(v.as_str(), Some("\u{1F602}"));
+        assert!(!v.as_js_str().unwrap().has_lone_surrogate());
+    }
+
+    #[test]
     fn refuses_deep_nesting_without_overflowing() {
         let deep = "[".repeat(100_000);
         assert_eq!(parse_str(&deep).unwrap_err().kind, ParseErrorKind::TooDeep);

@@ -256,7 +256,7 @@ impl JsStrBuilder {
     /// Appends UTF-8 text.
     pub fn push_str(&mut self, s: &str) {
         if s.is_empty() {
-            return; // nothing between two escapes: a pending high surrogate may still pair
+            return;
         }
         self.flush_high();
         self.bytes.extend_from_slice(s.as_bytes());
@@ -265,7 +265,8 @@ impl JsStrBuilder {
     /// Appends raw UTF-8 bytes the caller knows to be valid UTF-8.
     pub(crate) fn push_utf8_bytes(&mut self, s: &[u8]) {
         if s.is_empty() {
-            return; // nothing between two escapes: a pending high surrogate may still pair
+            // Nothing between two escapes: a pending high surrogate may still pair.
+            return;
         }
         self.flush_high();
         self.bytes.extend_from_slice(s);

@@ -161,8 +161,9 @@ mod tests {
 
     #[test]
     fn strings_are_escaped_as_json_stringify_does() {
-        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\udfff\ud800""#).unwrap();
-        assert_eq!(to_string(&v), r#""a\"\\/\b\f\n\r\t\u0001\u001fé😀\udfff\ud800""#);
+        // An escaped pair is one character (written raw); reversed, both halves are lone.
+        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff\udfff\ud800""#).unwrap();
+        assert_eq!(to_string(&v), r#""a\"\\/\b\f\n\r\t\u0001\u001fé😀𐏿\udfff\ud800""#);
     }
 
     #[test]
