@@ -13,3 +13,4 @@ pub mod loop_guard;
 pub mod smart;
 pub mod redact;
 pub mod edit_input;
+pub mod llm;
