@@ -90,7 +90,10 @@ pub struct EditRefusal {
 
 impl EditRefusal {
     fn new(code: RefusalCode, message: impl Into<String>) -> Self {
-        EditRefusal { code, message: message.into() }
+        EditRefusal {
+            code,
+            message: message.into(),
+        }
     }
 }
 
@@ -131,7 +134,10 @@ impl InputValidation {
 
 impl From<EditRefusal> for InputValidation {
     fn from(r: EditRefusal) -> Self {
-        InputValidation::Refused { code: r.code, message: Some(JsStr::from(r.message)) }
+        InputValidation::Refused {
+            code: r.code,
+            message: Some(JsStr::from(r.message)),
+        }
     }
 }
 
@@ -140,7 +146,10 @@ pub const VALIDATOR_FAILED_MESSAGE: &str = "the input could not be validated";
 
 /// What a validator that raises, fails or returns garbage amounts to.
 pub fn validator_failed() -> InputValidation {
-    InputValidation::Refused { code: RefusalCode::Shape, message: Some(VALIDATOR_FAILED_MESSAGE.into()) }
+    InputValidation::Refused {
+        code: RefusalCode::Shape,
+        message: Some(VALIDATOR_FAILED_MESSAGE.into()),
+    }
 }
 
 // -- placeholders and truncation markers ------------------------------------------------
@@ -182,7 +191,11 @@ const VALUE_AFTER: Option<(&[u8], bool)> = Some((b",]}", true));
 
 const PYTHON_BOUND_MARKERS: [BoundMarker; 5] = [
     // `…[truncated]"`: a string cut at 20,000 characters.
-    BoundMarker { before: None, body: &[Piece::Lit("…[truncated]\"")], after: None },
+    BoundMarker {
+        before: None,
+        body: &[Piece::Lit("…[truncated]\"")],
+        after: None,
+    },
     // `"<N bytes>"` as a whole value.
     BoundMarker {
         before: VALUE_BEFORE,
@@ -190,11 +203,19 @@ const PYTHON_BOUND_MARKERS: [BoundMarker; 5] = [
         after: VALUE_AFTER,
     },
     // `"…[depth limit]"` as a whole value.
-    BoundMarker { before: VALUE_BEFORE, body: &[Piece::Lit("\"…[depth limit]\"")], after: VALUE_AFTER },
+    BoundMarker {
+        before: VALUE_BEFORE,
+        body: &[Piece::Lit("\"…[depth limit]\"")],
+        after: VALUE_AFTER,
+    },
     // `"…":"[N more keys]"` as an object member.
     BoundMarker {
         before: Some((b"{,", false)),
-        body: &[Piece::Lit("\"…\":\"["), Piece::Digits, Piece::Lit(" more keys]\"")],
+        body: &[
+            Piece::Lit("\"…\":\"["),
+            Piece::Digits,
+            Piece::Lit(" more keys]\""),
+        ],
         after: Some((b",}", false)),
     },
     // `"…[N more]"` as a whole value.
@@ -208,22 +229,38 @@ const PYTHON_BOUND_MARKERS: [BoundMarker; 5] = [
 impl BoundMarker {
     /// Whether the marker occurs anywhere in `text`.
     fn found_in(&self, text: &[u8]) -> bool {
-        let Piece::Lit(first) = self.body[0] else { return false };
+        let Piece::Lit(first) = self.body[0] else {
+            return false;
+        };
         let mut from = 0;
         while let Some(offset) = find(&text[from..], first.as_bytes()) {
             let start = from + offset;
             from = start + 1;
             let before_ok = match self.before {
                 None => true,
-                Some((set, edge)) => if start == 0 { edge } else { set.contains(&text[start - 1]) },
+                Some((set, edge)) => {
+                    if start == 0 {
+                        edge
+                    } else {
+                        set.contains(&text[start - 1])
+                    }
+                }
             };
             if !before_ok {
                 continue;
             }
-            let Some(end) = self.body_end(text, start) else { continue };
+            let Some(end) = self.body_end(text, start) else {
+                continue;
+            };
             let after_ok = match self.after {
                 None => true,
-                Some((set, edge)) => if end == text.len() { edge } else { set.contains(&text[end]) },
+                Some((set, edge)) => {
+                    if end == text.len() {
+                        edge
+                    } else {
+                        set.contains(&text[end])
+                    }
+                }
             };
             if after_ok {
                 return true;
@@ -244,7 +281,10 @@ impl BoundMarker {
                     pos += lit.len();
                 }
                 Piece::Digits => {
-                    let n = text[pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+                    let n = text[pos..]
+                        .iter()
+                        .take_while(|b| b.is_ascii_digit())
+                        .count();
                     if n == 0 {
                         return None;
                     }
@@ -273,7 +313,9 @@ pub fn proposed_value_refusal(value: &Value) -> Option<RefusalCode> {
         return Some(RefusalCode::Placeholder);
     }
     if TRUNCATION_MARKERS.iter().any(|m| text.contains(m))
-        || PYTHON_BOUND_MARKERS.iter().any(|m| m.found_in(text.as_bytes()))
+        || PYTHON_BOUND_MARKERS
+            .iter()
+            .any(|m| m.found_in(text.as_bytes()))
     {
         return Some(RefusalCode::Truncated);
     }
@@ -332,10 +374,17 @@ pub fn pollution_path(value: &Value) -> Option<PollutionPath> {
                         return Some(PollutionPath::ConstructorPrototype);
                     }
                 }
-                stack.extend(m.values().filter(|v| matches!(v, Value::Object(_) | Value::Array(_))));
+                stack.extend(
+                    m.values()
+                        .filter(|v| matches!(v, Value::Object(_) | Value::Array(_))),
+                );
             }
             Value::Array(items) => {
-                stack.extend(items.iter().filter(|v| matches!(v, Value::Object(_) | Value::Array(_))));
+                stack.extend(
+                    items
+                        .iter()
+                        .filter(|v| matches!(v, Value::Object(_) | Value::Array(_))),
+                );
             }
             _ => {}
         }
@@ -346,7 +395,8 @@ pub fn pollution_path(value: &Value) -> Option<PollutionPath> {
 /// Refusal (`shape`) for an edited input that holds a pollution path at any depth; the
 /// session applies it to every edit, with or without an adapter validator.
 pub fn prototype_key_refusal(value: &Value) -> Option<EditRefusal> {
-    pollution_path(value).map(|p| EditRefusal::new(RefusalCode::Shape, p.message("the edited input")))
+    pollution_path(value)
+        .map(|p| EditRefusal::new(RefusalCode::Shape, p.message("the edited input")))
 }
 
 // -- short wire text ---------------------------------------------------------------------
@@ -401,7 +451,10 @@ pub fn sanitize_text(text: &JsStr) -> Option<JsStr> {
         }
     }
     let start = units.iter().position(|&u| u != 0x20).unwrap_or(units.len());
-    let end = units.iter().rposition(|&u| u != 0x20).map_or(start, |i| i + 1);
+    let end = units
+        .iter()
+        .rposition(|&u| u != 0x20)
+        .map_or(start, |i| i + 1);
     let mut units = units[start..end].to_vec();
     if units.len() > MAX_REFUSAL_MESSAGE {
         let mut cut = MAX_REFUSAL_MESSAGE - 1;
@@ -425,17 +478,26 @@ pub fn sanitize_text(text: &JsStr) -> Option<JsStr> {
 /// generic message; `ok` must be the boolean itself; extra fields are dropped; a message
 /// goes through [`sanitize_short_text`]. `None` is a validator that returned nothing.
 pub fn normalize_validation(result: Option<&Value>) -> InputValidation {
-    let Some(Value::Object(r)) = result else { return validator_failed() };
+    let Some(Value::Object(r)) = result else {
+        return validator_failed();
+    };
     match r.get("ok") {
         Some(Value::Bool(true)) => match r.get("value") {
             Some(v) => InputValidation::Accepted(v.clone()),
             None => validator_failed(),
         },
         Some(Value::Bool(false)) => {
-            let Some(code) = r.get("code").and_then(Value::as_str).and_then(RefusalCode::from_wire) else {
+            let Some(code) = r
+                .get("code")
+                .and_then(Value::as_str)
+                .and_then(RefusalCode::from_wire)
+            else {
                 return validator_failed();
             };
-            InputValidation::Refused { code, message: sanitize_short_text(r.get("message")) }
+            InputValidation::Refused {
+                code,
+                message: sanitize_short_text(r.get("message")),
+            }
         }
         _ => validator_failed(),
     }
@@ -458,10 +520,16 @@ pub fn merge_edited_input(
     input_hidden: bool,
 ) -> Result<Value, EditRefusal> {
     let Some(Value::Object(proposed)) = edit else {
-        return Err(EditRefusal::new(RefusalCode::Shape, "the edited arguments must be a JSON object"));
+        return Err(EditRefusal::new(
+            RefusalCode::Shape,
+            "the edited arguments must be a JSON object",
+        ));
     };
     if let Some(path) = pollution_path(edit.unwrap_or(&Value::Null)) {
-        return Err(EditRefusal::new(RefusalCode::Shape, path.message("the edited arguments")));
+        return Err(EditRefusal::new(
+            RefusalCode::Shape,
+            path.message("the edited arguments"),
+        ));
     }
     let mut out = match live {
         Some(Value::Object(base)) if !input_hidden => base.clone(),

@@ -124,7 +124,9 @@ fn is_js_space(c: char) -> bool {
 /// was reported (not a string, or blank). A plain stop on a step that requested tool calls
 /// is `tool-calls` (Gemini reports `STOP` there).
 pub fn normalize_finish_reason(raw: Option<&Value>, has_tool_calls: bool) -> Option<FinishReason> {
-    let Some(Value::String(raw)) = raw else { return None };
+    let Some(Value::String(raw)) = raw else {
+        return None;
+    };
     let text = raw.to_string_lossy();
     let lowered = text.trim_matches(is_js_space).to_lowercase();
     if lowered.is_empty() {
@@ -143,9 +145,15 @@ pub fn normalize_finish_reason(raw: Option<&Value>, has_tool_calls: bool) -> Opt
             in_run = false;
         }
     }
-    let mapped =
-        FINISH_REASON_MAP.iter().find(|(k, _)| *k == key).map_or(FinishReason::Other, |(_, reason)| *reason);
-    Some(if mapped == FinishReason::Stop && has_tool_calls { FinishReason::ToolCalls } else { mapped })
+    let mapped = FINISH_REASON_MAP
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(FinishReason::Other, |(_, reason)| *reason);
+    Some(if mapped == FinishReason::Stop && has_tool_calls {
+        FinishReason::ToolCalls
+    } else {
+        mapped
+    })
 }
 
 /// `finishReason` (normalized) and `rawFinishReason` (as reported, when a non-empty
@@ -173,7 +181,9 @@ pub fn finish_fields(raw: Option<&Value>, has_tool_calls: bool) -> Map {
 /// plus the raw `inputText`); absent or null args are `{}`; any other value is the input as
 /// it is.
 pub fn tool_call(id: Option<&Value>, name: Option<&Value>, args: Option<&Value>) -> Option<Value> {
-    let Some(Value::String(name)) = name else { return None };
+    let Some(Value::String(name)) = name else {
+        return None;
+    };
     if name.is_empty() {
         return None;
     }
@@ -222,7 +232,9 @@ pub fn token_count(value: Option<&Value>) -> Option<u64> {
 
 /// The sum of the parts that were reported; `None` when none was.
 pub fn sum_reported(parts: &[Option<u64>]) -> Option<u64> {
-    parts.iter().flatten().fold(None, |acc: Option<u64>, p| Some(acc.unwrap_or(0).saturating_add(*p)))
+    parts.iter().flatten().fold(None, |acc: Option<u64>, p| {
+        Some(acc.unwrap_or(0).saturating_add(*p))
+    })
 }
 
 /// The counts a provider reported, already normalized; `None` = not reported.
@@ -249,11 +261,16 @@ pub fn make_usage(parts: UsageParts) -> Option<Value> {
     }
     let mut m = Map::with_capacity(6);
     m.push_unique("inputTokens".into(), Value::from(parts.input.unwrap_or(0)));
-    m.push_unique("outputTokens".into(), Value::from(parts.output.unwrap_or(0)));
+    m.push_unique(
+        "outputTokens".into(),
+        Value::from(parts.output.unwrap_or(0)),
+    );
     m.push_unique("inclusive".into(), Value::Bool(true));
-    for (key, v) in
-        [("cacheReadTokens", parts.cache_read), ("cacheWriteTokens", parts.cache_write), ("reasoningTokens", parts.reasoning)]
-    {
+    for (key, v) in [
+        ("cacheReadTokens", parts.cache_read),
+        ("cacheWriteTokens", parts.cache_write),
+        ("reasoningTokens", parts.reasoning),
+    ] {
         if let Some(v) = v {
             m.push_unique(key.into(), Value::from(v));
         }
@@ -276,7 +293,12 @@ fn count(v: Option<&Value>, key: &str) -> Option<u64> {
 /// A cache-write count and its 5m/1h split: the reported total, unless it is absent or 0
 /// while the split reports more (LangChain's ChatAnthropic zeroes the total).
 fn cache_write_with_split(total: Option<u64>, split: Option<&Value>) -> Option<u64> {
-    let parts = split.map(|s| sum_reported(&[count(Some(s), "ephemeral_5m_input_tokens"), count(Some(s), "ephemeral_1h_input_tokens")]));
+    let parts = split.map(|s| {
+        sum_reported(&[
+            count(Some(s), "ephemeral_5m_input_tokens"),
+            count(Some(s), "ephemeral_1h_input_tokens"),
+        ])
+    });
     match (total, parts.flatten()) {
         (Some(t), Some(s)) if t == 0 && s > 0 => Some(s),
         (Some(t), _) => Some(t),
@@ -290,7 +312,10 @@ fn cache_write_with_split(total: Option<u64>, split: Option<&Value>) -> Option<u
 pub fn anthropic_usage(usage: &Value) -> Option<Value> {
     let u = Some(usage);
     let cache_read = count(u, "cache_read_input_tokens");
-    let cache_write = cache_write_with_split(count(u, "cache_creation_input_tokens"), get(u, "cache_creation"));
+    let cache_write = cache_write_with_split(
+        count(u, "cache_creation_input_tokens"),
+        get(u, "cache_creation"),
+    );
     make_usage(UsageParts {
         input: sum_reported(&[count(u, "input_tokens"), cache_read, cache_write]),
         output: count(u, "output_tokens"),
@@ -340,7 +365,8 @@ pub fn ai_sdk_usage(usage: &Value) -> Option<Value> {
             let n = Some(nested);
             let cache_read = count(n, "cacheRead");
             let cache_write = count(n, "cacheWrite");
-            let total = count(n, "total").or_else(|| sum_reported(&[count(n, "noCache"), cache_read, cache_write]));
+            let total = count(n, "total")
+                .or_else(|| sum_reported(&[count(n, "noCache"), cache_read, cache_write]));
             (total, cache_read, cache_write)
         }
         other => (token_count(other), count(u, "cachedInputTokens"), None),
@@ -349,11 +375,20 @@ pub fn ai_sdk_usage(usage: &Value) -> Option<Value> {
         Some(nested @ Value::Object(_)) => {
             let n = Some(nested);
             let reasoning = count(n, "reasoning");
-            (count(n, "total").or_else(|| sum_reported(&[count(n, "text"), reasoning])), reasoning)
+            (
+                count(n, "total").or_else(|| sum_reported(&[count(n, "text"), reasoning])),
+                reasoning,
+            )
         }
         other => (token_count(other), count(u, "reasoningTokens")),
     };
-    make_usage(UsageParts { input, output, cache_read, cache_write, reasoning })
+    make_usage(UsageParts {
+        input,
+        output,
+        cache_read,
+        cache_write,
+        reasoning,
+    })
 }
 
 /// Anthropic's raw usage names its cache fields.
@@ -414,8 +449,18 @@ pub fn ruby_llm_usage(usage: &Value) -> Option<Value> {
 /// (`input_token_details`), plain `input_tokens`, OpenAI chat (`prompt_tokens`), LangChain
 /// JS camelCase (`promptTokens`).
 pub fn usage_of(obj: &Value) -> Option<Value> {
-    const FIELDS: [&str; 5] = ["input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "promptTokens"];
-    let source = if FIELDS.iter().any(|f| has(obj, f)) { obj } else { get(Some(obj), "usage")? };
+    const FIELDS: [&str; 5] = [
+        "input_tokens",
+        "output_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "promptTokens",
+    ];
+    let source = if FIELDS.iter().any(|f| has(obj, f)) {
+        obj
+    } else {
+        get(Some(obj), "usage")?
+    };
     if looks_anthropic(source) {
         return anthropic_usage(source);
     }
@@ -427,12 +472,20 @@ pub fn usage_of(obj: &Value) -> Option<Value> {
     }
     let s = Some(source);
     if has(source, "input_tokens") || has(source, "output_tokens") {
-        return make_usage(UsageParts { input: count(s, "input_tokens"), output: count(s, "output_tokens"), ..Default::default() });
+        return make_usage(UsageParts {
+            input: count(s, "input_tokens"),
+            output: count(s, "output_tokens"),
+            ..Default::default()
+        });
     }
     if has(source, "prompt_tokens") || has(source, "completion_tokens") {
         return openai_chat_usage(source);
     }
-    make_usage(UsageParts { input: count(s, "promptTokens"), output: count(s, "completionTokens"), ..Default::default() })
+    make_usage(UsageParts {
+        input: count(s, "promptTokens"),
+        output: count(s, "completionTokens"),
+        ..Default::default()
+    })
 }
 
 /// The providers whose usage shape the core maps.
@@ -494,8 +547,15 @@ pub const MAX_TOOL_DEFINITION_DEPTH: usize = 16;
 
 /// Keys of a tool definition that hold its SCHEMA, recorded verbatim: a schema's property
 /// names are the tool's parameter names (a tool may well take a `token` argument).
-pub const TOOL_SCHEMA_KEYS: [&str; 7] =
-    ["parameters", "input_schema", "inputSchema", "output_schema", "outputSchema", "schema", "format"];
+pub const TOOL_SCHEMA_KEYS: [&str; 7] = [
+    "parameters",
+    "input_schema",
+    "inputSchema",
+    "output_schema",
+    "outputSchema",
+    "schema",
+    "format",
+];
 
 /// Substrings (ASCII case-insensitive) of a key that may carry a credential or transport
 /// configuration; such a key outside the schema is never recorded.
@@ -527,7 +587,9 @@ pub fn schema_hash(definition: &Value) -> String {
 
 fn is_secret_key(key: &JsStr) -> bool {
     let lower = key.as_bytes().to_ascii_lowercase();
-    TOOL_SECRET_KEY_PARTS.iter().any(|part| lower.windows(part.len()).any(|w| w == part.as_bytes()))
+    TOOL_SECRET_KEY_PARTS
+        .iter()
+        .any(|part| lower.windows(part.len()).any(|w| w == part.as_bytes()))
 }
 
 fn is_url_key(key: &JsStr) -> bool {
@@ -541,7 +603,10 @@ fn is_url_key(key: &JsStr) -> bool {
 /// holding `@` goes whole. What precedes the pair (a scheme, spaces, nothing) is kept.
 pub fn without_url_secrets(url: &JsStr) -> JsStr {
     let bytes = url.as_bytes();
-    let cut = bytes.iter().position(|&b| b == b'?' || b == b'#').unwrap_or(bytes.len());
+    let cut = bytes
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .unwrap_or(bytes.len());
     let text = &bytes[..cut];
     let is_slash = |b: u8| b == b'/' || b == b'\\';
     let stripped = (|| {
@@ -554,8 +619,14 @@ pub fn without_url_secrets(url: &JsStr) -> JsStr {
             return None;
         }
         let host_start = j + 1;
-        let host_end = text[host_start..].iter().position(|&b| b == b'/').map_or(text.len(), |p| host_start + p);
-        let at = text[host_start..host_end].iter().rposition(|&b| b == b'@')? + host_start;
+        let host_end = text[host_start..]
+            .iter()
+            .position(|&b| b == b'/')
+            .map_or(text.len(), |p| host_start + p);
+        let at = text[host_start..host_end]
+            .iter()
+            .rposition(|&b| b == b'@')?
+            + host_start;
         let mut out = text[..host_start].to_vec();
         out.extend_from_slice(&text[at + 1..]);
         Some(out)
@@ -607,13 +678,18 @@ fn sanitize_value(value: &Value, depth: usize) -> Value {
 /// `type`.
 pub fn tool_def_name(definition: &Value) -> Option<JsStr> {
     let d = Some(definition);
-    [get(get(d, "function"), "name"), get(get(d, "custom"), "name"), get(d, "name"), get(d, "type")]
-        .into_iter()
-        .flatten()
-        .find_map(|v| match v {
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            _ => None,
-        })
+    [
+        get(get(d, "function"), "name"),
+        get(get(d, "custom"), "name"),
+        get(d, "name"),
+        get(d, "type"),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(|v| match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    })
 }
 
 /// What one LLM step records about its tools.
@@ -641,7 +717,10 @@ impl CapturedTools {
             .collect();
         m.push_unique("tools".into(), Value::Array(tools));
         if !self.tool_schemas.is_empty() {
-            m.push_unique("toolSchemas".into(), Value::Object(self.tool_schemas.clone()));
+            m.push_unique(
+                "toolSchemas".into(),
+                Value::Object(self.tool_schemas.clone()),
+            );
         }
         Value::Object(m)
     }
@@ -683,9 +762,14 @@ impl ToolSchemaMemory {
             return None;
         }
         let sent = self.run(run_key);
-        let mut captured = CapturedTools { tools: Vec::new(), tool_schemas: Map::new() };
+        let mut captured = CapturedTools {
+            tools: Vec::new(),
+            tool_schemas: Map::new(),
+        };
         for definition in definitions {
-            let Some(name) = tool_def_name(definition) else { continue };
+            let Some(name) = tool_def_name(definition) else {
+                continue;
+            };
             let plain = sanitize_tool_definition(definition);
             let hash = schema_hash(&plain);
             captured.tools.push((name, hash.clone()));

@@ -38,8 +38,17 @@ pub const MAX_TRACKED_NODES: usize = 10_000;
 pub const FAILED_REDACTION_KEYS: [&str; 3] = ["input", "output", "deltas"];
 
 /// The wire's `NodeKind` values (a failed `node.started` needs one of them).
-pub const NODE_KINDS: [&str; 9] =
-    ["agent", "llm", "tool", "chain", "retriever", "server", "resource", "prompt", "custom"];
+pub const NODE_KINDS: [&str; 9] = [
+    "agent",
+    "llm",
+    "tool",
+    "chain",
+    "retriever",
+    "server",
+    "resource",
+    "prompt",
+    "custom",
+];
 
 /// The wire's `RunStatus` values (a failed `node.finished` needs one of them).
 pub const RUN_STATUSES: [&str; 3] = ["ok", "error", "aborted"];
@@ -48,8 +57,14 @@ pub const RUN_STATUSES: [&str; 3] = ["ok", "error", "aborted"];
 pub const RESUME_ACTIONS: [&str; 4] = ["continue", "retry", "inject", "abort"];
 
 /// The wire's `RefusalCode` values (a failed `exec.refused` needs one of them).
-pub const REFUSAL_CODES: [&str; 6] =
-    ["schema", "shape", "placeholder", "truncated", "disabled", "unsupported"];
+pub const REFUSAL_CODES: [&str; 6] = [
+    "schema",
+    "shape",
+    "placeholder",
+    "truncated",
+    "disabled",
+    "unsupported",
+];
 
 /// The fields of an `output.toolCalls[]` entry that carry the model's tool arguments:
 /// `input` / `inputText`, and the older spellings `arguments` and `args`.
@@ -76,12 +91,20 @@ pub struct HideSwitches {
 
 impl HideSwitches {
     /// Every switch off.
-    pub const NONE: HideSwitches =
-        HideSwitches { inputs: false, outputs: false, tool_args: false, tool_results: false };
+    pub const NONE: HideSwitches = HideSwitches {
+        inputs: false,
+        outputs: false,
+        tool_args: false,
+        tool_results: false,
+    };
 
     /// Every switch on.
-    pub const ALL: HideSwitches =
-        HideSwitches { inputs: true, outputs: true, tool_args: true, tool_results: true };
+    pub const ALL: HideSwitches = HideSwitches {
+        inputs: true,
+        outputs: true,
+        tool_args: true,
+        tool_results: true,
+    };
 
     /// Whether at least one switch is on (when none is, redaction costs nothing).
     pub fn any(&self) -> bool {
@@ -164,7 +187,12 @@ struct OrderedBounded<K, V> {
 
 impl<K: Hash + Eq + Clone, V> OrderedBounded<K, V> {
     fn new(cap: usize) -> Self {
-        OrderedBounded { entries: HashMap::new(), order: BTreeMap::new(), next: 0, cap: cap.max(1) }
+        OrderedBounded {
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            next: 0,
+            cap: cap.max(1),
+        }
     }
 
     /// Sets `key`; `refresh` moves an existing key to the newest position.
@@ -185,7 +213,9 @@ impl<K: Hash + Eq + Clone, V> OrderedBounded<K, V> {
         self.order.insert(self.next, key);
         self.next += 1;
         while self.entries.len() > self.cap {
-            let Some((_, oldest)) = self.order.pop_first() else { break };
+            let Some((_, oldest)) = self.order.pop_first() else {
+                break;
+            };
             self.entries.remove(&oldest);
         }
     }
@@ -255,7 +285,12 @@ impl Redactor {
     /// Redacts one event in place. Only `node.started`, `node.finished`, `node.token`,
     /// `exec.resumed` and `exec.refused` are ever changed, and only while a switch is on.
     /// On [`RedactOutcome::Dropped`] the payload is set to `null` and must not be sent.
-    pub fn redact_in(&mut self, ctx: &EventContext<'_>, event_type: &str, payload: &mut Value) -> RedactOutcome {
+    pub fn redact_in(
+        &mut self,
+        ctx: &EventContext<'_>,
+        event_type: &str,
+        payload: &mut Value,
+    ) -> RedactOutcome {
         if !self.switches.any() {
             return RedactOutcome::Unchanged;
         }
@@ -308,7 +343,9 @@ impl Redactor {
                 let edit_unreadable = unreadable_keys.contains(&"edited");
                 fail_closed_answer(event_type, readable, edit_unreadable)
             }
-            "node.started" | "node.finished" | "node.token" => self.fail_closed(ctx.run_id, event_type, readable),
+            "node.started" | "node.finished" | "node.token" => {
+                self.fail_closed(ctx.run_id, event_type, readable)
+            }
             _ => RedactOutcome::Unchanged,
         }
     }
@@ -322,7 +359,8 @@ impl Redactor {
         if let (Some(node_id), Some(kind)) = (node_id, kind) {
             self.remember(run_id, node_id, instance_id, kind);
         }
-        let hide = self.switches.inputs || (self.switches.tool_args && kind.is_some_and(|k| k == "tool"));
+        let hide =
+            self.switches.inputs || (self.switches.tool_args && kind.is_some_and(|k| k == "tool"));
         if !hide {
             return Ok(RedactOutcome::Unchanged);
         }
@@ -334,7 +372,8 @@ impl Redactor {
         let instance_id = identity(p, "instanceId")?;
         let is_tool = node_id.is_some_and(|n| self.kind_is_tool(run_id, n, instance_id));
         if let (Some(n), Some(i)) = (node_id, instance_id) {
-            self.instances.remove(&(run_id.into(), n.clone(), i.clone()));
+            self.instances
+                .remove(&(run_id.into(), n.clone(), i.clone()));
         }
         let s = self.switches;
         if s.outputs || (s.tool_results && is_tool) {
@@ -349,14 +388,17 @@ impl Redactor {
     fn on_token(&mut self, run_id: &str, p: &mut Map) -> Checked<RedactOutcome> {
         let s = self.switches;
         let node_id = identity(p, "nodeId")?;
-        let node_is_tool = s.tool_results && node_id.is_some_and(|n| self.kind_is_tool(run_id, n, None));
+        let node_is_tool =
+            s.tool_results && node_id.is_some_and(|n| self.kind_is_tool(run_id, n, None));
         let hide_all = s.outputs || node_is_tool;
         let hide_args = s.tool_args || s.inputs;
         if !hide_all && !hide_args {
             return Ok(RedactOutcome::Unchanged);
         }
         // First pass: inspect everything and decide; nothing is changed on failure.
-        let Some(Value::Array(deltas)) = p.get("deltas") else { return Err(Uninspectable) };
+        let Some(Value::Array(deltas)) = p.get("deltas") else {
+            return Err(Uninspectable);
+        };
         let mut hidden: Vec<(usize, usize)> = Vec::new();
         for (i, delta) in deltas.iter().enumerate() {
             let d = match delta {
@@ -396,7 +438,12 @@ impl Redactor {
 
     // -- pause answers -----------------------------------------------------------
 
-    fn on_pause_answer(&mut self, ctx: &EventContext<'_>, event_type: &str, payload: &mut Value) -> RedactOutcome {
+    fn on_pause_answer(
+        &mut self,
+        ctx: &EventContext<'_>,
+        event_type: &str,
+        payload: &mut Value,
+    ) -> RedactOutcome {
         if !self.switches.covers_pause_input(ctx.node_kind) {
             return RedactOutcome::Unchanged;
         }
@@ -405,7 +452,9 @@ impl Redactor {
             _ => return fail_closed_answer(event_type, payload, false),
         };
         if event_type == "exec.resumed" {
-            let Some(edited) = p.get("edited") else { return RedactOutcome::Unchanged };
+            let Some(edited) = p.get("edited") else {
+                return RedactOutcome::Unchanged;
+            };
             if let Value::Object(e) = edited {
                 if e.len() == 1 && is_placeholder(e.get("after")) {
                     return RedactOutcome::Unchanged;
@@ -427,7 +476,12 @@ impl Redactor {
 
     // -- fail closed -------------------------------------------------------------
 
-    fn fail_closed(&mut self, run_id: &str, event_type: &str, payload: &mut Value) -> RedactOutcome {
+    fn fail_closed(
+        &mut self,
+        run_id: &str,
+        event_type: &str,
+        payload: &mut Value,
+    ) -> RedactOutcome {
         match self.failed_form(run_id, event_type, payload) {
             Some(form) => {
                 *payload = Value::Object(form);
@@ -458,7 +512,8 @@ impl Redactor {
                 if let Some(parent) = plain_str(p.get("parentId")) {
                     out.push_unique("parentId".into(), Value::String(parent.clone()));
                 }
-                let kind = plain_str(p.get("kind")).filter(|k| NODE_KINDS.iter().any(|n| *k == *n))?;
+                let kind =
+                    plain_str(p.get("kind")).filter(|k| NODE_KINDS.iter().any(|n| *k == *n))?;
                 let name = plain_str(p.get("name"))?;
                 let instance_id = plain_str(p.get("instanceId"))?;
                 // Still learn the kind, so this instance's node.finished is judged right.
@@ -471,10 +526,12 @@ impl Redactor {
             "node.finished" => {
                 if let Some(instance_id) = plain_str(p.get("instanceId")) {
                     out.push_unique("instanceId".into(), Value::String(instance_id.clone()));
-                    self.instances.remove(&(run_id.into(), node_id.clone(), instance_id.clone()));
+                    self.instances
+                        .remove(&(run_id.into(), node_id.clone(), instance_id.clone()));
                 }
                 let duration = p.get("durationMs").filter(|v| is_duration(v))?;
-                let status = plain_str(p.get("status")).filter(|s| RUN_STATUSES.iter().any(|r| *s == *r))?;
+                let status =
+                    plain_str(p.get("status")).filter(|s| RUN_STATUSES.iter().any(|r| *s == *r))?;
                 out.push_unique("durationMs".into(), duration.clone());
                 if let Some(held) = p.get("heldMs").filter(|v| is_duration(v)) {
                     out.push_unique("heldMs".into(), held.clone());
@@ -499,10 +556,21 @@ impl Redactor {
 
     // -- kind tracking -----------------------------------------------------------
 
-    fn remember(&mut self, run_id: &str, node_id: &JsStr, instance_id: Option<&JsStr>, kind: &JsStr) {
-        self.nodes.set((run_id.into(), node_id.clone()), kind.clone(), true);
+    fn remember(
+        &mut self,
+        run_id: &str,
+        node_id: &JsStr,
+        instance_id: Option<&JsStr>,
+        kind: &JsStr,
+    ) {
+        self.nodes
+            .set((run_id.into(), node_id.clone()), kind.clone(), true);
         if let Some(instance_id) = instance_id {
-            self.instances.set((run_id.into(), node_id.clone(), instance_id.clone()), kind.clone(), false);
+            self.instances.set(
+                (run_id.into(), node_id.clone(), instance_id.clone()),
+                kind.clone(),
+                false,
+            );
         }
     }
 
@@ -510,7 +578,10 @@ impl Redactor {
     /// `tool` when the node id has the `tool:` prefix every adapter uses.
     fn kind_is_tool(&self, run_id: &str, node_id: &JsStr, instance_id: Option<&JsStr>) -> bool {
         if let Some(instance_id) = instance_id {
-            if let Some(kind) = self.instances.get(&(run_id.into(), node_id.clone(), instance_id.clone())) {
+            if let Some(kind) =
+                self.instances
+                    .get(&(run_id.into(), node_id.clone(), instance_id.clone()))
+            {
                 return kind == "tool";
             }
         }
@@ -536,14 +607,19 @@ fn dropped(event_type: &str) -> RedactOutcome {
 /// The failed form of a pause answer: `{pauseId, action, edited?: {after: placeholder},
 /// requestId?}` or `{pauseId, code, requestId?}`; dropped without a string `pauseId` and a
 /// valid action / code.
-fn fail_closed_answer(event_type: &str, payload: &mut Value, edit_unreadable: bool) -> RedactOutcome {
+fn fail_closed_answer(
+    event_type: &str,
+    payload: &mut Value,
+    edit_unreadable: bool,
+) -> RedactOutcome {
     let form = (|| {
         let p = payload.as_object()?;
         let pause_id = plain_str(p.get("pauseId"))?;
         let mut out = Map::with_capacity(5);
         out.push_unique("pauseId".into(), Value::String(pause_id.clone()));
         let key = if event_type == "exec.resumed" {
-            let action = plain_str(p.get("action")).filter(|a| RESUME_ACTIONS.iter().any(|r| *a == *r))?;
+            let action =
+                plain_str(p.get("action")).filter(|a| RESUME_ACTIONS.iter().any(|r| *a == *r))?;
             out.push_unique("action".into(), Value::String(action.clone()));
             if edit_unreadable || p.contains_key("edited") {
                 let mut after = Map::with_capacity(1);
@@ -552,7 +628,8 @@ fn fail_closed_answer(event_type: &str, payload: &mut Value, edit_unreadable: bo
             }
             "edited"
         } else {
-            let code = plain_str(p.get("code")).filter(|c| REFUSAL_CODES.iter().any(|r| *c == *r))?;
+            let code =
+                plain_str(p.get("code")).filter(|c| REFUSAL_CODES.iter().any(|r| *c == *r))?;
             out.push_unique("code".into(), Value::String(code.clone()));
             "message"
         };
@@ -584,7 +661,10 @@ fn fail_closed_answer(event_type: &str, payload: &mut Value, edit_unreadable: bo
 fn failed_summary(keys: &[&str]) -> Value {
     let mut m = Map::with_capacity(3);
     m.push_unique("count".into(), Value::from(0i64));
-    m.push_unique("keys".into(), Value::Array(keys.iter().map(|k| Value::from(*k)).collect()));
+    m.push_unique(
+        "keys".into(),
+        Value::Array(keys.iter().map(|k| Value::from(*k)).collect()),
+    );
     m.push_unique("failed".into(), Value::Bool(true));
     Value::Object(m)
 }
@@ -647,8 +727,12 @@ fn hide_field(p: &mut Map, key: &str) -> RedactOutcome {
 /// `toolCalls` that is not an array, or an entry that is neither null nor an object, is
 /// replaced whole.
 fn hide_tool_call_args(p: &mut Map) -> RedactOutcome {
-    let Some(Value::Object(output)) = p.get_mut("output") else { return RedactOutcome::Unchanged };
-    let Some(calls) = output.get_mut("toolCalls") else { return RedactOutcome::Unchanged };
+    let Some(Value::Object(output)) = p.get_mut("output") else {
+        return RedactOutcome::Unchanged;
+    };
+    let Some(calls) = output.get_mut("toolCalls") else {
+        return RedactOutcome::Unchanged;
+    };
     if calls.is_null() || is_placeholder(Some(calls)) {
         return RedactOutcome::Unchanged;
     }
@@ -702,13 +786,27 @@ fn merge_summary(p: &mut Map, count: u64, key: &str) {
     let merged = match p.get("redaction") {
         Some(Value::Object(existing)) => match (existing.get("count"), existing.get("keys")) {
             (Some(Value::Number(n)), Some(Value::Array(keys))) => {
-                let mut prior: Vec<Value> = keys.iter().filter(|k| matches!(k, Value::String(_))).cloned().collect();
-                if !prior.iter().any(|k| matches!(k, Value::String(s) if s == key)) {
+                let mut prior: Vec<Value> = keys
+                    .iter()
+                    .filter(|k| matches!(k, Value::String(_)))
+                    .cloned()
+                    .collect();
+                if !prior
+                    .iter()
+                    .any(|k| matches!(k, Value::String(s) if s == key))
+                {
                     prior.push(Value::from(key));
                 }
                 let prior_count = safe_non_negative(n).unwrap_or(0);
                 let total = prior_count.saturating_add(count);
-                fresh(if total <= MAX_SAFE_INTEGER as u64 { total } else { count }, prior)
+                fresh(
+                    if total <= MAX_SAFE_INTEGER as u64 {
+                        total
+                    } else {
+                        count
+                    },
+                    prior,
+                )
             }
             _ => fresh(count, vec![Value::from(key)]),
         },
@@ -721,7 +819,9 @@ fn merge_summary(p: &mut Map, count: u64, key: &str) {
 fn safe_non_negative(n: &Number) -> Option<u64> {
     match n {
         Number::Int(i) if (0..=MAX_SAFE_INTEGER).contains(i) => Some(*i as u64),
-        Number::Float(f) if f.is_finite() && f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_SAFE_INTEGER as f64 => {
+        Number::Float(f)
+            if f.is_finite() && f.fract() == 0.0 && *f >= 0.0 && *f <= MAX_SAFE_INTEGER as f64 =>
+        {
             Some(*f as u64)
         }
         _ => None,

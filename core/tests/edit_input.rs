@@ -2,19 +2,26 @@
 //! `graphmind_core::edit_input`. A missing field in a case means the value is absent.
 
 use graphmind_core::edit_input::{
-    self, merge_edited_input, normalize_validation, pollution_path, proposed_value_refusal, prototype_key_refusal,
-    sanitize_short_text, EditRefusal, InputValidation, RefusalCode, MAX_REFUSAL_MESSAGE,
+    self, merge_edited_input, normalize_validation, pollution_path, proposed_value_refusal,
+    prototype_key_refusal, sanitize_short_text, EditRefusal, InputValidation, RefusalCode,
+    MAX_REFUSAL_MESSAGE,
 };
 use graphmind_core::json::{self, Value};
 use graphmind_core::redact::REDACTED;
 
 fn fixture() -> Value {
-    let path = format!("{}/../tests/vectors/reference/edit-input-fixture.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../tests/vectors/reference/edit-input-fixture.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     json::parse(&std::fs::read(&path).expect("read fixture")).expect("parse fixture")
 }
 
 fn section(f: &Value, name: &str) -> Vec<Value> {
-    f.get(name).and_then(Value::as_array).unwrap_or_else(|| panic!("section {name}")).clone()
+    f.get(name)
+        .and_then(Value::as_array)
+        .unwrap_or_else(|| panic!("section {name}"))
+        .clone()
 }
 
 fn name(case: &Value) -> &str {
@@ -23,14 +30,22 @@ fn name(case: &Value) -> &str {
 
 fn finish(section: &str, n: usize, failures: Vec<String>) {
     assert!(n > 0, "{section}: no case ran");
-    assert!(failures.is_empty(), "{section}: {} of {n} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{section}: {} of {n} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn constants_match_the_fixture() {
     let f = fixture();
     assert_eq!(f.get("placeholder").and_then(Value::as_str), Some(REDACTED));
-    assert_eq!(f.get("maxRefusalMessage").and_then(Value::as_i64), Some(MAX_REFUSAL_MESSAGE as i64));
+    assert_eq!(
+        f.get("maxRefusalMessage").and_then(Value::as_i64),
+        Some(MAX_REFUSAL_MESSAGE as i64)
+    );
 }
 
 #[test]
@@ -45,9 +60,14 @@ fn proposed_value() {
             failures.push(format!("{}: got {got:?}, want {want:?}", name(case)));
         }
         // The message form agrees with the code.
-        let checked = edit_input::check_proposed_value(&value).err().map(|e: EditRefusal| e.code.as_str());
+        let checked = edit_input::check_proposed_value(&value)
+            .err()
+            .map(|e: EditRefusal| e.code.as_str());
         if checked != want {
-            failures.push(format!("{}: check_proposed_value gave {checked:?}", name(case)));
+            failures.push(format!(
+                "{}: check_proposed_value gave {checked:?}",
+                name(case)
+            ));
         }
     }
     finish("proposedValue", cases.len(), failures);
@@ -59,13 +79,18 @@ fn prototype_keys() {
     let mut failures = Vec::new();
     for case in &cases {
         let value = case.get("value").cloned().unwrap_or(Value::Null);
-        let want = case.get("refused").and_then(Value::as_bool).expect("refused");
+        let want = case
+            .get("refused")
+            .and_then(Value::as_bool)
+            .expect("refused");
         let got = prototype_key_refusal(&value);
         if got.is_some() != want || pollution_path(&value).is_some() != want {
             failures.push(format!("{}: got {got:?}, want refused={want}", name(case)));
         }
         if let Some(r) = got {
-            if r.code != RefusalCode::Shape || !r.message.starts_with("the edited input may not contain") {
+            if r.code != RefusalCode::Shape
+                || !r.message.starts_with("the edited input may not contain")
+            {
                 failures.push(format!("{}: refusal {r:?}", name(case)));
             }
         }
@@ -92,10 +117,17 @@ fn sanitize_short_text_section() {
     let cases = section(&fixture(), "sanitizeShortText");
     let mut failures = Vec::new();
     for case in &cases {
-        let got = sanitize_short_text(case.get("input")).map(Value::String).unwrap_or(Value::Null);
+        let got = sanitize_short_text(case.get("input"))
+            .map(Value::String)
+            .unwrap_or(Value::Null);
         let want = case.get("expected").cloned().unwrap_or(Value::Null);
         if json::to_string(&got) != json::to_string(&want) {
-            failures.push(format!("{}:\n  got  {}\n  want {}", name(case), json::to_string(&got), json::to_string(&want)));
+            failures.push(format!(
+                "{}:\n  got  {}\n  want {}",
+                name(case),
+                json::to_string(&got),
+                json::to_string(&want)
+            ));
         }
     }
     finish("sanitizeShortText", cases.len(), failures);
@@ -106,7 +138,10 @@ fn merge_tool_input() {
     let cases = section(&fixture(), "mergeToolInput");
     let mut failures = Vec::new();
     for case in &cases {
-        let hidden = case.get("inputHidden").and_then(Value::as_bool).unwrap_or(false);
+        let hidden = case
+            .get("inputHidden")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let got = match merge_edited_input(case.get("live"), case.get("proposed"), hidden) {
             Ok(v) => InputValidation::Accepted(v),
             Err(r) => r.into(),
@@ -130,12 +165,18 @@ fn sanitize_never_splits_a_pair_and_keeps_lone_surrogates() {
     assert_eq!(out.utf16_len(), 199);
     // A lone surrogate is text, not whitespace.
     let lone = Value::String(graphmind_core::JsStr::from_utf16(&[0x20, 0xdc00, 0x20]));
-    assert_eq!(sanitize_short_text(Some(&lone)).map(|s| s.utf16_units().collect::<Vec<_>>()), Some(vec![0xdc00]));
+    assert_eq!(
+        sanitize_short_text(Some(&lone)).map(|s| s.utf16_units().collect::<Vec<_>>()),
+        Some(vec![0xdc00])
+    );
 }
 
 #[test]
 fn merge_refusals_carry_the_code_and_message() {
     let err = merge_edited_input(None, Some(&json::parse_str("[1]").unwrap()), false).unwrap_err();
     assert_eq!(err.code, RefusalCode::Shape);
-    assert_eq!(err.to_string(), "the edited arguments must be a JSON object (shape)");
+    assert_eq!(
+        err.to_string(),
+        "the edited arguments must be a JSON object (shape)"
+    );
 }
