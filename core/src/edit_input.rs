@@ -228,37 +228,39 @@ const PYTHON_BOUND_MARKERS: [BoundMarker; 5] = [
 
 impl BoundMarker {
     /// Whether the marker occurs anywhere in `text`.
-    fn found_in(&self, text: &[u8]) -> bool {
+    fn found_in(&self, text: &str) -> bool {
         let Piece::Lit(first) = self.body[0] else {
             return false;
         };
+        let bytes = text.as_bytes();
         let mut from = 0;
-        while let Some(offset) = find(&text[from..], first.as_bytes()) {
+        while let Some(offset) = text[from..].find(first) {
             let start = from + offset;
-            from = start + 1;
+            // No first literal can overlap itself, and this stays on a char boundary.
+            from = start + first.len();
             let before_ok = match self.before {
                 None => true,
                 Some((set, edge)) => {
                     if start == 0 {
                         edge
                     } else {
-                        set.contains(&text[start - 1])
+                        set.contains(&bytes[start - 1])
                     }
                 }
             };
             if !before_ok {
                 continue;
             }
-            let Some(end) = self.body_end(text, start) else {
+            let Some(end) = self.body_end(bytes, start) else {
                 continue;
             };
             let after_ok = match self.after {
                 None => true,
                 Some((set, edge)) => {
-                    if end == text.len() {
+                    if end == bytes.len() {
                         edge
                     } else {
-                        set.contains(&text[end])
+                        set.contains(&bytes[end])
                     }
                 }
             };
@@ -296,13 +298,6 @@ impl BoundMarker {
     }
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || haystack.len() < needle.len() {
-        return None;
-    }
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
 /// The refusal code for a proposed input or inject output: `placeholder` when its compact
 /// JSON text contains `"__REDACTED__"`; else `truncated` when it contains a truncation
 /// marker (the shrink's, LangGraph's, the MCP preview's, or a Python recording bound);
@@ -313,9 +308,7 @@ pub fn proposed_value_refusal(value: &Value) -> Option<RefusalCode> {
         return Some(RefusalCode::Placeholder);
     }
     if TRUNCATION_MARKERS.iter().any(|m| text.contains(m))
-        || PYTHON_BOUND_MARKERS
-            .iter()
-            .any(|m| m.found_in(text.as_bytes()))
+        || PYTHON_BOUND_MARKERS.iter().any(|m| m.found_in(&text))
     {
         return Some(RefusalCode::Truncated);
     }

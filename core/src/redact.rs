@@ -426,7 +426,9 @@ impl Redactor {
         if let Some(Value::Array(deltas)) = p.get_mut("deltas") {
             for &(i, chars) in &hidden {
                 if let Some(Value::Object(d)) = deltas.get_mut(i) {
-                    d.insert("v", Value::String(JsStr::new()));
+                    if let Some(v) = d.get_mut("v") {
+                        *v = Value::String(JsStr::new());
+                    }
                     d.insert("chars", Value::from(chars as u64));
                 }
             }
