@@ -4,11 +4,17 @@
 //! concern lives in its own module, mostly as pure functions so that the conformance
 //! vectors in `tests/vectors/` can check it without a socket.
 
+pub mod buffer;
+pub mod canonical;
 pub mod config;
+pub mod edit_input;
+pub mod event;
+pub mod fingerprint;
 pub mod json;
+pub mod llm;
 pub mod loop_guard;
+pub mod redact;
+pub mod smart;
+pub mod wire;
 
 pub use json::{JsStr, Map, Number, Value};
-pub mod event;
-pub mod wire;
-pub mod buffer;
