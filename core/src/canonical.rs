@@ -48,6 +48,16 @@ pub const UNSERIALIZABLE_MARKER: &str = "[unserializable]";
 pub trait Sink {
     /// Appends bytes (always a whole UTF-8 sequence or ASCII).
     fn put(&mut self, bytes: &[u8]);
+
+    /// Appends `"body"` followed by `after` (`body` needs no escaping). A sink may do it
+    /// in one step.
+    #[inline]
+    fn put_quoted(&mut self, body: &[u8], after: &[u8]) {
+        self.put(b"\"");
+        self.put(body);
+        self.put(b"\"");
+        self.put(after);
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -138,7 +148,7 @@ struct Walker<'v, 'i, 's, S: Sink, K: AsRef<str>> {
     ignore: &'i [K],
     /// Sorted member lists of the objects being written, stacked: each object uses the
     /// tail it pushed and truncates it when done.
-    scratch: Vec<(&'v JsStr, &'v Value)>,
+    scratch: Vec<(u64, &'v JsStr, &'v Value)>,
     /// Characters of string content left (usize::MAX: unbounded).
     budget: usize,
 }
@@ -199,18 +209,18 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
                 let ignore = self.ignore;
                 for (k, v) in map.iter() {
                     if !is_ignored(k, ignore) {
-                        self.scratch.push((k, v));
+                        self.scratch.push((head_word(k.as_bytes()), k, v));
                     }
                 }
                 let members = &mut self.scratch[start..];
                 if members.len() > 1 {
-                    members.sort_unstable_by(|a, b| cmp_utf16_bytes(a.0.as_bytes(), b.0.as_bytes()));
+                    members.sort_unstable_by(|a, b| cmp_keys(a.0, a.1.as_bytes(), b.0, b.1.as_bytes()));
                 }
                 let end = self.scratch.len();
                 self.sink.put(b"{");
                 let mut result = Ok(());
                 for i in start..end {
-                    let (k, v) = self.scratch[i];
+                    let (_, k, v) = self.scratch[i];
                     if self.bounded() {
                         if let Err(e) = self.spend(k.utf16_len() + 1) {
                             result = Err(e);
@@ -220,8 +230,7 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
                     if i > start {
                         self.sink.put(b",");
                     }
-                    write_escaped(k.as_bytes(), self.sink);
-                    self.sink.put(b":");
+                    write_escaped_then(k.as_bytes(), b":", self.sink);
                     if let Err(e) = self.value(v, depth + 1) {
                         result = Err(e);
                         break;
@@ -234,6 +243,41 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
         }
         Ok(())
     }
+}
+
+/// UTF-16 code-unit order of two WTF-8 keys. UTF-8 byte order agrees with it wherever the
+/// first difference involves an ASCII byte (which is always at a character boundary), the
+/// common case for keys; anything else goes to the full comparison.
+#[inline]
+fn cmp_keys(wa: u64, a: &[u8], wb: u64, b: &[u8]) -> std::cmp::Ordering {
+    // `wa`, `wb`: the first eight bytes, zero-padded, as big-endian words (head_word):
+    // comparing them compares the prefixes byte by byte (a zero pad stands for "ended",
+    // which sorts first).
+    if wa != wb {
+        let i = ((wa ^ wb).leading_zeros() / 8) as usize;
+        let (x, y) = (a.get(i).copied().unwrap_or(0), b.get(i).copied().unwrap_or(0));
+        if x < 0x80 || y < 0x80 {
+            return wa.cmp(&wb);
+        }
+    }
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        None => a.len().cmp(&b.len()),
+        Some(i) if a[i] < 0x80 || b[i] < 0x80 => a[i].cmp(&b[i]),
+        Some(_) => cmp_utf16_bytes(a, b),
+    }
+}
+
+#[inline]
+fn head_word(bytes: &[u8]) -> u64 {
+    if let Some(head) = bytes.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    // Shifts rather than a copy: a variable-length copy becomes a memcpy call.
+    let mut word = 0u64;
+    for (i, &b) in bytes.iter().enumerate() {
+        word |= (b as u64) << (56 - 8 * i);
+    }
+    word
 }
 
 #[inline]
@@ -309,12 +353,82 @@ static ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Whether any byte of `word` is below 0x20, `"`, `\\` or 0xED (SWAR; may not say which).
+#[inline]
+fn needs_attention(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    #[inline]
+    fn has_zero(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGHS
+    }
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    let quote = has_zero(word ^ (ONES * b'"' as u64));
+    let backslash = has_zero(word ^ (ONES * b'\\' as u64));
+    let ed = has_zero(word ^ (ONES * 0xED));
+    (below_space | quote | backslash | ed) != 0
+}
+
 /// Writes WTF-8 `bytes` as a quoted JSON string with `JSON.stringify`'s escapes.
+#[inline]
 pub(crate) fn write_escaped<S: Sink>(bytes: &[u8], sink: &mut S) {
+    write_escaped_then(bytes, b"", sink);
+}
+
+/// [`write_escaped`], then `after`.
+#[inline]
+fn write_escaped_then<S: Sink>(bytes: &[u8], after: &[u8], sink: &mut S) {
+    if is_plain(bytes) {
+        sink.put_quoted(bytes, after);
+    } else {
+        write_escaped_slow(bytes, sink);
+        sink.put(after);
+    }
+}
+
+/// No byte of `bytes` needs an escape (checked eight at a time).
+#[inline]
+fn is_plain(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        if needs_attention(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
+            return false;
+        }
+    }
+    // The tail (0..=7 bytes) as overlapping fixed-size loads, padded with a plain byte:
+    // every byte is looked at, some twice, none is copied.
+    let rest = chunks.remainder();
+    let n = rest.len();
+    const PLAIN: u32 = u32::from_le_bytes([b'a'; 4]);
+    let word = if n >= 4 {
+        let lo = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let hi = u32::from_le_bytes([rest[n - 4], rest[n - 3], rest[n - 2], rest[n - 1]]);
+        lo as u64 | (hi as u64) << 32
+    } else if n > 0 {
+        let lo = u32::from_le_bytes([rest[0], rest[n / 2], rest[n - 1], b'a']);
+        lo as u64 | (PLAIN as u64) << 32
+    } else {
+        return true;
+    };
+    !needs_attention(word)
+}
+
+fn write_escaped_slow<S: Sink>(bytes: &[u8], sink: &mut S) {
     sink.put(b"\"");
     let mut run = 0;
     let mut i = 0;
     while i < bytes.len() {
+        // Skip eight plain bytes at a time.
+        while i + 8 <= bytes.len() {
+            let word = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]));
+            if needs_attention(word) {
+                break;
+            }
+            i += 8;
+        }
+        if i >= bytes.len() {
+            break;
+        }
         let b = bytes[i];
         let class = ESCAPE[b as usize];
         if class == 0 {

@@ -98,7 +98,10 @@ fn hex32(digest: &[u8]) -> String {
     out
 }
 
-const SINK_BUFFER: usize = 512;
+const SINK_BUFFER: usize = 1024;
+/// Room kept free at the end of the buffer so that short pieces can be copied with
+/// fixed-size (overlapping) moves.
+const SLACK: usize = 16;
 
 /// Feeds SHA-256 in whole buffers rather than in the many small pieces the writer emits.
 pub(crate) struct HashSink {
@@ -118,9 +121,10 @@ impl HashSink {
     }
 }
 
-impl Sink for HashSink {
-    #[inline]
-    fn put(&mut self, bytes: &[u8]) {
+impl HashSink {
+    #[cold]
+    #[inline(never)]
+    fn put_slow(&mut self, bytes: &[u8]) {
         if self.len + bytes.len() <= SINK_BUFFER {
             self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
             self.len += bytes.len();
@@ -134,6 +138,52 @@ impl Sink for HashSink {
             self.buf[..bytes.len()].copy_from_slice(bytes);
             self.len = bytes.len();
         }
+    }
+}
+
+impl Sink for HashSink {
+    #[inline(always)]
+    fn put_quoted(&mut self, body: &[u8], after: &[u8]) {
+        if body.len() > SLACK || after.len() > 1 || self.len + SLACK + 3 > SINK_BUFFER {
+            self.put(b"\"");
+            self.put(body);
+            self.put(b"\"");
+            self.put(after);
+            return;
+        }
+        self.buf[self.len] = b'"';
+        self.len += 1;
+        self.put(body);
+        self.buf[self.len] = b'"';
+        self.len += 1;
+        if let Some(&b) = after.first() {
+            self.buf[self.len] = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        let at = self.len;
+        if n > SLACK || at + SLACK > SINK_BUFFER {
+            return self.put_slow(bytes);
+        }
+        // 0..=16 bytes with fixed-size moves (the pieces overlap; bytes past the new end
+        // are scratch).
+        let dst = &mut self.buf[at..at + SLACK];
+        if n >= 8 {
+            dst[..8].copy_from_slice(&bytes[..8]);
+            dst[n - 8..n].copy_from_slice(&bytes[n - 8..]);
+        } else if n >= 4 {
+            dst[..4].copy_from_slice(&bytes[..4]);
+            dst[n - 4..n].copy_from_slice(&bytes[n - 4..]);
+        } else if n > 0 {
+            dst[0] = bytes[0];
+            dst[n / 2] = bytes[n / 2];
+            dst[n - 1] = bytes[n - 1];
+        }
+        self.len = at + n;
     }
 }
 

@@ -241,6 +241,29 @@ proptest! {
     }
 
     #[test]
+    fn strings_are_written_as_json_stringify_writes_them(units in prop::collection::vec(
+        prop_oneof![any::<u16>(), 0u16..0x80, 0xD000u16..0xE000, Just(0x22u16), Just(0x5Cu16)], 0..40)) {
+        let v = Value::String(JsStr::from_utf16(&units));
+        prop_assert_eq!(canonical_json(&v), json::to_string(&v));
+    }
+
+    #[test]
+    fn keys_sort_by_utf16_code_units(keys in prop::collection::vec(
+        prop::collection::vec(prop_oneof![0x20u16..0x80, 0xD000u16..0xE000, 0xE000u16..=0xFFFF, any::<u16>()], 0..12), 0..12)) {
+        let mut map = Map::new();
+        for (i, k) in keys.iter().enumerate() {
+            map.insert(JsStr::from_utf16(k), Value::from(i as i64));
+        }
+        let mut entries: Vec<_> = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        entries.sort_by(|a, b| a.0.cmp_utf16(&b.0));
+        let mut sorted = Map::new();
+        for (k, v) in entries {
+            sorted.insert(k, v);
+        }
+        prop_assert_eq!(canonical_json_with(&Value::Object(map), &[]), json::to_string(&Value::Object(sorted)));
+    }
+
+    #[test]
     fn ignored_keys_never_appear(v in arb_value()) {
         let text = canonical_json(&v);
         prop_assert!(!text.contains("\"_meta\":"));
