@@ -269,3 +269,11 @@ proptest! {
         prop_assert!(!text.contains("\"_meta\":"));
     }
 }
+
+#[test]
+fn benchmark_sample_matches_the_python_reference() {
+    // graphmind-ai 0.5.1: fingerprint_call("tool:search_files", json.load(sample), {"_meta"}).
+    let sample = std::fs::read(vectors().join("../../bench/sample-1k.json")).unwrap();
+    let v = json::parse(&sample).unwrap();
+    assert_eq!(fingerprint("tool:search_files", Some(&v)), "64d02db96e16511cfce8f8920cf29d44");
+}
