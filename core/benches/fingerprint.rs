@@ -25,7 +25,8 @@ fn hex32(digest: &[u8]) -> String {
 fn bench(c: &mut Criterion) {
     let bytes = sample();
     let ours = graphmind_core::json::parse(&bytes).expect("sample parses");
-    let theirs: serde_json::Value = serde_json::from_slice(&bytes).expect("sample parses with serde_json");
+    let theirs: serde_json::Value =
+        serde_json::from_slice(&bytes).expect("sample parses with serde_json");
     let call = serde_json::Value::Array(vec![serde_json::Value::from(NODE_ID), theirs]);
 
     let mut group = c.benchmark_group("fingerprint sample-1k");

@@ -97,7 +97,12 @@ pub fn canonical_call_js(node_id: &JsStr, input: Option<&Value>, ignore_keys: &[
 
 /// Writes the canonical JSON of `value` into `sink`.
 pub fn write_canonical<S: Sink, K: AsRef<str>>(value: &Value, ignore_keys: &[K], sink: &mut S) {
-    let mut walker = Walker { sink, ignore: ignore_keys, scratch: Vec::new(), budget: usize::MAX };
+    let mut walker = Walker {
+        sink,
+        ignore: ignore_keys,
+        scratch: Vec::new(),
+        budget: usize::MAX,
+    };
     // Unbounded: cannot run out.
     let _ = walker.value(value, 0);
 }
@@ -129,7 +134,12 @@ pub(crate) fn write_canonical_bounded<S: Sink, K: AsRef<str>>(
     budget: usize,
     sink: &mut S,
 ) -> bool {
-    let mut walker = Walker { sink, ignore: ignore_keys, scratch: Vec::new(), budget };
+    let mut walker = Walker {
+        sink,
+        ignore: ignore_keys,
+        scratch: Vec::new(),
+        budget,
+    };
     walker.value(value, 0).is_ok()
 }
 
@@ -214,7 +224,9 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
                 }
                 let members = &mut self.scratch[start..];
                 if members.len() > 1 {
-                    members.sort_unstable_by(|a, b| cmp_keys(a.0, a.1.as_bytes(), b.0, b.1.as_bytes()));
+                    members.sort_unstable_by(|a, b| {
+                        cmp_keys(a.0, a.1.as_bytes(), b.0, b.1.as_bytes())
+                    });
                 }
                 let end = self.scratch.len();
                 self.sink.put(b"{");
@@ -255,7 +267,10 @@ fn cmp_keys(wa: u64, a: &[u8], wb: u64, b: &[u8]) -> std::cmp::Ordering {
     // which sorts first).
     if wa != wb {
         let i = ((wa ^ wb).leading_zeros() / 8) as usize;
-        let (x, y) = (a.get(i).copied().unwrap_or(0), b.get(i).copied().unwrap_or(0));
+        let (x, y) = (
+            a.get(i).copied().unwrap_or(0),
+            b.get(i).copied().unwrap_or(0),
+        );
         if x < 0x80 || y < 0x80 {
             return wa.cmp(&wb);
         }
@@ -462,7 +477,14 @@ fn write_escaped_slow<S: Sink>(bytes: &[u8], sink: &mut S) {
                 i += 1;
             }
             2 => {
-                sink.put(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xF) as usize]]);
+                sink.put(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xF) as usize],
+                ]);
                 i += 1;
             }
             _ => {
@@ -495,18 +517,33 @@ mod tests {
     fn sorts_and_strips() {
         let v = parse_str(r#"{"b":1,"_meta":{"x":1},"a":[{"_meta":2,"z":1.0,"y":-0.0}]}"#).unwrap();
         assert_eq!(canonical_json(&v), r#"{"a":[{"y":0,"z":1}],"b":1}"#);
-        assert_eq!(canonical_json_with(&v, &[]), r#"{"_meta":{"x":1},"a":[{"_meta":2,"y":0,"z":1}],"b":1}"#);
+        assert_eq!(
+            canonical_json_with(&v, &[]),
+            r#"{"_meta":{"x":1},"a":[{"_meta":2,"y":0,"z":1}],"b":1}"#
+        );
     }
 
     #[test]
     fn escapes_like_the_json_writer() {
-        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001f\u007fé😀\ud800\udfff\ud83d\ude00x\udbff""#).unwrap();
+        let v =
+            parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001f\u007fé😀\ud800\udfff\ud83d\ude00x\udbff""#)
+                .unwrap();
         assert_eq!(canonical_json(&v), to_string(&v));
     }
 
     #[test]
     fn integral_doubles_match_ryu_js() {
-        for f in [1.0, -1.0, 123456789.0, 999999999999999.0, -999999999999999.0, 0.5, 1e15, 1e16, 1e21] {
+        for f in [
+            1.0,
+            -1.0,
+            123456789.0,
+            999999999999999.0,
+            -999999999999999.0,
+            0.5,
+            1e15,
+            1e16,
+            1e21,
+        ] {
             let mut out = Vec::new();
             write_f64(f, &mut out);
             let mut reference = String::new();
@@ -531,7 +568,10 @@ mod tests {
             v = Value::Array(vec![v]);
         }
         let text = canonical_json(&v);
-        assert_eq!(text, format!("{}\"[depth]\"{}", "[".repeat(65), "]".repeat(65)));
+        assert_eq!(
+            text,
+            format!("{}\"[depth]\"{}", "[".repeat(65), "]".repeat(65))
+        );
     }
 
     #[test]

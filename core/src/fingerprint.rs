@@ -65,7 +65,10 @@ impl SaltedHasher {
         }
         let mut inner = Sha256::new();
         inner.update(ipad);
-        SaltedHasher { inner: HashSink::new(inner), outer_key: opad }
+        SaltedHasher {
+            inner: HashSink::new(inner),
+            outer_key: opad,
+        }
     }
 
     pub(crate) fn finish(self) -> [u8; 32] {
@@ -112,7 +115,11 @@ pub(crate) struct HashSink {
 
 impl HashSink {
     pub(crate) fn new(hasher: Sha256) -> Self {
-        HashSink { hasher, buf: [0; SINK_BUFFER], len: 0 }
+        HashSink {
+            hasher,
+            buf: [0; SINK_BUFFER],
+            len: 0,
+        }
     }
 
     pub(crate) fn finish(mut self) -> [u8; 32] {
@@ -197,13 +204,22 @@ mod tests {
     fn streams_the_same_bytes_as_the_text() {
         let v = parse_str(&format!(r#"{{"s":"{}","n":[1,2.5]}}"#, "x".repeat(2000))).unwrap();
         let text = canonical_call("tool:x", Some(&v), DEFAULT_IGNORE_KEYS);
-        assert_eq!(fingerprint("tool:x", Some(&v)), sha256_hex32(text.as_bytes()));
+        assert_eq!(
+            fingerprint("tool:x", Some(&v)),
+            sha256_hex32(text.as_bytes())
+        );
     }
 
     #[test]
     fn absent_input_is_null() {
-        assert_eq!(fingerprint("tool:getTime", None), "a80443848de3def47cecf418454f6c6a");
-        assert_eq!(fingerprint("tool:getTime", Some(&Value::Null)), "a80443848de3def47cecf418454f6c6a");
+        assert_eq!(
+            fingerprint("tool:getTime", None),
+            "a80443848de3def47cecf418454f6c6a"
+        );
+        assert_eq!(
+            fingerprint("tool:getTime", Some(&Value::Null)),
+            "a80443848de3def47cecf418454f6c6a"
+        );
     }
 
     #[test]
@@ -212,6 +228,9 @@ mod tests {
         // zero-padded to 32 bytes, gives the same MAC.
         let mut key = [0u8; 32];
         key[..20].copy_from_slice(&[0x0b; 20]);
-        assert_eq!(salted_digest(&key, b"Hi There"), "b0344c61d8db38535ca8afceaf0bf12b");
+        assert_eq!(
+            salted_digest(&key, b"Hi There"),
+            "b0344c61d8db38535ca8afceaf0bf12b"
+        );
     }
 }
