@@ -499,7 +499,7 @@ fn write_escaped_slow<S: Sink>(bytes: &[u8], sink: &mut S) {
                     HEX[((unit >> 4) & 0xF) as usize],
                     HEX[(unit & 0xF) as usize],
                 ]);
-                i += 3;
+                i = (i + 3).min(bytes.len());
             }
         }
         run = i;

@@ -521,7 +521,9 @@ impl LoopGuard {
             }
             return outcome;
         }
-        let state = self.state_mut(start.run_id).expect("state exists");
+        let Some(state) = self.state_mut(start.run_id) else {
+            return outcome;
+        };
         let Some(streak) = state.streaks[kind].as_mut() else {
             return outcome;
         };

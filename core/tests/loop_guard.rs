@@ -633,3 +633,143 @@ fn loop_kind_warnings_name_the_node_and_counts_only() {
     );
     assert!(!warnings[0].message.contains("secret"));
 }
+
+// -- properties ---------------------------------------------------------------
+
+mod properties {
+    use super::*;
+    use graphmind_core::json::JsStr;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Event {
+        Start {
+            run: u8,
+            node: u8,
+            kind: u8,
+            input: u8,
+            instance: Option<u8>,
+            unreadable: bool,
+        },
+        Error {
+            run: u8,
+            node: u8,
+            instance: Option<u8>,
+            message: u8,
+        },
+        Finish {
+            run: u8,
+            node: u8,
+            instance: Option<u8>,
+            status: u8,
+            output: u8,
+        },
+        Gate {
+            run: u8,
+            node: u8,
+            kind: u8,
+        },
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        let run = 0u8..80;
+        prop_oneof![
+            (
+                run.clone(),
+                0u8..4,
+                0u8..3,
+                0u8..3,
+                prop::option::of(0u8..4),
+                any::<bool>()
+            )
+                .prop_map(|(run, node, kind, input, instance, unreadable)| {
+                    Event::Start {
+                        run,
+                        node,
+                        kind,
+                        input,
+                        instance,
+                        unreadable,
+                    }
+                }),
+            (run.clone(), 0u8..4, prop::option::of(0u8..4), 0u8..2).prop_map(
+                |(run, node, instance, message)| Event::Error {
+                    run,
+                    node,
+                    instance,
+                    message
+                }
+            ),
+            (
+                run.clone(),
+                0u8..4,
+                prop::option::of(0u8..4),
+                0u8..4,
+                0u8..3
+            )
+                .prop_map(|(run, node, instance, status, output)| Event::Finish {
+                    run,
+                    node,
+                    instance,
+                    status,
+                    output
+                }),
+            (run, 0u8..4, 0u8..3).prop_map(|(run, node, kind)| Event::Gate { run, node, kind }),
+        ]
+    }
+
+    const KINDS: [&str; 3] = ["tool", "llm", "agent"];
+    const STATUSES: [&str; 4] = ["ok", "error", "aborted", "weird"];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Any interleaving of events: no panic, the run bound holds, a hold's seqs are
+        /// ordered and a retry never holds twice.
+        #[test]
+        fn any_event_order_is_safe(events in prop::collection::vec(event(), 0..300), attached in any::<bool>()) {
+            let config = LoopGuardConfig { threshold: 2, kinds: vec!["tool".into(), "llm".into()], ..Default::default() };
+            let mut guard = LoopGuard::new(config);
+            let inputs: Vec<Value> = (0..3).map(|i| json::parse_str(&format!(r#"{{"q":{i},"_meta":{{"t":{i}}}}}"#)).unwrap()).collect();
+            let outputs: Vec<Value> = vec![
+                json::parse_str(r#"{"isError":true}"#).unwrap(),
+                json::parse_str(r#"{"error":"x"}"#).unwrap(),
+                json::parse_str(r#""fine""#).unwrap(),
+            ];
+            for (seq, e) in events.iter().enumerate() {
+                match e {
+                    Event::Start { run, node, kind, input, instance, unreadable } => {
+                        let (run, node) = (format!("r{run}"), format!("tool:n{node}"));
+                        let instance = instance.map(|i| format!("i{i}"));
+                        let value = if *unreadable { LoopValue::Unreadable } else { LoopValue::from(&inputs[*input as usize]) };
+                        let mut start = NodeStart::new(&run, &node, KINDS[*kind as usize], value, seq as u64);
+                        if let Some(i) = &instance { start = start.instance(i); }
+                        guard.on_node_started(&start, attached);
+                    }
+                    Event::Error { run, node, instance, message } => {
+                        let m = JsStr::from(if *message == 0 { "boom" } else { "bang" });
+                        let instance = instance.map(|i| format!("i{i}"));
+                        guard.on_node_error(&format!("r{run}"), &format!("tool:n{node}"), instance.as_deref(), Some(&JsStr::from("E")), Some(&m));
+                    }
+                    Event::Finish { run, node, instance, status, output } => {
+                        let instance = instance.map(|i| format!("i{i}"));
+                        guard.on_node_finished(&format!("r{run}"), &format!("tool:n{node}"), instance.as_deref(),
+                            Some(STATUSES[*status as usize]), LoopValue::from(&outputs[*output as usize]), true);
+                    }
+                    Event::Gate { run, node, kind } => {
+                        let (run, node) = (format!("r{run}"), format!("tool:n{node}"));
+                        let name = &node[5..];
+                        let verdict = guard.consult_before(&run, KINDS[*kind as usize], &node, name, true, LoopHide::default());
+                        if let LoopVerdict::Hold(info) = verdict {
+                            prop_assert!(info.first_seq <= info.last_seq);
+                            prop_assert!(info.repeats >= 2);
+                            let again = guard.consult_before(&run, KINDS[*kind as usize], &node, name, true, LoopHide::default());
+                            prop_assert_eq!(again, LoopVerdict::Continue);
+                        }
+                    }
+                }
+                prop_assert!(guard.tracked_runs() <= MAX_LOOP_RUNS);
+            }
+        }
+    }
+}
