@@ -97,10 +97,10 @@ pub fn canonical_call_js(node_id: &JsStr, input: Option<&Value>, ignore_keys: &[
 
 /// Writes the canonical JSON of `value` into `sink`.
 pub fn write_canonical<S: Sink, K: AsRef<str>>(value: &Value, ignore_keys: &[K], sink: &mut S) {
-    let mut walker = Walker {
+    let mut walker = Walker::<_, _, false> {
         sink,
         ignore: ignore_keys,
-        scratch: Vec::new(),
+        scratch: Vec::with_capacity(32),
         budget: usize::MAX,
     };
     // Unbounded: cannot run out.
@@ -134,10 +134,10 @@ pub(crate) fn write_canonical_bounded<S: Sink, K: AsRef<str>>(
     budget: usize,
     sink: &mut S,
 ) -> bool {
-    let mut walker = Walker {
+    let mut walker = Walker::<_, _, true> {
         sink,
         ignore: ignore_keys,
-        scratch: Vec::new(),
+        scratch: Vec::with_capacity(32),
         budget,
     };
     walker.value(value, 0).is_ok()
@@ -153,20 +153,20 @@ fn into_string(bytes: Vec<u8>) -> String {
 
 struct OverBudget;
 
-struct Walker<'v, 'i, 's, S: Sink, K: AsRef<str>> {
+struct Walker<'v, 'i, 's, S: Sink, K: AsRef<str>, const BOUNDED: bool> {
     sink: &'s mut S,
     ignore: &'i [K],
     /// Sorted member lists of the objects being written, stacked: each object uses the
     /// tail it pushed and truncates it when done.
     scratch: Vec<(u64, &'v JsStr, &'v Value)>,
-    /// Characters of string content left (usize::MAX: unbounded).
+    /// Characters of string content left (only counted when `BOUNDED`).
     budget: usize,
 }
 
-impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
+impl<'v, S: Sink, K: AsRef<str>, const BOUNDED: bool> Walker<'v, '_, '_, S, K, BOUNDED> {
     #[inline]
     fn spend(&mut self, chars: usize) -> Result<(), OverBudget> {
-        if self.budget == usize::MAX {
+        if !BOUNDED {
             return Ok(());
         }
         match self.budget.checked_sub(chars) {
@@ -180,7 +180,7 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
 
     #[inline]
     fn bounded(&self) -> bool {
-        self.budget != usize::MAX
+        BOUNDED
     }
 
     fn value(&mut self, value: &'v Value, depth: usize) -> Result<(), OverBudget> {
