@@ -48,6 +48,16 @@ pub const UNSERIALIZABLE_MARKER: &str = "[unserializable]";
 pub trait Sink {
     /// Appends bytes (always a whole UTF-8 sequence or ASCII).
     fn put(&mut self, bytes: &[u8]);
+
+    /// Appends `"body"` followed by `after` (`body` needs no escaping). A sink may do it
+    /// in one step.
+    #[inline]
+    fn put_quoted(&mut self, body: &[u8], after: &[u8]) {
+        self.put(b"\"");
+        self.put(body);
+        self.put(b"\"");
+        self.put(after);
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -87,7 +97,12 @@ pub fn canonical_call_js(node_id: &JsStr, input: Option<&Value>, ignore_keys: &[
 
 /// Writes the canonical JSON of `value` into `sink`.
 pub fn write_canonical<S: Sink, K: AsRef<str>>(value: &Value, ignore_keys: &[K], sink: &mut S) {
-    let mut walker = Walker { sink, ignore: ignore_keys, scratch: Vec::new(), budget: usize::MAX };
+    let mut walker = Walker::<_, _, false> {
+        sink,
+        ignore: ignore_keys,
+        scratch: Vec::with_capacity(32),
+        budget: usize::MAX,
+    };
     // Unbounded: cannot run out.
     let _ = walker.value(value, 0);
 }
@@ -119,7 +134,12 @@ pub(crate) fn write_canonical_bounded<S: Sink, K: AsRef<str>>(
     budget: usize,
     sink: &mut S,
 ) -> bool {
-    let mut walker = Walker { sink, ignore: ignore_keys, scratch: Vec::new(), budget };
+    let mut walker = Walker::<_, _, true> {
+        sink,
+        ignore: ignore_keys,
+        scratch: Vec::with_capacity(32),
+        budget,
+    };
     walker.value(value, 0).is_ok()
 }
 
@@ -133,20 +153,20 @@ fn into_string(bytes: Vec<u8>) -> String {
 
 struct OverBudget;
 
-struct Walker<'v, 'i, 's, S: Sink, K: AsRef<str>> {
+struct Walker<'v, 'i, 's, S: Sink, K: AsRef<str>, const BOUNDED: bool> {
     sink: &'s mut S,
     ignore: &'i [K],
     /// Sorted member lists of the objects being written, stacked: each object uses the
     /// tail it pushed and truncates it when done.
-    scratch: Vec<(&'v JsStr, &'v Value)>,
-    /// Characters of string content left (usize::MAX: unbounded).
+    scratch: Vec<(u64, &'v JsStr, &'v Value)>,
+    /// Characters of string content left (only counted when `BOUNDED`).
     budget: usize,
 }
 
-impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
+impl<'v, S: Sink, K: AsRef<str>, const BOUNDED: bool> Walker<'v, '_, '_, S, K, BOUNDED> {
     #[inline]
     fn spend(&mut self, chars: usize) -> Result<(), OverBudget> {
-        if self.budget == usize::MAX {
+        if !BOUNDED {
             return Ok(());
         }
         match self.budget.checked_sub(chars) {
@@ -160,7 +180,7 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
 
     #[inline]
     fn bounded(&self) -> bool {
-        self.budget != usize::MAX
+        BOUNDED
     }
 
     fn value(&mut self, value: &'v Value, depth: usize) -> Result<(), OverBudget> {
@@ -199,18 +219,20 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
                 let ignore = self.ignore;
                 for (k, v) in map.iter() {
                     if !is_ignored(k, ignore) {
-                        self.scratch.push((k, v));
+                        self.scratch.push((head_word(k.as_bytes()), k, v));
                     }
                 }
                 let members = &mut self.scratch[start..];
                 if members.len() > 1 {
-                    members.sort_unstable_by(|a, b| cmp_utf16_bytes(a.0.as_bytes(), b.0.as_bytes()));
+                    members.sort_unstable_by(|a, b| {
+                        cmp_keys(a.0, a.1.as_bytes(), b.0, b.1.as_bytes())
+                    });
                 }
                 let end = self.scratch.len();
                 self.sink.put(b"{");
                 let mut result = Ok(());
                 for i in start..end {
-                    let (k, v) = self.scratch[i];
+                    let (_, k, v) = self.scratch[i];
                     if self.bounded() {
                         if let Err(e) = self.spend(k.utf16_len() + 1) {
                             result = Err(e);
@@ -220,8 +242,7 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
                     if i > start {
                         self.sink.put(b",");
                     }
-                    write_escaped(k.as_bytes(), self.sink);
-                    self.sink.put(b":");
+                    write_escaped_then(k.as_bytes(), b":", self.sink);
                     if let Err(e) = self.value(v, depth + 1) {
                         result = Err(e);
                         break;
@@ -234,6 +255,44 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
         }
         Ok(())
     }
+}
+
+/// UTF-16 code-unit order of two WTF-8 keys. UTF-8 byte order agrees with it wherever the
+/// first difference involves an ASCII byte (which is always at a character boundary), the
+/// common case for keys; anything else goes to the full comparison.
+#[inline]
+fn cmp_keys(wa: u64, a: &[u8], wb: u64, b: &[u8]) -> std::cmp::Ordering {
+    // `wa`, `wb`: the first eight bytes, zero-padded, as big-endian words (head_word):
+    // comparing them compares the prefixes byte by byte (a zero pad stands for "ended",
+    // which sorts first).
+    if wa != wb {
+        let i = ((wa ^ wb).leading_zeros() / 8) as usize;
+        let (x, y) = (
+            a.get(i).copied().unwrap_or(0),
+            b.get(i).copied().unwrap_or(0),
+        );
+        if x < 0x80 || y < 0x80 {
+            return wa.cmp(&wb);
+        }
+    }
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        None => a.len().cmp(&b.len()),
+        Some(i) if a[i] < 0x80 || b[i] < 0x80 => a[i].cmp(&b[i]),
+        Some(_) => cmp_utf16_bytes(a, b),
+    }
+}
+
+#[inline]
+fn head_word(bytes: &[u8]) -> u64 {
+    if let Some(head) = bytes.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    // Shifts rather than a copy: a variable-length copy becomes a memcpy call.
+    let mut word = 0u64;
+    for (i, &b) in bytes.iter().enumerate() {
+        word |= (b as u64) << (56 - 8 * i);
+    }
+    word
 }
 
 #[inline]
@@ -309,12 +368,82 @@ static ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Whether any byte of `word` is below 0x20, `"`, `\\` or 0xED (SWAR; may not say which).
+#[inline]
+fn needs_attention(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    #[inline]
+    fn has_zero(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGHS
+    }
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    let quote = has_zero(word ^ (ONES * b'"' as u64));
+    let backslash = has_zero(word ^ (ONES * b'\\' as u64));
+    let ed = has_zero(word ^ (ONES * 0xED));
+    (below_space | quote | backslash | ed) != 0
+}
+
 /// Writes WTF-8 `bytes` as a quoted JSON string with `JSON.stringify`'s escapes.
+#[inline]
 pub(crate) fn write_escaped<S: Sink>(bytes: &[u8], sink: &mut S) {
+    write_escaped_then(bytes, b"", sink);
+}
+
+/// [`write_escaped`], then `after`.
+#[inline]
+fn write_escaped_then<S: Sink>(bytes: &[u8], after: &[u8], sink: &mut S) {
+    if is_plain(bytes) {
+        sink.put_quoted(bytes, after);
+    } else {
+        write_escaped_slow(bytes, sink);
+        sink.put(after);
+    }
+}
+
+/// No byte of `bytes` needs an escape (checked eight at a time).
+#[inline]
+fn is_plain(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        if needs_attention(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
+            return false;
+        }
+    }
+    // The tail (0..=7 bytes) as overlapping fixed-size loads, padded with a plain byte:
+    // every byte is looked at, some twice, none is copied.
+    let rest = chunks.remainder();
+    let n = rest.len();
+    const PLAIN: u32 = u32::from_le_bytes([b'a'; 4]);
+    let word = if n >= 4 {
+        let lo = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let hi = u32::from_le_bytes([rest[n - 4], rest[n - 3], rest[n - 2], rest[n - 1]]);
+        lo as u64 | (hi as u64) << 32
+    } else if n > 0 {
+        let lo = u32::from_le_bytes([rest[0], rest[n / 2], rest[n - 1], b'a']);
+        lo as u64 | (PLAIN as u64) << 32
+    } else {
+        return true;
+    };
+    !needs_attention(word)
+}
+
+fn write_escaped_slow<S: Sink>(bytes: &[u8], sink: &mut S) {
     sink.put(b"\"");
     let mut run = 0;
     let mut i = 0;
     while i < bytes.len() {
+        // Skip eight plain bytes at a time.
+        while i + 8 <= bytes.len() {
+            let word = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap_or([0; 8]));
+            if needs_attention(word) {
+                break;
+            }
+            i += 8;
+        }
+        if i >= bytes.len() {
+            break;
+        }
         let b = bytes[i];
         let class = ESCAPE[b as usize];
         if class == 0 {
@@ -348,7 +477,14 @@ pub(crate) fn write_escaped<S: Sink>(bytes: &[u8], sink: &mut S) {
                 i += 1;
             }
             2 => {
-                sink.put(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xF) as usize]]);
+                sink.put(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[(b >> 4) as usize],
+                    HEX[(b & 0xF) as usize],
+                ]);
                 i += 1;
             }
             _ => {
@@ -363,7 +499,7 @@ pub(crate) fn write_escaped<S: Sink>(bytes: &[u8], sink: &mut S) {
                     HEX[((unit >> 4) & 0xF) as usize],
                     HEX[(unit & 0xF) as usize],
                 ]);
-                i += 3;
+                i = (i + 3).min(bytes.len());
             }
         }
         run = i;
@@ -381,18 +517,33 @@ mod tests {
     fn sorts_and_strips() {
         let v = parse_str(r#"{"b":1,"_meta":{"x":1},"a":[{"_meta":2,"z":1.0,"y":-0.0}]}"#).unwrap();
         assert_eq!(canonical_json(&v), r#"{"a":[{"y":0,"z":1}],"b":1}"#);
-        assert_eq!(canonical_json_with(&v, &[]), r#"{"_meta":{"x":1},"a":[{"_meta":2,"y":0,"z":1}],"b":1}"#);
+        assert_eq!(
+            canonical_json_with(&v, &[]),
+            r#"{"_meta":{"x":1},"a":[{"_meta":2,"y":0,"z":1}],"b":1}"#
+        );
     }
 
     #[test]
     fn escapes_like_the_json_writer() {
-        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001f\u007fé😀\ud800\udfff\ud83d\ude00x\udbff""#).unwrap();
+        let v =
+            parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001f\u007fé😀\ud800\udfff\ud83d\ude00x\udbff""#)
+                .unwrap();
         assert_eq!(canonical_json(&v), to_string(&v));
     }
 
     #[test]
     fn integral_doubles_match_ryu_js() {
-        for f in [1.0, -1.0, 123456789.0, 999999999999999.0, -999999999999999.0, 0.5, 1e15, 1e16, 1e21] {
+        for f in [
+            1.0,
+            -1.0,
+            123456789.0,
+            999999999999999.0,
+            -999999999999999.0,
+            0.5,
+            1e15,
+            1e16,
+            1e21,
+        ] {
             let mut out = Vec::new();
             write_f64(f, &mut out);
             let mut reference = String::new();
@@ -417,7 +568,10 @@ mod tests {
             v = Value::Array(vec![v]);
         }
         let text = canonical_json(&v);
-        assert_eq!(text, format!("{}\"[depth]\"{}", "[".repeat(65), "]".repeat(65)));
+        assert_eq!(
+            text,
+            format!("{}\"[depth]\"{}", "[".repeat(65), "]".repeat(65))
+        );
     }
 
     #[test]

@@ -65,7 +65,10 @@ impl SaltedHasher {
         }
         let mut inner = Sha256::new();
         inner.update(ipad);
-        SaltedHasher { inner: HashSink::new(inner), outer_key: opad }
+        SaltedHasher {
+            inner: HashSink::new(inner),
+            outer_key: opad,
+        }
     }
 
     pub(crate) fn finish(self) -> [u8; 32] {
@@ -98,7 +101,10 @@ fn hex32(digest: &[u8]) -> String {
     out
 }
 
-const SINK_BUFFER: usize = 512;
+const SINK_BUFFER: usize = 1024;
+/// Room kept free at the end of the buffer so that short pieces can be copied with
+/// fixed-size (overlapping) moves.
+const SLACK: usize = 16;
 
 /// Feeds SHA-256 in whole buffers rather than in the many small pieces the writer emits.
 pub(crate) struct HashSink {
@@ -109,7 +115,11 @@ pub(crate) struct HashSink {
 
 impl HashSink {
     pub(crate) fn new(hasher: Sha256) -> Self {
-        HashSink { hasher, buf: [0; SINK_BUFFER], len: 0 }
+        HashSink {
+            hasher,
+            buf: [0; SINK_BUFFER],
+            len: 0,
+        }
     }
 
     pub(crate) fn finish(mut self) -> [u8; 32] {
@@ -118,9 +128,10 @@ impl HashSink {
     }
 }
 
-impl Sink for HashSink {
-    #[inline]
-    fn put(&mut self, bytes: &[u8]) {
+impl HashSink {
+    #[cold]
+    #[inline(never)]
+    fn put_slow(&mut self, bytes: &[u8]) {
         if self.len + bytes.len() <= SINK_BUFFER {
             self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
             self.len += bytes.len();
@@ -137,6 +148,52 @@ impl Sink for HashSink {
     }
 }
 
+impl Sink for HashSink {
+    #[inline(always)]
+    fn put_quoted(&mut self, body: &[u8], after: &[u8]) {
+        if body.len() > SLACK || after.len() > 1 || self.len + SLACK + 3 > SINK_BUFFER {
+            self.put(b"\"");
+            self.put(body);
+            self.put(b"\"");
+            self.put(after);
+            return;
+        }
+        self.buf[self.len] = b'"';
+        self.len += 1;
+        self.put(body);
+        self.buf[self.len] = b'"';
+        self.len += 1;
+        if let Some(&b) = after.first() {
+            self.buf[self.len] = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        let n = bytes.len();
+        let at = self.len;
+        if n > SLACK || at + SLACK > SINK_BUFFER {
+            return self.put_slow(bytes);
+        }
+        // 0..=16 bytes with fixed-size moves (the pieces overlap; bytes past the new end
+        // are scratch).
+        let dst = &mut self.buf[at..at + SLACK];
+        if n >= 8 {
+            dst[..8].copy_from_slice(&bytes[..8]);
+            dst[n - 8..n].copy_from_slice(&bytes[n - 8..]);
+        } else if n >= 4 {
+            dst[..4].copy_from_slice(&bytes[..4]);
+            dst[n - 4..n].copy_from_slice(&bytes[n - 4..]);
+        } else if n > 0 {
+            dst[0] = bytes[0];
+            dst[n / 2] = bytes[n / 2];
+            dst[n - 1] = bytes[n - 1];
+        }
+        self.len = at + n;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,13 +204,22 @@ mod tests {
     fn streams_the_same_bytes_as_the_text() {
         let v = parse_str(&format!(r#"{{"s":"{}","n":[1,2.5]}}"#, "x".repeat(2000))).unwrap();
         let text = canonical_call("tool:x", Some(&v), DEFAULT_IGNORE_KEYS);
-        assert_eq!(fingerprint("tool:x", Some(&v)), sha256_hex32(text.as_bytes()));
+        assert_eq!(
+            fingerprint("tool:x", Some(&v)),
+            sha256_hex32(text.as_bytes())
+        );
     }
 
     #[test]
     fn absent_input_is_null() {
-        assert_eq!(fingerprint("tool:getTime", None), "a80443848de3def47cecf418454f6c6a");
-        assert_eq!(fingerprint("tool:getTime", Some(&Value::Null)), "a80443848de3def47cecf418454f6c6a");
+        assert_eq!(
+            fingerprint("tool:getTime", None),
+            "a80443848de3def47cecf418454f6c6a"
+        );
+        assert_eq!(
+            fingerprint("tool:getTime", Some(&Value::Null)),
+            "a80443848de3def47cecf418454f6c6a"
+        );
     }
 
     #[test]
@@ -162,6 +228,9 @@ mod tests {
         // zero-padded to 32 bytes, gives the same MAC.
         let mut key = [0u8; 32];
         key[..20].copy_from_slice(&[0x0b; 20]);
-        assert_eq!(salted_digest(&key, b"Hi There"), "b0344c61d8db38535ca8afceaf0bf12b");
+        assert_eq!(
+            salted_digest(&key, b"Hi There"),
+            "b0344c61d8db38535ca8afceaf0bf12b"
+        );
     }
 }

@@ -27,7 +27,7 @@
 mod history;
 
 use crate::canonical::write_escaped;
-use crate::fingerprint::{FINGERPRINT_HEX_CHARS, HashSink};
+use crate::fingerprint::{HashSink, FINGERPRINT_HEX_CHARS};
 use crate::json::{JsStr, Map, Value};
 use history::{CallEntry, KindHistory, OpenCall, Outcome};
 use sha2::{Digest, Sha256};
@@ -83,7 +83,10 @@ impl Default for LoopGuardConfig {
             threshold: DEFAULT_LOOP_THRESHOLD,
             mode: LoopMode::Pause,
             allow_nodes: Vec::new(),
-            ignore_keys: crate::canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect(),
+            ignore_keys: crate::canonical::DEFAULT_IGNORE_KEYS
+                .iter()
+                .map(|k| k.to_string())
+                .collect(),
             kinds: DEFAULT_LOOP_KINDS.iter().map(|k| k.to_string()).collect(),
         }
     }
@@ -132,8 +135,22 @@ pub struct NodeStart<'a> {
 
 impl<'a> NodeStart<'a> {
     /// A start with the default name (see [`default_node_name`]) and no instance id.
-    pub fn new(run_id: &'a str, node_id: &'a str, kind: &'a str, input: LoopValue<'a>, seq: u64) -> Self {
-        NodeStart { run_id, node_id, name: default_node_name(node_id), kind, instance_id: None, input, seq }
+    pub fn new(
+        run_id: &'a str,
+        node_id: &'a str,
+        kind: &'a str,
+        input: LoopValue<'a>,
+        seq: u64,
+    ) -> Self {
+        NodeStart {
+            run_id,
+            node_id,
+            name: default_node_name(node_id),
+            kind,
+            instance_id: None,
+            input,
+            seq,
+        }
     }
 
     /// With this name.
@@ -223,8 +240,17 @@ pub struct LoopHide {
 
 impl LoopHide {
     /// From the four switches and whether the node is a tool node.
-    pub fn for_node(hide_inputs: bool, hide_outputs: bool, hide_tool_args: bool, hide_tool_results: bool, tool: bool) -> Self {
-        LoopHide { input: hide_inputs || (hide_tool_args && tool), output: hide_outputs || (hide_tool_results && tool) }
+    pub fn for_node(
+        hide_inputs: bool,
+        hide_outputs: bool,
+        hide_tool_args: bool,
+        hide_tool_results: bool,
+        tool: bool,
+    ) -> Self {
+        LoopHide {
+            input: hide_inputs || (hide_tool_args && tool),
+            output: hide_outputs || (hide_tool_results && tool),
+        }
     }
 }
 
@@ -326,7 +352,11 @@ impl LoopGuard {
 
     /// A guard whose 0.6 digests use `salt` (tests).
     pub fn with_salt(config: LoopGuardConfig, salt: [u8; 32]) -> Self {
-        LoopGuard { config, runs: Vec::new(), salt }
+        LoopGuard {
+            config,
+            runs: Vec::new(),
+            salt,
+        }
     }
 
     /// The settings.
@@ -350,7 +380,10 @@ impl LoopGuard {
     }
 
     fn allowed(&self, node_id: &str, name: &str) -> bool {
-        self.config.allow_nodes.iter().any(|a| a == node_id || a == name)
+        self.config
+            .allow_nodes
+            .iter()
+            .any(|a| a == node_id || a == name)
     }
 
     fn kind_index(&self, kind: &str) -> Option<usize> {
@@ -367,7 +400,12 @@ impl LoopGuard {
             LoopValue::Unreadable => StartFingerprint(None),
             LoopValue::Read(value) => {
                 let mut sink = HashSink::new(Sha256::new());
-                crate::canonical::write_canonical_call(node_id.as_bytes(), value, &self.config.ignore_keys, &mut sink);
+                crate::canonical::write_canonical_call(
+                    node_id.as_bytes(),
+                    value,
+                    &self.config.ignore_keys,
+                    &mut sink,
+                );
                 let digest = sink.finish();
                 let mut fp = [0u8; 16];
                 fp.copy_from_slice(&digest[..16]);
@@ -382,16 +420,31 @@ impl LoopGuard {
     /// warning of its streak.
     pub fn on_node_started(&mut self, start: &NodeStart<'_>, attached: bool) -> StartOutcome {
         if !self.applies_to(start.kind, start.node_id, start.name) {
-            return StartOutcome { fingerprint: None, repeats: 0, verdict: LoopVerdict::Continue };
+            return StartOutcome {
+                fingerprint: None,
+                repeats: 0,
+                verdict: LoopVerdict::Continue,
+            };
         }
         let fp = self.fingerprint_start(start.node_id, start.input);
         self.record_start(start, fp, attached)
     }
 
     /// [`LoopGuard::on_node_started`] with a fingerprint computed beforehand.
-    pub fn record_start(&mut self, start: &NodeStart<'_>, fp: StartFingerprint, attached: bool) -> StartOutcome {
-        let nothing = StartOutcome { fingerprint: None, repeats: 0, verdict: LoopVerdict::Continue };
-        let Some(kind) = self.kind_index(start.kind) else { return nothing };
+    pub fn record_start(
+        &mut self,
+        start: &NodeStart<'_>,
+        fp: StartFingerprint,
+        attached: bool,
+    ) -> StartOutcome {
+        let nothing = StartOutcome {
+            fingerprint: None,
+            repeats: 0,
+            verdict: LoopVerdict::Continue,
+        };
+        let Some(kind) = self.kind_index(start.kind) else {
+            return nothing;
+        };
         if self.allowed(start.node_id, start.name) {
             return nothing;
         }
@@ -405,7 +458,10 @@ impl LoopGuard {
             // The call happened with arguments nobody can compare: the previous call is no
             // longer "the call right before" the next one.
             state.streaks[kind] = None;
-            open_call(state, OpenCall::new(kind, start.node_id, instance_id, None, start.seq));
+            open_call(
+                state,
+                OpenCall::new(kind, start.node_id, instance_id, None, start.seq),
+            );
             return nothing;
         };
         let streak = match &mut state.streaks[kind] {
@@ -429,16 +485,27 @@ impl LoopGuard {
                 s
             }
         };
-        open_call(state, OpenCall::new(kind, start.node_id, instance_id, Some(fp), start.seq));
+        open_call(
+            state,
+            OpenCall::new(kind, start.node_id, instance_id, Some(fp), start.seq),
+        );
         let history = &mut state.histories[kind];
         let detected = history
             .detect_cycle(start.node_id, &fp, start.seq, &salt)
             .or_else(|| history.detect_error_repeat(start.node_id, start.seq));
         if let Some(info) = &detected {
-            history.verdict = Some(history::Verdict { node_id: start.node_id.to_owned(), info: info.clone(), tripped: false });
+            history.verdict = Some(history::Verdict {
+                node_id: start.node_id.to_owned(),
+                info: info.clone(),
+                tripped: false,
+            });
         }
         let at_threshold = streak.repeats >= threshold;
-        let mut outcome = StartOutcome { fingerprint: Some(hex(&fp)), repeats: streak.repeats, verdict: LoopVerdict::Continue };
+        let mut outcome = StartOutcome {
+            fingerprint: Some(hex(&fp)),
+            repeats: streak.repeats,
+            verdict: LoopVerdict::Continue,
+        };
         if self.config.mode == LoopMode::Pause && attached {
             return outcome;
         }
@@ -449,12 +516,17 @@ impl LoopGuard {
         };
         if !at_threshold {
             if let Some(info) = detected {
-                outcome.verdict = LoopVerdict::Warn(kind_warning(&info, start.node_id, start.name, because));
+                outcome.verdict =
+                    LoopVerdict::Warn(kind_warning(&info, start.node_id, start.name, because));
             }
             return outcome;
         }
-        let state = self.state_mut(start.run_id).expect("state exists");
-        let Some(streak) = state.streaks[kind].as_mut() else { return outcome };
+        let Some(state) = self.state_mut(start.run_id) else {
+            return outcome;
+        };
+        let Some(streak) = state.streaks[kind].as_mut() else {
+            return outcome;
+        };
         if streak.warned {
             return outcome;
         }
@@ -469,7 +541,9 @@ impl LoopGuard {
     /// A watched start whose node id could not be read (bindings only): it clears its
     /// kind's streak and enters the history as a call that equals nothing.
     pub fn on_unidentified_start(&mut self, run_id: &str, kind: &str, seq: u64) {
-        let Some(kind) = self.kind_index(kind) else { return };
+        let Some(kind) = self.kind_index(kind) else {
+            return;
+        };
         let kinds = self.config.kinds.len();
         let state = self.state_for(run_id, kinds);
         state.histories[kind].verdict = None;
@@ -481,13 +555,26 @@ impl LoopGuard {
     /// this start is the Nth identical back-to-back call, else the start of a cycle's next
     /// lap, else the call after identical failures. Each start holds at most once: a retry
     /// that re-enters the gate runs on. The reported fingerprint follows `hide`.
-    pub fn consult_before(&mut self, run_id: &str, kind: &str, node_id: &str, name: &str, attached: bool, hide: LoopHide) -> LoopVerdict {
-        if self.config.mode != LoopMode::Pause || !attached || !self.applies_to(kind, node_id, name) {
+    pub fn consult_before(
+        &mut self,
+        run_id: &str,
+        kind: &str,
+        node_id: &str,
+        name: &str,
+        attached: bool,
+        hide: LoopHide,
+    ) -> LoopVerdict {
+        if self.config.mode != LoopMode::Pause || !attached || !self.applies_to(kind, node_id, name)
+        {
             return LoopVerdict::Continue;
         }
-        let Some(kind) = self.kind_index(kind) else { return LoopVerdict::Continue };
+        let Some(kind) = self.kind_index(kind) else {
+            return LoopVerdict::Continue;
+        };
         let threshold = self.config.threshold;
-        let Some(state) = self.state_mut(run_id) else { return LoopVerdict::Continue };
+        let Some(state) = self.state_mut(run_id) else {
+            return LoopVerdict::Continue;
+        };
         let history = &mut state.histories[kind];
         if let Some(streak) = state.streaks[kind].as_mut() {
             if streak.node_id == node_id && !streak.tripped && streak.repeats >= threshold {
@@ -502,7 +589,11 @@ impl LoopGuard {
                     repeats: streak.repeats,
                     first_seq: streak.first_seq,
                     last_seq: streak.last_seq,
-                    fingerprint: if hide.input { REDACTED.to_owned() } else { hex(&streak.fingerprint) },
+                    fingerprint: if hide.input {
+                        REDACTED.to_owned()
+                    } else {
+                        hex(&streak.fingerprint)
+                    },
                 });
             }
         }
@@ -521,13 +612,24 @@ impl LoopGuard {
 
     /// `node.error` of a watched call: remember its error (name and message; `None` when
     /// either could not be read as a string, which makes the error unknown).
-    pub fn on_node_error(&mut self, run_id: &str, node_id: &str, instance_id: Option<&str>, name: Option<&JsStr>, message: Option<&JsStr>) {
+    pub fn on_node_error(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        instance_id: Option<&str>,
+        name: Option<&JsStr>,
+        message: Option<&JsStr>,
+    ) {
         if !self.enabled() {
             return;
         }
         let salt = self.salt;
-        let Some(state) = self.state_mut(run_id) else { return };
-        let Some(index) = find_open(state, node_id, instance_id) else { return };
+        let Some(state) = self.state_mut(run_id) else {
+            return;
+        };
+        let Some(index) = find_open(state, node_id, instance_id) else {
+            return;
+        };
         state.open[index].err_fp = match (name, message) {
             (Some(name), Some(message)) => Some(thrown_error_digest(name, message, &salt)),
             _ => None,
@@ -537,19 +639,41 @@ impl LoopGuard {
     /// `node.finished` of a watched call: it completes into its kind's history. `status` is
     /// the event's status (`ok`, `error`, `aborted`, ...); `emitted` is false when the event
     /// never reached the wire.
-    pub fn on_node_finished(&mut self, run_id: &str, node_id: &str, instance_id: Option<&str>, status: Option<&str>, output: LoopValue<'_>, emitted: bool) {
+    pub fn on_node_finished(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        instance_id: Option<&str>,
+        status: Option<&str>,
+        output: LoopValue<'_>,
+        emitted: bool,
+    ) {
         if !self.enabled() {
             return;
         }
-        let Some(pos) = self.runs.iter().position(|(id, _)| id == run_id) else { return };
-        let Some(index) = find_open(&self.runs[pos].1, node_id, instance_id) else { return };
+        let Some(pos) = self.runs.iter().position(|(id, _)| id == run_id) else {
+            return;
+        };
+        let Some(index) = find_open(&self.runs[pos].1, node_id, instance_id) else {
+            return;
+        };
         let entry = self.runs.remove(pos);
         self.runs.push(entry);
         let last = self.runs.len() - 1;
         let state = &mut self.runs[last].1;
-        let Some(call) = state.open.remove(index) else { return };
+        let Some(call) = state.open.remove(index) else {
+            return;
+        };
         let is_tool = self.config.kinds[call.kind] == "tool";
-        let entry = entry_for(&call, status, output, emitted, is_tool, &self.config.ignore_keys, &self.salt);
+        let entry = entry_for(
+            &call,
+            status,
+            output,
+            emitted,
+            is_tool,
+            &self.config.ignore_keys,
+            &self.salt,
+        );
         state.histories[call.kind].push(entry);
     }
 
@@ -559,7 +683,10 @@ impl LoopGuard {
     }
 
     fn state_mut(&mut self, run_id: &str) -> Option<&mut RunState> {
-        self.runs.iter_mut().find(|(id, _)| id == run_id).map(|(_, s)| s)
+        self.runs
+            .iter_mut()
+            .find(|(id, _)| id == run_id)
+            .map(|(_, s)| s)
     }
 
     /// The run's state, made most recently used (created, evicting the least recently
@@ -590,7 +717,11 @@ impl LoopGuard {
 fn open_call(state: &mut RunState, call: OpenCall) {
     if call.instance_id.is_some() {
         // A restarted instance id: the older start will never complete.
-        if let Some(i) = state.open.iter().position(|o| o.node_id == call.node_id && o.instance_id == call.instance_id) {
+        if let Some(i) = state
+            .open
+            .iter()
+            .position(|o| o.node_id == call.node_id && o.instance_id == call.instance_id)
+        {
             state.open.remove(i);
         }
     }
@@ -609,14 +740,27 @@ fn find_open(state: &RunState, node_id: &str, instance_id: Option<&str>) -> Opti
         Some(id) => open
             .iter()
             .rposition(|c| c.node_id == node_id && c.instance_id.as_deref() == Some(id))
-            .or_else(|| open.iter().rposition(|c| c.node_id == node_id && c.instance_id.is_none())),
+            .or_else(|| {
+                open.iter()
+                    .rposition(|c| c.node_id == node_id && c.instance_id.is_none())
+            }),
         None => open.iter().rposition(|c| c.node_id == node_id),
     }
 }
 
-fn entry_for(call: &OpenCall, status: Option<&str>, output: LoopValue<'_>, emitted: bool, is_tool: bool, ignore: &[String], salt: &[u8; 32]) -> CallEntry {
+fn entry_for(
+    call: &OpenCall,
+    status: Option<&str>,
+    output: LoopValue<'_>,
+    emitted: bool,
+    is_tool: bool,
+    ignore: &[String],
+    salt: &[u8; 32],
+) -> CallEntry {
     let unknown = CallEntry::unknown(Some(call.node_id.clone()), call.start_seq);
-    let Some(in_fp) = call.in_fp else { return unknown };
+    let Some(in_fp) = call.in_fp else {
+        return unknown;
+    };
     if !emitted {
         return unknown;
     }
@@ -631,11 +775,16 @@ fn entry_for(call: &OpenCall, status: Option<&str>, output: LoopValue<'_>, emitt
     let result = || output_value.and_then(|v| history::outcome_digest(b"res", v, ignore, salt));
     let (outcome, out_fp) = match status {
         Some("ok") => {
-            let Some(v) = output_value else { return unknown };
+            let Some(v) = output_value else {
+                return unknown;
+            };
             if shape.is_some() {
                 (Outcome::Fail, result())
             } else {
-                (Outcome::Ok, history::outcome_digest(b"out", v, ignore, salt))
+                (
+                    Outcome::Ok,
+                    history::outcome_digest(b"out", v, ignore, salt),
+                )
             }
         }
         Some("error") => {
@@ -652,7 +801,13 @@ fn entry_for(call: &OpenCall, status: Option<&str>, output: LoopValue<'_>, emitt
         }
         _ => return unknown,
     };
-    CallEntry { node_id: Some(call.node_id.clone()), in_fp: Some(in_fp), outcome: Some(outcome), out_fp, start_seq: call.start_seq }
+    CallEntry {
+        node_id: Some(call.node_id.clone()),
+        in_fp: Some(in_fp),
+        outcome: Some(outcome),
+        out_fp,
+        start_seq: call.start_seq,
+    }
 }
 
 /// The salted digest of a thrown error: name and message, each [`crate::smart::error_text_key`]'d.
@@ -718,7 +873,9 @@ fn new_salt() -> [u8; 32] {
     }
     // No /dev/urandom (Windows): std's hasher keys come from the OS's random source.
     use std::hash::{BuildHasher, Hasher};
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     for (i, chunk) in salt.chunks_mut(8).enumerate() {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_usize(i);

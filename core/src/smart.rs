@@ -42,7 +42,9 @@ impl ErrorResultShape {
         match self {
             ErrorResultShape::IsError => "the tool returned a result with isError: true",
             ErrorResultShape::Success => "the tool returned a result with success: false",
-            ErrorResultShape::ExitCodeSnake => "the tool returned a result with a non-zero exit_code",
+            ErrorResultShape::ExitCodeSnake => {
+                "the tool returned a result with a non-zero exit_code"
+            }
             ErrorResultShape::ExitCode => "the tool returned a result with a non-zero exitCode",
             ErrorResultShape::ExitStatus => "the tool returned a result with a non-zero exitStatus",
             ErrorResultShape::Error => "the tool returned an object whose only field is error",
@@ -147,7 +149,11 @@ pub fn truncated_tool_call(result: &Value) -> Option<TruncatedToolCall> {
     if calls.is_empty() && unparsed == 0 {
         return None;
     }
-    Some(TruncatedToolCall { finish_reason, tool_calls: calls.len(), unparsed })
+    Some(TruncatedToolCall {
+        finish_reason,
+        tool_calls: calls.len(),
+        unparsed,
+    })
 }
 
 /// A value-free sentence for a truncated-tool-call hold's `detail`.
@@ -160,7 +166,10 @@ pub fn truncated_detail(found: &TruncatedToolCall) -> String {
         TruncationCause::ContentFilter => "by the content filter",
     };
     let unparsed = if found.unparsed > 0 {
-        format!("; {} arguments that did not parse", plural(found.unparsed, "call has", "calls have"))
+        format!(
+            "; {} arguments that did not parse",
+            plural(found.unparsed, "call has", "calls have")
+        )
     } else {
         String::new()
     };
@@ -236,7 +245,10 @@ mod tests {
 
     #[test]
     fn error_text() {
-        assert_eq!(error_text_key(&JsStr::from(" a  b\n\tc ")).as_str(), Some("a b c"));
+        assert_eq!(
+            error_text_key(&JsStr::from(" a  b\n\tc ")).as_str(),
+            Some("a b c")
+        );
         assert_eq!(error_text_key(&JsStr::from("   ")).as_str(), Some(""));
     }
 }

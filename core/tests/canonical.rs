@@ -4,7 +4,9 @@
 use graphmind_core::canonical::{
     canonical_call, canonical_call_js, canonical_json, canonical_json_with, DEFAULT_IGNORE_KEYS,
 };
-use graphmind_core::fingerprint::{fingerprint, fingerprint_js_with, fingerprint_with, sha256_hex32};
+use graphmind_core::fingerprint::{
+    fingerprint, fingerprint_js_with, fingerprint_with, sha256_hex32,
+};
 use graphmind_core::json::{self, JsStr, Map, Number, Value};
 use proptest::prelude::*;
 use std::path::PathBuf;
@@ -19,7 +21,11 @@ fn load(rel: &str) -> Value {
 }
 
 fn str_list(v: &Value) -> Vec<String> {
-    v.as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_owned()).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k.as_str().unwrap().to_owned())
+        .collect()
 }
 
 #[test]
@@ -31,7 +37,11 @@ fn loop_guard_fixture_canonical_cases() {
         let name = case.get("name").unwrap().as_str().unwrap();
         let node_id = case.get("nodeId").unwrap().as_str().unwrap();
         let absent = case.get("inputAbsent") == Some(&Value::Bool(true));
-        let input = if absent { None } else { Some(case.get("input").unwrap()) };
+        let input = if absent {
+            None
+        } else {
+            Some(case.get("input").unwrap())
+        };
         let ignore: Vec<String> = match case.get("ignoreKeys") {
             Some(v) => str_list(v),
             None => DEFAULT_IGNORE_KEYS.iter().map(|s| s.to_string()).collect(),
@@ -55,7 +65,11 @@ fn run_differential(cases: &[Value]) -> usize {
         let ignore = str_list(case.get("ignoreKeys").unwrap());
         let ignore: Vec<&str> = ignore.iter().map(String::as_str).collect();
         let expected = case.get("canonical").unwrap().as_str().unwrap();
-        assert_eq!(canonical_call_js(node_id, input, &ignore), expected, "case {i}");
+        assert_eq!(
+            canonical_call_js(node_id, input, &ignore),
+            expected,
+            "case {i}"
+        );
         let fp = case.get("fingerprint").unwrap().as_str().unwrap();
         assert_eq!(fingerprint_js_with(node_id, input, &ignore), fp, "case {i}");
     }
@@ -72,7 +86,11 @@ fn differential_canonical_cases() {
 #[test]
 fn differential_canonical_cases_with_lone_surrogates() {
     let fixture = load("reference/differential.json");
-    let text = fixture.get("canonicalLoneSurrogates").unwrap().as_js_str().unwrap();
+    let text = fixture
+        .get("canonicalLoneSurrogates")
+        .unwrap()
+        .as_js_str()
+        .unwrap();
     let cases = json::parse(text.as_bytes()).unwrap();
     let cases = cases.as_array().unwrap();
     assert_eq!(run_differential(cases), 52);
@@ -100,7 +118,11 @@ fn es6_number_spelling_1k() {
     for line in text.lines().filter(|l| !l.is_empty()) {
         let (hex, expected) = line.split_once(',').unwrap();
         let f = f64::from_bits(u64::from_str_radix(hex, 16).unwrap());
-        assert_eq!(canonical_json(&Value::Number(Number::Float(f))), expected, "{hex}");
+        assert_eq!(
+            canonical_json(&Value::Number(Number::Float(f))),
+            expected,
+            "{hex}"
+        );
         count += 1;
     }
     assert_eq!(count, 1000);
@@ -116,13 +138,21 @@ fn number_rules() {
     // A host integer keeps every digit (Python int, JS BigInt); a double is ECMAScript's.
     assert_eq!(v(Number::Int(9007199254740993)), "9007199254740993");
     assert_eq!(v(Number::Float(9007199254740993.0)), "9007199254740992");
-    assert_eq!(v(Number::BigInt("-123456789012345678901234567890".into())), "-123456789012345678901234567890");
+    assert_eq!(
+        v(Number::BigInt("-123456789012345678901234567890".into())),
+        "-123456789012345678901234567890"
+    );
 }
 
 #[test]
 fn markers_are_the_references() {
-    use graphmind_core::canonical::{CIRCULAR_MARKER, DEPTH_MARKER, MAX_CANONICAL_DEPTH, UNSERIALIZABLE_MARKER};
-    assert_eq!((DEPTH_MARKER, CIRCULAR_MARKER, UNSERIALIZABLE_MARKER), ("[depth]", "[circular]", "[unserializable]"));
+    use graphmind_core::canonical::{
+        CIRCULAR_MARKER, DEPTH_MARKER, MAX_CANONICAL_DEPTH, UNSERIALIZABLE_MARKER,
+    };
+    assert_eq!(
+        (DEPTH_MARKER, CIRCULAR_MARKER, UNSERIALIZABLE_MARKER),
+        ("[depth]", "[circular]", "[unserializable]")
+    );
     assert_eq!(MAX_CANONICAL_DEPTH, 64);
     // 66 nested objects: depths 0..=64 are walked, the one at depth 65 is the marker.
     let mut v = Value::Object(Map::new());
@@ -132,7 +162,10 @@ fn markers_are_the_references() {
         v = Value::Object(m);
     }
     let text = canonical_json(&v);
-    assert_eq!(text, format!("{}\"[depth]\"{}", "{\"a\":".repeat(65), "}".repeat(65)));
+    assert_eq!(
+        text,
+        format!("{}\"[depth]\"{}", "{\"a\":".repeat(65), "}".repeat(65))
+    );
 }
 
 #[test]
@@ -143,7 +176,14 @@ fn reference_depth_cut_agrees_with_python() {
         v = Value::Array(vec![v]);
     }
     let text = canonical_call("tool:x", Some(&v), &[] as &[&str]);
-    assert_eq!(text, format!("[\"tool:x\",{}\"[depth]\"{}]", "[".repeat(65), "]".repeat(65)));
+    assert_eq!(
+        text,
+        format!(
+            "[\"tool:x\",{}\"[depth]\"{}]",
+            "[".repeat(65),
+            "]".repeat(65)
+        )
+    );
 }
 
 // -- properties -------------------------------------------------------------
@@ -166,7 +206,8 @@ fn arb_value() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(|i| Value::Number(Number::Int(i))),
         any::<f64>().prop_map(|f| Value::Number(Number::Float(f))),
         "[0-9]{20,30}".prop_map(|d| Value::Number(Number::BigInt(format!("1{d}").into()))),
-        prop::collection::vec(any::<u16>(), 0..8).prop_map(|u| Value::String(JsStr::from_utf16(&u))),
+        prop::collection::vec(any::<u16>(), 0..8)
+            .prop_map(|u| Value::String(JsStr::from_utf16(&u))),
         ".{0,8}".prop_map(|s| Value::from(s.as_str())),
     ];
     leaf.prop_recursive(6, 64, 6, |inner| {
@@ -241,8 +282,42 @@ proptest! {
     }
 
     #[test]
+    fn strings_are_written_as_json_stringify_writes_them(units in prop::collection::vec(
+        prop_oneof![any::<u16>(), 0u16..0x80, 0xD000u16..0xE000, Just(0x22u16), Just(0x5Cu16)], 0..40)) {
+        let v = Value::String(JsStr::from_utf16(&units));
+        prop_assert_eq!(canonical_json(&v), json::to_string(&v));
+    }
+
+    #[test]
+    fn keys_sort_by_utf16_code_units(keys in prop::collection::vec(
+        prop::collection::vec(prop_oneof![0x20u16..0x80, 0xD000u16..0xE000, 0xE000u16..=0xFFFF, any::<u16>()], 0..12), 0..12)) {
+        let mut map = Map::new();
+        for (i, k) in keys.iter().enumerate() {
+            map.insert(JsStr::from_utf16(k), Value::from(i as i64));
+        }
+        let mut entries: Vec<_> = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        entries.sort_by(|a, b| a.0.cmp_utf16(&b.0));
+        let mut sorted = Map::new();
+        for (k, v) in entries {
+            sorted.insert(k, v);
+        }
+        prop_assert_eq!(canonical_json_with(&Value::Object(map), &[]), json::to_string(&Value::Object(sorted)));
+    }
+
+    #[test]
     fn ignored_keys_never_appear(v in arb_value()) {
         let text = canonical_json(&v);
         prop_assert!(!text.contains("\"_meta\":"));
     }
+}
+
+#[test]
+fn benchmark_sample_matches_the_python_reference() {
+    // graphmind-ai 0.5.1: fingerprint_call("tool:search_files", json.load(sample), {"_meta"}).
+    let sample = std::fs::read(vectors().join("../../bench/sample-1k.json")).unwrap();
+    let v = json::parse(&sample).unwrap();
+    assert_eq!(
+        fingerprint("tool:search_files", Some(&v)),
+        "64d02db96e16511cfce8f8920cf29d44"
+    );
 }

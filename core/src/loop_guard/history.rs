@@ -65,8 +65,21 @@ pub(crate) struct OpenCall {
 }
 
 impl OpenCall {
-    pub(crate) fn new(kind: usize, node_id: &str, instance_id: Option<String>, in_fp: Option<Fp>, start_seq: u64) -> Self {
-        OpenCall { kind, node_id: node_id.to_owned(), instance_id, in_fp, start_seq, err_fp: None }
+    pub(crate) fn new(
+        kind: usize,
+        node_id: &str,
+        instance_id: Option<String>,
+        in_fp: Option<Fp>,
+        start_seq: u64,
+    ) -> Self {
+        OpenCall {
+            kind,
+            node_id: node_id.to_owned(),
+            instance_id,
+            in_fp,
+            start_seq,
+            err_fp: None,
+        }
     }
 }
 
@@ -82,11 +95,20 @@ pub(crate) struct CallEntry {
 
 impl CallEntry {
     pub(crate) fn unknown(node_id: Option<String>, start_seq: u64) -> Self {
-        CallEntry { node_id, in_fp: None, outcome: None, out_fp: None, start_seq }
+        CallEntry {
+            node_id,
+            in_fp: None,
+            outcome: None,
+            out_fp: None,
+            start_seq,
+        }
     }
 
     fn comparable(&self) -> bool {
-        self.node_id.is_some() && self.in_fp.is_some() && self.outcome.is_some() && self.out_fp.is_some()
+        self.node_id.is_some()
+            && self.in_fp.is_some()
+            && self.outcome.is_some()
+            && self.out_fp.is_some()
     }
 
     fn same(&self, other: &CallEntry) -> bool {
@@ -136,7 +158,13 @@ impl KindHistory {
     }
 
     /// A cycle whose next lap starts with this call, if any (see the module comment).
-    pub(crate) fn detect_cycle(&mut self, node_id: &str, in_fp: &Fp, seq: u64, salt: &[u8; 32]) -> Option<LoopInfo> {
+    pub(crate) fn detect_cycle(
+        &mut self,
+        node_id: &str,
+        in_fp: &Fp,
+        seq: u64,
+        salt: &[u8; 32],
+    ) -> Option<LoopInfo> {
         if self.completed < self.cycle_quiet_until {
             return None;
         }
@@ -172,7 +200,10 @@ impl KindHistory {
             self.cycle_quiet_until = self.completed + k as u64;
             let fingerprint = self.lap_digest(newest, k, salt);
             return Some(LoopInfo {
-                kind: LoopKind::Cycle { period: k as u32, laps },
+                kind: LoopKind::Cycle {
+                    period: k as u32,
+                    laps,
+                },
                 repeats: laps,
                 first_seq: self.ring[first].start_seq,
                 last_seq: seq,
@@ -190,7 +221,11 @@ impl KindHistory {
             let e = &self.ring[start + i];
             mac.put(if i == 0 { b"[" } else { b",[" });
             write_escaped(e.node_id.as_deref().unwrap_or("").as_bytes(), &mut mac);
-            for fp in [e.in_fp.map(|f| hex(&f)), e.outcome.map(|o| o.as_str().to_owned()), e.out_fp.map(|f| hex(&f))] {
+            for fp in [
+                e.in_fp.map(|f| hex(&f)),
+                e.outcome.map(|o| o.as_str().to_owned()),
+                e.out_fp.map(|f| hex(&f)),
+            ] {
                 mac.put(b",");
                 write_escaped(fp.as_deref().unwrap_or("").as_bytes(), &mut mac);
             }
@@ -207,11 +242,15 @@ impl KindHistory {
         let mut err_fp: Option<Fp> = None;
         let mut first_seq = seq;
         for e in self.ring.iter().rev() {
-            let Some(id) = e.node_id.as_deref() else { break }; // could have been this node
+            let Some(id) = e.node_id.as_deref() else {
+                break;
+            }; // could have been this node
             if id != node_id {
                 continue;
             }
-            let (Some(Outcome::Fail), Some(out), Some(_)) = (e.outcome, e.out_fp, e.in_fp) else { break };
+            let (Some(Outcome::Fail), Some(out), Some(_)) = (e.outcome, e.out_fp, e.in_fp) else {
+                break;
+            };
             match err_fp {
                 None => err_fp = Some(out),
                 Some(fp) if fp != out => break,
@@ -224,7 +263,13 @@ impl KindHistory {
         if count < ERROR_REPEAT_COUNT {
             return None;
         }
-        Some(LoopInfo { kind: LoopKind::ErrorRepeat, repeats: count, first_seq, last_seq: seq, fingerprint: hex(&err_fp) })
+        Some(LoopInfo {
+            kind: LoopKind::ErrorRepeat,
+            repeats: count,
+            first_seq,
+            last_seq: seq,
+            fingerprint: hex(&err_fp),
+        })
     }
 }
 
@@ -238,7 +283,12 @@ pub(crate) fn fp_of(digest: &[u8; 32]) -> Fp {
 /// The salted digest of an output (`out`) or an error-shaped result (`res`): HMAC of
 /// `prefix NUL canonical`; `None` when the canonical form would exceed
 /// [`MAX_OUTPUT_CANONICAL_CHARS`].
-pub(crate) fn outcome_digest(prefix: &[u8], value: Option<&Value>, ignore: &[String], salt: &[u8; 32]) -> Option<Fp> {
+pub(crate) fn outcome_digest(
+    prefix: &[u8],
+    value: Option<&Value>,
+    ignore: &[String],
+    salt: &[u8; 32],
+) -> Option<Fp> {
     let mut mac = SaltedHasher::new(salt);
     mac.put(prefix);
     mac.put(b"\0");
