@@ -33,7 +33,9 @@ CREATE TABLE IF NOT EXISTS events (
   frame_json TEXT NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
-CREATE INDEX IF NOT EXISTS idx_events_run_type ON events (run_id, type);
+-- Only error events are counted per run (`errorCount`); a partial index keeps every
+-- other insert to one b-tree.
+CREATE INDEX IF NOT EXISTS idx_events_errors ON events (run_id) WHERE type = 'node.error';
 ";
 
 const RUN_COLUMNS: &str = "r.id, r.app, r.started_at, r.finished_at, r.status, r.schema_version, r.source,
