@@ -7,3 +7,6 @@
 pub mod json;
 
 pub use json::{JsStr, Map, Number, Value};
+pub mod event;
+pub mod wire;
+pub mod buffer;
