@@ -144,6 +144,6 @@ fn main() {
     let bench = std::env::args().any(|a| a == "--bench");
     let n: u64 = std::env::var("GM_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(if bench { 200_000 } else { 2_000 });
     run_case("small", n, r#"{"nodeId":"llm:step","deltas":[{"t":"text","v":"hello world"}]}"#);
-    let kb = format!(r#"{{"nodeId":"tool:search","instanceId":"c1","output":"{}"}}"#, "x".repeat(1000));
+    let kb = format!(r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{}"}}]}}"#, "x".repeat(1000));
     run_case("1kb", n / 2, &kb);
 }

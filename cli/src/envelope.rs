@@ -1,10 +1,12 @@
 //! Reading one wire envelope (`{gm, seq, ts, runId, type, payload}`) out of a text frame.
 //!
-//! [`parse_envelope`] is the ONE place the server turns frame bytes into an envelope. It is
-//! a stand-in until `graphmind_core::wire::parse_envelope` lands (branch `wire`); switching
-//! means replacing its body and nothing else.
+//! [`parse_envelope`] is the ONE place the server turns frame bytes into an envelope; it
+//! delegates to the core's `graphmind_core::wire::parse_envelope` (the reference's rules:
+//! not an envelope -> invalid, `gm` != 1 -> version mismatch, unknown type -> tolerated and
+//! opaque, known type with a bad payload -> invalid) and keeps only what the server uses.
 
-use graphmind_core::json::{self, Value};
+use graphmind_core::json::Value;
+use graphmind_core::wire::{self, ParseOutcome};
 
 /// Protocol MAJOR version this server speaks (envelope `gm`).
 pub const PROTOCOL_VERSION: i64 = 1;
@@ -58,49 +60,30 @@ pub enum Parsed {
     Ok(Envelope),
     /// Envelope-shaped, but another protocol version (`gm` as sent).
     VersionMismatch(String),
-    /// Not an envelope; the reason.
-    Invalid(&'static str),
+    /// Not an envelope, or a known type with a bad payload; the reason.
+    Invalid(String),
 }
 
-/// Parses one text frame as an envelope: not JSON or not envelope-shaped -> `Invalid`;
-/// `gm` other than 1 -> `VersionMismatch`; otherwise the fields, with `seq` a whole number
-/// in `0..=MAX_SEQ`, `ts` a finite number, `runId` and `type` non-empty strings, `payload`
-/// present.
+/// Parses one text frame as an envelope (see the module doc for the outcomes).
 pub fn parse_envelope(frame: &[u8]) -> Parsed {
-    match json::parse(frame) {
-        Ok(v) => envelope_from_value(v),
-        Err(_) => Parsed::Invalid("frame is not valid JSON"),
-    }
+    from_outcome(wire::parse_envelope(frame))
 }
 
-/// The checks of [`parse_envelope`] on an already parsed value (a viewer's `control`).
+/// The same checks on an already parsed value (a viewer's `control` envelope).
 pub fn envelope_from_value(v: Value) -> Parsed {
-    let Value::Object(mut map) = v else { return Parsed::Invalid("envelope must be an object") };
-    let gm = match map.get("gm") {
-        Some(Value::Number(n)) => n.clone(),
-        _ => return Parsed::Invalid("gm must be a number"),
-    };
-    if gm.as_f64() != PROTOCOL_VERSION as f64 {
-        return Parsed::VersionMismatch(json::to_string(&Value::Number(gm)));
+    from_outcome(wire::parse_envelope_value(v))
+}
+
+fn from_outcome(outcome: ParseOutcome) -> Parsed {
+    match outcome {
+        ParseOutcome::Ok(e) | ParseOutcome::UnknownType(e) => {
+            let mut object = e.object;
+            let payload = object.remove("payload").unwrap_or_default();
+            Parsed::Ok(Envelope { seq: e.seq, ts: e.ts as f64, run_id: e.run_id, kind: e.type_name, payload })
+        }
+        ParseOutcome::VersionMismatch { received, .. } => Parsed::VersionMismatch(received.to_string()),
+        ParseOutcome::Invalid(i) => Parsed::Invalid(i.to_string()),
     }
-    let seq = match map.get("seq").and_then(Value::as_f64) {
-        Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= MAX_SEQ as f64 => f as u64,
-        _ => return Parsed::Invalid("seq must be an integer >= 0"),
-    };
-    let ts = match map.get("ts").and_then(Value::as_f64) {
-        Some(f) if f.is_finite() => f,
-        _ => return Parsed::Invalid("ts must be a number"),
-    };
-    let run_id = match map.get("runId").and_then(Value::as_str) {
-        Some(s) if !s.is_empty() => s.to_owned(),
-        _ => return Parsed::Invalid("runId must be a non-empty string"),
-    };
-    let kind = match map.get("type").and_then(Value::as_str) {
-        Some(s) if !s.is_empty() => s.to_owned(),
-        _ => return Parsed::Invalid("type must be a non-empty string"),
-    };
-    let Some(payload) = map.remove("payload") else { return Parsed::Invalid("payload is missing") };
-    Parsed::Ok(Envelope { seq, ts, run_id, kind, payload })
 }
 
 #[cfg(test)]
@@ -109,10 +92,12 @@ mod tests {
 
     #[test]
     fn accepts_a_v1_envelope() {
-        let f = br#"{"gm":1,"seq":3,"ts":1756254187512,"runId":"r1","type":"node.started","payload":{"nodeId":"tool:x"},"extra":true}"#;
+        let f = br#"{"gm":1,"seq":3,"ts":1756254187512,"runId":"r1","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"c1"},"extra":true}"#;
         let Parsed::Ok(e) = parse_envelope(f) else { panic!() };
         assert_eq!((e.seq, e.ts, e.run_id.as_str(), e.kind.as_str()), (3, 1756254187512.0, "r1", "node.started"));
         assert_eq!(e.payload.get("nodeId").and_then(Value::as_str), Some("tool:x"));
+        let Parsed::Ok(u) = parse_envelope(br#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"custom.x","payload":[1]}"#) else { panic!() };
+        assert_eq!(graphmind_core::json::to_string(&u.payload), "[1]", "unknown types are opaque");
     }
 
     #[test]
@@ -125,9 +110,8 @@ mod tests {
             br#"{"gm":1,"seq":-1,"ts":0,"runId":"r","type":"x","payload":{}}"#,
             br#"{"gm":1,"seq":1.5,"ts":0,"runId":"r","type":"x","payload":{}}"#,
             br#"{"gm":1,"seq":0,"ts":"0","runId":"r","type":"x","payload":{}}"#,
-            br#"{"gm":1,"seq":0,"ts":0,"runId":"","type":"x","payload":{}}"#,
+            br#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"node.started","payload":{"nodeId":"x"}}"#,
             br#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":7,"payload":{}}"#,
-            br#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"x"}"#,
         ] {
             assert!(matches!(parse_envelope(bad), Parsed::Invalid(_)), "{}", String::from_utf8_lossy(bad));
         }

@@ -87,13 +87,20 @@ fn replaying_a_run_is_idempotent_and_reclaims_it() {
     let run = srv.wait_run("run_r", |r| s(r, &["status"]) == Some("ok"));
     assert_eq!(i(&run, &["eventCount"]), Some(51));
 
+    // A known type with a bad payload is not an event: dropped, as the reference does.
+    again.send(&frame(200, "run_r", "node.started", r#"{"nodeId":"n"}"#));
+    again.send(&frame(201, "run_r", "custom.later", r#"{"any":"thing"}"#));
+    srv.wait_run("run_r", |r| i(r, &["eventCount"]) == Some(52));
+    let (_, body) = srv.get("/api/runs/run_r/events?afterSeq=199");
+    assert!(!body.contains("\"seq\":200") && body.contains("\"seq\":201"), "{body}");
+
     // Another connection (a fresh token) cannot write to a run claimed by a run-claim client.
     let mut other = srv.ingest();
     other.hello("intruder", None);
     other.seq = 100;
     other.event("run_r", "node.started", r#"{"nodeId":"x","kind":"tool","name":"x","instanceId":"i"}"#);
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(i(&srv.wait_run("run_r", |_| true), &["eventCount"]), Some(51));
+    assert_eq!(i(&srv.wait_run("run_r", |_| true), &["eventCount"]), Some(52));
 }
 
 #[test]
@@ -147,7 +154,7 @@ fn viewer_protocol_replay_then_tail_and_run_updates() {
     assert_eq!(s(&ui.recv_type("error"), &["message"]), Some("unknown message type \"dance\""));
     ui.send(r#"{"type":"subscribe"}"#);
     assert_eq!(s(&ui.recv_type("error"), &["message"]), Some("subscribe requires a string \"runId\""));
-    ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(0, "*", "node.started", "{}")));
+    ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(0, "*", "node.started", r#"{"nodeId":"a","kind":"tool","name":"a","instanceId":"i"}"#)));
     assert_eq!(s(&ui.recv_type("error"), &["message"]), Some("\"node.started\" is not a control type"));
 }
 
@@ -194,7 +201,7 @@ fn resume_goes_to_the_owning_app_and_the_first_resume_wins() {
     app.hello("pauser", None);
     let mut bystander = srv.ingest();
     bystander.hello("other", None);
-    app.event("run_p", "run.started", r#"{"app":"pauser"}"#);
+    app.event("run_p", "run.started", r#"{"app":"pauser","sdk":{"name":"t","version":"0"}}"#);
     app.event("run_p", "exec.paused", r#"{"pauseId":"p1","nodeId":"tool:lookup","point":"before"}"#);
 
     let mut ui1 = srv.ui();
@@ -265,14 +272,14 @@ fn oversize_frame_is_refused_with_1009_and_the_server_keeps_serving() {
     assert_eq!(srv.get("/health").0, 200);
     let mut again = srv.ingest();
     again.hello("small", None);
-    again.event("run_small", "run.started", r#"{"app":"small"}"#);
+    again.event("run_small", "run.started", r#"{"app":"small","sdk":{"name":"t","version":"0"}}"#);
     srv.wait_run("run_small", |r| i(r, &["eventCount"]) == Some(1));
     // Just under the ceiling is fine (and stored as received until the shrinker lands).
     let mut ui = srv.ui();
     ui.recv_type("welcome");
     let mut ok = srv.ingest();
     ok.hello("edge", None);
-    ok.event("run_edge", "node.finished", &format!(r#"{{"output":"{}"}}"#, "y".repeat(600 * 1024)));
+    ok.event("run_edge", "node.finished", &format!(r#"{{"nodeId":"tool:t","instanceId":"i","durationMs":1,"status":"ok","output":"{}"}}"#, "y".repeat(600 * 1024)));
     srv.wait_run("run_edge", |r| i(r, &["eventCount"]) == Some(1));
 }
 
@@ -303,7 +310,7 @@ fn runs_are_abandoned_after_the_grace_unless_the_app_returns_and_at_startup() {
     let mut srv = Server::start_in(dir.clone(), &[], &[("GRAPHMIND_ABANDON_GRACE_MS", "300")]);
     let mut app = srv.ingest();
     app.hello("flaky", None);
-    app.event("run_gone", "run.started", r#"{"app":"flaky"}"#);
+    app.event("run_gone", "run.started", r#"{"app":"flaky","sdk":{"name":"t","version":"0"}}"#);
     app.event("run_gone", "node.started", r#"{"nodeId":"n","kind":"tool","name":"n","instanceId":"i"}"#);
     srv.wait_run("run_gone", |r| i(r, &["eventCount"]) == Some(2));
     drop(app);
@@ -313,7 +320,7 @@ fn runs_are_abandoned_after_the_grace_unless_the_app_returns_and_at_startup() {
     // A reconnect (same token) inside the grace keeps the run running.
     let mut app = srv.ingest();
     let token = s(&app.hello("flaky", None), &["sessionToken"]).unwrap().to_owned();
-    app.event("run_back", "run.started", r#"{"app":"flaky"}"#);
+    app.event("run_back", "run.started", r#"{"app":"flaky","sdk":{"name":"t","version":"0"}}"#);
     srv.wait_run("run_back", |r| i(r, &["eventCount"]) == Some(1));
     drop(app);
     let mut back = srv.ingest();
