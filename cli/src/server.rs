@@ -23,6 +23,9 @@ use tungstenite::{Message, WebSocket};
 
 /// How long a connection thread waits in `read` before it looks at its outbound queue.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
+/// How often an idle socket is pinged; a peer that sent nothing (not even a pong) for a
+/// whole interval after a ping is dropped (reference: the 30 s stale-socket reaper).
+pub const PING_INTERVAL: Duration = Duration::from_secs(30);
 /// How long a socket may take to send its request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -186,8 +189,21 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
 /// Reads and writes one WebSocket until it ends. `on_text` handles each text frame.
 fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, mut on_text: impl FnMut(&str)) {
     let mut closing = false;
+    let mut last_ping = Instant::now();
+    let mut alive = true;
     loop {
         let mut wrote = false;
+        if last_ping.elapsed() >= PING_INTERVAL {
+            if !alive {
+                return; // missed the previous ping: the peer is gone
+            }
+            alive = false;
+            last_ping = Instant::now();
+            if ws.write(Message::Ping(Default::default())).is_err() {
+                return;
+            }
+            wrote = true;
+        }
         while let Ok(out) = rx.try_recv() {
             match out {
                 Out::Text(t) if !closing => {
@@ -209,11 +225,12 @@ fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, mut on_text: impl FnM
         }
         match ws.read() {
             Ok(Message::Text(t)) => {
+                alive = true; // any frame proves the peer alive, not only a pong
                 if !closing {
                     on_text(t.as_str())
                 }
             }
-            Ok(_) => {}
+            Ok(_) => alive = true,
             Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
                 let _ = ws.flush();
             }
