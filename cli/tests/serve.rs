@@ -347,3 +347,55 @@ fn origin_guard_refuses_foreign_pages() {
     let (status, _) = http_request(srv.port, &format!("GET /health HTTP/1.1\r\nHost: localhost:{0}\r\nOrigin: http://localhost:{0}\r\nConnection: close\r\n\r\n", srv.port));
     assert_eq!(status, 200);
 }
+
+#[test]
+fn a_pause_whose_app_leaves_or_whose_run_finishes_is_closed() {
+    let srv = Server::start(&[], &[]);
+    let mut ui = srv.ui();
+    ui.recv_type("welcome");
+    let resume = |run: &str, pause: &str| {
+        format!(r#"{{"type":"control","envelope":{}}}"#, frame(0, run, "exec.resume", &format!(r#"{{"pauseId":"{pause}","action":"continue"}}"#)))
+    };
+
+    // Resolving when the app disconnects: the resume is answered app-disconnected.
+    let mut app = srv.ingest();
+    app.hello("leaver", None);
+    app.event("run_l", "exec.paused", r#"{"pauseId":"p","nodeId":"tool:x","point":"before"}"#);
+    srv.wait_run("run_l", |r| i(r, &["eventCount"]) == Some(1));
+    ui.send(&resume("run_l", "p"));
+    app.recv_type("exec.resume");
+    drop(app);
+    let r = ui.recv_type("resume.result");
+    assert_eq!((s(&r, &["outcome"]), s(&r, &["code"])), (Some("no-such-pause"), Some("app-disconnected")));
+    ui.send(&resume("run_l", "p"));
+    assert_eq!(s(&ui.recv_type("resume.result"), &["code"]), Some("no-such-pause"));
+
+    // An open pause of a run that finishes is no longer held.
+    let mut app = srv.ingest();
+    app.hello("finisher", None);
+    app.event("run_f", "exec.paused", r#"{"pauseId":"q","nodeId":"tool:x","point":"error"}"#);
+    app.event("run_f", "run.finished", r#"{"status":"aborted"}"#);
+    srv.wait_run("run_f", |r| s(r, &["status"]) == Some("aborted"));
+    ui.send(&resume("run_f", "q"));
+    let r = ui.recv_type("resume.result");
+    assert_eq!((s(&r, &["outcome"]), s(&r, &["code"])), (Some("no-such-pause"), Some("no-such-pause")));
+    assert!(app.recv_within(Duration::from_millis(200)).is_none());
+}
+
+#[test]
+fn pause_on_error_from_the_environment_and_record_to_stdout() {
+    let srv = Server::start(&[], &[("GRAPHMIND_PAUSE_ON_ERROR", "llm")]);
+    let mut app = srv.ingest();
+    assert_eq!(to_json(app.hello("env", None).get("breakpoints").unwrap()), r#"[{"point":"error","kind":"llm"}]"#);
+    let f = app.event("run_o", "run.started", r#"{"app":"env","sdk":{"name":"t","version":"0"}}"#);
+    srv.wait_run("run_o", |r| i(r, &["eventCount"]) == Some(1));
+    let o = Command::new(BIN).args(["record", "run_o", "--out", "-", "--db"]).arg(&srv.db).output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), format!("{f}\n"));
+    drop(app);
+
+    // A bad variable is a warning and the default, not a failed start.
+    let srv = Server::start(&[], &[("GRAPHMIND_PAUSE_ON_ERROR", "sometimes")]);
+    let mut app = srv.ingest();
+    assert_eq!(to_json(app.hello("env", None).get("breakpoints").unwrap()), r#"[{"point":"error"}]"#);
+}
