@@ -1,13 +1,23 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup test test-rust bench demo fmt clippy
+.PHONY: setup test test-rust test-viewer viewer bench demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
 	@bash scripts/setup.sh
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
-test: setup test-rust
+## The viewer is built first so the server binary embeds it.
+test: setup viewer test-rust test-viewer
+
+## The browser viewer (viewer/dist, embedded by cli/build.rs on the next cargo build).
+viewer:
+	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npx vite build
+
+## The viewer's browser tests: Chromium against the real server binary.
+test-viewer:
+	$(CARGO) build --release -p graphmind-cli
+	cd viewer && GRAPHMIND_BIN=../target/release/graphmind npm test
 
 test-rust:
 	$(CARGO) test --workspace --release
@@ -16,6 +26,7 @@ test-rust:
 bench: setup
 	$(CARGO) bench -p graphmind-core
 	$(CARGO) bench -p graphmind-cli
+	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run bench
 
 ## Runs the example and prints what was recorded.
 demo: setup

@@ -8,7 +8,7 @@ need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # System packages (Debian). Added here as the parts that need them land.
-for pkg_cmd in "pkg-config:pkg-config"; do
+for pkg_cmd in "pkg-config:pkg-config" "chromium:chromium"; do
   pkg=${pkg_cmd%%:*}; cmd=${pkg_cmd##*:}
   have "$cmd" || need_apt+=("$pkg")
 done
@@ -25,5 +25,13 @@ if [ ! -x .venv-ref/bin/python ] || ! .venv-ref/bin/python -c 'import graphmind'
   echo "setup: installing the reference SDK graphmind-ai==0.5.1 into .venv-ref"
   python3 -m venv .venv-ref
   .venv-ref/bin/pip install -q graphmind-ai==0.5.1
+fi
+# The viewer's build and test tools (Vite, TypeScript, playwright-core driving Debian's
+# chromium), pinned by viewer/package-lock.json. Installed when missing or out of date.
+if [ -f viewer/package-lock.json ] && have npm; then
+  if [ ! -d viewer/node_modules ] || [ viewer/package-lock.json -nt viewer/node_modules/.package-lock.json ]; then
+    echo "setup: installing the viewer's npm packages (npm ci in viewer/)"
+    (cd viewer && npm ci --no-audit --no-fund)
+  fi
 fi
 echo "setup: ok"

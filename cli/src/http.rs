@@ -1,5 +1,6 @@
 //! The HTTP/1.1 side of the port: reading one request head, the origin guard, and the
-//! JSON routes (`/health`, `/api/runs`, `/api/runs/:id/events`).
+//! JSON routes (`/health`, `/api/runs`, `/api/runs/:id/events`), and the viewer's static
+//! files (embedded at build time by `build.rs`, or read from `GRAPHMIND_VIEWER_DIST`).
 
 use crate::hub::{Shared, VERSION};
 use crate::storage::{self, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX};
@@ -72,7 +73,8 @@ pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)
 }
 
 /// Writes a complete response and closes the exchange (`Connection: close`).
-pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &str) -> io::Result<()> {
+pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: impl AsRef<[u8]>) -> io::Result<()> {
+    let body = body.as_ref();
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
@@ -86,7 +88,7 @@ pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &
         body.len()
     );
     stream.write_all(head.as_bytes())?;
-    stream.write_all(body.as_bytes())?;
+    stream.write_all(body)?;
     stream.flush()
 }
 
@@ -157,10 +159,68 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-const PLACEHOLDER: &str = "<!doctype html><meta charset=utf-8><title>GraphMind</title><h1>GraphMind server</h1><p>This build serves no viewer bundle. Apps connect to <code>/ingest</code>; viewers to <code>/ws/ui</code>; runs are at <a href=\"/api/runs\">/api/runs</a>.</p>\n";
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/viewer_assets.rs"));
+}
+pub use embedded::{VIEWER_ASSETS, VIEWER_BUILT};
 
-/// Answers one plain HTTP request: (status, content type, body).
-pub fn route(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
+/// Environment variable naming a built viewer folder to serve instead of the embedded one.
+pub const VIEWER_DIST_ENV: &str = "GRAPHMIND_VIEWER_DIST";
+/// Largest file served from `GRAPHMIND_VIEWER_DIST`.
+pub const MAX_STATIC_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The content type for a static file, by extension.
+pub fn mime_type(path: &str) -> &'static str {
+    match path.rsplit('.').next().unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "json" | "map" => "application/json; charset=utf-8",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        "ico" => "image/x-icon",
+        "woff2" => "font/woff2",
+        "txt" => "text/plain; charset=utf-8",
+        "wasm" => "application/wasm",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The bundle-relative file a request path names (`/` is `index.html`); `None` for a path
+/// that could leave the bundle (`..`, backslashes, empty segments, NUL).
+fn static_rel(path: &str) -> Option<String> {
+    let rel = percent_decode(path.trim_start_matches('/'));
+    let rel = if rel.is_empty() { "index.html".to_owned() } else { rel };
+    let safe = !rel.contains('\\') && !rel.contains('\0') && rel.split('/').all(|seg| !seg.is_empty() && seg != ".." && seg != ".");
+    safe.then_some(rel)
+}
+
+/// A viewer file: from `GRAPHMIND_VIEWER_DIST` when set, else from the embedded bundle.
+pub fn static_file(path: &str) -> Option<(&'static str, Vec<u8>)> {
+    let rel = static_rel(path)?;
+    if let Some(dir) = std::env::var_os(VIEWER_DIST_ENV).filter(|d| !d.is_empty()) {
+        let file = std::path::Path::new(&dir).join(&rel);
+        let meta = std::fs::metadata(&file).ok().filter(|m| m.is_file() && m.len() <= MAX_STATIC_BYTES)?;
+        let _ = meta;
+        return std::fs::read(&file).ok().map(|b| (mime_type(&rel), b));
+    }
+    VIEWER_ASSETS.iter().find(|(p, _)| *p == rel).map(|(_, b)| (mime_type(&rel), b.to_vec()))
+}
+
+
+/// Answers one plain HTTP request: (status, content type, body). API routes first, then
+/// the viewer's static files.
+pub fn route(shared: &Shared, req: &Request) -> (u16, &'static str, Vec<u8>) {
+    let (status, ctype, body) = route_api(shared, req);
+    if status == 404 && (req.method == "GET" || req.method == "HEAD") && !req.path.starts_with("/api/") {
+        if let Some((ctype, bytes)) = static_file(&req.path) {
+            return (200, ctype, bytes);
+        }
+    }
+    (status, ctype, body.into_bytes())
+}
+
+fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
     const JSON: &str = "application/json; charset=utf-8";
     if req.method != "GET" && req.method != "HEAD" {
         return (405, JSON, "{\"error\":\"method not allowed\"}".into());
@@ -211,9 +271,6 @@ pub fn route(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
             );
         }
     }
-    if req.path == "/" || req.path == "/index.html" {
-        return (200, "text/html; charset=utf-8", PLACEHOLDER.into());
-    }
     (404, JSON, "{\"error\":\"not found\"}".into())
 }
 
@@ -238,6 +295,17 @@ mod tests {
         let allowed = vec!["http://host.docker.internal:4747".to_string()];
         assert!(check_origin(&req("host.docker.internal:4747", None), 4747, &allowed).is_none());
         assert!(check_origin(&req("evil.example", Some("https://evil.example")), 4747, &["*".into()]).is_none());
+    }
+
+    #[test]
+    fn static_paths() {
+        assert_eq!(static_rel("/").as_deref(), Some("index.html"));
+        assert_eq!(static_rel("/assets/index-x.js").as_deref(), Some("assets/index-x.js"));
+        assert_eq!(static_rel("/../etc/passwd"), None);
+        assert_eq!(static_rel("/assets/%2e%2e/x"), None);
+        assert_eq!(static_rel("/a//b"), None);
+        assert_eq!(mime_type("assets/a.js"), "text/javascript; charset=utf-8");
+        assert!(VIEWER_ASSETS.iter().any(|(p, _)| *p == "index.html"));
     }
 
     #[test]

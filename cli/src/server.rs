@@ -159,7 +159,7 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     let is_upgrade = req.header_has("upgrade", "websocket");
     if !is_upgrade {
         let (status, ctype, body) = http::route(&shared, &req);
-        let body = if req.method == "HEAD" { String::new() } else { body };
+        let body = if req.method == "HEAD" { Default::default() } else { body };
         let _ = http::respond(&mut stream, status, ctype, &body);
         return;
     }

@@ -1,0 +1,114 @@
+// Layout: a top-down tidy tree over the visible cards, with orthogonal edges routed through
+// the gaps between rows, so an edge never crosses a card. Pure and linear in the card count.
+
+export const CARD_W = 232;
+export const CARD_H = 84;
+export const HELD_H = 196;
+export const GAP_X = 28;
+export const GAP_Y = 64;
+
+export interface Box {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+export interface Layout {
+  boxes: Map<string, Box>;
+  edges: { from: string; to: string; points: [number, number][] }[];
+  width: number;
+  height: number;
+}
+
+export interface LayoutInput {
+  /** Visible ids in pre-order (parents before children, siblings in order). */
+  visible: string[];
+  /** Visible parent of each child. */
+  parent: Map<string, string>;
+  /** Card height per id (default CARD_H). */
+  height?: (id: string) => number;
+}
+
+/**
+ * Each subtree gets a slot as wide as the larger of its card and its children's slots side
+ * by side; a parent is centred over its children. Rows are as tall as their tallest card.
+ * `previous` keeps the horizontal order stable between passes (incremental: nodes keep their
+ * slot order, new ones are appended after their siblings).
+ */
+export function layout(input: LayoutInput): Layout {
+  const { visible, parent } = input;
+  const h = input.height ?? (() => CARD_H);
+  const kids = new Map<string, string[]>();
+  const roots: string[] = [];
+  for (const id of visible) {
+    const p = parent.get(id);
+    if (p !== undefined) {
+      let l = kids.get(p);
+      if (!l) kids.set(p, (l = []));
+      l.push(id);
+    } else roots.push(id);
+  }
+  // depth and row heights
+  const depth = new Map<string, number>();
+  const rowH: number[] = [];
+  for (const id of visible) {
+    const p = parent.get(id);
+    const d = p !== undefined ? (depth.get(p) ?? 0) + 1 : 0;
+    depth.set(id, d);
+    rowH[d] = Math.max(rowH[d] ?? 0, h(id));
+  }
+  const rowY: number[] = [];
+  let y = 0;
+  for (let d = 0; d < rowH.length; d++) {
+    rowY[d] = y;
+    y += rowH[d] + GAP_Y;
+  }
+  // subtree widths, children before parents: walk pre-order backwards
+  const width = new Map<string, number>();
+  for (let i = visible.length - 1; i >= 0; i--) {
+    const id = visible[i];
+    const ks = kids.get(id);
+    let w = 0;
+    if (ks) {
+      for (const k of ks) w += width.get(k)!;
+      w += GAP_X * (ks.length - 1);
+    }
+    width.set(id, Math.max(CARD_W, w));
+  }
+  const boxes = new Map<string, Box>();
+  const left = new Map<string, number>();
+  let x = 0;
+  for (const r of roots) {
+    left.set(r, x);
+    x += width.get(r)! + GAP_X * 2;
+  }
+  for (const id of visible) {
+    const l = left.get(id)!;
+    const w = width.get(id)!;
+    const ks = kids.get(id);
+    const d = depth.get(id)!;
+    boxes.set(id, { x: l + (w - CARD_W) / 2, y: rowY[d], w: CARD_W, h: h(id) });
+    if (ks) {
+      let cw = GAP_X * (ks.length - 1);
+      for (const k of ks) cw += width.get(k)!;
+      let cx = l + (w - cw) / 2;
+      for (const k of ks) {
+        left.set(k, cx);
+        cx += width.get(k)! + GAP_X;
+      }
+    }
+  }
+  const edges: Layout['edges'] = [];
+  for (const [child, p] of parent) {
+    const a = boxes.get(p);
+    const b = boxes.get(child);
+    if (!a || !b) continue;
+    const d = depth.get(p)!;
+    const midY = rowY[d] + rowH[d] + GAP_Y / 2;
+    const ax = a.x + a.w / 2;
+    const bx = b.x + b.w / 2;
+    edges.push({ from: p, to: child, points: [[ax, a.y + a.h], [ax, midY], [bx, midY], [bx, b.y]] });
+  }
+  return { boxes, edges, width: Math.max(0, x - GAP_X * 2), height: Math.max(0, y - GAP_Y) };
+}

@@ -1,0 +1,1319 @@
+// GraphMind viewer: runs rail, live graph, inspector, timeline, palette, debugging controls.
+import './style.css';
+import { Socket, captureToken, control, getJson, newRequestId } from './conn';
+import { el, jsonTree } from './json';
+import { layout, CARD_H, HELD_H, type Layout } from './layout';
+import {
+  activePauses,
+  apply,
+  carriesPlaceholder,
+  hiddenBy,
+  instanceTimes,
+  newRun,
+  nodeStatus,
+  pauseReasonText,
+  runHeldMs,
+  type Envelope,
+  type GNode,
+  type Instance,
+  type Pause,
+  type RunModel,
+} from './model';
+import { buildTree, initialFolds, isOpen, project, reveal, setOpen, FOLD_THRESHOLD, type FoldState, type Projection } from './project';
+import { stressRun } from './stress';
+import { p90, timeline } from './timeline';
+
+interface RunInfo {
+  id: string;
+  app: string;
+  startedAt: number;
+  finishedAt: number | null;
+  status: string;
+  eventCount: number;
+  errorCount: number;
+  live: boolean;
+  durationMs: number | null;
+  source?: string;
+}
+
+interface Summary {
+  nodes: number;
+  heldMs: number;
+  atEvents: number;
+}
+
+const KINDS = ['agent', 'llm', 'tool', 'chain', 'retriever', 'server', 'resource', 'prompt', 'custom'];
+
+const S = {
+  runs: new Map<string, RunInfo>(),
+  runsLoaded: false,
+  models: new Map<string, RunModel>(),
+  summaries: new Map<string, Summary>(),
+  subscribed: new Set<string>(),
+  replaying: new Set<string>(),
+  selectedRun: undefined as string | undefined,
+  selectedNode: undefined as string | undefined,
+  selectedInstance: undefined as string | undefined,
+  folds: new Map<string, FoldState>(),
+  userFolded: new Set<string>(),
+  filters: { errored: false, slow: false, paused: false, kinds: new Set<string>() },
+  breakpoints: [] as any[],
+  mode: 'run',
+  conn: 'connecting' as string,
+  rail: true,
+  showTimeline: false,
+  theme: 'system' as 'system' | 'dark' | 'light',
+  cam: { x: 40, y: 40, k: 1 },
+  follow: false,
+  stress: false,
+  lastSeenShape: new Map<string, string>(),
+  principal: new Map<string, string>(),
+};
+
+let socket: Socket | undefined;
+const $ = (id: string) => document.getElementById(id)!;
+
+// ---------------------------------------------------------------------------------------
+// scheduling
+
+let dirty = { bar: true, rail: true, graph: true, inspector: true, timeline: true };
+let frame = 0;
+function invalidate(parts: Partial<typeof dirty> = { bar: true, rail: true, graph: true, inspector: true, timeline: true }): void {
+  dirty = { bar: dirty.bar || !!parts.bar, rail: dirty.rail || !!parts.rail, graph: dirty.graph || !!parts.graph, inspector: dirty.inspector || !!parts.inspector, timeline: dirty.timeline || !!parts.timeline };
+  if (!frame) frame = requestAnimationFrame(render);
+}
+
+function render(): void {
+  frame = 0;
+  const d = dirty;
+  dirty = { bar: false, rail: false, graph: false, inspector: false, timeline: false };
+  if (d.bar) renderBar();
+  if (d.rail) renderRail();
+  if (d.graph) renderGraph();
+  if (d.inspector) renderInspector();
+  if (d.timeline) renderTimeline();
+}
+
+// ---------------------------------------------------------------------------------------
+// formatting
+
+function fmtMs(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !isFinite(ms)) return '—';
+  if (ms < 1) return `${ms.toFixed(2)} ms`;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const m = Math.floor(ms / 60_000);
+  return `${m}m ${Math.round((ms % 60_000) / 1000)}s`;
+}
+function fmtAgo(ts: number): string {
+  const s = Math.max(0, (Date.now() - ts) / 1000);
+  if (s < 60) return `${Math.floor(s)}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
+  return new Date(ts).toLocaleDateString();
+}
+
+// ---------------------------------------------------------------------------------------
+// server messages
+
+function model(runId: string): RunModel {
+  let m = S.models.get(runId);
+  if (!m) S.models.set(runId, (m = newRun(runId)));
+  return m;
+}
+
+function onMessage(msg: any): void {
+  switch (msg.type) {
+    case 'welcome':
+    case 'state':
+      S.breakpoints = Array.isArray(msg.breakpoints) ? msg.breakpoints : [];
+      S.mode = msg.mode === 'step' ? 'step' : 'run';
+      invalidate({ bar: true, graph: true });
+      break;
+    case 'runs':
+      S.runs.clear();
+      for (const r of msg.runs ?? []) S.runs.set(r.id, r);
+      S.runsLoaded = true;
+      summarizeSoon();
+      invalidate({ rail: true, graph: true, bar: true });
+      if (!S.selectedRun && !S.stress && S.runs.size) {
+        const first = [...S.runs.values()].sort((a, b) => b.startedAt - a.startedAt)[0];
+        if (first) selectRun(first.id);
+      }
+      break;
+    case 'run.update': {
+      const r = msg.run as RunInfo;
+      const was = S.runs.get(r.id);
+      S.runs.set(r.id, r);
+      if (!was || was.status !== r.status) summarizeSoon();
+      invalidate({ rail: true, bar: true });
+      if (!S.selectedRun && !S.stress) selectRun(r.id);
+      break;
+    }
+    case 'replay.start':
+      S.replaying.add(msg.runId);
+      break;
+    case 'replay.end':
+      S.replaying.delete(msg.runId);
+      invalidate();
+      break;
+    case 'event': {
+      const env = msg.envelope as Envelope;
+      if (!env || typeof env.runId !== 'string') return;
+      const m = model(env.runId);
+      if (apply(m, env)) {
+        if (env.type === 'exec.resumed' && env.payload?.principal) S.principal.set(env.payload.pauseId, String(env.payload.principal?.name ?? env.payload.principal));
+        if (env.runId === S.selectedRun && !S.replaying.has(env.runId)) {
+          if (env.type === 'exec.paused') onPaused(m, env.payload.nodeId);
+          invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: env.type.startsWith('exec.') || env.type.startsWith('run.') });
+        }
+      }
+      break;
+    }
+    case 'resume.result': {
+      const o = msg.outcome;
+      if (o !== 'resumed') toast(`${o}${msg.code ? ` (${msg.code})` : ''}: ${msg.message ?? ''}`, 'warn');
+      break;
+    }
+    case 'error':
+      toast(`server: ${msg.message ?? 'error'}`, 'warn');
+      break;
+  }
+}
+
+function onPaused(m: RunModel, nodeId: string): void {
+  const f = S.folds.get(m.runId);
+  if (f) reveal(f, m, nodeId);
+  if (!S.selectedNode) selectNode(nodeId, false);
+  requestAnimationFrame(() => {
+    const btn = document.querySelector<HTMLButtonElement>(`.card[data-id="${CSS.escape(nodeId)}"] .act-continue`);
+    btn?.focus({ preventScroll: true });
+  });
+}
+
+// Lazy run summaries (nodes, held time) for the rail, from the HTTP API.
+let summarizing = false;
+function summarizeSoon(): void {
+  if (summarizing || S.stress) return;
+  summarizing = true;
+  setTimeout(async () => {
+    try {
+      const list = [...S.runs.values()].sort((a, b) => b.startedAt - a.startedAt).slice(0, 30);
+      for (const r of list) {
+        const have = S.summaries.get(r.id);
+        if (have && have.atEvents === r.eventCount) continue;
+        const loaded = S.models.get(r.id);
+        if (loaded && S.subscribed.has(r.id)) continue;
+        if (r.eventCount > 5000) continue;
+        try {
+          const page = await getJson(`/api/runs/${encodeURIComponent(r.id)}/events?limit=5000`);
+          const m = newRun(r.id);
+          for (const e of page.events ?? []) apply(m, e);
+          S.summaries.set(r.id, { nodes: m.nodes.size, heldMs: runHeldMs(m), atEvents: r.eventCount });
+          invalidate({ rail: true });
+        } catch {
+          /* a summary is optional */
+        }
+      }
+    } finally {
+      summarizing = false;
+    }
+  }, 150);
+}
+
+// ---------------------------------------------------------------------------------------
+// selection and routing
+
+function selectRun(id: string | undefined, node?: string): void {
+  if (S.selectedRun !== id) {
+    S.selectedRun = id;
+    S.selectedNode = undefined;
+    S.selectedInstance = undefined;
+    S.cam = { x: 40, y: 40, k: 1 };
+    fitPending = true;
+    if (id && !S.stress && !S.subscribed.has(id)) {
+      S.subscribed.add(id);
+      model(id);
+      socket?.send({ type: 'subscribe', runId: id });
+    }
+  }
+  if (node) selectNode(node, true);
+  writeHash();
+  invalidate();
+}
+
+function selectNode(id: string | undefined, center: boolean): void {
+  S.selectedNode = id;
+  S.selectedInstance = undefined;
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  if (id && m) {
+    const f = S.folds.get(m.runId);
+    if (f) reveal(f, m, id);
+    if (center) pendingCenter = id;
+  }
+  writeHash();
+  invalidate({ graph: true, inspector: true, timeline: S.showTimeline });
+}
+
+function writeHash(): void {
+  if (S.stress) return;
+  let h = '';
+  if (S.selectedRun) h = `#/run/${encodeURIComponent(S.selectedRun)}`;
+  if (S.selectedRun && S.selectedNode) h += `/node/${encodeURIComponent(S.selectedNode)}`;
+  if (location.hash !== h) history.replaceState(null, '', h || location.pathname + location.search);
+}
+
+function readHash(): void {
+  const m = /^#\/run\/([^/]+)(?:\/node\/(.+))?$/.exec(location.hash);
+  if (!m) return;
+  const run = decodeURIComponent(m[1]);
+  const node = m[2] ? decodeURIComponent(m[2]) : undefined;
+  selectRun(run);
+  if (node) {
+    S.selectedNode = node;
+    pendingCenter = node;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// controls
+
+function send(type: string, payload: Record<string, unknown>, runId = '*'): void {
+  if (S.stress) {
+    toast('a synthetic run cannot be controlled', 'warn');
+    return;
+  }
+  socket?.send(control(type, payload, runId));
+}
+
+function resume(p: Pause, action: string, extra: Record<string, unknown> = {}): void {
+  if (!S.selectedRun) return;
+  send('exec.resume', { pauseId: p.pauseId, action, requestId: newRequestId(), ...extra }, S.selectedRun);
+}
+
+function step(p: Pause): void {
+  // arm step mode before releasing, so the next gate is already a step
+  send('mode.set', { mode: 'step' });
+  resume(p, 'continue');
+}
+
+function setMode(mode: 'run' | 'step'): void {
+  send('mode.set', { mode });
+}
+
+function toggleBreakpoint(matcher: Record<string, unknown>): void {
+  const same = S.breakpoints.find((b) => sameMatcher(b, matcher));
+  send(same ? 'breakpoint.clear' : 'breakpoint.set', { matcher: same ?? matcher });
+}
+
+function sameMatcher(a: any, b: any): boolean {
+  const ka = Object.keys(a ?? {}).sort();
+  const kb = Object.keys(b ?? {}).sort();
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k]);
+}
+
+function matches(matcher: any, n: GNode): boolean {
+  if (matcher.kind !== undefined && matcher.kind !== n.kind) return false;
+  if (matcher.name !== undefined && matcher.name !== n.name) return false;
+  return true;
+}
+
+function currentPause(): Pause | undefined {
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  if (!m) return undefined;
+  const ps = activePauses(m);
+  if (S.selectedNode) {
+    const mine = ps.find((p) => p.nodeId === S.selectedNode);
+    if (mine) return mine;
+  }
+  return ps[0];
+}
+
+// The JSON editor (inject a value / edit arguments).
+function openEditor(p: Pause, mode: 'inject' | 'edit'): void {
+  const m = S.models.get(S.selectedRun!);
+  const n = m?.nodes.get(p.nodeId);
+  const inst = n && p.instanceId ? n.byInstance.get(p.instanceId) : undefined;
+  const box = $('modal');
+  box.replaceChildren();
+  box.hidden = false;
+  const card = el('div', 'modal-card');
+  card.append(el('h3', '', mode === 'inject' ? `Inject a result for ${n?.name ?? p.nodeId}` : `Edit the arguments of ${n?.name ?? p.nodeId}`));
+  card.append(el('p', 'muted', mode === 'inject' ? 'The held call is skipped; this JSON value becomes its output.' : 'The held call runs with this input instead.'));
+  const ta = el('textarea', 'editor');
+  ta.spellcheck = false;
+  ta.value = mode === 'inject' ? JSON.stringify(inst?.output ?? {}, null, 2) : JSON.stringify(inst?.input ?? {}, null, 2);
+  const err = el('div', 'editor-error');
+  const go = el('button', 'btn primary', mode === 'inject' ? 'Inject ⌘↵' : 'Run with these arguments ⌘↵');
+  const cancel = el('button', 'btn', 'Cancel');
+  const submit = () => {
+    let v: unknown;
+    try {
+      v = JSON.parse(ta.value);
+    } catch (e) {
+      err.textContent = `Not valid JSON: ${(e as Error).message}`;
+      return;
+    }
+    const bad = carriesPlaceholder(v);
+    if (bad) {
+      err.textContent = `Refused: the value ${bad}. Replace it with a real value first.`;
+      return;
+    }
+    if (mode === 'inject') resume(p, 'inject', { output: v });
+    else resume(p, 'continue', { input: v });
+    closeModal();
+  };
+  go.onclick = submit;
+  cancel.onclick = closeModal;
+  ta.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.metaKey || e.ctrlKey)) {
+      e.preventDefault();
+      submit();
+    } else if (e.key === 'Escape') closeModal();
+  });
+  const row = el('div', 'row');
+  row.append(go, cancel);
+  card.append(ta, err, row);
+  box.append(card);
+  ta.focus();
+}
+
+function closeModal(): void {
+  $('modal').hidden = true;
+  $('modal').replaceChildren();
+}
+
+// ---------------------------------------------------------------------------------------
+// the bar
+
+function renderBar(): void {
+  const bar = $('bar');
+  bar.replaceChildren();
+  const brand = el('div', 'brand');
+  brand.append(el('span', 'logo', '◆'), el('span', '', 'GraphMind'));
+  bar.append(brand);
+  const conn = el('span', `conn conn-${S.stress ? 'synthetic' : S.conn}`, S.stress ? 'synthetic run' : S.conn === 'open' ? 'connected' : S.conn);
+  conn.dataset.testid = 'conn';
+  bar.append(conn);
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  if (m) {
+    const info = S.runs.get(m.runId);
+    const t = el('span', 'run-title', `${info?.app ?? m.app ?? ''} · ${m.runId}`);
+    bar.append(t);
+  }
+  const spacer = el('div', 'spacer');
+  bar.append(spacer);
+  // Run / Step
+  const seg = el('div', 'seg');
+  for (const mode of ['run', 'step'] as const) {
+    const b = el('button', `seg-btn${S.mode === mode ? ' on' : ''}`, mode === 'run' ? 'Run' : 'Step');
+    b.dataset.testid = `mode-${mode}`;
+    b.onclick = () => setMode(mode);
+    seg.append(b);
+  }
+  bar.append(seg);
+  const all = S.breakpoints.some((b) => Object.keys(b).length === 0);
+  const pauseAll = el('button', `btn${all ? ' on' : ''}`, all ? 'Pausing all' : 'Pause all');
+  pauseAll.title = 'Hold before every node (breakpoint {})';
+  pauseAll.dataset.testid = 'pause-all';
+  pauseAll.onclick = () => toggleBreakpoint({});
+  bar.append(pauseAll);
+  const chips = el('div', 'bp-chips');
+  for (const b of S.breakpoints) {
+    const label = Object.keys(b).length === 0 ? 'every node' : [b.point === 'error' ? 'on error' : b.point ?? 'before', b.kind, b.name].filter(Boolean).join(' ');
+    const c = el('span', 'chip chip-bp', label);
+    c.dataset.testid = 'bp-chip';
+    const x = el('button', 'chip-x', '×');
+    x.title = 'Remove this breakpoint';
+    x.onclick = () => send('breakpoint.clear', { matcher: b });
+    c.append(x);
+    chips.append(c);
+  }
+  bar.append(chips);
+  const search = el('button', 'btn', '⌘K');
+  search.title = 'Command palette (⌘K or /)';
+  search.onclick = () => openPalette('');
+  const tl = el('button', `btn${S.showTimeline ? ' on' : ''}`, 'Timeline');
+  tl.onclick = () => toggleTimeline();
+  const theme = el('button', 'btn', S.theme === 'system' ? '◐' : S.theme === 'dark' ? '☾' : '☀');
+  theme.title = `Theme: ${S.theme} (D)`;
+  theme.onclick = cycleTheme;
+  bar.append(search, tl, theme);
+}
+
+// ---------------------------------------------------------------------------------------
+// the runs rail
+
+function runStatus(r: RunInfo): string {
+  return r.status;
+}
+
+function renderRail(): void {
+  const rail = $('rail');
+  rail.hidden = !S.rail;
+  if (!S.rail) return;
+  rail.replaceChildren();
+  rail.append(el('div', 'rail-head', `Runs (${S.runs.size})`));
+  const list = el('div', 'rail-list');
+  const runs = [...S.runs.values()].sort((a, b) => b.startedAt - a.startedAt);
+  for (const r of runs) {
+    const item = el('button', `run-item${r.id === S.selectedRun ? ' sel' : ''}`);
+    item.dataset.runId = r.id;
+    item.dataset.testid = 'run-item';
+    const top = el('div', 'run-top');
+    top.append(el('span', 'run-app', r.app), el('span', `pill st-${runStatus(r)}`, runStatus(r)));
+    const m = S.models.get(r.id);
+    const sum = m && S.subscribed.has(r.id) ? { nodes: m.nodes.size, heldMs: runHeldMs(m) } : S.summaries.get(r.id);
+    const duration = r.durationMs ?? (r.status === 'running' ? Date.now() - r.startedAt : null);
+    const meta = el('div', 'run-meta');
+    meta.append(
+      el('span', '', fmtMs(duration)),
+      el('span', 'muted', `held ${sum ? fmtMs(sum.heldMs) : '—'}`),
+      el('span', 'muted', `${sum ? sum.nodes : '—'} nodes`),
+      el('span', r.errorCount ? 'err' : 'muted', `${r.errorCount} err`),
+    );
+    const foot = el('div', 'run-foot muted', `${fmtAgo(r.startedAt)} · ${r.eventCount} events${r.live ? ' · live' : ''}`);
+    item.append(top, meta, foot);
+    item.onclick = () => selectRun(r.id);
+    list.append(item);
+  }
+  rail.append(list);
+}
+
+// ---------------------------------------------------------------------------------------
+// the graph
+
+interface View {
+  runId: string;
+  key: string;
+  proj: Projection;
+  lay: Layout;
+}
+let view: View | undefined;
+let fitPending = true;
+let pendingCenter: string | undefined;
+const cards = new Map<string, { el: HTMLElement; stamp: string }>();
+
+function foldsFor(m: RunModel, tree: ReturnType<typeof buildTree>): FoldState {
+  let f = S.folds.get(m.runId);
+  // A run that grows past the threshold while nobody touched its folds switches to folded.
+  if (!f || (f.defaultOpen && !S.userFolded.has(m.runId) && m.nodes.size > FOLD_THRESHOLD)) {
+    f = initialFolds(tree, m.nodes.size);
+    S.folds.set(m.runId, f);
+    if (S.selectedNode) reveal(f, m, S.selectedNode);
+  }
+  return f;
+}
+
+function foldKey(f: FoldState): string {
+  return `${f.defaultOpen}|${[...f.expanded].join(',')}|${[...f.collapsed].join(',')}`;
+}
+
+function computeView(m: RunModel): View {
+  const tree = buildTree(m);
+  const f = foldsFor(m, tree);
+  const key = `${m.shapeVersion}|${foldKey(f)}`;
+  if (view && view.runId === m.runId && view.key === key) return view;
+  const proj = project(m, f, tree);
+  const lay = layout({ visible: proj.visible, parent: proj.parent, height: (id) => (m.nodes.get(id)?.activePause ? HELD_H : CARD_H) });
+  view = { runId: m.runId, key, proj, lay };
+  return view;
+}
+
+function renderGraph(): void {
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  const empty = $('empty');
+  const world = $('world');
+  if (!m || m.nodes.size === 0) {
+    empty.hidden = false;
+    empty.replaceChildren(emptyState(m));
+    world.hidden = true;
+    ($('minimap') as HTMLCanvasElement).hidden = true;
+    $('filters').hidden = true;
+    return;
+  }
+  empty.hidden = true;
+  world.hidden = false;
+  ($('minimap') as HTMLCanvasElement).hidden = false;
+  $('filters').hidden = false;
+  const v = computeView(m);
+  const layer = $('cards');
+  const seen = new Set<string>();
+  const slow = S.filters.slow ? p90(m) : Infinity;
+  const anyFilter = S.filters.errored || S.filters.slow || S.filters.paused || S.filters.kinds.size > 0;
+  for (const id of v.proj.visible) {
+    const n = m.nodes.get(id)!;
+    const box = v.lay.boxes.get(id)!;
+    seen.add(id);
+    const st = nodeStatus(n);
+    const folded = v.proj.folded.get(id);
+    const hasKids = (v.proj.tree.children.get(id)?.length ?? 0) > 0;
+    const bp = S.breakpoints.some((b) => Object.keys(b).length > 0 && matches(b, n));
+    let dim = false;
+    if (anyFilter) {
+      let keep = true;
+      if (S.filters.errored) keep &&= n.instances.some((i) => i.status === 'error');
+      if (S.filters.slow) keep &&= n.instances.some((i) => (i.durationMs ?? 0) >= slow);
+      if (S.filters.paused) keep &&= !!n.activePause;
+      if (S.filters.kinds.size) keep &&= S.filters.kinds.has(n.kind);
+      dim = !keep;
+    }
+    const stamp = `${n.version}|${st}|${folded ?? -1}|${hasKids}|${bp}|${dim}|${id === S.selectedNode}|${box.h}|${S.mode}`;
+    let c = cards.get(id);
+    if (!c) {
+      const e = el('div', 'card');
+      e.dataset.id = id;
+      layer.append(e);
+      c = { el: e, stamp: '' };
+      cards.set(id, c);
+    }
+    c.el.style.transform = `translate(${box.x}px, ${box.y}px)`;
+    c.el.style.height = `${box.h}px`;
+    if (c.stamp !== stamp || st === 'running') {
+      c.stamp = stamp;
+      fillCard(c.el, m, n, st, folded, hasKids, bp, dim);
+    }
+  }
+  for (const [id, c] of cards) {
+    if (!seen.has(id) || view?.runId !== m.runId) {
+      c.el.remove();
+      cards.delete(id);
+    }
+  }
+  // edges
+  const svg = $('edges') as unknown as SVGSVGElement;
+  const edgesKey = v.key;
+  if (svg.dataset.key !== edgesKey) {
+    svg.dataset.key = edgesKey;
+    svg.setAttribute('width', String(v.lay.width + 40));
+    svg.setAttribute('height', String(v.lay.height + 40));
+    const parts: string[] = [];
+    for (const e of v.lay.edges) {
+      const [a, b, c, d] = e.points;
+      const r = Math.min(8, Math.abs(c[0] - b[0]) / 2);
+      const dir = c[0] > b[0] ? 1 : -1;
+      const path = r < 1 ? `M${a[0]},${a[1]} L${d[0]},${d[1]}` : `M${a[0]},${a[1]} L${b[0]},${b[1] - r} Q${b[0]},${b[1]} ${b[0] + dir * r},${b[1]} L${c[0] - dir * r},${c[1]} Q${c[0]},${c[1]} ${c[0]},${c[1] + r} L${d[0]},${d[1]}`;
+      parts.push(`<path class="edge" data-from="${attr(e.from)}" data-to="${attr(e.to)}" d="${path}"/>`);
+    }
+    svg.innerHTML = parts.join('');
+  }
+  if (pendingCenter && v.lay.boxes.has(pendingCenter)) {
+    centerOn(pendingCenter);
+    pendingCenter = undefined;
+    fitPending = false;
+  } else if (fitPending && !pendingCenter) {
+    fit();
+    fitPending = false;
+  } else if (S.follow) {
+    const running = v.proj.visible.find((id) => ['running', 'paused'].includes(nodeStatus(m.nodes.get(id)!)));
+    if (running) centerOn(running);
+  }
+  applyCamera();
+  $('foldinfo').textContent = `${v.proj.visible.length} of ${m.nodes.size} nodes shown${v.proj.folded.size ? ` · ${[...v.proj.folded.values()].reduce((a, b) => a + b, 0)} folded` : ''}`;
+  renderFilters();
+}
+
+function attr(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+}
+
+function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: number | undefined, hasKids: boolean, bp: boolean, dim: boolean): void {
+  e.className = `card kind-${KINDS.includes(n.kind) ? n.kind : 'custom'} st-${st}${dim ? ' dim' : ''}${n.id === S.selectedNode ? ' sel' : ''}`;
+  e.replaceChildren();
+  const head = el('div', 'card-head');
+  head.append(el('span', 'kind-badge', n.kind));
+  const name = el('span', 'card-name', n.name);
+  name.title = n.id;
+  head.append(name);
+  if (bp) {
+    const dot = el('span', 'bp-dot');
+    dot.title = 'a breakpoint matches this node';
+    head.append(dot);
+  }
+  if (n.instances.length > 1) head.append(el('span', 'count', `×${n.instances.length}`));
+  e.append(head);
+  const last = n.instances[n.instances.length - 1];
+  const sub = el('div', 'card-sub');
+  const stLabel = el('span', `st-text st-${st}`, st);
+  sub.append(stLabel);
+  if (last) {
+    const t = instanceTimes(last, m.endTs ?? Date.now());
+    sub.append(el('span', 'muted', last.status === 'running' ? fmtMs(t.total) : `ran ${fmtMs(t.ran)}${t.held ? ` · held ${fmtMs(t.held)}` : ''}`));
+    if (last.usage) sub.append(el('span', 'muted', `${(last.usage.inputTokens ?? 0) + (last.usage.outputTokens ?? 0)} tok`));
+  }
+  e.append(sub);
+  if (last && last.status === 'running' && (last.text || last.reasoning)) {
+    const prev = el('div', 'card-preview', (last.text || last.reasoning).slice(-90));
+    prev.dataset.testid = 'token-preview';
+    e.append(prev);
+  } else if (last?.status === 'error' && last.error) {
+    e.append(el('div', 'card-preview err', `${last.error.name ?? 'Error'}: ${last.error.message ?? ''}`.slice(0, 90)));
+  }
+  if (hasKids) {
+    const fb = el('button', 'fold-btn', folded !== undefined ? `▸ ${folded} folded` : '▾');
+    fb.title = folded !== undefined ? 'Expand' : 'Fold the nodes under this one';
+    fb.dataset.testid = folded !== undefined ? 'fold-expander' : 'fold-toggle';
+    fb.onclick = (ev) => {
+      ev.stopPropagation();
+      const f = S.folds.get(m.runId)!;
+      setOpen(f, n.id, folded !== undefined);
+      S.userFolded.add(m.runId);
+      invalidate({ graph: true });
+    };
+    e.append(fb);
+  }
+  const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
+  if (pause && pause.active) e.append(heldBanner(m, n, pause));
+  e.onclick = () => selectNode(n.id, false);
+}
+
+function heldBanner(m: RunModel, n: GNode, p: Pause): HTMLElement {
+  const b = el('div', 'held');
+  b.dataset.testid = 'held';
+  b.append(el('div', 'held-reason', pauseReasonText(p, n)));
+  if (p.refused) b.append(el('div', 'held-refused', `refused: ${p.refused.code}${p.refused.message ? ` — ${p.refused.message}` : ''}`));
+  const row = el('div', 'held-actions');
+  const mk = (label: string, key: string, cls: string, fn: () => void) => {
+    const btn = el('button', `btn act ${cls}`);
+    btn.append(document.createTextNode(label));
+    if (key) btn.append(el('kbd', '', key));
+    btn.onclick = (ev) => {
+      ev.stopPropagation();
+      fn();
+    };
+    row.append(btn);
+    return btn;
+  };
+  mk('Continue', 'C', 'act-continue primary', () => resume(p, 'continue'));
+  mk('Step', 'S', 'act-step', () => step(p));
+  mk('Retry', 'R', 'act-retry', () => resume(p, 'retry'));
+  mk('Inject', 'I', 'act-inject', () => openEditor(p, 'inject'));
+  if (p.editable) mk('Edit args', '', 'act-edit', () => openEditor(p, 'edit'));
+  mk('Abort', '', 'act-abort danger', () => resume(p, 'abort'));
+  b.append(row);
+  b.append(el('div', 'held-meta muted', `${p.point} · ${m.runId === S.selectedRun ? 'held ' + fmtMs(Date.now() - p.ts) : ''}`));
+  return b;
+}
+
+function emptyState(m: RunModel | undefined): HTMLElement {
+  const box = el('div', 'empty-card');
+  if (m && S.selectedRun) {
+    box.append(el('h2', '', 'Waiting for events…'), el('p', 'muted', `Run ${m.runId} has no nodes yet.`));
+    return box;
+  }
+  box.dataset.testid = 'empty';
+  box.append(el('h2', '', 'No runs yet'));
+  box.append(el('p', '', 'Start the demo from the repository root, and it appears here live:'));
+  box.append(el('pre', 'cmd', 'make demo'));
+  box.append(el('p', 'muted', 'Or point an instrumented app at this server (GRAPHMIND_URL=ws://127.0.0.1:4747/ingest, the default).'));
+  const a = el('a', 'btn', 'Try a synthetic 300-node run');
+  a.href = '?stress=300';
+  box.append(a);
+  return box;
+}
+
+// camera
+function applyCamera(): void {
+  const w = $('world');
+  w.style.transform = `translate(${S.cam.x}px, ${S.cam.y}px) scale(${S.cam.k})`;
+  drawMinimap();
+}
+
+function fit(): void {
+  if (!view) return;
+  const stage = $('stage').getBoundingClientRect();
+  const { width, height } = view.lay;
+  const k = Math.max(0.15, Math.min(1, (stage.width - 80) / Math.max(1, width), (stage.height - 80) / Math.max(1, height)));
+  S.cam = { k, x: (stage.width - width * k) / 2, y: Math.max(30, (stage.height - height * k) / 2) };
+  applyCamera();
+}
+
+function centerOn(id: string): void {
+  const box = view?.lay.boxes.get(id);
+  if (!box) return;
+  const stage = $('stage').getBoundingClientRect();
+  const k = Math.max(S.cam.k, 0.6);
+  S.cam = { k, x: stage.width / 2 - (box.x + box.w / 2) * k, y: stage.height / 2 - (box.y + box.h / 2) * k };
+  applyCamera();
+}
+
+function drawMinimap(): void {
+  const c = $('minimap') as HTMLCanvasElement;
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  if (!view || !m || c.hidden) return;
+  const W = c.width;
+  const H = c.height;
+  const ctx = c.getContext('2d')!;
+  const cs = getComputedStyle(document.body);
+  ctx.fillStyle = cs.getPropertyValue('--panel').trim() || '#222';
+  ctx.fillRect(0, 0, W, H);
+  const pad = 6;
+  const sc = Math.min((W - pad * 2) / Math.max(1, view.lay.width), (H - pad * 2) / Math.max(1, view.lay.height));
+  mini = { sc, pad };
+  for (const [id, b] of view.lay.boxes) {
+    const n = m.nodes.get(id);
+    if (!n) continue;
+    ctx.fillStyle = cs.getPropertyValue(`--st-${nodeStatus(n)}`).trim() || '#888';
+    ctx.fillRect(pad + b.x * sc, pad + b.y * sc, Math.max(2, b.w * sc), Math.max(2, b.h * sc));
+  }
+  const stage = $('stage').getBoundingClientRect();
+  ctx.strokeStyle = cs.getPropertyValue('--accent').trim() || '#4af';
+  ctx.lineWidth = 1.5;
+  ctx.strokeRect(pad + (-S.cam.x / S.cam.k) * sc, pad + (-S.cam.y / S.cam.k) * sc, (stage.width / S.cam.k) * sc, (stage.height / S.cam.k) * sc);
+}
+let mini = { sc: 1, pad: 6 };
+
+function minimapPan(ev: PointerEvent): void {
+  const c = $('minimap') as HTMLCanvasElement;
+  const r = c.getBoundingClientRect();
+  const wx = (ev.clientX - r.left - mini.pad) / mini.sc;
+  const wy = (ev.clientY - r.top - mini.pad) / mini.sc;
+  const stage = $('stage').getBoundingClientRect();
+  S.cam.x = stage.width / 2 - wx * S.cam.k;
+  S.cam.y = stage.height / 2 - wy * S.cam.k;
+  S.follow = false;
+  applyCamera();
+}
+
+function renderFilters(): void {
+  const f = $('filters');
+  f.replaceChildren();
+  const mk = (label: string, on: boolean, fn: () => void, testid: string) => {
+    const b = el('button', `chip chip-filter${on ? ' on' : ''}`, label);
+    b.dataset.testid = testid;
+    b.onclick = fn;
+    f.append(b);
+  };
+  mk('errored', S.filters.errored, () => toggleFilter('errored'), 'filter-errored');
+  mk('slow (p90)', S.filters.slow, () => toggleFilter('slow'), 'filter-slow');
+  mk('paused', S.filters.paused, () => toggleFilter('paused'), 'filter-paused');
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  const kinds = new Set<string>();
+  if (m) for (const n of m.nodes.values()) kinds.add(n.kind);
+  for (const k of [...kinds].sort()) mk(k, S.filters.kinds.has(k), () => toggleKind(k), `filter-kind-${k}`);
+  const info = el('span', 'muted foldinfo-inline');
+  f.append(info);
+}
+
+function toggleFilter(k: 'errored' | 'slow' | 'paused'): void {
+  S.filters[k] = !S.filters[k];
+  invalidate({ graph: true });
+}
+function toggleKind(k: string): void {
+  S.filters.kinds.has(k) ? S.filters.kinds.delete(k) : S.filters.kinds.add(k);
+  invalidate({ graph: true });
+}
+function clearFilters(): void {
+  S.filters = { errored: false, slow: false, paused: false, kinds: new Set() };
+  invalidate({ graph: true });
+}
+
+// ---------------------------------------------------------------------------------------
+// the inspector
+
+function renderInspector(): void {
+  const box = $('inspector');
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  const n = m && S.selectedNode ? m.nodes.get(S.selectedNode) : undefined;
+  box.hidden = !n;
+  if (!m || !n) return;
+  box.replaceChildren();
+  const head = el('div', 'insp-head');
+  const close = el('button', 'btn close', '×');
+  close.onclick = () => selectNode(undefined, false);
+  head.append(el('span', `kind-badge kind-${n.kind}`, n.kind), el('h2', '', n.name), close);
+  box.append(head, el('div', 'muted mono', n.id));
+  const bpOn = S.breakpoints.some((b) => sameMatcher(b, { kind: n.kind, name: n.name }));
+  const bp = el('button', `btn small${bpOn ? ' on' : ''}`, bpOn ? '● Breakpoint before this node' : '○ Break before this node');
+  bp.onclick = () => toggleBreakpoint({ kind: n.kind, name: n.name });
+  box.append(bp);
+  const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
+  if (pause?.active) box.append(heldBanner(m, n, pause));
+  if (n.instances.length === 0) {
+    box.append(el('p', 'muted', 'Announced by a graph hint; it has not run yet.'));
+    return;
+  }
+  const inst = (S.selectedInstance && n.byInstance.get(S.selectedInstance)) || n.instances[n.instances.length - 1];
+  if (n.instances.length > 1) {
+    const list = el('div', 'inst-list');
+    [...n.instances].reverse().forEach((i, k) => {
+      const b = el('button', `chip${i === inst ? ' on' : ''} st-${i.status}`, `#${n.instances.length - k} ${i.status}`);
+      b.onclick = () => {
+        S.selectedInstance = i.instanceId;
+        invalidate({ inspector: true });
+      };
+      list.append(b);
+    });
+    box.append(list);
+  }
+  box.append(instanceView(m, n, inst));
+}
+
+function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
+  const v = el('div', 'inst');
+  const t = instanceTimes(i, m.endTs ?? Date.now());
+  const times = el('div', 'times');
+  times.dataset.testid = 'times';
+  times.textContent = i.status === 'running' ? `running ${fmtMs(t.total)}` : `ran ${fmtMs(t.ran)} · held ${fmtMs(t.held)}`;
+  v.append(times);
+  const marks = el('div', 'marks');
+  if (i.injected) marks.append(el('span', 'chip chip-mark', 'injected'));
+  if (i.recovered) marks.append(el('span', 'chip chip-mark', 'recovered from error'));
+  if (i.edited !== undefined) marks.append(el('span', 'chip chip-mark', 'edited arguments'));
+  for (const p of m.pauses.values()) {
+    if (p.nodeId !== n.id || p.instanceId !== i.instanceId || !p.resumed) continue;
+    const who = p.resumed.principal ?? S.principal.get(p.pauseId);
+    marks.append(el('span', 'chip chip-mark', `${p.reason ?? p.point} → ${p.resumed.action}${who ? ` by ${who}` : ''}`));
+  }
+  if (marks.childElementCount) v.append(marks);
+  if (i.usage) {
+    const u = i.usage;
+    const parts = [`in ${u.inputTokens ?? 0}`, `out ${u.outputTokens ?? 0}`];
+    if (u.cacheReadTokens) parts.push(`cache read ${u.cacheReadTokens}`);
+    if (u.cacheWriteTokens) parts.push(`cache write ${u.cacheWriteTokens}`);
+    if (u.reasoningTokens) parts.push(`reasoning ${u.reasoningTokens}`);
+    v.append(el('div', 'usage', `tokens: ${parts.join(' · ')}${u.inclusive ? ' (inclusive)' : ''}`));
+  }
+  const section = (title: string, value: unknown, redaction: { keys: string[] } | undefined, field: string) => {
+    v.append(el('h4', '', title));
+    const hb = (path: string[]) => {
+      const key = [field, ...path].join('.');
+      const listed = redaction?.keys.find((k) => k === key || key.startsWith(k + '.') || k === field);
+      return hiddenBy(n.kind, listed ?? field);
+    };
+    v.append(jsonTree(value, hb));
+  };
+  section('Input', i.input, i.startRedaction, 'input');
+  if (i.edited !== undefined) section('Edited input (what ran)', i.edited, undefined, 'input');
+  if (i.status !== 'running' || i.output !== undefined) section('Output', i.output, i.finishRedaction, 'output');
+  if (i.text && i.status === 'running') {
+    v.append(el('h4', '', 'Streaming'));
+    v.append(el('pre', 'stream', i.text.slice(-2000)));
+  }
+  if (i.error) {
+    v.append(el('h4', 'err', 'Error'));
+    v.append(jsonTree(i.error, () => 'a redaction switch'));
+    if (i.error.stack) v.append(el('pre', 'stack', String(i.error.stack)));
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------
+// the timeline
+
+const ROW = 20;
+let tlZoom = 1;
+function toggleTimeline(): void {
+  S.showTimeline = !S.showTimeline;
+  $('timeline').hidden = !S.showTimeline;
+  invalidate({ timeline: true, bar: true });
+}
+
+function renderTimeline(): void {
+  const box = $('timeline');
+  box.hidden = !S.showTimeline;
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  if (!S.showTimeline || !m) return;
+  const tl = timeline(m);
+  const scroller = $('tl-scroll');
+  const inner = $('tl-inner');
+  const width = Math.max(200, (scroller.clientWidth - 200) * tlZoom);
+  inner.style.height = `${tl.bars.length * ROW}px`;
+  inner.style.width = `${width + 200}px`;
+  const first = Math.max(0, Math.floor(scroller.scrollTop / ROW) - 5);
+  const last = Math.min(tl.bars.length, first + Math.ceil(scroller.clientHeight / ROW) + 10);
+  const frag = document.createDocumentFragment();
+  for (let r = first; r < last; r++) {
+    const b = tl.bars[r];
+    const row = el('div', `tl-row${b.nodeId === S.selectedNode ? ' sel' : ''}`);
+    row.style.top = `${r * ROW}px`;
+    const label = el('div', 'tl-label', b.name);
+    label.style.left = `${scroller.scrollLeft}px`;
+    const bar = el('div', `tl-bar st-${b.status}`);
+    const x = 200 + (b.start / tl.span) * width;
+    const w = Math.max(2, (b.total / tl.span) * width);
+    bar.style.left = `${x}px`;
+    bar.style.width = `${w}px`;
+    bar.title = `${b.name}: ${fmtMs(b.total)}${b.held ? `, held ${fmtMs(b.held)}` : ''}${b.firstToken !== undefined ? `, first token after ${fmtMs(b.firstToken)}` : ''}`;
+    if (b.held) {
+      const h = el('div', 'tl-held');
+      h.style.width = `${(b.held / Math.max(1, b.total)) * 100}%`;
+      bar.append(h);
+    }
+    if (b.firstToken !== undefined) {
+      const ft = el('div', 'tl-ft');
+      ft.style.left = `${(b.firstToken / Math.max(1, b.total)) * 100}%`;
+      bar.append(ft);
+    }
+    row.append(bar, label);
+    row.onclick = () => selectNode(b.nodeId, true);
+    frag.append(row);
+  }
+  inner.replaceChildren(frag);
+  $('tl-info').textContent = `${tl.bars.length} executions · ${fmtMs(tl.span)}`;
+}
+
+// ---------------------------------------------------------------------------------------
+// palette
+
+interface Item {
+  label: string;
+  hint: string;
+  run: () => void;
+}
+
+function actions(): Item[] {
+  const a: Item[] = [
+    { label: 'Fit the graph', hint: '⇧F', run: fit },
+    { label: 'Follow the active node', hint: 'F', run: () => (S.follow = !S.follow) },
+    { label: 'Toggle the timeline', hint: '⇧T', run: toggleTimeline },
+    { label: 'Filter: errored nodes', hint: '⇧E', run: () => toggleFilter('errored') },
+    { label: 'Filter: slow nodes (p90)', hint: '', run: () => toggleFilter('slow') },
+    { label: 'Filter: paused nodes', hint: '', run: () => toggleFilter('paused') },
+    { label: 'Clear all filters', hint: '', run: clearFilters },
+    { label: 'Collapse / expand all', hint: '⇧C', run: toggleAllFolds },
+    { label: 'Copy a deep link to this view', hint: '⇧L', run: copyLink },
+    { label: 'Toggle the run list', hint: 'B', run: toggleRail },
+    { label: 'Cycle the theme', hint: 'D', run: cycleTheme },
+    { label: 'Mode: run', hint: '', run: () => setMode('run') },
+    { label: 'Mode: step', hint: '', run: () => setMode('step') },
+    { label: 'Pause all (hold before every node)', hint: '', run: () => toggleBreakpoint({}) },
+  ];
+  for (const k of KINDS) a.push({ label: `Filter: kind ${k}`, hint: '', run: () => toggleKind(k) });
+  return a;
+}
+
+function score(q: string, s: string): number {
+  if (!q) return 1;
+  const t = s.toLowerCase();
+  const at = t.indexOf(q);
+  if (at >= 0) return 1000 - at - t.length / 100;
+  let i = 0;
+  let gaps = 0;
+  let last = -1;
+  for (const ch of q) {
+    const j = t.indexOf(ch, i);
+    if (j < 0) return 0;
+    if (last >= 0) gaps += j - last - 1;
+    last = j;
+    i = j + 1;
+  }
+  return 100 - gaps - t.length / 100;
+}
+
+let palSel = 0;
+let palItems: Item[] = [];
+function openPalette(initial: string): void {
+  const p = $('palette');
+  p.hidden = false;
+  const input = $('pal-input') as HTMLInputElement;
+  input.value = initial;
+  input.focus();
+  palSel = 0;
+  refreshPalette();
+}
+function closePalette(): void {
+  $('palette').hidden = true;
+}
+function refreshPalette(): void {
+  const q = ($('pal-input') as HTMLInputElement).value;
+  const actionsOnly = q.startsWith('>');
+  const query = (actionsOnly ? q.slice(1) : q).trim().toLowerCase();
+  const items: [number, Item][] = [];
+  if (!actionsOnly) {
+    const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+    if (m)
+      for (const n of m.nodes.values()) {
+        const s = score(query, `${n.name} ${n.id}`);
+        if (s > 0) items.push([s + 5, { label: n.name, hint: `${n.kind} · ${nodeStatus(n)} · ${n.id}`, run: () => selectNode(n.id, true) }]);
+      }
+    for (const r of S.runs.values()) {
+      const s = score(query, `${r.app} ${r.id}`);
+      if (s > 0) items.push([s, { label: `run ${r.app}`, hint: `${r.status} · ${r.id}`, run: () => selectRun(r.id) }]);
+    }
+  }
+  for (const a of actions()) {
+    const s = score(query, a.label);
+    if (s > 0) items.push([s - (actionsOnly ? 0 : 50), { ...a, label: `> ${a.label}` }]);
+  }
+  items.sort((a, b) => b[0] - a[0]);
+  palItems = items.slice(0, 50).map((x) => x[1]);
+  palSel = Math.min(palSel, Math.max(0, palItems.length - 1));
+  const list = $('pal-list');
+  list.replaceChildren();
+  palItems.forEach((it, i) => {
+    const row = el('div', `pal-item${i === palSel ? ' sel' : ''}`);
+    row.append(el('span', '', it.label), el('span', 'muted', it.hint));
+    row.onmousedown = (e) => {
+      e.preventDefault();
+      closePalette();
+      it.run();
+    };
+    list.append(row);
+  });
+  if (!palItems.length) list.append(el('div', 'muted pal-none', 'Nothing matches'));
+}
+
+// ---------------------------------------------------------------------------------------
+// misc actions
+
+function toggleAllFolds(): void {
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  if (!m) return;
+  const tree = buildTree(m);
+  const f = S.folds.get(m.runId) ?? initialFolds(tree, m.nodes.size);
+  const anyFolded = [...tree.children.keys()].some((id) => !isOpen(f, id));
+  S.folds.set(m.runId, anyFolded ? { defaultOpen: true, expanded: new Set(), collapsed: new Set() } : { defaultOpen: false, expanded: new Set(tree.roots), collapsed: new Set() });
+  S.userFolded.add(m.runId);
+  fitPending = true;
+  invalidate({ graph: true });
+}
+
+function copyLink(): void {
+  writeHash();
+  const url = location.href;
+  navigator.clipboard?.writeText(url).then(
+    () => toast('link copied'),
+    () => toast(url),
+  );
+}
+
+function toggleRail(): void {
+  S.rail = !S.rail;
+  invalidate({ rail: true });
+}
+
+function cycleTheme(): void {
+  S.theme = S.theme === 'system' ? 'dark' : S.theme === 'dark' ? 'light' : 'system';
+  try {
+    localStorage.setItem('graphmind.theme', S.theme);
+  } catch {
+    /* fine */
+  }
+  applyTheme();
+  invalidate({ bar: true, graph: true });
+}
+
+function applyTheme(): void {
+  const dark = S.theme === 'dark' || (S.theme === 'system' && matchMedia('(prefers-color-scheme: dark)').matches);
+  document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+  drawMinimap();
+}
+
+function toast(text: string, kind = 'info'): void {
+  const t = el('div', `toast toast-${kind}`, text);
+  $('toasts').append(t);
+  setTimeout(() => t.remove(), 5000);
+}
+
+// ---------------------------------------------------------------------------------------
+// keyboard
+
+function typing(e: KeyboardEvent): boolean {
+  const t = e.target as HTMLElement | null;
+  return !!t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable);
+}
+
+function onKey(e: KeyboardEvent): void {
+  if ((e.metaKey || e.ctrlKey) && e.key.toLowerCase() === 'k') {
+    e.preventDefault();
+    $('palette').hidden ? openPalette('') : closePalette();
+    return;
+  }
+  if (!$('palette').hidden) {
+    if (e.key === 'Escape') closePalette();
+    else if (e.key === 'ArrowDown') {
+      palSel = Math.min(palItems.length - 1, palSel + 1);
+      refreshPalette();
+      e.preventDefault();
+    } else if (e.key === 'ArrowUp') {
+      palSel = Math.max(0, palSel - 1);
+      refreshPalette();
+      e.preventDefault();
+    } else if (e.key === 'Enter') {
+      const it = palItems[palSel];
+      closePalette();
+      it?.run();
+      e.preventDefault();
+    }
+    return;
+  }
+  if (!$('modal').hidden || typing(e)) return;
+  if (e.metaKey || e.ctrlKey || e.altKey) return;
+  const pause = currentPause();
+  switch (e.key) {
+    case '/':
+      e.preventDefault();
+      openPalette('');
+      return;
+    case '>':
+      e.preventDefault();
+      openPalette('>');
+      return;
+    case 'Escape':
+      selectNode(undefined, false);
+      return;
+    case 'f':
+      S.follow = !S.follow;
+      toast(S.follow ? 'following the active node' : 'follow off');
+      invalidate({ graph: true });
+      return;
+    case 'F':
+      fit();
+      return;
+    case 'T':
+      toggleTimeline();
+      return;
+    case 'E':
+      toggleFilter('errored');
+      return;
+    case 'C':
+      toggleAllFolds();
+      return;
+    case 'L':
+      copyLink();
+      return;
+    case 'b':
+      toggleRail();
+      return;
+    case 'd':
+      cycleTheme();
+      return;
+  }
+  if (!pause) return;
+  switch (e.key) {
+    case 'c':
+      resume(pause, 'continue');
+      break;
+    case 's':
+      step(pause);
+      break;
+    case 'r':
+      resume(pause, 'retry');
+      break;
+    case 'i':
+      e.preventDefault();
+      openEditor(pause, 'inject');
+      break;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// pan and zoom
+
+function setupStage(): void {
+  const stage = $('stage');
+  let drag: { x: number; y: number; cx: number; cy: number } | undefined;
+  stage.addEventListener('pointerdown', (e) => {
+    if ((e.target as HTMLElement).closest('.card, #minimap, #filters, button')) return;
+    drag = { x: e.clientX, y: e.clientY, cx: S.cam.x, cy: S.cam.y };
+    stage.setPointerCapture(e.pointerId);
+    S.follow = false;
+  });
+  stage.addEventListener('pointermove', (e) => {
+    if (!drag) return;
+    S.cam.x = drag.cx + e.clientX - drag.x;
+    S.cam.y = drag.cy + e.clientY - drag.y;
+    applyCamera();
+  });
+  stage.addEventListener('pointerup', () => (drag = undefined));
+  stage.addEventListener(
+    'wheel',
+    (e) => {
+      if ((e.target as HTMLElement).closest('#minimap')) return;
+      e.preventDefault();
+      const r = stage.getBoundingClientRect();
+      const px = e.clientX - r.left;
+      const py = e.clientY - r.top;
+      if (e.ctrlKey || e.metaKey || Math.abs(e.deltaY) > 0) {
+        const k = Math.max(0.1, Math.min(2.5, S.cam.k * Math.exp(-e.deltaY * 0.0015)));
+        S.cam.x = px - ((px - S.cam.x) * k) / S.cam.k;
+        S.cam.y = py - ((py - S.cam.y) * k) / S.cam.k;
+        S.cam.k = k;
+      }
+      applyCamera();
+    },
+    { passive: false },
+  );
+  const mm = $('minimap');
+  let mmDrag = false;
+  mm.addEventListener('pointerdown', (e) => {
+    mmDrag = true;
+    mm.setPointerCapture(e.pointerId);
+    minimapPan(e);
+  });
+  mm.addEventListener('pointermove', (e) => mmDrag && minimapPan(e));
+  mm.addEventListener('pointerup', () => (mmDrag = false));
+  $('tl-scroll').addEventListener('scroll', () => invalidate({ timeline: true }));
+  $('tl-zoom-in').onclick = () => ((tlZoom *= 1.5), invalidate({ timeline: true }));
+  $('tl-zoom-out').onclick = () => ((tlZoom = Math.max(1, tlZoom / 1.5)), invalidate({ timeline: true }));
+  $('tl-fit').onclick = () => ((tlZoom = 1), invalidate({ timeline: true }));
+  ($('pal-input') as HTMLInputElement).addEventListener('input', () => {
+    palSel = 0;
+    refreshPalette();
+  });
+  $('palette').addEventListener('mousedown', (e) => {
+    if (e.target === $('palette')) closePalette();
+  });
+  window.addEventListener('resize', () => invalidate({ graph: true, timeline: true }));
+}
+
+// ---------------------------------------------------------------------------------------
+// start
+
+function startStress(n: number, events: number | undefined): void {
+  S.stress = true;
+  const envs = stressRun(n, events);
+  const m = newRun(envs[0].runId);
+  for (const e of envs) apply(m, e);
+  S.models.set(m.runId, m);
+  S.runs.set(m.runId, { id: m.runId, app: 'stress', startedAt: m.startTs ?? Date.now(), finishedAt: m.endTs ?? null, status: m.status, eventCount: m.eventCount, errorCount: m.errorCount, live: false, durationMs: (m.endTs ?? 0) - (m.startTs ?? 0), source: 'synthetic' });
+  S.subscribed.add(m.runId);
+  S.selectedRun = m.runId;
+}
+
+function main(): void {
+  captureToken();
+  try {
+    const t = localStorage.getItem('graphmind.theme');
+    if (t === 'dark' || t === 'light' || t === 'system') S.theme = t;
+  } catch {
+    /* fine */
+  }
+  applyTheme();
+  matchMedia('(prefers-color-scheme: dark)').addEventListener('change', applyTheme);
+  setupStage();
+  document.addEventListener('keydown', onKey);
+  const params = new URLSearchParams(location.search);
+  const stress = params.get('stress');
+  if (stress !== null) {
+    const n = Math.max(8, Math.min(4000, Number(stress) || 300));
+    const ev = params.get('events');
+    startStress(n, ev ? Math.max(n, Number(ev) || n * 16) : undefined);
+  } else {
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    socket = new Socket(
+      `${proto}//${location.host}/ws/ui`,
+      onMessage,
+      (st) => {
+        S.conn = st;
+        invalidate({ bar: true });
+      },
+      () => {
+        socket!.send({ type: 'subscribe', runId: '*' });
+        for (const id of S.subscribed) socket!.send({ type: 'subscribe', runId: id });
+      },
+    );
+    readHash();
+    window.addEventListener('hashchange', readHash);
+  }
+  // live clocks (running durations, held timers)
+  setInterval(() => {
+    const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+    if (m && (m.status === 'running' || activePauses(m).length)) invalidate({ graph: true, inspector: !!S.selectedNode, rail: true });
+  }, 1000);
+  invalidate();
+  (window as any).__gm = { S, fit, centerOn, get view() { return view; } };
+}
+
+main();

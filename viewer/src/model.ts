@@ -1,0 +1,422 @@
+// The run model: a pure reducer from wire envelopes (protocol v1) to what the viewer draws.
+// One `GNode` per logical `nodeId`, one `Instance` per `instanceId` (an execution of it).
+
+export interface Envelope {
+  gm: number;
+  seq: number;
+  ts: number;
+  runId: string;
+  type: string;
+  payload: any;
+}
+
+export type NodeStatus = 'pending' | 'running' | 'ok' | 'error' | 'paused';
+
+export interface Redaction {
+  count: number;
+  keys: string[];
+}
+
+export interface Instance {
+  instanceId: string;
+  nodeId: string;
+  startTs: number;
+  endTs?: number;
+  firstTokenTs?: number;
+  status: 'running' | 'ok' | 'error' | 'aborted';
+  input?: unknown;
+  output?: unknown;
+  error?: { name?: string; message?: string; stack?: string };
+  usage?: Record<string, number>;
+  durationMs?: number;
+  heldMs?: number;
+  startRedaction?: Redaction;
+  finishRedaction?: Redaction;
+  tokenRedaction?: Redaction;
+  injected?: boolean;
+  recovered?: boolean;
+  edited?: unknown;
+  principal?: string;
+  text: string;
+  reasoning: string;
+}
+
+export interface GNode {
+  id: string;
+  kind: string;
+  name: string;
+  parentId?: string;
+  order: number;
+  hinted: boolean;
+  instances: Instance[];
+  byInstance: Map<string, Instance>;
+  activePause?: string;
+  version: number;
+}
+
+export interface LoopInfo {
+  repeats?: number;
+  kind?: string;
+  period?: number;
+  laps?: number;
+  fingerprint?: string;
+}
+
+export interface Pause {
+  pauseId: string;
+  nodeId: string;
+  point: string;
+  reason?: string;
+  loop?: LoopInfo;
+  smart?: { rule: string; detail?: string };
+  editable?: boolean;
+  active: boolean;
+  ts: number;
+  instanceId?: string;
+  resumed?: { action: string; principal?: string; edited?: unknown; ts: number };
+  refused?: { code: string; message?: string };
+}
+
+export interface RunModel {
+  runId: string;
+  app?: string;
+  status: string;
+  startTs?: number;
+  endTs?: number;
+  lastTs?: number;
+  error?: { name?: string; message?: string };
+  nodes: Map<string, GNode>;
+  pauses: Map<string, Pause>;
+  seen: Set<number>;
+  eventCount: number;
+  errorCount: number;
+  gaps: number;
+  /** Bumps on every applied event. */
+  version: number;
+  /** Bumps when the set of nodes, their parents or their pause state changes (layout input). */
+  shapeVersion: number;
+}
+
+export function newRun(runId: string): RunModel {
+  return {
+    runId,
+    status: 'running',
+    nodes: new Map(),
+    pauses: new Map(),
+    seen: new Set(),
+    eventCount: 0,
+    errorCount: 0,
+    gaps: 0,
+    version: 0,
+    shapeVersion: 0,
+  };
+}
+
+function ensureNode(run: RunModel, id: string, kind?: string, name?: string, parentId?: string): GNode {
+  let n = run.nodes.get(id);
+  if (!n) {
+    n = {
+      id,
+      kind: kind ?? (id.includes(':') ? id.slice(0, id.indexOf(':')) : 'custom'),
+      name: name ?? (id.includes(':') ? id.slice(id.indexOf(':') + 1) : id),
+      parentId: parentId && parentId !== id ? parentId : undefined,
+      order: run.nodes.size,
+      hinted: true,
+      instances: [],
+      byInstance: new Map(),
+      version: 0,
+    };
+    run.nodes.set(id, n);
+    run.shapeVersion++;
+  } else {
+    if (kind && n.kind !== kind) n.kind = kind;
+    if (name) n.name = name;
+    if (parentId && !n.parentId && parentId !== id) {
+      n.parentId = parentId;
+      run.shapeVersion++;
+    }
+  }
+  return n;
+}
+
+function latestRunning(n: GNode): Instance | undefined {
+  for (let i = n.instances.length - 1; i >= 0; i--) if (n.instances[i].status === 'running') return n.instances[i];
+  return n.instances[n.instances.length - 1];
+}
+
+function findInstance(n: GNode, instanceId: unknown): Instance | undefined {
+  if (typeof instanceId === 'string') {
+    const i = n.byInstance.get(instanceId);
+    if (i) return i;
+  }
+  return latestRunning(n);
+}
+
+function redactionOf(p: any): Redaction | undefined {
+  const r = p?.redaction;
+  if (r && typeof r === 'object' && Array.isArray(r.keys)) return { count: Number(r.count) || 0, keys: r.keys.filter((k: unknown) => typeof k === 'string') };
+  return undefined;
+}
+
+/** Applies one envelope; returns false for a duplicate (same seq) or a non-run envelope. */
+export function apply(run: RunModel, env: Envelope): boolean {
+  if (!env || typeof env.seq !== 'number' || run.seen.has(env.seq)) return false;
+  run.seen.add(env.seq);
+  run.eventCount++;
+  run.version++;
+  const p = env.payload ?? {};
+  const ts = typeof env.ts === 'number' ? env.ts : 0;
+  if (run.startTs === undefined || ts < run.startTs) run.startTs = ts;
+  if (run.lastTs === undefined || ts > run.lastTs) run.lastTs = ts;
+  switch (env.type) {
+    case 'run.started':
+      if (typeof p.app === 'string') run.app = p.app;
+      run.startTs = ts;
+      break;
+    case 'run.finished':
+      run.status = typeof p.status === 'string' ? p.status : 'ok';
+      run.endTs = ts;
+      if (p.error) run.error = p.error;
+      for (const pause of run.pauses.values()) closePause(run, pause);
+      for (const n of run.nodes.values()) {
+        for (const i of n.instances) if (i.status === 'running') i.status = run.status === 'aborted' ? 'aborted' : i.status;
+      }
+      break;
+    case 'graph.hint':
+      if (p.gap) run.gaps += Number(p.gap.droppedCount) || 0;
+      if (Array.isArray(p.nodes)) for (const h of p.nodes) if (h && typeof h.nodeId === 'string') ensureNode(run, h.nodeId, h.kind, h.name, h.parentId);
+      break;
+    case 'node.started': {
+      if (typeof p.nodeId !== 'string') break;
+      const n = ensureNode(run, p.nodeId, p.kind, p.name, p.parentId);
+      n.hinted = false;
+      const instanceId = typeof p.instanceId === 'string' ? p.instanceId : `${p.nodeId}#${n.instances.length}`;
+      let inst = n.byInstance.get(instanceId);
+      if (!inst) {
+        inst = { instanceId, nodeId: n.id, startTs: ts, status: 'running', text: '', reasoning: '' };
+        n.instances.push(inst);
+        n.byInstance.set(instanceId, inst);
+      }
+      inst.input = p.input;
+      inst.startRedaction = redactionOf(p);
+      n.version++;
+      break;
+    }
+    case 'node.token': {
+      if (typeof p.nodeId !== 'string') break;
+      const n = ensureNode(run, p.nodeId);
+      const inst = findInstance(n, p.instanceId);
+      if (!inst) break;
+      if (inst.firstTokenTs === undefined) inst.firstTokenTs = ts;
+      if (Array.isArray(p.deltas))
+        for (const d of p.deltas) {
+          if (!d || typeof d.v !== 'string') continue;
+          if (d.t === 'reasoning') inst.reasoning = clip(inst.reasoning + d.v);
+          else inst.text = clip(inst.text + d.v);
+        }
+      const r = redactionOf(p);
+      if (r) inst.tokenRedaction = r;
+      n.version++;
+      break;
+    }
+    case 'node.finished': {
+      if (typeof p.nodeId !== 'string') break;
+      const n = ensureNode(run, p.nodeId);
+      n.hinted = false;
+      const inst = findInstance(n, p.instanceId) ?? addLateInstance(n, p.instanceId, ts, p.durationMs);
+      inst.status = p.status === 'error' ? 'error' : 'ok';
+      inst.endTs = ts;
+      inst.output = p.output;
+      if (p.usage && typeof p.usage === 'object') inst.usage = p.usage;
+      if (typeof p.durationMs === 'number') inst.durationMs = p.durationMs;
+      if (typeof p.heldMs === 'number') inst.heldMs = p.heldMs;
+      inst.finishRedaction = redactionOf(p);
+      if (p.injected) inst.injected = true;
+      if (p.recoveredFromError) inst.recovered = true;
+      if (inst.status === 'error') run.errorCount++;
+      n.version++;
+      break;
+    }
+    case 'node.error': {
+      if (typeof p.nodeId !== 'string') break;
+      const n = ensureNode(run, p.nodeId);
+      n.hinted = false;
+      const inst = findInstance(n, p.instanceId) ?? addLateInstance(n, p.instanceId, ts, undefined);
+      inst.status = 'error';
+      inst.endTs = ts;
+      inst.error = p.error;
+      if (typeof p.heldMs === 'number') inst.heldMs = p.heldMs;
+      if (inst.durationMs === undefined) inst.durationMs = Math.max(0, ts - inst.startTs);
+      run.errorCount++;
+      n.version++;
+      break;
+    }
+    case 'exec.paused': {
+      if (typeof p.pauseId !== 'string' || typeof p.nodeId !== 'string') break;
+      const n = ensureNode(run, p.nodeId);
+      const inst = latestRunning(n);
+      const pause: Pause = {
+        pauseId: p.pauseId,
+        nodeId: p.nodeId,
+        point: p.point ?? 'before',
+        reason: p.reason,
+        loop: p.loop,
+        smart: p.smart,
+        editable: p.editable === true,
+        active: true,
+        ts,
+        instanceId: inst?.instanceId,
+      };
+      run.pauses.set(pause.pauseId, pause);
+      n.activePause = pause.pauseId;
+      n.version++;
+      run.shapeVersion++;
+      break;
+    }
+    case 'exec.resumed': {
+      const pause = run.pauses.get(p.pauseId);
+      if (!pause) break;
+      pause.resumed = { action: String(p.action ?? 'continue'), principal: typeof p.principal === 'string' ? p.principal : principalName(p.principal), edited: p.edited?.after, ts };
+      closePause(run, pause);
+      const n = run.nodes.get(pause.nodeId);
+      const inst = n && pause.instanceId ? n.byInstance.get(pause.instanceId) : undefined;
+      if (inst) {
+        if (p.edited) inst.edited = p.edited.after;
+        if (pause.resumed.principal) inst.principal = pause.resumed.principal;
+      }
+      break;
+    }
+    case 'exec.refused': {
+      const pause = run.pauses.get(p.pauseId);
+      if (pause) {
+        pause.refused = { code: String(p.code), message: p.message };
+        const n = run.nodes.get(pause.nodeId);
+        if (n) n.version++;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return true;
+}
+
+function principalName(p: any): string | undefined {
+  if (p && typeof p === 'object') return String(p.name ?? p.id ?? p.kind ?? JSON.stringify(p));
+  return undefined;
+}
+
+function addLateInstance(n: GNode, instanceId: unknown, ts: number, durationMs: unknown): Instance {
+  const id = typeof instanceId === 'string' ? instanceId : `${n.id}#${n.instances.length}`;
+  const start = typeof durationMs === 'number' ? ts - durationMs : ts;
+  const inst: Instance = { instanceId: id, nodeId: n.id, startTs: start, status: 'running', text: '', reasoning: '' };
+  n.instances.push(inst);
+  n.byInstance.set(id, inst);
+  return inst;
+}
+
+function closePause(run: RunModel, pause: Pause): void {
+  if (!pause.active) return;
+  pause.active = false;
+  const n = run.nodes.get(pause.nodeId);
+  if (n && n.activePause === pause.pauseId) {
+    n.activePause = undefined;
+    n.version++;
+    run.shapeVersion++;
+  }
+}
+
+const PREVIEW_CHARS = 4000;
+function clip(s: string): string {
+  return s.length > PREVIEW_CHARS ? s.slice(s.length - PREVIEW_CHARS) : s;
+}
+
+/** The node's status: paused > running > last instance's outcome; `pending` for a hint. */
+export function nodeStatus(n: GNode): NodeStatus {
+  if (n.activePause) return 'paused';
+  if (n.instances.length === 0) return 'pending';
+  let running = false;
+  for (const i of n.instances) if (i.status === 'running') running = true;
+  if (running) return 'running';
+  const last = n.instances[n.instances.length - 1];
+  return last.status === 'error' ? 'error' : last.status === 'aborted' ? 'error' : 'ok';
+}
+
+export function activePauses(run: RunModel): Pause[] {
+  const out: Pause[] = [];
+  for (const p of run.pauses.values()) if (p.active) out.push(p);
+  return out;
+}
+
+/** Total time held at gates in this run (sum of heldMs, plus live holds so far). */
+export function runHeldMs(run: RunModel, now = Date.now()): number {
+  let held = 0;
+  for (const n of run.nodes.values()) for (const i of n.instances) held += i.heldMs ?? 0;
+  for (const p of run.pauses.values()) if (p.active) held += Math.max(0, now - p.ts);
+  return held;
+}
+
+/** Wall time an instance took, and the part of it spent running (duration − held). */
+export function instanceTimes(i: Instance, now = Date.now()): { total: number; held: number; ran: number } {
+  const total = i.durationMs ?? Math.max(0, (i.endTs ?? now) - i.startTs);
+  const held = Math.min(total, i.heldMs ?? 0);
+  return { total, held, ran: Math.max(0, total - held) };
+}
+
+/** Words for a pause's reason, e.g. "Loop: 3× searchFlights with identical arguments". */
+export function pauseReasonText(pause: Pause, node?: GNode): string {
+  const name = node?.name ?? pause.nodeId;
+  if (pause.reason === 'loop' || pause.loop) {
+    const l = pause.loop ?? {};
+    if (l.kind === 'cycle') return `Loop: a cycle of ${l.period ?? '?'} calls repeated ${l.laps ?? l.repeats ?? '?'}×, ending at ${name}`;
+    if (l.kind === 'error-repeat') return `Loop: ${l.repeats ?? '?'}× ${name} failing the same way`;
+    return `Loop: ${l.repeats ?? '?'}× ${name} with identical arguments`;
+  }
+  if (pause.smart) {
+    if (pause.smart.rule === 'error-result') return `Error result from ${name}${pause.smart.detail ? `: ${pause.smart.detail}` : ''}`;
+    if (pause.smart.rule === 'truncated-tool-call') return `Truncated tool call to ${name}${pause.smart.detail ? `: ${pause.smart.detail}` : ''}`;
+  }
+  if (pause.reason === 'error' || pause.point === 'error') return `Error in ${name}`;
+  if (pause.reason === 'step') return `Step: before ${name}`;
+  if (pause.reason === 'breakpoint') return `Breakpoint ${pause.point === 'after' ? 'after' : 'before'} ${name}`;
+  return `Held ${pause.point === 'after' ? 'after' : 'before'} ${name}`;
+}
+
+export const REDACTED = '__REDACTED__';
+export const TRUNCATED_KEY = '__graphmindTruncated';
+
+/** Whether a value still carries a redaction placeholder or a truncation marker anywhere. */
+export function carriesPlaceholder(v: unknown, depth = 0): string | undefined {
+  if (depth > 512) return 'too deep';
+  if (typeof v === 'string') {
+    if (v.includes(REDACTED)) return `contains ${REDACTED}`;
+    return undefined;
+  }
+  if (Array.isArray(v)) {
+    for (const x of v) {
+      const r = carriesPlaceholder(x, depth + 1);
+      if (r) return r;
+    }
+    return undefined;
+  }
+  if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      if (k === TRUNCATED_KEY) return `contains a truncation marker (${TRUNCATED_KEY})`;
+      const r = carriesPlaceholder(x, depth + 1);
+      if (r) return r;
+    }
+  }
+  return undefined;
+}
+
+/** The redaction switches that can have hidden a field, given the node kind (from the
+ * `redaction.keys` of its node.started / node.finished / node.token). */
+export function hiddenBy(kind: string, key: string): string {
+  const tool = kind === 'tool';
+  const field = key.split('.')[0];
+  if (field === 'input') return tool ? 'hideToolArgs or hideInputs' : 'hideInputs';
+  if (key === 'output.toolCalls') return tool ? 'hideToolArgs or hideInputs' : 'hideInputs';
+  if (field === 'output') return tool ? 'hideToolResults or hideOutputs' : 'hideOutputs';
+  if (field === 'deltas') return tool ? 'hideToolResults or hideOutputs' : 'hideOutputs';
+  return 'a redaction switch';
+}
