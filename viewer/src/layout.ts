@@ -6,6 +6,12 @@ export const CARD_H = 84;
 export const HELD_H = 196;
 export const GAP_X = 28;
 export const GAP_Y = 64;
+/** Gap between cards stacked in a column. */
+export const STACK_GAP = 14;
+/** Indent of a stacked column, room for its vertical edge bus. */
+export const STACK_INDENT = 26;
+/** A parent whose visible children are all leaves stacks them when there are this many. */
+export const STACK_MIN = 3;
 
 export interface Box {
   x: number;
@@ -33,8 +39,11 @@ export interface LayoutInput {
 /**
  * Each subtree gets a slot as wide as the larger of its card and its children's slots side
  * by side; a parent is centred over its children. Rows are as tall as their tallest card.
- * `previous` keeps the horizontal order stable between passes (incremental: nodes keep their
- * slot order, new ones are appended after their siblings).
+ * A parent whose visible children are all leaves (STACK_MIN or more) stacks them in one
+ * column under it, joined by a vertical bus left of the column. Slots never overlap, edges
+ * run inside their parent's slot and through the gaps, so no edge crosses a card. Order is
+ * the nodes' first-seen order, so a new node lands after its siblings and the rest keep
+ * their relative places (cards animate to their new position).
  */
 export function layout(input: LayoutInput): Layout {
   const { visible, parent } = input;
@@ -66,17 +75,21 @@ export function layout(input: LayoutInput): Layout {
   }
   // subtree widths, children before parents: walk pre-order backwards
   const width = new Map<string, number>();
+  const stacked = new Set<string>();
+  for (const [id, ks] of kids) if (ks.length >= STACK_MIN && ks.every((k) => !kids.has(k))) stacked.add(id);
   for (let i = visible.length - 1; i >= 0; i--) {
     const id = visible[i];
     const ks = kids.get(id);
     let w = 0;
-    if (ks) {
+    if (stacked.has(id)) w = CARD_W + STACK_INDENT;
+    else if (ks) {
       for (const k of ks) w += width.get(k)!;
       w += GAP_X * (ks.length - 1);
     }
     width.set(id, Math.max(CARD_W, w));
   }
   const boxes = new Map<string, Box>();
+  let bottom = y - GAP_Y;
   const left = new Map<string, number>();
   let x = 0;
   for (const r of roots) {
@@ -88,8 +101,15 @@ export function layout(input: LayoutInput): Layout {
     const w = width.get(id)!;
     const ks = kids.get(id);
     const d = depth.get(id)!;
-    boxes.set(id, { x: l + (w - CARD_W) / 2, y: rowY[d], w: CARD_W, h: h(id) });
-    if (ks) {
+    if (!boxes.has(id)) boxes.set(id, { x: l + (w - CARD_W) / 2, y: rowY[d], w: CARD_W, h: h(id) });
+    if (ks && stacked.has(id)) {
+      let sy = rowY[d + 1];
+      for (const k of ks) {
+        boxes.set(k, { x: l + STACK_INDENT, y: sy, w: CARD_W, h: h(k) });
+        sy += h(k) + STACK_GAP;
+      }
+      bottom = Math.max(bottom, sy - STACK_GAP);
+    } else if (ks) {
       let cw = GAP_X * (ks.length - 1);
       for (const k of ks) cw += width.get(k)!;
       let cx = l + (w - cw) / 2;
@@ -107,8 +127,14 @@ export function layout(input: LayoutInput): Layout {
     const d = depth.get(p)!;
     const midY = rowY[d] + rowH[d] + GAP_Y / 2;
     const ax = a.x + a.w / 2;
+    if (stacked.has(p)) {
+      const bus = b.x - STACK_INDENT / 2;
+      const cy = b.y + Math.min(b.h, CARD_H) / 2;
+      edges.push({ from: p, to: child, points: [[ax, a.y + a.h], [ax, midY], [bus, midY], [bus, cy], [b.x, cy]] });
+      continue;
+    }
     const bx = b.x + b.w / 2;
     edges.push({ from: p, to: child, points: [[ax, a.y + a.h], [ax, midY], [bx, midY], [bx, b.y]] });
   }
-  return { boxes, edges, width: Math.max(0, x - GAP_X * 2), height: Math.max(0, y - GAP_Y) };
+  return { boxes, edges, width: Math.max(0, x - GAP_X * 2), height: Math.max(0, bottom) };
 }

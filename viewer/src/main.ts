@@ -99,6 +99,7 @@ function render(): void {
 
 function fmtMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !isFinite(ms)) return '—';
+  if (ms === 0) return '0 ms';
   if (ms < 1) return `${ms.toFixed(2)} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
@@ -463,7 +464,7 @@ function renderRail(): void {
     const top = el('div', 'run-top');
     top.append(el('span', 'run-app', r.app), el('span', `pill st-${runStatus(r)}`, runStatus(r)));
     const m = S.models.get(r.id);
-    const sum = m && S.subscribed.has(r.id) ? { nodes: m.nodes.size, heldMs: runHeldMs(m) } : S.summaries.get(r.id);
+    const sum = m && S.subscribed.has(r.id) ? { nodes: m.nodes.size, heldMs: runHeldMs(m), events: m.eventCount } : S.summaries.get(r.id);
     const duration = r.durationMs ?? (r.status === 'running' ? Date.now() - r.startedAt : null);
     const meta = el('div', 'run-meta');
     meta.append(
@@ -472,7 +473,7 @@ function renderRail(): void {
       el('span', 'muted', `${sum ? sum.nodes : '—'} nodes`),
       el('span', r.errorCount ? 'err' : 'muted', `${r.errorCount} err`),
     );
-    const foot = el('div', 'run-foot muted', `${fmtAgo(r.startedAt)} · ${r.eventCount} events${r.live ? ' · live' : ''}`);
+    const foot = el('div', 'run-foot muted', `${fmtAgo(r.startedAt)} · ${Math.max(r.eventCount, (sum as any)?.events ?? 0)} events${r.live ? ' · live' : ''}`);
     item.append(top, meta, foot);
     item.onclick = () => selectRun(r.id);
     list.append(item);
@@ -548,7 +549,7 @@ function renderGraph(): void {
     const st = nodeStatus(n);
     const folded = v.proj.folded.get(id);
     const hasKids = (v.proj.tree.children.get(id)?.length ?? 0) > 0;
-    const bp = S.breakpoints.some((b) => Object.keys(b).length > 0 && matches(b, n));
+    const bp = S.breakpoints.some((b) => (b.kind !== undefined || b.name !== undefined) && matches(b, n));
     let dim = false;
     if (anyFilter) {
       let keep = true;
@@ -589,10 +590,7 @@ function renderGraph(): void {
     svg.setAttribute('height', String(v.lay.height + 40));
     const parts: string[] = [];
     for (const e of v.lay.edges) {
-      const [a, b, c, d] = e.points;
-      const r = Math.min(8, Math.abs(c[0] - b[0]) / 2);
-      const dir = c[0] > b[0] ? 1 : -1;
-      const path = r < 1 ? `M${a[0]},${a[1]} L${d[0]},${d[1]}` : `M${a[0]},${a[1]} L${b[0]},${b[1] - r} Q${b[0]},${b[1]} ${b[0] + dir * r},${b[1]} L${c[0] - dir * r},${c[1]} Q${c[0]},${c[1]} ${c[0]},${c[1] + r} L${d[0]},${d[1]}`;
+      const path = 'M' + e.points.map((q) => `${q[0]},${q[1]}`).join(' L');
       parts.push(`<path class="edge" data-from="${attr(e.from)}" data-to="${attr(e.to)}" d="${path}"/>`);
     }
     svg.innerHTML = parts.join('');
@@ -723,8 +721,9 @@ function fit(): void {
   if (!view) return;
   const stage = $('stage').getBoundingClientRect();
   const { width, height } = view.lay;
-  const k = Math.max(0.15, Math.min(1, (stage.width - 80) / Math.max(1, width), (stage.height - 80) / Math.max(1, height)));
-  S.cam = { k, x: (stage.width - width * k) / 2, y: Math.max(30, (stage.height - height * k) / 2) };
+  const k = Math.max(0.45, Math.min(1, (stage.width - 80) / Math.max(1, width), (stage.height - 100) / Math.max(1, height)));
+  const x = width * k <= stage.width - 40 ? (stage.width - width * k) / 2 : 40;
+  S.cam = { k, x, y: Math.max(56, (stage.height - height * k) / 2) };
   applyCamera();
 }
 

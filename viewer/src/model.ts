@@ -88,6 +88,8 @@ export interface RunModel {
   nodes: Map<string, GNode>;
   pauses: Map<string, Pause>;
   seen: Set<number>;
+  /** Nodes with an instance still running (for inferring a missing parentId). */
+  running: Set<string>;
   eventCount: number;
   errorCount: number;
   gaps: number;
@@ -104,6 +106,7 @@ export function newRun(runId: string): RunModel {
     nodes: new Map(),
     pauses: new Map(),
     seen: new Set(),
+    running: new Set(),
     eventCount: 0,
     errorCount: 0,
     gaps: 0,
@@ -188,7 +191,9 @@ export function apply(run: RunModel, env: Envelope): boolean {
       break;
     case 'node.started': {
       if (typeof p.nodeId !== 'string') break;
-      const n = ensureNode(run, p.nodeId, p.kind, p.name, p.parentId);
+      // No parentId: the node runs under whatever started most recently and is still running.
+      const parent = typeof p.parentId === 'string' ? p.parentId : run.nodes.has(p.nodeId) ? undefined : innermostRunning(run, p.nodeId);
+      const n = ensureNode(run, p.nodeId, p.kind, p.name, parent);
       n.hinted = false;
       const instanceId = typeof p.instanceId === 'string' ? p.instanceId : `${p.nodeId}#${n.instances.length}`;
       let inst = n.byInstance.get(instanceId);
@@ -199,6 +204,7 @@ export function apply(run: RunModel, env: Envelope): boolean {
       }
       inst.input = p.input;
       inst.startRedaction = redactionOf(p);
+      run.running.add(n.id);
       n.version++;
       break;
     }
@@ -234,6 +240,7 @@ export function apply(run: RunModel, env: Envelope): boolean {
       if (p.injected) inst.injected = true;
       if (p.recoveredFromError) inst.recovered = true;
       if (inst.status === 'error') run.errorCount++;
+      settle(run, n);
       n.version++;
       break;
     }
@@ -248,6 +255,7 @@ export function apply(run: RunModel, env: Envelope): boolean {
       if (typeof p.heldMs === 'number') inst.heldMs = p.heldMs;
       if (inst.durationMs === undefined) inst.durationMs = Math.max(0, ts - inst.startTs);
       run.errorCount++;
+      settle(run, n);
       n.version++;
       break;
     }
@@ -301,6 +309,17 @@ export function apply(run: RunModel, env: Envelope): boolean {
   return true;
 }
 
+function innermostRunning(run: RunModel, except: string): string | undefined {
+  let best: Instance | undefined;
+  for (const id of run.running) {
+    if (id === except) continue;
+    const n = run.nodes.get(id);
+    if (!n) continue;
+    for (const i of n.instances) if (i.status === 'running' && (!best || i.startTs >= best.startTs)) best = i;
+  }
+  return best?.nodeId;
+}
+
 function principalName(p: any): string | undefined {
   if (p && typeof p === 'object') return String(p.name ?? p.id ?? p.kind ?? JSON.stringify(p));
   return undefined;
@@ -313,6 +332,10 @@ function addLateInstance(n: GNode, instanceId: unknown, ts: number, durationMs: 
   n.instances.push(inst);
   n.byInstance.set(id, inst);
   return inst;
+}
+
+function settle(run: RunModel, n: GNode): void {
+  if (!n.instances.some((i) => i.status === 'running')) run.running.delete(n.id);
 }
 
 function closePause(run: RunModel, pause: Pause): void {
