@@ -154,10 +154,13 @@ function onMessage(msg: any): void {
     case 'replay.start':
       S.replaying.add(msg.runId);
       break;
-    case 'replay.end':
+    case 'replay.end': {
       S.replaying.delete(msg.runId);
+      const m = S.models.get(msg.runId);
+      if (m && msg.runId === S.selectedRun) for (const p of activePauses(m)) onPaused(m, p.nodeId);
       invalidate();
       break;
+    }
     case 'event': {
       const env = msg.envelope as Envelope;
       if (!env || typeof env.runId !== 'string') return;
@@ -184,12 +187,19 @@ function onMessage(msg: any): void {
 
 function onPaused(m: RunModel, nodeId: string): void {
   const f = S.folds.get(m.runId);
-  if (f) reveal(f, m, nodeId);
+  if (f && S.userFolded.has(m.runId)) reveal(f, m, nodeId);
   if (!S.selectedNode) selectNode(nodeId, false);
-  requestAnimationFrame(() => {
-    const btn = document.querySelector<HTMLButtonElement>(`.card[data-id="${CSS.escape(nodeId)}"] .act-continue`);
-    btn?.focus({ preventScroll: true });
-  });
+}
+
+// When a gate holds, focus moves to its Continue button once (after the card is drawn).
+let focusedPause: string | undefined;
+function focusHeld(m: RunModel): void {
+  const p = activePauses(m)[0];
+  if (!p || p.pauseId === focusedPause) return;
+  const btn = document.querySelector<HTMLButtonElement>(`.card[data-id="${CSS.escape(p.nodeId)}"] .act-continue`);
+  if (!btn || !$('modal').hidden || !$('palette').hidden) return;
+  focusedPause = p.pauseId;
+  btn.focus({ preventScroll: true });
 }
 
 // Lazy run summaries (nodes, held time) for the rail, from the HTTP API.
@@ -249,7 +259,7 @@ function selectNode(id: string | undefined, center: boolean): void {
   const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
   if (id && m) {
     const f = S.folds.get(m.runId);
-    if (f) reveal(f, m, id);
+    if (f && S.userFolded.has(m.runId)) reveal(f, m, id);
     if (center) pendingCenter = id;
   }
   writeHash();
@@ -496,12 +506,15 @@ let pendingCenter: string | undefined;
 const cards = new Map<string, { el: HTMLElement; stamp: string }>();
 
 function foldsFor(m: RunModel, tree: ReturnType<typeof buildTree>): FoldState {
+  // Until the user folds or unfolds something, the folds follow the run as it grows: all
+  // open up to FOLD_THRESHOLD nodes, then the breadth-first budget, with the selected node
+  // and every held node revealed.
   let f = S.folds.get(m.runId);
-  // A run that grows past the threshold while nobody touched its folds switches to folded.
-  if (!f || (f.defaultOpen && !S.userFolded.has(m.runId) && m.nodes.size > FOLD_THRESHOLD)) {
+  if (!f || !S.userFolded.has(m.runId)) {
     f = initialFolds(tree, m.nodes.size);
+    if (S.selectedNode && m.nodes.has(S.selectedNode)) reveal(f, m, S.selectedNode);
+    for (const p of activePauses(m)) reveal(f, m, p.nodeId);
     S.folds.set(m.runId, f);
-    if (S.selectedNode) reveal(f, m, S.selectedNode);
   }
   return f;
 }
@@ -607,6 +620,7 @@ function renderGraph(): void {
     if (running) centerOn(running);
   }
   applyCamera();
+  focusHeld(m);
   $('foldinfo').textContent = `${v.proj.visible.length} of ${m.nodes.size} nodes shown${v.proj.folded.size ? ` · ${[...v.proj.folded.values()].reduce((a, b) => a + b, 0)} folded` : ''}`;
   renderFilters();
 }

@@ -371,11 +371,15 @@ export function activePauses(run: RunModel): Pause[] {
   return out;
 }
 
-/** Total time held at gates in this run (sum of heldMs, plus live holds so far). */
+/** Total time held at gates in this run: each pause from its exec.paused to its
+ * exec.resumed (or to now while it holds). A child's hold is not counted again for the
+ * parent that waited on it, unlike summing every node's heldMs. */
 export function runHeldMs(run: RunModel, now = Date.now()): number {
   let held = 0;
-  for (const n of run.nodes.values()) for (const i of n.instances) held += i.heldMs ?? 0;
-  for (const p of run.pauses.values()) if (p.active) held += Math.max(0, now - p.ts);
+  for (const p of run.pauses.values()) {
+    const end = p.resumed?.ts ?? (p.active ? now : run.endTs ?? p.ts);
+    held += Math.max(0, end - p.ts);
+  }
   return held;
 }
 

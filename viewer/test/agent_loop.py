@@ -1,5 +1,5 @@
 """A tiny agent for the viewer's browser tests: one tool called with the same arguments
-four times, so the reference SDK's loop guard holds the third call while a debugger is
+three times, so the reference SDK's loop guard holds the third call while a debugger is
 attached. Prints each result as one JSON line."""
 import json
 import sys
@@ -16,6 +16,6 @@ with gm.run("trip-planner"):
     if not gm.ready(10):
         print("not attached", file=sys.stderr)
         sys.exit(3)
-    for _ in range(4):
+    for _ in range(3):
         print(json.dumps(search_flights("NYC", "LON")), flush=True)
 gm.dispose()

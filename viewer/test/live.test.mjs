@@ -1,0 +1,162 @@
+// The viewer against the real server and the reference Python SDK (graphmind-ai 0.5.1):
+// a tiny agent whose third identical tool call is held by the loop guard.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launch, newPage, shot, runPython, waitFor } from './harness.mjs';
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+async function heldRun(env = {}) {
+  const srv = await startServer();
+  const page = await newPage(browser);
+  await page.goto(srv.url + '/');
+  await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 10000, 'connected');
+  const py = runPython('agent_loop.py', srv.port, env);
+  await waitFor(() => page.locator('#cards [data-testid=held]').count(), 20000, 'a held card');
+  return { srv, page, py };
+}
+
+async function finish(page, py) {
+  // release any later holds so the agent can end
+  const code = await Promise.race([py.done, new Promise((r) => setTimeout(() => r('timeout'), 15000))]);
+  if (code === 'timeout') py.kill();
+  return code;
+}
+
+test('empty state says how to start the demo', async () => {
+  const srv = await startServer();
+  try {
+    const page = await newPage(browser);
+    await page.goto(srv.url + '/');
+    const empty = page.locator('[data-testid=empty]');
+    await empty.waitFor();
+    assert.match(await empty.textContent(), /make demo/);
+    await shot(page, 'empty-state');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await srv.stop();
+  }
+});
+
+test('a loop hold reads right, Continue resumes, the run finishes ok', async () => {
+  const { srv, page, py } = await heldRun();
+  try {
+    const held = page.locator('#cards [data-testid=held]');
+    assert.match(await held.textContent(), /Loop: 3× search_flights with identical arguments/);
+    // the rail lists the live run as running, with its nodes and held time
+    const item = page.locator('[data-testid=run-item]').first();
+    assert.equal(await item.locator('.pill').textContent(), 'running');
+    await waitFor(() => item.textContent().then((t) => /2 nodes/.test(t)), 5000, 'node count in the rail');
+    // the agent is the tool's parent: one edge, drawn
+    assert.equal(await page.locator('#edges path').count(), 1);
+    // focus moved to Continue
+    await waitFor(() => page.evaluate(() => document.activeElement?.classList.contains('act-continue')), 5000, 'focus on Continue');
+    await shot(page, 'loop-held');
+    await held.locator('.act-continue').click();
+    assert.equal(await finish(page, py), 0, py.err);
+    assert.equal(py.out.trim().split('\n').length, 3);
+    await waitFor(() => item.locator('.pill').textContent().then((t) => t === 'ok'), 10000, 'run status ok');
+    assert.equal(await page.locator('#cards [data-testid=held]').count(), 0);
+    // the inspector on the tool: three instances, "ran X · held Y", the resume recorded
+    await page.locator('.card[data-id="tool:search_flights"]').click();
+    const times = page.locator('#inspector [data-testid=times]');
+    assert.match(await times.textContent(), /^ran .+ · held .+/);
+    assert.match(await page.locator('#inspector').textContent(), /loop → continue/);
+    await shot(page, 'loop-finished-inspector');
+    assert.deepEqual(page.errors, []);
+  } finally {
+    py.kill();
+    await srv.stop();
+  }
+});
+
+test('Inject (keyboard I, ⌘↵) returns the injected value to the app', async () => {
+  const { srv, page, py } = await heldRun();
+  try {
+    await waitFor(() => page.evaluate(() => document.activeElement?.classList.contains('act-continue')), 5000, 'focus');
+    await page.keyboard.press('i');
+    const editor = page.locator('#modal textarea');
+    await editor.waitFor();
+    // a value still carrying a placeholder is refused in the viewer
+    await editor.fill('{"flights": "__REDACTED__"}');
+    await page.keyboard.press('Control+Enter');
+    assert.match(await page.locator('.editor-error').textContent(), /Refused/);
+    await editor.fill('{"flights": [{"id": "INJECTED", "price": 1}]}');
+    await shot(page, 'inject-editor');
+    await page.keyboard.press('Control+Enter');
+    assert.equal(await finish(page, py), 0, py.err);
+    const lines = py.out.trim().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(lines[2], { flights: [{ id: 'INJECTED', price: 1 }] });
+    await page.locator('.card[data-id="tool:search_flights"]').click();
+    await waitFor(() => page.locator('#inspector').textContent().then((t) => /injected/.test(t)), 5000, 'injected marker');
+    await shot(page, 'inject-done');
+  } finally {
+    py.kill();
+    await srv.stop();
+  }
+});
+
+test('GRAPHMIND_HIDE_TOOL_RESULTS=1: the hidden output shows its chip', async () => {
+  const { srv, page, py } = await heldRun({ GRAPHMIND_HIDE_TOOL_RESULTS: '1' });
+  try {
+    await page.locator('#cards [data-testid=held] .act-continue').click();
+    assert.equal(await finish(page, py), 0, py.err);
+    await page.locator('.card[data-id="tool:search_flights"]').click();
+    const chip = page.locator('#inspector .chip-hidden');
+    await chip.first().waitFor();
+    assert.match(await chip.first().textContent(), /hidden by hideToolResults/);
+    // the input is not hidden by this switch
+    assert.match(await page.locator('#inspector').textContent(), /"NYC"/);
+    await shot(page, 'redacted-chip');
+  } finally {
+    py.kill();
+    await srv.stop();
+  }
+});
+
+test('debug state: Step mode and Pause all round-trip through the server; deep links open a node', async () => {
+  const { srv, page, py } = await heldRun();
+  try {
+    await page.locator('[data-testid=mode-step]').click();
+    await waitFor(() => page.locator('[data-testid=mode-step]').getAttribute('class').then((c) => c.includes('on')), 5000, 'step mode on');
+    await page.locator('[data-testid=pause-all]').click();
+    await waitFor(() => page.locator('[data-testid=bp-chip]').allTextContents().then((t) => t.some((x) => /every node/.test(x))), 5000, 'pause-all chip');
+    await shot(page, 'debug-state');
+    // a second viewer sees the same state and opens a deep link
+    const runId = await page.evaluate(() => window.__gm.S.selectedRun);
+    const other = await newPage(browser, { colorScheme: 'light' });
+    await other.goto(`${srv.url}/#/run/${encodeURIComponent(runId)}/node/${encodeURIComponent('tool:search_flights')}`);
+    await other.locator('#inspector h2').waitFor();
+    assert.equal(await other.locator('#inspector h2').textContent(), 'search_flights');
+    assert.equal(await other.locator('[data-testid=mode-step]').getAttribute('class').then((c) => c.includes('on')), true);
+    await shot(other, 'deep-link-light');
+    // back to run mode, clear pause-all, release
+    await page.locator('[data-testid=mode-run]').click();
+    await page.locator('[data-testid=pause-all]').click();
+    await waitFor(() => page.locator('[data-testid=bp-chip]').allTextContents().then((t) => !t.some((x) => /every node/.test(x))), 5000, 'pause-all cleared');
+    await page.locator('#cards [data-testid=held] .act-continue').click();
+    assert.equal(await finish(page, py), 0, py.err);
+  } finally {
+    py.kill();
+    await srv.stop();
+  }
+});
+
+test('a #token= fragment is taken out of the URL, kept per tab, and the viewer still connects', async () => {
+  const srv = await startServer();
+  try {
+    const page = await newPage(browser);
+    await page.goto(`${srv.url}/#token=abcdefghijklmnop0123`);
+    await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 15000, 'connected');
+    assert.equal(await page.evaluate(() => location.hash), '');
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('graphmind.viewerToken')), 'abcdefghijklmnop0123');
+  } finally {
+    await srv.stop();
+  }
+});
