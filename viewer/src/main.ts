@@ -953,7 +953,7 @@ function renderTimeline(): void {
       h.style.width = `${(b.held / Math.max(1, b.total)) * 100}%`;
       bar.append(h);
     }
-    if (b.firstToken !== undefined) {
+    if (b.firstToken !== undefined && w > 12) {
       const ft = el('div', 'tl-ft');
       ft.style.left = `${(b.firstToken / Math.max(1, b.total)) * 100}%`;
       bar.append(ft);

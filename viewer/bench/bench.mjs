@@ -1,0 +1,59 @@
+// `npm run bench`: warm timings of the viewer's pure pipeline (not a pass/fail test).
+// reducer (envelopes -> run model), projection (tree + folds -> visible cards), layout
+// (cards -> boxes + edges, every node open: the worst case), timeline (instances -> bars),
+// on a 300-node / ~5,000-event synthetic run; then a layout sweep from 100 to 1,600 nodes.
+import { buildLib } from './build-lib.mjs';
+
+const lib = await import(await buildLib());
+const { stressRun, newRun, apply, buildTree, initialFolds, project, layout, timeline } = lib;
+
+function measure(fn, { warm = 10, runs = 30 } = {}) {
+  for (let i = 0; i < warm; i++) fn();
+  const t = [];
+  for (let i = 0; i < runs; i++) {
+    const a = performance.now();
+    fn();
+    t.push(performance.now() - a);
+  }
+  t.sort((a, b) => a - b);
+  return { median: t[Math.floor(t.length / 2)], p90: t[Math.floor(t.length * 0.9)], min: t[0] };
+}
+const f = (x) => x.toFixed(2).padStart(8);
+const allOpen = { defaultOpen: true, expanded: new Set(), collapsed: new Set() };
+
+function modelOf(envs) {
+  const m = newRun(envs[0].runId);
+  for (const e of envs) apply(m, e);
+  return m;
+}
+
+console.log('GraphMind viewer pipeline, warm (ms; median / p90 / min of 30 after 10 warm-up runs)');
+console.log(`node ${process.version}, ${new Date().toISOString()}\n`);
+const envs = stressRun(300, 5000);
+const m = modelOf(envs);
+const tree = buildTree(m);
+const folds = initialFolds(tree, m.nodes.size);
+const projAll = project(m, allOpen, tree);
+const projFolded = project(m, folds, tree);
+console.log(`run: ${m.nodes.size} nodes, ${envs.length} events; folded view ${projFolded.visible.length} cards\n`);
+const rows = [
+  ['reducer (all events)', () => modelOf(envs)],
+  ['projection (tree + folds + project)', () => { const t = buildTree(m); project(m, initialFolds(t, m.nodes.size), t); }],
+  ['layout, 300 cards (all open)', () => layout({ visible: projAll.visible, parent: projAll.parent })],
+  [`layout, ${projFolded.visible.length} cards (folded)`, () => layout({ visible: projFolded.visible, parent: projFolded.parent })],
+  ['timeline (all instances)', () => timeline(m, m.endTs)],
+];
+console.log('step'.padEnd(40) + '  median       p90       min   budget');
+for (const [name, fn] of rows) {
+  const r = measure(fn);
+  console.log(`${name.padEnd(40)}${f(r.median)}  ${f(r.p90)}  ${f(r.min)}   < 16 ${r.median < 16 ? 'ok' : 'OVER'}`);
+}
+console.log('\nlayout sweep (every node open)');
+console.log('nodes'.padEnd(8) + '  median       p90   budget');
+for (const n of [100, 200, 400, 800, 1600]) {
+  const mm = modelOf(stressRun(n, n * 4));
+  const p = project(mm, allOpen);
+  const r = measure(() => layout({ visible: p.visible, parent: p.parent }));
+  const budget = n <= 800 ? '< 50' : '';
+  console.log(`${String(mm.nodes.size).padEnd(8)}${f(r.median)}  ${f(r.p90)}   ${budget} ${budget ? (r.median < 50 ? 'ok' : 'OVER') : ''}`);
+}
