@@ -52,7 +52,7 @@ function node(v: unknown, path: string[], hiddenBy: (path: string[]) => string, 
   const body = el('div', 'j-body');
   let shown = 0;
   for (const [k, x] of entries) {
-    if (truncated && k === TRUNCATED_KEY) continue;
+    if (truncated && (k === TRUNCATED_KEY || k === 'bytes' || k === 'keysDropped')) continue;
     if (shown++ >= MAX_CHILDREN) {
       body.append(el('div', 'j-more', `… ${entries.length - MAX_CHILDREN} more`));
       break;

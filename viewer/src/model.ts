@@ -380,7 +380,10 @@ export function runHeldMs(run: RunModel, now = Date.now()): number {
     const end = p.resumed?.ts ?? (p.active ? now : run.endTs ?? p.ts);
     held += Math.max(0, end - p.ts);
   }
-  return held;
+  // Without pause events (a partial recording), the longest single heldMs is a lower bound.
+  let longest = 0;
+  for (const n of run.nodes.values()) for (const i of n.instances) longest = Math.max(longest, i.heldMs ?? 0);
+  return Math.max(held, longest);
 }
 
 /** Wall time an instance took, and the part of it spent running (duration − held). */
