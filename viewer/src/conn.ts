@@ -52,11 +52,34 @@ export function authHeaders(): Record<string, string> {
   return t ? { authorization: `Bearer ${t}` } : {};
 }
 
+export class HttpError extends Error {
+  constructor(
+    public status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export async function getJson(path: string): Promise<any> {
   const r = await fetch(path, { headers: authHeaders() });
-  if (r.status === 401) setToken(undefined);
-  if (!r.ok) throw new Error(`${path}: HTTP ${r.status}`);
+  if (!r.ok) throw new HttpError(r.status, `${path}: HTTP ${r.status}`);
   return r.json();
+}
+
+/** After a failed connect: does the server ask for a token this tab lacks (or has stale)?
+ * A 401 from the API says so; the stale token is dropped. */
+export async function needsToken(): Promise<boolean> {
+  try {
+    await getJson('/api/runs');
+    return false;
+  } catch (e) {
+    if (e instanceof HttpError && e.status === 401) {
+      setToken(undefined);
+      return true;
+    }
+    return false;
+  }
 }
 
 export type Listener = (msg: any) => void;

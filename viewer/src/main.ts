@@ -1,6 +1,6 @@
 // GraphMind viewer: runs rail, live graph, inspector, timeline, palette, debugging controls.
 import './style.css';
-import { Socket, captureToken, control, getJson, newRequestId } from './conn';
+import { Socket, captureToken, control, getJson, needsToken, newRequestId } from './conn';
 import { el, jsonTree } from './json';
 import { layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
@@ -60,6 +60,7 @@ const S = {
   breakpoints: [] as any[],
   mode: 'run',
   conn: 'connecting' as string,
+  authNeeded: false,
   rail: true,
   showTimeline: false,
   theme: 'system' as 'system' | 'dark' | 'light',
@@ -403,7 +404,7 @@ function renderBar(): void {
   const brand = el('div', 'brand');
   brand.append(el('span', 'logo', '◆'), el('span', '', 'GraphMind'));
   bar.append(brand);
-  const conn = el('span', `conn conn-${S.stress ? 'synthetic' : S.conn}`, S.stress ? 'synthetic run' : S.conn === 'open' ? 'connected' : S.conn);
+  const conn = el('span', `conn conn-${S.stress ? 'synthetic' : S.conn}`, S.stress ? 'synthetic run' : S.conn === 'open' ? 'connected' : S.authNeeded ? 'token needed' : S.conn);
   conn.dataset.testid = 'conn';
   bar.append(conn);
   const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
@@ -658,6 +659,11 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
     const prev = el('div', 'card-preview', (last.text || last.reasoning).slice(-90));
     prev.dataset.testid = 'token-preview';
     e.append(prev);
+  } else if (last && last.status === 'running' && last.hiddenChars > 0) {
+    const prev = el('div', 'card-preview');
+    prev.dataset.testid = 'token-preview';
+    prev.append(el('span', 'chip chip-hidden', `hidden by ${hiddenBy(n.kind, 'deltas')}`), document.createTextNode(` ${last.hiddenChars} chars`));
+    e.append(prev);
   } else if (last?.status === 'error' && last.error) {
     e.append(el('div', 'card-preview err', `${last.error.name ?? 'Error'}: ${last.error.message ?? ''}`.slice(0, 90)));
   }
@@ -714,6 +720,11 @@ function emptyState(m: RunModel | undefined): HTMLElement {
     return box;
   }
   box.dataset.testid = 'empty';
+  if (S.authNeeded) {
+    box.append(el('h2', '', 'This server needs the viewer token'));
+    box.append(el('p', '', 'Open the viewer from the link `graphmind serve` printed (it ends in #token=…). The token is kept for this tab only.'));
+    return box;
+  }
   box.append(el('h2', '', 'No runs yet'));
   box.append(el('p', '', 'Start the demo from the repository root, and it appears here live:'));
   box.append(el('pre', 'cmd', 'make demo'));
@@ -1285,6 +1296,8 @@ function startStress(n: number, events: number | undefined): void {
   S.selectedRun = m.runId;
 }
 
+let lastAuthCheck = 0;
+
 function main(): void {
   captureToken();
   try {
@@ -1310,6 +1323,14 @@ function main(): void {
       onMessage,
       (st) => {
         S.conn = st;
+        if (st === 'open') S.authNeeded = false;
+        if (st === 'closed' && Date.now() - lastAuthCheck > 5000) {
+          lastAuthCheck = Date.now();
+          needsToken().then((need) => {
+            S.authNeeded = need;
+            invalidate({ bar: true, graph: true });
+          });
+        }
         invalidate({ bar: true });
       },
       () => {

@@ -39,6 +39,8 @@ export interface Instance {
   principal?: string;
   text: string;
   reasoning: string;
+  /** Characters streamed whose text a redaction switch hid (deltas with `v: ""`, `chars`). */
+  hiddenChars: number;
 }
 
 export interface GNode {
@@ -198,7 +200,7 @@ export function apply(run: RunModel, env: Envelope): boolean {
       const instanceId = typeof p.instanceId === 'string' ? p.instanceId : `${p.nodeId}#${n.instances.length}`;
       let inst = n.byInstance.get(instanceId);
       if (!inst) {
-        inst = { instanceId, nodeId: n.id, startTs: ts, status: 'running', text: '', reasoning: '' };
+        inst = { instanceId, nodeId: n.id, startTs: ts, status: 'running', text: '', reasoning: '', hiddenChars: 0 };
         n.instances.push(inst);
         n.byInstance.set(instanceId, inst);
       }
@@ -217,6 +219,10 @@ export function apply(run: RunModel, env: Envelope): boolean {
       if (Array.isArray(p.deltas))
         for (const d of p.deltas) {
           if (!d || typeof d.v !== 'string') continue;
+          if (d.v === '' && typeof d.chars === 'number') {
+            inst.hiddenChars += d.chars;
+            continue;
+          }
           if (d.t === 'reasoning') inst.reasoning = clip(inst.reasoning + d.v);
           else inst.text = clip(inst.text + d.v);
         }
@@ -328,7 +334,7 @@ function principalName(p: any): string | undefined {
 function addLateInstance(n: GNode, instanceId: unknown, ts: number, durationMs: unknown): Instance {
   const id = typeof instanceId === 'string' ? instanceId : `${n.id}#${n.instances.length}`;
   const start = typeof durationMs === 'number' ? ts - durationMs : ts;
-  const inst: Instance = { instanceId: id, nodeId: n.id, startTs: start, status: 'running', text: '', reasoning: '' };
+  const inst: Instance = { instanceId: id, nodeId: n.id, startTs: start, status: 'running', text: '', reasoning: '', hiddenChars: 0 };
   n.instances.push(inst);
   n.byInstance.set(id, inst);
   return inst;
