@@ -15,7 +15,8 @@ export const outDir = join(viewerDir, 'test-output');
 mkdirSync(outDir, { recursive: true });
 
 const BIN = process.env.GRAPHMIND_BIN ? resolve(viewerDir, process.env.GRAPHMIND_BIN) : resolve(viewerDir, '../target/debug/graphmind');
-export const PYTHON = process.env.GRAPHMIND_REF_PYTHON ?? '/work/main/.venv-ref/bin/python';
+// The reference Python SDK (graphmind-ai 0.5.1), installed by `make setup` into .venv-ref.
+export const PYTHON = process.env.GRAPHMIND_REF_PYTHON ?? [resolve(viewerDir, '../.venv-ref/bin/python'), '/work/main/.venv-ref/bin/python'].find((p) => existsSync(p)) ?? 'python3';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
