@@ -160,3 +160,20 @@ test('a #token= fragment is taken out of the URL, kept per tab, and the viewer s
     await srv.stop();
   }
 });
+
+test('the binary serves its embedded viewer when GRAPHMIND_VIEWER_DIST is not set', async () => {
+  const srv = await startServer({ GRAPHMIND_VIEWER_DIST: '' });
+  try {
+    const res = await fetch(srv.url + '/');
+    const html = await res.text();
+    assert.match(res.headers.get('content-type'), /text\/html/);
+    assert.ok(!/viewer is not built/.test(html), 'this binary was built before viewer/dist existed: run `make viewer` then cargo build');
+    const page = await newPage(browser);
+    await page.goto(srv.url + '/');
+    await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 10000, 'connected');
+    assert.equal((await fetch(srv.url + '/../../etc/passwd')).status, 404);
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await srv.stop();
+  }
+});
