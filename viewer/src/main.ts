@@ -772,7 +772,7 @@ function drawMinimap(): void {
   ctx.fillStyle = cs.getPropertyValue('--panel').trim() || '#222';
   ctx.fillRect(0, 0, W, H);
   const pad = 6;
-  const sc = Math.min((W - pad * 2) / Math.max(1, view.lay.width), (H - pad * 2) / Math.max(1, view.lay.height));
+  const sc = Math.min(0.12, (W - pad * 2) / Math.max(1, view.lay.width), (H - pad * 2) / Math.max(1, view.lay.height));
   mini = { sc, pad };
   for (const [id, b] of view.lay.boxes) {
     const n = m.nodes.get(id);

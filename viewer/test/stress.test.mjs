@@ -130,6 +130,22 @@ test('filters dim, the timeline is virtualised, shortcuts switch theme', async (
   assert.deepEqual(page.errors, []);
 });
 
+test('everything open (⇧C): 300 cards, still no overlap and no edge through a card', async () => {
+  await page.keyboard.press('Escape');
+  const t0 = Date.now();
+  await page.keyboard.press('Shift+C');
+  await waitFor(() => page.locator('#cards .card').count().then((n) => n === 300), 5000, '300 cards');
+  console.log(`unfold all: 300 cards in ${Date.now() - t0} ms (including the test's polling)`);
+  await page.waitForTimeout(350);
+  const geo = await geometry(page);
+  assert.equal(geo.cards.length, 300);
+  assert.equal(geo.edges.length, 299);
+  assertClean(geo, 'all open');
+  await shot(page, 'stress-300-open');
+  await page.keyboard.press('Shift+C');
+  await waitFor(() => page.locator('#cards .card').count().then((n) => n < 60), 5000, 'folded again');
+});
+
 test('?stress=N renders a synthetic run without a server run', async () => {
   const p = await newPage(browser);
   await p.goto(`${srv.url}/?stress=1000`);
