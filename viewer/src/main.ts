@@ -505,6 +505,7 @@ let view: View | undefined;
 let fitPending = true;
 let pendingCenter: string | undefined;
 const cards = new Map<string, { el: HTMLElement; stamp: string }>();
+let cardsRun: string | undefined;
 
 function foldsFor(m: RunModel, tree: ReturnType<typeof buildTree>): FoldState {
   // Until the user folds or unfolds something, the folds follow the run as it grows: all
@@ -527,7 +528,7 @@ function foldKey(f: FoldState): string {
 function computeView(m: RunModel): View {
   const tree = buildTree(m);
   const f = foldsFor(m, tree);
-  const key = `${m.shapeVersion}|${foldKey(f)}`;
+  const key = `${m.runId}|${m.shapeVersion}|${foldKey(f)}`;
   if (view && view.runId === m.runId && view.key === key) return view;
   const proj = project(m, f, tree);
   const lay = layout({ visible: proj.visible, parent: proj.parent, height: (id) => (m.nodes.get(id)?.activePause ? HELD_H : CARD_H) });
@@ -553,6 +554,12 @@ function renderGraph(): void {
   $('filters').hidden = false;
   const v = computeView(m);
   const layer = $('cards');
+  if (cardsRun !== m.runId) {
+    // another run: nothing of the previous run's cards may be reused (same node ids)
+    for (const c of cards.values()) c.el.remove();
+    cards.clear();
+    cardsRun = m.runId;
+  }
   const seen = new Set<string>();
   const slow = S.filters.slow ? p90(m) : Infinity;
   const anyFilter = S.filters.errored || S.filters.slow || S.filters.paused || S.filters.kinds.size > 0;
@@ -590,7 +597,7 @@ function renderGraph(): void {
     }
   }
   for (const [id, c] of cards) {
-    if (!seen.has(id) || view?.runId !== m.runId) {
+    if (!seen.has(id)) {
       c.el.remove();
       cards.delete(id);
     }
@@ -878,7 +885,13 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
   const t = instanceTimes(i, m.endTs ?? Date.now());
   const times = el('div', 'times');
   times.dataset.testid = 'times';
-  times.textContent = i.status === 'running' ? `running ${fmtMs(t.total)}` : `ran ${fmtMs(t.ran)} · held ${fmtMs(t.held)}`;
+  const holding = [...m.pauses.values()].find((p) => p.active && p.nodeId === n.id && p.instanceId === i.instanceId);
+  times.textContent =
+    i.status !== 'running'
+      ? `ran ${fmtMs(t.ran)} · held ${fmtMs(t.held)}`
+      : holding
+        ? `held ${fmtMs(Date.now() - holding.ts)} at the ${holding.point} gate · started ${fmtMs(t.total)} ago`
+        : `running ${fmtMs(t.total)}`;
   v.append(times);
   const marks = el('div', 'marks');
   if (i.injected) marks.append(el('span', 'chip chip-mark', 'injected'));
@@ -1297,6 +1310,7 @@ function startStress(n: number, events: number | undefined): void {
 }
 
 let lastAuthCheck = 0;
+const connLog: string[] = [];
 
 function main(): void {
   captureToken();
@@ -1323,6 +1337,8 @@ function main(): void {
       onMessage,
       (st) => {
         S.conn = st;
+        connLog.push(`${Math.round(performance.now())}:${st}`);
+        if (connLog.length > 50) connLog.shift();
         if (st === 'open') S.authNeeded = false;
         if (st === 'closed' && Date.now() - lastAuthCheck > 5000) {
           lastAuthCheck = Date.now();
@@ -1347,7 +1363,7 @@ function main(): void {
     if (m && (m.status === 'running' || activePauses(m).length)) invalidate({ graph: true, inspector: !!S.selectedNode, rail: true });
   }, 1000);
   invalidate();
-  (window as any).__gm = { S, fit, centerOn, get view() { return view; } };
+  (window as any).__gm = { S, connLog, fit, centerOn, get view() { return view; } };
 }
 
 main();

@@ -66,8 +66,16 @@ export async function launch() {
   return browser;
 }
 
+const contexts = new Set();
+/** Closes every page opened by newPage (so no page keeps reconnecting to a stopped server). */
+export async function closePages() {
+  for (const c of contexts) await c.close().catch(() => {});
+  contexts.clear();
+}
+
 export async function newPage(browser, opts = {}) {
   const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: opts.colorScheme ?? 'dark' });
+  contexts.add(ctx);
   const page = await ctx.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));

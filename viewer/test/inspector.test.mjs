@@ -71,3 +71,31 @@ test('error with stack, injected marker, token usage', async () => {
   await shot(page, 'markers-usage');
   assert.deepEqual(page.errors, []);
 });
+
+test('switching runs with the same node ids redraws every card and edge', async () => {
+  const other = 'run_markers0002';
+  let seq = 1;
+  const t = Date.now() - 1000;
+  const e = (type, payload) => ({ gm: 1, seq: seq++, ts: t + seq, runId: other, type, payload });
+  const ws2 = await ingest(srv.port, [
+    e('run.started', { app: 'markers-2', sdk: { name: 'test', version: '0' } }),
+    e('node.started', { nodeId: 'agent:markers', kind: 'agent', name: 'markers', instanceId: other }),
+    e('node.started', { nodeId: 'tool:fetch', kind: 'tool', name: 'fetch', instanceId: 'x1', parentId: 'agent:markers', input: {} }),
+    e('node.error', { nodeId: 'tool:fetch', instanceId: 'x1', error: { name: 'Error', message: 'boom' } }),
+    e('run.finished', { status: 'error' }),
+  ], 'markers-2');
+  try {
+    const item = page.locator(`[data-testid=run-item][data-run-id="${other}"]`);
+    await item.waitFor();
+    await item.click();
+    await waitFor(() => page.locator('.card[data-id="tool:fetch"]').getAttribute('class').then((c) => /st-error/.test(c)), 5000, 'run 2 card');
+    assert.equal(await page.locator('#cards .card').count(), 2);
+    assert.equal(await page.locator('#edges path').count(), 1);
+    await page.locator(`[data-testid=run-item][data-run-id="${runId}"]`).click();
+    await waitFor(() => page.locator('.card[data-id="tool:fetch"]').getAttribute('class').then((c) => /st-ok/.test(c)), 5000, 'run 1 card');
+    assert.equal(await page.locator('#cards .card').count(), 5);
+    assert.equal(await page.locator('#edges path').count(), 4);
+  } finally {
+    ws2.close();
+  }
+});

@@ -2,7 +2,7 @@
 // a tiny agent whose third identical tool call is held by the loop guard.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, newPage, shot, runPython, waitFor } from './harness.mjs';
+import { startServer, launch, newPage, shot, runPython, waitFor, closePages } from './harness.mjs';
 
 let browser;
 before(async () => {
@@ -40,6 +40,7 @@ test('empty state says how to start the demo', async () => {
     await shot(page, 'empty-state');
     assert.deepEqual(page.errors, []);
   } finally {
+    await closePages();
     await srv.stop();
   }
 });
@@ -72,6 +73,7 @@ test('a loop hold reads right, Continue resumes, the run finishes ok', async () 
     assert.deepEqual(page.errors, []);
   } finally {
     py.kill();
+    await closePages();
     await srv.stop();
   }
 });
@@ -98,6 +100,7 @@ test('Inject (keyboard I, ⌘↵) returns the injected value to the app', async 
     await shot(page, 'inject-done');
   } finally {
     py.kill();
+    await closePages();
     await srv.stop();
   }
 });
@@ -116,6 +119,7 @@ test('GRAPHMIND_HIDE_TOOL_RESULTS=1: the hidden output shows its chip', async ()
     await shot(page, 'redacted-chip');
   } finally {
     py.kill();
+    await closePages();
     await srv.stop();
   }
 });
@@ -144,6 +148,7 @@ test('debug state: Step mode and Pause all round-trip through the server; deep l
     assert.equal(await finish(page, py), 0, py.err);
   } finally {
     py.kill();
+    await closePages();
     await srv.stop();
   }
 });
@@ -153,10 +158,15 @@ test('a #token= fragment is taken out of the URL, kept per tab, and the viewer s
   try {
     const page = await newPage(browser);
     await page.goto(`${srv.url}/#token=abcdefghijklmnop0123`);
-    await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 15000, 'connected');
+    try {
+      await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 15000, 'connected');
+    } catch (e) {
+      throw new Error(`${e.message}; socket states: ${await page.evaluate(() => window.__gm.connLog.join(' '))}; server: ${srv.logs().slice(-800)}`);
+    }
     assert.equal(await page.evaluate(() => location.hash), '');
     assert.equal(await page.evaluate(() => sessionStorage.getItem('graphmind.viewerToken')), 'abcdefghijklmnop0123');
   } finally {
+    await closePages();
     await srv.stop();
   }
 });
@@ -174,6 +184,7 @@ test('the binary serves its embedded viewer when GRAPHMIND_VIEWER_DIST is not se
     assert.equal((await fetch(srv.url + '/../../etc/passwd')).status, 404);
     assert.deepEqual(page.errors, []);
   } finally {
+    await closePages();
     await srv.stop();
   }
 });
