@@ -56,7 +56,7 @@ const S = {
   selectedInstance: undefined as string | undefined,
   folds: new Map<string, FoldState>(),
   userFolded: new Set<string>(),
-  filters: { errored: false, slow: false, paused: false, kinds: new Set<string>() },
+  filters: { errored: false, errorPath: false, slow: false, paused: false, kinds: new Set<string>() },
   breakpoints: [] as any[],
   mode: 'run',
   conn: 'connecting' as string,
@@ -562,7 +562,8 @@ function renderGraph(): void {
   }
   const seen = new Set<string>();
   const slow = S.filters.slow ? p90(m) : Infinity;
-  const anyFilter = S.filters.errored || S.filters.slow || S.filters.paused || S.filters.kinds.size > 0;
+  const anyFilter = S.filters.errored || S.filters.errorPath || S.filters.slow || S.filters.paused || S.filters.kinds.size > 0;
+  const onErrorPath = S.filters.errorPath ? errorPath(m) : undefined;
   for (const id of v.proj.visible) {
     const n = m.nodes.get(id)!;
     const box = v.lay.boxes.get(id)!;
@@ -575,6 +576,7 @@ function renderGraph(): void {
     if (anyFilter) {
       let keep = true;
       if (S.filters.errored) keep &&= n.instances.some((i) => i.status === 'error');
+      if (onErrorPath) keep &&= onErrorPath.has(id);
       if (S.filters.slow) keep &&= n.instances.some((i) => (i.durationMs ?? 0) >= slow);
       if (S.filters.paused) keep &&= !!n.activePause;
       if (S.filters.kinds.size) keep &&= S.filters.kinds.has(n.kind);
@@ -816,6 +818,7 @@ function renderFilters(): void {
     f.append(b);
   };
   mk('errored', S.filters.errored, () => toggleFilter('errored'), 'filter-errored');
+  mk('error path', S.filters.errorPath, () => toggleFilter('errorPath'), 'filter-error-path');
   mk('slow (p90)', S.filters.slow, () => toggleFilter('slow'), 'filter-slow');
   mk('paused', S.filters.paused, () => toggleFilter('paused'), 'filter-paused');
   const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
@@ -826,7 +829,22 @@ function renderFilters(): void {
   f.append(info);
 }
 
-function toggleFilter(k: 'errored' | 'slow' | 'paused'): void {
+/** Failed nodes and every ancestor of one: "what led here". */
+function errorPath(m: RunModel): Set<string> {
+  const keep = new Set<string>();
+  for (const n of m.nodes.values()) {
+    if (!n.instances.some((i) => i.status === 'error')) continue;
+    let id: string | undefined = n.id;
+    let hops = 0;
+    while (id && !keep.has(id) && hops++ < 10000) {
+      keep.add(id);
+      id = m.nodes.get(id)?.parentId;
+    }
+  }
+  return keep;
+}
+
+function toggleFilter(k: 'errored' | 'errorPath' | 'slow' | 'paused'): void {
   S.filters[k] = !S.filters[k];
   invalidate({ graph: true });
 }
@@ -835,7 +853,7 @@ function toggleKind(k: string): void {
   invalidate({ graph: true });
 }
 function clearFilters(): void {
-  S.filters = { errored: false, slow: false, paused: false, kinds: new Set() };
+  S.filters = { errored: false, errorPath: false, slow: false, paused: false, kinds: new Set() };
   invalidate({ graph: true });
 }
 
@@ -1004,7 +1022,9 @@ function actions(): Item[] {
     { label: 'Fit the graph', hint: '⇧F', run: fit },
     { label: 'Follow the active node', hint: 'F', run: () => (S.follow = !S.follow) },
     { label: 'Toggle the timeline', hint: '⇧T', run: toggleTimeline },
-    { label: 'Filter: errored nodes', hint: '⇧E', run: () => toggleFilter('errored') },
+    { label: 'Filter: errored nodes', hint: '', run: () => toggleFilter('errored') },
+    { label: 'Filter: error path (failures and what led to them)', hint: '⇧E', run: () => toggleFilter('errorPath') },
+    { label: 'Re-arrange the layout and fit', hint: '⇧A', run: rearrange },
     { label: 'Filter: slow nodes (p90)', hint: '', run: () => toggleFilter('slow') },
     { label: 'Filter: paused nodes', hint: '', run: () => toggleFilter('paused') },
     { label: 'Clear all filters', hint: '', run: clearFilters },
@@ -1106,6 +1126,14 @@ function toggleAllFolds(): void {
   invalidate({ graph: true });
 }
 
+function rearrange(): void {
+  view = undefined;
+  const svg = $('edges');
+  svg.dataset.key = '';
+  fitPending = true;
+  invalidate({ graph: true });
+}
+
 function copyLink(): void {
   writeHash();
   const url = location.href;
@@ -1202,7 +1230,10 @@ function onKey(e: KeyboardEvent): void {
       toggleTimeline();
       return;
     case 'E':
-      toggleFilter('errored');
+      toggleFilter('errorPath');
+      return;
+    case 'A':
+      rearrange();
       return;
     case 'C':
       toggleAllFolds();

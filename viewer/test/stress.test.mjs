@@ -110,6 +110,13 @@ test('filters dim, the timeline is virtualised, shortcuts switch theme', async (
   await waitFor(() => page.locator('#cards .card.dim').count(), 3000, 'errored filter dims');
   await page.locator('[data-testid=filter-errored]').click();
   await waitFor(() => page.locator('#cards .card.dim').count().then((n) => n === 0), 3000, 'filters cleared');
+  // ⇧E: the error path keeps failures and their ancestors lit
+  await page.keyboard.press('Shift+E');
+  await waitFor(() => page.locator('#cards .card.dim').count(), 3000, 'error path dims');
+  const lit = await page.evaluate(() => [...document.querySelectorAll('#cards .card:not(.dim)')].map((c) => c.dataset.id));
+  assert.ok(lit.includes('agent:stress'), 'the root leads to every failure');
+  await page.keyboard.press('Shift+E');
+  await waitFor(() => page.locator('#cards .card.dim').count().then((n) => n === 0), 3000, 'error path off');
   await page.keyboard.press('Shift+T');
   await page.locator('#timeline .tl-row').first().waitFor();
   const rows = await page.locator('#timeline .tl-row').count();
