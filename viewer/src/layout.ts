@@ -23,8 +23,34 @@ export interface Box {
 export interface Layout {
   boxes: Map<string, Box>;
   edges: { from: string; to: string; points: [number, number][] }[];
+  /** Bounds: [x0, x0 + width] × [y0, y0 + height]. */
+  x0: number;
+  y0: number;
   width: number;
   height: number;
+}
+
+/**
+ * Incremental placement: shifts `next` so the anchor card sits where it sat in `prev`.
+ * When a live run grows, the tree re-centres parents over their new children; anchoring on
+ * the card the user looks at (the selection, else the first root) keeps it still and lets
+ * the rest slide around it. Returns whether it shifted.
+ */
+export function anchorTo(next: Layout, prev: Layout, anchor: string): boolean {
+  const a = prev.boxes.get(anchor);
+  const b = next.boxes.get(anchor);
+  if (!a || !b) return false;
+  const dx = a.x - b.x;
+  const dy = a.y - b.y;
+  if (dx === 0 && dy === 0) return false;
+  for (const box of next.boxes.values()) {
+    box.x += dx;
+    box.y += dy;
+  }
+  for (const e of next.edges) for (const p of e.points) (p[0] += dx), (p[1] += dy);
+  next.x0 += dx;
+  next.y0 += dy;
+  return true;
 }
 
 export interface LayoutInput {
@@ -136,5 +162,5 @@ export function layout(input: LayoutInput): Layout {
     const bx = b.x + b.w / 2;
     edges.push({ from: p, to: child, points: [[ax, a.y + a.h], [ax, midY], [bx, midY], [bx, b.y]] });
   }
-  return { boxes, edges, width: Math.max(0, x - GAP_X * 2), height: Math.max(0, bottom) };
+  return { boxes, edges, x0: 0, y0: 0, width: Math.max(0, x - GAP_X * 2), height: Math.max(0, bottom) };
 }

@@ -2,7 +2,7 @@
 import './style.css';
 import { Socket, captureToken, control, getJson, needsToken, newRequestId } from './conn';
 import { el, jsonTree } from './json';
-import { layout, CARD_H, HELD_H, type Layout } from './layout';
+import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
   activePauses,
   apply,
@@ -170,7 +170,7 @@ function onMessage(msg: any): void {
         if (env.type === 'exec.resumed' && env.payload?.principal) S.principal.set(env.payload.pauseId, String(env.payload.principal?.name ?? env.payload.principal));
         if (env.runId === S.selectedRun && !S.replaying.has(env.runId)) {
           if (env.type === 'exec.paused') onPaused(m, env.payload.nodeId);
-          invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: env.type.startsWith('exec.') || env.type.startsWith('run.') });
+          invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: env.type.startsWith('exec.') || env.type.startsWith('run.'), rail: env.type === 'node.started' || env.type.startsWith('exec.') });
         }
       }
       break;
@@ -503,6 +503,8 @@ interface View {
 }
 let view: View | undefined;
 let fitPending = true;
+/** The card that should stay still in the next layout (the one whose fold was toggled). */
+let anchorHint: string | undefined;
 let pendingCenter: string | undefined;
 const cards = new Map<string, { el: HTMLElement; stamp: string }>();
 let cardsRun: string | undefined;
@@ -532,6 +534,12 @@ function computeView(m: RunModel): View {
   if (view && view.runId === m.runId && view.key === key) return view;
   const proj = project(m, f, tree);
   const lay = layout({ visible: proj.visible, parent: proj.parent, height: (id) => (m.nodes.get(id)?.activePause ? HELD_H : CARD_H) });
+  if (view && view.runId === m.runId) {
+    const hint = anchorHint && view.lay.boxes.has(anchorHint) ? anchorHint : undefined;
+    anchorHint = undefined;
+    const anchor = hint ?? (S.selectedNode && view.lay.boxes.has(S.selectedNode) ? S.selectedNode : proj.tree.roots.find((r) => view!.lay.boxes.has(r)));
+    if (anchor) anchorTo(lay, view.lay, anchor);
+  }
   view = { runId: m.runId, key, proj, lay };
   return view;
 }
@@ -685,6 +693,7 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
       const f = S.folds.get(m.runId)!;
       setOpen(f, n.id, folded !== undefined);
       S.userFolded.add(m.runId);
+      anchorHint = n.id;
       invalidate({ graph: true });
     };
     e.append(fb);
@@ -754,10 +763,10 @@ function applyCamera(): void {
 function fit(): void {
   if (!view) return;
   const stage = $('stage').getBoundingClientRect();
-  const { width, height } = view.lay;
+  const { width, height, x0, y0 } = view.lay;
   const k = Math.max(0.45, Math.min(1, (stage.width - 80) / Math.max(1, width), (stage.height - 100) / Math.max(1, height)));
   const x = width * k <= stage.width - 40 ? (stage.width - width * k) / 2 : 40;
-  S.cam = { k, x, y: Math.max(56, (stage.height - height * k) / 2) };
+  S.cam = { k, x: x - x0 * k, y: Math.max(56, (stage.height - height * k) / 2) - y0 * k };
   applyCamera();
 }
 
@@ -783,24 +792,25 @@ function drawMinimap(): void {
   const pad = 6;
   const sc = Math.min(0.12, (W - pad * 2) / Math.max(1, view.lay.width), (H - pad * 2) / Math.max(1, view.lay.height));
   mini = { sc, pad };
+  const { x0, y0 } = view.lay;
   for (const [id, b] of view.lay.boxes) {
     const n = m.nodes.get(id);
     if (!n) continue;
     ctx.fillStyle = cs.getPropertyValue(`--st-${nodeStatus(n)}`).trim() || '#888';
-    ctx.fillRect(pad + b.x * sc, pad + b.y * sc, Math.max(2, b.w * sc), Math.max(2, b.h * sc));
+    ctx.fillRect(pad + (b.x - x0) * sc, pad + (b.y - y0) * sc, Math.max(2, b.w * sc), Math.max(2, b.h * sc));
   }
   const stage = $('stage').getBoundingClientRect();
   ctx.strokeStyle = cs.getPropertyValue('--accent').trim() || '#4af';
   ctx.lineWidth = 1.5;
-  ctx.strokeRect(pad + (-S.cam.x / S.cam.k) * sc, pad + (-S.cam.y / S.cam.k) * sc, (stage.width / S.cam.k) * sc, (stage.height / S.cam.k) * sc);
+  ctx.strokeRect(pad + (-S.cam.x / S.cam.k - x0) * sc, pad + (-S.cam.y / S.cam.k - y0) * sc, (stage.width / S.cam.k) * sc, (stage.height / S.cam.k) * sc);
 }
 let mini = { sc: 1, pad: 6 };
 
 function minimapPan(ev: PointerEvent): void {
   const c = $('minimap') as HTMLCanvasElement;
   const r = c.getBoundingClientRect();
-  const wx = (ev.clientX - r.left - mini.pad) / mini.sc;
-  const wy = (ev.clientY - r.top - mini.pad) / mini.sc;
+  const wx = (ev.clientX - r.left - mini.pad) / mini.sc + (view?.lay.x0 ?? 0);
+  const wy = (ev.clientY - r.top - mini.pad) / mini.sc + (view?.lay.y0 ?? 0);
   const stage = $('stage').getBoundingClientRect();
   S.cam.x = stage.width / 2 - wx * S.cam.k;
   S.cam.y = stage.height / 2 - wy * S.cam.k;

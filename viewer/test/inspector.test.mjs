@@ -72,6 +72,29 @@ test('error with stack, injected marker, token usage', async () => {
   assert.deepEqual(page.errors, []);
 });
 
+test('a growing run is laid out incrementally: the card in view stays where it was', async () => {
+  await page.keyboard.press('Escape');
+  const pos = () => page.locator('.card[data-id="agent:markers"]').evaluate((c) => c.style.transform);
+  const other = () => page.locator('.card[data-id="tool:fetch"]').evaluate((c) => c.style.transform);
+  const before = await pos();
+  const otherBefore = await other();
+  let seq = 100;
+  const t = Date.now();
+  for (let k = 0; k < 4; k++)
+    ws.send(JSON.stringify({ gm: 1, seq: seq++, ts: t + k, runId, type: 'node.started', payload: { nodeId: `tool:more${k}`, kind: 'tool', name: `more${k}`, instanceId: `m${k}`, parentId: k === 3 ? 'tool:more0' : 'agent:markers', input: {} } }));
+  await waitFor(() => page.locator('#cards .card').count().then((n) => n === 9), 5000, 'four more cards');
+  // the children no longer stack (one has a child), so the tree re-centres: the other
+  // cards move, the anchor (the root) does not
+  assert.notEqual(await other(), otherBefore);
+  assert.equal(await pos(), before);
+  await page.waitForTimeout(350);
+  const { geometry, overlaps, edgesThroughCards } = await import('./harness.mjs');
+  const geo = await geometry(page);
+  assert.deepEqual(overlaps(geo.cards), []);
+  assert.deepEqual(edgesThroughCards(geo), []);
+  await shot(page, 'markers-grown');
+});
+
 test('switching runs with the same node ids redraws every card and edge', async () => {
   const other = 'run_markers0002';
   let seq = 1;
@@ -93,8 +116,8 @@ test('switching runs with the same node ids redraws every card and edge', async 
     assert.equal(await page.locator('#edges path').count(), 1);
     await page.locator(`[data-testid=run-item][data-run-id="${runId}"]`).click();
     await waitFor(() => page.locator('.card[data-id="tool:fetch"]').getAttribute('class').then((c) => /st-ok/.test(c)), 5000, 'run 1 card');
-    assert.equal(await page.locator('#cards .card').count(), 5);
-    assert.equal(await page.locator('#edges path').count(), 4);
+    assert.equal(await page.locator('#cards .card').count(), 9);
+    assert.equal(await page.locator('#edges path').count(), 8);
   } finally {
     ws2.close();
   }
