@@ -870,13 +870,25 @@ function clearFilters(): void {
 // ---------------------------------------------------------------------------------------
 // the inspector
 
+let inspStamp = '';
 function renderInspector(): void {
   const box = $('inspector');
   const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
   const n = m && S.selectedNode ? m.nodes.get(S.selectedNode) : undefined;
   box.hidden = !n;
-  if (!m || !n) return;
+  if (!m || !n) {
+    inspStamp = '';
+    return;
+  }
+  // Rebuild only when something this panel shows changed (keeps scroll and open JSON
+  // branches while other nodes stream); live clocks tick once a second.
+  const live = n.instances.some((i) => i.status === 'running') || !!n.activePause;
+  const stamp = `${m.runId}|${n.id}|${n.version}|${S.selectedInstance}|${n.activePause}|${JSON.stringify(S.breakpoints)}|${live ? Math.floor(Date.now() / 1000) : ''}`;
+  if (stamp === inspStamp) return;
+  inspStamp = stamp;
+  const scroll = box.scrollTop;
   box.replaceChildren();
+  requestAnimationFrame(() => (box.scrollTop = scroll));
   const head = el('div', 'insp-head');
   const close = el('button', 'btn close', '×');
   close.onclick = () => selectNode(undefined, false);
@@ -1323,6 +1335,21 @@ function setupStage(): void {
   mm.addEventListener('pointermove', (e) => mmDrag && minimapPan(e));
   mm.addEventListener('pointerup', () => (mmDrag = false));
   $('tl-scroll').addEventListener('scroll', () => invalidate({ timeline: true }));
+  $('tl-scroll').addEventListener(
+    'wheel',
+    (e) => {
+      if (!(e.ctrlKey || e.metaKey)) return;
+      e.preventDefault();
+      const sc = $('tl-scroll');
+      const px = e.clientX - sc.getBoundingClientRect().left - 200;
+      const before = tlZoom;
+      tlZoom = Math.max(1, Math.min(500, tlZoom * Math.exp(-e.deltaY * 0.002)));
+      // keep the time under the pointer in place
+      sc.scrollLeft = Math.max(0, ((sc.scrollLeft + px) * tlZoom) / before - px);
+      invalidate({ timeline: true });
+    },
+    { passive: false },
+  );
   $('tl-zoom-in').onclick = () => ((tlZoom *= 1.5), invalidate({ timeline: true }));
   $('tl-zoom-out').onclick = () => ((tlZoom = Math.max(1, tlZoom / 1.5)), invalidate({ timeline: true }));
   $('tl-fit').onclick = () => ((tlZoom = 1), invalidate({ timeline: true }));
