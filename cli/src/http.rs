@@ -73,7 +73,7 @@ pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)
 }
 
 /// Writes a complete response and closes the exchange (`Connection: close`).
-pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: impl AsRef<[u8]>) -> io::Result<()> {
+pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &(impl AsRef<[u8]> + ?Sized)) -> io::Result<()> {
     let body = body.as_ref();
     let reason = match status {
         200 => "OK",
