@@ -134,9 +134,10 @@ export class Socket {
     ws.onclose = () => {
       this.state = 'closed';
       this.onState(this.state);
-      // A handshake that failed while offering the token: the server may not speak
-      // subprotocols (no token requirement) or the token is stale. Try once without.
-      if (!opened && protocols) this.withProtocols = false;
+      // A handshake that failed before opening: with the token offered, the server may not
+      // speak subprotocols (no token requirement); without it, the server may be one that
+      // does. Alternate while a token is held, so a restarted server of either kind is found.
+      if (!opened && token()) this.withProtocols = !this.withProtocols;
       this.retry();
     };
   }
