@@ -105,6 +105,33 @@ test('Inject (keyboard I, ⌘↵) returns the injected value to the app', async 
   }
 });
 
+test('Abort ends the run as aborted; Retry (keyboard R) runs the call again', async () => {
+  const { srv, page, py } = await heldRun();
+  try {
+    await page.locator('#cards [data-testid=held] .act-abort').click();
+    const code = await finish(page, py);
+    assert.notEqual(code, 0, 'the agent sees the abort');
+    const item = page.locator('[data-testid=run-item]').first();
+    await waitFor(() => item.locator('.pill').textContent().then((t) => t === 'aborted'), 10000, 'run status aborted');
+    await shot(page, 'aborted');
+  } finally {
+    py.kill();
+    await closePages();
+    await srv.stop();
+  }
+  const second = await heldRun();
+  try {
+    await waitFor(() => second.page.evaluate(() => document.activeElement?.classList.contains('act-continue')), 5000, 'focus');
+    await second.page.keyboard.press('r');
+    assert.equal(await finish(second.page, second.py), 0, second.py.err);
+    assert.equal(second.py.out.trim().split('\n').length, 3);
+  } finally {
+    second.py.kill();
+    await closePages();
+    await second.srv.stop();
+  }
+});
+
 test('GRAPHMIND_HIDE_TOOL_RESULTS=1: the hidden output shows its chip', async () => {
   const { srv, page, py } = await heldRun({ GRAPHMIND_HIDE_TOOL_RESULTS: '1' });
   try {
