@@ -10,7 +10,7 @@ export interface Envelope {
   payload: any;
 }
 
-export type NodeStatus = 'pending' | 'running' | 'ok' | 'error' | 'paused';
+export type NodeStatus = 'pending' | 'running' | 'ok' | 'error' | 'aborted' | 'paused';
 
 export interface Redaction {
   count: number;
@@ -236,7 +236,7 @@ export function apply(run: RunModel, env: Envelope): boolean {
       const n = ensureNode(run, p.nodeId);
       n.hinted = false;
       const inst = findInstance(n, p.instanceId) ?? addLateInstance(n, p.instanceId, ts, p.durationMs);
-      inst.status = p.status === 'error' ? 'error' : 'ok';
+      inst.status = p.status === 'error' ? 'error' : p.status === 'aborted' ? 'aborted' : 'ok';
       inst.endTs = ts;
       inst.output = p.output;
       if (p.usage && typeof p.usage === 'object') inst.usage = p.usage;
@@ -368,7 +368,7 @@ export function nodeStatus(n: GNode): NodeStatus {
   for (const i of n.instances) if (i.status === 'running') running = true;
   if (running) return 'running';
   const last = n.instances[n.instances.length - 1];
-  return last.status === 'error' ? 'error' : last.status === 'aborted' ? 'error' : 'ok';
+  return last.status === 'error' ? 'error' : last.status === 'aborted' ? 'aborted' : 'ok';
 }
 
 export function activePauses(run: RunModel): Pause[] {

@@ -109,10 +109,11 @@ test('Abort ends the run as aborted; Retry (keyboard R) runs the call again', as
   const { srv, page, py } = await heldRun();
   try {
     await page.locator('#cards [data-testid=held] .act-abort').click();
-    const code = await finish(page, py);
-    assert.notEqual(code, 0, 'the agent sees the abort');
+    assert.equal(await finish(page, py), 0, py.err);
+    assert.match(py.out, /^aborted$/m, 'the agent sees the abort');
     const item = page.locator('[data-testid=run-item]').first();
     await waitFor(() => item.locator('.pill').textContent().then((t) => t === 'aborted'), 10000, 'run status aborted');
+    assert.match(await page.locator('.card[data-id="tool:search_flights"]').getAttribute('class'), /st-aborted/);
     await shot(page, 'aborted');
   } finally {
     py.kill();
