@@ -44,19 +44,25 @@ export function stressRun(nodes: number, events = nodes * 16, runId = `run_stres
     ids.push({ id: `${kind}:n${i}`, kind, name: `${kind === 'tool' ? 'call' : kind}${i}`, parentId: currentStep });
   }
   const perNode = Math.max(3, Math.floor(events / nodes));
-  for (const [k, n] of ids.entries()) {
+  const kids = new Map<string, typeof ids>();
+  for (const n of ids) if (n.parentId) (kids.get(n.parentId) ?? kids.set(n.parentId, []).get(n.parentId)!).push(n);
+  // Depth-first, so a parent's execution spans its children's (a realistic waterfall):
+  // start, stream, run the children (first execution only), finish.
+  const emit = (n: (typeof ids)[number], k: number) => {
     const instances = Math.max(1, Math.round((perNode - 2) / 6));
     for (let j = 0; j < instances; j++) {
       const instanceId = `${n.id}#${j}`;
+      const start = ts + 1;
       push('node.started', { nodeId: n.id, kind: n.kind, name: n.name, instanceId, parentId: n.parentId, input: { q: `query ${k}`, attempt: j } });
       const tokenEvents = Math.max(0, perNode / instances - 2);
       for (let t = 0; t < tokenEvents; t++) push('node.token', { nodeId: n.id, instanceId, deltas: [{ t: 'text', v: `tok${t} ` }] });
+      if (j === 0) for (const c of kids.get(n.id) ?? []) emit(c, ids.indexOf(c));
       const fail = rand() < 0.03;
-      const duration = Math.floor(5 + rand() * 400);
       if (fail) push('node.error', { nodeId: n.id, instanceId, error: { name: 'Error', message: `synthetic failure in ${n.name}` } });
-      else push('node.finished', { nodeId: n.id, instanceId, status: 'ok', durationMs: duration, output: { ok: true, n: k }, usage: n.kind === 'llm' ? { inputTokens: 100 + k, outputTokens: 20 } : undefined });
+      else push('node.finished', { nodeId: n.id, instanceId, status: 'ok', durationMs: ts - start, output: { ok: true, n: k }, usage: n.kind === 'llm' ? { inputTokens: 100 + k, outputTokens: 20 } : undefined });
     }
-  }
+  };
+  emit(ids[0], 0);
   push('run.finished', { status: 'ok' });
   return out;
 }
