@@ -35,8 +35,9 @@ function scalar(v: unknown, path: string[], hiddenBy: (path: string[]) => string
 function node(v: unknown, path: string[], hiddenBy: (path: string[]) => string, open: number): HTMLElement {
   if (v === null || typeof v !== 'object') return scalar(v, path, hiddenBy);
   const isArr = Array.isArray(v);
-  const entries = isArr ? (v as unknown[]).map((x, i) => [String(i), x] as [string, unknown]) : Object.entries(v as object);
   const truncated = !isArr && (v as any)[TRUNCATED_KEY] === true;
+  const marker = (k: string) => truncated && (k === TRUNCATED_KEY || k === 'bytes' || k === 'keysDropped');
+  const entries = isArr ? (v as unknown[]).map((x, i) => [String(i), x] as [string, unknown]) : Object.entries(v as object).filter(([k]) => !marker(k));
   const d = el('details', 'j-obj');
   if (open > 0) d.open = true;
   const s = el('summary');
@@ -52,7 +53,6 @@ function node(v: unknown, path: string[], hiddenBy: (path: string[]) => string, 
   const body = el('div', 'j-body');
   let shown = 0;
   for (const [k, x] of entries) {
-    if (truncated && (k === TRUNCATED_KEY || k === 'bytes' || k === 'keysDropped')) continue;
     if (shown++ >= MAX_CHILDREN) {
       body.append(el('div', 'j-more', `… ${entries.length - MAX_CHILDREN} more`));
       break;

@@ -1,0 +1,71 @@
+// A held gate driven by a raw app on /ingest (the reference SDK 0.5.1 does not offer input
+// edits): Edit args where `editable`, refusals, who resumed.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launch, newPage, shot, ingest, waitFor } from './harness.mjs';
+
+let browser, srv, page, ws;
+const runId = 'run_gate0000001';
+const resumes = [];
+let seq = 1;
+const send = (type, payload) => ws.send(JSON.stringify({ gm: 1, seq: seq++, ts: Date.now(), runId, type, payload }));
+
+before(async () => {
+  browser = await launch();
+  srv = await startServer();
+  ws = await ingest(srv.port, []);
+  ws.on('message', (m) => {
+    const e = JSON.parse(String(m));
+    if (e.type === 'exec.resume') resumes.push(e.payload);
+  });
+  send('run.started', { app: 'gate', sdk: { name: 'test', version: '0' } });
+  send('node.started', { nodeId: 'agent:gate', kind: 'agent', name: 'gate', instanceId: runId });
+  send('node.started', { nodeId: 'tool:refund', kind: 'tool', name: 'refund', instanceId: 'r1', parentId: 'agent:gate', input: { orderId: 'A-1', amount: 900, note: { __graphmindTruncated: true, bytes: 90000, preview: '…' } } });
+  send('exec.paused', { pauseId: 'p_1', nodeId: 'tool:refund', point: 'before', reason: 'breakpoint', editable: true });
+  page = await newPage(browser);
+  await page.goto(`${srv.url}/#/run/${runId}`);
+  await page.locator('#cards [data-testid=held]').waitFor();
+});
+after(async () => {
+  ws?.close();
+  await browser?.close();
+  await srv?.stop();
+});
+
+test('a breakpoint hold offers Edit args; placeholders and truncation markers are refused', async () => {
+  const held = page.locator('#cards [data-testid=held]');
+  assert.match(await held.textContent(), /Breakpoint before refund/);
+  await held.locator('.act-edit').click();
+  const editor = page.locator('#modal textarea');
+  await editor.waitFor();
+  assert.deepEqual(JSON.parse(await editor.inputValue()).orderId, 'A-1');
+  await page.keyboard.press('Control+Enter');
+  assert.match(await page.locator('.editor-error').textContent(), /truncation marker/);
+  await editor.fill('{"orderId": "A-1", "amount": "__REDACTED__"}');
+  await page.keyboard.press('Control+Enter');
+  assert.match(await page.locator('.editor-error').textContent(), /__REDACTED__/);
+  await editor.fill('{"orderId": "A-1", "amount": 90}');
+  await shot(page, 'gate-edit-args');
+  await page.keyboard.press('Control+Enter');
+  await waitFor(() => resumes.length === 1, 5000, 'exec.resume at the app');
+  assert.equal(resumes[0].pauseId, 'p_1');
+  assert.equal(resumes[0].action, 'continue');
+  assert.match(resumes[0].requestId, /^vw_/);
+});
+
+test('an app refusal shows on the banner; the resume names who released it', async () => {
+  send('exec.refused', { pauseId: 'p_1', code: 'schema', message: 'amount must be a number' });
+  await waitFor(() => page.locator('#cards .held-refused').count(), 5000, 'refusal shown');
+  assert.match(await page.locator('#cards .held-refused').textContent(), /schema — amount must be a number/);
+  send('exec.resumed', { pauseId: 'p_1', action: 'continue', edited: { after: { orderId: 'A-1', amount: 90 } }, principal: 'alice@laptop' });
+  send('node.finished', { nodeId: 'tool:refund', instanceId: 'r1', status: 'ok', durationMs: 1500, heldMs: 1400, output: { refunded: 90 } });
+  await waitFor(() => page.locator('#cards [data-testid=held]').count().then((n) => n === 0), 5000, 'released');
+  await page.locator('.card[data-id="tool:refund"]').click();
+  const insp = page.locator('#inspector');
+  await waitFor(() => insp.textContent().then((t) => /by alice@laptop/.test(t)), 5000, 'principal');
+  assert.match(await insp.textContent(), /edited arguments/);
+  assert.match(await insp.textContent(), /Edited input \(what ran\)/);
+  assert.equal(await insp.locator('[data-testid=times]').textContent(), 'ran 100 ms · held 1.40 s');
+  await shot(page, 'gate-principal');
+  assert.deepEqual(page.errors, []);
+});
