@@ -150,6 +150,12 @@ function onMessage(msg: any): void {
       if (!was || was.status !== r.status) summarizeSoon();
       invalidate({ rail: true, bar: true });
       if (!S.selectedRun && !S.stress) selectRun(r.id);
+      else if (!was && S.selectedRun && !S.stress && r.status === 'running') {
+        // A new live run: follow it when the one on screen has finished, else say so.
+        const current = S.runs.get(S.selectedRun);
+        if (current && current.status !== 'running' && !S.selectedNode) selectRun(r.id);
+        else toast(`new run: ${r.app} (${r.id}) — it is in the run list`);
+      }
       break;
     }
     case 'replay.start':

@@ -57,16 +57,16 @@ test('redacted input chip, truncated output, ran · held', async () => {
 
 test('error with stack, injected marker, token usage', async () => {
   await page.locator('.card[data-id="tool:parse"]').click();
-  await waitFor(() => page.locator('#inspector h2').textContent().then((t) => t === 'parse'), 3000, 'parse');
+  await waitFor(() => page.locator('#inspector h2').textContent().then((t) => t === 'parse'), 10000, 'parse');
   assert.match(await page.locator('#inspector .stack').textContent(), /at parse \(parse\.js:10:5\)/);
   assert.match(await page.locator('.card[data-id="tool:parse"]').getAttribute('class'), /st-error/);
   await page.locator('.card[data-id="tool:lookup"]').click();
-  await waitFor(() => page.locator('#inspector h2').textContent().then((t) => t === 'lookup'), 3000, 'lookup');
+  await waitFor(() => page.locator('#inspector h2').textContent().then((t) => t === 'lookup'), 10000, 'lookup');
   assert.match(await page.locator('#inspector .marks').textContent(), /injected/);
   await page.locator('.card[data-id="llm:step"]').click();
-  await waitFor(() => page.locator('#inspector h2').textContent().then((t) => t === 'step'), 3000, 'step');
+  await waitFor(() => page.locator('#inspector h2').textContent().then((t) => t === 'step'), 10000, 'step');
   await page.locator('#inspector .inst-list .chip', { hasText: '#1' }).click();
-  await waitFor(() => page.locator('#inspector .usage').count(), 3000, 'usage');
+  await waitFor(() => page.locator('#inspector .usage').count(), 10000, 'usage');
   assert.match(await page.locator('#inspector .usage').textContent(), /in 1200 · out 85 · cache read 1000/);
   await shot(page, 'markers-usage');
   assert.deepEqual(page.errors, []);

@@ -18,7 +18,12 @@ async function heldRun(env = {}) {
   await page.goto(srv.url + '/');
   await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 10000, 'connected');
   const py = runPython('agent_loop.py', srv.port, env);
-  await waitFor(() => page.locator('#cards [data-testid=held]').count(), 20000, 'a held card');
+  try {
+    await waitFor(() => page.locator('#cards [data-testid=held]').count(), 30000, 'a held card');
+  } catch (e) {
+    py.kill();
+    throw new Error(`${e.message}; agent exit ${py.exitCode}, stdout ${JSON.stringify(py.out)}, stderr ${JSON.stringify(py.err.slice(-600))}; viewer: ${await page.evaluate(() => JSON.stringify({ runs: [...window.__gm.S.runs.keys()], sel: window.__gm.S.selectedRun, conn: window.__gm.connLog }))}; server: ${srv.logs().slice(-600)}`);
+  }
   return { srv, page, py };
 }
 
