@@ -187,7 +187,10 @@ function onMessage(msg: any): void {
       break;
     }
     case 'error':
-      toast(`server: ${msg.message ?? 'error'}`, 'warn');
+      // 0.6 hubs answer a refused control with {code, pauseId}; `forbidden` means this tab
+      // holds no (valid) viewer token.
+      if (msg.code === 'forbidden') toast(`refused: this needs the viewer token — open the link \`graphmind serve\` printed (${msg.message ?? ''})`, 'warn');
+      else toast(`server: ${msg.code ? `${msg.code}: ` : ''}${msg.message ?? 'error'}`, 'warn');
       break;
   }
 }
