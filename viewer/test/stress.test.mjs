@@ -153,6 +153,27 @@ test('everything open (⇧C): 300 cards, still no overlap and no edge through a 
   await waitFor(() => page.locator('#cards .card').count().then((n) => n < 60), 5000, 'folded again');
 });
 
+test('keyboard: > opens palette actions, B toggles the run list, Esc closes and deselects', async () => {
+  await page.keyboard.press('Escape');
+  const tlOpen = await page.locator('#timeline').isVisible();
+  await page.keyboard.press('>');
+  await page.locator('#palette').waitFor();
+  assert.equal(await page.locator('#pal-input').inputValue(), '>');
+  await page.keyboard.type('timeline');
+  assert.match(await page.locator('.pal-item.sel').textContent(), /Toggle the timeline/);
+  await page.keyboard.press('Enter');
+  await waitFor(() => page.locator('#timeline').isVisible().then((v) => v !== tlOpen), 3000, 'timeline toggled');
+  assert.equal(await page.locator('#palette').isVisible(), false);
+  await page.keyboard.press('b');
+  await waitFor(() => page.locator('#rail').isVisible().then((v) => !v), 3000, 'rail hidden');
+  await page.keyboard.press('b');
+  await waitFor(() => page.locator('#rail').isVisible(), 3000, 'rail shown');
+  await page.keyboard.press('Control+k');
+  await page.locator('#palette').waitFor();
+  await page.keyboard.press('Escape');
+  assert.equal(await page.locator('#palette').isVisible(), false);
+});
+
 test('?stress=N renders a synthetic run without a server run', async () => {
   const p = await newPage(browser);
   await p.goto(`${srv.url}/?stress=1000`);
