@@ -4,6 +4,8 @@
 //! concern lives in its own module, mostly as pure functions so that the conformance
 //! vectors in `tests/vectors/` can check it without a socket.
 
+pub mod gate;
 pub mod json;
+pub mod transport;
 
 pub use json::{JsStr, Map, Number, Value};
