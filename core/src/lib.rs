@@ -4,8 +4,15 @@
 //! concern lives in its own module, mostly as pure functions so that the conformance
 //! vectors in `tests/vectors/` can check it without a socket.
 
+pub mod buffer;
+pub mod config;
+pub mod event;
 pub mod gate;
 pub mod json;
+pub mod loop_guard;
+pub mod session;
 pub mod transport;
+pub mod warn;
+pub mod wire;
 
 pub use json::{JsStr, Map, Number, Value};

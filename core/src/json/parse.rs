@@ -354,6 +354,18 @@ mod tests {
     }
 
     #[test]
+    fn joins_an_escaped_surrogate_pair_into_one_character() {
+        // As JSON.parse does: "\ud83d\ude00" is U+1F600, not two lone surrogates.
+        for text in [r#""\ud83d\ude00""#, r#""x\ud83d\ude00""#, r#""\n\ud83d\ude00\u0041""#] {
+            let v = parse_str(text).unwrap();
+            let s = v.as_js_str().unwrap();
+            assert!(!s.has_lone_surrogate(), "{text}");
+            assert!(s.as_str().unwrap().contains('\u{1F600}'), "{text}");
+        }
+        assert_eq!(parse_str(r#""\ud83d\ude00""#).unwrap(), Value::from("\u{1F600}"));
+    }
+
+    #[test]
     fn refuses_deep_nesting_without_overflowing() {
         let deep = "[".repeat(100_000);
         assert_eq!(parse_str(&deep).unwrap_err().kind, ParseErrorKind::TooDeep);

@@ -161,8 +161,10 @@ mod tests {
 
     #[test]
     fn strings_are_escaped_as_json_stringify_does() {
-        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff""#).unwrap();
-        assert_eq!(to_string(&v), r#""a\"\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff""#);
+        // `\ud800\udfff` is a valid pair (U+103FF), written raw as JSON.stringify does; a
+        // lone high and a lone low surrogate stay escaped.
+        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff\udfff\ud800x""#).unwrap();
+        assert_eq!(to_string(&v), "\"a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001fé😀\u{103FF}\\udfff\\ud800x\"");
     }
 
     #[test]
