@@ -12,161 +12,24 @@
 //! and Node, which must never block their loop. Both are woken by the thread that releases
 //! the gate; nothing polls.
 
-use crate::json::{Map, Value};
+use crate::json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// Where in a step a gate sits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PausePoint {
-    /// The step has not run yet.
-    Before,
-    /// The step returned.
-    After,
-    /// The step raised.
-    Error,
+pub use crate::event::{BreakpointMatcher, PausePoint, PauseReason, ResumeAction, RunMode};
+
+/// Whether `matcher` arms `point` of `node`: every given field must match; an absent
+/// `point` means `before`, so `{}` holds before every node.
+pub fn matcher_matches(matcher: &BreakpointMatcher, point: PausePoint, node: &GateNode) -> bool {
+    matcher.point.unwrap_or(PausePoint::Before) == point
+        && matcher.kind.is_none_or(|k| k.as_str() == node.kind)
+        && matcher.name.as_ref().is_none_or(|n| *n == node.name.as_str())
 }
 
-impl PausePoint {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PausePoint::Before => "before",
-            PausePoint::After => "after",
-            PausePoint::Error => "error",
-        }
-    }
-
-    /// Parses the wire spelling.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "before" => Some(PausePoint::Before),
-            "after" => Some(PausePoint::After),
-            "error" => Some(PausePoint::Error),
-            _ => None,
-        }
-    }
-}
-
-/// What the debugger chose at a gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ResumeAction {
-    /// Run the step / keep the result / re-raise the error.
-    Continue,
-    /// Run the step (again).
-    Retry,
-    /// Skip the step (or replace its result, or swallow its error) with a given output.
-    Inject,
-    /// Abort the run.
-    Abort,
-}
-
-impl ResumeAction {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ResumeAction::Continue => "continue",
-            ResumeAction::Retry => "retry",
-            ResumeAction::Inject => "inject",
-            ResumeAction::Abort => "abort",
-        }
-    }
-
-    /// Parses the wire spelling.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "continue" => Some(ResumeAction::Continue),
-            "retry" => Some(ResumeAction::Retry),
-            "inject" => Some(ResumeAction::Inject),
-            "abort" => Some(ResumeAction::Abort),
-            _ => None,
-        }
-    }
-}
-
-/// The debugger's mode: `run` holds only at breakpoints, `step` at every `before` and
-/// `error` point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum RunMode {
-    /// Hold at matching breakpoints only.
-    #[default]
-    Run,
-    /// Hold at every `before` and `error` point too.
-    Step,
-}
-
-impl RunMode {
-    /// Parses the wire spelling.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "run" => Some(RunMode::Run),
-            "step" => Some(RunMode::Step),
-            _ => None,
-        }
-    }
-
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunMode::Run => "run",
-            RunMode::Step => "step",
-        }
-    }
-}
-
-/// A breakpoint: every given field must match; `point` defaults to `before`; `{}` matches
-/// the `before` point of every node.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct BreakpointMatcher {
-    /// Node kind to match (`tool`, `llm`, ...).
-    pub kind: Option<String>,
-    /// Node name to match.
-    pub name: Option<String>,
-    /// Point to match; `None` means `before`.
-    pub point: Option<PausePoint>,
-}
-
-impl BreakpointMatcher {
-    /// Reads a matcher from its wire object; `None` when it is not an object or a field has
-    /// the wrong type (such a matcher is ignored rather than matching everything).
-    pub fn from_value(value: &Value) -> Option<Self> {
-        let map = value.as_object()?;
-        let text = |key: &str| -> Result<Option<String>, ()> {
-            match map.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) => Ok(Some(s.to_string())),
-                Some(_) => Err(()),
-            }
-        };
-        let point = match map.get("point") {
-            None | Some(Value::Null) => None,
-            Some(v) => Some(PausePoint::parse(v.as_str()?)?),
-        };
-        Some(BreakpointMatcher { kind: text("kind").ok()?, name: text("name").ok()?, point })
-    }
-
-    /// The wire object.
-    pub fn to_value(&self) -> Value {
-        let mut map = Map::new();
-        if let Some(kind) = &self.kind {
-            map.insert("kind", Value::from(kind.as_str()));
-        }
-        if let Some(name) = &self.name {
-            map.insert("name", Value::from(name.as_str()));
-        }
-        if let Some(point) = self.point {
-            map.insert("point", Value::from(point.as_str()));
-        }
-        Value::Object(map)
-    }
-
-    /// Whether this matcher arms `point` of `node`.
-    pub fn matches(&self, point: PausePoint, node: &GateNode) -> bool {
-        self.point.unwrap_or(PausePoint::Before) == point
-            && self.kind.as_deref().is_none_or(|k| k == node.kind)
-            && self.name.as_deref().is_none_or(|n| n == node.name)
-    }
+/// Whether two matchers name the same breakpoint (unknown extra fields do not count).
+pub fn matcher_equals(a: &BreakpointMatcher, b: &BreakpointMatcher) -> bool {
+    a.kind == b.kind && a.name == b.name && a.point == b.point
 }
 
 /// The node a gate belongs to.
@@ -196,31 +59,6 @@ impl GateDecision {
     /// `continue`, nothing changed: what every fail-open release decides.
     pub fn proceed() -> Self {
         GateDecision { action: ResumeAction::Continue, output: None, input: None }
-    }
-}
-
-/// Why a gate holds (`exec.paused.reason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PauseReason {
-    /// A debugger breakpoint matched.
-    Breakpoint,
-    /// The pause-on-error breakpoint, or step mode at an error.
-    Error,
-    /// Step mode.
-    Step,
-    /// The loop guard.
-    Loop,
-}
-
-impl PauseReason {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PauseReason::Breakpoint => "breakpoint",
-            PauseReason::Error => "error",
-            PauseReason::Step => "step",
-            PauseReason::Loop => "loop",
-        }
     }
 }
 
@@ -408,14 +246,14 @@ impl GateEngine {
 
     /// Adds a breakpoint (`breakpoint.set`); an equal one is not added twice.
     pub fn add_breakpoint(&mut self, matcher: BreakpointMatcher) {
-        if !self.breakpoints.contains(&matcher) {
+        if !self.breakpoints.iter().any(|existing| matcher_equals(existing, &matcher)) {
             self.breakpoints.push(matcher);
         }
     }
 
     /// Removes a breakpoint (`breakpoint.clear`).
     pub fn remove_breakpoint(&mut self, matcher: &BreakpointMatcher) {
-        self.breakpoints.retain(|existing| existing != matcher);
+        self.breakpoints.retain(|existing| !matcher_equals(existing, matcher));
     }
 
     /// The armed breakpoints.
@@ -425,7 +263,7 @@ impl GateEngine {
 
     /// Whether a debugger breakpoint matches.
     pub fn breakpoint_matches(&self, point: PausePoint, node: &GateNode) -> bool {
-        self.breakpoints.iter().any(|m| m.matches(point, node))
+        self.breakpoints.iter().any(|m| matcher_matches(m, point, node))
     }
 
     /// Whether the debugger's state holds this point: step mode holds every `before` and
@@ -522,12 +360,17 @@ mod tests {
     #[test]
     fn matchers_default_to_before_and_match_every_given_field() {
         let any = BreakpointMatcher::default();
-        assert!(any.matches(PausePoint::Before, &node("tool", "a")));
-        assert!(!any.matches(PausePoint::After, &node("tool", "a")));
-        let m = BreakpointMatcher { kind: Some("tool".into()), name: Some("a".into()), point: Some(PausePoint::Error) };
-        assert!(m.matches(PausePoint::Error, &node("tool", "a")));
-        assert!(!m.matches(PausePoint::Error, &node("llm", "a")));
-        assert!(!m.matches(PausePoint::Error, &node("tool", "b")));
+        assert!(matcher_matches(&any, PausePoint::Before, &node("tool", "a")));
+        assert!(!matcher_matches(&any, PausePoint::After, &node("tool", "a")));
+        let m = BreakpointMatcher {
+            kind: Some(crate::event::NodeKind::Tool),
+            name: Some("a".into()),
+            point: Some(PausePoint::Error),
+            ..BreakpointMatcher::default()
+        };
+        assert!(matcher_matches(&m, PausePoint::Error, &node("tool", "a")));
+        assert!(!matcher_matches(&m, PausePoint::Error, &node("llm", "a")));
+        assert!(!matcher_matches(&m, PausePoint::Error, &node("tool", "b")));
     }
 
     #[test]
