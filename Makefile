@@ -15,6 +15,7 @@ test-rust:
 ## Benchmarks, side by side with what a user would pick instead (criterion).
 bench: setup
 	$(CARGO) bench -p graphmind-core
+	$(CARGO) bench -p graphmind-cli
 
 ## Runs the example and prints what was recorded.
 demo: setup

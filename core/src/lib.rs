@@ -5,12 +5,18 @@
 //! vectors in `tests/vectors/` can check it without a socket.
 
 pub mod buffer;
+pub mod canonical;
 pub mod config;
+pub mod edit_input;
 pub mod event;
+pub mod fingerprint;
 pub mod gate;
 pub mod json;
+pub mod llm;
 pub mod loop_guard;
+pub mod redact;
 pub mod session;
+pub mod smart;
 pub mod transport;
 pub mod warn;
 pub mod wire;

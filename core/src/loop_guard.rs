@@ -1,4 +1,886 @@
-//! Loop guard (placeholder: the full module lands from the loop-guard work).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)] pub enum LoopMode { Pause, Warn, Off }
-#[derive(Clone, Debug, PartialEq)] pub struct LoopGuardConfig { pub threshold: u32, pub mode: LoopMode, pub allow_nodes: Vec<String>, pub ignore_keys: Vec<String>, pub kinds: Vec<String> }
-impl Default for LoopGuardConfig { fn default() -> Self { LoopGuardConfig { threshold: 3, mode: LoopMode::Pause, allow_nodes: vec![], ignore_keys: vec!["_meta".into()], kinds: vec!["tool".into()] } } }
+//! The loop guard: hold (or warn about) an agent that makes the same call again and again.
+//!
+//! Rule v3 ("a loop is the same call back-to-back"): per run and per watched node kind the
+//! guard keeps ONE streak `{nodeId, fingerprint, count, firstSeq, lastSeq}`.
+//!
+//! - A start is *watched* when the guard is enabled (threshold > 0, mode not off), its kind
+//!   is in `kinds` and neither its node id nor its name is in `allow_nodes`.
+//! - A watched start with a readable input extends its kind's streak when node id and
+//!   fingerprint ([`crate::fingerprint`]) match, and otherwise replaces it with a fresh
+//!   streak of count 1.
+//! - A watched start whose input cannot be read clears its kind's streak.
+//! - Unwatched starts touch nothing: an LLM step between two identical tool calls does not
+//!   separate them, an allow-listed call is invisible.
+//! - The before-gate of a call holds when its kind's streak is this node's, its count has
+//!   reached the threshold and this count has not held yet (a retry does not hold again).
+//!
+//! The 0.6 loop kinds (`cycle`, `error-repeat`) live in [`history`]: each (run, watched
+//! kind) also remembers its last [`LOOP_HISTORY_SIZE`] completed calls. Precedence at one
+//! gate: repeat (v3) > cycle > error-repeat.
+//!
+//! State is bounded: at most [`MAX_LOOP_RUNS`] runs (least recently used evicted), one
+//! streak and one history per watched kind, [`MAX_OPEN_CALLS_PER_RUN`] open calls per run.
+//! The guard keeps no reference to a caller's value. It is not synchronised: a session
+//! wraps it in its lock and can fingerprint outside the lock with
+//! [`LoopGuard::fingerprint_start`].
+
+mod history;
+
+use crate::canonical::write_escaped;
+use crate::fingerprint::{HashSink, FINGERPRINT_HEX_CHARS};
+use crate::json::{JsStr, Map, Value};
+use history::{CallEntry, KindHistory, OpenCall, Outcome};
+use sha2::{Digest, Sha256};
+use std::sync::OnceLock;
+
+pub use history::{
+    CYCLE_LAPS, CYCLE_MAX_PERIOD, CYCLE_MIN_PERIOD, ERROR_REPEAT_COUNT, LOOP_HISTORY_SIZE,
+    MAX_OUTPUT_CANONICAL_CHARS,
+};
+
+/// Distinct runs whose loop state is kept; the least recently used is evicted past this.
+pub const MAX_LOOP_RUNS: usize = 64;
+/// Started-but-unfinished watched calls remembered per run; the oldest is forgotten past this.
+pub const MAX_OPEN_CALLS_PER_RUN: usize = 256;
+/// Default number of identical back-to-back calls that make a loop.
+pub const DEFAULT_LOOP_THRESHOLD: u32 = 3;
+/// Default watched node kinds.
+pub const DEFAULT_LOOP_KINDS: &[&str] = &["tool"];
+/// What every warning line starts with (the session's warner prints it).
+pub const WARNING_PREFIX: &str = "[graphmind] ";
+/// What a hidden fingerprint is replaced with on the wire.
+pub const REDACTED: &str = "__REDACTED__";
+
+/// What the guard does at the threshold (`GRAPHMIND_ON_LOOP`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopMode {
+    /// Hold the call while a debugger is attached; warn once per streak when not.
+    Pause,
+    /// Never hold; warn once per streak.
+    Warn,
+    /// Nothing at all, not even fingerprinting.
+    Off,
+}
+
+/// The resolved loop-guard settings (options > environment > defaults, resolved elsewhere).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopGuardConfig {
+    /// Identical back-to-back calls that count as a loop; 0 turns the guard off.
+    pub threshold: u32,
+    /// What to do at the threshold.
+    pub mode: LoopMode,
+    /// Node ids (`tool:pollJob`) or names (`pollJob`) never watched.
+    pub allow_nodes: Vec<String>,
+    /// Keys removed at every depth before fingerprinting.
+    pub ignore_keys: Vec<String>,
+    /// Node kinds watched.
+    pub kinds: Vec<String>,
+}
+
+impl Default for LoopGuardConfig {
+    fn default() -> Self {
+        LoopGuardConfig {
+            threshold: DEFAULT_LOOP_THRESHOLD,
+            mode: LoopMode::Pause,
+            allow_nodes: Vec::new(),
+            ignore_keys: crate::canonical::DEFAULT_IGNORE_KEYS
+                .iter()
+                .map(|k| k.to_string())
+                .collect(),
+            kinds: DEFAULT_LOOP_KINDS.iter().map(|k| k.to_string()).collect(),
+        }
+    }
+}
+
+/// A call's input (or output) as the caller could read it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum LoopValue<'a> {
+    /// Read; `None` when the call had none (canonicalised as `null`).
+    Read(Option<&'a Value>),
+    /// Reading it failed (a throwing getter, a host value that could not be converted
+    /// faithfully), or the event never reached the wire: equal to nothing.
+    Unreadable,
+}
+
+impl<'a> From<Option<&'a Value>> for LoopValue<'a> {
+    fn from(v: Option<&'a Value>) -> Self {
+        LoopValue::Read(v)
+    }
+}
+
+impl<'a> From<&'a Value> for LoopValue<'a> {
+    fn from(v: &'a Value) -> Self {
+        LoopValue::Read(Some(v))
+    }
+}
+
+/// One `node.started`, as the guard needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeStart<'a> {
+    /// The run it belongs to.
+    pub run_id: &'a str,
+    /// The node id (`tool:search`).
+    pub node_id: &'a str,
+    /// The node's name (`search`); see [`default_node_name`].
+    pub name: &'a str,
+    /// The node kind (`tool`, `llm`, ...).
+    pub kind: &'a str,
+    /// The instance id, which correlates `node.error` / `node.finished` with this start.
+    pub instance_id: Option<&'a str>,
+    /// The input.
+    pub input: LoopValue<'a>,
+    /// The envelope seq the start received.
+    pub seq: u64,
+}
+
+impl<'a> NodeStart<'a> {
+    /// A start with the default name (see [`default_node_name`]) and no instance id.
+    pub fn new(
+        run_id: &'a str,
+        node_id: &'a str,
+        kind: &'a str,
+        input: LoopValue<'a>,
+        seq: u64,
+    ) -> Self {
+        NodeStart {
+            run_id,
+            node_id,
+            name: default_node_name(node_id),
+            kind,
+            instance_id: None,
+            input,
+            seq,
+        }
+    }
+
+    /// With this name.
+    pub fn name(mut self, name: &'a str) -> Self {
+        self.name = name;
+        self
+    }
+
+    /// With this instance id.
+    pub fn instance(mut self, instance_id: &'a str) -> Self {
+        self.instance_id = Some(instance_id);
+        self
+    }
+}
+
+/// A node's name when none was given: its id after the first colon (`tool:search` →
+/// `search`), or the whole id.
+pub fn default_node_name(node_id: &str) -> &str {
+    node_id.split_once(':').map_or(node_id, |(_, name)| name)
+}
+
+/// Which detector held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopKind {
+    /// v3: the same call back-to-back (`loop.kind` absent on the wire).
+    Repeat,
+    /// A lap of `period` calls repeated `laps` times with identical results.
+    Cycle {
+        /// Calls per lap (2..=4).
+        period: u32,
+        /// Identical laps seen before this hold.
+        laps: u32,
+    },
+    /// The node failed with the same error [`ERROR_REPEAT_COUNT`] times or more.
+    ErrorRepeat,
+}
+
+/// What `exec.paused.loop` carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopInfo {
+    /// Which detector held.
+    pub kind: LoopKind,
+    /// v3: identical back-to-back calls including this one; cycle: identical laps;
+    /// error-repeat: identical failures before this call.
+    pub repeats: u32,
+    /// Seq of the first `node.started` of the evidence.
+    pub first_seq: u64,
+    /// Seq of the held call's `node.started`.
+    pub last_seq: u64,
+    /// v3: the call's fingerprint; cycle / error-repeat: a per-process salted digest;
+    /// [`REDACTED`] when a hide switch covers it.
+    pub fingerprint: String,
+}
+
+impl LoopInfo {
+    /// The `loop` object of `exec.paused`: `repeats`, `firstSeq`, `lastSeq`, `fingerprint`,
+    /// then `kind` (and `period`, `laps` for a cycle) for the 0.6 kinds.
+    pub fn to_wire(&self) -> Value {
+        let mut map = Map::with_capacity(7);
+        map.insert("repeats", Value::from(self.repeats as i64));
+        map.insert("firstSeq", Value::from(self.first_seq));
+        map.insert("lastSeq", Value::from(self.last_seq));
+        map.insert("fingerprint", Value::from(self.fingerprint.as_str()));
+        match self.kind {
+            LoopKind::Repeat => {}
+            LoopKind::Cycle { period, laps } => {
+                map.insert("kind", Value::from("cycle"));
+                map.insert("period", Value::from(period as i64));
+                map.insert("laps", Value::from(laps as i64));
+            }
+            LoopKind::ErrorRepeat => {
+                map.insert("kind", Value::from("error-repeat"));
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+/// Which of a node's values the hide switches cover, for the fingerprint a hold reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopHide {
+    /// The node's input is hidden (`hideInputs`, or `hideToolArgs` on a tool node).
+    pub input: bool,
+    /// The node's output is hidden (`hideOutputs`, or `hideToolResults` on a tool node).
+    pub output: bool,
+}
+
+impl LoopHide {
+    /// From the four switches and whether the node is a tool node.
+    pub fn for_node(
+        hide_inputs: bool,
+        hide_outputs: bool,
+        hide_tool_args: bool,
+        hide_tool_results: bool,
+        tool: bool,
+    ) -> Self {
+        LoopHide {
+            input: hide_inputs || (hide_tool_args && tool),
+            output: hide_outputs || (hide_tool_results && tool),
+        }
+    }
+}
+
+/// A warning the session prints through its rate-limited warner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopWarning {
+    /// The rate-limit key (`loop:tool:search`, `loop-cycle:…`, `loop-error:…`).
+    pub key: String,
+    /// The message, without [`WARNING_PREFIX`].
+    pub message: String,
+}
+
+impl LoopWarning {
+    /// The full line as printed: [`WARNING_PREFIX`] and the message.
+    pub fn line(&self) -> String {
+        format!("{WARNING_PREFIX}{}", self.message)
+    }
+}
+
+/// What the session does about a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoopVerdict {
+    /// Nothing.
+    Continue,
+    /// Hold the before-gate with `reason: "loop"` and this `loop`.
+    Hold(LoopInfo),
+    /// Print this warning (once per streak; the session's warner rate-limits by key).
+    Warn(LoopWarning),
+}
+
+/// What recording a `node.started` gives back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartOutcome {
+    /// The call's fingerprint; `None` when the start is not watched or its input could not
+    /// be read.
+    pub fingerprint: Option<String>,
+    /// The streak's count after this start (0 when nothing was recorded).
+    pub repeats: u32,
+    /// [`LoopVerdict::Warn`] when nothing will hold this loop, else `Continue`.
+    pub verdict: LoopVerdict,
+}
+
+/// A call's fingerprint, computed without the guard's state (so a session can do it
+/// outside its lock): 16 bytes of SHA-256, or `None` when not comparable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartFingerprint(Option<Fp>);
+
+/// 16 bytes of a digest.
+pub(crate) type Fp = [u8; 16];
+
+pub(crate) fn hex(fp: &Fp) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(FINGERPRINT_HEX_CHARS);
+    for &b in fp {
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 0xF) as usize] as char);
+    }
+    out
+}
+
+/// The v3 streak of one (run, kind).
+#[derive(Clone, Debug)]
+struct Streak {
+    node_id: String,
+    fingerprint: Fp,
+    repeats: u32,
+    first_seq: u64,
+    last_seq: u64,
+    /// This count already held.
+    tripped: bool,
+    /// This streak already produced its one warning.
+    warned: bool,
+}
+
+#[derive(Debug, Default)]
+struct RunState {
+    /// Per watched kind (index into the config's kinds): the v3 streak.
+    streaks: Vec<Option<Streak>>,
+    /// Per watched kind: the v4 history.
+    histories: Vec<KindHistory>,
+    /// Watched calls started and not completed, oldest first.
+    open: std::collections::VecDeque<OpenCall>,
+}
+
+/// The loop guard of one session.
+#[derive(Debug)]
+pub struct LoopGuard {
+    config: LoopGuardConfig,
+    /// Runs, least recently used first.
+    runs: Vec<(String, RunState)>,
+    salt: [u8; 32],
+}
+
+impl LoopGuard {
+    /// A guard with the per-process salt for the 0.6 digests.
+    pub fn new(config: LoopGuardConfig) -> Self {
+        Self::with_salt(config, *process_salt())
+    }
+
+    /// A guard whose 0.6 digests use `salt` (tests).
+    pub fn with_salt(config: LoopGuardConfig, salt: [u8; 32]) -> Self {
+        LoopGuard {
+            config,
+            runs: Vec::new(),
+            salt,
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &LoopGuardConfig {
+        &self.config
+    }
+
+    /// False when nothing is ever fingerprinted (mode off or threshold 0).
+    pub fn enabled(&self) -> bool {
+        self.config.mode != LoopMode::Off && self.config.threshold > 0
+    }
+
+    /// Runs currently tracked.
+    pub fn tracked_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Does the guard watch a start of this node?
+    pub fn applies_to(&self, kind: &str, node_id: &str, name: &str) -> bool {
+        self.kind_index(kind).is_some() && !self.allowed(node_id, name)
+    }
+
+    fn allowed(&self, node_id: &str, name: &str) -> bool {
+        self.config
+            .allow_nodes
+            .iter()
+            .any(|a| a == node_id || a == name)
+    }
+
+    fn kind_index(&self, kind: &str) -> Option<usize> {
+        if !self.enabled() {
+            return None;
+        }
+        self.config.kinds.iter().position(|k| k == kind)
+    }
+
+    /// The fingerprint of a start, or `None` inside when it is not comparable. Needs no
+    /// state: a session may call it outside its lock, then [`LoopGuard::record_start`].
+    pub fn fingerprint_start(&self, node_id: &str, input: LoopValue<'_>) -> StartFingerprint {
+        match input {
+            LoopValue::Unreadable => StartFingerprint(None),
+            LoopValue::Read(value) => {
+                let mut sink = HashSink::new(Sha256::new());
+                crate::canonical::write_canonical_call(
+                    node_id.as_bytes(),
+                    value,
+                    &self.config.ignore_keys,
+                    &mut sink,
+                );
+                let digest = sink.finish();
+                let mut fp = [0u8; 16];
+                fp.copy_from_slice(&digest[..16]);
+                StartFingerprint(Some(fp))
+            }
+        }
+    }
+
+    /// `node.started`: fingerprint, extend or replace the kind's streak, open the call for
+    /// the history and look for a cycle or an error-repeat. `attached` tells whether a
+    /// debugger would hold the call; when nothing will hold it, the outcome carries the one
+    /// warning of its streak.
+    pub fn on_node_started(&mut self, start: &NodeStart<'_>, attached: bool) -> StartOutcome {
+        if !self.applies_to(start.kind, start.node_id, start.name) {
+            return StartOutcome {
+                fingerprint: None,
+                repeats: 0,
+                verdict: LoopVerdict::Continue,
+            };
+        }
+        let fp = self.fingerprint_start(start.node_id, start.input);
+        self.record_start(start, fp, attached)
+    }
+
+    /// [`LoopGuard::on_node_started`] with a fingerprint computed beforehand.
+    pub fn record_start(
+        &mut self,
+        start: &NodeStart<'_>,
+        fp: StartFingerprint,
+        attached: bool,
+    ) -> StartOutcome {
+        let nothing = StartOutcome {
+            fingerprint: None,
+            repeats: 0,
+            verdict: LoopVerdict::Continue,
+        };
+        let Some(kind) = self.kind_index(start.kind) else {
+            return nothing;
+        };
+        if self.allowed(start.node_id, start.name) {
+            return nothing;
+        }
+        let kinds = self.config.kinds.len();
+        let threshold = self.config.threshold;
+        let salt = self.salt;
+        let state = self.state_for(start.run_id, kinds);
+        state.histories[kind].verdict = None;
+        let instance_id = start.instance_id.map(str::to_owned);
+        let Some(fp) = fp.0 else {
+            // The call happened with arguments nobody can compare: the previous call is no
+            // longer "the call right before" the next one.
+            state.streaks[kind] = None;
+            open_call(
+                state,
+                OpenCall::new(kind, start.node_id, instance_id, None, start.seq),
+            );
+            return nothing;
+        };
+        let streak = match &mut state.streaks[kind] {
+            Some(s) if s.node_id == start.node_id && s.fingerprint == fp => {
+                s.repeats = s.repeats.saturating_add(1);
+                s.last_seq = start.seq;
+                s.tripped = false;
+                s.clone()
+            }
+            slot => {
+                let s = Streak {
+                    node_id: start.node_id.to_owned(),
+                    fingerprint: fp,
+                    repeats: 1,
+                    first_seq: start.seq,
+                    last_seq: start.seq,
+                    tripped: false,
+                    warned: false,
+                };
+                *slot = Some(s.clone());
+                s
+            }
+        };
+        open_call(
+            state,
+            OpenCall::new(kind, start.node_id, instance_id, Some(fp), start.seq),
+        );
+        let history = &mut state.histories[kind];
+        let detected = history
+            .detect_cycle(start.node_id, &fp, start.seq, &salt)
+            .or_else(|| history.detect_error_repeat(start.node_id, start.seq));
+        if let Some(info) = &detected {
+            history.verdict = Some(history::Verdict {
+                node_id: start.node_id.to_owned(),
+                info: info.clone(),
+                tripped: false,
+            });
+        }
+        let at_threshold = streak.repeats >= threshold;
+        let mut outcome = StartOutcome {
+            fingerprint: Some(hex(&fp)),
+            repeats: streak.repeats,
+            verdict: LoopVerdict::Continue,
+        };
+        if self.config.mode == LoopMode::Pause && attached {
+            return outcome;
+        }
+        let because = if self.config.mode == LoopMode::Warn {
+            "GRAPHMIND_ON_LOOP=warn, so it is not being held"
+        } else {
+            "no debugger is attached to hold it (start `npx graphmind-ai` to pause it there)"
+        };
+        if !at_threshold {
+            if let Some(info) = detected {
+                outcome.verdict =
+                    LoopVerdict::Warn(kind_warning(&info, start.node_id, start.name, because));
+            }
+            return outcome;
+        }
+        let Some(state) = self.state_mut(start.run_id) else {
+            return outcome;
+        };
+        let Some(streak) = state.streaks[kind].as_mut() else {
+            return outcome;
+        };
+        if streak.warned {
+            return outcome;
+        }
+        streak.warned = true;
+        outcome.verdict = LoopVerdict::Warn(LoopWarning {
+            key: format!("loop:{}", start.node_id),
+            message: repeat_warning_message(start.name, start.node_id, streak.repeats, because),
+        });
+        outcome
+    }
+
+    /// A watched start whose node id could not be read (bindings only): it clears its
+    /// kind's streak and enters the history as a call that equals nothing.
+    pub fn on_unidentified_start(&mut self, run_id: &str, kind: &str, seq: u64) {
+        let Some(kind) = self.kind_index(kind) else {
+            return;
+        };
+        let kinds = self.config.kinds.len();
+        let state = self.state_for(run_id, kinds);
+        state.histories[kind].verdict = None;
+        state.streaks[kind] = None;
+        state.histories[kind].push(CallEntry::unknown(None, seq));
+    }
+
+    /// The before-gate of a call (consulted only in mode pause while `attached`): hold when
+    /// this start is the Nth identical back-to-back call, else the start of a cycle's next
+    /// lap, else the call after identical failures. Each start holds at most once: a retry
+    /// that re-enters the gate runs on. The reported fingerprint follows `hide`.
+    pub fn consult_before(
+        &mut self,
+        run_id: &str,
+        kind: &str,
+        node_id: &str,
+        name: &str,
+        attached: bool,
+        hide: LoopHide,
+    ) -> LoopVerdict {
+        if self.config.mode != LoopMode::Pause || !attached || !self.applies_to(kind, node_id, name)
+        {
+            return LoopVerdict::Continue;
+        }
+        let Some(kind) = self.kind_index(kind) else {
+            return LoopVerdict::Continue;
+        };
+        let threshold = self.config.threshold;
+        let Some(state) = self.state_mut(run_id) else {
+            return LoopVerdict::Continue;
+        };
+        let history = &mut state.histories[kind];
+        if let Some(streak) = state.streaks[kind].as_mut() {
+            if streak.node_id == node_id && !streak.tripped && streak.repeats >= threshold {
+                streak.tripped = true;
+                if let Some(v) = history.verdict.as_mut() {
+                    if v.node_id == node_id {
+                        v.tripped = true;
+                    }
+                }
+                return LoopVerdict::Hold(LoopInfo {
+                    kind: LoopKind::Repeat,
+                    repeats: streak.repeats,
+                    first_seq: streak.first_seq,
+                    last_seq: streak.last_seq,
+                    fingerprint: if hide.input {
+                        REDACTED.to_owned()
+                    } else {
+                        hex(&streak.fingerprint)
+                    },
+                });
+            }
+        }
+        match history.verdict.as_mut() {
+            Some(v) if v.node_id == node_id && !v.tripped => {
+                v.tripped = true;
+                let mut info = v.info.clone();
+                if hide.input || hide.output {
+                    info.fingerprint = REDACTED.to_owned();
+                }
+                LoopVerdict::Hold(info)
+            }
+            _ => LoopVerdict::Continue,
+        }
+    }
+
+    /// `node.error` of a watched call: remember its error (name and message; `None` when
+    /// either could not be read as a string, which makes the error unknown).
+    pub fn on_node_error(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        instance_id: Option<&str>,
+        name: Option<&JsStr>,
+        message: Option<&JsStr>,
+    ) {
+        if !self.enabled() {
+            return;
+        }
+        let salt = self.salt;
+        let Some(state) = self.state_mut(run_id) else {
+            return;
+        };
+        let Some(index) = find_open(state, node_id, instance_id) else {
+            return;
+        };
+        state.open[index].err_fp = match (name, message) {
+            (Some(name), Some(message)) => Some(thrown_error_digest(name, message, &salt)),
+            _ => None,
+        };
+    }
+
+    /// `node.finished` of a watched call: it completes into its kind's history. `status` is
+    /// the event's status (`ok`, `error`, `aborted`, ...); `emitted` is false when the event
+    /// never reached the wire.
+    pub fn on_node_finished(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        instance_id: Option<&str>,
+        status: Option<&str>,
+        output: LoopValue<'_>,
+        emitted: bool,
+    ) {
+        if !self.enabled() {
+            return;
+        }
+        let Some(pos) = self.runs.iter().position(|(id, _)| id == run_id) else {
+            return;
+        };
+        let Some(index) = find_open(&self.runs[pos].1, node_id, instance_id) else {
+            return;
+        };
+        let entry = self.runs.remove(pos);
+        self.runs.push(entry);
+        let last = self.runs.len() - 1;
+        let state = &mut self.runs[last].1;
+        let Some(call) = state.open.remove(index) else {
+            return;
+        };
+        let is_tool = self.config.kinds[call.kind] == "tool";
+        let entry = entry_for(
+            &call,
+            status,
+            output,
+            emitted,
+            is_tool,
+            &self.config.ignore_keys,
+            &self.salt,
+        );
+        state.histories[call.kind].push(entry);
+    }
+
+    /// Drops everything remembered about a run.
+    pub fn forget(&mut self, run_id: &str) {
+        self.runs.retain(|(id, _)| id != run_id);
+    }
+
+    fn state_mut(&mut self, run_id: &str) -> Option<&mut RunState> {
+        self.runs
+            .iter_mut()
+            .find(|(id, _)| id == run_id)
+            .map(|(_, s)| s)
+    }
+
+    /// The run's state, made most recently used (created, evicting the least recently
+    /// used run, when new).
+    fn state_for(&mut self, run_id: &str, kinds: usize) -> &mut RunState {
+        match self.runs.iter().position(|(id, _)| id == run_id) {
+            Some(pos) => {
+                let entry = self.runs.remove(pos);
+                self.runs.push(entry);
+            }
+            None => {
+                if self.runs.len() >= MAX_LOOP_RUNS {
+                    self.runs.remove(0);
+                }
+                let state = RunState {
+                    streaks: vec![None; kinds],
+                    histories: (0..kinds).map(|_| KindHistory::default()).collect(),
+                    open: Default::default(),
+                };
+                self.runs.push((run_id.to_owned(), state));
+            }
+        }
+        let last = self.runs.len() - 1;
+        &mut self.runs[last].1
+    }
+}
+
+fn open_call(state: &mut RunState, call: OpenCall) {
+    if call.instance_id.is_some() {
+        // A restarted instance id: the older start will never complete.
+        if let Some(i) = state
+            .open
+            .iter()
+            .position(|o| o.node_id == call.node_id && o.instance_id == call.instance_id)
+        {
+            state.open.remove(i);
+        }
+    }
+    state.open.push_back(call);
+    if state.open.len() > MAX_OPEN_CALLS_PER_RUN {
+        state.open.pop_front();
+    }
+}
+
+/// The open call a `node.error` / `node.finished` belongs to: the newest with this
+/// instance id; else the node's newest open call without one; for an event without an
+/// instance id, the node's newest open call.
+fn find_open(state: &RunState, node_id: &str, instance_id: Option<&str>) -> Option<usize> {
+    let open = &state.open;
+    match instance_id {
+        Some(id) => open
+            .iter()
+            .rposition(|c| c.node_id == node_id && c.instance_id.as_deref() == Some(id))
+            .or_else(|| {
+                open.iter()
+                    .rposition(|c| c.node_id == node_id && c.instance_id.is_none())
+            }),
+        None => open.iter().rposition(|c| c.node_id == node_id),
+    }
+}
+
+fn entry_for(
+    call: &OpenCall,
+    status: Option<&str>,
+    output: LoopValue<'_>,
+    emitted: bool,
+    is_tool: bool,
+    ignore: &[String],
+    salt: &[u8; 32],
+) -> CallEntry {
+    let unknown = CallEntry::unknown(Some(call.node_id.clone()), call.start_seq);
+    let Some(in_fp) = call.in_fp else {
+        return unknown;
+    };
+    if !emitted {
+        return unknown;
+    }
+    let output_value = match output {
+        LoopValue::Read(v) => Some(v),
+        LoopValue::Unreadable => None,
+    };
+    let shape = match output_value {
+        Some(Some(v)) if is_tool => crate::smart::error_result_shape(v),
+        _ => None,
+    };
+    let result = || output_value.and_then(|v| history::outcome_digest(b"res", v, ignore, salt));
+    let (outcome, out_fp) = match status {
+        Some("ok") => {
+            let Some(v) = output_value else {
+                return unknown;
+            };
+            if shape.is_some() {
+                (Outcome::Fail, result())
+            } else {
+                (
+                    Outcome::Ok,
+                    history::outcome_digest(b"out", v, ignore, salt),
+                )
+            }
+        }
+        Some("error") => {
+            let fp = if shape.is_some_and(|s| s.is_returned()) {
+                result()
+            } else if call.err_fp.is_some() {
+                call.err_fp
+            } else if shape.is_some() {
+                result()
+            } else {
+                None
+            };
+            (Outcome::Fail, fp)
+        }
+        _ => return unknown,
+    };
+    CallEntry {
+        node_id: Some(call.node_id.clone()),
+        in_fp: Some(in_fp),
+        outcome: Some(outcome),
+        out_fp,
+        start_seq: call.start_seq,
+    }
+}
+
+/// The salted digest of a thrown error: name and message, each [`crate::smart::error_text_key`]'d.
+fn thrown_error_digest(name: &JsStr, message: &JsStr, salt: &[u8; 32]) -> Fp {
+    let mut mac = crate::fingerprint::SaltedHasher::new(salt);
+    mac.put(b"err\0[");
+    write_escaped(crate::smart::error_text_key(name).as_bytes(), &mut mac);
+    mac.put(b",");
+    write_escaped(crate::smart::error_text_key(message).as_bytes(), &mut mac);
+    mac.put(b"]");
+    history::fp_of(&mac.finish())
+}
+
+use crate::canonical::Sink as _;
+
+/// The v3 warning: `possible loop: NAME (NODE_ID) was called N× in a row with identical
+/// arguments; BECAUSE. Polling on purpose? add it to loopGuard.allowNodes;
+/// GRAPHMIND_ON_LOOP=off silences this`.
+pub fn repeat_warning_message(name: &str, node_id: &str, repeats: u32, because: &str) -> String {
+    format!(
+        "possible loop: {name} ({node_id}) was called {repeats}\u{d7} in a row with identical arguments; \
+         {because}. Polling on purpose? add it to loopGuard.allowNodes; GRAPHMIND_ON_LOOP=off silences this"
+    )
+}
+
+const KIND_HINT: &str = "Polling on purpose? add it to loopGuard.allowNodes (GRAPHMIND_LOOP_ALLOW); GRAPHMIND_ON_LOOP=off silences this";
+
+fn kind_warning(info: &LoopInfo, node_id: &str, name: &str, because: &str) -> LoopWarning {
+    match info.kind {
+        LoopKind::Cycle { period, .. } => LoopWarning {
+            key: format!("loop-cycle:{node_id}"),
+            message: format!(
+                "possible loop: {name} ({node_id}) starts round {} of a cycle of {period} calls that repeated {}\u{d7} \
+                 with identical arguments and identical results; {because}. {KIND_HINT}",
+                info.repeats + 1,
+                info.repeats
+            ),
+        },
+        _ => LoopWarning {
+            key: format!("loop-error:{node_id}"),
+            message: format!(
+                "possible loop: {name} ({node_id}) failed {}\u{d7} in a row with the same error and is being called again; \
+                 {because}. {KIND_HINT}",
+                info.repeats
+            ),
+        },
+    }
+}
+
+/// The per-process key of every 0.6 digest: random, never sent, never logged.
+fn process_salt() -> &'static [u8; 32] {
+    static SALT: OnceLock<[u8; 32]> = OnceLock::new();
+    SALT.get_or_init(new_salt)
+}
+
+fn new_salt() -> [u8; 32] {
+    let mut salt = [0u8; 32];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        if f.read_exact(&mut salt).is_ok() {
+            return salt;
+        }
+    }
+    // No /dev/urandom (Windows): std's hasher keys come from the OS's random source.
+    use std::hash::{BuildHasher, Hasher};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    for (i, chunk) in salt.chunks_mut(8).enumerate() {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(i);
+        h.write_u128(now);
+        chunk.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    salt
+}

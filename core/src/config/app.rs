@@ -241,25 +241,9 @@ impl EnabledReason {
     }
 }
 
-/// The four recording switches, resolved.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HideSwitches {
-    /// Every node's input.
-    pub inputs: bool,
-    /// Every node's output and streamed token text.
-    pub outputs: bool,
-    /// Tool nodes' input.
-    pub tool_args: bool,
-    /// Tool nodes' output.
-    pub tool_results: bool,
-}
-
-impl HideSwitches {
-    /// Whether any switch is on.
-    pub fn any(&self) -> bool {
-        self.inputs || self.outputs || self.tool_args || self.tool_results
-    }
-}
+/// The four recording switches, resolved: the redaction module's own type, so the config
+/// and the redactor cannot drift apart.
+pub use crate::redact::HideSwitches;
 
 /// A session's configuration with every field concrete.
 #[derive(Clone, Debug, PartialEq)]

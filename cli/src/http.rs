@@ -1,0 +1,250 @@
+//! The HTTP/1.1 side of the port: reading one request head, the origin guard, and the
+//! JSON routes (`/health`, `/api/runs`, `/api/runs/:id/events`).
+
+use crate::hub::{Shared, VERSION};
+use crate::storage::{self, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX};
+use crate::util::js;
+use std::io::{self, Read, Write};
+
+/// Largest request head accepted.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// One parsed request head.
+#[derive(Debug, Default)]
+pub struct Request {
+    /// `GET`, ...
+    pub method: String,
+    /// Path without the query.
+    pub path: String,
+    /// The query string (after `?`), possibly empty.
+    pub query: String,
+    /// Headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Request {
+    /// First header named `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// Whether a header holds `token` in its comma-separated list (case-insensitive).
+    pub fn header_has(&self, name: &str, token: &str) -> bool {
+        self.headers.iter().filter(|(k, _)| k == name).any(|(_, v)| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    }
+}
+
+/// Reads a request head; returns it and any bytes read past it.
+pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)>> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                let target = req.path.unwrap_or("/");
+                let (path, query) = match target.split_once('?') {
+                    Some((p, q)) => (p.to_owned(), q.to_owned()),
+                    None => (target.to_owned(), String::new()),
+                };
+                let parsed = Request {
+                    method: req.method.unwrap_or("").to_owned(),
+                    path,
+                    query,
+                    headers: req
+                        .headers
+                        .iter()
+                        .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
+                        .collect(),
+                };
+                return Ok(Some((parsed, buf[len..].to_vec())));
+            }
+            Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD_BYTES => continue,
+            _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "bad request head")),
+        }
+    }
+}
+
+/// Writes a complete response and closes the exchange (`Connection: close`).
+pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &str) -> io::Result<()> {
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Error",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body.as_bytes())?;
+    stream.flush()
+}
+
+fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or("");
+    }
+    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "localhost" || name == "127.0.0.1" || name == "::1" || name.ends_with(".localhost") || name.starts_with("127.")
+}
+
+/// The origin guard: a loopback `Host` (or one named by an allowed origin), and no
+/// `Origin` or this server's own loopback origin or an allowed one. `*` allows all.
+/// Returns the refusal message.
+pub fn check_origin(req: &Request, port: u16, allowed: &[String]) -> Option<String> {
+    if allowed.iter().any(|a| a == "*") {
+        return None;
+    }
+    let host = req.header("host").unwrap_or("");
+    let host_ok = is_loopback_name(host_name(host))
+        || allowed.iter().any(|a| a.split("://").nth(1).map(|h| h.eq_ignore_ascii_case(host) || host_name(h).eq_ignore_ascii_case(host_name(host))).unwrap_or(false));
+    if !host_ok {
+        return Some(format!(
+            "graphmind: refused Host \"{host}\" (not a loopback name). Set GRAPHMIND_ALLOWED_ORIGINS to allow it."
+        ));
+    }
+    if let Some(origin) = req.header("origin") {
+        let own = ["127.0.0.1", "localhost", "[::1]"].iter().any(|h| origin.eq_ignore_ascii_case(&format!("http://{h}:{port}")));
+        if !own && !allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)) {
+            return Some(format!(
+                "graphmind: refused Origin \"{origin}\". Only this server's own viewer may connect; set GRAPHMIND_ALLOWED_ORIGINS to allow another."
+            ));
+        }
+    }
+    None
+}
+
+fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query.split('&').filter_map(|kv| kv.split_once('=').or(Some((kv, "")))).find(|(k, _)| *k == name).map(|(_, v)| v)
+}
+
+fn int_param(query: &str, name: &str, fallback: i64) -> Option<i64> {
+    match query_param(query, name) {
+        None | Some("") => Some(fallback),
+        Some(v) => v.parse::<i64>().ok().filter(|n| n.unsigned_abs() <= 9_007_199_254_740_991),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+const PLACEHOLDER: &str = "<!doctype html><meta charset=utf-8><title>GraphMind</title><h1>GraphMind server</h1><p>This build serves no viewer bundle. Apps connect to <code>/ingest</code>; viewers to <code>/ws/ui</code>; runs are at <a href=\"/api/runs\">/api/runs</a>.</p>\n";
+
+/// Answers one plain HTTP request: (status, content type, body).
+pub fn route(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
+    const JSON: &str = "application/json; charset=utf-8";
+    if req.method != "GET" && req.method != "HEAD" {
+        return (405, JSON, "{\"error\":\"method not allowed\"}".into());
+    }
+    if req.path == "/health" {
+        return (200, JSON, format!("{{\"ok\":true,\"name\":\"graphmind-ai\",\"version\":{}}}", js(VERSION)));
+    }
+    if req.path == "/api/runs" {
+        let rows = match storage::open(&shared.db_path).and_then(|c| storage::list_runs(&c)) {
+            Ok(r) => r,
+            Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+        };
+        let hub = shared.lock();
+        let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
+        return (200, JSON, format!("{{\"runs\":[{}]}}", runs.join(",")));
+    }
+    if let Some(rest) = req.path.strip_prefix("/api/runs/") {
+        if let Some(id) = rest.strip_suffix("/events").filter(|id| !id.is_empty() && !id.contains('/')) {
+            let id = percent_decode(id);
+            let conn = match storage::open(&shared.db_path) {
+                Ok(c) => c,
+                Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+            };
+            if !matches!(storage::get_run(&conn, &id), Ok(Some(_))) {
+                return (404, JSON, "{\"error\":\"run not found\"}".into());
+            }
+            let after = int_param(&req.query, "afterSeq", -1);
+            let limit = int_param(&req.query, "limit", PAGE_LIMIT_DEFAULT);
+            let (Some(after), Some(limit)) = (after, limit.filter(|l| *l >= 1)) else {
+                return (400, JSON, "{\"error\":\"afterSeq and limit must be integers (limit >= 1)\"}".into());
+            };
+            let page = match storage::list_events(&conn, &id, after, Some(limit.min(PAGE_LIMIT_MAX))) {
+                Ok(p) => p,
+                Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+            };
+            let next = if page.has_more { page.events.last().map(|e| e.seq.to_string()) } else { None };
+            let events: Vec<&str> = page.events.iter().map(|e| e.frame.as_str()).collect();
+            return (
+                200,
+                JSON,
+                format!(
+                    "{{\"runId\":{},\"total\":{},\"events\":[{}],\"nextAfterSeq\":{}}}",
+                    js(&id),
+                    page.total,
+                    events.join(","),
+                    next.unwrap_or_else(|| "null".into())
+                ),
+            );
+        }
+    }
+    if req.path == "/" || req.path == "/index.html" {
+        return (200, "text/html; charset=utf-8", PLACEHOLDER.into());
+    }
+    (404, JSON, "{\"error\":\"not found\"}".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(host: &str, origin: Option<&str>) -> Request {
+        let mut headers = vec![("host".to_string(), host.to_string())];
+        if let Some(o) = origin {
+            headers.push(("origin".into(), o.into()));
+        }
+        Request { method: "GET".into(), path: "/".into(), query: String::new(), headers }
+    }
+
+    #[test]
+    fn origin_guard() {
+        assert!(check_origin(&req("127.0.0.1:4747", None), 4747, &[]).is_none());
+        assert!(check_origin(&req("localhost:4747", Some("http://localhost:4747")), 4747, &[]).is_none());
+        assert!(check_origin(&req("127.0.0.1:4747", Some("https://evil.example")), 4747, &[]).is_some());
+        assert!(check_origin(&req("evil.example:4747", None), 4747, &[]).is_some());
+        let allowed = vec!["http://host.docker.internal:4747".to_string()];
+        assert!(check_origin(&req("host.docker.internal:4747", None), 4747, &allowed).is_none());
+        assert!(check_origin(&req("evil.example", Some("https://evil.example")), 4747, &["*".into()]).is_none());
+    }
+
+    #[test]
+    fn params() {
+        assert_eq!(int_param("afterSeq=3&limit=2", "limit", 1000), Some(2));
+        assert_eq!(int_param("afterSeq=3", "limit", 1000), Some(1000));
+        assert_eq!(int_param("limit=x", "limit", 1000), None);
+        assert_eq!(percent_decode("run%3A1"), "run:1");
+    }
+}

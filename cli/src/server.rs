@@ -1,0 +1,431 @@
+//! `graphmind serve`: one port on 127.0.0.1 for HTTP and the two WebSocket endpoints.
+//! A thread per connection; a writer thread for SQLite and fan-out; a timer thread.
+
+use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_ID};
+use crate::http;
+use crate::hub::{log, ConnId, HubState, Out, Shared, Timer, VERSION};
+use crate::payload_guard::stored_frame;
+use crate::storage::{self, MAX_FRAME_BYTES};
+use crate::util::js;
+use crate::writer::{self, EventWrite, Op};
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use graphmind_core::json::{self, Value};
+use std::collections::{BinaryHeap, HashSet};
+use std::cmp::Reverse;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tungstenite::{Message, WebSocket};
+
+/// How long a connection thread waits in `read` before it looks at its outbound queue.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
+/// How often an idle socket is pinged; a peer that sent nothing (not even a pong) for a
+/// whole interval after a ping is dropped (reference: the 30 s stale-socket reaper).
+pub const PING_INTERVAL: Duration = Duration::from_secs(30);
+/// How long a socket may take to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `graphmind serve` was asked for.
+pub struct ServeConfig {
+    /// 0 picks a free port.
+    pub port: u16,
+    /// Database file.
+    pub db_path: PathBuf,
+    /// Breakpoints armed at start.
+    pub breakpoints: Vec<Value>,
+    /// Abandon grace.
+    pub grace: Duration,
+    /// `GRAPHMIND_ALLOWED_ORIGINS`.
+    pub allowed_origins: Vec<String>,
+}
+
+/// A listening server (not yet accepting).
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Opens the database, binds 127.0.0.1, starts the writer and timer threads and queues
+    /// the startup sweep of runs no process owns.
+    pub fn bind(cfg: ServeConfig) -> Result<Server, String> {
+        let db = storage::open(&cfg.db_path).map_err(|e| format!("cannot open database {}: {e}", cfg.db_path.display()))?;
+        let listener = TcpListener::bind(("127.0.0.1", cfg.port)).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                format!(
+                    "port {} is already in use — is another graphmind running? Pick a different port with --port (e.g. graphmind --port {}).",
+                    cfg.port,
+                    cfg.port.saturating_add(1)
+                )
+            } else {
+                format!("cannot listen on 127.0.0.1:{}: {e}", cfg.port)
+            }
+        })?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let (wtx, wrx) = unbounded::<Op>();
+        let (ttx, trx) = unbounded::<(Duration, Timer)>();
+        let shared = Arc::new(Shared {
+            hub: Mutex::new(HubState::new(cfg.breakpoints)),
+            writer: wtx,
+            timers: ttx,
+            port,
+            grace: cfg.grace,
+            allowed_origins: cfg.allowed_origins,
+            db_path: cfg.db_path,
+        });
+        let _ = shared.writer.send(Op::ReconcileOrphans);
+        let s = shared.clone();
+        std::thread::Builder::new().name("graphmind-writer".into()).spawn(move || writer::run(s, db, wrx)).map_err(|e| e.to_string())?;
+        let s = shared.clone();
+        std::thread::Builder::new().name("graphmind-timers".into()).spawn(move || timer_loop(s, trx)).map_err(|e| e.to_string())?;
+        Ok(Server { listener, shared })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.shared.port
+    }
+
+    /// The armed breakpoints (for the banner).
+    pub fn breakpoints(&self) -> Vec<Value> {
+        self.shared.lock().breakpoints().cloned().collect()
+    }
+
+    /// Accepts connections forever, a thread each.
+    pub fn run(self) {
+        for stream in self.listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let shared = self.shared.clone();
+            let _ = std::thread::Builder::new().name("graphmind-conn".into()).spawn(move || handle(stream, shared));
+        }
+    }
+}
+
+fn timer_loop(shared: Arc<Shared>, rx: Receiver<(Duration, Timer)>) {
+    let mut heap: BinaryHeap<Reverse<(Instant, u64)>> = BinaryHeap::new();
+    let mut pending: std::collections::HashMap<u64, Timer> = Default::default();
+    let mut next = 0u64;
+    loop {
+        let wait = heap.peek().map(|Reverse((at, _))| at.saturating_duration_since(Instant::now()));
+        let got = match wait {
+            Some(w) => rx.recv_timeout(w),
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match got {
+            Ok((after, t)) => {
+                next += 1;
+                heap.push(Reverse((Instant::now() + after, next)));
+                pending.insert(next, t);
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        while let Some(Reverse((at, id))) = heap.peek().copied() {
+            if at > Instant::now() {
+                break;
+            }
+            heap.pop();
+            match pending.remove(&id) {
+                Some(Timer::Abandon { run, gen }) => {
+                    let mut hub = shared.lock();
+                    if hub.abandon_due(&run, gen) {
+                        // Sent under the lock: a re-claim queues its event after this.
+                        let _ = shared.writer.send(Op::Abandon(run));
+                    }
+                }
+                Some(Timer::Resolving { run, pause, request_id }) => shared.lock().resolving_timed_out(&run, &pause, &request_id),
+                None => {}
+            }
+        }
+    }
+}
+
+fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
+    let Ok(Some((req, leftover))) = http::read_head(&mut stream) else {
+        let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad request\n");
+        return;
+    };
+    if let Some(refusal) = http::check_origin(&req, shared.port, &shared.allowed_origins) {
+        log(&format!("refused a request on {}: {refusal}", req.path));
+        let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{refusal}\n"));
+        return;
+    }
+    let is_upgrade = req.header_has("upgrade", "websocket");
+    if !is_upgrade {
+        let (status, ctype, body) = http::route(&shared, &req);
+        let body = if req.method == "HEAD" { String::new() } else { body };
+        let _ = http::respond(&mut stream, status, ctype, &body);
+        return;
+    }
+    if req.path != "/ingest" && req.path != "/ws/ui" {
+        let _ = http::respond(&mut stream, 404, "application/json", "{\"error\":\"not found\"}");
+        return;
+    }
+    let Some(key) = req.header("sec-websocket-key").filter(|_| req.method == "GET") else {
+        let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad websocket upgrade\n");
+        return;
+    };
+    let accept = tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
+    let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n");
+    if stream.write_all(resp.as_bytes()).is_err() {
+        return;
+    }
+    let _ = stream.set_read_timeout(Some(POLL_INTERVAL));
+    let config = WebSocketConfig::default().max_frame_size(Some(MAX_FRAME_BYTES)).max_message_size(Some(MAX_FRAME_BYTES));
+    let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config));
+    if req.path == "/ingest" {
+        ingest_session(ws, shared);
+    } else {
+        ui_session(ws, shared);
+    }
+}
+
+/// Reads and writes one WebSocket until it ends. `on_text` handles each text frame.
+fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, mut on_text: impl FnMut(&str)) {
+    let mut closing = false;
+    let mut last_ping = Instant::now();
+    let mut alive = true;
+    loop {
+        let mut wrote = false;
+        if last_ping.elapsed() >= PING_INTERVAL {
+            if !alive {
+                return; // missed the previous ping: the peer is gone
+            }
+            alive = false;
+            last_ping = Instant::now();
+            if ws.write(Message::Ping(Default::default())).is_err() {
+                return;
+            }
+            wrote = true;
+        }
+        while let Ok(out) = rx.try_recv() {
+            match out {
+                Out::Text(t) if !closing => {
+                    if ws.write(Message::text(t)).is_err() {
+                        return;
+                    }
+                    wrote = true;
+                }
+                Out::Close(code, reason) if !closing => {
+                    let _ = ws.close(Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() }));
+                    closing = true;
+                    wrote = true;
+                }
+                _ => {}
+            }
+        }
+        if wrote && ws.flush().is_err() && !closing {
+            return;
+        }
+        match ws.read() {
+            Ok(Message::Text(t)) => {
+                alive = true; // any frame proves the peer alive, not only a pong
+                if !closing {
+                    on_text(t.as_str())
+                }
+            }
+            Ok(_) => alive = true,
+            Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                let _ = ws.flush();
+            }
+            Err(tungstenite::Error::Capacity(_)) => {
+                refuse_oversize(ws);
+                return;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// A frame above `MAX_FRAME_BYTES`: close 1009 without reading the rest, then drop the
+/// socket (tungstenite must not be read again after a capacity error).
+fn refuse_oversize(ws: &mut WebSocket<TcpStream>) {
+    let _ = ws.close(Some(CloseFrame { code: CloseCode::Size, reason: "frame exceeds 16 MiB".into() }));
+    let _ = ws.flush();
+    let stream = ws.get_mut();
+    let _ = stream.shutdown(Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let mut sink = [0u8; 64 * 1024];
+    while Instant::now() < deadline {
+        match stream.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
+        }
+    }
+}
+
+fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
+    let (tx, rx) = unbounded::<Out>();
+    let conn = shared.lock().add_ingest(tx.clone());
+    let mut owned_here: HashSet<String> = HashSet::new();
+    pump(&mut ws, &rx, |text| ingest_frame(&shared, conn, &tx, &mut owned_here, text));
+    let mut timers = Vec::new();
+    let changed = shared.lock().remove_ingest(conn, &mut timers);
+    for run in changed {
+        let _ = shared.writer.send(Op::RunChanged(run));
+    }
+    for (run, gen) in timers {
+        shared.arm(shared.grace, Timer::Abandon { run, gen });
+    }
+}
+
+fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mut HashSet<String>, text: &str) {
+    let env = match envelope::parse_envelope(text.as_bytes()) {
+        Parsed::Ok(e) => e,
+        Parsed::Invalid(reason) => {
+            shared.lock().throttled_log("ingest-invalid", || format!("ingest: dropping invalid frame ({reason})"));
+            return;
+        }
+        Parsed::VersionMismatch(v) => {
+            log(&format!("ingest: app speaks protocol v{v}, this server speaks v{}; closing", envelope::PROTOCOL_VERSION));
+            let _ = tx.send(Out::Close(1002, format!("unsupported protocol version {v}")));
+            return;
+        }
+    };
+    if env.kind == "hello" {
+        shared.lock().hello(conn, &env.payload);
+        return;
+    }
+    if env.run_id == WILDCARD_RUN_ID || CONTROL_TYPES.contains(&env.kind.as_str()) || env.kind == "hello.ack" {
+        return;
+    }
+    let frame = stored_frame(text, &env);
+    let payload = &env.payload;
+    let text_field = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut write = EventWrite {
+        conn,
+        run_id: env.run_id.clone(),
+        seq: env.seq as i64,
+        ts: env.ts,
+        node_id: text_field("nodeId"),
+        frame,
+        app: String::new(),
+        source: "live",
+        owner_changed: false,
+        started_app: None,
+        finished_status: text_field("status").filter(|s| env.kind == "run.finished" && matches!(s.as_str(), "ok" | "error" | "aborted")),
+        pause_id: text_field("pauseId").filter(|_| env.kind == "exec.paused" || env.kind == "exec.resumed"),
+        kind: env.kind,
+    };
+    if owned_here.contains(&env.run_id) {
+        // Owned by this live connection: nobody else can take it while we are connected.
+        if write.kind == "run.started" {
+            write.started_app = Some(text_field("app").unwrap_or_else(|| "unknown".into()));
+        }
+        let _ = shared.writer.send(Op::Event(Box::new(write)));
+        return;
+    }
+    let mut hub = shared.lock();
+    if !hub.is_attached(conn) {
+        return; // anything before `hello` is ignored
+    }
+    let Some(admit) = hub.admit(conn, &env.run_id) else { return };
+    write.app = admit.app.clone();
+    write.source = admit.source;
+    write.owner_changed = admit.owner_changed;
+    if write.kind == "run.started" {
+        write.started_app = Some(text_field("app").unwrap_or(admit.app));
+    }
+    owned_here.insert(env.run_id);
+    // Queued under the lock so that an abandon decided before this re-claim is stored first.
+    let _ = shared.writer.send(Op::Event(Box::new(write)));
+}
+
+fn ui_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
+    let (tx, rx) = unbounded::<Out>();
+    let conn = shared.lock().add_ui(tx.clone());
+    pump(&mut ws, &rx, |text| ui_frame(&shared, conn, &tx, text));
+    shared.lock().remove_ui(conn);
+    let _ = shared.writer.send(Op::UiGone(conn));
+}
+
+fn ui_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, text: &str) {
+    let say = |msg: String| {
+        let _ = tx.send(Out::Text(msg));
+    };
+    let error = |m: &str| crate::hub::ui_error(m, None);
+    let Ok(msg) = json::parse_str(text) else { return say(error("frame is not valid JSON")) };
+    let Some(kind) = msg.get("type").and_then(Value::as_str).filter(|_| msg.as_object().is_some()) else {
+        return say(error("message must be an object with a \"type\""));
+    };
+    match kind {
+        "subscribe" => {
+            let Some(run_id) = msg.get("runId").and_then(Value::as_str).filter(|r| !r.is_empty()) else {
+                return say(error("subscribe requires a string \"runId\""));
+            };
+            let op = if run_id == WILDCARD_RUN_ID {
+                Op::SubscribeAll { conn, tx: tx.clone() }
+            } else {
+                Op::Subscribe { conn, tx: tx.clone(), run_id: run_id.to_owned() }
+            };
+            let _ = shared.writer.send(op);
+        }
+        "unsubscribe" => {
+            if let Some(run_id) = msg.get("runId").and_then(Value::as_str) {
+                let _ = shared.writer.send(Op::Unsubscribe { conn, run_id: run_id.to_owned() });
+            }
+        }
+        "control" => control(shared, conn, msg.get("envelope").cloned().unwrap_or_default(), &say),
+        other => say(error(&format!("unknown message type \"{other}\""))),
+    }
+}
+
+fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String)) {
+    let error = |m: String| say(crate::hub::ui_error(&m, None));
+    let env = match envelope::envelope_from_value(envelope) {
+        Parsed::Ok(e) => e,
+        Parsed::Invalid(reason) => return error(format!("invalid control envelope: {reason}")),
+        Parsed::VersionMismatch(_) => return error("invalid control envelope (version-mismatch)".into()),
+    };
+    if !is_known_type(&env.kind) {
+        return error("invalid control envelope (unknown-type)".into());
+    }
+    let p = &env.payload;
+    let s = |k: &str| p.get(k).and_then(Value::as_str);
+    match env.kind.as_str() {
+        "exec.resume" => {
+            if p.as_object().is_none() || s("pauseId").is_none() {
+                return error("invalid control envelope: payload.pauseId must be a string".into());
+            }
+            if !matches!(s("action"), Some("continue" | "retry" | "inject" | "abort")) {
+                return error("invalid control envelope: payload.action must be one of continue, retry, inject, abort".into());
+            }
+            let timer = shared.lock().request_resume(conn, &env.run_id, p);
+            if let Some(t) = timer {
+                shared.arm(Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS), t);
+            }
+        }
+        "breakpoint.set" | "breakpoint.clear" => {
+            if p.get("matcher").and_then(Value::as_object).is_none() {
+                return error("invalid control envelope: payload.matcher must be an object".into());
+            }
+            shared.lock().debug_control(&env.kind, p);
+        }
+        "mode.set" => {
+            if !matches!(s("mode"), Some("run" | "step")) {
+                return error("invalid control envelope: payload.mode must be run or step".into());
+            }
+            shared.lock().debug_control(&env.kind, p);
+        }
+        other => error(format!("\"{other}\" is not a control type")),
+    }
+}
+
+/// The one line `--json` prints once listening.
+pub fn json_line(port: u16) -> String {
+    format!(
+        "{{\"port\":{port},\"url\":{},\"pid\":{},\"version\":{}}}",
+        js(&format!("http://127.0.0.1:{port}")),
+        std::process::id(),
+        js(VERSION)
+    )
+}

@@ -1,0 +1,270 @@
+//! SQLite storage: the reference's model (a `runs` table, an `events` table keyed by
+//! `(run_id, seq)`), WAL mode. Reads go through short-lived connections; every write goes
+//! through the writer thread (`writer.rs`).
+
+use crate::util::{js, num};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+use std::time::Duration;
+
+/// Largest WebSocket frame accepted on `/ingest` and `/ws/ui` (reference: `MAX_FRAME_BYTES`).
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+/// Default page size of `GET /api/runs/:id/events`.
+pub const PAGE_LIMIT_DEFAULT: i64 = 1000;
+/// Largest page size of `GET /api/runs/:id/events`.
+pub const PAGE_LIMIT_MAX: i64 = 5000;
+
+const DDL: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+  id             TEXT PRIMARY KEY,
+  app            TEXT NOT NULL,
+  started_at     REAL NOT NULL,
+  finished_at    REAL,
+  status         TEXT NOT NULL,
+  schema_version INTEGER NOT NULL,
+  source         TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+  run_id     TEXT NOT NULL,
+  seq        INTEGER NOT NULL,
+  ts         REAL NOT NULL,
+  type       TEXT NOT NULL,
+  node_id    TEXT,
+  frame_json TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+-- Only error events are counted per run (`errorCount`); a partial index keeps every
+-- other insert to one b-tree.
+CREATE INDEX IF NOT EXISTS idx_events_errors ON events (run_id) WHERE type = 'node.error';
+";
+
+const RUN_COLUMNS: &str = "r.id, r.app, r.started_at, r.finished_at, r.status, r.schema_version, r.source,
+  (SELECT COUNT(*) FROM events e WHERE e.run_id = r.id) AS event_count,
+  (SELECT COUNT(*) FROM events e WHERE e.run_id = r.id AND e.type = 'node.error') AS error_count";
+
+/// Opens (creating if needed) the database at `path`: parent folder (mode 0700 when it is
+/// created), WAL, `synchronous = NORMAL`, the schema.
+pub fn open(path: &Path) -> rusqlite::Result<Connection> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.exists() {
+            let mut b = std::fs::DirBuilder::new();
+            b.recursive(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::DirBuilderExt;
+                b.mode(0o700);
+            }
+            b.create(dir).map_err(|e| {
+                rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN), Some(format!("cannot create {}: {e}", dir.display())))
+            })?;
+        }
+    }
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(DDL)?;
+    // Checkpoint (and fsync) every 32 MB of WAL rather than SQLite's 4 MB: a burst of
+    // events then costs a few checkpoints instead of one per few thousand events.
+    conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
+    Ok(conn)
+}
+
+/// One run row with its derived counts (`GET /api/runs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    /// Run id.
+    pub id: String,
+    /// App name.
+    pub app: String,
+    /// Epoch ms.
+    pub started_at: f64,
+    /// Epoch ms, `None` while running.
+    pub finished_at: Option<f64>,
+    /// `running`, `ok`, `error`, `aborted` or `abandoned`.
+    pub status: String,
+    /// Envelope `gm` of the run's events.
+    pub schema_version: i64,
+    /// `live`, `import` or `demo`.
+    pub source: String,
+    /// Stored events.
+    pub event_count: i64,
+    /// Stored `node.error` events.
+    pub error_count: i64,
+}
+
+impl RunRow {
+    /// The reference's `RunInfo` JSON: the row plus `live` and `durationMs`.
+    pub fn to_json(&self, live: bool) -> String {
+        let finished = self.finished_at.map(num).unwrap_or_else(|| "null".into());
+        let duration = self.finished_at.map(|f| num((f - self.started_at).max(0.0))).unwrap_or_else(|| "null".into());
+        format!(
+            "{{\"id\":{},\"app\":{},\"startedAt\":{},\"finishedAt\":{},\"status\":{},\"schemaVersion\":{},\"source\":{},\"eventCount\":{},\"errorCount\":{},\"live\":{},\"durationMs\":{}}}",
+            js(&self.id),
+            js(&self.app),
+            num(self.started_at),
+            finished,
+            js(&self.status),
+            self.schema_version,
+            js(&self.source),
+            self.event_count,
+            self.error_count,
+            live,
+            duration
+        )
+    }
+}
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    Ok(RunRow {
+        id: r.get(0)?,
+        app: r.get(1)?,
+        started_at: r.get(2)?,
+        finished_at: r.get(3)?,
+        status: r.get(4)?,
+        schema_version: r.get(5)?,
+        source: r.get(6)?,
+        event_count: r.get(7)?,
+        error_count: r.get(8)?,
+    })
+}
+
+/// One run, or `None`.
+pub fn get_run(conn: &Connection, id: &str) -> rusqlite::Result<Option<RunRow>> {
+    conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?1"))?
+        .query_row([id], run_row)
+        .optional()
+}
+
+/// Every run, most recently started first.
+pub fn list_runs(conn: &Connection) -> rusqlite::Result<Vec<RunRow>> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at DESC, r.id DESC"))?;
+    let rows = stmt.query_map([], run_row)?;
+    rows.collect()
+}
+
+/// One stored event: its `seq` and the envelope text.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    /// Sender's seq.
+    pub seq: i64,
+    /// The envelope as stored (the frame as received, or rewritten around a shrunk payload).
+    pub frame: String,
+}
+
+/// A page of one run's events in ascending `seq`, with `seq > after_seq`.
+pub struct EventPage {
+    /// The events.
+    pub events: Vec<StoredEvent>,
+    /// All events stored for the run.
+    pub total: i64,
+    /// More events follow this page.
+    pub has_more: bool,
+}
+
+/// Events of one run after `after_seq`, at most `limit` (all when `None`).
+pub fn list_events(conn: &Connection, run_id: &str, after_seq: i64, limit: Option<i64>) -> rusqlite::Result<EventPage> {
+    let sql_limit = limit.map(|l| l + 1).unwrap_or(-1);
+    let mut stmt = conn.prepare_cached("SELECT seq, frame_json FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq ASC LIMIT ?3")?;
+    let mut events: Vec<StoredEvent> = stmt
+        .query_map(params![run_id, after_seq, sql_limit], |r| Ok(StoredEvent { seq: r.get(0)?, frame: r.get(1)? }))?
+        .collect::<rusqlite::Result<_>>()?;
+    let has_more = matches!(limit, Some(l) if events.len() as i64 > l);
+    if has_more {
+        events.truncate(limit.unwrap_or(0) as usize);
+    }
+    let total: i64 = conn.prepare_cached("SELECT COUNT(*) FROM events WHERE run_id = ?1")?.query_row([run_id], |r| r.get(0))?;
+    Ok(EventPage { events, total, has_more })
+}
+
+/// Ids of every run still marked `running`.
+pub fn running_run_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached("SELECT id FROM runs WHERE status = 'running'")?;
+    let rows = stmt.query_map([], |r| r.get(0))?;
+    rows.collect()
+}
+
+/// Marks a `running` run `abandoned`, finished at its last stored event's `ts` (or
+/// `fallback` when it has none). False when nothing changed.
+pub fn mark_abandoned(conn: &Connection, id: &str, fallback: f64) -> rusqlite::Result<bool> {
+    let n = conn.prepare_cached(
+        "UPDATE runs SET status = 'abandoned',
+           finished_at = COALESCE((SELECT MAX(ts) FROM events WHERE run_id = ?1), ?2)
+         WHERE id = ?1 AND status = 'running'",
+    )?
+    .execute(params![id, fallback])?;
+    Ok(n > 0)
+}
+
+/// Undoes [`mark_abandoned`] when the app comes back: only an `abandoned` run changes.
+pub fn mark_resumed(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?1 AND status = 'abandoned'")?
+        .execute([id])?;
+    Ok(n > 0)
+}
+
+/// Creates the run row if it does not exist (`status = running`).
+pub fn ensure_run(conn: &Connection, id: &str, app: &str, started_at: f64, gm: i64, source: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO runs (id, app, started_at, finished_at, status, schema_version, source)
+         VALUES (?1, ?2, ?3, NULL, 'running', ?4, ?5)",
+    )?
+    .execute(params![id, app, started_at, gm, source])?;
+    Ok(())
+}
+
+/// Stores one event; false when `(run_id, seq)` was already there (a replay).
+pub fn insert_event(conn: &Connection, run_id: &str, seq: i64, ts: f64, kind: &str, node_id: Option<&str>, frame: &str) -> rusqlite::Result<bool> {
+    let n = conn
+        .prepare_cached("INSERT OR IGNORE INTO events (run_id, seq, ts, type, node_id, frame_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+        .execute(params![run_id, seq, ts, kind, node_id, frame])?;
+    Ok(n > 0)
+}
+
+/// Applies `run.started`: the app name and the authoritative start time.
+pub fn mark_started(conn: &Connection, id: &str, app: &str, started_at: f64) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE runs SET app = ?1, started_at = ?2 WHERE id = ?3")?.execute(params![app, started_at, id])?;
+    Ok(())
+}
+
+/// Applies `run.finished`: terminal status and finish time.
+pub fn mark_finished(conn: &Connection, id: &str, status: &str, finished_at: f64) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3")?.execute(params![status, finished_at, id])?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_round_trip() {
+        let dir = std::env::temp_dir().join(format!("gm-storage-{}", crate::util::new_token()));
+        let path = dir.join("sub").join("t.db");
+        let c = open(&path).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.join("sub")).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700);
+        }
+        ensure_run(&c, "r", "app", 10.0, 1, "live").unwrap();
+        assert!(insert_event(&c, "r", 0, 10.0, "run.started", None, "{}").unwrap());
+        assert!(!insert_event(&c, "r", 0, 10.0, "run.started", None, "{}").unwrap());
+        assert!(insert_event(&c, "r", 1, 12.0, "node.error", Some("tool:x"), "{\"a\":1}").unwrap());
+        let run = get_run(&c, "r").unwrap().unwrap();
+        assert_eq!((run.event_count, run.error_count, run.status.as_str()), (2, 1, "running"));
+        assert!(mark_abandoned(&c, "r", 99.0).unwrap());
+        let run = get_run(&c, "r").unwrap().unwrap();
+        assert_eq!((run.status.as_str(), run.finished_at), ("abandoned", Some(12.0)));
+        assert!(!mark_abandoned(&c, "r", 99.0).unwrap());
+        assert!(mark_resumed(&c, "r").unwrap());
+        mark_finished(&c, "r", "ok", 20.0).unwrap();
+        assert!(!mark_resumed(&c, "r").unwrap());
+        let page = list_events(&c, "r", -1, Some(1)).unwrap();
+        assert_eq!((page.events.len(), page.total, page.has_more), (1, 2, true));
+        assert!(get_run(&c, "r").unwrap().unwrap().to_json(false).contains("\"durationMs\":10"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,286 @@
+//! The writer thread: the only place that writes SQLite, and the place live events fan
+//! out to viewers.
+//!
+//! It takes every queued operation at once (up to [`MAX_BATCH`]) and stores the events in
+//! one transaction, then performs their effects (pause registry, fan-out, `run.update`) in
+//! order. Viewer subscriptions are handled here too, between batches, so that
+//! replay-then-tail needs no further locking: a subscriber gets the stored history and then
+//! exactly the events committed after it, never one twice.
+
+use crate::hub::{ConnId, Out, Shared};
+use crate::storage;
+use crate::util::{js, now_ms};
+use crossbeam_channel::{Receiver, Sender};
+use rusqlite::Connection;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Most operations taken into one transaction.
+pub const MAX_BATCH: usize = 8192;
+
+/// One event to store, as decided by its ingest connection.
+#[derive(Debug)]
+pub struct EventWrite {
+    /// The app connection that sent it.
+    pub conn: ConnId,
+    /// Run id.
+    pub run_id: String,
+    /// Sender seq.
+    pub seq: i64,
+    /// Sender ts.
+    pub ts: f64,
+    /// Message type.
+    pub kind: String,
+    /// `payload.nodeId`, when a string.
+    pub node_id: Option<String>,
+    /// The text to store (the frame as received unless shrunk).
+    pub frame: String,
+    /// App name for a new run row.
+    pub app: String,
+    /// `live` / `demo` for a new run row.
+    pub source: &'static str,
+    /// The connection just became the run's owner.
+    pub owner_changed: bool,
+    /// `run.started`: `payload.app` (or the connection's app).
+    pub started_app: Option<String>,
+    /// `run.finished`: a valid `payload.status`.
+    pub finished_status: Option<String>,
+    /// `exec.paused` / `exec.resumed`: `payload.pauseId`.
+    pub pause_id: Option<String>,
+}
+
+/// Work for the writer thread.
+pub enum Op {
+    /// Store one event.
+    Event(Box<EventWrite>),
+    /// An abandon timer fired for this run (ownership already checked).
+    Abandon(String),
+    /// The run's `live` flag changed: push `run.update`.
+    RunChanged(String),
+    /// Mark every `running` run abandoned (startup: no process owns them).
+    ReconcileOrphans,
+    /// A viewer subscribes to one run: replay, then tail.
+    Subscribe { conn: ConnId, tx: Sender<Out>, run_id: String },
+    /// A viewer subscribes to the run list (`*`).
+    SubscribeAll { conn: ConnId, tx: Sender<Out> },
+    /// A viewer unsubscribes from one run.
+    Unsubscribe { conn: ConnId, run_id: String },
+    /// A viewer socket closed.
+    UiGone(ConnId),
+    /// Answer once everything queued before has been stored and fanned out.
+    Flush(Sender<()>),
+}
+
+enum Effect {
+    Fanout { run_id: String, frame: String },
+    Paused { conn: ConnId, run_id: String, pause_id: String },
+    Resumed { run_id: String, pause_id: String },
+    Finished(String),
+}
+
+struct Writer {
+    shared: Arc<Shared>,
+    db: Connection,
+    known_runs: HashSet<String>,
+    subs: HashMap<String, Vec<(ConnId, Sender<Out>)>>,
+    effects: Vec<Effect>,
+    updates: Vec<String>,
+}
+
+/// Runs the writer loop until every sender is gone.
+pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
+    let mut w = Writer { shared, db, known_runs: HashSet::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
+    let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = rx.recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        w.process(&mut batch);
+    }
+}
+
+impl Writer {
+    fn process(&mut self, batch: &mut Vec<Op>) {
+        let mut in_tx = false;
+        for op in batch.drain(..) {
+            match op {
+                Op::Event(e) => {
+                    if !in_tx {
+                        in_tx = self.db.execute_batch("BEGIN").is_ok();
+                    }
+                    if let Err(err) = self.store(*e) {
+                        self.shared.lock().throttled_log("storage", || format!("storage: {err}"));
+                    }
+                }
+                Op::Abandon(run) => {
+                    if !in_tx {
+                        in_tx = self.db.execute_batch("BEGIN").is_ok();
+                    }
+                    if storage::mark_abandoned(&self.db, &run, now_ms()).unwrap_or(false) {
+                        self.updates.push(run);
+                    }
+                }
+                Op::RunChanged(run) => self.updates.push(run),
+                other => {
+                    self.commit(&mut in_tx);
+                    self.control(other);
+                }
+            }
+        }
+        self.commit(&mut in_tx);
+    }
+
+    /// Commits the open transaction (if any), then performs the collected effects.
+    fn commit(&mut self, in_tx: &mut bool) {
+        if *in_tx {
+            if let Err(err) = self.db.execute_batch("COMMIT") {
+                self.shared.lock().throttled_log("storage", || format!("storage: commit failed: {err}"));
+                let _ = self.db.execute_batch("ROLLBACK");
+            }
+            *in_tx = false;
+        }
+        if self.effects.is_empty() && self.updates.is_empty() {
+            return;
+        }
+        let effects = std::mem::take(&mut self.effects);
+        let mut hub = None;
+        for effect in effects {
+            match effect {
+                Effect::Fanout { run_id, frame } => {
+                    if let Some(subs) = self.subs.get(&run_id) {
+                        let msg = format!("{{\"type\":\"event\",\"runId\":{},\"envelope\":{frame}}}", js(&run_id));
+                        for (_, tx) in subs {
+                            let _ = tx.send(Out::Text(msg.clone()));
+                        }
+                    }
+                }
+                Effect::Paused { conn, run_id, pause_id } => {
+                    hub.get_or_insert_with(|| self.shared.lock()).pause_opened(conn, &run_id, &pause_id)
+                }
+                Effect::Resumed { run_id, pause_id } => hub.get_or_insert_with(|| self.shared.lock()).pause_resumed(&run_id, &pause_id),
+                Effect::Finished(run) => hub.get_or_insert_with(|| self.shared.lock()).run_finished(&run),
+            }
+        }
+        drop(hub);
+        let updates = std::mem::take(&mut self.updates);
+        let mut seen = HashSet::new();
+        for run in updates {
+            if !seen.insert(run.clone()) {
+                continue;
+            }
+            if let Ok(Some(row)) = storage::get_run(&self.db, &run) {
+                let hub = self.shared.lock();
+                hub.send_run_update(&row.to_json(hub.is_live(&run)));
+            }
+        }
+    }
+
+    fn store(&mut self, e: EventWrite) -> rusqlite::Result<()> {
+        if e.owner_changed && storage::mark_resumed(&self.db, &e.run_id)? {
+            self.updates.push(e.run_id.clone());
+        }
+        if !self.known_runs.contains(&e.run_id) {
+            storage::ensure_run(&self.db, &e.run_id, &e.app, e.ts, crate::envelope::PROTOCOL_VERSION, e.source)?;
+            self.known_runs.insert(e.run_id.clone());
+        }
+        let inserted = storage::insert_event(&self.db, &e.run_id, e.seq, e.ts, &e.kind, e.node_id.as_deref(), &e.frame)?;
+        if !inserted {
+            if e.owner_changed {
+                self.updates.push(e.run_id);
+            }
+            return Ok(());
+        }
+        let mut lifecycle = e.owner_changed;
+        if let Some(app) = &e.started_app {
+            storage::mark_started(&self.db, &e.run_id, app, e.ts)?;
+            lifecycle = true;
+        }
+        if let Some(status) = &e.finished_status {
+            storage::mark_finished(&self.db, &e.run_id, status, e.ts)?;
+            self.effects.push(Effect::Finished(e.run_id.clone()));
+            lifecycle = true;
+        } else if e.kind == "run.finished" {
+            lifecycle = true;
+        }
+        if let Some(pause_id) = e.pause_id {
+            if e.kind == "exec.paused" {
+                self.effects.push(Effect::Paused { conn: e.conn, run_id: e.run_id.clone(), pause_id });
+            } else {
+                self.effects.push(Effect::Resumed { run_id: e.run_id.clone(), pause_id });
+            }
+        }
+        if lifecycle {
+            self.updates.push(e.run_id.clone());
+        }
+        self.effects.push(Effect::Fanout { run_id: e.run_id, frame: e.frame });
+        Ok(())
+    }
+
+    fn control(&mut self, op: Op) {
+        match op {
+            Op::Subscribe { conn, tx, run_id } => {
+                let subs = self.subs.entry(run_id.clone()).or_default();
+                if subs.iter().any(|(c, _)| *c == conn) {
+                    let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}", js(&run_id))));
+                    let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.end\",\"runId\":{}}}", js(&run_id))));
+                    return;
+                }
+                let events = storage::list_events(&self.db, &run_id, -1, None).map(|p| p.events).unwrap_or_default();
+                let rid = js(&run_id);
+                let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}", events.len())));
+                for ev in events {
+                    let _ = tx.send(Out::Text(format!("{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}", ev.frame)));
+                }
+                let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}")));
+                subs.push((conn, tx));
+            }
+            Op::SubscribeAll { conn, tx } => {
+                let rows = storage::list_runs(&self.db).unwrap_or_default();
+                let mut hub = self.shared.lock();
+                hub.set_wildcard(conn);
+                let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
+                let _ = tx.send(Out::Text(format!("{{\"type\":\"runs\",\"runs\":[{}]}}", runs.join(","))));
+            }
+            Op::Unsubscribe { conn, run_id } => {
+                if let Some(subs) = self.subs.get_mut(&run_id) {
+                    subs.retain(|(c, _)| *c != conn);
+                    if subs.is_empty() {
+                        self.subs.remove(&run_id);
+                    }
+                }
+            }
+            Op::UiGone(conn) => {
+                self.subs.retain(|_, subs| {
+                    subs.retain(|(c, _)| *c != conn);
+                    !subs.is_empty()
+                });
+            }
+            Op::ReconcileOrphans => {
+                let ids = storage::running_run_ids(&self.db).unwrap_or_default();
+                let mut reconciled = 0;
+                for id in ids {
+                    if self.shared.lock().is_live(&id) {
+                        continue;
+                    }
+                    if storage::mark_abandoned(&self.db, &id, now_ms()).unwrap_or(false) {
+                        reconciled += 1;
+                        self.updates.push(id);
+                    }
+                }
+                if reconciled > 0 {
+                    crate::hub::log(&format!("Reconciled {reconciled} run(s) left in flight by a previous session (marked abandoned)."));
+                }
+                let mut no_tx = false;
+                self.commit(&mut no_tx);
+            }
+            Op::Flush(reply) => {
+                let _ = reply.send(());
+            }
+            Op::Event(_) | Op::Abandon(_) | Op::RunChanged(_) => unreachable!("handled in process"),
+        }
+    }
+}

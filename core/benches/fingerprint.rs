@@ -1,0 +1,52 @@
+//! The cost of fingerprinting a watched call's arguments (paid at every watched start),
+//! next to two RFC 8785 crates plus SHA-256 on the same input, in the same run.
+//!
+//! Input: `bench/sample-1k.json` (an MCP `tools/call` request) as the input of
+//! `tool:search_files`. The peers canonicalise `["tool:search_files", input]` from a
+//! `serde_json::Value` and hash it with `sha2`; they do not remove `_meta` (ours does, which
+//! only makes our text shorter by that member).
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use graphmind_core::fingerprint::fingerprint;
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+const NODE_ID: &str = "tool:search_files";
+
+fn sample() -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../bench/sample-1k.json");
+    std::fs::read(path).expect("bench/sample-1k.json")
+}
+
+fn hex32(digest: &[u8]) -> String {
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let bytes = sample();
+    let ours = graphmind_core::json::parse(&bytes).expect("sample parses");
+    let theirs: serde_json::Value =
+        serde_json::from_slice(&bytes).expect("sample parses with serde_json");
+    let call = serde_json::Value::Array(vec![serde_json::Value::from(NODE_ID), theirs]);
+
+    let mut group = c.benchmark_group("fingerprint sample-1k");
+    group.bench_function("graphmind_core::fingerprint", |b| {
+        b.iter(|| fingerprint(black_box(NODE_ID), Some(black_box(&ours))))
+    });
+    group.bench_function("serde_jcs 0.2 + sha2", |b| {
+        b.iter(|| {
+            let text = serde_jcs::to_vec(black_box(&call)).unwrap();
+            hex32(&Sha256::digest(&text))
+        })
+    });
+    group.bench_function("serde_json_canonicalizer 0.4 + sha2", |b| {
+        b.iter(|| {
+            let text = serde_json_canonicalizer::to_vec(black_box(&call)).unwrap();
+            hex32(&Sha256::digest(&text))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,304 @@
+//! The 0.6 loop kinds: a history of completed watched calls per (run, kind), and the two
+//! detectors that read it.
+//!
+//! - **cycle**: the last `3k` completed calls (k = 2..=4) are three laps equal position by
+//!   position on (node id, input fingerprint, outcome, outcome digest), a lap holds at
+//!   least two distinct calls (k = 1 is the v3 rule's case), and the call starting now
+//!   equals the lap's first call. The smallest k wins; after a cycle hold the next one
+//!   needs another full lap. Identical results are required, so a poll whose answer
+//!   changes never looks like a cycle.
+//! - **error-repeat**: the node's own last [`ERROR_REPEAT_COUNT`] completed calls failed
+//!   with one identical error; other nodes' calls between them do not matter, a success or
+//!   a call that is not comparable ends the count.
+//!
+//! Outcome and error digests are HMAC-SHA-256 keyed with a per-process salt: equal values
+//! give equal digests within one process and nothing checkable outside it.
+
+use super::{hex, Fp, LoopInfo, LoopKind};
+use crate::canonical::{write_canonical_bounded, write_escaped, Sink};
+use crate::fingerprint::SaltedHasher;
+use crate::json::Value;
+use std::collections::VecDeque;
+
+/// Completed watched calls remembered per (run, kind).
+pub const LOOP_HISTORY_SIZE: usize = 64;
+/// Identical laps before a cycle holds.
+pub const CYCLE_LAPS: usize = 3;
+/// Fewest calls per lap of a cycle.
+pub const CYCLE_MIN_PERIOD: usize = 2;
+/// Most calls per lap of a cycle.
+pub const CYCLE_MAX_PERIOD: usize = 4;
+/// Identical failures of one node before error-repeat holds.
+pub const ERROR_REPEAT_COUNT: u32 = 3;
+/// An output whose canonical form would exceed this many characters is not digested: that
+/// call equals nothing (bounds what a huge tool result costs at `node.finished`).
+pub const MAX_OUTPUT_CANONICAL_CHARS: usize = 256 * 1024;
+
+/// How a completed call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Ok,
+    Fail,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Fail => "fail",
+        }
+    }
+}
+
+/// A watched call that started and has not completed.
+#[derive(Clone, Debug)]
+pub(crate) struct OpenCall {
+    /// Index of its kind in the config's kinds.
+    pub(crate) kind: usize,
+    pub(crate) node_id: String,
+    pub(crate) instance_id: Option<String>,
+    /// The input fingerprint; `None`: not comparable.
+    pub(crate) in_fp: Option<Fp>,
+    pub(crate) start_seq: u64,
+    /// Salted digest of its latest `node.error`; `None`: none, or unknown.
+    pub(crate) err_fp: Option<Fp>,
+}
+
+impl OpenCall {
+    pub(crate) fn new(
+        kind: usize,
+        node_id: &str,
+        instance_id: Option<String>,
+        in_fp: Option<Fp>,
+        start_seq: u64,
+    ) -> Self {
+        OpenCall {
+            kind,
+            node_id: node_id.to_owned(),
+            instance_id,
+            in_fp,
+            start_seq,
+            err_fp: None,
+        }
+    }
+}
+
+/// One completed watched call; a `None` field is unknown and equals nothing.
+#[derive(Clone, Debug)]
+pub(crate) struct CallEntry {
+    pub(crate) node_id: Option<String>,
+    pub(crate) in_fp: Option<Fp>,
+    pub(crate) outcome: Option<Outcome>,
+    pub(crate) out_fp: Option<Fp>,
+    pub(crate) start_seq: u64,
+}
+
+impl CallEntry {
+    pub(crate) fn unknown(node_id: Option<String>, start_seq: u64) -> Self {
+        CallEntry {
+            node_id,
+            in_fp: None,
+            outcome: None,
+            out_fp: None,
+            start_seq,
+        }
+    }
+
+    fn comparable(&self) -> bool {
+        self.node_id.is_some()
+            && self.in_fp.is_some()
+            && self.outcome.is_some()
+            && self.out_fp.is_some()
+    }
+
+    fn same(&self, other: &CallEntry) -> bool {
+        self.comparable()
+            && other.comparable()
+            && self.node_id == other.node_id
+            && self.in_fp == other.in_fp
+            && self.outcome == other.outcome
+            && self.out_fp == other.out_fp
+    }
+}
+
+/// What a kind's latest watched start tripped, for its before-gate.
+#[derive(Clone, Debug)]
+pub(crate) struct Verdict {
+    pub(crate) node_id: String,
+    pub(crate) info: LoopInfo,
+    pub(crate) tripped: bool,
+}
+
+/// The history of one (run, kind).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct KindHistory {
+    /// The last [`LOOP_HISTORY_SIZE`] completed calls, oldest first.
+    ring: VecDeque<CallEntry>,
+    /// Entries ever pushed.
+    completed: u64,
+    /// No cycle is reported while `completed` is below this: one hold per lap.
+    cycle_quiet_until: u64,
+    pub(crate) verdict: Option<Verdict>,
+}
+
+impl KindHistory {
+    pub(crate) fn push(&mut self, entry: CallEntry) {
+        self.ring.push_back(entry);
+        if self.ring.len() > LOOP_HISTORY_SIZE {
+            self.ring.pop_front();
+        }
+        self.completed += 1;
+    }
+
+    fn laps_equal(&self, a: usize, b: usize, k: usize) -> bool {
+        (0..k).all(|i| match (self.ring.get(a + i), self.ring.get(b + i)) {
+            (Some(x), Some(y)) => x.same(y),
+            _ => false,
+        })
+    }
+
+    /// A cycle whose next lap starts with this call, if any (see the module comment).
+    pub(crate) fn detect_cycle(
+        &mut self,
+        node_id: &str,
+        in_fp: &Fp,
+        seq: u64,
+        salt: &[u8; 32],
+    ) -> Option<LoopInfo> {
+        if self.completed < self.cycle_quiet_until {
+            return None;
+        }
+        let len = self.ring.len();
+        for k in CYCLE_MIN_PERIOD..=CYCLE_MAX_PERIOD {
+            let span = CYCLE_LAPS * k;
+            if len < span {
+                return None; // longer periods need even more
+            }
+            let base = len - span;
+            let head = &self.ring[base];
+            if head.node_id.as_deref() != Some(node_id) || head.in_fp.as_ref() != Some(in_fp) {
+                continue;
+            }
+            if !(1..CYCLE_LAPS).all(|lap| self.laps_equal(base, base + lap * k, k)) {
+                continue;
+            }
+            let distinct = (1..k).any(|i| {
+                let e = &self.ring[base + i];
+                e.node_id != head.node_id || e.in_fp != head.in_fp
+            });
+            if !distinct {
+                continue; // one call repeated: the v3 rule's case
+            }
+            // The newest lap is the reference; count identical laps back from it.
+            let newest = len - k;
+            let mut first = base;
+            let mut laps = CYCLE_LAPS as u32;
+            while first >= k && self.laps_equal(first - k, newest, k) {
+                first -= k;
+                laps += 1;
+            }
+            self.cycle_quiet_until = self.completed + k as u64;
+            let fingerprint = self.lap_digest(newest, k, salt);
+            return Some(LoopInfo {
+                kind: LoopKind::Cycle {
+                    period: k as u32,
+                    laps,
+                },
+                repeats: laps,
+                first_seq: self.ring[first].start_seq,
+                last_seq: seq,
+                fingerprint,
+            });
+        }
+        None
+    }
+
+    /// Salted digest of the lap `[[nodeId, inFp, outcome, outFp], ...]` from `start`.
+    fn lap_digest(&self, start: usize, k: usize, salt: &[u8; 32]) -> String {
+        let mut mac = SaltedHasher::new(salt);
+        mac.put(b"lap\0[");
+        for i in 0..k {
+            let e = &self.ring[start + i];
+            mac.put(if i == 0 { b"[" } else { b",[" });
+            write_escaped(e.node_id.as_deref().unwrap_or("").as_bytes(), &mut mac);
+            for fp in [
+                e.in_fp.map(|f| hex(&f)),
+                e.outcome.map(|o| o.as_str().to_owned()),
+                e.out_fp.map(|f| hex(&f)),
+            ] {
+                mac.put(b",");
+                write_escaped(fp.as_deref().unwrap_or("").as_bytes(), &mut mac);
+            }
+            mac.put(b"]");
+        }
+        mac.put(b"]");
+        hex(&fp_of(&mac.finish()))
+    }
+
+    /// The node's newest completed calls failed with one identical error at least
+    /// [`ERROR_REPEAT_COUNT`] times.
+    pub(crate) fn detect_error_repeat(&self, node_id: &str, seq: u64) -> Option<LoopInfo> {
+        let mut count = 0u32;
+        let mut err_fp: Option<Fp> = None;
+        let mut first_seq = seq;
+        for e in self.ring.iter().rev() {
+            let Some(id) = e.node_id.as_deref() else {
+                break;
+            }; // could have been this node
+            if id != node_id {
+                continue;
+            }
+            let (Some(Outcome::Fail), Some(out), Some(_)) = (e.outcome, e.out_fp, e.in_fp) else {
+                break;
+            };
+            match err_fp {
+                None => err_fp = Some(out),
+                Some(fp) if fp != out => break,
+                Some(_) => {}
+            }
+            count += 1;
+            first_seq = e.start_seq;
+        }
+        let err_fp = err_fp?;
+        if count < ERROR_REPEAT_COUNT {
+            return None;
+        }
+        Some(LoopInfo {
+            kind: LoopKind::ErrorRepeat,
+            repeats: count,
+            first_seq,
+            last_seq: seq,
+            fingerprint: hex(&err_fp),
+        })
+    }
+}
+
+/// The first 16 bytes of a digest.
+pub(crate) fn fp_of(digest: &[u8; 32]) -> Fp {
+    let mut fp = [0u8; 16];
+    fp.copy_from_slice(&digest[..16]);
+    fp
+}
+
+/// The salted digest of an output (`out`) or an error-shaped result (`res`): HMAC of
+/// `prefix NUL canonical`; `None` when the canonical form would exceed
+/// [`MAX_OUTPUT_CANONICAL_CHARS`].
+pub(crate) fn outcome_digest(
+    prefix: &[u8],
+    value: Option<&Value>,
+    ignore: &[String],
+    salt: &[u8; 32],
+) -> Option<Fp> {
+    let mut mac = SaltedHasher::new(salt);
+    mac.put(prefix);
+    mac.put(b"\0");
+    match value {
+        None => mac.put(b"null"),
+        Some(v) => {
+            if !write_canonical_bounded(v, ignore, MAX_OUTPUT_CANONICAL_CHARS, &mut mac) {
+                return None;
+            }
+        }
+    }
+    Some(fp_of(&mac.finish()))
+}

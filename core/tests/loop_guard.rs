@@ -1,0 +1,775 @@
+//! The loop guard against the reference fixtures (loop-guard v3 and the 0.6 loop kinds),
+//! the spec's warning texts and the run bound.
+
+use graphmind_core::json::{self, Value};
+use graphmind_core::loop_guard::{
+    LoopGuard, LoopGuardConfig, LoopHide, LoopInfo, LoopKind, LoopMode, LoopValue, LoopVerdict,
+    NodeStart, MAX_LOOP_RUNS, REDACTED,
+};
+use graphmind_core::smart::{
+    error_result_shape, error_text_key, parse_break_on, truncated_tool_call,
+};
+use std::path::PathBuf;
+
+fn load(rel: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors")
+        .join(rel);
+    json::parse(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+fn strings(v: Option<&Value>) -> Option<Vec<String>> {
+    v.map(|v| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect()
+    })
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn int_of(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_i64).map(|i| i as u64)
+}
+
+fn config_for(seq: &Value) -> LoopGuardConfig {
+    let mut config = LoopGuardConfig::default();
+    if let Some(t) = int_of(seq, "threshold") {
+        config.threshold = t as u32;
+    }
+    if let Some(a) = strings(seq.get("allowNodes")) {
+        config.allow_nodes = a;
+    }
+    if let Some(k) = strings(seq.get("ignoreKeys")) {
+        config.ignore_keys = k;
+    }
+    if let Some(k) = strings(seq.get("kinds")) {
+        config.kinds = k;
+    }
+    config
+}
+
+fn start_of<'a>(run: &'a str, call: &'a Value, seq: u64) -> NodeStart<'a> {
+    let node_id = str_of(call, "nodeId").unwrap();
+    let input = if call.get("unreadable") == Some(&Value::Bool(true)) {
+        LoopValue::Unreadable
+    } else if call.get("inputAbsent") == Some(&Value::Bool(true)) {
+        LoopValue::Read(None)
+    } else {
+        LoopValue::Read(call.get("input"))
+    };
+    let mut start = NodeStart::new(run, node_id, str_of(call, "kind").unwrap(), input, seq);
+    if let Some(name) = str_of(call, "name") {
+        start = start.name(name);
+    }
+    if let Some(instance) = str_of(call, "instanceId") {
+        start = start.instance(instance);
+    }
+    start
+}
+
+/// (at, repeats, firstAt) of every hold.
+type Trip = (u64, u32, u64);
+
+#[test]
+fn loop_guard_fixture_sequences() {
+    let fixture = load("reference/loop-guard-fixture.json");
+    assert_eq!(fixture.get("version").unwrap().as_i64(), Some(3));
+    let sequences = fixture.get("sequences").unwrap().as_array().unwrap();
+    assert_eq!(sequences.len(), 32);
+    for seq in sequences {
+        let name = str_of(seq, "name").unwrap();
+        let mut guard = LoopGuard::new(config_for(seq));
+        let calls = seq.get("calls").unwrap().as_array().unwrap();
+        let fingerprints = seq.get("fingerprints").unwrap().as_array().unwrap();
+        let mut trips: Vec<Trip> = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            let start = start_of("run-1", call, i as u64);
+            let outcome = guard.on_node_started(&start, true);
+            assert_eq!(
+                outcome.verdict,
+                LoopVerdict::Continue,
+                "{name}: attached never warns"
+            );
+            assert_eq!(
+                outcome.fingerprint.as_deref(),
+                fingerprints[i].as_str(),
+                "{name}: fingerprint {i}"
+            );
+            let verdict = guard.consult_before(
+                "run-1",
+                start.kind,
+                start.node_id,
+                start.name,
+                true,
+                LoopHide::default(),
+            );
+            if let LoopVerdict::Hold(info) = verdict {
+                assert_eq!(info.kind, LoopKind::Repeat, "{name}");
+                assert_eq!(info.last_seq, i as u64, "{name}: lastSeq is the held call");
+                assert_eq!(
+                    Some(info.fingerprint.as_str()),
+                    fingerprints[i].as_str(),
+                    "{name}"
+                );
+                trips.push((i as u64, info.repeats, info.first_seq));
+                // A retry re-enters the same gate without a new start: it runs on.
+                let again = guard.consult_before(
+                    "run-1",
+                    start.kind,
+                    start.node_id,
+                    start.name,
+                    true,
+                    LoopHide::default(),
+                );
+                assert_eq!(again, LoopVerdict::Continue, "{name}: retry at {i}");
+            }
+        }
+        let expected: Vec<Trip> = seq
+            .get("trips")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    int_of(t, "at").unwrap(),
+                    int_of(t, "repeats").unwrap() as u32,
+                    int_of(t, "firstAt").unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(trips, expected, "{name}");
+        assert_eq!(trips.first().map(|t| t.0), int_of(seq, "tripsAt"), "{name}");
+        assert_eq!(
+            trips.first().map(|t| t.1 as u64),
+            int_of(seq, "repeatsAtTrip"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn detached_sequences_hold_nothing_and_warn_once_per_streak() {
+    let fixture = load("reference/loop-guard-fixture.json");
+    for seq in fixture.get("sequences").unwrap().as_array().unwrap() {
+        let name = str_of(seq, "name").unwrap();
+        let mut guard = LoopGuard::new(config_for(seq));
+        // The streaks whose first trip the attached run saw: one warning each, at that call.
+        let first_trips: Vec<u64> = {
+            let trips = seq.get("trips").unwrap().as_array().unwrap();
+            let mut firsts: Vec<(u64, u64)> = Vec::new(); // (firstAt, at)
+            for t in trips {
+                let key = (int_of(t, "firstAt").unwrap(), int_of(t, "at").unwrap());
+                if !firsts.iter().any(|f| f.0 == key.0) {
+                    firsts.push(key);
+                }
+            }
+            firsts.into_iter().map(|f| f.1).collect()
+        };
+        let mut warned = Vec::new();
+        for (i, call) in seq
+            .get("calls")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let start = start_of("run-1", call, i as u64);
+            let outcome = guard.on_node_started(&start, false);
+            if let LoopVerdict::Warn(w) = &outcome.verdict {
+                assert_eq!(w.key, format!("loop:{}", start.node_id));
+                warned.push(i as u64);
+            }
+            let verdict = guard.consult_before(
+                "run-1",
+                start.kind,
+                start.node_id,
+                start.name,
+                false,
+                LoopHide::default(),
+            );
+            assert_eq!(
+                verdict,
+                LoopVerdict::Continue,
+                "{name}: detached never holds"
+            );
+        }
+        assert_eq!(warned, first_trips, "{name}");
+    }
+}
+
+fn search_calls(guard: &mut LoopGuard, n: u64, attached: bool) -> Vec<LoopVerdict> {
+    let input = json::parse_str(r#"{"q":"flights"}"#).unwrap();
+    (0..n)
+        .map(|i| {
+            guard
+                .on_node_started(
+                    &NodeStart::new("r", "tool:search", "tool", LoopValue::from(&input), i),
+                    attached,
+                )
+                .verdict
+        })
+        .collect()
+}
+
+#[test]
+fn warning_texts_are_the_specs() {
+    let mut guard = LoopGuard::new(LoopGuardConfig {
+        mode: LoopMode::Warn,
+        ..Default::default()
+    });
+    let verdicts = search_calls(&mut guard, 4, true);
+    let LoopVerdict::Warn(w) = &verdicts[2] else {
+        panic!("{verdicts:?}")
+    };
+    assert_eq!(
+        w.line(),
+        "[graphmind] possible loop: search (tool:search) was called 3× in a row with identical arguments; \
+         GRAPHMIND_ON_LOOP=warn, so it is not being held. Polling on purpose? add it to loopGuard.allowNodes; \
+         GRAPHMIND_ON_LOOP=off silences this"
+    );
+    assert_eq!(verdicts[3], LoopVerdict::Continue, "one warning per streak");
+    assert_eq!(verdicts[0], LoopVerdict::Continue);
+
+    let mut guard = LoopGuard::new(LoopGuardConfig::default());
+    let verdicts = search_calls(&mut guard, 3, false);
+    let LoopVerdict::Warn(w) = &verdicts[2] else {
+        panic!("{verdicts:?}")
+    };
+    assert_eq!(
+        w.line(),
+        "[graphmind] possible loop: search (tool:search) was called 3× in a row with identical arguments; \
+         no debugger is attached to hold it (start `npx graphmind-ai` to pause it there). Polling on purpose? \
+         add it to loopGuard.allowNodes; GRAPHMIND_ON_LOOP=off silences this"
+    );
+}
+
+#[test]
+fn mode_warn_never_holds_and_the_count_keeps_running_for_a_later_debugger() {
+    let mut guard = LoopGuard::new(LoopGuardConfig::default());
+    let input = json::parse_str("{}").unwrap();
+    for i in 0..3 {
+        guard.on_node_started(
+            &NodeStart::new("r", "tool:s", "tool", LoopValue::from(&input), i),
+            false,
+        );
+        assert_eq!(
+            guard.consult_before("r", "tool", "tool:s", "s", false, LoopHide::default()),
+            LoopVerdict::Continue
+        );
+    }
+    // A debugger attaches: the next identical call holds with the whole streak.
+    guard.on_node_started(
+        &NodeStart::new("r", "tool:s", "tool", LoopValue::from(&input), 3),
+        true,
+    );
+    let LoopVerdict::Hold(info) =
+        guard.consult_before("r", "tool", "tool:s", "s", true, LoopHide::default())
+    else {
+        panic!("should hold")
+    };
+    assert_eq!((info.repeats, info.first_seq, info.last_seq), (4, 0, 3));
+
+    let mut guard = LoopGuard::new(LoopGuardConfig {
+        mode: LoopMode::Warn,
+        ..Default::default()
+    });
+    for i in 0..4 {
+        guard.on_node_started(
+            &NodeStart::new("r", "tool:s", "tool", LoopValue::from(&input), i),
+            true,
+        );
+        assert_eq!(
+            guard.consult_before("r", "tool", "tool:s", "s", true, LoopHide::default()),
+            LoopVerdict::Continue
+        );
+    }
+    let mut guard = LoopGuard::new(LoopGuardConfig {
+        mode: LoopMode::Off,
+        ..Default::default()
+    });
+    let out = guard.on_node_started(
+        &NodeStart::new("r", "tool:s", "tool", LoopValue::from(&input), 0),
+        true,
+    );
+    assert_eq!(out.fingerprint, None, "off: not even fingerprinting");
+}
+
+#[test]
+fn hold_fingerprint_follows_hide_inputs() {
+    let mut guard = LoopGuard::new(LoopGuardConfig {
+        threshold: 1,
+        ..Default::default()
+    });
+    let input = json::parse_str(r#"{"email":"a@b.c"}"#).unwrap();
+    let out = guard.on_node_started(
+        &NodeStart::new("r", "tool:s", "tool", LoopValue::from(&input), 0),
+        true,
+    );
+    let hide = LoopHide::for_node(false, false, true, false, true);
+    let LoopVerdict::Hold(info) = guard.consult_before("r", "tool", "tool:s", "s", true, hide)
+    else {
+        panic!()
+    };
+    assert_eq!(info.fingerprint, REDACTED);
+    assert_ne!(out.fingerprint.as_deref(), Some(REDACTED));
+    assert_eq!(
+        json::to_string(&info.to_wire()),
+        r#"{"repeats":1,"firstSeq":0,"lastSeq":0,"fingerprint":"__REDACTED__"}"#
+    );
+    // Output switches do not hide a v3 fingerprint.
+    guard.on_node_started(
+        &NodeStart::new("r", "tool:s", "tool", LoopValue::from(&input), 1),
+        true,
+    );
+    let LoopVerdict::Hold(info) = guard.consult_before(
+        "r",
+        "tool",
+        "tool:s",
+        "s",
+        true,
+        LoopHide {
+            input: false,
+            output: true,
+        },
+    ) else {
+        panic!()
+    };
+    assert_eq!(Some(info.fingerprint.as_str()), out.fingerprint.as_deref());
+}
+
+#[test]
+fn runs_are_bounded_least_recently_used_first() {
+    let mut guard = LoopGuard::new(LoopGuardConfig::default());
+    fn start(run: &str, seq: u64) -> impl FnOnce(&mut LoopGuard) + '_ {
+        move |g: &mut LoopGuard| {
+            let input = json::parse_str("{}").unwrap();
+            g.on_node_started(
+                &NodeStart::new(run, "tool:s", "tool", LoopValue::from(&input), seq),
+                true,
+            );
+        }
+    }
+    // "keep" makes two calls, then MAX_LOOP_RUNS other runs come and go, "keep" stays
+    // most recently used in between; "old" is evicted.
+    start("old", 0)(&mut guard);
+    start("old", 1)(&mut guard);
+    start("keep", 0)(&mut guard);
+    start("keep", 1)(&mut guard);
+    for i in 0..(MAX_LOOP_RUNS - 2) {
+        let run = format!("other-{i}");
+        start(&run, 0)(&mut guard);
+    }
+    start("keep", 2)(&mut guard); // touch: now most recently used
+    start("new", 0)(&mut guard); // evicts the least recently used: "old"
+    assert_eq!(guard.tracked_runs(), MAX_LOOP_RUNS);
+    assert!(matches!(
+        guard.consult_before("keep", "tool", "tool:s", "s", true, LoopHide::default()),
+        LoopVerdict::Hold(_)
+    ));
+    start("old", 2)(&mut guard);
+    assert_eq!(
+        guard.consult_before("old", "tool", "tool:s", "s", true, LoopHide::default()),
+        LoopVerdict::Continue,
+        "evicted: starts again"
+    );
+}
+
+// -- the 0.6 loop kinds ------------------------------------------------------
+
+#[derive(Debug, PartialEq)]
+struct Hold {
+    at: u64,
+    kind: &'static str,
+    repeats: u32,
+    first_at: u64,
+    period: Option<u32>,
+    laps: Option<u32>,
+}
+
+fn hold_of(at: u64, info: &LoopInfo) -> Hold {
+    let (kind, period, laps) = match info.kind {
+        LoopKind::Repeat => ("repeat", None, None),
+        LoopKind::Cycle { period, laps } => ("cycle", Some(period), Some(laps)),
+        LoopKind::ErrorRepeat => ("error-repeat", None, None),
+    };
+    Hold {
+        at,
+        kind,
+        repeats: info.repeats,
+        first_at: info.first_seq,
+        period,
+        laps,
+    }
+}
+
+fn expected_hold(v: &Value) -> Hold {
+    let kind = match str_of(v, "kind").unwrap() {
+        "repeat" => "repeat",
+        "cycle" => "cycle",
+        "error-repeat" => "error-repeat",
+        other => panic!("unknown kind {other}"),
+    };
+    Hold {
+        at: int_of(v, "at").unwrap(),
+        kind,
+        repeats: int_of(v, "repeats").unwrap() as u32,
+        first_at: int_of(v, "firstAt").unwrap(),
+        period: int_of(v, "period").map(|p| p as u32),
+        laps: int_of(v, "laps").map(|p| p as u32),
+    }
+}
+
+#[test]
+fn loop_kinds_sequences() {
+    let fixture = load("reference/loop-kinds-fixture.json");
+    let defaults = fixture.get("defaults").unwrap();
+    assert_eq!(
+        int_of(defaults, "historySize"),
+        Some(graphmind_core::loop_guard::LOOP_HISTORY_SIZE as u64)
+    );
+    assert_eq!(
+        int_of(defaults, "cycleLaps"),
+        Some(graphmind_core::loop_guard::CYCLE_LAPS as u64)
+    );
+    assert_eq!(
+        int_of(defaults, "errorRepeatCount"),
+        Some(graphmind_core::loop_guard::ERROR_REPEAT_COUNT as u64)
+    );
+    let sequences = fixture.get("sequences").unwrap().as_array().unwrap();
+    assert_eq!(sequences.len(), 41);
+    for seq in sequences {
+        let name = str_of(seq, "name").unwrap();
+        let mut guard = LoopGuard::new(config_for(seq));
+        let mut holds = Vec::new();
+        for (i, event) in seq
+            .get("events")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let i = i as u64;
+            let node_id = str_of(event, "nodeId").unwrap();
+            let instance = str_of(event, "instanceId");
+            match str_of(event, "event").unwrap() {
+                "start" => {
+                    let start = start_of("run", event, i);
+                    guard.on_node_started(&start, true);
+                    let verdict = guard.consult_before(
+                        "run",
+                        start.kind,
+                        node_id,
+                        start.name,
+                        true,
+                        LoopHide::default(),
+                    );
+                    if let LoopVerdict::Hold(info) = verdict {
+                        assert_eq!(info.last_seq, i, "{name}");
+                        assert_eq!(info.fingerprint.len(), 32, "{name}");
+                        holds.push(hold_of(i, &info));
+                        let again = guard.consult_before(
+                            "run",
+                            start.kind,
+                            node_id,
+                            start.name,
+                            true,
+                            LoopHide::default(),
+                        );
+                        assert_eq!(again, LoopVerdict::Continue, "{name}: retry at {i}");
+                    }
+                }
+                "error" => {
+                    let name_text = event.get("name").and_then(Value::as_js_str);
+                    let message = event.get("message").and_then(Value::as_js_str);
+                    guard.on_node_error("run", node_id, instance, name_text, message);
+                }
+                "finish" => {
+                    guard.on_node_finished(
+                        "run",
+                        node_id,
+                        instance,
+                        str_of(event, "status"),
+                        LoopValue::Read(event.get("output")),
+                        true,
+                    );
+                }
+                other => panic!("{name}: unknown event {other}"),
+            }
+        }
+        let expected: Vec<Hold> = seq
+            .get("holds")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(expected_hold)
+            .collect();
+        assert_eq!(holds, expected, "{name}");
+    }
+}
+
+#[test]
+fn loop_kinds_error_result_shapes() {
+    let fixture = load("reference/loop-kinds-fixture.json");
+    let cases = fixture.get("errorResult").unwrap().as_array().unwrap();
+    assert_eq!(cases.len(), 25);
+    for case in cases {
+        let got = error_result_shape(case.get("result").unwrap()).map(|s| s.as_str());
+        assert_eq!(
+            got,
+            str_of(case, "shape"),
+            "{}",
+            str_of(case, "name").unwrap()
+        );
+    }
+}
+
+#[test]
+fn loop_kinds_truncated_tool_calls() {
+    let fixture = load("reference/loop-kinds-fixture.json");
+    let cases = fixture.get("truncated").unwrap().as_array().unwrap();
+    assert_eq!(cases.len(), 13);
+    for case in cases {
+        let name = str_of(case, "name").unwrap();
+        let got = truncated_tool_call(case.get("result").unwrap());
+        match case.get("fires").unwrap() {
+            Value::Null => assert_eq!(got, None, "{name}"),
+            fires => {
+                let got = got.unwrap_or_else(|| panic!("{name}: should fire"));
+                assert_eq!(
+                    Some(got.finish_reason.as_str()),
+                    str_of(fires, "finishReason"),
+                    "{name}"
+                );
+                assert_eq!(
+                    Some(got.tool_calls as u64),
+                    int_of(fires, "toolCalls"),
+                    "{name}"
+                );
+                assert_eq!(
+                    Some(got.unparsed as u64),
+                    int_of(fires, "unparsed"),
+                    "{name}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn loop_kinds_break_on_env() {
+    let fixture = load("reference/loop-kinds-fixture.json");
+    let cases = fixture.get("breakOnEnv").unwrap().as_array().unwrap();
+    assert_eq!(cases.len(), 13);
+    for case in cases {
+        let raw = str_of(case, "raw");
+        assert_eq!(
+            Some(parse_break_on(raw)),
+            case.get("on").unwrap().as_bool(),
+            "{raw:?}"
+        );
+    }
+}
+
+#[test]
+fn loop_kinds_error_text() {
+    let fixture = load("reference/loop-kinds-fixture.json");
+    let cases = fixture.get("errorText").unwrap().as_array().unwrap();
+    assert_eq!(cases.len(), 4);
+    for case in cases {
+        let text = case.get("text").unwrap().as_js_str().unwrap();
+        let key = case.get("key").unwrap().as_js_str().unwrap();
+        assert_eq!(
+            &error_text_key(text),
+            key,
+            "{}",
+            str_of(case, "name").unwrap()
+        );
+    }
+}
+
+#[test]
+fn loop_kind_warnings_name_the_node_and_counts_only() {
+    let mut guard = LoopGuard::new(LoopGuardConfig::default());
+    let mut warnings = Vec::new();
+    for i in 0..4u64 {
+        let input = json::parse_str(&format!(r#"{{"sql":"select {i}"}}"#)).unwrap();
+        let out = guard.on_node_started(
+            &NodeStart::new("r", "tool:db", "tool", LoopValue::from(&input), i * 3).instance("x"),
+            false,
+        );
+        if let LoopVerdict::Warn(w) = out.verdict {
+            warnings.push(w);
+        }
+        let (n, m) = (
+            json::JsStr::from("Error"),
+            json::JsStr::from("secret table missing"),
+        );
+        guard.on_node_error("r", "tool:db", Some("x"), Some(&n), Some(&m));
+        guard.on_node_finished(
+            "r",
+            "tool:db",
+            Some("x"),
+            Some("error"),
+            LoopValue::Read(None),
+            true,
+        );
+    }
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].key, "loop-error:tool:db");
+    assert_eq!(
+        warnings[0].line(),
+        "[graphmind] possible loop: db (tool:db) failed 3× in a row with the same error and is being called again; \
+         no debugger is attached to hold it (start `npx graphmind-ai` to pause it there). Polling on purpose? add it \
+         to loopGuard.allowNodes (GRAPHMIND_LOOP_ALLOW); GRAPHMIND_ON_LOOP=off silences this"
+    );
+    assert!(!warnings[0].message.contains("secret"));
+}
+
+// -- properties ---------------------------------------------------------------
+
+mod properties {
+    use super::*;
+    use graphmind_core::json::JsStr;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone)]
+    enum Event {
+        Start {
+            run: u8,
+            node: u8,
+            kind: u8,
+            input: u8,
+            instance: Option<u8>,
+            unreadable: bool,
+        },
+        Error {
+            run: u8,
+            node: u8,
+            instance: Option<u8>,
+            message: u8,
+        },
+        Finish {
+            run: u8,
+            node: u8,
+            instance: Option<u8>,
+            status: u8,
+            output: u8,
+        },
+        Gate {
+            run: u8,
+            node: u8,
+            kind: u8,
+        },
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        let run = 0u8..80;
+        prop_oneof![
+            (
+                run.clone(),
+                0u8..4,
+                0u8..3,
+                0u8..3,
+                prop::option::of(0u8..4),
+                any::<bool>()
+            )
+                .prop_map(|(run, node, kind, input, instance, unreadable)| {
+                    Event::Start {
+                        run,
+                        node,
+                        kind,
+                        input,
+                        instance,
+                        unreadable,
+                    }
+                }),
+            (run.clone(), 0u8..4, prop::option::of(0u8..4), 0u8..2).prop_map(
+                |(run, node, instance, message)| Event::Error {
+                    run,
+                    node,
+                    instance,
+                    message
+                }
+            ),
+            (
+                run.clone(),
+                0u8..4,
+                prop::option::of(0u8..4),
+                0u8..4,
+                0u8..3
+            )
+                .prop_map(|(run, node, instance, status, output)| Event::Finish {
+                    run,
+                    node,
+                    instance,
+                    status,
+                    output
+                }),
+            (run, 0u8..4, 0u8..3).prop_map(|(run, node, kind)| Event::Gate { run, node, kind }),
+        ]
+    }
+
+    const KINDS: [&str; 3] = ["tool", "llm", "agent"];
+    const STATUSES: [&str; 4] = ["ok", "error", "aborted", "weird"];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Any interleaving of events: no panic, the run bound holds, a hold's seqs are
+        /// ordered and a retry never holds twice.
+        #[test]
+        fn any_event_order_is_safe(events in prop::collection::vec(event(), 0..300), attached in any::<bool>()) {
+            let config = LoopGuardConfig { threshold: 2, kinds: vec!["tool".into(), "llm".into()], ..Default::default() };
+            let mut guard = LoopGuard::new(config);
+            let inputs: Vec<Value> = (0..3).map(|i| json::parse_str(&format!(r#"{{"q":{i},"_meta":{{"t":{i}}}}}"#)).unwrap()).collect();
+            let outputs: Vec<Value> = vec![
+                json::parse_str(r#"{"isError":true}"#).unwrap(),
+                json::parse_str(r#"{"error":"x"}"#).unwrap(),
+                json::parse_str(r#""fine""#).unwrap(),
+            ];
+            for (seq, e) in events.iter().enumerate() {
+                match e {
+                    Event::Start { run, node, kind, input, instance, unreadable } => {
+                        let (run, node) = (format!("r{run}"), format!("tool:n{node}"));
+                        let instance = instance.map(|i| format!("i{i}"));
+                        let value = if *unreadable { LoopValue::Unreadable } else { LoopValue::from(&inputs[*input as usize]) };
+                        let mut start = NodeStart::new(&run, &node, KINDS[*kind as usize], value, seq as u64);
+                        if let Some(i) = &instance { start = start.instance(i); }
+                        guard.on_node_started(&start, attached);
+                    }
+                    Event::Error { run, node, instance, message } => {
+                        let m = JsStr::from(if *message == 0 { "boom" } else { "bang" });
+                        let instance = instance.map(|i| format!("i{i}"));
+                        guard.on_node_error(&format!("r{run}"), &format!("tool:n{node}"), instance.as_deref(), Some(&JsStr::from("E")), Some(&m));
+                    }
+                    Event::Finish { run, node, instance, status, output } => {
+                        let instance = instance.map(|i| format!("i{i}"));
+                        guard.on_node_finished(&format!("r{run}"), &format!("tool:n{node}"), instance.as_deref(),
+                            Some(STATUSES[*status as usize]), LoopValue::from(&outputs[*output as usize]), true);
+                    }
+                    Event::Gate { run, node, kind } => {
+                        let (run, node) = (format!("r{run}"), format!("tool:n{node}"));
+                        let name = &node[5..];
+                        let verdict = guard.consult_before(&run, KINDS[*kind as usize], &node, name, true, LoopHide::default());
+                        if let LoopVerdict::Hold(info) = verdict {
+                            prop_assert!(info.first_seq <= info.last_seq);
+                            prop_assert!(info.repeats >= 2);
+                            let again = guard.consult_before(&run, KINDS[*kind as usize], &node, name, true, LoopHide::default());
+                            prop_assert_eq!(again, LoopVerdict::Continue);
+                        }
+                    }
+                }
+                prop_assert!(guard.tracked_runs() <= MAX_LOOP_RUNS);
+            }
+        }
+    }
+}
