@@ -5,5 +5,6 @@
 //! vectors in `tests/vectors/` can check it without a socket.
 
 pub mod json;
+pub mod shrink;
 
 pub use json::{JsStr, Map, Number, Value};
