@@ -64,7 +64,7 @@ fn big_array_payload() -> Value {
         ("nodeId", Value::from("tool:query")),
         ("instanceId", Value::from("q-7")),
         ("output", Value::Array(rows)),
-        ("durationMs", Value::from(3)),
+        ("durationMs", Value::from(3i64)),
         ("status", Value::from("ok")),
     ])
 }
@@ -111,5 +111,34 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// The fast path: a payload that fits is written once, as plain serialization writes it.
+fn bench_fits(c: &mut Criterion) {
+    let rows: Vec<Value> = (0..4000i64)
+        .map(|i| obj(vec![("id", Value::from(i)), ("name", Value::from(format!("record {i} é 中")))]))
+        .collect();
+    let payload = obj(vec![("nodeId", Value::from("tool:q")), ("output", Value::Array(rows)), ("durationMs", Value::from(1i64)), ("status", Value::from("ok"))]);
+    let plain_len = to_string(&payload).len();
+    assert!(plain_len < MAX_PAYLOAD_BYTES);
+    let mut group = c.benchmark_group("fits-under-budget");
+    group.sample_size(20).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(300));
+    group.bench_function("plain json::to_string", |b| b.iter(|| black_box(to_string(black_box(&payload)))));
+    group.bench_function("shrink serialize_payload", |b| {
+        b.iter(|| black_box(serialize_payload(black_box(&payload), MAX_PAYLOAD_BYTES, Some("node.finished"))))
+    });
+    group.finish();
+    let plain = best_of(20, || {
+        black_box(to_string(black_box(&payload)));
+    });
+    let shrink = best_of(20, || {
+        black_box(serialize_payload(black_box(&payload), MAX_PAYLOAD_BYTES, Some("node.finished")));
+    });
+    println!(
+        "SUMMARY fits-{plain_len}B: plain to_string {:.3} ms | serialize_payload {:.3} ms | ratio {:.2}x",
+        plain.as_secs_f64() * 1e3,
+        shrink.as_secs_f64() * 1e3,
+        shrink.as_secs_f64() / plain.as_secs_f64()
+    );
+}
+
+criterion_group!(benches, bench, bench_fits);
 criterion_main!(benches);
