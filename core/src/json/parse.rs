@@ -354,6 +354,14 @@ mod tests {
     }
 
     #[test]
+    fn joins_an_escaped_surrogate_pair_into_one_code_point() {
+        // Two escapes in a row: the empty run between them must not split the pair.
+        let v = parse_str(r#""\u9375\ud83d\ude0036""#).unwrap();
+        assert_eq!(v.as_js_str().unwrap(), &JsStr::from("鍵😀36"));
+        assert!(!v.as_js_str().unwrap().has_lone_surrogate());
+    }
+
+    #[test]
     fn refuses_deep_nesting_without_overflowing() {
         let deep = "[".repeat(100_000);
         assert_eq!(parse_str(&deep).unwrap_err().kind, ParseErrorKind::TooDeep);

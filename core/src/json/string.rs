@@ -255,12 +255,19 @@ impl JsStrBuilder {
 
     /// Appends UTF-8 text.
     pub fn push_str(&mut self, s: &str) {
+        // Appending nothing must not separate a pending high surrogate from its low half.
+        if s.is_empty() {
+            return;
+        }
         self.flush_high();
         self.bytes.extend_from_slice(s.as_bytes());
     }
 
     /// Appends raw UTF-8 bytes the caller knows to be valid UTF-8.
     pub(crate) fn push_utf8_bytes(&mut self, s: &[u8]) {
+        if s.is_empty() {
+            return;
+        }
         self.flush_high();
         self.bytes.extend_from_slice(s);
     }

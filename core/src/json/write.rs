@@ -162,7 +162,10 @@ mod tests {
     #[test]
     fn strings_are_escaped_as_json_stringify_does() {
         let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff""#).unwrap();
-        assert_eq!(to_string(&v), r#""a\"\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff""#);
+        // `\ud800\udfff` is a well-formed pair (U+103FF): JavaScript writes it raw.
+        assert_eq!(to_string(&v), r#""a\"\\/\b\f\n\r\t\u0001\u001fé😀𐏿""#);
+        let v = parse_str(r#""\udfff\ud800x""#).unwrap();
+        assert_eq!(to_string(&v), r#""\udfff\ud800x""#);
     }
 
     #[test]
