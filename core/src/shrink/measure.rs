@@ -280,8 +280,11 @@ fn write_string_prefix(s: &JsStr, out: &mut String, need: usize) -> bool {
     while end < bytes.len() && (0x80..0xC0).contains(&bytes[end]) {
         end += 1;
     }
-    let head = JsStr::from_wtf8(&bytes[..end]).expect("a code point boundary of WTF-8");
-    write_string(&head, out);
+    match JsStr::from_wtf8(&bytes[..end]) {
+        Some(head) => write_string(&head, out),
+        // Cannot happen for a well-formed `JsStr`; the whole string is correct too.
+        None => write_string(s, out),
+    }
     false
 }
 
