@@ -14,6 +14,7 @@ pub mod json;
 pub mod llm;
 pub mod loop_guard;
 pub mod redact;
+pub mod shrink;
 pub mod smart;
 pub mod wire;
 
