@@ -16,6 +16,7 @@ pub mod llm;
 pub mod loop_guard;
 pub mod redact;
 pub mod session;
+pub mod shrink;
 pub mod smart;
 pub mod transport;
 pub mod warn;
