@@ -91,6 +91,13 @@ macro_rules! wire_enum {
     };
 }
 
+impl Default for RunMode {
+    /// `run`: a debugger that said nothing holds only at its breakpoints.
+    fn default() -> Self {
+        RunMode::Run
+    }
+}
+
 /// A string that names no value of a closed vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not a known {what}")]

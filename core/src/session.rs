@@ -6,79 +6,61 @@
 //! - Application threads only assign a `seq` and hand the event to the worker over a
 //!   bounded channel (`try_send`: a full channel drops and counts, it never waits). The
 //!   worker redacts, shrinks, serializes, buffers for replay and sends.
-//! - Fail-open: a debugger that goes away releases every held gate as `continue` within
-//!   100 ms (the reader thread sees the socket close and releases at once); a dispose, an
-//!   exit or a pause timeout releases the same way; every release emits `exec.resumed`.
+//! - Fail-open: a debugger that goes away releases every held gate as `continue` at once
+//!   (the reader thread sees the socket close); a dispose or a pause timeout releases the
+//!   same way; every release emits `exec.resumed`.
 //! - A disabled session does nothing at all, yet a run still gets a working context.
 
 use crate::config::Config;
+use crate::event::{
+    ErrorInfo, ExecPaused, ExecRefused, ExecResumed, GraphHint, GraphNodeHint, Hello, Message, MessageType,
+    NodeError, NodeFinished, NodeKind, NodeStarted, NodeToken, RunFinished, RunStarted, RunStatus, SdkInfo,
+    TokenChannel, TokenDelta, KNOWN_CAPABILITIES, PROTOCOL_VERSION, WILDCARD_RUN_ID,
+};
 use crate::gate::{
-    BreakpointMatcher, GateDecision, GateEngine, GateNode, HeldGate, PauseReason, PausePoint, PendingGate,
+    BreakpointMatcher, GateDecision, GateEngine, GateNode, HeldGate, PausePoint, PauseReason, PendingGate,
     ResumeAction, RunMode,
 };
-use crate::ids::{new_id, now_ms};
-use crate::json::{self, Map, Value};
+use crate::json::{JsStr, Map, Value};
+use crate::loop_guard::{LoopGuard, LoopHide, LoopValue, LoopVerdict, NodeStart};
 use crate::transport::{self, LinkReader, LinkWriter};
 use crate::warn::{WarnSink, Warner};
-use crate::{buffer, edit_input, loop_guard, redact, shrink, wire};
+use crate::{buffer, config, edit_input, event, redact, shrink, wire};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The version this client reports in `hello.versions.client`.
 pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// What a client announces in `hello.capabilities`.
-pub const CAPABILITIES: [&str; 7] = ["pause", "step", "inject", "retry", "abort", "run-claim", "edit-input"];
-
 /// How many events may wait for the worker before new ones are dropped (and counted).
 pub const OUTBOX_CAPACITY: usize = 65_536;
-
-/// The fast reconnect delays after an established link drops, before `retry_interval`.
-pub const FAST_RETRY_DELAYS: [Duration; 3] =
-    [Duration::from_millis(200), Duration::from_millis(400), Duration::from_millis(800)];
 
 /// How many queued messages the worker handles before it flushes the socket.
 const MAX_BATCH: usize = 4096;
 
+/// The fast reconnect delays after an established link drops, before `retry_interval`.
+pub const FAST_RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_millis(config::FAST_RETRY_STEPS[0]),
+    Duration::from_millis(config::FAST_RETRY_STEPS[1]),
+    Duration::from_millis(config::FAST_RETRY_STEPS[2]),
+];
+
 /// How long `ready()` waits by default.
-pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_millis(2000);
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_millis(config::DEFAULT_READY_TIMEOUT_MS);
 
 /// How a run ended.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RunOutcome {
     /// It returned.
     Ok,
-    /// It raised; the error's name, message and optional stack.
+    /// It raised.
     Error(ErrorInfo),
     /// It was aborted (by the debugger, or by the app through its context).
     Aborted,
-}
-
-/// An error as the wire carries it.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct ErrorInfo {
-    /// Class or kind of the error (`ValueError`, `TypeError`).
-    pub name: String,
-    /// Its message.
-    pub message: String,
-    /// Its stack trace, if any.
-    pub stack: Option<String>,
-}
-
-impl ErrorInfo {
-    fn to_value(&self) -> Value {
-        let mut map = Map::new();
-        map.insert("name", Value::from(self.name.as_str()));
-        map.insert("message", Value::from(self.message.as_str()));
-        if let Some(stack) = &self.stack {
-            map.insert("stack", Value::from(stack.as_str()));
-        }
-        Value::Object(map)
-    }
 }
 
 /// A run's abort signal, shared by the run's context and the session.
@@ -109,6 +91,9 @@ impl RunSignal {
     }
 }
 
+/// The reason a run aborted from the debugger carries.
+pub const ABORTED_FROM_DEBUGGER: &str = "aborted from the GraphMind debugger";
+
 /// A run: its id, name and abort signal. Finish it with [`Session::finish_run`].
 #[derive(Clone, Debug)]
 pub struct Run {
@@ -120,6 +105,12 @@ pub struct Run {
     pub signal: Arc<RunSignal>,
 }
 
+impl Run {
+    fn new(name: &str) -> Run {
+        Run { run_id: event::new_id("run"), name: name.to_string(), signal: Arc::new(RunSignal::default()) }
+    }
+}
+
 /// The identity of one node execution.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeRef {
@@ -128,25 +119,30 @@ pub struct NodeRef {
     /// This execution's id.
     pub instance_id: String,
     /// Node kind.
-    pub kind: String,
+    pub kind: NodeKind,
     /// Display name.
     pub name: String,
 }
 
 impl NodeRef {
     /// A new execution of the node `kind:name` (the reference's identity convention).
-    pub fn new(kind: &str, name: &str) -> NodeRef {
+    pub fn new(kind: NodeKind, name: &str) -> NodeRef {
         NodeRef {
-            node_id: format!("{kind}:{name}"),
-            instance_id: new_id("inst"),
-            kind: kind.to_string(),
+            node_id: event::node_id(kind, name),
+            instance_id: event::new_id("inst"),
+            kind,
             name: name.to_string(),
         }
     }
 
+    /// A new execution of a node with an explicit id.
+    pub fn with_id(kind: NodeKind, name: &str, node_id: &str) -> NodeRef {
+        NodeRef { node_id: node_id.to_string(), instance_id: event::new_id("inst"), kind, name: name.to_string() }
+    }
+
     /// The gate identity of this node.
     pub fn gate_node(&self) -> GateNode {
-        GateNode { node_id: self.node_id.clone(), kind: self.kind.clone(), name: self.name.clone() }
+        GateNode { node_id: self.node_id.clone(), kind: self.kind.as_str().to_string(), name: self.name.clone() }
     }
 }
 
@@ -169,8 +165,8 @@ pub enum Gate {
 }
 
 impl Gate {
-    /// Waits for the decision (a blocking wait; bindings release their interpreter lock
-    /// and use [`PendingGate::wait_timeout`] in slices instead).
+    /// Waits for the decision (bindings release their interpreter lock and use
+    /// [`PendingGate::wait_timeout`] in slices instead).
     pub fn wait(self) -> GateDecision {
         match self {
             Gate::Continue => GateDecision::proceed(),
@@ -211,16 +207,16 @@ enum Outgoing {
 struct OutEvent {
     seq: u64,
     run_id: String,
-    event_type: &'static str,
+    event_type: MessageType,
     payload: Value,
     /// The paused node's kind, for `exec.resumed` / `exec.refused` redaction.
-    node_kind: Option<String>,
+    node_kind: Option<NodeKind>,
     /// For `exec.resumed`: how long the gate was held, credited to the node's execution.
     held: Option<(String, f64)>,
 }
 
 /// State shared by application threads, the reader thread and the worker, behind one
-/// lock. The lock is never held across I/O or a wait.
+/// lock that is never held across I/O or a wait.
 struct Shared {
     seq: u64,
     outbox: Sender<Outgoing>,
@@ -229,13 +225,13 @@ struct Shared {
     engine_attached: bool,
     hub_capabilities: Option<Vec<String>>,
     session_token: Option<String>,
-    loop_guard: Option<loop_guard::LoopGuard>,
+    loop_guard: LoopGuard,
     implicit_run: Option<Run>,
     runs: HashMap<String, Arc<RunSignal>>,
     /// Editable pauses: the live input an edit merges into.
     editable: HashMap<String, Option<Value>>,
     worker_started: bool,
-    /// The reader's link generation, so a stale reader's detach is ignored.
+    /// The current link's generation, so a stale reader's detach is ignored.
     link_generation: u64,
     disposed: bool,
 }
@@ -268,16 +264,25 @@ impl std::fmt::Debug for Session {
     }
 }
 
+fn millis(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn epoch_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
 impl Session {
-    /// A session with a resolved configuration. Does no I/O and starts no thread.
+    /// A session with a resolved configuration; warnings go to `sink`. Does no I/O and
+    /// starts no thread.
     pub fn new(config: Config, sink: WarnSink) -> Session {
         let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
-        let loop_guard = config.loop_guard.clone().map(loop_guard::LoopGuard::new);
-        let warner = Warner::new(config.warn_interval, sink);
+        let warner = Warner::new(millis(config.warn_interval_ms), sink);
         for warning in &config.warnings {
             warner.warn(warning, warning);
         }
-        let engine = GateEngine::new(config.pause_timeout);
+        let engine = GateEngine::new(config.pause_timeout_ms.map(millis));
+        let loop_guard = LoopGuard::new(config.loop_guard.clone());
         let inner = Inner {
             warner,
             attached: AtomicBool::new(false),
@@ -323,13 +328,17 @@ impl Session {
         self.inner.attached.load(Ordering::Acquire)
     }
 
+    /// Writes one rate-limited warning to the session's log sink.
+    pub fn warn(&self, key: &str, message: &str) {
+        self.inner.warner.warn(key, message);
+    }
+
     fn active(&self) -> bool {
         self.inner.config.enabled && !self.inner.shared.lock().disposed
     }
 
-    /// Connects now (if not yet attached) and waits up to `timeout` for the handshake.
-    /// Returns whether a debugger is attached; never fails. Disabled or disposed: `false`
-    /// at once.
+    /// Connects now (if not attached) and waits up to `timeout` for the handshake. Returns
+    /// whether a debugger is attached; never fails. Disabled or disposed: `false` at once.
     pub fn ready(&self, timeout: Duration) -> bool {
         if !self.active() {
             return false;
@@ -346,9 +355,9 @@ impl Session {
         shared.engine_attached
     }
 
-    /// Starts a run: emits `run.started` with `meta: {name, ...meta}`.
+    /// Starts a run: emits `run.started` with `meta: {name, ...session meta, ...meta}`.
     pub fn start_run(&self, name: &str, meta: Option<&Map>) -> Run {
-        let run = Run { run_id: new_id("run"), name: name.to_string(), signal: Arc::new(RunSignal::default()) };
+        let run = Run::new(name);
         if !self.active() {
             return run;
         }
@@ -356,7 +365,7 @@ impl Session {
         let mut shared = self.inner.shared.lock();
         shared.runs.insert(run.run_id.clone(), run.signal.clone());
         self.ensure_worker(&mut shared);
-        self.enqueue(&mut shared, &run.run_id, "run.started", payload, None, None);
+        self.enqueue(&mut shared, &run.run_id, MessageType::RunStarted, payload, None, None);
         run
     }
 
@@ -372,28 +381,31 @@ impl Session {
                 meta_out.insert(k.clone(), v.clone());
             }
         }
-        wire::run_started_payload(&config.app, &config.sdk_name, &config.sdk_version, meta_out)
+        let mut started = RunStarted::new(config.app_name.as_str(), SdkInfo::new(config.sdk.name.as_str(), config.sdk.version.as_str()));
+        started.meta = Some(meta_out);
+        started.to_value()
     }
 
-    /// Finishes a run with its outcome (`run.finished`). An aborted signal wins over `Ok`
-    /// and `Error`, as in the reference.
+    /// Finishes a run (`run.finished`). An aborted signal wins over `Ok` and `Error`, as in
+    /// the reference.
     pub fn finish_run(&self, run: &Run, outcome: RunOutcome) {
         let mut shared = self.inner.shared.lock();
         shared.runs.remove(&run.run_id);
+        shared.loop_guard.forget(&run.run_id);
         if !self.inner.config.enabled || shared.disposed {
             return;
         }
-        let (status, error) = match (&outcome, run.signal.is_aborted()) {
-            (_, true) | (RunOutcome::Aborted, _) => ("aborted", None),
-            (RunOutcome::Ok, false) => ("ok", None),
-            (RunOutcome::Error(e), false) => ("error", Some(e.to_value())),
+        let mut finished = match (outcome, run.signal.is_aborted()) {
+            (_, true) | (RunOutcome::Aborted, _) => RunFinished::new(RunStatus::Aborted),
+            (RunOutcome::Ok, false) => RunFinished::new(RunStatus::Ok),
+            (RunOutcome::Error(error), false) => {
+                let mut f = RunFinished::new(RunStatus::Error);
+                f.error = Some(error);
+                f
+            }
         };
-        let mut payload = Map::new();
-        payload.insert("status", Value::from(status));
-        if let Some(error) = error {
-            payload.insert("error", error);
-        }
-        self.enqueue(&mut shared, &run.run_id, "run.finished", Value::Object(payload), None, None);
+        finished.extra = Map::new();
+        self.enqueue(&mut shared, &run.run_id, MessageType::RunFinished, finished.to_value(), None, None);
     }
 
     /// The implicit run that events outside any run share (started on first use).
@@ -406,13 +418,13 @@ impl Session {
         if let Some(run) = &shared.implicit_run {
             return run.clone();
         }
-        let run = Run { run_id: new_id("run"), name: "implicit".into(), signal: Arc::new(RunSignal::default()) };
+        let run = Run::new("implicit");
         shared.implicit_run = Some(run.clone());
         shared.runs.insert(run.run_id.clone(), run.signal.clone());
         if self.inner.config.enabled && !shared.disposed {
             let payload = self.run_started_payload("implicit", None, true);
             self.ensure_worker(shared);
-            self.enqueue(shared, &run.run_id, "run.started", payload, None, None);
+            self.enqueue(shared, &run.run_id, MessageType::RunStarted, payload, None, None);
         }
         run
     }
@@ -424,67 +436,105 @@ impl Session {
         }
     }
 
-    /// Emits one event of a known type (`node.started`, `node.token`, `node.finished`,
-    /// `node.error`, `graph.hint`, ...) into `run_id` (or the implicit run). Events of
-    /// unknown types are ignored with a warning. Returns the event's `seq`, or `None` when
-    /// nothing was emitted.
+    /// The abort signal of a live run (`None` when it is unknown or finished).
+    pub fn run_signal(&self, run_id: &str) -> Option<Arc<RunSignal>> {
+        self.inner.shared.lock().runs.get(run_id).cloned()
+    }
+
+    /// Emits one event that an app sends (`node.started`, `node.token`, `node.finished`,
+    /// `node.error`, `graph.hint`, `run.started`, `run.finished`) into `run_id` (or the
+    /// implicit run). Other types are ignored with a warning. Returns the event's `seq`, or
+    /// `None` when nothing was emitted.
     pub fn emit(&self, run_id: Option<&str>, event_type: &str, payload: Value) -> Option<u64> {
         if !self.inner.config.enabled {
             return None;
         }
-        let Some(event_type) = wire::event_type(event_type) else {
-            self.inner.warner.warn(
-                &format!("emit-type:{event_type}"),
-                &format!("ignored an event of unknown type {event_type:?}"),
-            );
-            return None;
+        let kind = match MessageType::parse(event_type) {
+            Some(t) if t.direction() == event::Direction::Event && !is_gate_event(t) => t,
+            _ => {
+                self.inner.warner.warn(
+                    &format!("emit-type:{event_type}"),
+                    &format!("ignored emit() of {event_type:?}: not an event an app sends"),
+                );
+                return None;
+            }
         };
+        self.emit_typed(run_id, kind, payload)
+    }
+
+    fn emit_typed(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
+        if !self.inner.config.enabled {
+            return None;
+        }
         let mut shared = self.inner.shared.lock();
         if shared.disposed {
             return None;
         }
         self.ensure_worker(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
-        let started = (event_type == "node.started").then(|| loop_fields(&payload));
-        let ended = matches!(event_type, "node.finished" | "node.error").then(|| loop_end_fields(event_type, &payload));
-        let seq = self.enqueue(&mut shared, &run_id, event_type, payload, None, None);
-        if let Some(fields) = started {
-            self.note_loop_start(&mut shared, &run_id, fields, seq);
+        let seq = shared.seq;
+        match event_type {
+            MessageType::NodeStarted => self.note_loop_start(&mut shared, &run_id, &payload, seq),
+            MessageType::NodeFinished => note_loop_finish(&mut shared.loop_guard, &run_id, &payload),
+            MessageType::NodeError => note_loop_error(&mut shared.loop_guard, &run_id, &payload),
+            _ => {}
         }
-        if let Some(fields) = ended {
-            if let Some(guard) = shared.loop_guard.as_mut() {
-                guard.note_ended(&run_id, fields, seq);
-            }
+        let emitted = self.enqueue(&mut shared, &run_id, event_type, payload, None, None);
+        if emitted.is_none() && event_type == MessageType::NodeStarted {
+            // Never reached the wire: it is not "the call right before" the next one.
+            shared.loop_guard.on_unidentified_start(&run_id, "tool", seq);
         }
-        seq
+        emitted
     }
 
     /// `node.started` for `node` with `input`, in `run_id` (or the implicit run).
-    pub fn node_started(&self, run_id: Option<&str>, node: &NodeRef, parent_id: Option<&str>, input: Option<Value>) {
-        let payload = wire::node_started_payload(&node.node_id, &node.instance_id, &node.kind, &node.name, parent_id, input);
-        self.emit(run_id, "node.started", payload);
+    pub fn node_started(&self, run_id: Option<&str>, node: &NodeRef, parent_id: Option<&str>, input: Option<Value>) -> Option<u64> {
+        let mut started = NodeStarted::new(node.node_id.as_str(), node.kind, node.name.as_str(), node.instance_id.as_str());
+        started.parent_id = parent_id.map(JsStr::from);
+        started.input = input;
+        self.emit_typed(run_id, MessageType::NodeStarted, started.to_value())
     }
 
     /// `node.finished` for `node`.
-    pub fn node_finished(&self, run_id: Option<&str>, node: &NodeRef, output: Option<Value>, duration_ms: f64, status: &str) {
-        let payload = wire::node_finished_payload(&node.node_id, &node.instance_id, output, duration_ms, status);
-        self.emit(run_id, "node.finished", payload);
+    pub fn node_finished(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        output: Option<Value>,
+        duration_ms: f64,
+        injected: bool,
+    ) -> Option<u64> {
+        let mut finished = NodeFinished::new(node.node_id.as_str(), normalize_duration(duration_ms), RunStatus::Ok);
+        finished.instance_id = Some(node.instance_id.as_str().into());
+        finished.output = output;
+        if injected {
+            finished.injected = Some(true);
+        }
+        self.emit_typed(run_id, MessageType::NodeFinished, finished.to_value())
     }
 
     /// `node.error` for `node`.
-    pub fn node_error(&self, run_id: Option<&str>, node: &NodeRef, error: &ErrorInfo) {
-        let payload = wire::node_error_payload(&node.node_id, &node.instance_id, error.to_value());
-        self.emit(run_id, "node.error", payload);
+    pub fn node_error(&self, run_id: Option<&str>, node: &NodeRef, error: ErrorInfo) -> Option<u64> {
+        let mut failed = NodeError::new(node.node_id.as_str(), error);
+        failed.instance_id = Some(node.instance_id.as_str().into());
+        self.emit_typed(run_id, MessageType::NodeError, failed.to_value())
     }
 
-    /// `node.token` with one text delta for `node`.
-    pub fn node_token(&self, run_id: Option<&str>, node: &NodeRef, delta_type: &str, text: &str) {
-        let payload = wire::node_token_payload(&node.node_id, &node.instance_id, delta_type, text);
-        self.emit(run_id, "node.token", payload);
+    /// `node.token` with one delta for `node`.
+    pub fn node_token(&self, run_id: Option<&str>, node: &NodeRef, channel: TokenChannel, text: &str) -> Option<u64> {
+        let mut token = NodeToken::new(node.node_id.as_str(), vec![TokenDelta::new(channel, text)]);
+        token.extra.insert("instanceId", Value::from(node.instance_id.as_str()));
+        self.emit_typed(run_id, MessageType::NodeToken, token.to_value())
+    }
+
+    /// `graph.hint` announcing nodes ahead of running.
+    pub fn graph_hint(&self, run_id: Option<&str>, nodes: Vec<GraphNodeHint>) -> Option<u64> {
+        self.emit_typed(run_id, MessageType::GraphHint, GraphHint::new(nodes).to_value())
     }
 
     /// The gate at `point` of `node`: [`Gate::Continue`] at once when nothing holds (the fast
     /// path: detached, or attached with nothing matching), else a held gate to wait on.
+    /// Whoever waits applies the decision; an `abort` has already aborted the run's signal.
     pub fn gate(&self, run_id: Option<&str>, point: PausePoint, node: &GateNode, options: GateOptions) -> Gate {
         if !self.inner.config.enabled || !self.inner.attached.load(Ordering::Acquire) {
             return Gate::Continue;
@@ -495,7 +545,11 @@ impl Session {
         }
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let loop_hold = if point == PausePoint::Before {
-            shared.loop_guard.as_mut().and_then(|g| g.consult_before(&run_id, &node.kind, &node.node_id, &node.name))
+            let hide = self.loop_hide(&node.kind);
+            match shared.loop_guard.consult_before(&run_id, &node.kind, &node.node_id, &node.name, true, hide) {
+                LoopVerdict::Hold(info) => Some(info),
+                _ => None,
+            }
         } else {
             None
         };
@@ -508,20 +562,20 @@ impl Session {
         if editable {
             shared.editable.insert(pending.pause_id().to_string(), options.live_input);
         }
-        let mut payload = Map::new();
-        payload.insert("pauseId", Value::from(pending.pause_id()));
-        payload.insert("nodeId", Value::from(node.node_id.as_str()));
-        payload.insert("point", Value::from(point.as_str()));
-        payload.insert("reason", Value::from(reason.as_str()));
-        if let Some(hold) = loop_hold {
-            let hidden = self.inner.config.hide.covers_input(&node.kind);
-            payload.insert("loop", hold.to_wire(hidden));
-        }
+        let mut paused = ExecPaused::new(pending.pause_id(), node.node_id.as_str(), point);
+        paused.reason = Some(reason);
+        paused.loop_info = loop_hold.map(|info| info.to_event());
         if editable {
-            payload.insert("editable", Value::Bool(true));
+            paused.editable = Some(true);
         }
-        self.enqueue(&mut shared, &run_id, "exec.paused", Value::Object(payload), Some(node.kind.clone()), None);
+        let kind = NodeKind::parse(&node.kind);
+        self.enqueue(&mut shared, &run_id, MessageType::ExecPaused, paused.to_value(), kind, None);
         Gate::Held(pending)
+    }
+
+    fn loop_hide(&self, kind: &str) -> LoopHide {
+        let h = self.inner.config.hide;
+        LoopHide::for_node(h.inputs, h.outputs, h.tool_args, h.tool_results, kind == "tool")
     }
 
     fn edits_honoured(&self, shared: &Shared) -> bool {
@@ -578,9 +632,8 @@ impl Session {
             }
             if let Some(run) = shared.implicit_run.clone() {
                 if self.inner.config.enabled {
-                    let mut payload = Map::new();
-                    payload.insert("status", Value::from("ok"));
-                    self.enqueue(&mut shared, &run.run_id, "run.finished", Value::Object(payload), None, None);
+                    let finished = RunFinished::new(RunStatus::Ok).to_value();
+                    self.enqueue(&mut shared, &run.run_id, MessageType::RunFinished, finished, None, None);
                 }
             }
             shared.disposed = true;
@@ -600,9 +653,9 @@ impl Session {
         self.inner.attached.store(false, Ordering::Release);
     }
 
-    /// Fork protocol, before `fork()`: takes the session lock so that no other thread
-    /// holds it at the moment of the fork. Must be followed by [`Session::after_fork_parent`]
-    /// or [`Session::after_fork_child`] in the same thread.
+    /// Fork protocol, before `fork()`: takes the session lock so that no other thread holds
+    /// it at the moment of the fork. Must be followed, on the same thread, by
+    /// [`Session::after_fork_parent`] or [`Session::after_fork_child`].
     pub fn before_fork(&self) {
         std::mem::forget(self.inner.shared.lock());
     }
@@ -636,9 +689,8 @@ impl Session {
         drop(shared);
         *self.inner.inbox.lock() = Some(rx);
         self.inner.attached.store(false, Ordering::Release);
-        for counter in [&self.inner.buffered, &self.inner.pending_gaps] {
-            counter.store(0, Ordering::Relaxed);
-        }
+        self.inner.buffered.store(0, Ordering::Relaxed);
+        self.inner.pending_gaps.store(0, Ordering::Relaxed);
     }
 
     // -- internals ----------------------------------------------------------------------
@@ -665,9 +717,9 @@ impl Session {
         &self,
         shared: &mut Shared,
         run_id: &str,
-        event_type: &'static str,
+        event_type: MessageType,
         payload: Value,
-        node_kind: Option<String>,
+        node_kind: Option<NodeKind>,
         held: Option<(String, f64)>,
     ) -> Option<u64> {
         let seq = shared.seq;
@@ -689,10 +741,23 @@ impl Session {
         }
     }
 
-    fn note_loop_start(&self, shared: &mut Shared, run_id: &str, fields: LoopStart, seq: Option<u64>) {
+    fn note_loop_start(&self, shared: &mut Shared, run_id: &str, payload: &Value, seq: u64) {
         let attached = shared.engine_attached;
-        let Some(guard) = shared.loop_guard.as_mut() else { return };
-        if let Some(warning) = guard.note_started(run_id, fields, seq, attached) {
+        let text = |key: &str| payload.get(key).and_then(Value::as_str);
+        let (Some(kind), Some(node_id)) = (text("kind"), text("nodeId")) else {
+            if let Some(kind) = text("kind") {
+                shared.loop_guard.on_unidentified_start(run_id, kind, seq);
+            }
+            return;
+        };
+        let mut start = NodeStart::new(run_id, node_id, kind, LoopValue::Read(payload.get("input")), seq);
+        if let Some(name) = text("name") {
+            start = start.name(name);
+        }
+        if let Some(instance) = text("instanceId") {
+            start = start.instance(instance);
+        }
+        if let LoopVerdict::Warn(warning) = shared.loop_guard.on_node_started(&start, attached).verdict {
             self.inner.warner.warn(&warning.key, &warning.message);
         }
     }
@@ -708,125 +773,132 @@ impl Session {
         edited: Option<Value>,
     ) {
         shared.editable.remove(&gate.pause_id);
-        let mut payload = Map::new();
-        payload.insert("pauseId", Value::from(gate.pause_id.as_str()));
-        payload.insert("action", Value::from(action.as_str()));
-        if let Some(after) = edited {
-            let mut e = Map::new();
-            e.insert("after", after);
-            payload.insert("edited", Value::Object(e));
-        }
-        if let Some(id) = request_id {
-            payload.insert("requestId", Value::from(id));
-        }
+        let mut resumed = ExecResumed::new(gate.pause_id.as_str(), action);
+        resumed.edited_after = edited;
+        resumed.request_id = request_id.map(JsStr::from);
         let held = Some((gate.node.node_id.clone(), gate.held_ms(Instant::now())));
-        self.enqueue(shared, &gate.run_id, "exec.resumed", Value::Object(payload), Some(gate.node.kind.clone()), held);
+        let kind = NodeKind::parse(&gate.node.kind);
+        self.enqueue(shared, &gate.run_id, MessageType::ExecResumed, resumed.to_value(), kind, held);
     }
 
-    fn emit_refused(&self, shared: &mut Shared, pause_id: &str, run_id: &str, kind: &str, code: &str, message: &str, request_id: Option<&str>) {
-        let mut payload = Map::new();
-        payload.insert("pauseId", Value::from(pause_id));
-        payload.insert("code", Value::from(code));
-        payload.insert("message", Value::from(message));
-        if let Some(id) = request_id {
-            payload.insert("requestId", Value::from(id));
-        }
-        self.enqueue(shared, run_id, "exec.refused", Value::Object(payload), Some(kind.to_string()), None);
+    fn emit_refused(&self, shared: &mut Shared, gate: (&str, &str, &str), refusal: &edit_input::EditRefusal, request_id: Option<&str>) {
+        let (pause_id, run_id, kind) = gate;
+        let mut refused = ExecRefused::new(pause_id, refusal.code);
+        refused.message = Some(refusal.message.as_str().into());
+        refused.request_id = request_id.map(JsStr::from);
+        self.enqueue(shared, run_id, MessageType::ExecRefused, refused.to_value(), NodeKind::parse(kind), None);
     }
 
-    /// An `exec.resume` from the debugger (reader thread).
+    /// An `exec.resume` from the debugger (reader thread). Unknown pauses are ignored (the
+    /// first resume won); a refused edit or inject leaves the gate held and says why.
     fn handle_resume(&self, payload: &Value) {
         let Some(pause_id) = payload.get("pauseId").and_then(Value::as_str) else { return };
         let Some(action) = payload.get("action").and_then(Value::as_str).and_then(ResumeAction::parse) else { return };
         let request_id = payload.get("requestId").and_then(Value::as_str);
-        let output = payload.get("output");
-        let input = payload.get("input");
         let mut shared = self.inner.shared.lock();
         let Some(gate) = shared.engine.peek(pause_id) else { return };
         let (run_id, kind, point) = (gate.run_id.clone(), gate.node.kind.clone(), gate.point);
         let mut decision = GateDecision { action, output: None, input: None };
         let mut edited = None;
-        if let Some(proposed) = input {
-            let refusal = self.edit_refusal(&shared, pause_id, action, point).or_else(|| {
-                let live = shared.editable.get(pause_id).cloned().flatten();
-                match edit_input::accept_edit(live.as_ref(), proposed) {
-                    Ok(merged) => {
-                        edited = Some(merged.clone());
-                        decision.input = Some(merged);
-                        None
-                    }
-                    Err(refusal) => Some((refusal.code.to_string(), refusal.message)),
+        let refusal = if let Some(proposed) = payload.get("input") {
+            match self.accept_edit(&shared, pause_id, action, point, &kind, proposed) {
+                Ok(merged) => {
+                    edited = Some(merged.clone());
+                    decision.input = Some(merged);
+                    None
                 }
-            });
-            if let Some((code, message)) = refusal {
-                self.emit_refused(&mut shared, pause_id, &run_id, &kind, &code, &message, request_id);
-                return;
+                Err(refusal) => Some(refusal),
             }
         } else if action == ResumeAction::Inject {
-            let value = output.cloned().unwrap_or(Value::Null);
-            if let Some(refusal) = edit_input::proposed_value_refusal(&value) {
-                let message = format!("refused an injected value: {}", refusal.message());
-                self.emit_refused(&mut shared, pause_id, &run_id, &kind, refusal.code(), &message, request_id);
-                return;
+            let value = payload.get("output").cloned().unwrap_or(Value::Null);
+            match edit_input::check_proposed_value(&value) {
+                Ok(()) => {
+                    decision.output = Some(value);
+                    None
+                }
+                Err(refusal) => Some(refusal),
             }
-            decision.output = Some(value);
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            self.emit_refused(&mut shared, (pause_id, &run_id, &kind), &refusal, request_id);
+            return;
         }
         let Some(gate) = shared.engine.take(pause_id) else { return };
         self.announce_release(&mut shared, &gate, action, request_id, edited);
         if action == ResumeAction::Abort {
             if let Some(signal) = shared.runs.get(&gate.run_id) {
-                signal.abort("aborted from the debugger");
+                signal.abort(ABORTED_FROM_DEBUGGER);
             }
         }
         drop(shared);
         gate.release(decision);
     }
 
-    fn edit_refusal(&self, shared: &Shared, pause_id: &str, action: ResumeAction, point: PausePoint) -> Option<(String, String)> {
+    /// The edit conditions in the reference's order, then the inject guard on the input, the
+    /// pollution check, and the merge into the live input.
+    fn accept_edit(
+        &self,
+        shared: &Shared,
+        pause_id: &str,
+        action: ResumeAction,
+        point: PausePoint,
+        kind: &str,
+        proposed: &Value,
+    ) -> Result<Value, edit_input::EditRefusal> {
+        use crate::event::RefusalCode;
+        let refuse = |code, message: &str| Err(edit_input::EditRefusal { code, message: message.to_string() });
         if !self.inner.config.edit_input {
-            return Some(("disabled".into(), "input edits are turned off in this app (GRAPHMIND_DISABLE_EDIT_INPUT)".into()));
+            return refuse(RefusalCode::Disabled, "input edits are turned off in this app (GRAPHMIND_DISABLE_EDIT_INPUT)");
         }
         if !self.edits_honoured(shared) {
-            return Some(("disabled".into(), "this debugger has not enabled input edits".into()));
+            return refuse(RefusalCode::Disabled, "this debugger has not enabled input edits");
         }
-        if !shared.editable.contains_key(pause_id) {
-            return Some(("unsupported".into(), "this pause cannot run with an edited input".into()));
-        }
+        let Some(live) = shared.editable.get(pause_id) else {
+            return refuse(RefusalCode::Unsupported, "this pause cannot run with an edited input");
+        };
         let fits = (action == ResumeAction::Continue && point == PausePoint::Before)
             || (action == ResumeAction::Retry && point != PausePoint::Before);
         if !fits {
-            return Some((
-                "shape".into(),
-                "an edited input needs continue at a before gate, or retry at an after or error gate".into(),
-            ));
+            return refuse(
+                RefusalCode::Shape,
+                "an edited input needs continue at a before gate, or retry at an after or error gate",
+            );
         }
-        None
+        edit_input::check_proposed_value(proposed)?;
+        if let Some(refusal) = edit_input::prototype_key_refusal(proposed) {
+            return Err(refusal);
+        }
+        let hidden = self.inner.config.hide.covers_pause_input(Some(kind));
+        edit_input::merge_edited_input(live.as_ref(), Some(proposed), hidden)
     }
 
     /// A control frame from the debugger (reader thread).
     fn handle_control(&self, text: &str) {
         let envelope = match wire::parse_envelope(text.as_bytes()) {
             wire::ParseOutcome::Ok(envelope) => envelope,
-            wire::ParseOutcome::Invalid(reason) => {
-                self.inner.warner.warn("transport-invalid", &format!("ignoring invalid frame: {reason}"));
+            wire::ParseOutcome::Invalid(invalid) => {
+                self.inner.warner.warn("transport-invalid", &format!("ignoring invalid frame: {}", invalid.reason));
                 return;
             }
             _ => return, // unknown types and stray versions: tolerated
         };
-        match envelope.event_type.as_str() {
-            "exec.resume" => self.handle_resume(&envelope.payload),
-            "breakpoint.set" => {
-                if let Some(m) = envelope.payload.get("matcher").and_then(BreakpointMatcher::from_value) {
+        let Some(payload) = envelope.payload() else { return };
+        match envelope.message_type {
+            Some(MessageType::ExecResume) => self.handle_resume(payload),
+            Some(MessageType::BreakpointSet) => {
+                if let Some(m) = payload.get("matcher").and_then(BreakpointMatcher::from_value) {
                     self.inner.shared.lock().engine.add_breakpoint(m);
                 }
             }
-            "breakpoint.clear" => {
-                if let Some(m) = envelope.payload.get("matcher").and_then(BreakpointMatcher::from_value) {
+            Some(MessageType::BreakpointClear) => {
+                if let Some(m) = payload.get("matcher").and_then(BreakpointMatcher::from_value) {
                     self.inner.shared.lock().engine.remove_breakpoint(&m);
                 }
             }
-            "mode.set" => {
-                if let Some(mode) = envelope.payload.get("mode").and_then(Value::as_str).and_then(RunMode::parse) {
+            Some(MessageType::ModeSet) => {
+                if let Some(mode) = payload.get("mode").and_then(Value::as_str).and_then(RunMode::parse) {
                     self.inner.shared.lock().engine.set_mode(mode);
                 }
             }
@@ -834,7 +906,8 @@ impl Session {
         }
     }
 
-    /// The link with generation `generation` is gone (reader thread): fail open.
+    /// The link with generation `generation` is gone: fail open. Every held gate continues,
+    /// breakpoints and mode are forgotten until the next `hello.ack`.
     fn handle_detached(&self, generation: u64) {
         let gates;
         {
@@ -877,25 +950,38 @@ impl Session {
     }
 }
 
-/// What the loop guard reads from a `node.started` payload.
-fn loop_fields(payload: &Value) -> LoopStart {
-    LoopStart {
-        kind: payload.get("kind").and_then(Value::as_str).map(str::to_string),
-        node_id: payload.get("nodeId").and_then(Value::as_str).map(str::to_string),
-        name: payload.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
-        instance_id: payload.get("instanceId").and_then(Value::as_str).map(str::to_string),
-        input: payload.get("input").cloned(),
+/// `exec.*` events are the gate engine's own; an app never emits them by hand.
+fn is_gate_event(t: MessageType) -> bool {
+    matches!(t, MessageType::ExecPaused | MessageType::ExecResumed | MessageType::ExecRefused)
+}
+
+/// Durations on the wire: finite, >= 0, 0.01 ms resolution.
+pub fn normalize_duration(ms: f64) -> f64 {
+    if !ms.is_finite() || ms < 0.0 {
+        0.0
+    } else {
+        (ms * 100.0).round() / 100.0
     }
 }
 
-fn loop_end_fields(event_type: &str, payload: &Value) -> loop_guard::NodeEnd {
-    loop_guard::NodeEnd::from_payload(event_type, payload)
+fn note_loop_finish(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
+    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else { return };
+    let instance = payload.get("instanceId").and_then(Value::as_str);
+    let status = payload.get("status").and_then(Value::as_str);
+    guard.on_node_finished(run_id, node_id, instance, status, LoopValue::Read(payload.get("output")), true);
 }
 
-use loop_guard::NodeStart as LoopStart;
+fn note_loop_error(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
+    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else { return };
+    let instance = payload.get("instanceId").and_then(Value::as_str);
+    let error = payload.get("error");
+    let name = error.and_then(|e| e.get("name")).and_then(Value::as_js_str);
+    let message = error.and_then(|e| e.get("message")).and_then(Value::as_js_str);
+    guard.on_node_error(run_id, node_id, instance, name, message);
+}
 
-/// Bookkeeping of held time per node execution, so `node.finished` / `node.error` carry
-/// `heldMs` (held time is not run time).
+/// Held time per node execution, so `node.finished` / `node.error` carry `heldMs` (held
+/// time is not run time: "ran" is `durationMs - heldMs`).
 #[derive(Default)]
 struct HeldLedger {
     /// Open executions per (run, node id), most recent last, with the held ms so far.
@@ -926,7 +1012,7 @@ impl HeldLedger {
         if stack.is_empty() {
             self.open.remove(&key);
         }
-        (held > 0.0).then_some((held * 100.0).round() / 100.0)
+        (held > 0.0).then_some(normalize_duration(held))
     }
 }
 
@@ -953,7 +1039,7 @@ impl Worker {
             session: Session { inner },
             rx,
             redactor,
-            shrink_warnings: shrink::ShrinkWarnings::default(),
+            shrink_warnings: shrink::ShrinkWarnings::new(),
             buffer,
             ledger: HeldLedger::default(),
             link: None,
@@ -1051,18 +1137,31 @@ impl Worker {
     /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
     /// event.
     fn process(&mut self, mut event: OutEvent) {
-        if !self.redactor.redact(event.event_type, &mut event.payload, &event.run_id, event.node_kind.as_deref()) {
+        let type_name = event.event_type.as_str();
+        let context = redact::EventContext { run_id: &event.run_id, node_kind: event.node_kind.map(NodeKind::as_str) };
+        let outcome = self.redactor.redact_in(&context, type_name, &mut event.payload);
+        if let Some(warning) = outcome.warning() {
+            self.inner().warner.warn(&warning.key, &warning.message);
+        }
+        if !outcome.keep() {
             return;
         }
         self.stamp_held_time(&mut event);
-        let serialized = shrink::serialize_payload(&event.payload, shrink::MAX_PAYLOAD_BYTES, Some(event.event_type));
+        let serialized = shrink::serialize_payload(&event.payload, shrink::MAX_PAYLOAD_BYTES, Some(type_name));
         if serialized.truncated {
-            if let Some(message) = self.shrink_warnings.warning(event.event_type, serialized.original_bytes) {
-                self.inner().warner.warn(&format!("payload-budget:{}", event.event_type), &message);
+            let frame = wire::encode_envelope(PROTOCOL_VERSION, 0, 0, "r", type_name, &serialized.json);
+            let valid = matches!(wire::parse_envelope(frame.as_bytes()), wire::ParseOutcome::Ok(_));
+            let warning = if valid {
+                self.shrink_warnings.shrunk(type_name, serialized.original_bytes)
+            } else {
+                self.shrink_warnings.invalid(type_name, serialized.original_bytes)
+            };
+            if let Some(message) = warning {
+                self.inner().warner.warn(&format!("payload-budget:{type_name}"), &message);
             }
         }
-        let frame = wire::encode_envelope(event.seq, now_ms(), &event.run_id, event.event_type, &serialized.json);
-        let sent = match self.link.as_mut() {
+        let frame = wire::encode_envelope(PROTOCOL_VERSION, event.seq, epoch_ms(), &event.run_id, type_name, &serialized.json);
+        let delivered = match self.link.as_mut() {
             Some(link) => match link.queue(frame.clone()) {
                 Ok(()) => true,
                 Err(_) => {
@@ -1072,7 +1171,8 @@ impl Worker {
             },
             None => false,
         };
-        if let Some(warning) = self.buffer.push(&event.run_id, event.seq, frame, sent) {
+        let pushed = self.buffer.push_with(&event.run_id, event.seq, frame, delivered);
+        if let Some(warning) = pushed.warning {
             self.inner().warner.warn("buffer-overflow", &warning);
         }
     }
@@ -1080,19 +1180,19 @@ impl Worker {
     fn stamp_held_time(&mut self, event: &mut OutEvent) {
         let payload = &mut event.payload;
         match event.event_type {
-            "node.started" => {
+            MessageType::NodeStarted => {
                 if let (Some(node), Some(instance)) =
                     (payload.get("nodeId").and_then(Value::as_str), payload.get("instanceId").and_then(Value::as_str))
                 {
                     self.ledger.started(&event.run_id, node, instance);
                 }
             }
-            "exec.resumed" => {
+            MessageType::ExecResumed => {
                 if let Some((node_id, held_ms)) = &event.held {
                     self.ledger.credit(&event.run_id, node_id, *held_ms);
                 }
             }
-            "node.finished" | "node.error" => {
+            MessageType::NodeFinished | MessageType::NodeError => {
                 let Some(node) = payload.get("nodeId").and_then(Value::as_str).map(str::to_string) else { return };
                 let instance = payload.get("instanceId").and_then(Value::as_str).map(str::to_string);
                 let held = self.ledger.ended(&event.run_id, &node, instance.as_deref());
@@ -1124,7 +1224,7 @@ impl Worker {
     }
 
     fn schedule_retry(&mut self, was_attached: bool) {
-        let interval = self.inner().config.retry_interval;
+        let interval = millis(self.inner().config.retry_interval_ms);
         if was_attached {
             self.fast_retry = 0;
         }
@@ -1139,30 +1239,29 @@ impl Worker {
     }
 
     fn hello(&self) -> String {
-        let shared = self.session.inner.shared.lock();
+        let token = self.session.inner.shared.lock().session_token.clone();
         let config = &self.inner().config;
-        let capabilities: Vec<&str> =
-            CAPABILITIES.iter().copied().filter(|c| config.edit_input || *c != "edit-input").collect();
-        let payload = wire::hello_payload(
-            CLIENT_VERSION,
-            &capabilities,
-            &config.app,
-            &config.sdk_name,
-            &config.sdk_version,
-            shared.session_token.as_deref(),
-        );
-        wire::encode_envelope(0, now_ms(), wire::WILDCARD_RUN_ID, "hello", &json::to_string(&payload))
+        let capabilities: Vec<JsStr> = KNOWN_CAPABILITIES
+            .iter()
+            .filter(|c| config.edit_input || **c != "edit-input")
+            .map(|c| JsStr::from(*c))
+            .collect();
+        let mut hello = Hello::new(CLIENT_VERSION, capabilities);
+        hello.app = Some(config.app_name.as_str().into());
+        hello.sdk = Some(SdkInfo::new(config.sdk.name.as_str(), config.sdk.version.as_str()));
+        hello.resume_token = token.map(JsStr::from);
+        hello.encode(0, epoch_ms(), WILDCARD_RUN_ID)
     }
 
     fn attempt(&mut self) {
-        let config = &self.inner().config;
         let hello = self.hello();
+        let config = &self.inner().config;
         let result = transport::connect(
             &config.url,
-            config.connect_timeout,
-            config.handshake_timeout,
+            millis(config.connect_timeout_ms),
+            millis(config.handshake_timeout_ms),
             &hello,
-            wire::PROTOCOL_VERSION,
+            PROTOCOL_VERSION,
         );
         match result {
             Ok(link) => self.attached(link),
@@ -1171,7 +1270,11 @@ impl Worker {
                     transport::TransportError::VersionMismatch { .. } => "transport-version",
                     _ => "transport-connect",
                 };
-                self.inner().warner.warn(key, &format!("not attached to the debugger at {} ({error}); staying detached, retrying in the background", config.url));
+                let message = format!(
+                    "not attached to the debugger at {} ({error}); staying detached, retrying in the background",
+                    config.url
+                );
+                self.inner().warner.warn(key, &message);
                 self.schedule_retry(false);
             }
         }
@@ -1185,14 +1288,17 @@ impl Worker {
             .map(|items| items.iter().filter_map(BreakpointMatcher::from_value).collect())
             .unwrap_or_default();
         let mode = ack.get("mode").and_then(Value::as_str).and_then(RunMode::parse).unwrap_or_default();
-        let hub = ack.get("hubCapabilities").and_then(Value::as_array).map(|items| {
-            items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>()
-        });
+        let hub = ack
+            .get("hubCapabilities")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>());
         let generation;
-        let markers;
+        let gaps = self.buffer.take_gaps();
+        let mut markers = Vec::with_capacity(gaps.len());
         {
             let mut shared = self.session.inner.shared.lock();
             if shared.disposed {
+                self.buffer.restore_gaps(gaps);
                 writer.close("session disposed");
                 return;
             }
@@ -1204,43 +1310,28 @@ impl Worker {
             shared.engine_attached = true;
             shared.link_generation += 1;
             generation = shared.link_generation;
-            // Gap markers take fresh seqs, before the replay (what they describe is older).
-            let gaps = self.buffer.take_gaps();
-            markers = gaps
-                .into_iter()
-                .map(|gap| {
-                    let seq = shared.seq;
-                    shared.seq += 1;
-                    let payload = json::to_string(&gap.to_hint_payload());
-                    (gap, wire::encode_envelope(seq, now_ms(), &gap.run_id, "graph.hint", &payload))
-                })
-                .collect::<Vec<_>>();
+            // Gap markers take fresh seqs, ahead of the replay (what they describe is older).
+            for gap in &gaps {
+                markers.push(gap.marker(shared.seq, epoch_ms()));
+                shared.seq += 1;
+            }
             self.session.inner.attached.store(true, Ordering::Release);
             self.session.inner.attach_signal.notify_all();
         }
-        let mut ok = true;
-        for (_, frame) in &markers {
-            ok = ok && writer.queue(frame.clone()).is_ok();
-        }
+        let mut ok = markers.into_iter().all(|frame| writer.queue(frame).is_ok());
+        let replayed = self.buffer.frames().len();
         if ok {
-            for frame in self.buffer.replay_frames() {
-                if writer.queue(frame).is_err() {
-                    ok = false;
-                    break;
-                }
-            }
+            ok = self.buffer.frames().map(str::to_string).collect::<Vec<_>>().into_iter().all(|f| writer.queue(f).is_ok());
         }
         ok = ok && writer.flush().is_ok();
         if !ok {
-            for (gap, _) in markers {
-                self.buffer.restore_gap(gap);
-            }
+            self.buffer.restore_gaps(gaps);
             writer.abort();
             self.session.handle_detached(generation);
             self.schedule_retry(true);
             return;
         }
-        self.buffer.mark_all_sent();
+        self.buffer.mark_delivered(replayed);
         self.link = Some(writer);
         self.fast_retry = FAST_RETRY_DELAYS.len();
         self.next_attempt = None;
