@@ -78,21 +78,18 @@ fn number_len(n: &Number) -> usize {
 }
 
 /// Extra bytes (= extra units) an ASCII byte costs once escaped: `\"`, `\\`, `\n` cost one
-/// more, other controls `\u00XX` five more.
+/// more, other controls `\u00XX` five more (from the crate's one escape table).
 const ASCII_EXTRA: [u8; 128] = {
     let mut table = [0u8; 128];
     let mut b = 0;
-    while b < 0x20 {
-        table[b] = 5;
+    while b < 128 {
+        table[b] = match crate::json::ESCAPE_CLASS[b] {
+            crate::json::ESCAPE_SHORT => 1,
+            crate::json::ESCAPE_UNICODE => 5,
+            _ => 0,
+        };
         b += 1;
     }
-    table[b'\n' as usize] = 1;
-    table[b'\r' as usize] = 1;
-    table[b'\t' as usize] = 1;
-    table[0x08] = 1;
-    table[0x0C] = 1;
-    table[b'"' as usize] = 1;
-    table[b'\\' as usize] = 1;
     table
 };
 
