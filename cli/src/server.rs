@@ -3,7 +3,9 @@
 
 use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_ID};
 use crate::http;
-use crate::hub::{log, ConnId, HubState, Out, Shared, Timer, VERSION};
+use crate::security;
+use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
+use crate::hub::{log, ConnId, HubState, Out, Responder, ResumeStart, Shared, Timer, VERSION};
 use crate::payload_guard::stored_frame;
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::util::js;
@@ -15,7 +17,8 @@ use std::cmp::Reverse;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
@@ -40,7 +43,11 @@ pub struct ServeConfig {
     /// Abandon grace.
     pub grace: Duration,
     /// `GRAPHMIND_ALLOWED_ORIGINS`.
-    pub allowed_origins: Vec<String>,
+    pub allowed_origins: graphmind_core::config::AllowedOrigins,
+    /// `--allow-control` / `--no-edit-input`.
+    pub policy: ControlPolicy,
+    /// The control tokens minted for this process.
+    pub tokens: Tokens,
 }
 
 /// A listening server (not yet accepting).
@@ -69,12 +76,16 @@ impl Server {
         let (wtx, wrx) = unbounded::<Op>();
         let (ttx, trx) = unbounded::<(Duration, Timer)>();
         let shared = Arc::new(Shared {
-            hub: Mutex::new(HubState::new(cfg.breakpoints)),
+            hub: Mutex::new(HubState::new(cfg.breakpoints, cfg.policy)),
             writer: wtx,
             timers: ttx,
             port,
             grace: cfg.grace,
             allowed_origins: cfg.allowed_origins,
+            verifier: Verifier::new(&cfg.tokens),
+            policy: cfg.policy,
+            changes: (Mutex::new(0), Condvar::new()),
+            active_waits: AtomicUsize::new(0),
             db_path: cfg.db_path,
         });
         let _ = shared.writer.send(Op::ReconcileOrphans);
@@ -88,6 +99,11 @@ impl Server {
     /// The bound port.
     pub fn port(&self) -> u16 {
         self.shared.port
+    }
+
+    /// The shared state (for the shutdown path: flushing the writer).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// The armed breakpoints (for the banner).
@@ -137,7 +153,10 @@ fn timer_loop(shared: Arc<Shared>, rx: Receiver<(Duration, Timer)>) {
                         let _ = shared.writer.send(Op::Abandon(run));
                     }
                 }
-                Some(Timer::Resolving { run, pause, request_id }) => shared.lock().resolving_timed_out(&run, &pause, &request_id),
+                Some(Timer::Resolving { run, pause, request_id }) => {
+                    shared.lock().resolving_timed_out(&run, &pause, &request_id);
+                    shared.notify();
+                }
                 None => {}
             }
         }
@@ -151,16 +170,23 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad request\n");
         return;
     };
-    if let Some(refusal) = http::check_origin(&req, shared.port, &shared.allowed_origins) {
-        log(&format!("refused a request on {}: {refusal}", req.path));
-        let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{refusal}\n"));
+    if let Some(r) = security::check_request(req.header("host"), req.header("origin"), shared.port, &shared.allowed_origins) {
+        shared.lock().throttled_log("origin-refused", || format!("refused {} \"{}\" on {}", r.kind.as_str(), r.value, req.path));
+        let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{}\n", r.message));
         return;
     }
     let is_upgrade = req.header_has("upgrade", "websocket");
     if !is_upgrade {
-        let (status, ctype, body) = http::route(&shared, &req);
+        let (status, ctype, body, extra) = match crate::control_api::route(&shared, &req, &mut stream, &leftover) {
+            Some(answer) => answer,
+            None => {
+                let (status, ctype, body) = http::route(&shared, &req);
+                (status, ctype, body, String::new())
+            }
+        };
         let body = if req.method == "HEAD" { String::new() } else { body };
-        let _ = http::respond(&mut stream, status, ctype, &body);
+        let headers = format!("{}{extra}", security::header_lines(&req.path));
+        let _ = http::respond_with(&mut stream, status, ctype, body.as_bytes(), &headers);
         return;
     }
     if req.path != "/ingest" && req.path != "/ws/ui" {
@@ -171,8 +197,32 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad websocket upgrade\n");
         return;
     };
+    // /ws/ui: a credential in `gm.auth.<token>` (a browser cannot set headers) or a Bearer
+    // header; an invalid one is refused outright, none is `anonymous`.
+    let mut principal = Principal::Anonymous;
+    let mut protocol_line = String::new();
+    if req.path == "/ws/ui" {
+        let protocols: Vec<&str> = req.headers.iter().filter(|(k, _)| k == "sec-websocket-protocol").map(|(_, v)| v.as_str()).collect();
+        let mut presented: Vec<Option<String>> = tokens::subprotocol_tokens(protocols.iter().copied()).into_iter().map(Some).collect();
+        if let Some(b) = tokens::bearer_token(req.header("authorization")) {
+            presented.push(b);
+        }
+        match tokens::resolve_credential(&presented, &shared.verifier) {
+            Credential::None => {}
+            Credential::Ok(p) => principal = p,
+            Credential::Invalid(why) => {
+                shared.lock().throttled_log("ui-credential", || format!("refused a viewer socket: {why}"));
+                let _ = http::respond(&mut stream, 401, "text/plain; charset=utf-8", &format!("unauthorized: {why}\n"));
+                return;
+            }
+        }
+        let offered_v1 = protocols.iter().any(|v| v.split(',').any(|p| p.trim() == tokens::UI_SUBPROTOCOL));
+        if offered_v1 {
+            protocol_line = format!("Sec-WebSocket-Protocol: {}\r\n", tokens::UI_SUBPROTOCOL);
+        }
+    }
     let accept = tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
-    let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n");
+    let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n{protocol_line}\r\n");
     if stream.write_all(resp.as_bytes()).is_err() {
         return;
     }
@@ -182,7 +232,7 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     if req.path == "/ingest" {
         ingest_session(ws, shared);
     } else {
-        ui_session(ws, shared);
+        ui_session(ws, shared, principal);
     }
 }
 
@@ -275,7 +325,7 @@ fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
     }
     for (run, gen) in timers {
         shared.arm(shared.grace, Timer::Abandon { run, gen });
-    }
+    }    shared.notify();
 }
 
 fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mut HashSet<String>, text: &str) {
@@ -298,7 +348,9 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
     if env.run_id == WILDCARD_RUN_ID || CONTROL_TYPES.contains(&env.kind.as_str()) || env.kind == "hello.ack" {
         return;
     }
-    let frame = stored_frame(text, &env);
+    let mut env = env;
+    let restamped = if env.kind.starts_with("exec.") { restamp(shared, &mut env) } else { false };
+    let frame = if restamped { rewrite_frame(text, &env) } else { stored_frame(text, &env) };
     let payload = &env.payload;
     let text_field = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
     let mut write = EventWrite {
@@ -313,7 +365,8 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
         owner_changed: false,
         started_app: None,
         finished_status: text_field("status").filter(|s| env.kind == "run.finished" && matches!(s.as_str(), "ok" | "error" | "aborted")),
-        pause_id: text_field("pauseId").filter(|_| env.kind == "exec.paused" || env.kind == "exec.resumed"),
+        pause_id: text_field("pauseId").filter(|_| matches!(env.kind.as_str(), "exec.paused" | "exec.resumed" | "exec.refused")),
+        pause_payload: matches!(env.kind.as_str(), "exec.paused" | "exec.refused").then(|| env.payload.clone()),
         kind: env.kind,
     };
     if owned_here.contains(&env.run_id) {
@@ -340,9 +393,50 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
     let _ = shared.writer.send(Op::Event(Box::new(write)));
 }
 
-fn ui_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
+/// Keys on a stored `exec.*` event that only the hub may write: who released a gate.
+pub const HUB_STAMPED_KEYS: [&str; 2] = ["principal", "operator"];
+
+/// `principal` and `operator` on a stored `exec.*` event are the hub's word: any an app
+/// wrote are removed, and an `exec.resumed` answering a resume the hub forwarded gets the
+/// principal (and operator) of that resume. True when the payload changed.
+fn restamp(shared: &Shared, env: &mut crate::envelope::Envelope) -> bool {
+    let mut changed = false;
+    if let Some(obj) = env.payload.as_object_mut() {
+        for k in HUB_STAMPED_KEYS {
+            changed |= obj.remove(k).is_some();
+        }
+    }
+    if env.kind == "exec.resumed" {
+        let pause = env.payload.get("pauseId").and_then(Value::as_str).map(str::to_owned);
+        let request = env.payload.get("requestId").and_then(Value::as_str).map(str::to_owned);
+        if let Some(pause) = pause {
+            let who = shared.lock().attribution(&env.run_id, &pause, request.as_deref());
+            if let (Some((principal, operator)), Some(obj)) = (who, env.payload.as_object_mut()) {
+                obj.insert("principal", Value::from(principal.as_str()));
+                if let Some(op) = operator {
+                    obj.insert("operator", Value::from(op.as_str()));
+                }
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// The frame written again around a changed payload (other top-level fields kept).
+fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> String {
+    match json::parse_str(text) {
+        Ok(Value::Object(mut m)) => {
+            m.insert("payload", env.payload.clone());
+            json::to_string(&Value::Object(m))
+        }
+        _ => text.to_owned(),
+    }
+}
+
+fn ui_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>, principal: Principal) {
     let (tx, rx) = unbounded::<Out>();
-    let conn = shared.lock().add_ui(tx.clone());
+    let conn = shared.lock().add_ui(tx.clone(), principal);
     pump(&mut ws, &rx, |text| ui_frame(&shared, conn, &tx, text));
     shared.lock().remove_ui(conn);
     let _ = shared.writer.send(Op::UiGone(conn));
@@ -399,11 +493,18 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             if !matches!(s("action"), Some("continue" | "retry" | "inject" | "abort")) {
                 return error("invalid control envelope: payload.action must be one of continue, retry, inject, abort".into());
             }
-            let timer = shared.lock().request_resume(conn, &env.run_id, p);
-            if let Some(t) = timer {
-                shared.arm(Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS), t);
+            let start = {
+                let mut hub = shared.lock();
+                let principal = hub.ui_principal(conn);
+                hub.request_resume(Responder::Ui(conn), &env.run_id, p, principal)
+            };
+            match start {
+                ResumeStart::Answered(o) => say(crate::hub::resume_result_text(&o)),
+                ResumeStart::Forwarded { timer, .. } => shared.arm(Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS), timer),
             }
+            shared.notify();
         }
+        "breakpoint.set" | "breakpoint.clear" | "mode.set" if refuse_debug_state(shared, conn, say) => {}
         "breakpoint.set" | "breakpoint.clear" => {
             if p.get("matcher").and_then(Value::as_object).is_none() {
                 return error("invalid control envelope: payload.matcher must be an object".into());
@@ -417,6 +518,21 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             shared.lock().debug_control(&env.kind, p);
         }
         other => error(format!("\"{other}\" is not a control type")),
+    }
+}
+
+/// Breakpoints and step mode need the viewer token (or the agent token at `resume`): a
+/// refusal is an `error` with its code, followed by the real `state` (the viewer toggles
+/// optimistically). True when refused.
+fn refuse_debug_state(shared: &Shared, conn: ConnId, say: &dyn Fn(String)) -> bool {
+    let hub = shared.lock();
+    match tokens::authorize_debug_state(hub.ui_principal(conn), &shared.policy) {
+        None => false,
+        Some(r) => {
+            say(format!("{{\"type\":\"error\",\"code\":{},\"message\":{}}}", js(r.code), js(&r.message)));
+            say(hub.state_frame());
+            true
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use crate::hub::{ConnId, Out, Shared};
 use crate::storage;
 use crate::util::{js, now_ms};
 use crossbeam_channel::{Receiver, Sender};
+use graphmind_core::json::Value;
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -45,8 +46,10 @@ pub struct EventWrite {
     pub started_app: Option<String>,
     /// `run.finished`: a valid `payload.status`.
     pub finished_status: Option<String>,
-    /// `exec.paused` / `exec.resumed`: `payload.pauseId`.
+    /// `exec.paused` / `exec.resumed` / `exec.refused`: `payload.pauseId`.
     pub pause_id: Option<String>,
+    /// `exec.paused` / `exec.refused`: the payload (what the pause registry keeps).
+    pub pause_payload: Option<Value>,
 }
 
 /// Work for the writer thread.
@@ -73,8 +76,9 @@ pub enum Op {
 
 enum Effect {
     Fanout { run_id: String, frame: String },
-    Paused { conn: ConnId, run_id: String, pause_id: String },
+    Paused { conn: ConnId, run_id: String, pause_id: String, ts: f64, payload: Value },
     Resumed { run_id: String, pause_id: String },
+    Refused { run_id: String, pause_id: String, payload: Value },
     Finished(String),
 }
 
@@ -158,14 +162,18 @@ impl Writer {
                         }
                     }
                 }
-                Effect::Paused { conn, run_id, pause_id } => {
-                    hub.get_or_insert_with(|| self.shared.lock()).pause_opened(conn, &run_id, &pause_id)
+                Effect::Paused { conn, run_id, pause_id, ts, payload } => {
+                    hub.get_or_insert_with(|| self.shared.lock()).pause_opened(conn, &run_id, &pause_id, ts, &payload)
+                }
+                Effect::Refused { run_id, pause_id, payload } => {
+                    hub.get_or_insert_with(|| self.shared.lock()).pause_refused(&run_id, &pause_id, &payload)
                 }
                 Effect::Resumed { run_id, pause_id } => hub.get_or_insert_with(|| self.shared.lock()).pause_resumed(&run_id, &pause_id),
                 Effect::Finished(run) => hub.get_or_insert_with(|| self.shared.lock()).run_finished(&run),
             }
         }
         drop(hub);
+        self.shared.notify();
         let updates = std::mem::take(&mut self.updates);
         let mut seen = HashSet::new();
         for run in updates {
@@ -208,7 +216,11 @@ impl Writer {
         }
         if let Some(pause_id) = e.pause_id {
             if e.kind == "exec.paused" {
-                self.effects.push(Effect::Paused { conn: e.conn, run_id: e.run_id.clone(), pause_id });
+                let payload = e.pause_payload.unwrap_or_default();
+                self.effects.push(Effect::Paused { conn: e.conn, run_id: e.run_id.clone(), pause_id, ts: e.ts, payload });
+            } else if e.kind == "exec.refused" {
+                let payload = e.pause_payload.unwrap_or_default();
+                self.effects.push(Effect::Refused { run_id: e.run_id.clone(), pause_id, payload });
             } else {
                 self.effects.push(Effect::Resumed { run_id: e.run_id.clone(), pause_id });
             }
