@@ -111,6 +111,7 @@ fn serve(s: args::ServeArgs) -> i32 {
         eprintln!("graphmind: {w}");
     }
     telemetry::record_command("serve", &cfg);
+    install_signal_handlers();
     if cfg.retention {
         retention::startup_prune(&cfg.db_path, cfg.keep_runs, cfg.keep_days);
     }
@@ -171,7 +172,6 @@ fn serve(s: args::ServeArgs) -> i32 {
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    install_signal_handlers();
     let shared = server.shared();
     std::thread::Builder::new()
         .name("graphmind-signals".into())

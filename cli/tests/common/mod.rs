@@ -277,3 +277,44 @@ pub fn i(v: &Value, path: &[&str]) -> Option<i64> {
 pub fn to_json(v: &Value) -> String {
     graphmind_core::json::to_string(v)
 }
+
+/// The whole raw response (status line, headers, body).
+pub fn http_raw(port: u16, raw: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// A request with a method, path, extra header lines and a body; returns (status, head, body).
+pub fn http_call(port: u16, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+    let raw = http_raw(
+        port,
+        &format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()),
+    );
+    let status = raw.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let (head, body) = raw.split_once("\r\n\r\n").map(|(h, b)| (h.to_owned(), b.to_owned())).unwrap_or_default();
+    (status, head, body)
+}
+
+/// The value of a response header (case-insensitive name).
+pub fn header_of(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_owned()))
+}
+
+/// Sends `raw` and returns the response head only (for upgrades that stay open).
+pub fn http_head(port: u16, raw: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let mut b = [0u8; 1];
+    while !out.ends_with(b"\r\n\r\n") {
+        match s.read(&mut b) {
+            Ok(1) => out.push(b[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
