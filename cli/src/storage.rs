@@ -229,6 +229,11 @@ pub fn mark_resumed(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
     Ok(n > 0)
 }
 
+/// The `source` of a stored run (`live`, `demo`, `import`), or `None`.
+pub fn run_source(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT source FROM runs WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()
+}
+
 /// Creates the run row if it does not exist (`status = running`).
 pub fn ensure_run(conn: &Connection, id: &str, app: &str, started_at: f64, gm: i64, source: &str) -> rusqlite::Result<()> {
     conn.prepare_cached(

@@ -86,6 +86,7 @@ struct Writer {
     shared: Arc<Shared>,
     db: Connection,
     known_runs: HashSet<String>,
+    read_only: HashSet<String>,
     subs: HashMap<String, Vec<(ConnId, Sender<Out>)>>,
     effects: Vec<Effect>,
     updates: Vec<String>,
@@ -93,7 +94,7 @@ struct Writer {
 
 /// Runs the writer loop until every sender is gone.
 pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
-    let mut w = Writer { shared, db, known_runs: HashSet::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
+    let mut w = Writer { shared, db, known_runs: HashSet::new(), read_only: HashSet::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
     let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = rx.recv() {
         batch.push(first);
@@ -191,7 +192,16 @@ impl Writer {
         if e.owner_changed && storage::mark_resumed(&self.db, &e.run_id)? {
             self.updates.push(e.run_id.clone());
         }
+        if self.read_only.contains(&e.run_id) {
+            return Ok(());
+        }
         if !self.known_runs.contains(&e.run_id) {
+            // An imported run is read-only history: nothing live is written into it.
+            if storage::run_source(&self.db, &e.run_id)?.as_deref() == Some("import") {
+                self.shared.lock().throttled_log("ingest-import", || format!("ingest: refusing frames for run \"{}\": it was imported and is read-only", e.run_id));
+                self.read_only.insert(e.run_id);
+                return Ok(());
+            }
             storage::ensure_run(&self.db, &e.run_id, &e.app, e.ts, crate::envelope::PROTOCOL_VERSION, e.source)?;
             self.known_runs.insert(e.run_id.clone());
         }
