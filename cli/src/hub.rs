@@ -250,6 +250,8 @@ pub struct Shared {
     pub changes: (Mutex<u64>, Condvar),
     /// Long-polls in flight (at most `MAX_CONCURRENT_WAITS`).
     pub active_waits: AtomicUsize,
+    /// The writer queue's budget (see `writer::Budget`).
+    pub budget: crate::writer::Budget,
     /// Path of the database (for read connections).
     pub db_path: std::path::PathBuf,
 }

@@ -86,6 +86,7 @@ impl Server {
             policy: cfg.policy,
             changes: (Mutex::new(0), Condvar::new()),
             active_waits: AtomicUsize::new(0),
+            budget: Default::default(),
             db_path: cfg.db_path,
         });
         let _ = shared.writer.send(Op::ReconcileOrphans);
@@ -367,8 +368,12 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
         finished_status: text_field("status").filter(|s| env.kind == "run.finished" && matches!(s.as_str(), "ok" | "error" | "aborted")),
         pause_id: text_field("pauseId").filter(|_| matches!(env.kind.as_str(), "exec.paused" | "exec.resumed" | "exec.refused")),
         pause_payload: matches!(env.kind.as_str(), "exec.paused" | "exec.refused").then(|| env.payload.clone()),
+        cost: 0,
         kind: env.kind,
     };
+    // A queue slot first, outside the hub lock: this is where a full queue pushes back.
+    write.cost = write.frame.len();
+    shared.budget.acquire(write.cost);
     if owned_here.contains(&env.run_id) {
         // Owned by this live connection: nobody else can take it while we are connected.
         if write.kind == "run.started" {
@@ -379,9 +384,13 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
     }
     let mut hub = shared.lock();
     if !hub.is_attached(conn) {
+        shared.budget.release(1, write.cost);
         return; // anything before `hello` is ignored
     }
-    let Some(admit) = hub.admit(conn, &env.run_id) else { return };
+    let Some(admit) = hub.admit(conn, &env.run_id) else {
+        shared.budget.release(1, write.cost);
+        return;
+    };
     write.app = admit.app.clone();
     write.source = admit.source;
     write.owner_changed = admit.owner_changed;

@@ -14,10 +14,63 @@ use crossbeam_channel::{Receiver, Sender};
 use graphmind_core::json::Value;
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Most operations taken into one transaction.
 pub const MAX_BATCH: usize = 8192;
+/// Most events queued for the writer (admitted but not yet committed).
+pub const MAX_QUEUED_EVENTS: usize = 16_384;
+/// Most frame bytes queued for the writer. A single frame (at most 16 MiB) always fits.
+pub const MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
+
+/// The writer queue's budget. Policy: **backpressure, never drop.** An ingest connection
+/// takes a slot (one event, its frame's bytes) before it queues an event, and waits while
+/// the queue is full; its thread then stops reading its socket, so TCP flow control slows
+/// the app down (the SDKs buffer and replay). Slots come back once the batch holding the
+/// event is committed. Memory held by queued events is therefore bounded by
+/// [`MAX_QUEUED_EVENTS`] and [`MAX_QUEUED_BYTES`], and nothing that was accepted is lost.
+/// Slots are taken before the hub lock, so a waiting connection never blocks the writer
+/// (which takes that lock to apply effects). Control operations (viewers, timers) are
+/// small and rare and do not take slots.
+pub struct Budget {
+    state: Mutex<(usize, usize)>,
+    freed: Condvar,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget { state: Mutex::new((0, 0)), freed: Condvar::new() }
+    }
+}
+
+impl Budget {
+    /// Waits for room for one event of `bytes`, then takes it.
+    pub fn acquire(&self, bytes: usize) {
+        let bytes = bytes.min(MAX_QUEUED_BYTES);
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.0 >= MAX_QUEUED_EVENTS || st.1 + bytes > MAX_QUEUED_BYTES {
+            st = self.freed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.0 += 1;
+        st.1 += bytes;
+    }
+
+    /// Gives back `events` slots holding `bytes`.
+    pub fn release(&self, events: usize, bytes: usize) {
+        if events == 0 {
+            return;
+        }
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 = st.0.saturating_sub(events);
+        st.1 = st.1.saturating_sub(bytes.min(MAX_QUEUED_BYTES * events.max(1)));
+        self.freed.notify_all();
+    }
+
+    /// Events and bytes queued now.
+    pub fn queued(&self) -> (usize, usize) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// One event to store, as decided by its ingest connection.
 #[derive(Debug)]
@@ -48,6 +101,8 @@ pub struct EventWrite {
     pub finished_status: Option<String>,
     /// `exec.paused` / `exec.resumed` / `exec.refused`: `payload.pauseId`.
     pub pause_id: Option<String>,
+    /// The queue slot this event holds (its frame's bytes), given back after commit.
+    pub cost: usize,
     /// `exec.paused` / `exec.refused`: the payload (what the pause registry keeps).
     pub pause_payload: Option<Value>,
 }
@@ -111,12 +166,15 @@ pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
 impl Writer {
     fn process(&mut self, batch: &mut Vec<Op>) {
         let mut in_tx = false;
+        let (mut events, mut bytes) = (0usize, 0usize);
         for op in batch.drain(..) {
             match op {
                 Op::Event(e) => {
                     if !in_tx {
                         in_tx = self.db.execute_batch("BEGIN").is_ok();
                     }
+                    events += 1;
+                    bytes += e.cost;
                     if let Err(err) = self.store(*e) {
                         self.shared.lock().throttled_log("storage", || format!("storage: {err}"));
                     }
@@ -132,11 +190,13 @@ impl Writer {
                 Op::RunChanged(run) => self.updates.push(run),
                 other => {
                     self.commit(&mut in_tx);
+                    self.shared.budget.release(std::mem::take(&mut events), std::mem::take(&mut bytes));
                     self.control(other);
                 }
             }
         }
         self.commit(&mut in_tx);
+        self.shared.budget.release(events, bytes);
     }
 
     /// Commits the open transaction (if any), then performs the collected effects.
