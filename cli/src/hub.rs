@@ -8,10 +8,11 @@ use crate::envelope::{PROTOCOL_VERSION, WILDCARD_RUN_ID};
 use crate::tokens::{self, ControlPolicy, Principal, Verifier};
 use crate::util::{js, new_token, now_ms, num};
 use crate::writer::Op;
-use crossbeam_channel::Sender;
+use crossbeam_channel::{unbounded, Receiver, Sender};
 use graphmind_core::json::{self, cmp_utf16_bytes, Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,61 @@ pub enum Out {
     Close(u16, String),
 }
 
+/// Most bytes of live messages a viewer may have queued and unsent. A viewer that falls
+/// further behind (a stalled tab, a peer that stopped reading) is closed with 1008 rather
+/// than growing the server's memory; it replays the run from storage when it reconnects.
+pub const MAX_VIEWER_BACKLOG_BYTES: usize = 64 * 1024 * 1024;
+
+/// One socket's outbound queue, with its unsent bytes counted.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: Sender<Out>,
+    bytes: Arc<AtomicUsize>,
+    overflow: Arc<AtomicBool>,
+}
+
+impl Outbox {
+    /// A new queue and its receiving end.
+    pub fn new() -> (Outbox, Receiver<Out>) {
+        let (tx, rx) = unbounded();
+        (Outbox { tx, bytes: Arc::new(AtomicUsize::new(0)), overflow: Arc::new(AtomicBool::new(false)) }, rx)
+    }
+
+    /// Queues a text frame (replies, replays, state): never refused.
+    pub fn text(&self, t: String) -> bool {
+        self.bytes.fetch_add(t.len(), Ordering::Relaxed);
+        self.tx.send(Out::Text(t)).is_ok()
+    }
+
+    /// Queues a live message unless the backlog is over [`MAX_VIEWER_BACKLOG_BYTES`]; then
+    /// the socket is marked overflowed (its thread closes it) and nothing more is queued.
+    pub fn live(&self, t: String) -> bool {
+        if self.overflow.load(Ordering::Relaxed) {
+            return false;
+        }
+        if self.bytes.load(Ordering::Relaxed) + t.len() > MAX_VIEWER_BACKLOG_BYTES {
+            self.overflow.store(true, Ordering::Relaxed);
+            return false;
+        }
+        self.text(t)
+    }
+
+    /// Queues a close frame.
+    pub fn close(&self, code: u16, reason: String) -> bool {
+        self.tx.send(Out::Close(code, reason)).is_ok()
+    }
+
+    /// The socket's thread wrote `n` bytes.
+    pub fn sent(&self, n: usize) {
+        self.bytes.fetch_sub(n.min(self.bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
+    }
+
+    /// The backlog passed its limit.
+    pub fn overflowed(&self) -> bool {
+        self.overflow.load(Ordering::Relaxed)
+    }
+}
+
 /// A timer the timer thread fires.
 #[derive(Debug, Clone)]
 pub enum Timer {
@@ -52,7 +108,7 @@ pub enum Timer {
 
 /// One app connection.
 pub struct IngestConn {
-    tx: Sender<Out>,
+    tx: Outbox,
     /// `hello` received and `hello.ack` sent.
     pub attached: bool,
     seq: u64,
@@ -66,7 +122,7 @@ pub struct IngestConn {
 }
 
 struct UiConn {
-    tx: Sender<Out>,
+    tx: Outbox,
     wildcard: bool,
     principal: Principal,
 }
@@ -402,7 +458,7 @@ impl HubState {
     // -- ingest -------------------------------------------------------------------------
 
     /// Registers a new app socket.
-    pub fn add_ingest(&mut self, tx: Sender<Out>) -> ConnId {
+    pub fn add_ingest(&mut self, tx: Outbox) -> ConnId {
         let id = self.alloc();
         self.ingest.insert(
             id,
@@ -457,7 +513,7 @@ impl HubState {
         );
         let seq = c.seq;
         c.seq += 1;
-        let _ = c.tx.send(Out::Text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack)));
+        let _ = c.tx.text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack));
         log(&match &c.app {
             Some(a) => format!("app attached: {a}"),
             None => "app attached".into(),
@@ -526,7 +582,7 @@ impl HubState {
         let Some(c) = self.ingest.get_mut(&conn) else { return false };
         let seq = c.seq;
         c.seq += 1;
-        c.tx.send(Out::Text(envelope_text(seq, run_id, kind, payload))).is_ok()
+        c.tx.text(envelope_text(seq, run_id, kind, payload))
     }
 
     /// An app socket closed: its pauses close, its runs lose their owner and get an abandon
@@ -572,7 +628,7 @@ impl HubState {
 
     /// Registers a viewer socket (authenticated at the upgrade as `principal`) and queues
     /// `welcome`, which tells it what it may do.
-    pub fn add_ui(&mut self, tx: Sender<Out>, principal: Principal) -> ConnId {
+    pub fn add_ui(&mut self, tx: Outbox, principal: Principal) -> ConnId {
         let id = self.alloc();
         if principal == Principal::Anonymous && !self.warned_tokenless {
             self.warned_tokenless = true;
@@ -588,7 +644,7 @@ impl HubState {
             self.policy.edit_input,
             self.policy.hub_capabilities_json()
         );
-        let _ = tx.send(Out::Text(welcome));
+        let _ = tx.text(welcome);
         self.ui.insert(id, UiConn { tx, wildcard: false, principal });
         id
     }
@@ -618,7 +674,7 @@ impl HubState {
     /// Sends a message to one viewer.
     pub fn send_ui(&self, conn: ConnId, msg: String) {
         if let Some(u) = self.ui.get(&conn) {
-            let _ = u.tx.send(Out::Text(msg));
+            let _ = u.tx.text(msg);
         }
     }
 
@@ -626,14 +682,14 @@ impl HubState {
     pub fn send_run_update(&self, run_json: &str) {
         let msg = format!("{{\"type\":\"run.update\",\"run\":{run_json}}}");
         for u in self.ui.values().filter(|u| u.wildcard) {
-            let _ = u.tx.send(Out::Text(msg.clone()));
+            let _ = u.tx.live(msg.clone());
         }
     }
 
     fn broadcast_state(&self) {
         let msg = self.state_frame();
         for u in self.ui.values() {
-            let _ = u.tx.send(Out::Text(msg.clone()));
+            let _ = u.tx.live(msg.clone());
         }
     }
 

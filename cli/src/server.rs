@@ -5,12 +5,12 @@ use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_I
 use crate::http;
 use crate::security;
 use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
-use crate::hub::{log, ConnId, HubState, Out, Responder, ResumeStart, Shared, Timer, VERSION};
+use crate::hub::{log, ConnId, HubState, Out, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
 use crate::payload_guard::stored_frame;
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::util::js;
 use crate::writer::{self, EventWrite, Op};
-use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use graphmind_core::json::{self, Value};
 use std::collections::{BinaryHeap, HashSet};
 use std::cmp::Reverse;
@@ -29,6 +29,8 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
 /// How often an idle socket is pinged; a peer that sent nothing (not even a pong) for a
 /// whole interval after a ping is dropped (reference: the 30 s stale-socket reaper).
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
+/// How long a write to a WebSocket peer may block before the peer is dropped.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a socket may take to send its request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -228,6 +230,8 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         return;
     }
     let _ = stream.set_read_timeout(Some(POLL_INTERVAL));
+    // A peer that accepts nothing for this long is dropped (it cannot stall its thread).
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let config = WebSocketConfig::default().max_frame_size(Some(MAX_FRAME_BYTES)).max_message_size(Some(MAX_FRAME_BYTES));
     let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config));
     if req.path == "/ingest" {
@@ -238,12 +242,19 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
 }
 
 /// Reads and writes one WebSocket until it ends. `on_text` handles each text frame.
-fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, mut on_text: impl FnMut(&str)) {
+fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, outbox: &Outbox, mut on_text: impl FnMut(&str)) {
     let mut closing = false;
     let mut last_ping = Instant::now();
     let mut alive = true;
     loop {
         let mut wrote = false;
+        if outbox.overflowed() && !closing {
+            // Fell too far behind: drop the backlog, say why, let it reconnect and replay.
+            while rx.try_recv().is_ok() {}
+            let _ = ws.close(Some(CloseFrame { code: CloseCode::Policy, reason: "viewer too slow: reconnect to replay the run".into() }));
+            let _ = ws.flush();
+            return;
+        }
         if last_ping.elapsed() >= PING_INTERVAL {
             if !alive {
                 return; // missed the previous ping: the peer is gone
@@ -258,9 +269,11 @@ fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, mut on_text: impl FnM
         while let Ok(out) = rx.try_recv() {
             match out {
                 Out::Text(t) if !closing => {
+                    let n = t.len();
                     if ws.write(Message::text(t)).is_err() {
                         return;
                     }
+                    outbox.sent(n);
                     wrote = true;
                 }
                 Out::Close(code, reason) if !closing => {
@@ -315,10 +328,10 @@ fn refuse_oversize(ws: &mut WebSocket<TcpStream>) {
 }
 
 fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
-    let (tx, rx) = unbounded::<Out>();
+    let (tx, rx) = Outbox::new();
     let conn = shared.lock().add_ingest(tx.clone());
     let mut owned_here: HashSet<String> = HashSet::new();
-    pump(&mut ws, &rx, |text| ingest_frame(&shared, conn, &tx, &mut owned_here, text));
+    pump(&mut ws, &rx, &tx.clone(), |text| ingest_frame(&shared, conn, &tx, &mut owned_here, text));
     let mut timers = Vec::new();
     let changed = shared.lock().remove_ingest(conn, &mut timers);
     for run in changed {
@@ -329,7 +342,7 @@ fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
     }    shared.notify();
 }
 
-fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mut HashSet<String>, text: &str) {
+fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Outbox, owned_here: &mut HashSet<String>, text: &str) {
     let env = match envelope::parse_envelope(text.as_bytes()) {
         Parsed::Ok(e) => e,
         Parsed::Invalid(reason) => {
@@ -338,7 +351,7 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
         }
         Parsed::VersionMismatch(v) => {
             log(&format!("ingest: app speaks protocol v{v}, this server speaks v{}; closing", envelope::PROTOCOL_VERSION));
-            let _ = tx.send(Out::Close(1002, format!("unsupported protocol version {v}")));
+            let _ = tx.close(1002, format!("unsupported protocol version {v}"));
             return;
         }
     };
@@ -444,16 +457,16 @@ fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> String {
 }
 
 fn ui_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>, principal: Principal) {
-    let (tx, rx) = unbounded::<Out>();
+    let (tx, rx) = Outbox::new();
     let conn = shared.lock().add_ui(tx.clone(), principal);
-    pump(&mut ws, &rx, |text| ui_frame(&shared, conn, &tx, text));
+    pump(&mut ws, &rx, &tx.clone(), |text| ui_frame(&shared, conn, &tx, text));
     shared.lock().remove_ui(conn);
     let _ = shared.writer.send(Op::UiGone(conn));
 }
 
-fn ui_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, text: &str) {
+fn ui_frame(shared: &Shared, conn: ConnId, tx: &Outbox, text: &str) {
     let say = |msg: String| {
-        let _ = tx.send(Out::Text(msg));
+        let _ = tx.text(msg);
     };
     let error = |m: &str| crate::hub::ui_error(m, None);
     let Ok(msg) = json::parse_str(text) else { return say(error("frame is not valid JSON")) };

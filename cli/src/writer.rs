@@ -7,7 +7,7 @@
 //! replay-then-tail needs no further locking: a subscriber gets the stored history and then
 //! exactly the events committed after it, never one twice.
 
-use crate::hub::{ConnId, Out, Shared};
+use crate::hub::{ConnId, Outbox, Shared};
 use crate::storage;
 use crate::util::{js, now_ms};
 use crossbeam_channel::{Receiver, Sender};
@@ -118,9 +118,9 @@ pub enum Op {
     /// Mark every `running` run abandoned (startup: no process owns them).
     ReconcileOrphans,
     /// A viewer subscribes to one run: replay, then tail.
-    Subscribe { conn: ConnId, tx: Sender<Out>, run_id: String },
+    Subscribe { conn: ConnId, tx: Outbox, run_id: String },
     /// A viewer subscribes to the run list (`*`).
-    SubscribeAll { conn: ConnId, tx: Sender<Out> },
+    SubscribeAll { conn: ConnId, tx: Outbox },
     /// A viewer unsubscribes from one run.
     Unsubscribe { conn: ConnId, run_id: String },
     /// A viewer socket closed.
@@ -142,7 +142,7 @@ struct Writer {
     db: Connection,
     known_runs: HashSet<String>,
     read_only: HashSet<String>,
-    subs: HashMap<String, Vec<(ConnId, Sender<Out>)>>,
+    subs: HashMap<String, Vec<(ConnId, Outbox)>>,
     effects: Vec<Effect>,
     updates: Vec<String>,
 }
@@ -219,7 +219,7 @@ impl Writer {
                     if let Some(subs) = self.subs.get(&run_id) {
                         let msg = format!("{{\"type\":\"event\",\"runId\":{},\"envelope\":{frame}}}", js(&run_id));
                         for (_, tx) in subs {
-                            let _ = tx.send(Out::Text(msg.clone()));
+                            let _ = tx.live(msg.clone());
                         }
                     }
                 }
@@ -307,17 +307,17 @@ impl Writer {
             Op::Subscribe { conn, tx, run_id } => {
                 let subs = self.subs.entry(run_id.clone()).or_default();
                 if subs.iter().any(|(c, _)| *c == conn) {
-                    let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}", js(&run_id))));
-                    let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.end\",\"runId\":{}}}", js(&run_id))));
+                    let _ = tx.text(format!("{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}", js(&run_id)));
+                    let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{}}}", js(&run_id)));
                     return;
                 }
                 let events = storage::list_events(&self.db, &run_id, -1, None).map(|p| p.events).unwrap_or_default();
                 let rid = js(&run_id);
-                let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}", events.len())));
+                let _ = tx.text(format!("{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}", events.len()));
                 for ev in events {
-                    let _ = tx.send(Out::Text(format!("{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}", ev.frame)));
+                    let _ = tx.text(format!("{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}", ev.frame));
                 }
-                let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}")));
+                let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}"));
                 subs.push((conn, tx));
             }
             Op::SubscribeAll { conn, tx } => {
@@ -325,7 +325,7 @@ impl Writer {
                 let mut hub = self.shared.lock();
                 hub.set_wildcard(conn);
                 let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
-                let _ = tx.send(Out::Text(format!("{{\"type\":\"runs\",\"runs\":[{}]}}", runs.join(","))));
+                let _ = tx.text(format!("{{\"type\":\"runs\",\"runs\":[{}]}}", runs.join(",")));
             }
             Op::Unsubscribe { conn, run_id } => {
                 if let Some(subs) = self.subs.get_mut(&run_id) {
