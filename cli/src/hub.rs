@@ -47,25 +47,87 @@ pub enum Out {
 /// than growing the server's memory; it replays the run from storage when it reconnects.
 pub const MAX_VIEWER_BACKLOG_BYTES: usize = 64 * 1024 * 1024;
 
+/// An eventfd a socket's thread sleeps on (with the socket) so that queued outbound
+/// frames wake it: idle connections cost no CPU, and a resume reaches its app at once.
+pub struct Wake {
+    fd: i32,
+}
+
+impl Wake {
+    /// A fresh eventfd, or `None` where the OS has none (the thread then polls).
+    pub fn new() -> Option<Wake> {
+        // SAFETY: eventfd has no memory preconditions; a negative result is an error.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        (fd >= 0).then_some(Wake { fd })
+    }
+
+    /// Wakes the sleeper.
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
+        unsafe {
+            libc::write(self.fd, &one as *const u64 as *const libc::c_void, 8);
+        }
+    }
+
+    /// Clears pending wake-ups.
+    pub fn drain(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64 from our own non-blocking eventfd.
+        unsafe {
+            libc::read(self.fd, &mut v as *mut u64 as *mut libc::c_void, 8);
+        }
+    }
+
+    /// The descriptor (for `poll`).
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+}
+
+impl Drop for Wake {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this value owns, once.
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
+}
+
 /// One socket's outbound queue, with its unsent bytes counted.
 #[derive(Clone)]
 pub struct Outbox {
     tx: Sender<Out>,
     bytes: Arc<AtomicUsize>,
     overflow: Arc<AtomicBool>,
+    wake: Option<Arc<Wake>>,
 }
 
 impl Outbox {
     /// A new queue and its receiving end.
     pub fn new() -> (Outbox, Receiver<Out>) {
         let (tx, rx) = unbounded();
-        (Outbox { tx, bytes: Arc::new(AtomicUsize::new(0)), overflow: Arc::new(AtomicBool::new(false)) }, rx)
+        let wake = Wake::new().map(Arc::new);
+        (Outbox { tx, bytes: Arc::new(AtomicUsize::new(0)), overflow: Arc::new(AtomicBool::new(false)), wake }, rx)
+    }
+
+    /// The wake-up descriptor of this socket's thread, if any.
+    pub fn wake(&self) -> Option<&Wake> {
+        self.wake.as_deref()
+    }
+
+    fn notify(&self) {
+        if let Some(w) = &self.wake {
+            w.notify();
+        }
     }
 
     /// Queues a text frame (replies, replays, state): never refused.
     pub fn text(&self, t: String) -> bool {
         self.bytes.fetch_add(t.len(), Ordering::Relaxed);
-        self.tx.send(Out::Text(t)).is_ok()
+        let ok = self.tx.send(Out::Text(t)).is_ok();
+        self.notify();
+        ok
     }
 
     /// Queues a live message unless the backlog is over [`MAX_VIEWER_BACKLOG_BYTES`]; then
@@ -76,6 +138,7 @@ impl Outbox {
         }
         if self.bytes.load(Ordering::Relaxed) + t.len() > MAX_VIEWER_BACKLOG_BYTES {
             self.overflow.store(true, Ordering::Relaxed);
+            self.notify();
             return false;
         }
         self.text(t)
@@ -83,7 +146,9 @@ impl Outbox {
 
     /// Queues a close frame.
     pub fn close(&self, code: u16, reason: String) -> bool {
-        self.tx.send(Out::Close(code, reason)).is_ok()
+        let ok = self.tx.send(Out::Close(code, reason)).is_ok();
+        self.notify();
+        ok
     }
 
     /// The socket's thread wrote `n` bytes.

@@ -24,8 +24,9 @@ use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
-/// How long a connection thread waits in `read` before it looks at its outbound queue.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
+/// How long a read waits for the rest of a frame before the thread goes back to `poll`
+/// (and, where there is no eventfd, how often it looks at its outbound queue).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(2);
 /// How often an idle socket is pinged; a peer that sent nothing (not even a pong) for a
 /// whole interval after a ping is dropped (reference: the 30 s stale-socket reaper).
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
@@ -241,13 +242,38 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     }
 }
 
+/// Sleeps until the socket has bytes, the outbox wakes us, or `timeout` passes.
+fn wait_ready(sock: i32, wake: Option<&crate::hub::Wake>, timeout: Duration) {
+    let Some(wake) = wake else {
+        std::thread::sleep(POLL_INTERVAL.min(timeout));
+        return;
+    };
+    let mut fds = [
+        libc::pollfd { fd: sock, events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 },
+    ];
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: `fds` is a live array of two pollfd structs for the duration of the call.
+    unsafe {
+        libc::poll(fds.as_mut_ptr(), 2, ms.max(1));
+    }
+    if fds[1].revents != 0 {
+        wake.drain();
+    }
+}
+
 /// Reads and writes one WebSocket until it ends. `on_text` handles each text frame.
+///
+/// The thread sleeps in `poll` on the socket and the outbox's eventfd, so an idle
+/// connection costs nothing; when woken it writes what is queued and reads every frame
+/// already available (the socket's short read timeout ends a read burst).
 fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, outbox: &Outbox, mut on_text: impl FnMut(&str)) {
+    use std::os::unix::io::AsRawFd;
+    let sock = ws.get_ref().as_raw_fd();
     let mut closing = false;
     let mut last_ping = Instant::now();
     let mut alive = true;
     loop {
-        let mut wrote = false;
         if outbox.overflowed() && !closing {
             // Fell too far behind: drop the backlog, say why, let it reconnect and replay.
             while rx.try_recv().is_ok() {}
@@ -264,7 +290,6 @@ fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, outbox: &Outbox, mut 
             if ws.write(Message::Ping(Default::default())).is_err() {
                 return;
             }
-            wrote = true;
         }
         while let Ok(out) = rx.try_recv() {
             match out {
@@ -274,36 +299,43 @@ fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, outbox: &Outbox, mut 
                         return;
                     }
                     outbox.sent(n);
-                    wrote = true;
                 }
                 Out::Close(code, reason) if !closing => {
                     let _ = ws.close(Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() }));
                     closing = true;
-                    wrote = true;
                 }
                 _ => {}
             }
         }
-        if wrote && ws.flush().is_err() && !closing {
+        if ws.flush().is_err() && !closing {
             return;
         }
-        match ws.read() {
-            Ok(Message::Text(t)) => {
-                alive = true; // any frame proves the peer alive, not only a pong
-                if !closing {
-                    on_text(t.as_str())
+        // Read every frame available now.
+        loop {
+            match ws.read() {
+                Ok(Message::Text(t)) => {
+                    alive = true; // any frame proves the peer alive, not only a pong
+                    if !closing {
+                        on_text(t.as_str())
+                    }
                 }
+                Ok(_) => alive = true,
+                Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => break,
+                Err(tungstenite::Error::Capacity(_)) => {
+                    refuse_oversize(ws);
+                    return;
+                }
+                Err(_) => return,
             }
-            Ok(_) => alive = true,
-            Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                let _ = ws.flush();
+            if !rx.is_empty() || outbox.overflowed() {
+                break; // answer promptly even in a read burst
             }
-            Err(tungstenite::Error::Capacity(_)) => {
-                refuse_oversize(ws);
-                return;
-            }
-            Err(_) => return,
         }
+        if !rx.is_empty() || outbox.overflowed() {
+            continue;
+        }
+        let until_ping = PING_INTERVAL.saturating_sub(last_ping.elapsed());
+        wait_ready(sock, outbox.wake(), until_ping);
     }
 }
 

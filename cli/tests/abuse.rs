@@ -13,6 +13,13 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tungstenite::Message;
 
+/// The scenarios run one at a time, so each one's figures are its own.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn vm(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status.lines().find_map(|l| l.strip_prefix(field).map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))).unwrap_or(0)
@@ -81,6 +88,7 @@ fn stream_all(conns: &mut [Ws], per: u64, tag: &str) -> Duration {
 
 #[test]
 fn three_hundred_then_a_thousand_simultaneous_ingest_connections() {
+    let _serial = serial();
     for (n, per) in [(300usize, 20u64), (1000, 20)] {
         let srv = Server::start(&[], &[]);
         let t = Instant::now();
@@ -106,6 +114,7 @@ fn three_hundred_then_a_thousand_simultaneous_ingest_connections() {
 
 #[test]
 fn ingest_throughput_and_p99_store_latency_with_a_thousand_connections() {
+    let _serial = serial();
     const N: usize = 1000;
     const PER: u64 = 100;
     let srv = Server::start(&[], &[]);
@@ -157,6 +166,7 @@ fn ingest_throughput_and_p99_store_latency_with_a_thousand_connections() {
 
 #[test]
 fn floods_of_20000_and_100000_frames_on_one_socket() {
+    let _serial = serial();
     for n in [20_000u64, 100_000] {
         let srv = Server::start(&[], &[]);
         let mut app = srv.ingest();
@@ -179,6 +189,7 @@ fn floods_of_20000_and_100000_frames_on_one_socket() {
 
 #[test]
 fn malformed_json_unknown_types_and_wrong_gm() {
+    let _serial = serial();
     let srv = Server::start(&[], &[]);
     let mut app = srv.ingest();
     app.hello("hostile", None);
@@ -230,6 +241,7 @@ fn malformed_json_unknown_types_and_wrong_gm() {
 
 #[test]
 fn oversized_frames_are_refused_with_1009_on_both_sockets() {
+    let _serial = serial();
     let srv = Server::start(&[], &[]);
     for path in ["/ingest", "/ws/ui"] {
         let mut ws = if path == "/ingest" { srv.ingest() } else { srv.ui() };
@@ -253,6 +265,7 @@ fn oversized_frames_are_refused_with_1009_on_both_sockets() {
 
 #[test]
 fn half_open_sockets_do_not_block_anyone() {
+    let _serial = serial();
     let srv = Server::start(&[], &[]);
     let p = srv.port;
     let mut idle = Vec::new();
@@ -299,6 +312,7 @@ impl Rng {
 
 #[test]
 fn hostile_frames_from_a_fuzzer() {
+    let _serial = serial();
     let srv = Server::start(&[], &[]);
     let seeds = [
         frame(1, "run_z", "node.started", r#"{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i","input":{"a":[1,2,{"b":"c"}]}}"#),
@@ -358,6 +372,7 @@ fn hostile_frames_from_a_fuzzer() {
 
 #[test]
 fn a_viewer_that_stops_reading_is_closed_not_buffered_forever() {
+    let _serial = serial();
     let srv = Server::start(&[], &[]);
     let mut app = srv.ingest();
     app.hello("firehose", None);
