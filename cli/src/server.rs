@@ -30,6 +30,8 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(2);
 /// How often an idle socket is pinged; a peer that sent nothing (not even a pong) for a
 /// whole interval after a ping is dropped (reference: the 30 s stale-socket reaper).
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
+/// Initial read buffer of each WebSocket (it grows for a large frame).
+pub const SOCKET_BUFFER_BYTES: usize = 8 * 1024;
 /// How long a write to a WebSocket peer may block before the peer is dropped.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a socket may take to send its request head.
@@ -233,7 +235,13 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_read_timeout(Some(POLL_INTERVAL));
     // A peer that accepts nothing for this long is dropped (it cannot stall its thread).
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let config = WebSocketConfig::default().max_frame_size(Some(MAX_FRAME_BYTES)).max_message_size(Some(MAX_FRAME_BYTES));
+    // Small per-socket buffers (tungstenite's default is 128 KiB each way): a thousand
+    // idle apps then cost a thousand small buffers, not 256 MB; big frames still grow them.
+    let config = WebSocketConfig::default()
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .read_buffer_size(SOCKET_BUFFER_BYTES)
+        .write_buffer_size(0);
     let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config));
     if req.path == "/ingest" {
         ingest_session(ws, shared);
