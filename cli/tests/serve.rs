@@ -275,13 +275,17 @@ fn oversize_frame_is_refused_with_1009_and_the_server_keeps_serving() {
     again.hello("small", None);
     again.event("run_small", "run.started", r#"{"app":"small","sdk":{"name":"t","version":"0"}}"#);
     srv.wait_run("run_small", |r| i(r, &["eventCount"]) == Some(1));
-    // Just under the ceiling is fine (and stored as received until the shrinker lands).
+    // Just under the ceiling is fine: the 600 KB payload is stored shrunk to 512 KB.
     let mut ui = srv.ui();
     ui.recv_type("welcome");
     let mut ok = srv.ingest();
     ok.hello("edge", None);
     ok.event("run_edge", "node.finished", &format!(r#"{{"nodeId":"tool:t","instanceId":"i","durationMs":1,"status":"ok","output":"{}"}}"#, "y".repeat(600 * 1024)));
     srv.wait_run("run_edge", |r| i(r, &["eventCount"]) == Some(1));
+    let page = srv.get_json("/api/runs/run_edge/events");
+    let ev = &page.get("events").and_then(Value::as_array).unwrap()[0];
+    assert_eq!(ev.get("payload").and_then(|p| p.get("__graphmindTruncated")).and_then(Value::as_bool), Some(true));
+    assert!(graphmind_core::json::to_string(ev).len() < 530 * 1024);
 }
 
 #[test]
