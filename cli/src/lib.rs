@@ -79,10 +79,25 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             }
             Err(code) => code,
         },
-        Command::Pauses(a) => control_cli::pauses(&a),
-        Command::Wait(a) => control_cli::wait(&a),
-        Command::Resume(a) => control_cli::resume(&a),
+        Command::Pauses(a) => {
+            control_telemetry("pauses");
+            control_cli::pauses(&a)
+        }
+        Command::Wait(a) => {
+            control_telemetry("wait");
+            control_cli::wait(&a)
+        }
+        Command::Resume(a) => {
+            control_telemetry("resume");
+            control_cli::resume(&a)
+        }
         Command::Serve(s) => serve(s),
+    }
+}
+
+fn control_telemetry(event: &str) {
+    if let Ok(c) = config::resolve(&ServerFlags::default()) {
+        telemetry::record_command(event, &c);
     }
 }
 
