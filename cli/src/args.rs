@@ -205,7 +205,6 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut i = 0;
     // The command is the first positional; flags are judged against it at the end.
     let first_positional = argv.iter().find(|a| !a.starts_with('-')).cloned();
-    let control_cmd = matches!(first_positional.as_deref(), Some("pauses" | "wait" | "resume"));
     let with_cmd = |e: UsageError| UsageError { command: first_positional.clone(), ..e };
     while i < argv.len() {
         let token = &argv[i];
@@ -365,7 +364,6 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         }
         seen.push(flag);
     }
-    let _ = control_cmd;
     if version {
         return Ok(Command::Version);
     }

@@ -210,8 +210,8 @@ pub fn describe_pause(frames: &[Value], run: &str, pause: &str, live: Option<(Pa
     let node_id = p.get("nodeId").and_then(Value::as_str).unwrap_or_default().to_owned();
     let started = frames
         .iter()
-        .filter(|f| seq(f) < seq(paused) && kind(f) == "node.started" && payload(f).get("nodeId").and_then(Value::as_str) == Some(node_id.as_str()))
-        .last();
+        .rev()
+        .find(|f| seq(f) < seq(paused) && kind(f) == "node.started" && payload(f).get("nodeId").and_then(Value::as_str) == Some(node_id.as_str()));
     let s = started.map(payload).unwrap_or_default();
     let instance = s.get("instanceId").and_then(Value::as_str).map(str::to_owned);
     let mut node = Map::new();
@@ -322,7 +322,7 @@ fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8
         _ => return unauthorized("missing or unknown token"),
     };
     let ctype = req.header("content-type").unwrap_or("");
-    if ctype.split(';').next().unwrap_or("").trim().to_ascii_lowercase() != "application/json" {
+    if !ctype.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json") {
         return error(415, "unsupported-media-type", "Content-Type must be application/json");
     }
     let body = match read_body(req, stream, leftover) {
@@ -339,7 +339,7 @@ fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8
         }
     }
     let action_ok = matches!(obj.get("action").and_then(Value::as_str), Some("continue" | "retry" | "inject" | "abort"));
-    let request_ok = obj.get("requestId").is_none_or(|r| r.as_str().is_some());
+    let request_ok = obj.get("requestId").map_or(true, |r| r.as_str().is_some());
     if !action_ok || !request_ok {
         return error(400, "bad-request", "\"action\" must be one of continue, retry, inject, abort (and \"requestId\", if given, a string)");
     }

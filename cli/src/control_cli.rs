@@ -38,6 +38,9 @@ pub const DEFAULT_WAIT_SECONDS: f64 = 90.0;
 /// Values up to this many JSON characters are printed inline; larger ones go to a file.
 pub const INLINE_LIMIT: usize = 2_000;
 
+/// A value shown inline, or the private file (and size) it was written to.
+type Rendered = Result<Value, (PathBuf, usize)>;
+
 struct Reply {
     status: u16,
     body: Value,
@@ -274,7 +277,7 @@ pub fn wait(a: &ControlArgs) -> i32 {
         .unwrap_or_default();
     let node = detail.get("node").cloned().unwrap_or_default();
     let mut dir: Option<PathBuf> = None;
-    let mut rendered: Vec<(&str, Result<Value, (PathBuf, usize)>)> = Vec::new();
+    let mut rendered: Vec<(&str, Rendered)> = Vec::new();
     for name in ["input", "output", "error"] {
         let Some(v) = node.get(name) else { continue };
         let pretty = json::to_string(v);

@@ -612,6 +612,10 @@ pub struct Converted {
     pub app: String,
 }
 
+/// One synthesized event before numbering: (ts, phase 0 start / 1 finish, tie-break,
+/// type, payload, node id).
+type Item = (f64, u8, i64, &'static str, String, Option<String>);
+
 /// Builds the run's envelopes from spans (see the module doc).
 pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str) -> Result<Converted, String> {
     let mut seen = HashSet::new();
@@ -656,8 +660,7 @@ pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str
         }
         (found, depth)
     };
-    // (ts, phase: 0 start / 1 finish, tiebreak, kind, payload)
-    let mut items: Vec<(f64, u8, i64, &'static str, String, Option<String>)> = Vec::new();
+    let mut items: Vec<Item> = Vec::new();
     let mut roots_failed = Vec::new();
     let mut any_failed = false;
     let mut start_min = f64::INFINITY;

@@ -21,7 +21,7 @@ fn seed(db: &Path, n: usize, events: usize, extra: &[(&str, f64, bool)]) {
     c.execute_batch("BEGIN").unwrap();
     let t = now();
     let pad = "p".repeat(1000);
-    let mut add = |id: &str, started: f64, finished: bool| {
+    let add = |id: &str, started: f64, finished: bool| {
         storage::ensure_run(&c, id, "seed", started, 1, "live").unwrap();
         for seq in 0..events {
             storage::insert_event(&c, id, seq as i64, started, "node.token", None, &format!("{{\"pad\":\"{pad}\"}}")).unwrap();
