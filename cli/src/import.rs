@@ -834,13 +834,19 @@ pub fn import_file(db: &Path, file: &str) -> i32 {
         return 1;
     }
     let nodes = conv.frames.iter().filter(|f| f.1 == "node.started").count();
-    println!("Imported {base} ({format}) as run {run_id}: {nodes} span(s) as nodes, status {}.", conv.status);
+    let errors = conv.frames.iter().filter(|f| f.1 == "node.error").count();
+    let duration = conv.frames.last().map(|f| f.0 - conv.started).unwrap_or(0.0).max(0.0);
+    println!(
+        "Imported {base} ({format}) as run {run_id}: {nodes} span(s) as nodes, {errors} error(s), {} ms, status {}.",
+        crate::util::num(duration),
+        conv.status
+    );
     if !conv.skipped.is_empty() {
         let mut names: Vec<&str> = conv.skipped.iter().map(String::as_str).collect();
         names.dedup();
         println!("Skipped {} span(s) of no known dialect: {}", conv.skipped.len(), names.iter().take(10).cloned().collect::<Vec<_>>().join(", "));
     }
-    println!("It is read-only history: graphmind record {run_id}, or open it in the viewer.");
+    println!("Open it: http://127.0.0.1:{}/#/run/{run_id}  (read-only history; graphmind record {run_id} exports it)", crate::config::DEFAULT_PORT);
     0
 }
 
