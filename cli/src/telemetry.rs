@@ -11,7 +11,7 @@
 //! - Sending is fire-and-forget from a detached thread with a 3 s timeout; it never blocks
 //!   or holds the process open, and failures are silent. This build has no TLS client, so
 //!   it sends only to `http://` endpoints (`GRAPHMIND_TELEMETRY_URL`, used by the tests);
-//!   for an `https://` endpoint, the default, it sends nothing.
+//!   for an `https://` endpoint, the default, it sends nothing and creates no install id.
 
 use crate::util::js;
 use graphmind_core::config::{ServerConfig, TelemetryMode};
@@ -97,6 +97,9 @@ pub fn record_command(event: &str, cfg: &ServerConfig) {
             eprintln!("{LOG_PREFIX}{rec}");
         }
         TelemetryMode::Send => {
+            if !cfg.telemetry_url.trim().to_ascii_lowercase().starts_with("http://") {
+                return; // no TLS client in this build: nothing would be sent, so nothing is made
+            }
             let rec = record_json(event, &install_id(&cfg.telemetry_id_path), crate::hub::VERSION, crate::util::now_ms() as u64);
             let url = cfg.telemetry_url.clone();
             let _ = std::thread::Builder::new().name("graphmind-telemetry".into()).spawn(move || {
