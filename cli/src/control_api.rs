@@ -113,7 +113,7 @@ pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &
         );
     }
     if req.path == "/api/pauses" && get {
-        return list_pauses(shared, req);
+        return list_pauses(shared, req, stream);
     }
     match pause {
         Some((run, pause, false)) if get => pause_detail(shared, &run, &pause),
@@ -128,6 +128,17 @@ fn run_state(shared: &Shared, run: &str) -> Option<(String, bool)> {
     let row = storage::get_run(&conn, run).ok()??;
     let live = shared.lock().is_live(run);
     Some((row.status, live))
+}
+
+/// Whether the HTTP client hung up while its request was held (a read would return EOF).
+fn client_gone(stream: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let gone = matches!(stream.peek(&mut b), Ok(0));
+    let _ = stream.set_nonblocking(false);
+    gone
 }
 
 /// Takes a long-poll slot; `None` when all are busy.
@@ -150,7 +161,7 @@ impl Drop for Slot<'_> {
     }
 }
 
-fn list_pauses(shared: &Shared, req: &Request) -> Option<Answer> {
+fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Answer> {
     let run = query_param(&req.query, "runId").map(percent_decode).filter(|r| !r.is_empty());
     let run = run.as_deref();
     let mut wait_ms = 0u64;
@@ -177,6 +188,9 @@ fn list_pauses(shared: &Shared, req: &Request) -> Option<Answer> {
             if now >= deadline {
                 timed_out = true;
                 break;
+            }
+            if client_gone(stream) {
+                return None; // nobody to answer; the slot is freed now, not at the deadline
             }
             // Re-check at least every 250 ms: a run can end on the writer without a pause change.
             seen = shared.wait_change(seen, (deadline - now).min(Duration::from_millis(250)));

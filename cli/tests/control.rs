@@ -327,3 +327,20 @@ fn resume_at_the_default_level_is_refused_with_exit_5() {
     assert_eq!(o.status.code(), Some(5));
     assert!(String::from_utf8_lossy(&o.stderr).contains("agent control is off on this server; restart it with --allow-control=resume"), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+#[test]
+fn a_long_poll_whose_client_hangs_up_frees_its_slot() {
+    let srv = Server::start(&[], &[]);
+    // Fill every slot, then hang up; a new long-poll must still be accepted.
+    for _ in 0..16 {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+        use std::io::Write;
+        s.write_all(format!("GET /api/pauses?wait=60 HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", srv.port).as_bytes()).unwrap();
+        drop(s);
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    let t = Instant::now();
+    let (st, _, body) = http_call(srv.port, "GET", "/api/pauses?wait=0.3", "", "");
+    assert_eq!(st, 200, "{body}");
+    assert!(t.elapsed() >= Duration::from_millis(250), "it waited: a slot was free");
+}
