@@ -235,6 +235,10 @@ fn resume_goes_to_the_owning_app_and_the_first_resume_wins() {
     app.event("run_p", "exec.resumed", r#"{"pauseId":"p1","action":"inject"}"#);
     let won = ui1.recv_type("resume.result");
     assert_eq!(to_json(&won), r#"{"type":"resume.result","runId":"run_p","pauseId":"p1","requestId":"req-1","outcome":"resumed"}"#);
+    // The stored exec.resumed says who released the gate: the viewer token's principal.
+    let stored = srv.get_json("/api/runs/run_p/events");
+    let resumed = stored.get("events").and_then(Value::as_array).unwrap().iter().find(|e| s(e, &["type"]) == Some("exec.resumed")).cloned().unwrap();
+    assert_eq!(s(&resumed, &["payload", "principal"]), Some("viewer"));
 
     // After it was released, a late resume is told the pause is no longer held (reference).
     ui2.send(&resume("continue", ""));
