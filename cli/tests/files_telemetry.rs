@@ -29,28 +29,29 @@ fn sigkill_mid_ingest_loses_at_most_the_tail_and_the_replay_fills_it_in() {
     let mut app = srv.ingest();
     let token = s(&app.hello("crashy", None), &["sessionToken"]).unwrap().to_owned();
     let frames: Vec<String> = (0..N).map(|n| frame(n + 1, "run_k", "node.token", &format!(r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{n}"}}]}}"#))).collect();
-    // Stream, and SIGKILL the server partway (once some, not all, events are stored).
-    let killed_at;
-    let mut sent = 0;
-    loop {
-        let chunk: String = String::new();
-        let _ = chunk;
-        for f in frames.iter().skip(sent).take(500) {
-            if app.ws.send(tungstenite::Message::text(f.clone())).is_err() {
-                break;
-            }
+    // Stream a first burst and wait until part of it is committed; then send a second
+    // burst and SIGKILL the server at once, mid-ingest.
+    let send = |app: &mut Ws, range: std::ops::Range<usize>| {
+        for f in &frames[range] {
+            let _ = app.ws.write(tungstenite::Message::text(f.clone()));
         }
-        sent = (sent + 500).min(N as usize);
-        if sent >= 6_000 {
-            srv.child.kill().unwrap(); // SIGKILL
-            killed_at = sent;
-            break;
-        }
+        let _ = app.ws.flush();
+    };
+    send(&mut app, 0..3_000);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stored_seqs(&srv.db, "run_k").is_empty() {
+        assert!(Instant::now() < deadline, "nothing stored");
+        std::thread::sleep(Duration::from_millis(5));
     }
+    let committed_before = stored_seqs(&srv.db, "run_k").len();
+    send(&mut app, 3_000..9_000);
+    srv.child.kill().unwrap(); // SIGKILL
+    let killed_at = 9_000;
     let _ = srv.child.wait();
     let after_kill = stored_seqs(&srv.db, "run_k");
     let k = after_kill.len();
-    assert!(k > 0 && k <= killed_at, "stored {k} of {killed_at} sent before the kill");
+    assert!(k >= committed_before && k <= killed_at, "stored {k} of {killed_at} sent before the kill (at least the {committed_before} committed earlier)");
+    eprintln!("[crash] SIGKILL after {killed_at} frames sent: {k} stored, {} not stored (still unread in socket buffers, or in the batch being written), then replayed", killed_at - k);
     assert_eq!(after_kill, (1..=k as i64).collect::<Vec<_>>(), "what survived is a gap-free prefix: only the uncommitted tail was lost");
     let c = rusqlite::Connection::open(&srv.db).unwrap();
     let ok: String = c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
