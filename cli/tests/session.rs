@@ -9,6 +9,7 @@ use graphmind_core::event::{ErrorInfo, NodeKind};
 use graphmind_core::gate::{GateDecision, PausePoint, ResumeAction};
 use graphmind_core::json::{parse_str, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, RunOutcome, Session};
+use graphmind_core::step::{Next, Step};
 use graphmind_core::warn::WarnSink;
 use graphmind_core::wire::{self, ParseOutcome};
 use std::sync::{Arc, Mutex};
@@ -71,6 +72,7 @@ impl Debugger {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Some(m) = self.ws.recv_within(Duration::from_millis(100)) {
+                if std::env::var("GM_DEBUG").is_ok() { eprintln!("ui <- {}", to_json(&m)); }
                 if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some(kind) {
                     return m.get("envelope").cloned().unwrap();
                 }
@@ -92,8 +94,12 @@ fn settle() {
 fn stored(srv: &Server, run_id: &str, count: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let page = srv.get_json(&format!("/api/runs/{run_id}/events?limit=1000"));
-        let events = page.get("events").and_then(Value::as_array).cloned().unwrap_or_default();
+        // 404 until the writer thread has stored the run.
+        let (status, body) = srv.get(&format!("/api/runs/{run_id}/events?limit=1000"));
+        let events = match status {
+            200 => parse_str(&body).unwrap().get("events").and_then(Value::as_array).cloned().unwrap_or_default(),
+            _ => Vec::new(),
+        };
         if events.len() >= count || Instant::now() > deadline {
             return events;
         }
@@ -425,6 +431,77 @@ fn a_forked_child_reconnects_and_records_its_own_events() {
     session.finish_run(&parent_run, RunOutcome::Ok);
     assert!(session.flush(Duration::from_secs(2)));
     srv.wait_run(&parent_run.run_id, |r| s(r, &["status"]) == Some("ok"));
+    session.dispose(Duration::from_secs(2));
+}
+
+/// Drives a `Step` the way every SDK wrapper does, with a function that fails `failures`
+/// times before it succeeds.
+fn drive(session: &Session, run_id: &str, failures: usize) -> Result<Value, String> {
+    // Distinct arguments per call, so that the loop guard does not see a loop.
+    let input = parse_str(&format!(r#"{{"failures":{failures},"nonce":"{}"}}"#, graphmind_core::event::new_id("n"))).unwrap();
+    let mut step = Step::start(session, Some(run_id), NodeRef::new(NodeKind::Tool, "flaky"), None, Some(input), true);
+    let mut calls = 0;
+    let mut next = step.on_before(step.before().wait());
+    loop {
+        match next {
+            Next::Run { .. } => {
+                calls += 1;
+                if calls <= failures {
+                    let decision = step.error(ErrorInfo::new("Flaky", format!("failure {calls}"))).wait();
+                    next = step.on_error(decision);
+                } else {
+                    let output = Value::from(format!("ok after {calls}"));
+                    let decision = step.after().wait();
+                    next = step.on_after(decision, Some(output));
+                    if next == Next::ReturnResult {
+                        return Ok(Value::from(format!("ok after {calls}")));
+                    }
+                }
+            }
+            Next::ReturnResult => unreachable!(),
+            Next::ReturnInjected(v) => return Ok(v),
+            Next::Reraise => return Err(format!("raised after {calls}")),
+            Next::Abort => return Err("aborted".into()),
+        }
+    }
+}
+
+#[test]
+fn a_step_applies_each_decision_the_way_the_reference_wrappers_do() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("steps", None);
+    dbg.watch(&run.run_id);
+
+    // Detached from any breakpoint, a failing call re-raises after the default error pause
+    // is continued; a retry at the error gate runs it again and it succeeds.
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let worker = std::thread::spawn(move || drive(&s2, &id, 1));
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "point"]), Some("error"));
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "retry", "");
+    assert_eq!(worker.join().unwrap(), Ok(Value::from("ok after 2")));
+
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let worker = std::thread::spawn(move || drive(&s2, &id, 5));
+    let paused = dbg.next("exec.paused");
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "inject", r#","output":"recovered""#);
+    assert_eq!(worker.join().unwrap(), Ok(Value::from("recovered")));
+    let finished = dbg.next("node.finished");
+    assert_eq!(finished.get("payload").unwrap().get("recoveredFromError").and_then(Value::as_bool), Some(true));
+    assert_eq!(finished.get("payload").unwrap().get("injected").and_then(Value::as_bool), Some(true));
+
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let worker = std::thread::spawn(move || drive(&s2, &id, 5));
+    let paused = dbg.next("exec.paused");
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "continue", "");
+    assert_eq!(worker.join().unwrap(), Err("raised after 1".into()));
+    let finished = dbg.next("node.finished");
+    assert_eq!(s(&finished, &["payload", "status"]), Some("error"));
     session.dispose(Duration::from_secs(2));
 }
 

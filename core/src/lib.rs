@@ -18,6 +18,7 @@ pub mod redact;
 pub mod session;
 pub mod shrink;
 pub mod smart;
+pub mod step;
 pub mod transport;
 pub mod warn;
 pub mod wire;

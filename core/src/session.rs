@@ -462,6 +462,12 @@ impl Session {
         self.emit_typed(run_id, kind, payload)
     }
 
+    /// Emits an app event of a known type (no check of the type's direction: the core's own
+    /// modules call it with the right ones).
+    pub(crate) fn emit_event(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
+        self.emit_typed(run_id, event_type, payload)
+    }
+
     fn emit_typed(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
         if !self.inner.config.enabled {
             return None;
@@ -581,6 +587,19 @@ impl Session {
     fn edits_honoured(&self, shared: &Shared) -> bool {
         self.inner.config.edit_input
             && shared.hub_capabilities.as_ref().is_some_and(|caps| caps.iter().any(|c| c == "edit-input"))
+    }
+
+    /// Releases a held gate whose waiter went away (a cancelled task): `continue`, announced
+    /// like any other release. Returns whether it was still held.
+    pub fn discard_gate(&self, pause_id: &str) -> bool {
+        let gate = {
+            let mut shared = self.inner.shared.lock();
+            let Some(gate) = shared.engine.take(pause_id) else { return false };
+            self.announce_release(&mut shared, &gate, ResumeAction::Continue, None, None);
+            gate
+        };
+        gate.release(GateDecision::proceed());
+        true
     }
 
     /// A diagnostics snapshot.
