@@ -417,15 +417,23 @@ fn a_forked_child_reconnects_and_records_its_own_events() {
     let mut status = 0;
     unsafe { libc::waitpid(pid, &mut status, 0) };
     assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child attached on its own (status {status})");
-    let runs = srv.get_json("/api/runs");
-    let others: Vec<Value> = runs
-        .get("runs")
-        .and_then(Value::as_array)
-        .unwrap()
-        .iter()
-        .filter(|r| s(r, &["id"]) != Some(parent_run.run_id.as_str()))
-        .cloned()
-        .collect();
+    // The child flushed to its socket; the server commits on its own writer thread.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let others = loop {
+        let runs = srv.get_json("/api/runs");
+        let others: Vec<Value> = runs
+            .get("runs")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .filter(|r| s(r, &["id"]) != Some(parent_run.run_id.as_str()) && s(r, &["status"]) == Some("ok"))
+            .cloned()
+            .collect();
+        if !others.is_empty() || Instant::now() > deadline {
+            break others;
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    };
     assert_eq!(others.len(), 1, "the child's own run is stored");
     assert_eq!(s(&others[0], &["status"]), Some("ok"));
     session.finish_run(&parent_run, RunOutcome::Ok);
