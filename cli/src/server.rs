@@ -367,11 +367,20 @@ fn refuse_oversize(ws: &mut WebSocket<TcpStream>) {
     }
 }
 
+/// How long a closing app socket waits for the writer to store what it sent.
+const DISCONNECT_FLUSH_WAIT: Duration = Duration::from_secs(2);
+
 fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
     let (tx, rx) = Outbox::new();
     let conn = shared.lock().add_ingest(tx.clone());
     let mut owned_here: HashSet<String> = HashSet::new();
     pump(&mut ws, &rx, &tx.clone(), |text| ingest_frame(&shared, conn, &tx, &mut owned_here, text));
+    // Let the writer store what this app sent before it left (an `exec.resumed` among it
+    // answers a pending resume as `resumed`), and only then close its pauses.
+    let (flushed_tx, flushed_rx) = crossbeam_channel::bounded(1);
+    if shared.writer.send(Op::Flush(flushed_tx)).is_ok() {
+        let _ = flushed_rx.recv_timeout(DISCONNECT_FLUSH_WAIT);
+    }
     let mut timers = Vec::new();
     let changed = shared.lock().remove_ingest(conn, &mut timers);
     for run in changed {

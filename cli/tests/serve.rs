@@ -409,3 +409,32 @@ fn pause_on_error_from_the_environment_and_record_to_stdout() {
     let mut app = srv.ingest();
     assert_eq!(to_json(app.hello("env", None).get("breakpoints").unwrap()), r#"[{"point":"error"}]"#);
 }
+
+#[test]
+fn an_app_that_releases_a_pause_and_leaves_at_once_still_answers_resumed() {
+    let srv = Server::start(&[], &[]);
+    let mut ui = srv.ui();
+    ui.recv_type("welcome");
+    for round in 0..5 {
+        let run = format!("run_quick_{round}");
+        let mut app = srv.ingest();
+        app.hello("quick", None);
+        app.event(&run, "run.started", r#"{"app":"quick","sdk":{"name":"t","version":"0"}}"#);
+        app.event(&run, "exec.paused", r#"{"pauseId":"p1","nodeId":"tool:x","point":"before"}"#);
+        ui.send(&format!(r#"{{"type":"subscribe","runId":"{run}"}}"#));
+        loop {
+            let m = ui.recv();
+            if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some("exec.paused") {
+                break;
+            }
+        }
+        ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(9, &run, "exec.resume", r#"{"pauseId":"p1","action":"continue"}"#)));
+        app.recv_type("exec.resume");
+        // Release, finish and hang up in one go, as a short script does.
+        app.event(&run, "exec.resumed", r#"{"pauseId":"p1","action":"continue"}"#);
+        app.event(&run, "run.finished", r#"{"status":"ok"}"#);
+        drop(app);
+        let result = ui.recv_type("resume.result");
+        assert_eq!(s(&result, &["outcome"]), Some("resumed"), "round {round}: {}", to_json(&result));
+    }
+}
