@@ -28,9 +28,10 @@ bench: setup
 	$(CARGO) bench -p graphmind-cli
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run bench
 
-## Runs the example and prints what was recorded.
+## Starts the server, runs the example agent against it, prints what was recorded.
 demo: setup
-	$(CARGO) run --release -q -p graphmind-core --example demo
+	$(CARGO) build --release -q -p graphmind-cli -p graphmind-example-agent
+	@bash scripts/demo.sh
 
 fmt:
 	$(CARGO) fmt --all

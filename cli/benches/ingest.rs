@@ -70,6 +70,10 @@ fn run_case(label: &str, n: u64, payload: &str) {
     let mut child = Command::new(BIN)
         .args(["--port", "0", "--json", "--no-open", "--pause-on-error", "off", "--db"])
         .arg(dir.join("bench.db"))
+        // Never the real ~/.graphmind: run files and any telemetry id go to the temp folder.
+        .env("HOME", &dir)
+        .env("GRAPHMIND_HOME", dir.join("home"))
+        .env("GRAPHMIND_TELEMETRY", "0")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -1,7 +1,9 @@
 //! Command-line parsing for `graphmind`, by hand: the first positional picks the command
-//! (default `serve`); flags take `--flag value` or `--flag=value`.
+//! (default `serve`); flags take `--flag value` or `--flag=value`; each command accepts
+//! only its own flags.
 
-use crate::config::parse_pause_on_error;
+use crate::config::check_pause_on_error;
+use crate::tokens::ControlLevel;
 
 /// `graphmind serve` options.
 #[derive(Debug, Default, PartialEq)]
@@ -16,6 +18,73 @@ pub struct ServeArgs {
     pub json: bool,
     /// `--no-open` clears it. We never open a browser; kept for compatibility.
     pub open: bool,
+    /// `--allow-control off|resume|inject|edit`: what the agent token may do.
+    pub allow_control: Option<ControlLevel>,
+    /// `--no-edit-input`: every input edit is refused.
+    pub no_edit_input: bool,
+    /// `--keep N` for the startup prune.
+    pub keep: Option<u64>,
+    /// `--days N` for the startup prune.
+    pub days: Option<f64>,
+}
+
+/// `graphmind runs` options.
+#[derive(Debug, Default, PartialEq)]
+pub struct RunsArgs {
+    /// `--db`.
+    pub db: Option<String>,
+    /// `--keep N`: with `--prune` the runs kept; otherwise how many are listed.
+    pub keep: Option<u64>,
+    /// `--days N` (with `--prune`).
+    pub days: Option<f64>,
+    /// `--prune`.
+    pub prune: bool,
+    /// `--rm RUN_ID`.
+    pub rm: Option<String>,
+    /// `--clear`.
+    pub clear: bool,
+    /// `--yes`.
+    pub yes: bool,
+}
+
+/// `graphmind record` options.
+#[derive(Debug, Default, PartialEq)]
+pub struct RecordArgs {
+    /// The run.
+    pub run_id: String,
+    /// `--db`.
+    pub db: Option<String>,
+    /// `--out F` (`-` is stdout).
+    pub out: Option<String>,
+    /// `--html`.
+    pub html: bool,
+    /// `--no-redact-secrets`.
+    pub no_redact_secrets: bool,
+    /// `--format ndjson|otlp`.
+    pub format: Option<String>,
+}
+
+/// `graphmind pauses` / `wait` / `resume` options.
+#[derive(Debug, Default, PartialEq)]
+pub struct ControlArgs {
+    /// `--port` (default 4747).
+    pub port: Option<u16>,
+    /// `--run ID`.
+    pub run: Option<String>,
+    /// `--json`.
+    pub json: bool,
+    /// `--timeout S`.
+    pub timeout: Option<f64>,
+    /// `resume`: the pause id.
+    pub pause_id: Option<String>,
+    /// `resume --action`.
+    pub action: Option<String>,
+    /// `resume --output <json|@file>`.
+    pub output: Option<String>,
+    /// `resume --input <json|@file>`.
+    pub input: Option<String>,
+    /// `resume --operator <label>`.
+    pub operator: Option<String>,
 }
 
 /// What the command line asks for.
@@ -23,20 +92,41 @@ pub struct ServeArgs {
 pub enum Command {
     /// `graphmind [serve]`.
     Serve(ServeArgs),
-    /// `graphmind runs [--db]`.
-    Runs { db: Option<String> },
-    /// `graphmind record RUN_ID [--db] [--out F]`.
-    Record { run_id: String, db: Option<String>, out: Option<String> },
+    /// `graphmind runs`.
+    Runs(RunsArgs),
+    /// `graphmind record RUN_ID`.
+    Record(RecordArgs),
+    /// `graphmind import FILE`.
+    Import { file: String, db: Option<String> },
+    /// `graphmind pauses`.
+    Pauses(ControlArgs),
+    /// `graphmind wait`.
+    Wait(ControlArgs),
+    /// `graphmind resume PAUSE_ID`.
+    Resume(ControlArgs),
     /// `--help`.
     Help,
     /// `--version`.
     Version,
 }
 
-/// A usage error, printed as `graphmind: <message>`; the process exits 2.
+/// A usage error, printed as `graphmind: <message>`. The process exits 2, except for
+/// `pauses`, `wait` and `resume`, whose exit code 2 means "timeout": there it exits 1 as
+/// the reference does.
 #[derive(Debug, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+#[error("{message}")]
+pub struct UsageError {
+    /// What was wrong.
+    pub message: String,
+    /// The command it was for, when known.
+    pub command: Option<String>,
+}
+
+impl UsageError {
+    fn new(message: impl Into<String>) -> Self {
+        UsageError { message: message.into(), command: None }
+    }
+}
 
 /// The `graphmind --help` text.
 pub fn help_text(version: &str) -> String {
@@ -47,34 +137,75 @@ Usage: graphmind [command] [options]
 
 Commands:
   serve      Start the GraphMind server (the default command)
-  runs       List stored runs: id, app, status, events, started
-  record     Export a run as NDJSON, one wire envelope per line: record <runId> [--out <file>]
+  runs       List stored runs; --prune [--keep N] [--days N], --rm <runId>, --clear --yes
+  record     Export a run: record <runId> [--out <file>] [--html] [--format ndjson|otlp]
+             [--no-redact-secrets]
+  import     Load OTLP/JSON or OpenInference spans as a read-only run: import <file>
+  pauses     List held pauses of the server on --port: pauses [--run <id>] [--json]
+  wait       Block until a pause is held: wait [--run <id>] [--timeout <s>] [--json]
+  resume     Release a pause: resume <pauseId> --run <id> --action continue|retry|inject|abort
+             [--output <json|@file>] [--input <json|@file>] [--operator <label>]
+             [--timeout <s>] [--json]
 
 Options:
-  --port <n>     Port to listen on (default 4747; always binds 127.0.0.1; 0 picks a free one)
+  --port <n>     Port to listen on / talk to (default 4747; always 127.0.0.1; 0 picks a free one)
   --db <path>    SQLite database file (default ~/.graphmind/graphmind.db, or GRAPHMIND_DB)
   --pause-on-error <on|off|kind>
                  Scope the default pause-on-error breakpoint. Default: on (every node error).
                  \"off\" starts with no breakpoints; a node kind (agent, llm, tool, chain,
                  retriever, custom) pauses only on that kind. Env: GRAPHMIND_PAUSE_ON_ERROR
-  --json         (serve) print one JSON line {{port,url,pid,version}} once listening
+  --allow-control <off|resume|inject|edit>
+                 (serve) what the agent token (graphmind resume) may do. Default: off
+  --no-edit-input
+                 (serve) refuse every input edit, whoever asks
+  --keep <n>     Runs kept by the prune (default 200, GRAPHMIND_KEEP_RUNS)
+  --days <n>     Days kept by the prune (default 30, GRAPHMIND_KEEP_DAYS)
+  --json         (serve) print one JSON line {{port,url,pid,version}} once listening;
+                 (pauses, wait, resume) print JSON
   --no-open      Do not open the viewer in a browser (this server never opens one)
   --out <file>   (record) output path (default graphmind-run-<runId>.ndjson; - for stdout)
   -v, --version  Print the version and exit
   -h, --help     Show this help
+
+Exit codes of pauses, wait and resume:
+  0  ok (resumed; a pause was found; listed)
+  1  usage error, or something unexpected
+  2  timeout (wait: no pause in time; resume: no answer from the app yet)
+  3  no GraphMind server on that port
+  4  nothing to act on (no such pause; wait --run: the run ended)
+  5  not authorized (no or stale token file, --allow-control too low, edit refused)
+  6  refused (the app would not run the edit; placeholder or truncated value)
+  7  taken (another resume — the viewer, another agent — won the pause)
+Other commands exit 2 on a usage error.
 "
     )
+}
+
+fn non_negative(flag: &str, raw: &str) -> Result<f64, UsageError> {
+    match raw.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(UsageError::new(format!("{flag} must be a number >= 0 (got \"{raw}\")"))),
+    }
 }
 
 /// Parses `argv` (without the program name).
 pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut positionals: Vec<String> = Vec::new();
     let mut serve = ServeArgs { open: true, ..Default::default() };
+    let mut runs = RunsArgs::default();
+    let mut record = RecordArgs::default();
+    let mut control = ControlArgs::default();
     let mut db = None;
-    let mut out = None;
+    let mut port = None;
+    let mut json = false;
+    let mut keep = None;
+    let mut days = None;
     let (mut help, mut version) = (false, false);
     let mut seen: Vec<&'static str> = Vec::new();
     let mut i = 0;
+    // The command is the first positional; flags are judged against it at the end.
+    let first_positional = argv.iter().find(|a| !a.starts_with('-')).cloned();
+    let with_cmd = |e: UsageError| UsageError { command: first_positional.clone(), ..e };
     while i < argv.len() {
         let token = &argv[i];
         i += 1;
@@ -86,6 +217,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
             _ => (token.as_str(), None),
         };
+        // `--output`/`--input` take JSON, which may start with `-` only via `=`.
         let mut value = |flag: &str| -> Result<String, UsageError> {
             if let Some(v) = inline.clone() {
                 return Ok(v);
@@ -95,7 +227,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                     i += 1;
                     Ok(v.clone())
                 }
-                _ => Err(UsageError(format!("{flag} requires a value"))),
+                _ => Err(with_cmd(UsageError::new(format!("{flag} requires a value")))),
             }
         };
         let flag: &'static str = match name {
@@ -110,8 +242,8 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             "--port" => {
                 let raw = value("--port")?;
                 match raw.parse::<u16>() {
-                    Ok(p) => serve.port = Some(p),
-                    Err(_) => return Err(UsageError(format!("--port must be an integer between 0 and 65535 (got \"{raw}\")"))),
+                    Ok(p) => port = Some(p),
+                    Err(_) => return Err(with_cmd(UsageError::new(format!("--port must be an integer between 0 and 65535 (got \"{raw}\")")))),
                 }
                 "port"
             }
@@ -121,12 +253,37 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             }
             "--pause-on-error" => {
                 let raw = value("--pause-on-error")?;
-                parse_pause_on_error(Some(&raw)).map_err(|e| UsageError(format!("--{e}")))?;
+                check_pause_on_error(&raw).map_err(UsageError::new)?;
                 serve.pause_on_error = Some(raw);
                 "pause-on-error"
             }
+            "--allow-control" => {
+                let raw = value("--allow-control")?;
+                match ControlLevel::parse(&raw) {
+                    Some(l) => serve.allow_control = Some(l),
+                    None => return Err(UsageError::new(format!("--allow-control must be one of off, resume, inject, edit (got \"{raw}\")"))),
+                }
+                "allow-control"
+            }
+            "--no-edit-input" => {
+                serve.no_edit_input = true;
+                "no-edit-input"
+            }
+            "--keep" => {
+                let raw = value("--keep")?;
+                match raw.trim().parse::<u64>() {
+                    Ok(n) => keep = Some(n),
+                    Err(_) => return Err(UsageError::new(format!("--keep must be a whole number >= 0 (got \"{raw}\")"))),
+                }
+                "keep"
+            }
+            "--days" => {
+                let raw = value("--days")?;
+                days = Some(non_negative("--days", &raw)?);
+                "days"
+            }
             "--json" => {
-                serve.json = true;
+                json = true;
                 "json"
             }
             "--no-open" => {
@@ -138,13 +295,72 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 "open"
             }
             "--out" => {
-                out = Some(value("--out")?);
+                record.out = Some(value("--out")?);
                 "out"
             }
-            other => return Err(UsageError(format!("unknown option \"{other}\""))),
+            "--html" => {
+                record.html = true;
+                "html"
+            }
+            "--no-redact-secrets" => {
+                record.no_redact_secrets = true;
+                "no-redact-secrets"
+            }
+            "--format" => {
+                let raw = value("--format")?;
+                if raw != "ndjson" && raw != "otlp" {
+                    return Err(UsageError::new(format!("--format must be ndjson or otlp (got \"{raw}\")")));
+                }
+                record.format = Some(raw);
+                "format"
+            }
+            "--prune" => {
+                runs.prune = true;
+                "prune"
+            }
+            "--rm" => {
+                runs.rm = Some(value("--rm")?);
+                "rm"
+            }
+            "--clear" => {
+                runs.clear = true;
+                "clear"
+            }
+            "--yes" | "-y" => {
+                runs.yes = true;
+                "yes"
+            }
+            "--run" => {
+                control.run = Some(value("--run")?);
+                "run"
+            }
+            "--timeout" => {
+                let raw = value("--timeout")?;
+                control.timeout = Some(non_negative("--timeout", &raw).map_err(with_cmd)?);
+                "timeout"
+            }
+            "--action" => {
+                control.action = Some(value("--action")?);
+                "action"
+            }
+            "--output" => {
+                control.output = Some(value("--output")?);
+                "output"
+            }
+            "--input" => {
+                control.input = Some(value("--input")?);
+                "input"
+            }
+            "--operator" => {
+                control.operator = Some(value("--operator")?);
+                "operator"
+            }
+            other => return Err(with_cmd(UsageError::new(format!("unknown option \"{other}\"")))),
         };
-        if matches!(flag, "json" | "no-open" | "open") && inline.is_some() {
-            return Err(UsageError(format!("{name} takes no value")));
+        if matches!(flag, "json" | "no-open" | "open" | "no-edit-input" | "html" | "no-redact-secrets" | "prune" | "clear" | "yes")
+            && inline.is_some()
+        {
+            return Err(with_cmd(UsageError::new(format!("{name} takes no value"))));
         }
         seen.push(flag);
     }
@@ -155,38 +371,77 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         return Ok(Command::Help);
     }
     let command = if positionals.is_empty() { "serve".to_owned() } else { positionals.remove(0) };
+    let err = |m: String| UsageError { message: m, command: Some(command.clone()) };
     let allow = |allowed: &[&str]| -> Result<(), UsageError> {
         match seen.iter().find(|f| !allowed.contains(f)) {
-            Some(f) => Err(UsageError(format!("option \"--{f}\" does not apply to \"graphmind {command}\""))),
+            Some(f) => Err(err(format!("option \"--{f}\" does not apply to \"graphmind {command}\""))),
+            None => Ok(()),
+        }
+    };
+    let no_more = |p: &[String]| -> Result<(), UsageError> {
+        match p.first() {
+            Some(p) => Err(err(format!("unexpected argument \"{p}\""))),
             None => Ok(()),
         }
     };
     match command.as_str() {
         "serve" => {
-            allow(&["port", "db", "pause-on-error", "json", "no-open", "open"])?;
-            if let Some(p) = positionals.first() {
-                return Err(UsageError(format!("unexpected argument \"{p}\"")));
-            }
+            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days"])?;
+            no_more(&positionals)?;
             serve.db = db;
+            serve.port = port;
+            serve.json = json;
+            serve.keep = keep;
+            serve.days = days;
             Ok(Command::Serve(serve))
         }
         "runs" => {
-            allow(&["db"])?;
-            if let Some(p) = positionals.first() {
-                return Err(UsageError(format!("unexpected argument \"{p}\"")));
-            }
-            Ok(Command::Runs { db })
+            allow(&["db", "keep", "days", "prune", "rm", "clear", "yes"])?;
+            no_more(&positionals)?;
+            runs.db = db;
+            runs.keep = keep;
+            runs.days = days;
+            Ok(Command::Runs(runs))
         }
         "record" => {
-            allow(&["db", "out"])?;
+            allow(&["db", "out", "html", "no-redact-secrets", "format"])?;
             let mut it = positionals.into_iter();
-            let Some(run_id) = it.next() else { return Err(UsageError("record needs a run id: graphmind record <runId>".into())) };
-            if let Some(p) = it.next() {
-                return Err(UsageError(format!("unexpected argument \"{p}\"")));
+            let Some(run_id) = it.next() else { return Err(err("record needs a run id: graphmind record <runId>".into())) };
+            no_more(&it.collect::<Vec<_>>())?;
+            if record.html && record.format.as_deref() == Some("otlp") {
+                return Err(err("--html and --format otlp cannot be combined".into()));
             }
-            Ok(Command::Record { run_id, db, out })
+            record.run_id = run_id;
+            record.db = db;
+            Ok(Command::Record(record))
         }
-        other => Err(UsageError(format!("unknown command \"{other}\""))),
+        "import" => {
+            allow(&["db"])?;
+            let mut it = positionals.into_iter();
+            let Some(file) = it.next() else { return Err(err("import needs a file: graphmind import <file.json>".into())) };
+            no_more(&it.collect::<Vec<_>>())?;
+            Ok(Command::Import { file, db })
+        }
+        "pauses" | "wait" | "resume" => {
+            let allowed: &[&str] = match command.as_str() {
+                "pauses" => &["port", "run", "json"],
+                "wait" => &["port", "run", "timeout", "json"],
+                _ => &["port", "run", "json", "timeout", "action", "output", "input", "operator"],
+            };
+            allow(allowed)?;
+            control.port = port;
+            control.json = json;
+            if command == "resume" {
+                let mut it = positionals.into_iter();
+                control.pause_id = it.next();
+                no_more(&it.collect::<Vec<_>>())?;
+                Ok(Command::Resume(control))
+            } else {
+                no_more(&positionals)?;
+                Ok(if command == "pauses" { Command::Pauses(control) } else { Command::Wait(control) })
+            }
+        }
+        other => Err(err(format!("unknown command \"{other}\""))),
     }
 }
 
@@ -201,28 +456,59 @@ mod tests {
     #[test]
     fn default_is_serve() {
         assert_eq!(p(&[]).unwrap(), Command::Serve(ServeArgs { open: true, ..Default::default() }));
-        let Command::Serve(s) = p(&["--port=4848", "--db", "x.db", "--json", "--no-open", "--pause-on-error", "tool"]).unwrap() else { panic!() };
-        assert_eq!(s, ServeArgs { port: Some(4848), db: Some("x.db".into()), pause_on_error: Some("tool".into()), json: true, open: false });
+        let Command::Serve(s) = p(&["--port=4848", "--db", "x.db", "--json", "--no-open", "--pause-on-error", "tool", "--allow-control", "inject", "--no-edit-input"]).unwrap() else { panic!() };
+        assert_eq!(
+            s,
+            ServeArgs {
+                port: Some(4848),
+                db: Some("x.db".into()),
+                pause_on_error: Some("tool".into()),
+                json: true,
+                open: false,
+                allow_control: Some(ControlLevel::Inject),
+                no_edit_input: true,
+                ..Default::default()
+            }
+        );
     }
 
     #[test]
     fn errors() {
-        assert_eq!(p(&["--bogus"]).unwrap_err().0, "unknown option \"--bogus\"");
-        assert!(p(&["--port", "x"]).unwrap_err().0.contains("--port must be"));
-        assert!(p(&["--port"]).unwrap_err().0.contains("requires a value"));
-        assert!(p(&["--pause-on-error", "nope"]).unwrap_err().0.starts_with("--pause-on-error must be one of"));
-        assert!(p(&["frobnicate"]).unwrap_err().0.contains("unknown command"));
+        assert_eq!(p(&["--bogus"]).unwrap_err().message, "unknown option \"--bogus\"");
+        assert!(p(&["--port", "x"]).unwrap_err().message.contains("--port must be"));
+        assert!(p(&["--port"]).unwrap_err().message.contains("requires a value"));
+        assert!(p(&["--pause-on-error", "nope"]).unwrap_err().message.starts_with("--pause-on-error must be one of"));
+        assert!(p(&["--allow-control", "all"]).is_err());
+        assert!(p(&["frobnicate"]).unwrap_err().message.contains("unknown command"));
         assert!(p(&["runs", "--out", "f"]).is_err());
         assert!(p(&["record"]).is_err());
+        assert_eq!(p(&["resume", "--bogus"]).unwrap_err().command.as_deref(), Some("resume"));
+        assert!(p(&["pauses", "--action", "x"]).is_err());
     }
 
     #[test]
     fn subcommands() {
-        assert_eq!(p(&["runs", "--db", "a"]).unwrap(), Command::Runs { db: Some("a".into()) });
+        assert_eq!(p(&["runs", "--db", "a"]).unwrap(), Command::Runs(RunsArgs { db: Some("a".into()), ..Default::default() }));
         assert_eq!(
-            p(&["record", "r1", "--out", "-"]).unwrap(),
-            Command::Record { run_id: "r1".into(), db: None, out: Some("-".into()) }
+            p(&["runs", "--prune", "--keep", "5", "--days", "1.5"]).unwrap(),
+            Command::Runs(RunsArgs { prune: true, keep: Some(5), days: Some(1.5), ..Default::default() })
         );
+        assert_eq!(
+            p(&["record", "r1", "--out", "-", "--no-redact-secrets"]).unwrap(),
+            Command::Record(RecordArgs { run_id: "r1".into(), out: Some("-".into()), no_redact_secrets: true, ..Default::default() })
+        );
+        assert_eq!(
+            p(&["resume", "p1", "--run", "r", "--action", "inject", "--output={\"a\":1}"]).unwrap(),
+            Command::Resume(ControlArgs {
+                pause_id: Some("p1".into()),
+                run: Some("r".into()),
+                action: Some("inject".into()),
+                output: Some("{\"a\":1}".into()),
+                ..Default::default()
+            })
+        );
+        assert_eq!(p(&["wait", "--timeout", "3"]).unwrap(), Command::Wait(ControlArgs { timeout: Some(3.0), ..Default::default() }));
+        assert_eq!(p(&["import", "f.json"]).unwrap(), Command::Import { file: "f.json".into(), db: None });
         assert_eq!(p(&["--version"]).unwrap(), Command::Version);
         assert_eq!(p(&["runs", "-h"]).unwrap(), Command::Help);
     }

@@ -1,9 +1,10 @@
-//! `graphmind runs` and `graphmind record`: read the database directly (no server needed).
+//! `graphmind runs`: list, prune and delete stored runs, reading the database directly (no
+//! server needed). `record` lives in `export.rs`.
 
+use crate::args::RunsArgs;
+use crate::retention;
 use crate::storage;
 use crate::util::now_ms;
-use graphmind_core::json;
-use std::io::Write;
 use std::path::Path;
 
 fn ago(ms: f64, now: f64) -> String {
@@ -16,13 +17,70 @@ fn ago(ms: f64, now: f64) -> String {
     }
 }
 
-/// `graphmind runs`: one line per run, newest first. Returns the exit code.
-pub fn runs(db: &Path) -> i32 {
+/// `graphmind runs`: one line per run, newest first (the newest 25, or `--keep N`);
+/// `--prune [--keep N] [--days N]`, `--rm RUN_ID`, `--clear --yes`. Returns the exit code.
+pub fn runs(db: &Path, a: &RunsArgs) -> i32 {
     if !db.exists() {
         println!("No database at {} — nothing recorded yet.", db.display());
         return 0;
     }
-    let rows = match storage::open(db).and_then(|c| storage::list_runs(&c)) {
+    let conn = match storage::open(db) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("graphmind runs: cannot read {}: {e}", db.display());
+            return 1;
+        }
+    };
+    if let Some(id) = &a.rm {
+        return match retention::delete_run(&conn, id) {
+            Ok((true, _)) => {
+                println!("Deleted run {id}");
+                0
+            }
+            Ok((false, _)) => {
+                eprintln!("graphmind runs: no run \"{id}\"");
+                1
+            }
+            Err(e) => {
+                eprintln!("graphmind runs: {e}");
+                1
+            }
+        };
+    }
+    if a.clear {
+        if !a.yes {
+            let count = storage::list_runs(&conn).map(|r| r.len()).unwrap_or(0);
+            eprintln!("This deletes all {count} run(s) in {}. Re-run with --yes to confirm.", db.display());
+            return 1;
+        }
+        return match retention::prune(&conn, 0, 0.0, f64::INFINITY) {
+            Ok(r) => {
+                retention::vacuum(&conn);
+                println!("Deleted {} run(s) and {} event(s).", r.runs_deleted, r.events_deleted);
+                0
+            }
+            Err(e) => {
+                eprintln!("graphmind runs: {e}");
+                1
+            }
+        };
+    }
+    if a.prune {
+        let keep = a.keep.unwrap_or(crate::config::DEFAULT_KEEP_RUNS);
+        let days = a.days.unwrap_or(crate::config::DEFAULT_KEEP_DAYS);
+        return match retention::prune(&conn, keep, days, now_ms()) {
+            Ok(r) => {
+                retention::vacuum(&conn);
+                println!("Kept the {keep} newest run(s) from the last {days} day(s); deleted {} run(s) and {} event(s).", r.runs_deleted, r.events_deleted);
+                0
+            }
+            Err(e) => {
+                eprintln!("graphmind runs: {e}");
+                1
+            }
+        };
+    }
+    let rows = match storage::list_runs(&conn) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("graphmind runs: cannot read {}: {e}", db.display());
@@ -34,75 +92,19 @@ pub fn runs(db: &Path) -> i32 {
         return 0;
     }
     let now = now_ms();
-    let id_w = rows.iter().map(|r| r.id.chars().count()).max().unwrap_or(3).max(3);
+    let limit = a.keep.map(|k| k as usize).unwrap_or(25);
     println!("{} run(s) in {}\n", rows.len(), db.display());
-    println!("  {:<id_w$} {:<20} {:<10} {:>7}  STARTED", "RUN", "APP", "STATUS", "EVENTS");
-    for r in &rows {
+    println!("  {:<24} {:<20} {:<9} {:>7}  STARTED", "RUN", "APP", "STATUS", "EVENTS");
+    for r in rows.iter().take(limit) {
+        let id: String = r.id.chars().take(24).collect();
         let app: String = r.app.chars().take(20).collect();
+        let status = if r.status == "error" { format!("{} !", r.status) } else { r.status.clone() };
         let source = if r.source == "live" { String::new() } else { format!("  ({})", r.source) };
-        println!("  {:<id_w$} {:<20} {:<10} {:>7}  {}{source}", r.id, app, r.status, r.event_count, ago(r.started_at, now));
+        println!("  {id:<24} {app:<20} {status:<9} {:>7}  {}{source}", r.event_count, ago(r.started_at, now));
     }
-    0
-}
-
-/// `graphmind record`: the run's envelopes as NDJSON in `seq` order. Returns the exit code.
-pub fn record(db: &Path, run_id: &str, out: Option<&str>) -> i32 {
-    if !db.exists() {
-        eprintln!("graphmind record: no database at {} — nothing recorded yet.", db.display());
-        return 1;
+    if rows.len() > limit {
+        println!("  ... and {} more (--keep <n> to show more)", rows.len() - limit);
     }
-    let conn = match storage::open(db) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("graphmind record: cannot read {}: {e}", db.display());
-            return 1;
-        }
-    };
-    if !matches!(storage::get_run(&conn, run_id), Ok(Some(_))) {
-        eprintln!("graphmind record: no run \"{run_id}\" in {}", db.display());
-        let recent = storage::list_runs(&conn).unwrap_or_default();
-        if !recent.is_empty() {
-            eprintln!("Recent runs:");
-            for r in recent.iter().take(10) {
-                eprintln!("  {}  {}  {}", r.id, r.app, r.status);
-            }
-        }
-        return 1;
-    }
-    let page = match storage::list_events(&conn, run_id, -1, None) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("graphmind record: {e}");
-            return 1;
-        }
-    };
-    let mut body = String::new();
-    for ev in &page.events {
-        // A frame sent pretty-printed would break the one-envelope-per-line format: compact it.
-        if ev.frame.contains(['\n', '\r']) {
-            match json::parse_str(&ev.frame) {
-                Ok(v) => body.push_str(&json::to_string(&v)),
-                Err(_) => body.push_str(&ev.frame.replace(['\n', '\r'], " ")),
-            }
-        } else {
-            body.push_str(&ev.frame);
-        }
-        body.push('\n');
-    }
-    let default_out = format!("graphmind-run-{run_id}.ndjson");
-    let target = out.unwrap_or(&default_out);
-    if target == "-" {
-        let mut stdout = std::io::stdout().lock();
-        if stdout.write_all(body.as_bytes()).and_then(|_| stdout.flush()).is_err() {
-            return 1;
-        }
-    } else {
-        if let Err(e) = std::fs::write(target, body.as_bytes()) {
-            eprintln!("graphmind record: cannot write {target}: {e}");
-            return 1;
-        }
-        eprintln!("exported run {run_id} ({} events) → {target}", page.events.len());
-    }
-    eprintln!("Note: an export contains the run's prompts, inputs, outputs and errors verbatim; read it before you share it.");
+    println!("\nTidy up:    graphmind runs --prune");
     0
 }

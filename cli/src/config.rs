@@ -1,26 +1,34 @@
-//! Server settings from flags and the environment: ports, paths, pause-on-error, grace.
+//! Server settings. Every rule for flags and variables lives in ONE place, the core's
+//! `graphmind_core::config::resolve_server`; this module only reads the process
+//! environment into an [`EnvSnapshot`], hands both to it, and turns the result into what
+//! the server needs (the breakpoints a `--pause-on-error` scope arms).
 
+use graphmind_core::config::{self as core_config, EnvSnapshot, PauseOnError, ServerConfig, ServerConfigError, ServerFlags};
 use graphmind_core::json::{Map, Value};
-use std::path::PathBuf;
+
+pub use graphmind_core::config::{DEFAULT_ABANDON_GRACE_MS, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, NODE_KINDS};
 
 /// The port `graphmind serve` listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 4747;
 
-/// How long a run whose app disconnected keeps `running` before it is marked `abandoned`
-/// (reference: `DEFAULT_ABANDON_GRACE_MS`, `packages/cli/src/hub.ts`).
-pub const DEFAULT_ABANDON_GRACE_MS: u64 = 15_000;
+/// The configuration from `flags` and the process environment (the core's rules).
+pub fn resolve(flags: &ServerFlags) -> Result<ServerConfig, ServerConfigError> {
+    resolve_with(flags, &EnvSnapshot::from_process())
+}
 
-/// Node kinds a `--pause-on-error` value may name.
-pub const NODE_KINDS: [&str; 6] = ["agent", "llm", "tool", "chain", "retriever", "custom"];
+/// The configuration from `flags` and an explicit environment (tests).
+pub fn resolve_with(flags: &ServerFlags, env: &EnvSnapshot) -> Result<ServerConfig, ServerConfigError> {
+    core_config::resolve_server(flags, env)
+}
 
-const ON_VALUES: [&str; 5] = ["on", "all", "yes", "true", "1"];
-const OFF_VALUES: [&str; 5] = ["off", "none", "no", "false", "0"];
+/// Validates a `--pause-on-error` value (the argument parser refuses a bad one).
+pub fn check_pause_on_error(raw: &str) -> Result<(), String> {
+    core_config::parse_pause_on_error(raw).map(|_| ()).map_err(|e| e.to_string())
+}
 
-/// The breakpoints a fresh server arms, from a `--pause-on-error` /
-/// `GRAPHMIND_PAUSE_ON_ERROR` value: empty or `on` gives `[{point:"error"}]`, `off` gives
-/// none, a node kind gives `[{point:"error", kind}]`. Anything else is an error message.
-pub fn parse_pause_on_error(raw: Option<&str>) -> Result<Vec<Value>, String> {
-    let value = raw.unwrap_or("").trim().to_ascii_lowercase();
+/// The breakpoints a fresh server arms for a pause-on-error scope: `on` arms
+/// `{point:"error"}`, `off` nothing, a node kind `{point:"error", kind}`.
+pub fn breakpoints_for(scope: &PauseOnError) -> Vec<Value> {
     let matcher = |kind: Option<&str>| {
         let mut m = Map::new();
         m.insert("point", Value::from("error"));
@@ -29,43 +37,10 @@ pub fn parse_pause_on_error(raw: Option<&str>) -> Result<Vec<Value>, String> {
         }
         Value::Object(m)
     };
-    if value.is_empty() || ON_VALUES.contains(&value.as_str()) {
-        return Ok(vec![matcher(None)]);
-    }
-    if OFF_VALUES.contains(&value.as_str()) {
-        return Ok(Vec::new());
-    }
-    if let Some(kind) = NODE_KINDS.iter().find(|k| **k == value) {
-        return Ok(vec![matcher(Some(kind))]);
-    }
-    Err(format!(
-        "pause-on-error must be one of on, off, {} (got \"{}\")",
-        NODE_KINDS.join(", "),
-        raw.unwrap_or("")
-    ))
-}
-
-/// The database path: `--db`, else `GRAPHMIND_DB`, else `~/.graphmind/graphmind.db`.
-pub fn resolve_db_path(flag: Option<&str>, env_db: Option<&str>, home: Option<&str>) -> PathBuf {
-    if let Some(p) = flag.filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    if let Some(p) = env_db.filter(|p| !p.trim().is_empty()) {
-        return PathBuf::from(p);
-    }
-    let home = home.filter(|h| !h.is_empty()).unwrap_or(".");
-    PathBuf::from(home).join(".graphmind").join("graphmind.db")
-}
-
-/// `GRAPHMIND_ABANDON_GRACE_MS`: a whole number of milliseconds >= 0; anything else (or
-/// unset, or blank) is the default.
-pub fn abandon_grace_ms(raw: Option<&str>) -> u64 {
-    match raw.map(str::trim) {
-        Some(s) if !s.is_empty() => match s.parse::<f64>() {
-            Ok(f) if f.is_finite() && f >= 0.0 => f as u64,
-            _ => DEFAULT_ABANDON_GRACE_MS,
-        },
-        _ => DEFAULT_ABANDON_GRACE_MS,
+    match scope {
+        PauseOnError::On => vec![matcher(None)],
+        PauseOnError::Off => Vec::new(),
+        PauseOnError::Kind(k) => vec![matcher(Some(k))],
     }
 }
 
@@ -73,38 +48,48 @@ pub fn abandon_grace_ms(raw: Option<&str>) -> u64 {
 mod tests {
     use super::*;
     use graphmind_core::json::to_string;
+    use std::path::PathBuf;
 
     fn spell(v: &[Value]) -> Vec<String> {
         v.iter().map(to_string).collect()
     }
 
-    #[test]
-    fn pause_on_error_values() {
-        assert_eq!(spell(&parse_pause_on_error(None).unwrap()), ["{\"point\":\"error\"}"]);
-        assert_eq!(spell(&parse_pause_on_error(Some(" ON ")).unwrap()), ["{\"point\":\"error\"}"]);
-        assert!(parse_pause_on_error(Some("off")).unwrap().is_empty());
-        assert_eq!(
-            spell(&parse_pause_on_error(Some("tool")).unwrap()),
-            ["{\"point\":\"error\",\"kind\":\"tool\"}"]
-        );
-        let err = parse_pause_on_error(Some("tools")).unwrap_err();
-        assert!(err.contains("(got \"tools\")"), "{err}");
+    fn env(pairs: &[(&str, &str)]) -> EnvSnapshot {
+        let mut e = EnvSnapshot::new();
+        for (k, v) in pairs {
+            e.set(*k, *v);
+        }
+        e
     }
 
     #[test]
-    fn db_path_precedence() {
-        assert_eq!(resolve_db_path(Some("a.db"), Some("b.db"), Some("/h")), PathBuf::from("a.db"));
-        assert_eq!(resolve_db_path(None, Some("b.db"), Some("/h")), PathBuf::from("b.db"));
-        assert_eq!(resolve_db_path(None, None, Some("/h")), PathBuf::from("/h/.graphmind/graphmind.db"));
+    fn pause_on_error_scopes() {
+        let flags = |v: &str| ServerFlags { pause_on_error: Some(v.into()), ..Default::default() };
+        let bp = |f: &ServerFlags, e: &EnvSnapshot| spell(&breakpoints_for(&resolve_with(f, e).unwrap().pause_on_error));
+        assert_eq!(bp(&ServerFlags::default(), &env(&[])), ["{\"point\":\"error\"}"]);
+        assert_eq!(bp(&flags(" ON "), &env(&[])), ["{\"point\":\"error\"}"]);
+        assert!(bp(&flags("off"), &env(&[])).is_empty());
+        assert_eq!(bp(&flags("tool"), &env(&[])), ["{\"point\":\"error\",\"kind\":\"tool\"}"]);
+        // The flag beats the variable; a bad variable is a warning and the default.
+        assert!(bp(&flags("off"), &env(&[("GRAPHMIND_PAUSE_ON_ERROR", "llm")])).is_empty());
+        let c = resolve_with(&ServerFlags::default(), &env(&[("GRAPHMIND_PAUSE_ON_ERROR", "nope")])).unwrap();
+        assert_eq!(c.pause_on_error, PauseOnError::On);
+        assert!(c.warnings.iter().any(|w| w.starts_with("GRAPHMIND_PAUSE_ON_ERROR=")), "{:?}", c.warnings);
+        let err = check_pause_on_error("tools").unwrap_err();
+        assert!(err.starts_with("--pause-on-error must be one of") && err.contains("(got \"tools\")"), "{err}");
     }
 
     #[test]
-    fn grace() {
-        assert_eq!(abandon_grace_ms(None), 15_000);
-        assert_eq!(abandon_grace_ms(Some("")), 15_000);
-        assert_eq!(abandon_grace_ms(Some("0")), 0);
-        assert_eq!(abandon_grace_ms(Some("250")), 250);
-        assert_eq!(abandon_grace_ms(Some("-1")), 15_000);
-        assert_eq!(abandon_grace_ms(Some("x")), 15_000);
+    fn db_path_and_grace() {
+        let c = |f: ServerFlags, e: &[(&str, &str)]| resolve_with(&f, &env(e)).unwrap();
+        let db = |p: &str| ServerFlags { db: Some(p.into()), ..Default::default() };
+        assert_eq!(c(db("a.db"), &[("GRAPHMIND_DB", "b.db"), ("HOME", "/h")]).db_path, PathBuf::from("a.db"));
+        assert_eq!(c(ServerFlags::default(), &[("GRAPHMIND_DB", "b.db"), ("HOME", "/h")]).db_path, PathBuf::from("b.db"));
+        assert_eq!(c(ServerFlags::default(), &[("HOME", "/h")]).db_path, PathBuf::from("/h/.graphmind/graphmind.db"));
+        assert_eq!(c(ServerFlags::default(), &[]).abandon_grace_ms, 15_000);
+        assert_eq!(c(ServerFlags::default(), &[("GRAPHMIND_ABANDON_GRACE_MS", "")]).abandon_grace_ms, 15_000);
+        assert_eq!(c(ServerFlags::default(), &[("GRAPHMIND_ABANDON_GRACE_MS", "250")]).abandon_grace_ms, 250);
+        assert_eq!(c(ServerFlags::default(), &[("GRAPHMIND_ABANDON_GRACE_MS", "-1")]).abandon_grace_ms, 15_000);
+        assert_eq!(c(ServerFlags::default(), &[("GRAPHMIND_ABANDON_GRACE_MS", "x")]).abandon_grace_ms, 15_000);
     }
 }

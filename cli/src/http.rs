@@ -1,6 +1,6 @@
-//! The HTTP/1.1 side of the port: reading one request head, the origin guard, and the
-//! JSON routes (`/health`, `/api/runs`, `/api/runs/:id/events`), and the viewer's static
-//! files (embedded at build time by `build.rs`, or read from `GRAPHMIND_VIEWER_DIST`).
+//! The HTTP/1.1 side of the port: reading one request head, writing a response, the
+//! read-only JSON routes (`/health`, `/api/runs`, `/api/runs/:id/events`), and the viewer's
+//! static files (embedded at build time by `build.rs`, or read from `GRAPHMIND_VIEWER_DIST`).
 
 use crate::hub::{Shared, VERSION};
 use crate::storage::{self, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX};
@@ -72,19 +72,38 @@ pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)
     }
 }
 
-/// Writes a complete response and closes the exchange (`Connection: close`).
-pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &(impl AsRef<[u8]> + ?Sized)) -> io::Result<()> {
-    let body = body.as_ref();
-    let reason = match status {
+/// Writes a complete response carrying every security header and `no-store` (errors and
+/// refusals answered before any route), and closes the exchange.
+pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &str) -> io::Result<()> {
+    respond_with(stream, status, content_type, body.as_bytes(), &crate::security::refusal_header_lines())
+}
+
+/// The reason phrase of a status code.
+pub fn reason_phrase(status: u16) -> &'static str {
+    match status {
         200 => "OK",
+        202 => "Accepted",
         400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        409 => "Conflict",
+        413 => "Payload Too Large",
+        415 => "Unsupported Media Type",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
         _ => "Error",
-    };
+    }
+}
+
+/// Writes a complete response with these extra header lines (each ending in CRLF) and
+/// closes the exchange (`Connection: close`).
+pub fn respond_with(stream: &mut impl Write, status: u16, content_type: &str, body: &[u8], headers: &str) -> io::Result<()> {
     let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{headers}Connection: close\r\n\r\n",
+        reason_phrase(status),
         body.len()
     );
     stream.write_all(head.as_bytes())?;
@@ -92,45 +111,8 @@ pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &
     stream.flush()
 }
 
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or("");
-    }
-    host.rsplit_once(':').map(|(h, _)| h).unwrap_or(host)
-}
-
-fn is_loopback_name(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    name == "localhost" || name == "127.0.0.1" || name == "::1" || name.ends_with(".localhost") || name.starts_with("127.")
-}
-
-/// The origin guard: a loopback `Host` (or one named by an allowed origin), and no
-/// `Origin` or this server's own loopback origin or an allowed one. `*` allows all.
-/// Returns the refusal message.
-pub fn check_origin(req: &Request, port: u16, allowed: &[String]) -> Option<String> {
-    if allowed.iter().any(|a| a == "*") {
-        return None;
-    }
-    let host = req.header("host").unwrap_or("");
-    let host_ok = is_loopback_name(host_name(host))
-        || allowed.iter().any(|a| a.split("://").nth(1).map(|h| h.eq_ignore_ascii_case(host) || host_name(h).eq_ignore_ascii_case(host_name(host))).unwrap_or(false));
-    if !host_ok {
-        return Some(format!(
-            "graphmind: refused Host \"{host}\" (not a loopback name). Set GRAPHMIND_ALLOWED_ORIGINS to allow it."
-        ));
-    }
-    if let Some(origin) = req.header("origin") {
-        let own = ["127.0.0.1", "localhost", "[::1]"].iter().any(|h| origin.eq_ignore_ascii_case(&format!("http://{h}:{port}")));
-        if !own && !allowed.iter().any(|a| a.eq_ignore_ascii_case(origin)) {
-            return Some(format!(
-                "graphmind: refused Origin \"{origin}\". Only this server's own viewer may connect; set GRAPHMIND_ALLOWED_ORIGINS to allow another."
-            ));
-        }
-    }
-    None
-}
-
-fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+/// The value of `name` in a query string (undecoded).
+pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
     query.split('&').filter_map(|kv| kv.split_once('=').or(Some((kv, "")))).find(|(k, _)| *k == name).map(|(_, v)| v)
 }
 
@@ -141,7 +123,8 @@ fn int_param(query: &str, name: &str, fallback: i64) -> Option<i64> {
     }
 }
 
-fn percent_decode(s: &str) -> String {
+/// Decodes `%XX` escapes (invalid UTF-8 replaced).
+pub fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -277,25 +260,6 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn req(host: &str, origin: Option<&str>) -> Request {
-        let mut headers = vec![("host".to_string(), host.to_string())];
-        if let Some(o) = origin {
-            headers.push(("origin".into(), o.into()));
-        }
-        Request { method: "GET".into(), path: "/".into(), query: String::new(), headers }
-    }
-
-    #[test]
-    fn origin_guard() {
-        assert!(check_origin(&req("127.0.0.1:4747", None), 4747, &[]).is_none());
-        assert!(check_origin(&req("localhost:4747", Some("http://localhost:4747")), 4747, &[]).is_none());
-        assert!(check_origin(&req("127.0.0.1:4747", Some("https://evil.example")), 4747, &[]).is_some());
-        assert!(check_origin(&req("evil.example:4747", None), 4747, &[]).is_some());
-        let allowed = vec!["http://host.docker.internal:4747".to_string()];
-        assert!(check_origin(&req("host.docker.internal:4747", None), 4747, &allowed).is_none());
-        assert!(check_origin(&req("evil.example", Some("https://evil.example")), 4747, &["*".into()]).is_none());
-    }
 
     #[test]
     fn static_paths() {

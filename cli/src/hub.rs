@@ -5,12 +5,15 @@
 //! non-blocking updates: storage and fan-out happen on the writer thread (`writer.rs`).
 
 use crate::envelope::{PROTOCOL_VERSION, WILDCARD_RUN_ID};
+use crate::tokens::{self, ControlPolicy, Principal, Verifier};
 use crate::util::{js, new_token, now_ms, num};
 use crate::writer::Op;
-use crossbeam_channel::Sender;
+use crossbeam_channel::{unbounded, Receiver, Sender};
 use graphmind_core::json::{self, cmp_utf16_bytes, Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How many run claims are remembered; oldest are evicted first (reference: `MAX_RUN_CLAIMS`).
@@ -39,6 +42,126 @@ pub enum Out {
     Close(u16, String),
 }
 
+/// Most bytes of live messages a viewer may have queued and unsent. A viewer that falls
+/// further behind (a stalled tab, a peer that stopped reading) is closed with 1008 rather
+/// than growing the server's memory; it replays the run from storage when it reconnects.
+pub const MAX_VIEWER_BACKLOG_BYTES: usize = 64 * 1024 * 1024;
+
+/// An eventfd a socket's thread sleeps on (with the socket) so that queued outbound
+/// frames wake it: idle connections cost no CPU, and a resume reaches its app at once.
+pub struct Wake {
+    fd: i32,
+}
+
+impl Wake {
+    /// A fresh eventfd, or `None` where the OS has none (the thread then polls).
+    pub fn new() -> Option<Wake> {
+        // SAFETY: eventfd has no memory preconditions; a negative result is an error.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        (fd >= 0).then_some(Wake { fd })
+    }
+
+    /// Wakes the sleeper.
+    pub fn notify(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
+        unsafe {
+            libc::write(self.fd, &one as *const u64 as *const libc::c_void, 8);
+        }
+    }
+
+    /// Clears pending wake-ups.
+    pub fn drain(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64 from our own non-blocking eventfd.
+        unsafe {
+            libc::read(self.fd, &mut v as *mut u64 as *mut libc::c_void, 8);
+        }
+    }
+
+    /// The descriptor (for `poll`).
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+}
+
+impl Drop for Wake {
+    fn drop(&mut self) {
+        // SAFETY: closes the descriptor this value owns, once.
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
+}
+
+/// One socket's outbound queue, with its unsent bytes counted.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: Sender<Out>,
+    bytes: Arc<AtomicUsize>,
+    overflow: Arc<AtomicBool>,
+    wake: Option<Arc<Wake>>,
+}
+
+impl Outbox {
+    /// A new queue and its receiving end.
+    pub fn new() -> (Outbox, Receiver<Out>) {
+        let (tx, rx) = unbounded();
+        let wake = Wake::new().map(Arc::new);
+        (Outbox { tx, bytes: Arc::new(AtomicUsize::new(0)), overflow: Arc::new(AtomicBool::new(false)), wake }, rx)
+    }
+
+    /// The wake-up descriptor of this socket's thread, if any.
+    pub fn wake(&self) -> Option<&Wake> {
+        self.wake.as_deref()
+    }
+
+    fn notify(&self) {
+        if let Some(w) = &self.wake {
+            w.notify();
+        }
+    }
+
+    /// Queues a text frame (replies, replays, state): never refused.
+    pub fn text(&self, t: String) -> bool {
+        self.bytes.fetch_add(t.len(), Ordering::Relaxed);
+        let ok = self.tx.send(Out::Text(t)).is_ok();
+        self.notify();
+        ok
+    }
+
+    /// Queues a live message unless the backlog is over [`MAX_VIEWER_BACKLOG_BYTES`]; then
+    /// the socket is marked overflowed (its thread closes it) and nothing more is queued.
+    pub fn live(&self, t: String) -> bool {
+        if self.overflow.load(Ordering::Relaxed) {
+            return false;
+        }
+        if self.bytes.load(Ordering::Relaxed) + t.len() > MAX_VIEWER_BACKLOG_BYTES {
+            self.overflow.store(true, Ordering::Relaxed);
+            self.notify();
+            return false;
+        }
+        self.text(t)
+    }
+
+    /// Queues a close frame.
+    pub fn close(&self, code: u16, reason: String) -> bool {
+        let ok = self.tx.send(Out::Close(code, reason)).is_ok();
+        self.notify();
+        ok
+    }
+
+    /// The socket's thread wrote `n` bytes.
+    pub fn sent(&self, n: usize) {
+        self.bytes.fetch_sub(n.min(self.bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
+    }
+
+    /// The backlog passed its limit.
+    pub fn overflowed(&self) -> bool {
+        self.overflow.load(Ordering::Relaxed)
+    }
+}
+
 /// A timer the timer thread fires.
 #[derive(Debug, Clone)]
 pub enum Timer {
@@ -50,7 +173,7 @@ pub enum Timer {
 
 /// One app connection.
 pub struct IngestConn {
-    tx: Sender<Out>,
+    tx: Outbox,
     /// `hello` received and `hello.ack` sent.
     pub attached: bool,
     seq: u64,
@@ -60,11 +183,13 @@ pub struct IngestConn {
     owned: HashSet<String>,
     token: String,
     claim_aware: bool,
+    capabilities: Vec<String>,
 }
 
 struct UiConn {
-    tx: Sender<Out>,
+    tx: Outbox,
     wildcard: bool,
+    principal: Principal,
 }
 
 struct Claim {
@@ -72,21 +197,123 @@ struct Claim {
     strict: bool,
 }
 
+/// Who is waiting for the answer to a forwarded resume.
+#[derive(Clone, Debug)]
+pub enum Responder {
+    /// A viewer socket: answered with `resume.result`.
+    Ui(ConnId),
+    /// An HTTP request (`POST .../resume`): answered with the outcome JSON.
+    Http(Sender<Outcome>),
+}
+
+/// The answer to one resume: the reference's `ResumeOutcome`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// `resumed`, `refused`, `taken`, `timeout` or `no-such-pause`.
+    pub outcome: &'static str,
+    /// Run id.
+    pub run_id: String,
+    /// Pause id.
+    pub pause_id: String,
+    /// The resumer's request id, or a minted one.
+    pub request_id: String,
+    /// Machine-readable reason.
+    pub code: Option<String>,
+    /// Human text (never quotes a value).
+    pub message: Option<String>,
+    /// Who resumed (on `resumed`).
+    pub principal: Option<Principal>,
+}
+
+impl Outcome {
+    /// The HTTP status of an outcome (reference: `outcomeStatus`): resumed 200, refused 422
+    /// (403 for `forbidden` / `edit-refused`), taken 409, timeout 202, no-such-pause 404.
+    pub fn http_status(&self) -> u16 {
+        match self.outcome {
+            "resumed" => 200,
+            "refused" if matches!(self.code.as_deref(), Some("forbidden" | "edit-refused")) => 403,
+            "refused" => 422,
+            "taken" => 409,
+            "timeout" => 202,
+            _ => 404,
+        }
+    }
+
+    /// `{outcome, runId, pauseId, requestId, code?, message?, principal?}`.
+    pub fn to_json(&self) -> String {
+        let mut s = format!(
+            "{{\"outcome\":{},\"runId\":{},\"pauseId\":{},\"requestId\":{}",
+            js(self.outcome),
+            js(&self.run_id),
+            js(&self.pause_id),
+            js(&self.request_id)
+        );
+        if let Some(c) = &self.code {
+            s.push_str(&format!(",\"code\":{}", js(c)));
+        }
+        if let Some(m) = &self.message {
+            s.push_str(&format!(",\"message\":{}", js(m)));
+        }
+        if let Some(p) = self.principal {
+            s.push_str(&format!(",\"principal\":{}", js(p.as_str())));
+        }
+        s.push('}');
+        s
+    }
+}
+
 #[derive(Clone)]
 enum PauseState {
     Open,
-    Resolving { ui: ConnId, request_id: String },
+    Resolving {
+        responder: Responder,
+        request_id: String,
+        principal: Principal,
+        operator: Option<String>,
+        /// The resumer was already told `timeout` (its own deadline passed).
+        gave_up: bool,
+    },
+}
+
+/// What the hub knows of one held gate (from its `exec.paused`).
+#[derive(Clone)]
+pub struct PauseInfo {
+    /// `payload.nodeId`.
+    pub node_id: String,
+    /// `before`, `after` or `error`.
+    pub point: String,
+    /// The `exec.paused` envelope's `ts`.
+    pub since: f64,
+    /// `payload.reason`.
+    pub reason: Option<String>,
+    /// `payload.smart`.
+    pub smart: Option<Value>,
+    /// `payload.loop`.
+    pub loop_info: Option<Value>,
+    /// `payload.editable`.
+    pub editable: Option<bool>,
+    /// The owning app's name.
+    pub app: Option<String>,
 }
 
 struct Pause {
     owner: ConnId,
     state: PauseState,
+    info: PauseInfo,
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum Closed {
     Resumed,
     Gone,
+}
+
+/// What a resume request got right away.
+pub enum ResumeStart {
+    /// Answered without reaching the app (refused, taken, no such pause...).
+    Answered(Outcome),
+    /// Forwarded to the app; the timer reopens the pause if it never answers.
+    Forwarded { request_id: String, timer: Timer },
 }
 
 /// What the ingest thread needs to store one event, decided under the hub lock.
@@ -115,6 +342,10 @@ pub struct HubState {
     abandon_gen: HashMap<String, u64>,
     next_gen: u64,
     throttle: HashMap<&'static str, (Instant, u64)>,
+    policy: ControlPolicy,
+    warned_tokenless: bool,
+    /// Bumped on every change a long-poll may wait for.
+    pub version: u64,
 }
 
 /// Everything the connection threads, the writer and the timer thread share.
@@ -130,7 +361,18 @@ pub struct Shared {
     /// `GRAPHMIND_ABANDON_GRACE_MS`.
     pub grace: Duration,
     /// `GRAPHMIND_ALLOWED_ORIGINS`, parsed.
-    pub allowed_origins: Vec<String>,
+    pub allowed_origins: graphmind_core::config::AllowedOrigins,
+    /// Identifies the viewer and agent tokens.
+    pub verifier: Verifier,
+    /// `--allow-control` / `--no-edit-input`.
+    pub policy: ControlPolicy,
+    /// Bumped (and waiters woken) whenever a pause opens, closes or changes state, or a
+    /// run ends: the long-polls of `GET /api/pauses` wait on it.
+    pub changes: (Mutex<u64>, Condvar),
+    /// Long-polls in flight (at most `MAX_CONCURRENT_WAITS`).
+    pub active_waits: AtomicUsize,
+    /// The writer queue's budget (see `writer::Budget`).
+    pub budget: crate::writer::Budget,
     /// Path of the database (for read connections).
     pub db_path: std::path::PathBuf,
 }
@@ -172,22 +414,27 @@ pub fn envelope_text(seq: u64, run_id: &str, kind: &str, payload: &str) -> Strin
     )
 }
 
-fn resume_result(run: &str, pause: &str, request_id: &str, outcome: &str, code: Option<&str>, message: Option<&str>) -> String {
+fn resume_result(o: &Outcome) -> String {
     let mut s = format!(
         "{{\"type\":\"resume.result\",\"runId\":{},\"pauseId\":{},\"requestId\":{},\"outcome\":{}",
-        js(run),
-        js(pause),
-        js(request_id),
-        js(outcome)
+        js(&o.run_id),
+        js(&o.pause_id),
+        js(&o.request_id),
+        js(o.outcome)
     );
-    if let Some(c) = code {
+    if let Some(c) = &o.code {
         s.push_str(&format!(",\"code\":{}", js(c)));
     }
-    if let Some(m) = message {
+    if let Some(m) = &o.message {
         s.push_str(&format!(",\"message\":{}", js(m)));
     }
     s.push('}');
     s
+}
+
+/// `resume.result` for a viewer.
+pub fn resume_result_text(o: &Outcome) -> String {
+    resume_result(o)
 }
 
 /// A viewer `error` message.
@@ -200,7 +447,7 @@ pub fn ui_error(message: &str, run_id: Option<&str>) -> String {
 
 impl HubState {
     /// A fresh hub armed with `breakpoints` (from `--pause-on-error`) in mode `run`.
-    pub fn new(breakpoints: Vec<Value>) -> Self {
+    pub fn new(breakpoints: Vec<Value>, policy: ControlPolicy) -> Self {
         let mut hub = HubState {
             next_id: 1,
             ingest: HashMap::new(),
@@ -216,6 +463,9 @@ impl HubState {
             abandon_gen: HashMap::new(),
             next_gen: 1,
             throttle: HashMap::new(),
+            policy,
+            warned_tokenless: false,
+            version: 0,
         };
         for b in breakpoints {
             hub.set_breakpoint(b);
@@ -273,11 +523,21 @@ impl HubState {
     // -- ingest -------------------------------------------------------------------------
 
     /// Registers a new app socket.
-    pub fn add_ingest(&mut self, tx: Sender<Out>) -> ConnId {
+    pub fn add_ingest(&mut self, tx: Outbox) -> ConnId {
         let id = self.alloc();
         self.ingest.insert(
             id,
-            IngestConn { tx, attached: false, seq: 0, app: None, source: "live", owned: HashSet::new(), token: String::new(), claim_aware: false },
+            IngestConn {
+                tx,
+                attached: false,
+                seq: 0,
+                app: None,
+                source: "live",
+                owned: HashSet::new(),
+                token: String::new(),
+                claim_aware: false,
+                capabilities: Vec::new(),
+            },
         );
         id
     }
@@ -292,6 +552,7 @@ impl HubState {
     pub fn hello(&mut self, conn: ConnId, payload: &Value) {
         let breakpoints = self.breakpoints_json();
         let mode = self.mode.clone();
+        let hub_caps = self.policy.hub_capabilities_json();
         let Some(c) = self.ingest.get_mut(&conn) else { return };
         c.attached = true;
         if let Some(app) = payload.get("app").and_then(Value::as_str) {
@@ -302,20 +563,22 @@ impl HubState {
         }
         let caps: Vec<Value> = payload.get("capabilities").and_then(Value::as_array).cloned().unwrap_or_default();
         c.claim_aware = caps.iter().any(|v| v.as_str() == Some("run-claim"));
+        c.capabilities = caps.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
         c.token = match payload.get("resumeToken").and_then(Value::as_str) {
             Some(t) if !t.is_empty() && t.encode_utf16().count() <= MAX_RESUME_TOKEN_LENGTH => t.to_owned(),
             _ => new_token(),
         };
         let ack = format!(
-            "{{\"versions\":{{\"protocol\":{PROTOCOL_VERSION},\"viewer\":{}}},\"capabilities\":{},\"breakpoints\":{breakpoints},\"mode\":{},\"sessionToken\":{}}}",
+            "{{\"versions\":{{\"protocol\":{PROTOCOL_VERSION},\"viewer\":{}}},\"capabilities\":{},\"breakpoints\":{breakpoints},\"mode\":{},\"sessionToken\":{},\"hubCapabilities\":{}}}",
             js(VERSION),
             json::to_string(&Value::Array(caps)),
             js(&mode),
-            js(&c.token)
+            js(&c.token),
+            hub_caps
         );
         let seq = c.seq;
         c.seq += 1;
-        let _ = c.tx.send(Out::Text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack)));
+        let _ = c.tx.text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack));
         log(&match &c.app {
             Some(a) => format!("app attached: {a}"),
             None => "app attached".into(),
@@ -384,14 +647,14 @@ impl HubState {
         let Some(c) = self.ingest.get_mut(&conn) else { return false };
         let seq = c.seq;
         c.seq += 1;
-        c.tx.send(Out::Text(envelope_text(seq, run_id, kind, payload))).is_ok()
+        c.tx.text(envelope_text(seq, run_id, kind, payload))
     }
 
     /// An app socket closed: its pauses close, its runs lose their owner and get an abandon
     /// timer. Returns the runs whose `live` flag changed and the timers to arm.
     pub fn remove_ingest(&mut self, conn: ConnId, next_gen_out: &mut Vec<(String, u64)>) -> Vec<String> {
         let Some(c) = self.ingest.remove(&conn) else { return Vec::new() };
-        self.close_pauses(|p| p.owner == conn, "app-disconnected", "the app holding this pause disconnected; it releases its gates on its own");
+        self.close_pauses(|_, p| p.owner == conn, "app-disconnected", "the app holding this pause disconnected; it releases its gates on its own");
         let mut changed = Vec::new();
         for run in c.owned {
             if self.run_owners.get(&run) == Some(&conn) {
@@ -428,18 +691,37 @@ impl HubState {
 
     // -- viewers ------------------------------------------------------------------------
 
-    /// Registers a viewer socket and queues `welcome`.
-    pub fn add_ui(&mut self, tx: Sender<Out>) -> ConnId {
+    /// Registers a viewer socket (authenticated at the upgrade as `principal`) and queues
+    /// `welcome`, which tells it what it may do.
+    pub fn add_ui(&mut self, tx: Outbox, principal: Principal) -> ConnId {
         let id = self.alloc();
+        if principal == Principal::Anonymous && !self.warned_tokenless {
+            self.warned_tokenless = true;
+            log("ui: a viewer connected without a credential. Tokenless viewer sockets are deprecated: they can still continue, retry and abort, but never inject, edit inputs, or change breakpoints or step mode. Open the viewer from the #token= link or the redirect file `graphmind serve` prints.");
+        }
         let welcome = format!(
-            "{{\"type\":\"welcome\",\"versions\":{{\"protocol\":{PROTOCOL_VERSION},\"server\":{}}},\"breakpoints\":{},\"mode\":{}}}",
+            "{{\"type\":\"welcome\",\"versions\":{{\"protocol\":{PROTOCOL_VERSION},\"server\":{}}},\"breakpoints\":{},\"mode\":{},\"control\":{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{}}}}}",
             js(VERSION),
             self.breakpoints_json(),
-            js(&self.mode)
+            js(&self.mode),
+            js(principal.as_str()),
+            js(self.policy.agent_level.as_str()),
+            self.policy.edit_input,
+            self.policy.hub_capabilities_json()
         );
-        let _ = tx.send(Out::Text(welcome));
-        self.ui.insert(id, UiConn { tx, wildcard: false });
+        let _ = tx.text(welcome);
+        self.ui.insert(id, UiConn { tx, wildcard: false, principal });
         id
+    }
+
+    /// How a viewer socket authenticated.
+    pub fn ui_principal(&self, conn: ConnId) -> Principal {
+        self.ui.get(&conn).map(|u| u.principal).unwrap_or(Principal::Anonymous)
+    }
+
+    /// The `state` frame (what is really armed).
+    pub fn state_frame(&self) -> String {
+        format!("{{\"type\":\"state\",\"breakpoints\":{},\"mode\":{}}}", self.breakpoints_json(), js(&self.mode))
     }
 
     /// A viewer socket closed.
@@ -457,7 +739,7 @@ impl HubState {
     /// Sends a message to one viewer.
     pub fn send_ui(&self, conn: ConnId, msg: String) {
         if let Some(u) = self.ui.get(&conn) {
-            let _ = u.tx.send(Out::Text(msg));
+            let _ = u.tx.text(msg);
         }
     }
 
@@ -465,14 +747,14 @@ impl HubState {
     pub fn send_run_update(&self, run_json: &str) {
         let msg = format!("{{\"type\":\"run.update\",\"run\":{run_json}}}");
         for u in self.ui.values().filter(|u| u.wildcard) {
-            let _ = u.tx.send(Out::Text(msg.clone()));
+            let _ = u.tx.live(msg.clone());
         }
     }
 
     fn broadcast_state(&self) {
-        let msg = format!("{{\"type\":\"state\",\"breakpoints\":{},\"mode\":{}}}", self.breakpoints_json(), js(&self.mode));
+        let msg = self.state_frame();
         for u in self.ui.values() {
-            let _ = u.tx.send(Out::Text(msg.clone()));
+            let _ = u.tx.live(msg.clone());
         }
     }
 
@@ -512,6 +794,10 @@ impl HubState {
 
     // -- pauses and the resume race -----------------------------------------------------
 
+    fn bump(&mut self) {
+        self.version = self.version.wrapping_add(1);
+    }
+
     fn remember_closed(&mut self, key: (String, String), how: Closed) {
         if self.closed.insert(key.clone(), how).is_none() {
             self.closed_order.push_back(key);
@@ -523,82 +809,190 @@ impl HubState {
         }
     }
 
-    fn close_pauses(&mut self, which: impl Fn(&Pause) -> bool, code: &str, message: &str) {
-        let keys: Vec<_> = self.pauses.iter().filter(|(_, p)| which(p)).map(|(k, _)| k.clone()).collect();
-        for key in keys {
-            if let Some(p) = self.pauses.remove(&key) {
-                if let PauseState::Resolving { ui, request_id } = p.state {
-                    self.send_ui(ui, resume_result(&key.0, &key.1, &request_id, "no-such-pause", Some(code), Some(message)));
-                }
-                self.remember_closed(key, Closed::Gone);
+    fn answer(&self, responder: &Responder, outcome: Outcome) {
+        match responder {
+            Responder::Ui(ui) => self.send_ui(*ui, resume_result(&outcome)),
+            Responder::Http(tx) => {
+                let _ = tx.send(outcome);
             }
         }
     }
 
+    fn close_pauses(&mut self, which: impl Fn(&(String, String), &Pause) -> bool, code: &str, message: &str) {
+        let keys: Vec<_> = self.pauses.iter().filter(|(k, p)| which(k, p)).map(|(k, _)| k.clone()).collect();
+        for key in keys {
+            if let Some(p) = self.pauses.remove(&key) {
+                if let PauseState::Resolving { responder, request_id, gave_up: false, .. } = &p.state {
+                    let outcome = outcome_of(&key.0, &key.1, request_id, "no-such-pause", Some(code), Some(message));
+                    self.answer(responder, outcome);
+                }
+                self.remember_closed(key, Closed::Gone);
+            }
+        }
+        self.bump();
+    }
+
     /// A stored `exec.paused`: the pause is open and owned by `conn`.
-    pub fn pause_opened(&mut self, conn: ConnId, run: &str, pause: &str) {
+    pub fn pause_opened(&mut self, conn: ConnId, run: &str, pause: &str, ts: f64, payload: &Value) {
         let key = (run.to_owned(), pause.to_owned());
         self.closed.remove(&key);
-        self.pauses.insert(key, Pause { owner: conn, state: PauseState::Open });
+        let text = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
+        let info = PauseInfo {
+            node_id: text("nodeId").unwrap_or_default(),
+            point: text("point").unwrap_or_default(),
+            since: ts,
+            reason: text("reason"),
+            smart: payload.get("smart").cloned(),
+            loop_info: payload.get("loop").cloned(),
+            editable: payload.get("editable").and_then(Value::as_bool),
+            app: self.ingest.get(&conn).and_then(|c| c.app.clone()),
+        };
+        self.pauses.insert(key, Pause { owner: conn, state: PauseState::Open, info });
+        self.bump();
+    }
+
+    /// Who released this pause, for the stored `exec.resumed`: the principal (and operator)
+    /// of the resume it is resolving on, when the app's answer is to that resume (its
+    /// `requestId` matches, or it gave none).
+    pub fn attribution(&self, run: &str, pause: &str, request_id: Option<&str>) -> Option<(Principal, Option<String>)> {
+        let p = self.pauses.get(&(run.to_owned(), pause.to_owned()))?;
+        match &p.state {
+            PauseState::Resolving { request_id: r, principal, operator, .. } if request_id.map_or(true, |given| given == r) => {
+                Some((*principal, operator.clone()))
+            }
+            _ => None,
+        }
     }
 
     /// A stored `exec.resumed`: the pause is released; the resume that won it (if any)
-    /// hears `resume.result {outcome: "resumed"}`.
+    /// hears `resumed`.
     pub fn pause_resumed(&mut self, run: &str, pause: &str) {
         let key = (run.to_owned(), pause.to_owned());
-        if let Some(Pause { state: PauseState::Resolving { ui, request_id }, .. }) = self.pauses.remove(&key) {
-            self.send_ui(ui, resume_result(run, pause, &request_id, "resumed", None, None));
+        if let Some(Pause { state: PauseState::Resolving { responder, request_id, principal, gave_up: false, .. }, .. }) = self.pauses.remove(&key) {
+            let mut o = outcome_of(run, pause, &request_id, "resumed", None, None);
+            o.principal = Some(principal);
+            self.answer(&responder, o);
         }
         self.remember_closed(key, Closed::Resumed);
+        self.bump();
+    }
+
+    /// A stored `exec.refused`: the app would not run the resume it was sent (an edit it
+    /// could not apply). The pause stays held; the resumer hears `refused` with the app's
+    /// code and message.
+    pub fn pause_refused(&mut self, run: &str, pause: &str, payload: &Value) {
+        let key = (run.to_owned(), pause.to_owned());
+        let Some(p) = self.pauses.get_mut(&key) else { return };
+        let given = payload.get("requestId").and_then(Value::as_str);
+        if let PauseState::Resolving { responder, request_id, gave_up, .. } = p.state.clone() {
+            if given.is_some_and(|g| g != request_id) {
+                return;
+            }
+            p.state = PauseState::Open;
+            if !gave_up {
+                let code = payload.get("code").and_then(Value::as_str).unwrap_or("refused").to_owned();
+                let message = graphmind_core::edit_input::sanitize_short_text(payload.get("message"))
+                    .map(|m| m.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "the app refused the resume".into());
+                let o = outcome_of(run, pause, &request_id, "refused", Some(&code), Some(&message));
+                self.answer(&responder, o);
+            }
+            self.bump();
+        }
     }
 
     /// A stored `run.finished`: every pause of the run is closed.
     pub fn run_finished(&mut self, run: &str) {
-        let keys: Vec<_> = self.pauses.keys().filter(|k| k.0 == run).cloned().collect();
-        for key in keys {
-            if let Some(p) = self.pauses.remove(&key) {
-                if let PauseState::Resolving { ui, request_id } = p.state {
-                    self.send_ui(ui, resume_result(&key.0, &key.1, &request_id, "no-such-pause", Some("run-finished"), Some("the run finished")));
-                }
-                self.remember_closed(key, Closed::Gone);
-            }
-        }
+        self.close_pauses(|k, _| k.0 == run, "run-finished", "the run finished");
     }
 
-    /// `exec.resume` from viewer `ui` (payload checked: `pauseId` and `action` are valid).
-    /// First writer wins: the first resume of an open pause is forwarded to the app that
-    /// owns it and answered with `resume.result` when the app reports `exec.resumed`; any
-    /// other is answered at once. Returns the timer to arm for a forwarded resume.
-    pub fn request_resume(&mut self, ui: ConnId, run: &str, payload: &Value) -> Option<Timer> {
+    /// Open and resolving pauses, oldest first (optionally of one run), as JSON objects.
+    pub fn list_pauses(&self, run: Option<&str>) -> Vec<String> {
+        let mut items: Vec<(&(String, String), &Pause)> = self.pauses.iter().filter(|(k, _)| run.map_or(true, |r| r == k.0)).collect();
+        items.sort_by(|a, b| a.1.info.since.total_cmp(&b.1.info.since).then_with(|| a.0.cmp(b.0)));
+        items.into_iter().map(|(k, p)| pause_json(&k.0, &k.1, &p.info, Some(p.state_name()))).collect()
+    }
+
+    /// Whether a pause is open (optionally in one run).
+    pub fn has_open(&self, run: Option<&str>) -> bool {
+        self.pauses.iter().any(|(k, p)| run.map_or(true, |r| r == k.0) && matches!(p.state, PauseState::Open))
+    }
+
+    /// One pause the hub holds: its info and state.
+    pub fn pause_state(&self, run: &str, pause: &str) -> Option<(PauseInfo, &'static str)> {
+        self.pauses.get(&(run.to_owned(), pause.to_owned())).map(|p| (p.info.clone(), p.state_name()))
+    }
+
+    /// One resume, from a viewer socket or `POST .../resume`. In order: the credential and
+    /// its level; the content (no placeholder, no truncation marker); the edit gates
+    /// (`--no-edit-input`, the owner's `edit-input`, the pause's `editable`); then first
+    /// writer wins, and the forward. Anything refused before the forward is answered at
+    /// once and nothing reaches the app.
+    pub fn request_resume(&mut self, responder: Responder, run: &str, payload: &Value, principal: Principal) -> ResumeStart {
         let pause = payload.get("pauseId").and_then(Value::as_str).unwrap_or_default().to_owned();
         let action = payload.get("action").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let given = payload.get("requestId").and_then(Value::as_str).filter(|r| !r.is_empty() && r.len() <= MAX_RESUME_TOKEN_LENGTH);
-        let request_id = given.map(str::to_owned).unwrap_or_else(new_token);
-        let key = (run.to_owned(), pause.clone());
-        let answer = |hub: &Self, outcome: &str, code: &str, message: String| {
-            hub.send_ui(ui, resume_result(run, &pause, &request_id, outcome, Some(code), Some(&message)));
-            None
+        let has_input = payload.get("input").is_some();
+        let given = tokens::acceptable_request_id(payload.get("requestId")).map(str::to_owned);
+        let request_id = given.clone().unwrap_or_else(new_token);
+        let answered = |outcome: &'static str, code: &str, message: String| {
+            ResumeStart::Answered(outcome_of(run, &pause, &request_id, outcome, Some(code), Some(&message)))
         };
-        if let Some(p) = self.pauses.get(&key) {
-            if matches!(p.state, PauseState::Resolving { .. }) {
-                return answer(self, "taken", "pause-taken", "another resume for this pause is already being answered".into());
+        if let Some(r) = tokens::authorize_resume(principal, &self.policy, &action, has_input) {
+            return answered("refused", r.code, r.message);
+        }
+        let content = payload
+            .get("input")
+            .and_then(|v| tokens::content_refusal(v, true))
+            .or_else(|| if action == "inject" { payload.get("output").and_then(|v| tokens::content_refusal(v, false)) } else { None });
+        if let Some(r) = content {
+            return answered("refused", r.code, r.message);
+        }
+        if has_input && !self.policy.edit_input {
+            return answered("refused", "edit-refused", "input edits are disabled on this server (started with --no-edit-input)".into());
+        }
+        let key = (run.to_owned(), pause.clone());
+        match self.pauses.get(&key) {
+            None if self.closed.contains_key(&key) => {
+                return answered("no-such-pause", "no-such-pause", format!("pause \"{pause}\" in run \"{run}\" is no longer held"));
             }
-        } else {
-            match self.closed.get(&key) {
-                Some(Closed::Resumed) => {
-                    return answer(self, "taken", "pause-taken", "this pause was already resumed".into());
+            Some(Pause { state: PauseState::Resolving { gave_up, .. }, .. }) => {
+                if *gave_up {
+                    return answered(
+                        "timeout",
+                        "still-resolving",
+                        format!(
+                            "the app has not answered an earlier resume of this pause yet; it reopens within {} s if the app never does — run it again then",
+                            RESOLVING_TIMEOUT_MS / 1000
+                        ),
+                    );
                 }
-                Some(Closed::Gone) => {
-                    return answer(self, "no-such-pause", "no-such-pause", format!("pause \"{pause}\" in run \"{run}\" is no longer held"));
-                }
-                None => {}
+                return answered("taken", "pause-taken", "another resume for this pause is already being answered".into());
             }
+            _ => {}
         }
         let owner = self.pauses.get(&key).map(|p| p.owner).or_else(|| self.run_owners.get(run).copied());
         let Some(owner) = owner.filter(|o| self.is_attached(*o)) else {
-            return answer(self, "no-such-pause", "no-owner", format!("no connected app owns run \"{run}\""));
+            return answered("no-such-pause", "no-owner", format!("no connected app owns run \"{run}\""));
         };
-        self.pauses.insert(key, Pause { owner, state: PauseState::Resolving { ui, request_id: request_id.clone() } });
+        if has_input {
+            let announced = self.ingest.get(&owner).is_some_and(|c| c.capabilities.iter().any(|x| x == tokens::HUB_CAPABILITY_EDIT_INPUT));
+            if !announced {
+                return answered("refused", "not-editable", "the app holding this pause did not announce edit-input (its SDK cannot apply an edited input)".into());
+            }
+            if self.pauses.get(&key).and_then(|p| p.info.editable) != Some(true) {
+                return answered("refused", "not-editable", "this pause is not editable (the adapter cannot apply an edited input at this gate)".into());
+            }
+        }
+        let operator = tokens::sanitize_operator(payload.get("operator"));
+        let state = PauseState::Resolving { responder, request_id: request_id.clone(), principal, operator, gave_up: false };
+        match self.pauses.get_mut(&key) {
+            Some(p) => p.state = state,
+            None => {
+                // A pause the hub never saw (its exec.paused predates this process): track it.
+                let info = PauseInfo { node_id: String::new(), point: String::new(), since: now_ms(), reason: None, smart: None, loop_info: None, editable: None, app: None };
+                self.pauses.insert(key.clone(), Pause { owner, state, info });
+            }
+        }
         let mut fwd = Map::new();
         fwd.insert("pauseId", Value::from(pause.as_str()));
         fwd.insert("action", Value::from(action.as_str()));
@@ -608,25 +1002,111 @@ impl HubState {
                 fwd.insert("output", out.clone());
             }
         }
+        if let Some(input) = payload.get("input") {
+            fwd.insert("input", input.clone());
+        }
         let text = json::to_string(&Value::Object(fwd));
         if !self.send_ingest(owner, run, "exec.resume", &text) {
-            self.pauses.remove(&(run.to_owned(), pause.clone()));
-            return answer(self, "no-such-pause", "app-disconnected", "the app holding this pause is disconnecting; it releases its gates on its own".into());
+            if let Some(p) = self.pauses.get_mut(&key) {
+                p.state = PauseState::Open;
+            }
+            return ResumeStart::Answered(outcome_of(
+                run,
+                &pause,
+                &request_id,
+                "timeout",
+                Some("app-disconnected"),
+                Some("the app holding this pause is disconnecting; a detached app releases its gates on its own (fail-open)"),
+            ));
         }
-        Some(Timer::Resolving { run: run.to_owned(), pause, request_id })
+        if has_input {
+            log(&format!("edit: {} resumed pause \"{pause}\" in run \"{run}\" with an edited input", principal.as_str()));
+        }
+        self.bump();
+        ResumeStart::Forwarded { request_id: request_id.clone(), timer: Timer::Resolving { run: run.to_owned(), pause, request_id } }
     }
 
-    /// A forwarded resume got no `exec.resumed` in time: reopen the pause, tell the viewer.
-    pub fn resolving_timed_out(&mut self, run: &str, pause: &str, request_id: &str) {
-        let key = (run.to_owned(), pause.to_owned());
-        let Some(p) = self.pauses.get_mut(&key) else { return };
-        if let PauseState::Resolving { ui, request_id: r } = p.state.clone() {
-            if r == request_id {
-                p.state = PauseState::Open;
-                self.send_ui(ui, resume_result(run, pause, request_id, "timeout", Some("no-answer"), Some("the app did not answer the resume in time; the pause is open again")));
+    /// The HTTP resumer stopped waiting (its deadline passed) and was told `timeout`: a
+    /// later answer goes to nobody, and a new resume hears `still-resolving`.
+    pub fn resume_gave_up(&mut self, run: &str, pause: &str, request_id: &str) {
+        if let Some(p) = self.pauses.get_mut(&(run.to_owned(), pause.to_owned())) {
+            if let PauseState::Resolving { request_id: r, gave_up, .. } = &mut p.state {
+                if r == request_id {
+                    *gave_up = true;
+                }
             }
         }
     }
+
+    /// A forwarded resume got no answer in time: reopen the pause, tell the resumer.
+    pub fn resolving_timed_out(&mut self, run: &str, pause: &str, request_id: &str) {
+        let key = (run.to_owned(), pause.to_owned());
+        let Some(p) = self.pauses.get_mut(&key) else { return };
+        if let PauseState::Resolving { responder, request_id: r, gave_up, .. } = p.state.clone() {
+            if r == request_id {
+                p.state = PauseState::Open;
+                if !gave_up {
+                    let o = outcome_of(run, pause, request_id, "timeout", Some("no-answer"), Some("the app did not answer the resume in time; the pause is open again"));
+                    self.answer(&responder, o);
+                }
+                self.bump();
+            }
+        }
+    }
+}
+
+impl Pause {
+    fn state_name(&self) -> &'static str {
+        match self.state {
+            PauseState::Open => "open",
+            PauseState::Resolving { .. } => "resolving",
+        }
+    }
+}
+
+fn outcome_of(run: &str, pause: &str, request_id: &str, outcome: &'static str, code: Option<&str>, message: Option<&str>) -> Outcome {
+    Outcome {
+        outcome,
+        run_id: run.to_owned(),
+        pause_id: pause.to_owned(),
+        request_id: request_id.to_owned(),
+        code: code.map(str::to_owned),
+        message: message.map(str::to_owned),
+        principal: None,
+    }
+}
+
+/// A pause as `GET /api/pauses` lists it: `{runId, pauseId, nodeId, point, since,
+/// reason?, smart?, loop?, editable?, state, app?}` (`state` left out when `None`).
+pub fn pause_json(run: &str, pause: &str, info: &PauseInfo, state: Option<&str>) -> String {
+    let mut s = format!(
+        "{{\"runId\":{},\"pauseId\":{},\"nodeId\":{},\"point\":{},\"since\":{}",
+        js(run),
+        js(pause),
+        js(&info.node_id),
+        js(&info.point),
+        num(info.since)
+    );
+    if let Some(r) = &info.reason {
+        s.push_str(&format!(",\"reason\":{}", js(r)));
+    }
+    if let Some(v) = &info.smart {
+        s.push_str(&format!(",\"smart\":{}", json::to_string(v)));
+    }
+    if let Some(v) = &info.loop_info {
+        s.push_str(&format!(",\"loop\":{}", json::to_string(v)));
+    }
+    if let Some(e) = info.editable {
+        s.push_str(&format!(",\"editable\":{e}"));
+    }
+    if let Some(st) = state {
+        s.push_str(&format!(",\"state\":{}", js(st)));
+    }
+    if let Some(a) = &info.app {
+        s.push_str(&format!(",\"app\":{}", js(a)));
+    }
+    s.push('}');
+    s
 }
 
 impl Shared {
@@ -638,6 +1118,31 @@ impl Shared {
     /// Arms a timer.
     pub fn arm(&self, after: Duration, t: Timer) {
         let _ = self.timers.send((after, t));
+    }
+
+    /// Wakes every long-poll: something it may wait for changed.
+    pub fn notify(&self) {
+        let (m, c) = &self.changes;
+        let mut n = m.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.wrapping_add(1);
+        c.notify_all();
+    }
+
+    /// Blocks until [`Shared::notify`] is called after `seen` or `timeout` passes; returns
+    /// the change counter.
+    pub fn wait_change(&self, seen: u64, timeout: Duration) -> u64 {
+        let (m, c) = &self.changes;
+        let guard = m.lock().unwrap_or_else(|e| e.into_inner());
+        if *guard != seen {
+            return *guard;
+        }
+        let (guard, _) = c.wait_timeout(guard, timeout).unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+
+    /// The current change counter.
+    pub fn change_count(&self) -> u64 {
+        *self.changes.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -656,7 +1161,7 @@ mod tests {
 
     #[test]
     fn breakpoints_dedupe_and_clear() {
-        let mut hub = HubState::new(crate::config::parse_pause_on_error(None).unwrap());
+        let mut hub = HubState::new(crate::config::breakpoints_for(&graphmind_core::config::PauseOnError::On), ControlPolicy::default());
         hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"kind":"tool","name":"x"}}"#).unwrap());
         hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"name":"x","kind":"tool"}}"#).unwrap());
         assert_eq!(hub.breakpoints_json(), r#"[{"point":"error"},{"kind":"tool","name":"x"}]"#);

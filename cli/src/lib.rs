@@ -4,28 +4,38 @@
 
 pub mod args;
 pub mod commands;
+pub mod control_cli;
+pub mod export;
+pub mod import;
+pub mod retention;
+pub mod telemetry;
 pub mod config;
+pub mod control_api;
 pub mod envelope;
 pub mod http;
 pub mod hub;
 pub mod payload_guard;
+pub mod security;
 pub mod server;
 pub mod storage;
+pub mod tokens;
 pub mod util;
 pub mod writer;
 
 use args::Command;
+use graphmind_core::config::ServerFlags;
 use std::time::Duration;
 
-/// Exit code for a usage error (unknown flag, bad value).
+/// Exit code for a usage error (unknown flag, bad value). `pauses`, `wait` and `resume`
+/// use 1, because their 2 means "timeout" (see `control_cli`).
 pub const EXIT_USAGE: i32 = 2;
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-fn db_path(flag: Option<&str>) -> std::path::PathBuf {
-    config::resolve_db_path(flag, env("GRAPHMIND_DB").as_deref(), env("HOME").as_deref())
+/// The resolved configuration for a command that takes `--db` (and the prune flags).
+fn config_for(flags: ServerFlags) -> Result<graphmind_core::config::ServerConfig, i32> {
+    config::resolve(&flags).map_err(|e| {
+        eprintln!("graphmind: {e}");
+        EXIT_USAGE
+    })
 }
 
 /// Runs the command line `argv` (without the program name); returns the exit code.
@@ -35,7 +45,8 @@ pub fn main_with_args(argv: &[String]) -> i32 {
         Err(e) => {
             eprintln!("graphmind: {e}");
             eprintln!("Run \"graphmind --help\" for usage.");
-            return EXIT_USAGE;
+            let control = matches!(e.command.as_deref(), Some("pauses" | "wait" | "resume"));
+            return if control { control_cli::EXIT_USAGE_CONTROL } else { EXIT_USAGE };
         }
     };
     match cmd {
@@ -47,32 +58,89 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             print!("{}", args::help_text(hub::VERSION));
             0
         }
-        Command::Runs { db } => commands::runs(&db_path(db.as_deref())),
-        Command::Record { run_id, db, out } => commands::record(&db_path(db.as_deref()), &run_id, out.as_deref()),
+        Command::Runs(r) => match config_for(ServerFlags { db: r.db.clone(), ..Default::default() }) {
+            Ok(c) => {
+                telemetry::record_command("runs", &c);
+                commands::runs(&c.db_path, &r)
+            }
+            Err(code) => code,
+        },
+        Command::Record(r) => match config_for(ServerFlags { db: r.db.clone(), ..Default::default() }) {
+            Ok(c) => {
+                telemetry::record_command("record", &c);
+                export::record(&c.db_path, &r)
+            }
+            Err(code) => code,
+        },
+        Command::Import { file, db } => match config_for(ServerFlags { db, ..Default::default() }) {
+            Ok(c) => {
+                telemetry::record_command("import", &c);
+                import::import_file(&c.db_path, &file)
+            }
+            Err(code) => code,
+        },
+        Command::Pauses(a) => {
+            control_telemetry("pauses");
+            control_cli::pauses(&a)
+        }
+        Command::Wait(a) => {
+            control_telemetry("wait");
+            control_cli::wait(&a)
+        }
+        Command::Resume(a) => {
+            control_telemetry("resume");
+            control_cli::resume(&a)
+        }
         Command::Serve(s) => serve(s),
     }
 }
 
+fn control_telemetry(event: &str) {
+    if let Ok(c) = config::resolve(&ServerFlags::default()) {
+        telemetry::record_command(event, &c);
+    }
+}
+
+static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    SHUTDOWN.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGHUP, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
 fn serve(s: args::ServeArgs) -> i32 {
-    let raw_poe = s.pause_on_error.clone().or_else(|| env("GRAPHMIND_PAUSE_ON_ERROR"));
-    let breakpoints = match config::parse_pause_on_error(raw_poe.as_deref()) {
-        Ok(b) => b,
-        Err(e) => {
-            // A bad flag never gets here (args.rs); a bad variable is a warning + the default.
-            eprintln!("graphmind: {e}; using the default");
-            config::parse_pause_on_error(None).unwrap_or_default()
-        }
+    let flags = ServerFlags { db: s.db.clone(), pause_on_error: s.pause_on_error.clone(), keep: s.keep, days: s.days, ..Default::default() };
+    let cfg = match config_for(flags) {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    let allowed_origins = env("GRAPHMIND_ALLOWED_ORIGINS")
-        .map(|v| v.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default();
-    let db = db_path(s.db.as_deref());
+    for w in &cfg.warnings {
+        eprintln!("graphmind: {w}");
+    }
+    telemetry::record_command("serve", &cfg);
+    install_signal_handlers();
+    if cfg.retention {
+        retention::startup_prune(&cfg.db_path, cfg.keep_runs, cfg.keep_days);
+    }
+    let tokens = tokens::Tokens::generate();
+    let policy = tokens::ControlPolicy { agent_level: s.allow_control.unwrap_or_default(), edit_input: !s.no_edit_input };
+    let db = cfg.db_path.clone();
     let server = match server::Server::bind(server::ServeConfig {
         port: s.port.unwrap_or(config::DEFAULT_PORT),
         db_path: db.clone(),
-        breakpoints,
-        grace: Duration::from_millis(config::abandon_grace_ms(env("GRAPHMIND_ABANDON_GRACE_MS").as_deref())),
-        allowed_origins,
+        breakpoints: config::breakpoints_for(&cfg.pause_on_error),
+        grace: Duration::from_millis(cfg.abandon_grace_ms),
+        allowed_origins: cfg.allowed_origins.clone(),
+        policy,
+        tokens: tokens.clone(),
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -81,10 +149,19 @@ fn serve(s: args::ServeArgs) -> i32 {
         }
     };
     let port = server.port();
+    let url = format!("http://127.0.0.1:{port}");
+    // Fail-open: without run files there is no CLI control and no token link, but the
+    // server still serves.
+    let run_files = match tokens::write_run_files(&cfg.home, port, &url, &tokens, hub::VERSION) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            eprintln!("graphmind: cannot write the run files in {}: {e} (graphmind resume and the token link are unavailable)", tokens::run_dir(&cfg.home).display());
+            None
+        }
+    };
     if s.json {
         println!("{}", server::json_line(port));
     } else {
-        let url = format!("http://127.0.0.1:{port}");
         println!("GraphMind v{} listening on {url}", hub::VERSION);
         println!("  ingest   ws://127.0.0.1:{port}/ingest");
         println!("  ui ws    ws://127.0.0.1:{port}/ws/ui");
@@ -102,10 +179,32 @@ fn serve(s: args::ServeArgs) -> i32 {
             "  pause    on error: {} (--pause-on-error <on|off|kind>)",
             if scopes.is_empty() { "off".into() } else { scopes.join(", ") }
         );
+        if let Some(f) = &run_files {
+            println!("  viewer   open {} (a private link carrying the viewer token)", f.opener_path.display());
+        }
+        println!("  control  agent token: --allow-control={} (graphmind pauses | wait | resume)", policy.agent_level.as_str());
         println!("Press Ctrl+C to stop.");
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
+    let shared = server.shared();
+    std::thread::Builder::new()
+        .name("graphmind-signals".into())
+        .spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(50));
+            if SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
+                // Store what is queued, remove the run files, leave.
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                if shared.writer.send(writer::Op::Flush(tx)).is_ok() {
+                    let _ = rx.recv_timeout(Duration::from_secs(5));
+                }
+                if let Some(f) = &run_files {
+                    f.remove();
+                }
+                std::process::exit(0);
+            }
+        })
+        .ok();
     server.run();
     0
 }

@@ -3,29 +3,37 @@
 
 use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_ID};
 use crate::http;
-use crate::hub::{log, ConnId, HubState, Out, Shared, Timer, VERSION};
+use crate::security;
+use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
+use crate::hub::{log, ConnId, HubState, Out, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
 use crate::payload_guard::stored_frame;
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::util::js;
 use crate::writer::{self, EventWrite, Op};
-use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use graphmind_core::json::{self, Value};
 use std::collections::{BinaryHeap, HashSet};
 use std::cmp::Reverse;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
-/// How long a connection thread waits in `read` before it looks at its outbound queue.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(5);
+/// How long a read waits for the rest of a frame before the thread goes back to `poll`
+/// (and, where there is no eventfd, how often it looks at its outbound queue).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(2);
 /// How often an idle socket is pinged; a peer that sent nothing (not even a pong) for a
 /// whole interval after a ping is dropped (reference: the 30 s stale-socket reaper).
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
+/// Initial read buffer of each WebSocket (it grows for a large frame).
+pub const SOCKET_BUFFER_BYTES: usize = 8 * 1024;
+/// How long a write to a WebSocket peer may block before the peer is dropped.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a socket may take to send its request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -40,7 +48,11 @@ pub struct ServeConfig {
     /// Abandon grace.
     pub grace: Duration,
     /// `GRAPHMIND_ALLOWED_ORIGINS`.
-    pub allowed_origins: Vec<String>,
+    pub allowed_origins: graphmind_core::config::AllowedOrigins,
+    /// `--allow-control` / `--no-edit-input`.
+    pub policy: ControlPolicy,
+    /// The control tokens minted for this process.
+    pub tokens: Tokens,
 }
 
 /// A listening server (not yet accepting).
@@ -69,12 +81,17 @@ impl Server {
         let (wtx, wrx) = unbounded::<Op>();
         let (ttx, trx) = unbounded::<(Duration, Timer)>();
         let shared = Arc::new(Shared {
-            hub: Mutex::new(HubState::new(cfg.breakpoints)),
+            hub: Mutex::new(HubState::new(cfg.breakpoints, cfg.policy)),
             writer: wtx,
             timers: ttx,
             port,
             grace: cfg.grace,
             allowed_origins: cfg.allowed_origins,
+            verifier: Verifier::new(&cfg.tokens),
+            policy: cfg.policy,
+            changes: (Mutex::new(0), Condvar::new()),
+            active_waits: AtomicUsize::new(0),
+            budget: Default::default(),
             db_path: cfg.db_path,
         });
         let _ = shared.writer.send(Op::ReconcileOrphans);
@@ -88,6 +105,11 @@ impl Server {
     /// The bound port.
     pub fn port(&self) -> u16 {
         self.shared.port
+    }
+
+    /// The shared state (for the shutdown path: flushing the writer).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
     }
 
     /// The armed breakpoints (for the banner).
@@ -137,7 +159,10 @@ fn timer_loop(shared: Arc<Shared>, rx: Receiver<(Duration, Timer)>) {
                         let _ = shared.writer.send(Op::Abandon(run));
                     }
                 }
-                Some(Timer::Resolving { run, pause, request_id }) => shared.lock().resolving_timed_out(&run, &pause, &request_id),
+                Some(Timer::Resolving { run, pause, request_id }) => {
+                    shared.lock().resolving_timed_out(&run, &pause, &request_id);
+                    shared.notify();
+                }
                 None => {}
             }
         }
@@ -151,16 +176,23 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad request\n");
         return;
     };
-    if let Some(refusal) = http::check_origin(&req, shared.port, &shared.allowed_origins) {
-        log(&format!("refused a request on {}: {refusal}", req.path));
-        let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{refusal}\n"));
+    if let Some(r) = security::check_request(req.header("host"), req.header("origin"), shared.port, &shared.allowed_origins) {
+        shared.lock().throttled_log("origin-refused", || format!("refused {} \"{}\" on {}", r.kind.as_str(), r.value, req.path));
+        let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{}\n", r.message));
         return;
     }
     let is_upgrade = req.header_has("upgrade", "websocket");
     if !is_upgrade {
-        let (status, ctype, body) = http::route(&shared, &req);
-        let body = if req.method == "HEAD" { Default::default() } else { body };
-        let _ = http::respond(&mut stream, status, ctype, &body);
+        let (status, ctype, body, extra) = match crate::control_api::route(&shared, &req, &mut stream, &leftover) {
+            Some((status, ctype, body, extra)) => (status, ctype, body.into_bytes(), extra),
+            None => {
+                let (status, ctype, body) = http::route(&shared, &req);
+                (status, ctype, body, String::new())
+            }
+        };
+        let body = if req.method == "HEAD" { Vec::new() } else { body };
+        let headers = format!("{}{extra}", security::header_lines(&req.path));
+        let _ = http::respond_with(&mut stream, status, ctype, &body, &headers);
         return;
     }
     if req.path != "/ingest" && req.path != "/ws/ui" {
@@ -171,28 +203,92 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad websocket upgrade\n");
         return;
     };
+    // /ws/ui: a credential in `gm.auth.<token>` (a browser cannot set headers) or a Bearer
+    // header; an invalid one is refused outright, none is `anonymous`.
+    let mut principal = Principal::Anonymous;
+    let mut protocol_line = String::new();
+    if req.path == "/ws/ui" {
+        let protocols: Vec<&str> = req.headers.iter().filter(|(k, _)| k == "sec-websocket-protocol").map(|(_, v)| v.as_str()).collect();
+        let mut presented: Vec<Option<String>> = tokens::subprotocol_tokens(protocols.iter().copied()).into_iter().map(Some).collect();
+        if let Some(b) = tokens::bearer_token(req.header("authorization")) {
+            presented.push(b);
+        }
+        match tokens::resolve_credential(&presented, &shared.verifier) {
+            Credential::None => {}
+            Credential::Ok(p) => principal = p,
+            Credential::Invalid(why) => {
+                shared.lock().throttled_log("ui-credential", || format!("refused a viewer socket: {why}"));
+                let _ = http::respond(&mut stream, 401, "text/plain; charset=utf-8", &format!("unauthorized: {why}\n"));
+                return;
+            }
+        }
+        let offered_v1 = protocols.iter().any(|v| v.split(',').any(|p| p.trim() == tokens::UI_SUBPROTOCOL));
+        if offered_v1 {
+            protocol_line = format!("Sec-WebSocket-Protocol: {}\r\n", tokens::UI_SUBPROTOCOL);
+        }
+    }
     let accept = tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
-    let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n");
+    let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n{protocol_line}\r\n");
     if stream.write_all(resp.as_bytes()).is_err() {
         return;
     }
     let _ = stream.set_read_timeout(Some(POLL_INTERVAL));
-    let config = WebSocketConfig::default().max_frame_size(Some(MAX_FRAME_BYTES)).max_message_size(Some(MAX_FRAME_BYTES));
+    // A peer that accepts nothing for this long is dropped (it cannot stall its thread).
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    // Small per-socket buffers (tungstenite's default is 128 KiB each way): a thousand
+    // idle apps then cost a thousand small buffers, not 256 MB; big frames still grow them.
+    let config = WebSocketConfig::default()
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+        .max_message_size(Some(MAX_FRAME_BYTES))
+        .read_buffer_size(SOCKET_BUFFER_BYTES)
+        .write_buffer_size(0);
     let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config));
     if req.path == "/ingest" {
         ingest_session(ws, shared);
     } else {
-        ui_session(ws, shared);
+        ui_session(ws, shared, principal);
+    }
+}
+
+/// Sleeps until the socket has bytes, the outbox wakes us, or `timeout` passes.
+fn wait_ready(sock: i32, wake: Option<&crate::hub::Wake>, timeout: Duration) {
+    let Some(wake) = wake else {
+        std::thread::sleep(POLL_INTERVAL.min(timeout));
+        return;
+    };
+    let mut fds = [
+        libc::pollfd { fd: sock, events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 },
+    ];
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: `fds` is a live array of two pollfd structs for the duration of the call.
+    unsafe {
+        libc::poll(fds.as_mut_ptr(), 2, ms.max(1));
+    }
+    if fds[1].revents != 0 {
+        wake.drain();
     }
 }
 
 /// Reads and writes one WebSocket until it ends. `on_text` handles each text frame.
-fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, mut on_text: impl FnMut(&str)) {
+///
+/// The thread sleeps in `poll` on the socket and the outbox's eventfd, so an idle
+/// connection costs nothing; when woken it writes what is queued and reads every frame
+/// already available (the socket's short read timeout ends a read burst).
+fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, outbox: &Outbox, mut on_text: impl FnMut(&str)) {
+    use std::os::unix::io::AsRawFd;
+    let sock = ws.get_ref().as_raw_fd();
     let mut closing = false;
     let mut last_ping = Instant::now();
     let mut alive = true;
     loop {
-        let mut wrote = false;
+        if outbox.overflowed() && !closing {
+            // Fell too far behind: drop the backlog, say why, let it reconnect and replay.
+            while rx.try_recv().is_ok() {}
+            let _ = ws.close(Some(CloseFrame { code: CloseCode::Policy, reason: "viewer too slow: reconnect to replay the run".into() }));
+            let _ = ws.flush();
+            return;
+        }
         if last_ping.elapsed() >= PING_INTERVAL {
             if !alive {
                 return; // missed the previous ping: the peer is gone
@@ -202,44 +298,52 @@ fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, mut on_text: impl FnM
             if ws.write(Message::Ping(Default::default())).is_err() {
                 return;
             }
-            wrote = true;
         }
         while let Ok(out) = rx.try_recv() {
             match out {
                 Out::Text(t) if !closing => {
+                    let n = t.len();
                     if ws.write(Message::text(t)).is_err() {
                         return;
                     }
-                    wrote = true;
+                    outbox.sent(n);
                 }
                 Out::Close(code, reason) if !closing => {
                     let _ = ws.close(Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() }));
                     closing = true;
-                    wrote = true;
                 }
                 _ => {}
             }
         }
-        if wrote && ws.flush().is_err() && !closing {
+        if ws.flush().is_err() && !closing {
             return;
         }
-        match ws.read() {
-            Ok(Message::Text(t)) => {
-                alive = true; // any frame proves the peer alive, not only a pong
-                if !closing {
-                    on_text(t.as_str())
+        // Read every frame available now.
+        loop {
+            match ws.read() {
+                Ok(Message::Text(t)) => {
+                    alive = true; // any frame proves the peer alive, not only a pong
+                    if !closing {
+                        on_text(t.as_str())
+                    }
                 }
+                Ok(_) => alive = true,
+                Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => break,
+                Err(tungstenite::Error::Capacity(_)) => {
+                    refuse_oversize(ws);
+                    return;
+                }
+                Err(_) => return,
             }
-            Ok(_) => alive = true,
-            Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                let _ = ws.flush();
+            if !rx.is_empty() || outbox.overflowed() {
+                break; // answer promptly even in a read burst
             }
-            Err(tungstenite::Error::Capacity(_)) => {
-                refuse_oversize(ws);
-                return;
-            }
-            Err(_) => return,
         }
+        if !rx.is_empty() || outbox.overflowed() {
+            continue;
+        }
+        let until_ping = PING_INTERVAL.saturating_sub(last_ping.elapsed());
+        wait_ready(sock, outbox.wake(), until_ping);
     }
 }
 
@@ -263,11 +367,20 @@ fn refuse_oversize(ws: &mut WebSocket<TcpStream>) {
     }
 }
 
+/// How long a closing app socket waits for the writer to store what it sent.
+const DISCONNECT_FLUSH_WAIT: Duration = Duration::from_secs(2);
+
 fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
-    let (tx, rx) = unbounded::<Out>();
+    let (tx, rx) = Outbox::new();
     let conn = shared.lock().add_ingest(tx.clone());
     let mut owned_here: HashSet<String> = HashSet::new();
-    pump(&mut ws, &rx, |text| ingest_frame(&shared, conn, &tx, &mut owned_here, text));
+    pump(&mut ws, &rx, &tx.clone(), |text| ingest_frame(&shared, conn, &tx, &mut owned_here, text));
+    // Let the writer store what this app sent before it left (an `exec.resumed` among it
+    // answers a pending resume as `resumed`), and only then close its pauses.
+    let (flushed_tx, flushed_rx) = crossbeam_channel::bounded(1);
+    if shared.writer.send(Op::Flush(flushed_tx)).is_ok() {
+        let _ = flushed_rx.recv_timeout(DISCONNECT_FLUSH_WAIT);
+    }
     let mut timers = Vec::new();
     let changed = shared.lock().remove_ingest(conn, &mut timers);
     for run in changed {
@@ -275,10 +388,10 @@ fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
     }
     for (run, gen) in timers {
         shared.arm(shared.grace, Timer::Abandon { run, gen });
-    }
+    }    shared.notify();
 }
 
-fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mut HashSet<String>, text: &str) {
+fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Outbox, owned_here: &mut HashSet<String>, text: &str) {
     let env = match envelope::parse_envelope(text.as_bytes()) {
         Parsed::Ok(e) => e,
         Parsed::Invalid(reason) => {
@@ -287,7 +400,7 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
         }
         Parsed::VersionMismatch(v) => {
             log(&format!("ingest: app speaks protocol v{v}, this server speaks v{}; closing", envelope::PROTOCOL_VERSION));
-            let _ = tx.send(Out::Close(1002, format!("unsupported protocol version {v}")));
+            let _ = tx.close(1002, format!("unsupported protocol version {v}"));
             return;
         }
     };
@@ -298,7 +411,9 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
     if env.run_id == WILDCARD_RUN_ID || CONTROL_TYPES.contains(&env.kind.as_str()) || env.kind == "hello.ack" {
         return;
     }
-    let frame = stored_frame(text, &env);
+    let mut env = env;
+    let restamped = if env.kind.starts_with("exec.") { restamp(shared, &mut env) } else { false };
+    let frame = if restamped { rewrite_frame(text, &env) } else { stored_frame(text, &env) };
     let payload = &env.payload;
     let text_field = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
     let mut write = EventWrite {
@@ -313,9 +428,14 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
         owner_changed: false,
         started_app: None,
         finished_status: text_field("status").filter(|s| env.kind == "run.finished" && matches!(s.as_str(), "ok" | "error" | "aborted")),
-        pause_id: text_field("pauseId").filter(|_| env.kind == "exec.paused" || env.kind == "exec.resumed"),
+        pause_id: text_field("pauseId").filter(|_| matches!(env.kind.as_str(), "exec.paused" | "exec.resumed" | "exec.refused")),
+        pause_payload: matches!(env.kind.as_str(), "exec.paused" | "exec.refused").then(|| env.payload.clone()),
+        cost: 0,
         kind: env.kind,
     };
+    // A queue slot first, outside the hub lock: this is where a full queue pushes back.
+    write.cost = write.frame.len();
+    shared.budget.acquire(write.cost);
     if owned_here.contains(&env.run_id) {
         // Owned by this live connection: nobody else can take it while we are connected.
         if write.kind == "run.started" {
@@ -326,9 +446,13 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
     }
     let mut hub = shared.lock();
     if !hub.is_attached(conn) {
+        shared.budget.release(1, write.cost);
         return; // anything before `hello` is ignored
     }
-    let Some(admit) = hub.admit(conn, &env.run_id) else { return };
+    let Some(admit) = hub.admit(conn, &env.run_id) else {
+        shared.budget.release(1, write.cost);
+        return;
+    };
     write.app = admit.app.clone();
     write.source = admit.source;
     write.owner_changed = admit.owner_changed;
@@ -340,17 +464,58 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, owned_here: &mu
     let _ = shared.writer.send(Op::Event(Box::new(write)));
 }
 
-fn ui_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
-    let (tx, rx) = unbounded::<Out>();
-    let conn = shared.lock().add_ui(tx.clone());
-    pump(&mut ws, &rx, |text| ui_frame(&shared, conn, &tx, text));
+/// Keys on a stored `exec.*` event that only the hub may write: who released a gate.
+pub const HUB_STAMPED_KEYS: [&str; 2] = ["principal", "operator"];
+
+/// `principal` and `operator` on a stored `exec.*` event are the hub's word: any an app
+/// wrote are removed, and an `exec.resumed` answering a resume the hub forwarded gets the
+/// principal (and operator) of that resume. True when the payload changed.
+fn restamp(shared: &Shared, env: &mut crate::envelope::Envelope) -> bool {
+    let mut changed = false;
+    if let Some(obj) = env.payload.as_object_mut() {
+        for k in HUB_STAMPED_KEYS {
+            changed |= obj.remove(k).is_some();
+        }
+    }
+    if env.kind == "exec.resumed" {
+        let pause = env.payload.get("pauseId").and_then(Value::as_str).map(str::to_owned);
+        let request = env.payload.get("requestId").and_then(Value::as_str).map(str::to_owned);
+        if let Some(pause) = pause {
+            let who = shared.lock().attribution(&env.run_id, &pause, request.as_deref());
+            if let (Some((principal, operator)), Some(obj)) = (who, env.payload.as_object_mut()) {
+                obj.insert("principal", Value::from(principal.as_str()));
+                if let Some(op) = operator {
+                    obj.insert("operator", Value::from(op.as_str()));
+                }
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// The frame written again around a changed payload (other top-level fields kept).
+fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> String {
+    match json::parse_str(text) {
+        Ok(Value::Object(mut m)) => {
+            m.insert("payload", env.payload.clone());
+            json::to_string(&Value::Object(m))
+        }
+        _ => text.to_owned(),
+    }
+}
+
+fn ui_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>, principal: Principal) {
+    let (tx, rx) = Outbox::new();
+    let conn = shared.lock().add_ui(tx.clone(), principal);
+    pump(&mut ws, &rx, &tx.clone(), |text| ui_frame(&shared, conn, &tx, text));
     shared.lock().remove_ui(conn);
     let _ = shared.writer.send(Op::UiGone(conn));
 }
 
-fn ui_frame(shared: &Shared, conn: ConnId, tx: &Sender<Out>, text: &str) {
+fn ui_frame(shared: &Shared, conn: ConnId, tx: &Outbox, text: &str) {
     let say = |msg: String| {
-        let _ = tx.send(Out::Text(msg));
+        let _ = tx.text(msg);
     };
     let error = |m: &str| crate::hub::ui_error(m, None);
     let Ok(msg) = json::parse_str(text) else { return say(error("frame is not valid JSON")) };
@@ -399,11 +564,18 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             if !matches!(s("action"), Some("continue" | "retry" | "inject" | "abort")) {
                 return error("invalid control envelope: payload.action must be one of continue, retry, inject, abort".into());
             }
-            let timer = shared.lock().request_resume(conn, &env.run_id, p);
-            if let Some(t) = timer {
-                shared.arm(Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS), t);
+            let start = {
+                let mut hub = shared.lock();
+                let principal = hub.ui_principal(conn);
+                hub.request_resume(Responder::Ui(conn), &env.run_id, p, principal)
+            };
+            match start {
+                ResumeStart::Answered(o) => say(crate::hub::resume_result_text(&o)),
+                ResumeStart::Forwarded { timer, .. } => shared.arm(Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS), timer),
             }
+            shared.notify();
         }
+        "breakpoint.set" | "breakpoint.clear" | "mode.set" if refuse_debug_state(shared, conn, say) => {}
         "breakpoint.set" | "breakpoint.clear" => {
             if p.get("matcher").and_then(Value::as_object).is_none() {
                 return error("invalid control envelope: payload.matcher must be an object".into());
@@ -417,6 +589,21 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             shared.lock().debug_control(&env.kind, p);
         }
         other => error(format!("\"{other}\" is not a control type")),
+    }
+}
+
+/// Breakpoints and step mode need the viewer token (or the agent token at `resume`): a
+/// refusal is an `error` with its code, followed by the real `state` (the viewer toggles
+/// optimistically). True when refused.
+fn refuse_debug_state(shared: &Shared, conn: ConnId, say: &dyn Fn(String)) -> bool {
+    let hub = shared.lock();
+    match tokens::authorize_debug_state(hub.ui_principal(conn), &shared.policy) {
+        None => false,
+        Some(r) => {
+            say(format!("{{\"type\":\"error\",\"code\":{},\"message\":{}}}", js(r.code), js(&r.message)));
+            say(hub.state_frame());
+            true
+        }
     }
 }
 

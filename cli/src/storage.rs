@@ -64,10 +64,35 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.execute_batch(DDL)?;
+    harden_files(path);
     // Checkpoint (and fsync) every 32 MB of WAL rather than SQLite's 4 MB: a burst of
     // events then costs a few checkpoints instead of one per few thousand events.
     conn.pragma_update(None, "wal_autocheckpoint", 8192)?;
     Ok(conn)
+}
+
+/// Mode of the database file and its `-wal` / `-shm` companions.
+pub const DB_FILE_MODE: u32 = 0o600;
+
+/// Sets the database and its WAL pair to 0600 (they hold every prompt recorded). The
+/// folder is only tightened when GraphMind created it (`--db /tmp/x.db` never touches
+/// `/tmp`).
+pub fn harden_files(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let name = path.as_os_str().to_owned();
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = name.clone();
+            p.push(suffix);
+            let p = std::path::PathBuf::from(p);
+            if let Ok(meta) = std::fs::metadata(&p) {
+                if meta.permissions().mode() & 0o777 != DB_FILE_MODE {
+                    let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(DB_FILE_MODE));
+                }
+            }
+        }
+    }
 }
 
 /// One run row with its derived counts (`GET /api/runs`).
@@ -202,6 +227,11 @@ pub fn mark_resumed(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
         .prepare_cached("UPDATE runs SET status = 'running', finished_at = NULL WHERE id = ?1 AND status = 'abandoned'")?
         .execute([id])?;
     Ok(n > 0)
+}
+
+/// The `source` of a stored run (`live`, `demo`, `import`), or `None`.
+pub fn run_source(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
+    conn.prepare_cached("SELECT source FROM runs WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()
 }
 
 /// Creates the run row if it does not exist (`status = running`).

@@ -7,16 +7,70 @@
 //! replay-then-tail needs no further locking: a subscriber gets the stored history and then
 //! exactly the events committed after it, never one twice.
 
-use crate::hub::{ConnId, Out, Shared};
+use crate::hub::{ConnId, Outbox, Shared};
 use crate::storage;
 use crate::util::{js, now_ms};
 use crossbeam_channel::{Receiver, Sender};
+use graphmind_core::json::Value;
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// Most operations taken into one transaction.
 pub const MAX_BATCH: usize = 8192;
+/// Most events queued for the writer (admitted but not yet committed).
+pub const MAX_QUEUED_EVENTS: usize = 16_384;
+/// Most frame bytes queued for the writer. A single frame (at most 16 MiB) always fits.
+pub const MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
+
+/// The writer queue's budget. Policy: **backpressure, never drop.** An ingest connection
+/// takes a slot (one event, its frame's bytes) before it queues an event, and waits while
+/// the queue is full; its thread then stops reading its socket, so TCP flow control slows
+/// the app down (the SDKs buffer and replay). Slots come back once the batch holding the
+/// event is committed. Memory held by queued events is therefore bounded by
+/// [`MAX_QUEUED_EVENTS`] and [`MAX_QUEUED_BYTES`], and nothing that was accepted is lost.
+/// Slots are taken before the hub lock, so a waiting connection never blocks the writer
+/// (which takes that lock to apply effects). Control operations (viewers, timers) are
+/// small and rare and do not take slots.
+pub struct Budget {
+    state: Mutex<(usize, usize)>,
+    freed: Condvar,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget { state: Mutex::new((0, 0)), freed: Condvar::new() }
+    }
+}
+
+impl Budget {
+    /// Waits for room for one event of `bytes`, then takes it.
+    pub fn acquire(&self, bytes: usize) {
+        let bytes = bytes.min(MAX_QUEUED_BYTES);
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while st.0 >= MAX_QUEUED_EVENTS || st.1 + bytes > MAX_QUEUED_BYTES {
+            st = self.freed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        st.0 += 1;
+        st.1 += bytes;
+    }
+
+    /// Gives back `events` slots holding `bytes`.
+    pub fn release(&self, events: usize, bytes: usize) {
+        if events == 0 {
+            return;
+        }
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        st.0 = st.0.saturating_sub(events);
+        st.1 = st.1.saturating_sub(bytes.min(MAX_QUEUED_BYTES * events.max(1)));
+        self.freed.notify_all();
+    }
+
+    /// Events and bytes queued now.
+    pub fn queued(&self) -> (usize, usize) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// One event to store, as decided by its ingest connection.
 #[derive(Debug)]
@@ -45,8 +99,12 @@ pub struct EventWrite {
     pub started_app: Option<String>,
     /// `run.finished`: a valid `payload.status`.
     pub finished_status: Option<String>,
-    /// `exec.paused` / `exec.resumed`: `payload.pauseId`.
+    /// `exec.paused` / `exec.resumed` / `exec.refused`: `payload.pauseId`.
     pub pause_id: Option<String>,
+    /// The queue slot this event holds (its frame's bytes), given back after commit.
+    pub cost: usize,
+    /// `exec.paused` / `exec.refused`: the payload (what the pause registry keeps).
+    pub pause_payload: Option<Value>,
 }
 
 /// Work for the writer thread.
@@ -60,9 +118,9 @@ pub enum Op {
     /// Mark every `running` run abandoned (startup: no process owns them).
     ReconcileOrphans,
     /// A viewer subscribes to one run: replay, then tail.
-    Subscribe { conn: ConnId, tx: Sender<Out>, run_id: String },
+    Subscribe { conn: ConnId, tx: Outbox, run_id: String },
     /// A viewer subscribes to the run list (`*`).
-    SubscribeAll { conn: ConnId, tx: Sender<Out> },
+    SubscribeAll { conn: ConnId, tx: Outbox },
     /// A viewer unsubscribes from one run.
     Unsubscribe { conn: ConnId, run_id: String },
     /// A viewer socket closed.
@@ -73,8 +131,9 @@ pub enum Op {
 
 enum Effect {
     Fanout { run_id: String, frame: String },
-    Paused { conn: ConnId, run_id: String, pause_id: String },
+    Paused { conn: ConnId, run_id: String, pause_id: String, ts: f64, payload: Value },
     Resumed { run_id: String, pause_id: String },
+    Refused { run_id: String, pause_id: String, payload: Value },
     Finished(String),
 }
 
@@ -82,14 +141,15 @@ struct Writer {
     shared: Arc<Shared>,
     db: Connection,
     known_runs: HashSet<String>,
-    subs: HashMap<String, Vec<(ConnId, Sender<Out>)>>,
+    read_only: HashSet<String>,
+    subs: HashMap<String, Vec<(ConnId, Outbox)>>,
     effects: Vec<Effect>,
     updates: Vec<String>,
 }
 
 /// Runs the writer loop until every sender is gone.
 pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
-    let mut w = Writer { shared, db, known_runs: HashSet::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
+    let mut w = Writer { shared, db, known_runs: HashSet::new(), read_only: HashSet::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
     let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = rx.recv() {
         batch.push(first);
@@ -106,12 +166,15 @@ pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
 impl Writer {
     fn process(&mut self, batch: &mut Vec<Op>) {
         let mut in_tx = false;
+        let (mut events, mut bytes) = (0usize, 0usize);
         for op in batch.drain(..) {
             match op {
                 Op::Event(e) => {
                     if !in_tx {
                         in_tx = self.db.execute_batch("BEGIN").is_ok();
                     }
+                    events += 1;
+                    bytes += e.cost;
                     if let Err(err) = self.store(*e) {
                         self.shared.lock().throttled_log("storage", || format!("storage: {err}"));
                     }
@@ -127,11 +190,13 @@ impl Writer {
                 Op::RunChanged(run) => self.updates.push(run),
                 other => {
                     self.commit(&mut in_tx);
+                    self.shared.budget.release(std::mem::take(&mut events), std::mem::take(&mut bytes));
                     self.control(other);
                 }
             }
         }
         self.commit(&mut in_tx);
+        self.shared.budget.release(events, bytes);
     }
 
     /// Commits the open transaction (if any), then performs the collected effects.
@@ -154,18 +219,22 @@ impl Writer {
                     if let Some(subs) = self.subs.get(&run_id) {
                         let msg = format!("{{\"type\":\"event\",\"runId\":{},\"envelope\":{frame}}}", js(&run_id));
                         for (_, tx) in subs {
-                            let _ = tx.send(Out::Text(msg.clone()));
+                            let _ = tx.live(msg.clone());
                         }
                     }
                 }
-                Effect::Paused { conn, run_id, pause_id } => {
-                    hub.get_or_insert_with(|| self.shared.lock()).pause_opened(conn, &run_id, &pause_id)
+                Effect::Paused { conn, run_id, pause_id, ts, payload } => {
+                    hub.get_or_insert_with(|| self.shared.lock()).pause_opened(conn, &run_id, &pause_id, ts, &payload)
+                }
+                Effect::Refused { run_id, pause_id, payload } => {
+                    hub.get_or_insert_with(|| self.shared.lock()).pause_refused(&run_id, &pause_id, &payload)
                 }
                 Effect::Resumed { run_id, pause_id } => hub.get_or_insert_with(|| self.shared.lock()).pause_resumed(&run_id, &pause_id),
                 Effect::Finished(run) => hub.get_or_insert_with(|| self.shared.lock()).run_finished(&run),
             }
         }
         drop(hub);
+        self.shared.notify();
         let updates = std::mem::take(&mut self.updates);
         let mut seen = HashSet::new();
         for run in updates {
@@ -183,7 +252,16 @@ impl Writer {
         if e.owner_changed && storage::mark_resumed(&self.db, &e.run_id)? {
             self.updates.push(e.run_id.clone());
         }
+        if self.read_only.contains(&e.run_id) {
+            return Ok(());
+        }
         if !self.known_runs.contains(&e.run_id) {
+            // An imported run is read-only history: nothing live is written into it.
+            if storage::run_source(&self.db, &e.run_id)?.as_deref() == Some("import") {
+                self.shared.lock().throttled_log("ingest-import", || format!("ingest: refusing frames for run \"{}\": it was imported and is read-only", e.run_id));
+                self.read_only.insert(e.run_id);
+                return Ok(());
+            }
             storage::ensure_run(&self.db, &e.run_id, &e.app, e.ts, crate::envelope::PROTOCOL_VERSION, e.source)?;
             self.known_runs.insert(e.run_id.clone());
         }
@@ -208,7 +286,11 @@ impl Writer {
         }
         if let Some(pause_id) = e.pause_id {
             if e.kind == "exec.paused" {
-                self.effects.push(Effect::Paused { conn: e.conn, run_id: e.run_id.clone(), pause_id });
+                let payload = e.pause_payload.unwrap_or_default();
+                self.effects.push(Effect::Paused { conn: e.conn, run_id: e.run_id.clone(), pause_id, ts: e.ts, payload });
+            } else if e.kind == "exec.refused" {
+                let payload = e.pause_payload.unwrap_or_default();
+                self.effects.push(Effect::Refused { run_id: e.run_id.clone(), pause_id, payload });
             } else {
                 self.effects.push(Effect::Resumed { run_id: e.run_id.clone(), pause_id });
             }
@@ -225,17 +307,17 @@ impl Writer {
             Op::Subscribe { conn, tx, run_id } => {
                 let subs = self.subs.entry(run_id.clone()).or_default();
                 if subs.iter().any(|(c, _)| *c == conn) {
-                    let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}", js(&run_id))));
-                    let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.end\",\"runId\":{}}}", js(&run_id))));
+                    let _ = tx.text(format!("{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}", js(&run_id)));
+                    let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{}}}", js(&run_id)));
                     return;
                 }
                 let events = storage::list_events(&self.db, &run_id, -1, None).map(|p| p.events).unwrap_or_default();
                 let rid = js(&run_id);
-                let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}", events.len())));
+                let _ = tx.text(format!("{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}", events.len()));
                 for ev in events {
-                    let _ = tx.send(Out::Text(format!("{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}", ev.frame)));
+                    let _ = tx.text(format!("{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}", ev.frame));
                 }
-                let _ = tx.send(Out::Text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}")));
+                let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}"));
                 subs.push((conn, tx));
             }
             Op::SubscribeAll { conn, tx } => {
@@ -243,7 +325,7 @@ impl Writer {
                 let mut hub = self.shared.lock();
                 hub.set_wildcard(conn);
                 let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
-                let _ = tx.send(Out::Text(format!("{{\"type\":\"runs\",\"runs\":[{}]}}", runs.join(","))));
+                let _ = tx.text(format!("{{\"type\":\"runs\",\"runs\":[{}]}}", runs.join(",")));
             }
             Op::Unsubscribe { conn, run_id } => {
                 if let Some(subs) = self.subs.get_mut(&run_id) {

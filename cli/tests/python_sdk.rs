@@ -139,7 +139,7 @@ fn reference_python_sdk_is_stored_held_and_released_with_an_injected_output() {
         )
     ));
     let result = ui.recv_type("resume.result");
-    assert_eq!(s(&result, &["outcome"]), Some("resumed"));
+    assert_eq!(s(&result, &["outcome"]), Some("resumed"), "{}", to_json(&result));
     assert_eq!(s(&py.line(), &["result"]), Some("injected:Paris"));
 
     let run = srv.wait_run(&held_run, |r| s(r, &["status"]) == Some("ok"));

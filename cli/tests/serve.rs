@@ -235,10 +235,15 @@ fn resume_goes_to_the_owning_app_and_the_first_resume_wins() {
     app.event("run_p", "exec.resumed", r#"{"pauseId":"p1","action":"inject"}"#);
     let won = ui1.recv_type("resume.result");
     assert_eq!(to_json(&won), r#"{"type":"resume.result","runId":"run_p","pauseId":"p1","requestId":"req-1","outcome":"resumed"}"#);
+    // The stored exec.resumed says who released the gate: the viewer token's principal.
+    let stored = srv.get_json("/api/runs/run_p/events");
+    let resumed = stored.get("events").and_then(Value::as_array).unwrap().iter().find(|e| s(e, &["type"]) == Some("exec.resumed")).cloned().unwrap();
+    assert_eq!(s(&resumed, &["payload", "principal"]), Some("viewer"));
 
-    // After it was released, a late resume is told it was taken.
+    // After it was released, a late resume is told the pause is no longer held (reference).
     ui2.send(&resume("continue", ""));
-    assert_eq!(s(&ui2.recv_type("resume.result"), &["outcome"]), Some("taken"));
+    let late = ui2.recv_type("resume.result");
+    assert_eq!((s(&late, &["outcome"]), s(&late, &["code"])), (Some("no-such-pause"), Some("no-such-pause")));
 
     // A run nobody owns: no app to route to.
     ui2.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(9, "run_ghost", "exec.resume", r#"{"pauseId":"p9","action":"continue"}"#)));
@@ -274,13 +279,17 @@ fn oversize_frame_is_refused_with_1009_and_the_server_keeps_serving() {
     again.hello("small", None);
     again.event("run_small", "run.started", r#"{"app":"small","sdk":{"name":"t","version":"0"}}"#);
     srv.wait_run("run_small", |r| i(r, &["eventCount"]) == Some(1));
-    // Just under the ceiling is fine (and stored as received until the shrinker lands).
+    // Just under the ceiling is fine: the 600 KB payload is stored shrunk to 512 KB.
     let mut ui = srv.ui();
     ui.recv_type("welcome");
     let mut ok = srv.ingest();
     ok.hello("edge", None);
     ok.event("run_edge", "node.finished", &format!(r#"{{"nodeId":"tool:t","instanceId":"i","durationMs":1,"status":"ok","output":"{}"}}"#, "y".repeat(600 * 1024)));
     srv.wait_run("run_edge", |r| i(r, &["eventCount"]) == Some(1));
+    let page = srv.get_json("/api/runs/run_edge/events");
+    let ev = &page.get("events").and_then(Value::as_array).unwrap()[0];
+    assert_eq!(ev.get("payload").and_then(|p| p.get("__graphmindTruncated")).and_then(Value::as_bool), Some(true));
+    assert!(graphmind_core::json::to_string(ev).len() < 530 * 1024);
 }
 
 #[test]
@@ -333,7 +342,8 @@ fn runs_are_abandoned_after_the_grace_unless_the_app_returns_and_at_startup() {
     // A server that stops with a run in flight: the next start marks it abandoned.
     srv.stop();
     drop(back);
-    let srv2 = Server::start_in(dir, &[], &[]);
+    // (Retention off: the test's runs are dated 2023, beyond the 30-day window.)
+    let srv2 = Server::start_in(dir, &[], &[("GRAPHMIND_RETENTION", "off")]);
     srv2.wait_run("run_back", |r| s(r, &["status"]) == Some("abandoned"));
 }
 
@@ -398,4 +408,33 @@ fn pause_on_error_from_the_environment_and_record_to_stdout() {
     let srv = Server::start(&[], &[("GRAPHMIND_PAUSE_ON_ERROR", "sometimes")]);
     let mut app = srv.ingest();
     assert_eq!(to_json(app.hello("env", None).get("breakpoints").unwrap()), r#"[{"point":"error"}]"#);
+}
+
+#[test]
+fn an_app_that_releases_a_pause_and_leaves_at_once_still_answers_resumed() {
+    let srv = Server::start(&[], &[]);
+    let mut ui = srv.ui();
+    ui.recv_type("welcome");
+    for round in 0..5 {
+        let run = format!("run_quick_{round}");
+        let mut app = srv.ingest();
+        app.hello("quick", None);
+        app.event(&run, "run.started", r#"{"app":"quick","sdk":{"name":"t","version":"0"}}"#);
+        app.event(&run, "exec.paused", r#"{"pauseId":"p1","nodeId":"tool:x","point":"before"}"#);
+        ui.send(&format!(r#"{{"type":"subscribe","runId":"{run}"}}"#));
+        loop {
+            let m = ui.recv();
+            if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some("exec.paused") {
+                break;
+            }
+        }
+        ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(9, &run, "exec.resume", r#"{"pauseId":"p1","action":"continue"}"#)));
+        app.recv_type("exec.resume");
+        // Release, finish and hang up in one go, as a short script does.
+        app.event(&run, "exec.resumed", r#"{"pauseId":"p1","action":"continue"}"#);
+        app.event(&run, "run.finished", r#"{"status":"ok"}"#);
+        drop(app);
+        let result = ui.recv_type("resume.result");
+        assert_eq!(s(&result, &["outcome"]), Some("resumed"), "round {round}: {}", to_json(&result));
+    }
 }

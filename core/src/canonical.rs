@@ -346,25 +346,9 @@ fn write_f64<S: Sink>(f: f64, sink: &mut S) {
     }
 }
 
-/// What a byte needs when it appears in a string: 0 nothing, 1 a two-character escape,
-/// 2 a `\u00XX` escape, 3 maybe a lone surrogate (0xED lead byte).
-static ESCAPE: [u8; 256] = {
-    let mut t = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = 2;
-        i += 1;
-    }
-    t[b'\n' as usize] = 1;
-    t[b'\r' as usize] = 1;
-    t[b'\t' as usize] = 1;
-    t[0x08] = 1;
-    t[0x0C] = 1;
-    t[b'"' as usize] = 1;
-    t[b'\\' as usize] = 1;
-    t[0xED] = 3;
-    t
-};
+/// The crate's one table of JSON string escapes (0 nothing, 1 a two-character escape,
+/// 2 a `\u00XX` escape, 3 maybe a lone surrogate).
+use crate::json::ESCAPE_CLASS as ESCAPE;
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 

@@ -12,7 +12,6 @@
 //!
 //! Nothing here panics. Codes and messages never quote the values they judge.
 
-use std::fmt;
 
 use crate::json::{self, JsStr, Map, Value};
 use crate::redact::REDACTED;
@@ -26,57 +25,8 @@ pub const TRUNCATION_SUFFIX: &str = "…[graphmind: truncated]";
 /// How the read-only MCP server's `get_node` preview note begins.
 pub const MCP_PREVIEW_NOTE_PREFIX: &str = "payload truncated: showing first ";
 
-/// Why an edit was refused (`exec.refused.code`, the wire's `RefusalCode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RefusalCode {
-    /// The adapter's schema rejected the value.
-    Schema,
-    /// The value does not have the shape an edit needs.
-    Shape,
-    /// The value still contains the redaction placeholder.
-    Placeholder,
-    /// The value contains a truncation marker.
-    Truncated,
-    /// Editing is switched off.
-    Disabled,
-    /// The paused call cannot take an edit.
-    Unsupported,
-}
-
-impl RefusalCode {
-    /// Every code, in the wire schema's order.
-    pub const ALL: [RefusalCode; 6] = [
-        RefusalCode::Schema,
-        RefusalCode::Shape,
-        RefusalCode::Placeholder,
-        RefusalCode::Truncated,
-        RefusalCode::Disabled,
-        RefusalCode::Unsupported,
-    ];
-
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefusalCode::Schema => "schema",
-            RefusalCode::Shape => "shape",
-            RefusalCode::Placeholder => "placeholder",
-            RefusalCode::Truncated => "truncated",
-            RefusalCode::Disabled => "disabled",
-            RefusalCode::Unsupported => "unsupported",
-        }
-    }
-
-    /// The code for a wire spelling (exact, case-sensitive).
-    pub fn from_wire(s: &str) -> Option<RefusalCode> {
-        RefusalCode::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-}
-
-impl fmt::Display for RefusalCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// Why an edit was refused: the wire's closed vocabulary (`exec.refused.code`).
+pub use crate::event::RefusalCode;
 
 /// A refusal the client itself decided: a code and a message that quotes no value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -483,7 +433,7 @@ pub fn normalize_validation(result: Option<&Value>) -> InputValidation {
             let Some(code) = r
                 .get("code")
                 .and_then(Value::as_str)
-                .and_then(RefusalCode::from_wire)
+                .and_then(RefusalCode::parse)
             else {
                 return validator_failed();
             };

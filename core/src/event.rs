@@ -91,6 +91,13 @@ macro_rules! wire_enum {
     };
 }
 
+impl Default for RunMode {
+    /// `run`: a debugger that said nothing holds only at its breakpoints.
+    fn default() -> Self {
+        RunMode::Run
+    }
+}
+
 /// A string that names no value of a closed vocabulary.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not a known {what}")]
@@ -540,6 +547,27 @@ pub struct BreakpointMatcher {
 }
 
 impl BreakpointMatcher {
+    /// Reads a matcher from its wire object. `None` when it is not an object or a known
+    /// field has the wrong type or an unknown value: such a matcher is ignored rather than
+    /// matching more than it says.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        let map = value.as_object()?;
+        let mut matcher = BreakpointMatcher::default();
+        for (key, v) in map.iter() {
+            match (key.as_str(), v) {
+                (Some("kind"), Value::String(s)) => matcher.kind = Some(NodeKind::parse(s.as_str()?)?),
+                (Some("name"), Value::String(s)) => matcher.name = Some(s.clone()),
+                (Some("point"), Value::String(s)) => matcher.point = Some(PausePoint::parse(s.as_str()?)?),
+                (Some("kind" | "name" | "point"), Value::Null) => {}
+                (Some("kind" | "name" | "point"), _) => return None,
+                _ => {
+                    matcher.extra.insert(key.clone(), v.clone());
+                }
+            }
+        }
+        Some(matcher)
+    }
+
     /// The JSON object.
     pub fn to_value(&self) -> Value {
         let mut m = Map::with_capacity(3 + self.extra.len());

@@ -10,11 +10,17 @@ pub mod config;
 pub mod edit_input;
 pub mod event;
 pub mod fingerprint;
+pub mod gate;
 pub mod json;
 pub mod llm;
 pub mod loop_guard;
 pub mod redact;
+pub mod session;
+pub mod shrink;
 pub mod smart;
+pub mod step;
+pub mod transport;
+pub mod warn;
 pub mod wire;
 
 pub use json::{JsStr, Map, Number, Value};

@@ -209,23 +209,27 @@ impl LoopInfo {
     /// The `loop` object of `exec.paused`: `repeats`, `firstSeq`, `lastSeq`, `fingerprint`,
     /// then `kind` (and `period`, `laps` for a cycle) for the 0.6 kinds.
     pub fn to_wire(&self) -> Value {
-        let mut map = Map::with_capacity(7);
-        map.insert("repeats", Value::from(self.repeats as i64));
-        map.insert("firstSeq", Value::from(self.first_seq));
-        map.insert("lastSeq", Value::from(self.last_seq));
-        map.insert("fingerprint", Value::from(self.fingerprint.as_str()));
-        match self.kind {
-            LoopKind::Repeat => {}
-            LoopKind::Cycle { period, laps } => {
-                map.insert("kind", Value::from("cycle"));
-                map.insert("period", Value::from(period as i64));
-                map.insert("laps", Value::from(laps as i64));
-            }
-            LoopKind::ErrorRepeat => {
-                map.insert("kind", Value::from("error-repeat"));
-            }
+        self.to_event().to_value()
+    }
+
+    /// The wire type `exec.paused.loop` is built from.
+    pub fn to_event(&self) -> crate::event::LoopInfo {
+        use crate::event::LoopKind as WireKind;
+        let (kind, period, laps) = match self.kind {
+            LoopKind::Repeat => (None, None, None),
+            LoopKind::Cycle { period, laps } => (Some(WireKind::Cycle), Some(u64::from(period)), Some(u64::from(laps))),
+            LoopKind::ErrorRepeat => (Some(WireKind::ErrorRepeat), None, None),
+        };
+        crate::event::LoopInfo {
+            repeats: u64::from(self.repeats),
+            first_seq: self.first_seq,
+            last_seq: self.last_seq,
+            fingerprint: self.fingerprint.as_str().into(),
+            kind,
+            period,
+            laps,
+            extra: Map::new(),
         }
-        Value::Object(map)
     }
 }
 

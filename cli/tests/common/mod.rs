@@ -26,6 +26,25 @@ pub struct Server {
     pub port: u16,
     pub db: PathBuf,
     pub dir: PathBuf,
+    /// `GRAPHMIND_HOME` of this server (a temp folder, never ~/.graphmind).
+    pub home: PathBuf,
+    /// The viewer token, read from the server's redirect file.
+    pub viewer_token: String,
+    /// The agent token, read from `serve-<port>.json`.
+    pub agent_token: String,
+}
+
+/// Environment every spawned `graphmind` gets: a temp HOME and GRAPHMIND_HOME, no
+/// inherited GraphMind variables, telemetry off unless a test sets it.
+pub fn isolate(cmd: &mut Command, dir: &std::path::Path) {
+    for v in [
+        "GRAPHMIND_PAUSE_ON_ERROR", "GRAPHMIND_DB", "GRAPHMIND_ABANDON_GRACE_MS", "GRAPHMIND_ALLOWED_ORIGINS", "GRAPHMIND_RETENTION",
+        "GRAPHMIND_KEEP_RUNS", "GRAPHMIND_KEEP_DAYS", "GRAPHMIND_TELEMETRY", "GRAPHMIND_TELEMETRY_URL", "DO_NOT_TRACK", "CI",
+        "GRAPHMIND_VIEWER_DIST",
+    ] {
+        cmd.env_remove(v);
+    }
+    cmd.env("HOME", dir.join("userhome")).env("GRAPHMIND_HOME", dir.join("gmhome")).env("GRAPHMIND_TELEMETRY", "0");
 }
 
 impl Server {
@@ -38,7 +57,7 @@ impl Server {
         let db = dir.join("graphmind.db");
         let mut cmd = Command::new(BIN);
         cmd.args(["--port", "0", "--json", "--no-open", "--db"]).arg(&db).args(args);
-        cmd.env_remove("GRAPHMIND_PAUSE_ON_ERROR").env_remove("GRAPHMIND_DB").env_remove("GRAPHMIND_ABANDON_GRACE_MS");
+        isolate(&mut cmd, &dir);
         for (k, v) in envs {
             cmd.env(k, v);
         }
@@ -50,7 +69,12 @@ impl Server {
         assert_eq!(v.get("url").and_then(Value::as_str), Some(format!("http://127.0.0.1:{port}").as_str()));
         assert_eq!(v.get("pid").and_then(Value::as_i64), Some(child.id() as i64));
         assert!(v.get("version").and_then(Value::as_str).is_some());
-        Server { child, port, db, dir }
+        let home = dir.join("gmhome");
+        let opener = std::fs::read_to_string(home.join("run").join(format!("open-{port}.html"))).unwrap_or_default();
+        let viewer_token = opener.split("#token=").nth(1).map(|t| t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()).unwrap_or_default();
+        let cred = std::fs::read_to_string(home.join("run").join(format!("serve-{port}.json"))).unwrap_or_default();
+        let agent_token = parse_str(&cred).ok().and_then(|v| v.get("agentToken").and_then(Value::as_str).map(str::to_owned)).unwrap_or_default();
+        Server { child, port, db, dir, home, viewer_token, agent_token }
     }
 
     pub fn get(&self, path: &str) -> (u16, String) {
@@ -67,8 +91,25 @@ impl Server {
         Ws::connect(self.port, "/ingest")
     }
 
+    /// A viewer socket with the viewer token (full control).
     pub fn ui(&self) -> Ws {
+        Ws::connect_with(self.port, "/ws/ui", &[("Sec-WebSocket-Protocol", &format!("graphmind.v1, gm.auth.{}", self.viewer_token))])
+    }
+
+    /// A viewer socket without a credential (`anonymous`).
+    pub fn ui_anon(&self) -> Ws {
         Ws::connect(self.port, "/ws/ui")
+    }
+
+    /// Runs the `graphmind` binary with this server's isolation and extra args/env.
+    pub fn cli(&self, args: &[&str], envs: &[(&str, &str)]) -> std::process::Output {
+        let mut cmd = Command::new(BIN);
+        isolate(&mut cmd, &self.dir);
+        cmd.args(args);
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        cmd.output().unwrap()
     }
 
     /// Polls `/api/runs` until `pred` holds for the run `id` (or panics after 10 s).
@@ -125,10 +166,31 @@ pub struct Ws {
 
 impl Ws {
     pub fn connect(port: u16, path: &str) -> Ws {
+        Self::connect_with(port, path, &[])
+    }
+
+    /// Connects with extra request headers (subprotocols, Origin...).
+    pub fn connect_with(port: u16, path: &str, headers: &[(&str, &str)]) -> Ws {
+        Self::try_connect(port, path, headers).expect("websocket handshake")
+    }
+
+    /// The handshake's result (a refused upgrade is an error carrying the HTTP status).
+    pub fn try_connect(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Ws, tungstenite::Error> {
+        use tungstenite::client::IntoClientRequest;
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let (ws, _) = tungstenite::client(format!("ws://127.0.0.1:{port}{path}"), stream).expect("websocket handshake");
+        let mut req = format!("ws://127.0.0.1:{port}{path}").into_client_request().unwrap();
+        for (k, v) in headers {
+            req.headers_mut().insert(
+                tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                tungstenite::http::HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        let (ws, _) = tungstenite::client(req, stream).map_err(|e| match e {
+            tungstenite::HandshakeError::Failure(e) => e,
+            tungstenite::HandshakeError::Interrupted(_) => tungstenite::Error::ConnectionClosed,
+        })?;
         ws.get_ref().set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-        Ws { ws, seq: 0 }
+        Ok(Ws { ws, seq: 0 })
     }
 
     pub fn send(&mut self, text: &str) {
@@ -214,4 +276,45 @@ pub fn i(v: &Value, path: &[&str]) -> Option<i64> {
 
 pub fn to_json(v: &Value) -> String {
     graphmind_core::json::to_string(v)
+}
+
+/// The whole raw response (status line, headers, body).
+pub fn http_raw(port: u16, raw: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+/// A request with a method, path, extra header lines and a body; returns (status, head, body).
+pub fn http_call(port: u16, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+    let raw = http_raw(
+        port,
+        &format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()),
+    );
+    let status = raw.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let (head, body) = raw.split_once("\r\n\r\n").map(|(h, b)| (h.to_owned(), b.to_owned())).unwrap_or_default();
+    (status, head, body)
+}
+
+/// The value of a response header (case-insensitive name).
+pub fn header_of(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_owned()))
+}
+
+/// Sends `raw` and returns the response head only (for upgrades that stay open).
+pub fn http_head(port: u16, raw: &str) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    let mut b = [0u8; 1];
+    while !out.ends_with(b"\r\n\r\n") {
+        match s.read(&mut b) {
+            Ok(1) => out.push(b[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }

@@ -74,6 +74,39 @@ pub fn write_f64(f: f64, out: &mut String) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// How `JSON.stringify` treats each byte of a (WTF-8) string: [`ESCAPE_NONE`] copied,
+/// [`ESCAPE_SHORT`] a two-character escape (`\"`, `\\`, `\n`, `\r`, `\t`, `\b`, `\f`),
+/// [`ESCAPE_UNICODE`] a `\u00XX` escape, [`ESCAPE_MAYBE_SURROGATE`] the lead byte 0xED,
+/// which starts a lone surrogate (escaped as `\uDXXX`) when the next byte is >= 0xA0.
+/// Every JSON writer of the crate (this one, the canonical form, the shrink's size
+/// measures) reads this one table.
+pub(crate) static ESCAPE_CLASS: [u8; 256] = {
+    let mut t = [ESCAPE_NONE; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = ESCAPE_UNICODE;
+        i += 1;
+    }
+    t[b'\n' as usize] = ESCAPE_SHORT;
+    t[b'\r' as usize] = ESCAPE_SHORT;
+    t[b'\t' as usize] = ESCAPE_SHORT;
+    t[0x08] = ESCAPE_SHORT;
+    t[0x0C] = ESCAPE_SHORT;
+    t[b'"' as usize] = ESCAPE_SHORT;
+    t[b'\\' as usize] = ESCAPE_SHORT;
+    t[0xED] = ESCAPE_MAYBE_SURROGATE;
+    t
+};
+
+/// [`ESCAPE_CLASS`]: copied as it is.
+pub(crate) const ESCAPE_NONE: u8 = 0;
+/// [`ESCAPE_CLASS`]: a two-character escape.
+pub(crate) const ESCAPE_SHORT: u8 = 1;
+/// [`ESCAPE_CLASS`]: a six-character `\u00XX` escape.
+pub(crate) const ESCAPE_UNICODE: u8 = 2;
+/// [`ESCAPE_CLASS`]: 0xED, a lone surrogate's lead byte when the next byte is >= 0xA0.
+pub(crate) const ESCAPE_MAYBE_SURROGATE: u8 = 3;
+
 /// Appends `s` as a quoted JSON string with `JSON.stringify`'s escapes.
 pub fn write_string(s: &JsStr, out: &mut String) {
     out.push('"');

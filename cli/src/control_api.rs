@@ -1,0 +1,422 @@
+//! The HTTP half of the control plane (the reference's 0.6 agent-facing API):
+//!
+//! | route | answer |
+//! | --- | --- |
+//! | `GET /api/session` | who a Bearer token is: `{principal, agentLevel, editInput, hubCapabilities, version}` (401 for an unknown token) |
+//! | `GET /api/pauses[?runId=][&wait=S]` | open and resolving pauses; `wait` long-polls (at most 120 s) for an open one or the run's end |
+//! | `GET /api/runs/:runId/pauses/:pauseId` | one pause, rebuilt from the stored run, with the held node's input |
+//! | `POST /api/runs/:runId/pauses/:pauseId/resume` | release it (Bearer, JSON body, first writer wins) |
+//!
+//! Every non-GET request under `/api/` needs `Authorization: Bearer <token>` (401 with
+//! `WWW-Authenticate: Bearer` otherwise). The resume route answers only POST (other
+//! methods 405, `Allow: POST`), takes only `Content-Type: application/json` (415), and
+//! never sends a CORS header: a page cannot reach it without a preflight nobody answers.
+
+use crate::http::{percent_decode, query_param, Request};
+use crate::hub::{pause_json, Outcome, PauseInfo, Responder, ResumeStart, Shared, RESOLVING_TIMEOUT_MS, VERSION};
+use crate::storage::{self, MAX_FRAME_BYTES};
+use crate::tokens::{self, Credential, Principal};
+use crate::util::{js, num};
+use graphmind_core::json::{self, Map, Value};
+use std::io::Read;
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// How long `POST .../resume` waits for the app's answer by default.
+pub const DEFAULT_RESUME_WAIT_MS: u64 = 30_000;
+/// Longest wait a caller may ask for, on either long-poll.
+pub const MAX_WAIT_MS: u64 = 120_000;
+/// Long-polls (resume waits and `GET /api/pauses?wait=`) in flight at once.
+pub const MAX_CONCURRENT_WAITS: usize = 16;
+
+const JSON_TYPE: &str = "application/json; charset=utf-8";
+
+/// (status, content type, body, extra header lines).
+pub type Answer = (u16, &'static str, String, String);
+
+fn answer(status: u16, body: String) -> Option<Answer> {
+    Some((status, JSON_TYPE, body, String::new()))
+}
+
+fn error(status: u16, code: &str, message: &str) -> Option<Answer> {
+    answer(status, format!("{{\"error\":{},\"message\":{}}}", js(code), js(message)))
+}
+
+fn unauthorized(message: &str) -> Option<Answer> {
+    Some((401, JSON_TYPE, format!("{{\"error\":\"unauthorized\",\"message\":{}}}", js(message)), "WWW-Authenticate: Bearer\r\n".into()))
+}
+
+/// The Bearer credential of a request (never `?token=`, never a cookie).
+pub fn credential_of(req: &Request, shared: &Shared) -> Credential {
+    match tokens::bearer_token(req.header("authorization")) {
+        None => Credential::None,
+        Some(t) => tokens::resolve_credential(&[t], &shared.verifier),
+    }
+}
+
+/// `/api/runs/:runId/pauses/:pauseId[/resume]` -> (run, pause, is_resume).
+fn pause_route(path: &str) -> Option<(String, String, bool)> {
+    let rest = path.strip_prefix("/api/runs/")?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts.as_slice() {
+        [run, "pauses", pause] if !run.is_empty() && !pause.is_empty() => Some((percent_decode(run), percent_decode(pause), false)),
+        [run, "pauses", pause, "resume"] if !run.is_empty() && !pause.is_empty() => Some((percent_decode(run), percent_decode(pause), true)),
+        _ => None,
+    }
+}
+
+/// Answers a control route, or `None` to let the read-only routes answer.
+pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8]) -> Option<Answer> {
+    if req.path != "/api" && !req.path.starts_with("/api/") {
+        return None;
+    }
+    let pause = pause_route(&req.path);
+    if let Some((_, _, true)) = &pause {
+        if req.method != "POST" {
+            return Some((
+                405,
+                JSON_TYPE,
+                "{\"error\":\"method-not-allowed\",\"message\":\"use POST with a JSON body\"}".into(),
+                "Allow: POST\r\n".into(),
+            ));
+        }
+    }
+    let get = req.method == "GET" || req.method == "HEAD";
+    if !get {
+        match credential_of(req, shared) {
+            Credential::Ok(_) => {}
+            Credential::None => {
+                return unauthorized(
+                    "this route needs \"Authorization: Bearer <token>\" (the agent token is in $GRAPHMIND_HOME/run/serve-<port>.json; graphmind resume reads it for you)",
+                )
+            }
+            Credential::Invalid(m) => return unauthorized(m),
+        }
+    }
+    if req.path == "/api/session" && get {
+        let principal = match credential_of(req, shared) {
+            Credential::Invalid(m) => return unauthorized(m),
+            Credential::Ok(p) => p,
+            Credential::None => Principal::Anonymous,
+        };
+        return answer(
+            200,
+            format!(
+                "{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{},\"version\":{}}}",
+                js(principal.as_str()),
+                js(shared.policy.agent_level.as_str()),
+                shared.policy.edit_input,
+                shared.policy.hub_capabilities_json(),
+                js(VERSION)
+            ),
+        );
+    }
+    if req.path == "/api/pauses" && get {
+        return list_pauses(shared, req, stream);
+    }
+    match pause {
+        Some((run, pause, false)) if get => pause_detail(shared, &run, &pause),
+        Some((run, pause, true)) => resume(shared, req, stream, leftover, &run, &pause),
+        _ => None,
+    }
+}
+
+/// A run's status and liveness, when stored.
+fn run_state(shared: &Shared, run: &str) -> Option<(String, bool)> {
+    let conn = storage::open(&shared.db_path).ok()?;
+    let row = storage::get_run(&conn, run).ok()??;
+    let live = shared.lock().is_live(run);
+    Some((row.status, live))
+}
+
+/// Whether the HTTP client hung up while its request was held (a read would return EOF).
+fn client_gone(stream: &TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    if stream.set_nonblocking(true).is_err() {
+        return false;
+    }
+    let gone = matches!(stream.peek(&mut b), Ok(0));
+    let _ = stream.set_nonblocking(false);
+    gone
+}
+
+/// Takes a long-poll slot; `None` when all are busy.
+struct Slot<'a>(&'a Shared);
+
+impl<'a> Slot<'a> {
+    fn take(shared: &'a Shared) -> Option<Slot<'a>> {
+        let prev = shared.active_waits.fetch_add(1, Ordering::SeqCst);
+        if prev >= MAX_CONCURRENT_WAITS {
+            shared.active_waits.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(Slot(shared))
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.active_waits.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Answer> {
+    let run = query_param(&req.query, "runId").map(percent_decode).filter(|r| !r.is_empty());
+    let run = run.as_deref();
+    let mut wait_ms = 0u64;
+    if let Some(raw) = query_param(&req.query, "wait").filter(|w| !w.is_empty()) {
+        match percent_decode(raw).trim().parse::<f64>() {
+            Ok(s) if s.is_finite() && s >= 0.0 => wait_ms = ((s * 1000.0).round() as u64).min(MAX_WAIT_MS),
+            _ => return error(400, "bad-request", "\"wait\" must be a number of seconds >= 0"),
+        }
+    }
+    let ended = || run.and_then(|r| run_state(shared, r)).is_some_and(|(status, _)| status != "running");
+    let ready = || shared.lock().has_open(run) || ended();
+    let mut timed_out = false;
+    if wait_ms > 0 && !ready() {
+        let Some(_slot) = Slot::take(shared) else {
+            return error(429, "too-many-requests", &format!("at most {MAX_CONCURRENT_WAITS} long-polls at once"));
+        };
+        let deadline = Instant::now() + Duration::from_millis(wait_ms);
+        let mut seen = shared.change_count();
+        loop {
+            if ready() {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                timed_out = true;
+                break;
+            }
+            if client_gone(stream) {
+                return None; // nobody to answer; the slot is freed now, not at the deadline
+            }
+            // Re-check at least every 250 ms: a run can end on the writer without a pause change.
+            seen = shared.wait_change(seen, (deadline - now).min(Duration::from_millis(250)));
+        }
+    }
+    let pauses = shared.lock().list_pauses(run);
+    let mut body = format!("{{\"pauses\":[{}]", pauses.join(","));
+    if let Some(r) = run {
+        match run_state(shared, r) {
+            Some((status, live)) => body.push_str(&format!(",\"run\":{{\"id\":{},\"status\":{},\"live\":{live}}}", js(r), js(&status))),
+            None => body.push_str(",\"run\":null"),
+        }
+    }
+    if timed_out {
+        body.push_str(",\"timedOut\":true");
+    }
+    body.push('}');
+    answer(200, body)
+}
+
+/// One pause rebuilt from the stored run: the `exec.paused`, the latest `node.started` of
+/// that node before it (the held execution: its input), a `node.error` / `node.finished`
+/// of that execution before the hold, and the `exec.resumed` that released it, if any.
+pub fn describe_pause(frames: &[Value], run: &str, pause: &str, live: Option<(PauseInfo, &'static str)>) -> Option<String> {
+    let field = |v: &Value, k: &str| v.get(k).cloned();
+    let payload = |v: &Value| v.get("payload").cloned().unwrap_or_default();
+    let kind = |v: &Value| v.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let seq = |v: &Value| v.get("seq").and_then(Value::as_f64).unwrap_or(0.0);
+    let paused = frames.iter().rev().find(|f| kind(f) == "exec.paused" && payload(f).get("pauseId").and_then(Value::as_str) == Some(pause))?;
+    let p = payload(paused);
+    let node_id = p.get("nodeId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let started = frames
+        .iter()
+        .rev()
+        .find(|f| seq(f) < seq(paused) && kind(f) == "node.started" && payload(f).get("nodeId").and_then(Value::as_str) == Some(node_id.as_str()));
+    let s = started.map(payload).unwrap_or_default();
+    let instance = s.get("instanceId").and_then(Value::as_str).map(str::to_owned);
+    let mut node = Map::new();
+    for k in ["kind", "name"] {
+        if let Some(v) = s.get(k).filter(|v| v.as_str().is_some()) {
+            node.insert(k, v.clone());
+        }
+    }
+    if let Some(i) = &instance {
+        node.insert("instanceId", Value::from(i.as_str()));
+    }
+    if let Some(input) = started.and_then(|_| s.get("input")) {
+        node.insert("input", input.clone());
+    }
+    let mut resumed = None;
+    for f in frames {
+        let fp = payload(f);
+        if let Some(st) = started {
+            let same_node = fp.get("nodeId").and_then(Value::as_str) == Some(node_id.as_str());
+            if seq(f) > seq(st) && seq(f) < seq(paused) && same_node {
+                let fi = fp.get("instanceId").and_then(Value::as_str);
+                let same_instance = instance.is_none() || fi.is_none() || fi == instance.as_deref();
+                if same_instance && kind(f) == "node.error" {
+                    node.insert("error", fp.get("error").cloned().unwrap_or_default());
+                }
+                if same_instance && kind(f) == "node.finished" {
+                    if let Some(o) = fp.get("output") {
+                        node.insert("output", o.clone());
+                    }
+                }
+            }
+        }
+        if seq(f) > seq(paused) && kind(f) == "exec.resumed" && fp.get("pauseId").and_then(Value::as_str) == Some(pause) {
+            let mut r = Map::new();
+            r.insert("action", fp.get("action").cloned().unwrap_or_default());
+            if let Some(pr) = fp.get("principal") {
+                r.insert("principal", pr.clone());
+            }
+            if let Some(op) = fp.get("operator") {
+                r.insert("operator", op.clone());
+            }
+            r.insert("ts", field(f, "ts").unwrap_or_default());
+            resumed = Some(Value::Object(r));
+        }
+    }
+    let info = PauseInfo {
+        node_id,
+        point: p.get("point").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        since: paused.get("ts").and_then(Value::as_f64).unwrap_or(0.0),
+        reason: p.get("reason").and_then(Value::as_str).map(str::to_owned),
+        smart: p.get("smart").cloned(),
+        loop_info: p.get("loop").cloned(),
+        editable: p.get("editable").and_then(Value::as_bool),
+        app: live.as_ref().and_then(|(i, _)| i.app.clone()),
+    };
+    let state = live.map(|(_, s)| s).unwrap_or("closed");
+    let mut body = pause_json(run, pause, &info, Some(state));
+    body.pop();
+    body.push_str(&format!(",\"node\":{}", json::to_string(&Value::Object(node))));
+    if let Some(r) = resumed {
+        body.push_str(&format!(",\"resumed\":{}", json::to_string(&r)));
+    }
+    body.push('}');
+    Some(body)
+}
+
+fn pause_detail(shared: &Shared, run: &str, pause: &str) -> Option<Answer> {
+    let conn = match storage::open(&shared.db_path) {
+        Ok(c) => c,
+        Err(e) => return error(500, "storage", &e.to_string()),
+    };
+    if !matches!(storage::get_run(&conn, run), Ok(Some(_))) {
+        return error(404, "no-such-run", &format!("run \"{run}\" not found"));
+    }
+    let events = storage::list_events(&conn, run, -1, None).map(|p| p.events).unwrap_or_default();
+    let frames: Vec<Value> = events.iter().filter_map(|e| json::parse_str(&e.frame).ok()).collect();
+    let live = shared.lock().pause_state(run, pause);
+    match describe_pause(&frames, run, pause, live) {
+        Some(body) => answer(200, format!("{{\"pause\":{body}}}")),
+        None => error(404, "no-such-pause", &format!("pause \"{pause}\" not found in run \"{run}\"")),
+    }
+}
+
+fn read_body(req: &Request, stream: &mut TcpStream, leftover: &[u8]) -> Result<Vec<u8>, Option<Answer>> {
+    let len: usize = match req.header("content-length") {
+        Some(v) => v.trim().parse().map_err(|_| error(400, "bad-request", "bad Content-Length"))?,
+        None if req.header("transfer-encoding").is_some() => return Err(error(400, "bad-request", "send the body with a Content-Length")),
+        None => 0,
+    };
+    if len > MAX_FRAME_BYTES {
+        return Err(error(413, "too-large", "request body too large"));
+    }
+    let mut body = leftover[..leftover.len().min(len)].to_vec();
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    while body.len() < len {
+        let mut chunk = vec![0u8; (len - body.len()).min(64 * 1024)];
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => return Err(error(400, "bad-request", "the body ended early")),
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
+    }
+    Ok(body)
+}
+
+fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8], run: &str, pause: &str) -> Option<Answer> {
+    let principal = match credential_of(req, shared) {
+        Credential::Ok(p) => p,
+        _ => return unauthorized("missing or unknown token"),
+    };
+    let ctype = req.header("content-type").unwrap_or("");
+    if !ctype.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json") {
+        return error(415, "unsupported-media-type", "Content-Type must be application/json");
+    }
+    let body = match read_body(req, stream, leftover) {
+        Ok(b) => b,
+        Err(a) => return a,
+    };
+    let Ok(parsed) = json::parse(&body) else { return error(400, "bad-request", "body is not valid JSON") };
+    let Value::Object(mut obj) = parsed else { return error(400, "bad-request", "body must be a JSON object") };
+    let mut wait_ms = DEFAULT_RESUME_WAIT_MS;
+    if let Some(t) = obj.remove("timeoutMs") {
+        match t.as_f64() {
+            Some(n) if n.fract() == 0.0 && (1_000.0..=MAX_WAIT_MS as f64).contains(&n) => wait_ms = n as u64,
+            _ => return error(400, "bad-request", &format!("\"timeoutMs\" must be an integer from 1000 to {MAX_WAIT_MS}")),
+        }
+    }
+    let action_ok = matches!(obj.get("action").and_then(Value::as_str), Some("continue" | "retry" | "inject" | "abort"));
+    let request_ok = obj.get("requestId").map_or(true, |r| r.as_str().is_some());
+    if !action_ok || !request_ok {
+        return error(400, "bad-request", "\"action\" must be one of continue, retry, inject, abort (and \"requestId\", if given, a string)");
+    }
+    obj.insert("pauseId", Value::from(pause));
+    let payload = Value::Object(obj);
+    // Take a slot BEFORE forwarding: a refused request must have no effect.
+    let Some(_slot) = Slot::take(shared) else {
+        return error(429, "too-many-requests", &format!("at most {MAX_CONCURRENT_WAITS} long-polls at once"));
+    };
+    let (tx, rx) = crossbeam_channel::bounded::<Outcome>(1);
+    let start = shared.lock().request_resume(Responder::Http(tx), run, &payload, principal);
+    shared.notify();
+    let outcome = match start {
+        ResumeStart::Answered(o) => o,
+        ResumeStart::Forwarded { request_id, timer } => {
+            shared.arm(Duration::from_millis(RESOLVING_TIMEOUT_MS), timer);
+            match rx.recv_timeout(Duration::from_millis(wait_ms)) {
+                Ok(o) => o,
+                Err(_) => {
+                    shared.lock().resume_gave_up(run, pause, &request_id);
+                    Outcome {
+                        outcome: "timeout",
+                        run_id: run.to_owned(),
+                        pause_id: pause.to_owned(),
+                        request_id,
+                        code: Some("no-answer".into()),
+                        message: Some("no answer from the app".into()),
+                        principal: None,
+                    }
+                }
+            }
+        }
+    };
+    let _ = num;
+    answer(outcome.http_status(), outcome.to_json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(pause_route("/api/runs/r%201/pauses/p"), Some(("r 1".into(), "p".into(), false)));
+        assert_eq!(pause_route("/api/runs/r/pauses/p/resume"), Some(("r".into(), "p".into(), true)));
+        assert_eq!(pause_route("/api/runs/r/events"), None);
+        assert_eq!(pause_route("/api/runs//pauses/p"), None);
+    }
+
+    #[test]
+    fn describes_a_pause_from_the_stored_run() {
+        let f = |s: &str| json::parse_str(s).unwrap();
+        let frames = vec![
+            f(r#"{"gm":1,"seq":0,"ts":1,"runId":"r","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i1","input":{"q":1}}}"#),
+            f(r#"{"gm":1,"seq":1,"ts":2,"runId":"r","type":"node.error","payload":{"nodeId":"tool:x","instanceId":"i1","error":{"message":"boom"}}}"#),
+            f(r#"{"gm":1,"seq":2,"ts":3,"runId":"r","type":"exec.paused","payload":{"pauseId":"p","nodeId":"tool:x","point":"error","editable":true}}"#),
+            f(r#"{"gm":1,"seq":3,"ts":4,"runId":"r","type":"exec.resumed","payload":{"pauseId":"p","action":"continue","principal":"agent"}}"#),
+        ];
+        let d = describe_pause(&frames, "r", "p", None).unwrap();
+        assert_eq!(
+            d,
+            r#"{"runId":"r","pauseId":"p","nodeId":"tool:x","point":"error","since":3,"editable":true,"state":"closed","node":{"kind":"tool","name":"x","instanceId":"i1","input":{"q":1},"error":{"message":"boom"}},"resumed":{"action":"continue","principal":"agent","ts":4}}"#
+        );
+        assert!(describe_pause(&frames, "r", "nope", None).is_none());
+    }
+}

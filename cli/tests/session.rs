@@ -1,0 +1,520 @@
+//! The core's session against the real `graphmind serve` on 127.0.0.1: attach, storage,
+//! every action at every gate point, step mode, loop hold, fail-open release, pause timeout,
+//! replay after a restart with a gap marker, the disabled path and fork.
+
+mod common;
+use common::*;
+use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
+use graphmind_core::event::{ErrorInfo, NodeKind};
+use graphmind_core::gate::{GateDecision, PausePoint, ResumeAction};
+use graphmind_core::json::{parse_str, Value};
+use graphmind_core::session::{Gate, GateOptions, NodeRef, RunOutcome, Session};
+use graphmind_core::step::{Next, Step};
+use graphmind_core::warn::WarnSink;
+use graphmind_core::wire::{self, ParseOutcome};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn session_for(port: u16, configure: impl FnOnce(&mut Options), env: &[(&str, &str)]) -> (Session, Arc<Mutex<Vec<String>>>) {
+    let mut options = Options { url: Some(format!("ws://127.0.0.1:{port}/ingest")), app_name: Some("rust-test".into()), ..Options::default() };
+    configure(&mut options);
+    let mut snapshot = EnvSnapshot::new();
+    for (k, v) in env {
+        snapshot.set(*k, *v);
+    }
+    let config = config::resolve(&options, &snapshot, SdkFlavor::Native);
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink_lines = lines.clone();
+    let sink: WarnSink = Arc::new(move |l: &str| sink_lines.lock().unwrap().push(l.to_string()));
+    (Session::new(config, sink), lines)
+}
+
+fn attached(srv: &Server, configure: impl FnOnce(&mut Options)) -> Session {
+    let (session, _) = session_for(srv.port, configure, &[]);
+    assert!(session.ready(Duration::from_secs(3)), "the session attaches to a live server");
+    session
+}
+
+/// A viewer on /ws/ui: sets breakpoints and modes, watches a run, resumes its pauses.
+struct Debugger {
+    ws: Ws,
+}
+
+impl Debugger {
+    fn new(srv: &Server) -> Debugger {
+        let mut ws = srv.ui();
+        ws.recv_type("welcome");
+        Debugger { ws }
+    }
+
+    fn control(&mut self, run: &str, kind: &str, payload: &str) {
+        self.ws.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(0, run, kind, payload)));
+    }
+
+    fn breakpoint(&mut self, matcher: &str) {
+        self.control("*", "breakpoint.set", &format!(r#"{{"matcher":{matcher}}}"#));
+    }
+
+    fn clear(&mut self, matcher: &str) {
+        self.control("*", "breakpoint.clear", &format!(r#"{{"matcher":{matcher}}}"#));
+    }
+
+    fn mode(&mut self, mode: &str) {
+        self.control("*", "mode.set", &format!(r#"{{"mode":"{mode}"}}"#));
+    }
+
+    fn watch(&mut self, run: &str) {
+        self.ws.send(&format!(r#"{{"type":"subscribe","runId":"{run}"}}"#));
+    }
+
+    /// The next envelope of this type on a watched run.
+    fn next(&mut self, kind: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(m) = self.ws.recv_within(Duration::from_millis(100)) {
+                if std::env::var("GM_DEBUG").is_ok() { eprintln!("ui <- {}", to_json(&m)); }
+                if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some(kind) {
+                    return m.get("envelope").cloned().unwrap();
+                }
+            }
+        }
+        panic!("no {kind} arrived");
+    }
+
+    fn resume(&mut self, run: &str, pause_id: &str, action: &str, extra: &str) {
+        self.control(run, "exec.resume", &format!(r#"{{"pauseId":"{pause_id}","action":"{action}"{extra}}}"#));
+    }
+}
+
+/// Lets the server apply a control before the app gates (the relay is asynchronous).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(150));
+}
+
+fn stored(srv: &Server, run_id: &str, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        // 404 until the writer thread has stored the run.
+        let (status, body) = srv.get(&format!("/api/runs/{run_id}/events?limit=1000"));
+        let events = match status {
+            200 => parse_str(&body).unwrap().get("events").and_then(Value::as_array).cloned().unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        if events.len() >= count || Instant::now() > deadline {
+            return events;
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+fn types(events: &[Value]) -> Vec<String> {
+    events.iter().map(|e| s(e, &["type"]).unwrap_or("?").to_string()).collect()
+}
+
+#[test]
+fn a_run_is_stored_in_order_and_every_frame_is_a_valid_envelope() {
+    let srv = Server::start(&[], &[]);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("store", None);
+    let node = NodeRef::new(NodeKind::Tool, "search");
+    session.node_started(Some(&run.run_id), &node, None, Some(parse_str(r#"{"q":"é \ud800 😀"}"#).unwrap()));
+    session.node_finished(Some(&run.run_id), &node, Some(Value::from("found")), 1.234, false);
+    session.finish_run(&run, RunOutcome::Ok);
+    assert!(session.flush(Duration::from_secs(2)));
+    let events = stored(&srv, &run.run_id, 4);
+    assert_eq!(types(&events), ["run.started", "node.started", "node.finished", "run.finished"]);
+    for event in &events {
+        let text = to_json(event);
+        assert!(matches!(wire::parse_envelope(text.as_bytes()), ParseOutcome::Ok(_)), "{text}");
+    }
+    assert_eq!(s(&events[0], &["payload", "app"]), Some("rust-test"));
+    assert_eq!(s(&events[0], &["payload", "meta", "name"]), Some("store"));
+    assert_eq!(to_json(events[1].get("payload").unwrap().get("input").unwrap()), r#"{"q":"é \ud800 😀"}"#);
+    assert_eq!(s(&srv.wait_run(&run.run_id, |r| s(r, &["status"]) == Some("ok")), &["status"]), Some("ok"));
+    session.dispose(Duration::from_secs(2));
+}
+
+/// Holds the gate at `point` of a tool on another thread and returns what it decided.
+fn held_decision(session: &Session, run_id: &str, point: PausePoint, dbg: &mut Debugger, action: &str, extra: &str) -> (GateDecision, Value) {
+    let node = NodeRef::new(NodeKind::Tool, "lookup");
+    let gate_node = node.gate_node();
+    let s2 = session.clone();
+    let run = run_id.to_string();
+    let waiter = std::thread::spawn(move || s2.gate(Some(&run), point, &gate_node, GateOptions::default()).wait());
+    let paused = dbg.next("exec.paused");
+    let pause_id = s(&paused, &["payload", "pauseId"]).unwrap().to_string();
+    dbg.resume(run_id, &pause_id, action, extra);
+    let decision = waiter.join().unwrap();
+    let resumed = dbg.next("exec.resumed");
+    assert_eq!(s(&resumed, &["payload", "pauseId"]), Some(pause_id.as_str()));
+    assert_eq!(s(&resumed, &["payload", "action"]), Some(action));
+    (decision, paused)
+}
+
+#[test]
+fn every_action_at_every_point_reaches_the_app() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    for point in ["before", "after", "error"] {
+        dbg.breakpoint(&format!(r#"{{"kind":"tool","point":"{point}"}}"#));
+    }
+    settle();
+    let session = attached(&srv, |_| {});
+    for (point, name) in [(PausePoint::Before, "before"), (PausePoint::After, "after"), (PausePoint::Error, "error")] {
+        for action in ["continue", "retry", "inject", "abort"] {
+            let run = session.start_run(&format!("{name}-{action}"), None);
+            dbg.watch(&run.run_id);
+            let extra = if action == "inject" { r#","output":{"injected":[1,2]}"# } else { "" };
+            let (decision, paused) = held_decision(&session, &run.run_id, point, &mut dbg, action, extra);
+            assert_eq!(s(&paused, &["payload", "point"]), Some(name));
+            assert_eq!(s(&paused, &["payload", "reason"]), Some(if point == PausePoint::Error { "error" } else { "breakpoint" }));
+            assert_eq!(decision.action, ResumeAction::parse(action).unwrap(), "{name} {action}");
+            if action == "inject" {
+                assert_eq!(to_json(decision.output.as_ref().unwrap()), r#"{"injected":[1,2]}"#);
+            } else {
+                assert!(decision.output.is_none());
+            }
+            assert_eq!(run.signal.is_aborted(), action == "abort", "abort aborts the run's signal");
+            session.finish_run(&run, RunOutcome::Ok);
+            let want = if action == "abort" { "aborted" } else { "ok" };
+            srv.wait_run(&run.run_id, |r| s(r, &["status"]) == Some(want));
+        }
+    }
+    session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn step_mode_holds_before_and_error_and_clearing_a_breakpoint_disarms_it() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.mode("step");
+    settle();
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("step", None);
+    dbg.watch(&run.run_id);
+    let node = NodeRef::new(NodeKind::Llm, "model").gate_node();
+    assert!(matches!(session.gate(Some(&run.run_id), PausePoint::After, &node, GateOptions::default()), Gate::Continue));
+    let (_, paused) = held_decision(&session, &run.run_id, PausePoint::Before, &mut dbg, "continue", "");
+    assert_eq!(s(&paused, &["payload", "reason"]), Some("step"));
+    dbg.mode("run");
+    dbg.breakpoint(r#"{"name":"lookup"}"#);
+    settle();
+    let (_, paused) = held_decision(&session, &run.run_id, PausePoint::Before, &mut dbg, "continue", "");
+    assert_eq!(s(&paused, &["payload", "reason"]), Some("breakpoint"));
+    dbg.clear(r#"{"name":"lookup"}"#);
+    settle();
+    let lookup = NodeRef::new(NodeKind::Tool, "lookup").gate_node();
+    assert!(matches!(session.gate(Some(&run.run_id), PausePoint::Before, &lookup, GateOptions::default()), Gate::Continue));
+    session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn the_third_identical_tool_call_is_held_as_a_loop() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("loop", None);
+    dbg.watch(&run.run_id);
+    let input = parse_str(r#"{"query":"flights to Oslo","page":1}"#).unwrap();
+    let mut seqs = Vec::new();
+    for call in 0..3 {
+        let node = NodeRef::new(NodeKind::Tool, "searchFlights");
+        seqs.push(session.node_started(Some(&run.run_id), &node, None, Some(input.clone())).unwrap());
+        let gate = session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default());
+        if call < 2 {
+            assert!(matches!(gate, Gate::Continue), "call {call} runs");
+            session.node_finished(Some(&run.run_id), &node, Some(Value::from("[]")), 1.0, false);
+            continue;
+        }
+        let Gate::Held(pending) = gate else { panic!("the third identical call is held") };
+        let paused = dbg.next("exec.paused");
+        assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
+        assert_eq!(i(&paused, &["payload", "loop", "repeats"]), Some(3));
+        assert_eq!(i(&paused, &["payload", "loop", "firstSeq"]), Some(seqs[0] as i64));
+        assert_eq!(i(&paused, &["payload", "loop", "lastSeq"]), Some(seqs[2] as i64));
+        let fingerprint = graphmind_core::fingerprint::fingerprint("tool:searchFlights", Some(&input));
+        assert_eq!(s(&paused, &["payload", "loop", "fingerprint"]), Some(fingerprint.as_str()));
+        dbg.resume(&run.run_id, pending.pause_id(), "inject", r#","output":"stop searching""#);
+        let decision = pending.wait();
+        assert_eq!(decision.action, ResumeAction::Inject);
+        assert_eq!(decision.output, Some(Value::from("stop searching")));
+    }
+    session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn a_dying_server_releases_every_held_gate_within_100ms() {
+    let mut srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint("{}");
+    settle();
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("die", None);
+    dbg.watch(&run.run_id);
+    let mut waiters = Vec::new();
+    for n in 0..3 {
+        let s2 = session.clone();
+        let run_id = run.run_id.clone();
+        waiters.push(std::thread::spawn(move || {
+            let node = NodeRef::new(NodeKind::Tool, &format!("t{n}")).gate_node();
+            let gate = s2.gate(Some(&run_id), PausePoint::Before, &node, GateOptions::default());
+            let Gate::Held(pending) = gate else { panic!("held") };
+            loop {
+                if let Some(d) = pending.wait_timeout(Duration::from_secs(10)) {
+                    return (d, Instant::now());
+                }
+            }
+        }));
+    }
+    for _ in 0..3 {
+        dbg.next("exec.paused");
+    }
+    assert_eq!(session.stats().held_gates, 3);
+    let killed = Instant::now();
+    srv.stop();
+    for waiter in waiters {
+        let (decision, at) = waiter.join().unwrap();
+        assert_eq!(decision.action, ResumeAction::Continue);
+        let after = at.duration_since(killed);
+        assert!(after < Duration::from_millis(100), "released {after:?} after the server died");
+    }
+    assert_eq!(session.stats().held_gates, 0);
+    assert!(!session.is_attached());
+    session.dispose(Duration::from_secs(1));
+}
+
+#[test]
+fn a_pause_timeout_auto_continues_and_is_recorded() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool"}"#);
+    settle();
+    let session = attached(&srv, |o| o.pause_timeout_ms = Some(150.0));
+    let run = session.start_run("timeout", None);
+    dbg.watch(&run.run_id);
+    let node = NodeRef::new(NodeKind::Tool, "slow");
+    session.node_started(Some(&run.run_id), &node, None, None);
+    let started = Instant::now();
+    let decision = session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default()).wait();
+    let waited = started.elapsed();
+    assert_eq!(decision.action, ResumeAction::Continue);
+    assert!(waited >= Duration::from_millis(140) && waited < Duration::from_millis(1500), "{waited:?}");
+    let resumed = dbg.next("exec.resumed");
+    assert_eq!(s(&resumed, &["payload", "action"]), Some("continue"));
+    session.node_finished(Some(&run.run_id), &node, None, waited.as_secs_f64() * 1000.0, false);
+    let finished = dbg.next("node.finished");
+    let held = finished.get("payload").and_then(|p| p.get("heldMs")).and_then(Value::as_f64).unwrap();
+    assert!(held >= 140.0, "node.finished carries heldMs ({held})");
+    session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn events_emitted_while_the_server_is_down_are_replayed_with_a_gap_marker() {
+    let dir = temp_dir();
+    let port = free_port();
+    let mut srv = Server::start_in(dir.clone(), &["--port", &port.to_string()], &[]);
+    let session = attached(&srv, |o| o.buffer_size = Some(20));
+    let run = session.start_run("restart", None);
+    let node = NodeRef::new(NodeKind::Tool, "t");
+    session.node_started(Some(&run.run_id), &node, None, None);
+    assert!(session.flush(Duration::from_secs(2)));
+    stored(&srv, &run.run_id, 2);
+    srv.stop();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while session.is_attached() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!session.is_attached());
+    // 30 events while detached; the buffer keeps 20, so the 10 oldest unsent are lost.
+    for n in 0..30 {
+        session.node_token(Some(&run.run_id), &node, graphmind_core::event::TokenChannel::Text, &format!("t{n}"));
+    }
+    session.finish_run(&run, RunOutcome::Ok);
+    assert!(session.flush(Duration::from_secs(2)));
+    let stats = session.stats();
+    assert_eq!(stats.lost, 11, "{stats:?}");
+    assert_eq!(stats.pending_gaps, 1);
+
+    let srv = Server::start_in(dir, &["--port", &port.to_string()], &[]);
+    assert!(session.ready(Duration::from_secs(5)), "reconnects to the restarted server");
+    assert!(session.flush(Duration::from_secs(2)));
+    let events = stored(&srv, &run.run_id, 2 + 1 + 20);
+    let gap = events.iter().find(|e| s(e, &["type"]) == Some("graph.hint")).expect("a gap marker");
+    assert_eq!(i(gap, &["payload", "gap", "droppedCount"]), Some(11));
+    assert_eq!(s(gap, &["payload", "gap", "reason"]), Some("buffer-overflow"));
+    let tokens = events.iter().filter(|e| s(e, &["type"]) == Some("node.token")).count();
+    assert_eq!(tokens, 19, "the newest events that fit the buffer survive");
+    assert!(events.iter().any(|e| s(e, &["type"]) == Some("run.finished")));
+    let first_lost = i(gap, &["payload", "gap", "fromSeq"]).unwrap();
+    let last_lost = i(gap, &["payload", "gap", "toSeq"]).unwrap();
+    assert_eq!(last_lost - first_lost + 1, 11);
+    for e in &events {
+        let seq = i(e, &["seq"]).unwrap();
+        assert!(!(first_lost..=last_lost).contains(&seq) || s(e, &["type"]) == Some("graph.hint"), "a lost seq was stored");
+    }
+    session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn a_disabled_session_does_nothing_but_runs_still_work() {
+    let srv = Server::start(&[], &[]);
+    let (session, warnings) = session_for(srv.port, |o| o.enabled = Some(true), &[("GRAPHMIND_DISABLED", "1")]);
+    assert!(!session.is_enabled());
+    assert!(!session.ready(Duration::from_millis(300)));
+    let run = session.start_run("off", None);
+    assert!(run.run_id.starts_with("run_"));
+    let node = NodeRef::new(NodeKind::Tool, "t");
+    assert_eq!(session.node_started(Some(&run.run_id), &node, None, None), None);
+    assert!(matches!(session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default()), Gate::Continue));
+    session.node_error(Some(&run.run_id), &node, ErrorInfo::new("E", "m"));
+    session.finish_run(&run, RunOutcome::Ok);
+    session.dispose(Duration::from_millis(100));
+    let runs = srv.get_json("/api/runs");
+    assert_eq!(to_json(runs.get("runs").unwrap()), "[]", "nothing reached the server");
+    assert!(warnings.lock().unwrap().is_empty(), "a disabled session says nothing");
+    assert_eq!(session.stats().seq, 0);
+}
+
+#[test]
+fn a_detached_session_never_blocks_the_app() {
+    let port = free_port();
+    let (session, _) = session_for(port, |_| {}, &[]);
+    let started = Instant::now();
+    let run = session.start_run("nobody", None);
+    for _ in 0..1000 {
+        let node = NodeRef::new(NodeKind::Tool, "t");
+        session.node_started(Some(&run.run_id), &node, None, Some(Value::from("x")));
+        assert!(matches!(session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default()), Gate::Continue));
+        session.node_finished(Some(&run.run_id), &node, None, 0.0, false);
+    }
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(!session.ready(Duration::from_millis(400)), "no server: ready() resolves false");
+    let t = Instant::now();
+    session.dispose(Duration::from_millis(500));
+    assert!(t.elapsed() < Duration::from_millis(1500));
+}
+
+#[test]
+fn a_forked_child_reconnects_and_records_its_own_events() {
+    let srv = Server::start(&[], &[]);
+    let session = attached(&srv, |_| {});
+    let parent_run = session.start_run("parent", None);
+    assert!(session.flush(Duration::from_secs(2)));
+    session.before_fork();
+    // SAFETY: the child only uses the session (whose lock we hold across the fork) and exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        session.after_fork_child();
+        let ok = !session.is_attached() && session.ready(Duration::from_secs(3));
+        let run = session.start_run("child", None);
+        session.finish_run(&run, RunOutcome::Ok);
+        session.flush(Duration::from_secs(2));
+        session.dispose(Duration::from_secs(2));
+        unsafe { libc::_exit(if ok { 0 } else { 3 }) };
+    }
+    session.after_fork_parent();
+    let mut status = 0;
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child attached on its own (status {status})");
+    // The child flushed to its socket; the server commits on its own writer thread.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let others = loop {
+        let runs = srv.get_json("/api/runs");
+        let others: Vec<Value> = runs
+            .get("runs")
+            .and_then(Value::as_array)
+            .unwrap()
+            .iter()
+            .filter(|r| s(r, &["id"]) != Some(parent_run.run_id.as_str()) && s(r, &["status"]) == Some("ok"))
+            .cloned()
+            .collect();
+        if !others.is_empty() || Instant::now() > deadline {
+            break others;
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    };
+    assert_eq!(others.len(), 1, "the child's own run is stored");
+    assert_eq!(s(&others[0], &["status"]), Some("ok"));
+    session.finish_run(&parent_run, RunOutcome::Ok);
+    assert!(session.flush(Duration::from_secs(2)));
+    srv.wait_run(&parent_run.run_id, |r| s(r, &["status"]) == Some("ok"));
+    session.dispose(Duration::from_secs(2));
+}
+
+/// Drives a `Step` the way every SDK wrapper does, with a function that fails `failures`
+/// times before it succeeds.
+fn drive(session: &Session, run_id: &str, failures: usize) -> Result<Value, String> {
+    // Distinct arguments per call, so that the loop guard does not see a loop.
+    let input = parse_str(&format!(r#"{{"failures":{failures},"nonce":"{}"}}"#, graphmind_core::event::new_id("n"))).unwrap();
+    let mut step = Step::start(session, Some(run_id), NodeRef::new(NodeKind::Tool, "flaky"), None, Some(input), true);
+    let mut calls = 0;
+    let mut next = step.on_before(step.before().wait());
+    loop {
+        match next {
+            Next::Run { .. } => {
+                calls += 1;
+                if calls <= failures {
+                    let decision = step.error(ErrorInfo::new("Flaky", format!("failure {calls}"))).wait();
+                    next = step.on_error(decision);
+                } else {
+                    let output = Value::from(format!("ok after {calls}"));
+                    let decision = step.after().wait();
+                    next = step.on_after(decision, Some(output));
+                    if next == Next::ReturnResult {
+                        return Ok(Value::from(format!("ok after {calls}")));
+                    }
+                }
+            }
+            Next::ReturnResult => unreachable!(),
+            Next::ReturnInjected(v) => return Ok(v),
+            Next::Reraise => return Err(format!("raised after {calls}")),
+            Next::Abort => return Err("aborted".into()),
+        }
+    }
+}
+
+#[test]
+fn a_step_applies_each_decision_the_way_the_reference_wrappers_do() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("steps", None);
+    dbg.watch(&run.run_id);
+
+    // Detached from any breakpoint, a failing call re-raises after the default error pause
+    // is continued; a retry at the error gate runs it again and it succeeds.
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let worker = std::thread::spawn(move || drive(&s2, &id, 1));
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "point"]), Some("error"));
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "retry", "");
+    assert_eq!(worker.join().unwrap(), Ok(Value::from("ok after 2")));
+
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let worker = std::thread::spawn(move || drive(&s2, &id, 5));
+    let paused = dbg.next("exec.paused");
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "inject", r#","output":"recovered""#);
+    assert_eq!(worker.join().unwrap(), Ok(Value::from("recovered")));
+    let finished = dbg.next("node.finished");
+    assert_eq!(finished.get("payload").unwrap().get("recoveredFromError").and_then(Value::as_bool), Some(true));
+    assert_eq!(finished.get("payload").unwrap().get("injected").and_then(Value::as_bool), Some(true));
+
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let worker = std::thread::spawn(move || drive(&s2, &id, 5));
+    let paused = dbg.next("exec.paused");
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "continue", "");
+    assert_eq!(worker.join().unwrap(), Err("raised after 1".into()));
+    let finished = dbg.next("node.finished");
+    assert_eq!(s(&finished, &["payload", "status"]), Some("error"));
+    session.dispose(Duration::from_secs(2));
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+

@@ -1,0 +1,1387 @@
+//! The session: the one object an SDK talks to.
+//!
+//! Guarantees (the same for every binding, because they live here):
+//! - It never panics into the host and never blocks the host on I/O. Constructing a session
+//!   does nothing; the first use starts one named worker thread that owns the socket.
+//! - Application threads only assign a `seq` and hand the event to the worker over a
+//!   bounded channel (`try_send`: a full channel drops and counts, it never waits). The
+//!   worker redacts, shrinks, serializes, buffers for replay and sends.
+//! - Fail-open: a debugger that goes away releases every held gate as `continue` at once
+//!   (the reader thread sees the socket close); a dispose or a pause timeout releases the
+//!   same way; every release emits `exec.resumed`.
+//! - A disabled session does nothing at all, yet a run still gets a working context.
+
+use crate::config::Config;
+use crate::event::{
+    ErrorInfo, ExecPaused, ExecRefused, ExecResumed, GraphHint, GraphNodeHint, Hello, Message, MessageType,
+    NodeError, NodeFinished, NodeKind, NodeStarted, NodeToken, RunFinished, RunStarted, RunStatus, SdkInfo,
+    TokenChannel, TokenDelta, KNOWN_CAPABILITIES, PROTOCOL_VERSION, WILDCARD_RUN_ID,
+};
+use crate::gate::{
+    BreakpointMatcher, GateDecision, GateEngine, GateNode, HeldGate, PausePoint, PauseReason, PendingGate,
+    ResumeAction, RunMode,
+};
+use crate::json::{JsStr, Map, Value};
+use crate::loop_guard::{LoopGuard, LoopHide, LoopValue, LoopVerdict, NodeStart};
+use crate::transport::{self, LinkReader, LinkWriter};
+use crate::warn::{WarnSink, Warner};
+use crate::{buffer, config, edit_input, event, redact, shrink, wire};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The version this client reports in `hello.versions.client`.
+pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How many events may wait for the worker before new ones are dropped (and counted).
+pub const OUTBOX_CAPACITY: usize = 65_536;
+
+/// How many queued messages the worker handles before it flushes the socket.
+const MAX_BATCH: usize = 4096;
+
+/// The fast reconnect delays after an established link drops, before `retry_interval`.
+pub const FAST_RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_millis(config::FAST_RETRY_STEPS[0]),
+    Duration::from_millis(config::FAST_RETRY_STEPS[1]),
+    Duration::from_millis(config::FAST_RETRY_STEPS[2]),
+];
+
+/// How long `ready()` waits by default.
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_millis(config::DEFAULT_READY_TIMEOUT_MS);
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunOutcome {
+    /// It returned.
+    Ok,
+    /// It raised.
+    Error(ErrorInfo),
+    /// It was aborted (by the debugger, or by the app through its context).
+    Aborted,
+}
+
+/// A run's abort signal, shared by the run's context and the session.
+#[derive(Debug, Default)]
+pub struct RunSignal {
+    aborted: AtomicBool,
+    reason: Mutex<Option<String>>,
+}
+
+impl RunSignal {
+    /// Whether the run was aborted.
+    pub fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::Acquire)
+    }
+
+    /// Why, when aborted.
+    pub fn reason(&self) -> Option<String> {
+        self.reason.lock().clone()
+    }
+
+    /// Aborts the run (idempotent; the first reason stays).
+    pub fn abort(&self, reason: &str) {
+        let mut slot = self.reason.lock();
+        if slot.is_none() {
+            *slot = Some(reason.to_string());
+        }
+        self.aborted.store(true, Ordering::Release);
+    }
+}
+
+/// The reason a run aborted from the debugger carries.
+pub const ABORTED_FROM_DEBUGGER: &str = "aborted from the GraphMind debugger";
+
+/// A run: its id, name and abort signal. Finish it with [`Session::finish_run`].
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// The run id (`run_…`).
+    pub run_id: String,
+    /// Its name.
+    pub name: String,
+    /// Its abort signal.
+    pub signal: Arc<RunSignal>,
+}
+
+impl Run {
+    fn new(name: &str) -> Run {
+        Run { run_id: event::new_id("run"), name: name.to_string(), signal: Arc::new(RunSignal::default()) }
+    }
+}
+
+/// The identity of one node execution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRef {
+    /// Stable node id (`tool:search`).
+    pub node_id: String,
+    /// This execution's id.
+    pub instance_id: String,
+    /// Node kind.
+    pub kind: NodeKind,
+    /// Display name.
+    pub name: String,
+}
+
+impl NodeRef {
+    /// A new execution of the node `kind:name` (the reference's identity convention).
+    pub fn new(kind: NodeKind, name: &str) -> NodeRef {
+        NodeRef {
+            node_id: event::node_id(kind, name),
+            instance_id: event::new_id("inst"),
+            kind,
+            name: name.to_string(),
+        }
+    }
+
+    /// A new execution of a node with an explicit id.
+    pub fn with_id(kind: NodeKind, name: &str, node_id: &str) -> NodeRef {
+        NodeRef { node_id: node_id.to_string(), instance_id: event::new_id("inst"), kind, name: name.to_string() }
+    }
+
+    /// The gate identity of this node.
+    pub fn gate_node(&self) -> GateNode {
+        GateNode { node_id: self.node_id.clone(), kind: self.kind.as_str().to_string(), name: self.name.clone() }
+    }
+}
+
+/// Per-call gate options.
+#[derive(Clone, Debug, Default)]
+pub struct GateOptions {
+    /// The step can run with an edited input here: the pause is offered as `editable`.
+    pub editable: bool,
+    /// The live input an edit is merged into.
+    pub live_input: Option<Value>,
+}
+
+/// The outcome of [`Session::gate`].
+#[derive(Debug)]
+pub enum Gate {
+    /// Nothing holds: go on.
+    Continue,
+    /// A debugger holds the step: wait for the decision.
+    Held(PendingGate),
+}
+
+impl Gate {
+    /// Waits for the decision (bindings release their interpreter lock and use
+    /// [`PendingGate::wait_timeout`] in slices instead).
+    pub fn wait(self) -> GateDecision {
+        match self {
+            Gate::Continue => GateDecision::proceed(),
+            Gate::Held(pending) => pending.wait(),
+        }
+    }
+}
+
+/// A diagnostics snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    /// Whether the session records at all.
+    pub enabled: bool,
+    /// Whether a debugger is attached.
+    pub attached: bool,
+    /// Events held in the replay buffer.
+    pub buffered: u64,
+    /// Events evicted from the replay buffer (delivered or not).
+    pub dropped: u64,
+    /// Events lost before they reached a debugger (gap-marked on the next attach).
+    pub lost: u64,
+    /// Runs with a gap marker waiting for an attach.
+    pub pending_gaps: u64,
+    /// Gates held now.
+    pub held_gates: u64,
+    /// The next `seq`.
+    pub seq: u64,
+}
+
+enum Outgoing {
+    Event(OutEvent),
+    Kick,
+    Detached(u64),
+    Flush(Sender<()>),
+    Shutdown(Sender<()>),
+}
+
+struct OutEvent {
+    seq: u64,
+    run_id: String,
+    event_type: MessageType,
+    payload: Value,
+    /// The paused node's kind, for `exec.resumed` / `exec.refused` redaction.
+    node_kind: Option<NodeKind>,
+    /// For `exec.resumed`: how long the gate was held, credited to the node's execution.
+    held: Option<(String, f64)>,
+}
+
+/// State shared by application threads, the reader thread and the worker, behind one
+/// lock that is never held across I/O or a wait.
+struct Shared {
+    seq: u64,
+    outbox: Sender<Outgoing>,
+    engine: GateEngine,
+    /// Whether the engine is armed by an attached debugger.
+    engine_attached: bool,
+    hub_capabilities: Option<Vec<String>>,
+    session_token: Option<String>,
+    loop_guard: LoopGuard,
+    implicit_run: Option<Run>,
+    runs: HashMap<String, Arc<RunSignal>>,
+    /// Editable pauses: the live input an edit merges into.
+    editable: HashMap<String, Option<Value>>,
+    worker_started: bool,
+    /// The current link's generation, so a stale reader's detach is ignored.
+    link_generation: u64,
+    disposed: bool,
+}
+
+struct Inner {
+    config: Config,
+    warner: Warner,
+    attached: AtomicBool,
+    shared: Mutex<Shared>,
+    attach_signal: Condvar,
+    /// Counters the worker publishes for `stats()`.
+    buffered: AtomicU64,
+    dropped: AtomicU64,
+    lost: AtomicU64,
+    pending_gaps: AtomicU64,
+    outbox_full: AtomicU64,
+    /// The receiving end, taken by the worker when it starts.
+    inbox: Mutex<Option<Receiver<Outgoing>>>,
+}
+
+/// A GraphMind session. Cheap to clone (all clones are the same session).
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("enabled", &self.is_enabled()).field("attached", &self.is_attached()).finish()
+    }
+}
+
+fn millis(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn epoch_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl Session {
+    /// A session with a resolved configuration; warnings go to `sink`. Does no I/O and
+    /// starts no thread.
+    pub fn new(config: Config, sink: WarnSink) -> Session {
+        let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
+        let warner = Warner::new(millis(config.warn_interval_ms), sink);
+        for warning in &config.warnings {
+            warner.warn(warning, warning);
+        }
+        let engine = GateEngine::new(config.pause_timeout_ms.map(millis));
+        let loop_guard = LoopGuard::new(config.loop_guard.clone());
+        let inner = Inner {
+            warner,
+            attached: AtomicBool::new(false),
+            shared: Mutex::new(Shared {
+                seq: 0,
+                outbox: tx,
+                engine,
+                engine_attached: false,
+                hub_capabilities: None,
+                session_token: None,
+                loop_guard,
+                implicit_run: None,
+                runs: HashMap::new(),
+                editable: HashMap::new(),
+                worker_started: false,
+                link_generation: 0,
+                disposed: false,
+            }),
+            attach_signal: Condvar::new(),
+            buffered: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            pending_gaps: AtomicU64::new(0),
+            outbox_full: AtomicU64::new(0),
+            inbox: Mutex::new(Some(rx)),
+            config,
+        };
+        Session { inner: Arc::new(inner) }
+    }
+
+    /// The resolved configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// Whether this session records (the kill switch's verdict).
+    pub fn is_enabled(&self) -> bool {
+        self.inner.config.enabled
+    }
+
+    /// Whether a debugger is attached now.
+    pub fn is_attached(&self) -> bool {
+        self.inner.attached.load(Ordering::Acquire)
+    }
+
+    /// Writes one rate-limited warning to the session's log sink.
+    pub fn warn(&self, key: &str, message: &str) {
+        self.inner.warner.warn(key, message);
+    }
+
+    fn active(&self) -> bool {
+        self.inner.config.enabled && !self.inner.shared.lock().disposed
+    }
+
+    /// Connects now (if not attached) and waits up to `timeout` for the handshake. Returns
+    /// whether a debugger is attached; never fails. Disabled or disposed: `false` at once.
+    pub fn ready(&self, timeout: Duration) -> bool {
+        if !self.active() {
+            return false;
+        }
+        let deadline = Instant::now() + timeout;
+        let mut shared = self.inner.shared.lock();
+        self.ensure_worker(&mut shared);
+        let _ = shared.outbox.try_send(Outgoing::Kick);
+        while !shared.engine_attached && !shared.disposed {
+            if self.inner.attach_signal.wait_until(&mut shared, deadline).timed_out() {
+                break;
+            }
+        }
+        shared.engine_attached
+    }
+
+    /// Starts a run: emits `run.started` with `meta: {name, ...session meta, ...meta}`.
+    pub fn start_run(&self, name: &str, meta: Option<&Map>) -> Run {
+        let run = Run::new(name);
+        if !self.active() {
+            return run;
+        }
+        let payload = self.run_started_payload(name, meta, false);
+        let mut shared = self.inner.shared.lock();
+        shared.runs.insert(run.run_id.clone(), run.signal.clone());
+        self.ensure_worker(&mut shared);
+        self.enqueue(&mut shared, &run.run_id, MessageType::RunStarted, payload, None, None);
+        run
+    }
+
+    fn run_started_payload(&self, name: &str, meta: Option<&Map>, implicit: bool) -> Value {
+        let config = &self.inner.config;
+        let mut meta_out = Map::new();
+        meta_out.insert("name", Value::from(name));
+        if implicit {
+            meta_out.insert("implicit", Value::Bool(true));
+        }
+        for source in [config.meta.as_ref(), meta].into_iter().flatten() {
+            for (k, v) in source.iter() {
+                meta_out.insert(k.clone(), v.clone());
+            }
+        }
+        let mut started = RunStarted::new(config.app_name.as_str(), SdkInfo::new(config.sdk.name.as_str(), config.sdk.version.as_str()));
+        started.meta = Some(meta_out);
+        started.to_value()
+    }
+
+    /// Finishes a run (`run.finished`). An aborted signal wins over `Ok` and `Error`, as in
+    /// the reference.
+    pub fn finish_run(&self, run: &Run, outcome: RunOutcome) {
+        let mut shared = self.inner.shared.lock();
+        shared.runs.remove(&run.run_id);
+        shared.loop_guard.forget(&run.run_id);
+        if !self.inner.config.enabled || shared.disposed {
+            return;
+        }
+        let mut finished = match (outcome, run.signal.is_aborted()) {
+            (_, true) | (RunOutcome::Aborted, _) => RunFinished::new(RunStatus::Aborted),
+            (RunOutcome::Ok, false) => RunFinished::new(RunStatus::Ok),
+            (RunOutcome::Error(error), false) => {
+                let mut f = RunFinished::new(RunStatus::Error);
+                f.error = Some(error);
+                f
+            }
+        };
+        finished.extra = Map::new();
+        self.enqueue(&mut shared, &run.run_id, MessageType::RunFinished, finished.to_value(), None, None);
+    }
+
+    /// The implicit run that events outside any run share (started on first use).
+    pub fn implicit_run(&self) -> Run {
+        let mut shared = self.inner.shared.lock();
+        self.implicit_run_locked(&mut shared)
+    }
+
+    fn implicit_run_locked(&self, shared: &mut Shared) -> Run {
+        if let Some(run) = &shared.implicit_run {
+            return run.clone();
+        }
+        let run = Run::new("implicit");
+        shared.implicit_run = Some(run.clone());
+        shared.runs.insert(run.run_id.clone(), run.signal.clone());
+        if self.inner.config.enabled && !shared.disposed {
+            let payload = self.run_started_payload("implicit", None, true);
+            self.ensure_worker(shared);
+            self.enqueue(shared, &run.run_id, MessageType::RunStarted, payload, None, None);
+        }
+        run
+    }
+
+    fn run_id_or_implicit(&self, shared: &mut Shared, run_id: Option<&str>) -> String {
+        match run_id {
+            Some(id) => id.to_string(),
+            None => self.implicit_run_locked(shared).run_id,
+        }
+    }
+
+    /// The abort signal of a live run (`None` when it is unknown or finished).
+    pub fn run_signal(&self, run_id: &str) -> Option<Arc<RunSignal>> {
+        self.inner.shared.lock().runs.get(run_id).cloned()
+    }
+
+    /// Emits one event that an app sends (`node.started`, `node.token`, `node.finished`,
+    /// `node.error`, `graph.hint`, `run.started`, `run.finished`) into `run_id` (or the
+    /// implicit run). Other types are ignored with a warning. Returns the event's `seq`, or
+    /// `None` when nothing was emitted.
+    pub fn emit(&self, run_id: Option<&str>, event_type: &str, payload: Value) -> Option<u64> {
+        if !self.inner.config.enabled {
+            return None;
+        }
+        let kind = match MessageType::parse(event_type) {
+            Some(t) if t.direction() == event::Direction::Event && !is_gate_event(t) => t,
+            _ => {
+                self.inner.warner.warn(
+                    &format!("emit-type:{event_type}"),
+                    &format!("ignored emit() of {event_type:?}: not an event an app sends"),
+                );
+                return None;
+            }
+        };
+        self.emit_typed(run_id, kind, payload)
+    }
+
+    /// Emits an app event of a known type (no check of the type's direction: the core's own
+    /// modules call it with the right ones).
+    pub(crate) fn emit_event(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
+        self.emit_typed(run_id, event_type, payload)
+    }
+
+    fn emit_typed(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
+        if !self.inner.config.enabled {
+            return None;
+        }
+        let mut shared = self.inner.shared.lock();
+        if shared.disposed {
+            return None;
+        }
+        self.ensure_worker(&mut shared);
+        let run_id = self.run_id_or_implicit(&mut shared, run_id);
+        let seq = shared.seq;
+        match event_type {
+            MessageType::NodeStarted => self.note_loop_start(&mut shared, &run_id, &payload, seq),
+            MessageType::NodeFinished => note_loop_finish(&mut shared.loop_guard, &run_id, &payload),
+            MessageType::NodeError => note_loop_error(&mut shared.loop_guard, &run_id, &payload),
+            _ => {}
+        }
+        let emitted = self.enqueue(&mut shared, &run_id, event_type, payload, None, None);
+        if emitted.is_none() && event_type == MessageType::NodeStarted {
+            // Never reached the wire: it is not "the call right before" the next one.
+            shared.loop_guard.on_unidentified_start(&run_id, "tool", seq);
+        }
+        emitted
+    }
+
+    /// `node.started` for `node` with `input`, in `run_id` (or the implicit run).
+    pub fn node_started(&self, run_id: Option<&str>, node: &NodeRef, parent_id: Option<&str>, input: Option<Value>) -> Option<u64> {
+        let mut started = NodeStarted::new(node.node_id.as_str(), node.kind, node.name.as_str(), node.instance_id.as_str());
+        started.parent_id = parent_id.map(JsStr::from);
+        started.input = input;
+        self.emit_typed(run_id, MessageType::NodeStarted, started.to_value())
+    }
+
+    /// `node.finished` for `node`.
+    pub fn node_finished(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        output: Option<Value>,
+        duration_ms: f64,
+        injected: bool,
+    ) -> Option<u64> {
+        let mut finished = NodeFinished::new(node.node_id.as_str(), normalize_duration(duration_ms), RunStatus::Ok);
+        finished.instance_id = Some(node.instance_id.as_str().into());
+        finished.output = output;
+        if injected {
+            finished.injected = Some(true);
+        }
+        self.emit_typed(run_id, MessageType::NodeFinished, finished.to_value())
+    }
+
+    /// `node.error` for `node`.
+    pub fn node_error(&self, run_id: Option<&str>, node: &NodeRef, error: ErrorInfo) -> Option<u64> {
+        let mut failed = NodeError::new(node.node_id.as_str(), error);
+        failed.instance_id = Some(node.instance_id.as_str().into());
+        self.emit_typed(run_id, MessageType::NodeError, failed.to_value())
+    }
+
+    /// `node.token` with one delta for `node`.
+    pub fn node_token(&self, run_id: Option<&str>, node: &NodeRef, channel: TokenChannel, text: &str) -> Option<u64> {
+        let mut token = NodeToken::new(node.node_id.as_str(), vec![TokenDelta::new(channel, text)]);
+        token.extra.insert("instanceId", Value::from(node.instance_id.as_str()));
+        self.emit_typed(run_id, MessageType::NodeToken, token.to_value())
+    }
+
+    /// `graph.hint` announcing nodes ahead of running.
+    pub fn graph_hint(&self, run_id: Option<&str>, nodes: Vec<GraphNodeHint>) -> Option<u64> {
+        self.emit_typed(run_id, MessageType::GraphHint, GraphHint::new(nodes).to_value())
+    }
+
+    /// The gate at `point` of `node`: [`Gate::Continue`] at once when nothing holds (the fast
+    /// path: detached, or attached with nothing matching), else a held gate to wait on.
+    /// Whoever waits applies the decision; an `abort` has already aborted the run's signal.
+    pub fn gate(&self, run_id: Option<&str>, point: PausePoint, node: &GateNode, options: GateOptions) -> Gate {
+        if !self.inner.config.enabled || !self.inner.attached.load(Ordering::Acquire) {
+            return Gate::Continue;
+        }
+        let mut shared = self.inner.shared.lock();
+        if !shared.engine_attached || shared.disposed {
+            return Gate::Continue;
+        }
+        let run_id = self.run_id_or_implicit(&mut shared, run_id);
+        let loop_hold = if point == PausePoint::Before {
+            let hide = self.loop_hide(&node.kind);
+            match shared.loop_guard.consult_before(&run_id, &node.kind, &node.node_id, &node.name, true, hide) {
+                LoopVerdict::Hold(info) => Some(info),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        if loop_hold.is_none() && !shared.engine.should_pause(point, node) {
+            return Gate::Continue;
+        }
+        let reason = if loop_hold.is_some() { PauseReason::Loop } else { shared.engine.reason_for(point, node) };
+        let editable = options.editable && self.edits_honoured(&shared);
+        let pending = shared.engine.hold(point, node.clone(), &run_id, editable);
+        if editable {
+            shared.editable.insert(pending.pause_id().to_string(), options.live_input);
+        }
+        let mut paused = ExecPaused::new(pending.pause_id(), node.node_id.as_str(), point);
+        paused.reason = Some(reason);
+        paused.loop_info = loop_hold.map(|info| info.to_event());
+        if editable {
+            paused.editable = Some(true);
+        }
+        let kind = NodeKind::parse(&node.kind);
+        self.enqueue(&mut shared, &run_id, MessageType::ExecPaused, paused.to_value(), kind, None);
+        Gate::Held(pending)
+    }
+
+    fn loop_hide(&self, kind: &str) -> LoopHide {
+        let h = self.inner.config.hide;
+        LoopHide::for_node(h.inputs, h.outputs, h.tool_args, h.tool_results, kind == "tool")
+    }
+
+    fn edits_honoured(&self, shared: &Shared) -> bool {
+        self.inner.config.edit_input
+            && shared.hub_capabilities.as_ref().is_some_and(|caps| caps.iter().any(|c| c == "edit-input"))
+    }
+
+    /// Releases a held gate whose waiter went away (a cancelled task): `continue`, announced
+    /// like any other release. Returns whether it was still held.
+    pub fn discard_gate(&self, pause_id: &str) -> bool {
+        let gate = {
+            let mut shared = self.inner.shared.lock();
+            let Some(gate) = shared.engine.take(pause_id) else { return false };
+            self.announce_release(&mut shared, &gate, ResumeAction::Continue, None, None);
+            gate
+        };
+        gate.release(GateDecision::proceed());
+        true
+    }
+
+    /// A diagnostics snapshot.
+    pub fn stats(&self) -> SessionStats {
+        let shared = self.inner.shared.lock();
+        SessionStats {
+            enabled: self.inner.config.enabled,
+            attached: self.is_attached(),
+            buffered: self.inner.buffered.load(Ordering::Relaxed),
+            dropped: self.inner.dropped.load(Ordering::Relaxed),
+            lost: self.inner.lost.load(Ordering::Relaxed) + self.inner.outbox_full.load(Ordering::Relaxed),
+            pending_gaps: self.inner.pending_gaps.load(Ordering::Relaxed),
+            held_gates: shared.engine.held_count() as u64,
+            seq: shared.seq,
+        }
+    }
+
+    /// Waits up to `timeout` until every event emitted so far has been handed to the socket
+    /// (or buffered, when detached). Returns whether it finished in time.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
+        {
+            let shared = self.inner.shared.lock();
+            if !shared.worker_started {
+                return true;
+            }
+            if shared.outbox.try_send(Outgoing::Flush(reply_tx)).is_err() {
+                return false;
+            }
+        }
+        reply_rx.recv_timeout(timeout).is_ok()
+    }
+
+    /// Releases every held gate (`continue`), finishes the implicit run, flushes and closes
+    /// the link, waiting at most `deadline`. Idempotent; never hangs the app.
+    pub fn dispose(&self, deadline: Duration) {
+        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
+        let gates;
+        let started;
+        {
+            let mut shared = self.inner.shared.lock();
+            if shared.disposed {
+                return;
+            }
+            gates = shared.engine.take_all();
+            shared.engine.disarm();
+            for gate in &gates {
+                self.announce_release(&mut shared, gate, ResumeAction::Continue, None, None);
+            }
+            if let Some(run) = shared.implicit_run.clone() {
+                if self.inner.config.enabled {
+                    let finished = RunFinished::new(RunStatus::Ok).to_value();
+                    self.enqueue(&mut shared, &run.run_id, MessageType::RunFinished, finished, None, None);
+                }
+            }
+            shared.disposed = true;
+            shared.engine_attached = false;
+            started = shared.worker_started;
+            if started {
+                let _ = shared.outbox.try_send(Outgoing::Shutdown(reply_tx));
+            }
+            self.inner.attach_signal.notify_all();
+        }
+        for gate in gates {
+            gate.release(GateDecision::proceed());
+        }
+        if started {
+            let _ = reply_rx.recv_timeout(deadline);
+        }
+        self.inner.attached.store(false, Ordering::Release);
+    }
+
+    /// Fork protocol, before `fork()`: takes the session lock so that no other thread holds
+    /// it at the moment of the fork. Must be followed, on the same thread, by
+    /// [`Session::after_fork_parent`] or [`Session::after_fork_child`].
+    pub fn before_fork(&self) {
+        std::mem::forget(self.inner.shared.lock());
+    }
+
+    /// Fork protocol, in the parent after `fork()`: releases the lock taken by
+    /// [`Session::before_fork`].
+    pub fn after_fork_parent(&self) {
+        // SAFETY: before_fork locked it on this thread and forgot the guard.
+        unsafe { self.inner.shared.force_unlock() };
+    }
+
+    /// Fork protocol, in the child after `fork()`: the parent's worker and socket do not
+    /// exist here. The child gets a fresh channel and, on its next event, a fresh worker
+    /// that reconnects and records; it never believes itself attached.
+    pub fn after_fork_child(&self) {
+        // SAFETY: before_fork locked it on the forking thread, which is this thread.
+        unsafe { self.inner.shared.force_unlock() };
+        let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
+        let mut shared = self.inner.shared.lock();
+        shared.outbox = tx;
+        shared.worker_started = false;
+        shared.engine_attached = false;
+        shared.engine.disarm();
+        // Gates held by the parent's other threads do not exist in the child.
+        drop(shared.engine.take_all());
+        shared.editable.clear();
+        shared.hub_capabilities = None;
+        shared.session_token = None;
+        shared.implicit_run = None;
+        shared.link_generation += 1;
+        drop(shared);
+        *self.inner.inbox.lock() = Some(rx);
+        self.inner.attached.store(false, Ordering::Release);
+        self.inner.buffered.store(0, Ordering::Relaxed);
+        self.inner.pending_gaps.store(0, Ordering::Relaxed);
+    }
+
+    // -- internals ----------------------------------------------------------------------
+
+    fn ensure_worker(&self, shared: &mut Shared) {
+        if shared.worker_started || shared.disposed {
+            return;
+        }
+        let Some(rx) = self.inner.inbox.lock().take() else { return };
+        shared.worker_started = true;
+        let inner = self.inner.clone();
+        let spawned = std::thread::Builder::new()
+            .name("graphmind-worker".into())
+            .spawn(move || Worker::new(inner, rx).run());
+        if let Err(e) = spawned {
+            shared.worker_started = false;
+            self.inner.warner.warn("worker-spawn", &format!("could not start the worker thread ({e}); staying detached"));
+        }
+    }
+
+    /// Assigns the next seq and hands the event to the worker. Never blocks: a full outbox
+    /// drops the event and counts it as lost.
+    fn enqueue(
+        &self,
+        shared: &mut Shared,
+        run_id: &str,
+        event_type: MessageType,
+        payload: Value,
+        node_kind: Option<NodeKind>,
+        held: Option<(String, f64)>,
+    ) -> Option<u64> {
+        let seq = shared.seq;
+        let event = OutEvent { seq, run_id: run_id.to_string(), event_type, payload, node_kind, held };
+        match shared.outbox.try_send(Outgoing::Event(event)) {
+            Ok(()) => {
+                shared.seq += 1;
+                Some(seq)
+            }
+            Err(TrySendError::Full(_)) => {
+                self.inner.outbox_full.fetch_add(1, Ordering::Relaxed);
+                self.inner.warner.warn(
+                    "outbox-full",
+                    "dropped events because the GraphMind worker fell behind; the recorded run is incomplete",
+                );
+                None
+            }
+            Err(TrySendError::Disconnected(_)) => None,
+        }
+    }
+
+    fn note_loop_start(&self, shared: &mut Shared, run_id: &str, payload: &Value, seq: u64) {
+        let attached = shared.engine_attached;
+        let text = |key: &str| payload.get(key).and_then(Value::as_str);
+        let (Some(kind), Some(node_id)) = (text("kind"), text("nodeId")) else {
+            if let Some(kind) = text("kind") {
+                shared.loop_guard.on_unidentified_start(run_id, kind, seq);
+            }
+            return;
+        };
+        let mut start = NodeStart::new(run_id, node_id, kind, LoopValue::Read(payload.get("input")), seq);
+        if let Some(name) = text("name") {
+            start = start.name(name);
+        }
+        if let Some(instance) = text("instanceId") {
+            start = start.instance(instance);
+        }
+        if let LoopVerdict::Warn(warning) = shared.loop_guard.on_node_started(&start, attached).verdict {
+            self.inner.warner.warn(&warning.key, &warning.message);
+        }
+    }
+
+    /// Emits `exec.resumed` for a gate about to be released (the caller releases it after
+    /// dropping the lock).
+    fn announce_release(
+        &self,
+        shared: &mut Shared,
+        gate: &HeldGate,
+        action: ResumeAction,
+        request_id: Option<&str>,
+        edited: Option<Value>,
+    ) {
+        shared.editable.remove(&gate.pause_id);
+        let mut resumed = ExecResumed::new(gate.pause_id.as_str(), action);
+        resumed.edited_after = edited;
+        resumed.request_id = request_id.map(JsStr::from);
+        let held = Some((gate.node.node_id.clone(), gate.held_ms(Instant::now())));
+        let kind = NodeKind::parse(&gate.node.kind);
+        self.enqueue(shared, &gate.run_id, MessageType::ExecResumed, resumed.to_value(), kind, held);
+    }
+
+    fn emit_refused(&self, shared: &mut Shared, gate: (&str, &str, &str), refusal: &edit_input::EditRefusal, request_id: Option<&str>) {
+        let (pause_id, run_id, kind) = gate;
+        let mut refused = ExecRefused::new(pause_id, refusal.code);
+        refused.message = Some(refusal.message.as_str().into());
+        refused.request_id = request_id.map(JsStr::from);
+        self.enqueue(shared, run_id, MessageType::ExecRefused, refused.to_value(), NodeKind::parse(kind), None);
+    }
+
+    /// An `exec.resume` from the debugger (reader thread). Unknown pauses are ignored (the
+    /// first resume won); a refused edit or inject leaves the gate held and says why.
+    fn handle_resume(&self, payload: &Value) {
+        let Some(pause_id) = payload.get("pauseId").and_then(Value::as_str) else { return };
+        let Some(action) = payload.get("action").and_then(Value::as_str).and_then(ResumeAction::parse) else { return };
+        let request_id = payload.get("requestId").and_then(Value::as_str);
+        let mut shared = self.inner.shared.lock();
+        let Some(gate) = shared.engine.peek(pause_id) else { return };
+        let (run_id, kind, point) = (gate.run_id.clone(), gate.node.kind.clone(), gate.point);
+        let mut decision = GateDecision { action, output: None, input: None };
+        let mut edited = None;
+        let refusal = if let Some(proposed) = payload.get("input") {
+            match self.accept_edit(&shared, pause_id, action, point, &kind, proposed) {
+                Ok(merged) => {
+                    edited = Some(merged.clone());
+                    decision.input = Some(merged);
+                    None
+                }
+                Err(refusal) => Some(refusal),
+            }
+        } else if action == ResumeAction::Inject {
+            let value = payload.get("output").cloned().unwrap_or(Value::Null);
+            match edit_input::check_proposed_value(&value) {
+                Ok(()) => {
+                    decision.output = Some(value);
+                    None
+                }
+                Err(refusal) => Some(refusal),
+            }
+        } else {
+            None
+        };
+        if let Some(refusal) = refusal {
+            self.emit_refused(&mut shared, (pause_id, &run_id, &kind), &refusal, request_id);
+            return;
+        }
+        let Some(gate) = shared.engine.take(pause_id) else { return };
+        self.announce_release(&mut shared, &gate, action, request_id, edited);
+        if action == ResumeAction::Abort {
+            if let Some(signal) = shared.runs.get(&gate.run_id) {
+                signal.abort(ABORTED_FROM_DEBUGGER);
+            }
+        }
+        drop(shared);
+        gate.release(decision);
+    }
+
+    /// The edit conditions in the reference's order, then the inject guard on the input, the
+    /// pollution check, and the merge into the live input.
+    fn accept_edit(
+        &self,
+        shared: &Shared,
+        pause_id: &str,
+        action: ResumeAction,
+        point: PausePoint,
+        kind: &str,
+        proposed: &Value,
+    ) -> Result<Value, edit_input::EditRefusal> {
+        use crate::event::RefusalCode;
+        let refuse = |code, message: &str| Err(edit_input::EditRefusal { code, message: message.to_string() });
+        if !self.inner.config.edit_input {
+            return refuse(RefusalCode::Disabled, "input edits are turned off in this app (GRAPHMIND_DISABLE_EDIT_INPUT)");
+        }
+        if !self.edits_honoured(shared) {
+            return refuse(RefusalCode::Disabled, "this debugger has not enabled input edits");
+        }
+        let Some(live) = shared.editable.get(pause_id) else {
+            return refuse(RefusalCode::Unsupported, "this pause cannot run with an edited input");
+        };
+        let fits = (action == ResumeAction::Continue && point == PausePoint::Before)
+            || (action == ResumeAction::Retry && point != PausePoint::Before);
+        if !fits {
+            return refuse(
+                RefusalCode::Shape,
+                "an edited input needs continue at a before gate, or retry at an after or error gate",
+            );
+        }
+        edit_input::check_proposed_value(proposed)?;
+        if let Some(refusal) = edit_input::prototype_key_refusal(proposed) {
+            return Err(refusal);
+        }
+        let hidden = self.inner.config.hide.covers_pause_input(Some(kind));
+        edit_input::merge_edited_input(live.as_ref(), Some(proposed), hidden)
+    }
+
+    /// A control frame from the debugger (reader thread).
+    fn handle_control(&self, text: &str) {
+        let envelope = match wire::parse_envelope(text.as_bytes()) {
+            wire::ParseOutcome::Ok(envelope) => envelope,
+            wire::ParseOutcome::Invalid(invalid) => {
+                self.inner.warner.warn("transport-invalid", &format!("ignoring invalid frame: {}", invalid.reason));
+                return;
+            }
+            _ => return, // unknown types and stray versions: tolerated
+        };
+        let Some(payload) = envelope.payload() else { return };
+        match envelope.message_type {
+            Some(MessageType::ExecResume) => self.handle_resume(payload),
+            Some(MessageType::BreakpointSet) => {
+                if let Some(m) = payload.get("matcher").and_then(BreakpointMatcher::from_value) {
+                    self.inner.shared.lock().engine.add_breakpoint(m);
+                }
+            }
+            Some(MessageType::BreakpointClear) => {
+                if let Some(m) = payload.get("matcher").and_then(BreakpointMatcher::from_value) {
+                    self.inner.shared.lock().engine.remove_breakpoint(&m);
+                }
+            }
+            Some(MessageType::ModeSet) => {
+                if let Some(mode) = payload.get("mode").and_then(Value::as_str).and_then(RunMode::parse) {
+                    self.inner.shared.lock().engine.set_mode(mode);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The link with generation `generation` is gone: fail open. Every held gate continues,
+    /// breakpoints and mode are forgotten until the next `hello.ack`.
+    fn handle_detached(&self, generation: u64) {
+        let gates;
+        {
+            let mut shared = self.inner.shared.lock();
+            if shared.link_generation != generation || !shared.engine_attached {
+                return;
+            }
+            shared.engine_attached = false;
+            self.inner.attached.store(false, Ordering::Release);
+            shared.hub_capabilities = None;
+            shared.engine.disarm();
+            gates = shared.engine.take_all();
+            for gate in &gates {
+                self.announce_release(&mut shared, gate, ResumeAction::Continue, None, None);
+            }
+            let _ = shared.outbox.try_send(Outgoing::Detached(generation));
+        }
+        for gate in gates {
+            gate.release(GateDecision::proceed());
+        }
+    }
+
+    /// Releases the gates whose pause timeout passed (worker thread).
+    fn release_expired(&self) {
+        let gates;
+        {
+            let mut shared = self.inner.shared.lock();
+            gates = shared.engine.take_expired(Instant::now());
+            for gate in &gates {
+                self.announce_release(&mut shared, gate, ResumeAction::Continue, None, None);
+            }
+        }
+        for gate in gates {
+            gate.release(GateDecision::proceed());
+        }
+    }
+
+    fn next_pause_deadline(&self) -> Option<Instant> {
+        self.inner.shared.lock().engine.next_deadline()
+    }
+}
+
+/// `exec.*` events are the gate engine's own; an app never emits them by hand.
+fn is_gate_event(t: MessageType) -> bool {
+    matches!(t, MessageType::ExecPaused | MessageType::ExecResumed | MessageType::ExecRefused)
+}
+
+/// Durations on the wire: finite, >= 0, 0.01 ms resolution.
+pub fn normalize_duration(ms: f64) -> f64 {
+    if !ms.is_finite() || ms < 0.0 {
+        0.0
+    } else {
+        (ms * 100.0).round() / 100.0
+    }
+}
+
+fn note_loop_finish(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
+    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else { return };
+    let instance = payload.get("instanceId").and_then(Value::as_str);
+    let status = payload.get("status").and_then(Value::as_str);
+    guard.on_node_finished(run_id, node_id, instance, status, LoopValue::Read(payload.get("output")), true);
+}
+
+fn note_loop_error(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
+    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else { return };
+    let instance = payload.get("instanceId").and_then(Value::as_str);
+    let error = payload.get("error");
+    let name = error.and_then(|e| e.get("name")).and_then(Value::as_js_str);
+    let message = error.and_then(|e| e.get("message")).and_then(Value::as_js_str);
+    guard.on_node_error(run_id, node_id, instance, name, message);
+}
+
+/// Held time per node execution, so `node.finished` / `node.error` carry `heldMs` (held
+/// time is not run time: "ran" is `durationMs - heldMs`).
+#[derive(Default)]
+struct HeldLedger {
+    /// Open executions per (run, node id), most recent last, with the held ms so far.
+    open: HashMap<(String, String), Vec<(String, f64)>>,
+}
+
+impl HeldLedger {
+    fn started(&mut self, run_id: &str, node_id: &str, instance_id: &str) {
+        self.open.entry((run_id.to_string(), node_id.to_string())).or_default().push((instance_id.to_string(), 0.0));
+    }
+
+    fn credit(&mut self, run_id: &str, node_id: &str, held_ms: f64) {
+        if let Some(stack) = self.open.get_mut(&(run_id.to_string(), node_id.to_string())) {
+            if let Some(last) = stack.last_mut() {
+                last.1 += held_ms;
+            }
+        }
+    }
+
+    fn ended(&mut self, run_id: &str, node_id: &str, instance_id: Option<&str>) -> Option<f64> {
+        let key = (run_id.to_string(), node_id.to_string());
+        let stack = self.open.get_mut(&key)?;
+        let index = match instance_id {
+            Some(id) => stack.iter().rposition(|(i, _)| i == id)?,
+            None => stack.len().checked_sub(1)?,
+        };
+        let (_, held) = stack.remove(index);
+        if stack.is_empty() {
+            self.open.remove(&key);
+        }
+        (held > 0.0).then_some(normalize_duration(held))
+    }
+}
+
+/// The worker thread: owns the socket's writing half, the replay buffer, the redactor and
+/// the shrinker.
+struct Worker {
+    session: Session,
+    rx: Receiver<Outgoing>,
+    redactor: redact::Redactor,
+    shrink_warnings: shrink::ShrinkWarnings,
+    buffer: buffer::ReplayBuffer,
+    ledger: HeldLedger,
+    link: Option<LinkWriter>,
+    next_attempt: Option<Instant>,
+    fast_retry: usize,
+}
+
+impl Worker {
+    fn new(inner: Arc<Inner>, rx: Receiver<Outgoing>) -> Worker {
+        let config = &inner.config;
+        let redactor = redact::Redactor::new(config.hide);
+        let buffer = buffer::ReplayBuffer::new(config.buffer_size, config.max_buffer_bytes);
+        Worker {
+            session: Session { inner },
+            rx,
+            redactor,
+            shrink_warnings: shrink::ShrinkWarnings::new(),
+            buffer,
+            ledger: HeldLedger::default(),
+            link: None,
+            next_attempt: Some(Instant::now()),
+            fast_retry: FAST_RETRY_DELAYS.len(),
+        }
+    }
+
+    fn inner(&self) -> &Inner {
+        &self.session.inner
+    }
+
+    fn run(mut self) {
+        loop {
+            let now = Instant::now();
+            let mut wake = self.next_attempt.filter(|_| self.link.is_none());
+            if self.link.is_some() {
+                if let Some(deadline) = self.session.next_pause_deadline() {
+                    wake = Some(wake.map_or(deadline, |w| w.min(deadline)));
+                }
+            }
+            let first = match wake {
+                Some(at) if at <= now => Err(RecvTimeoutError::Timeout),
+                Some(at) => self.rx.recv_timeout(at - now),
+                None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            let mut stop = match first {
+                Ok(message) => self.handle(message),
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => true,
+            };
+            // Batch whatever else is already queued, then flush the socket once.
+            for _ in 0..MAX_BATCH {
+                if stop {
+                    break;
+                }
+                match self.rx.try_recv() {
+                    Ok(message) => stop = self.handle(message),
+                    Err(_) => break,
+                }
+            }
+            self.flush_link();
+            self.publish_stats();
+            if stop {
+                return;
+            }
+            if self.link.is_some() {
+                self.session.release_expired();
+            } else if self.next_attempt.is_some_and(|at| at <= Instant::now()) {
+                self.attempt();
+                self.publish_stats();
+            }
+        }
+    }
+
+    /// Handles one message; returns true when the worker must stop.
+    fn handle(&mut self, message: Outgoing) -> bool {
+        match message {
+            Outgoing::Event(event) => self.process(event),
+            Outgoing::Kick => {
+                if self.link.is_none() {
+                    self.next_attempt = Some(Instant::now());
+                }
+            }
+            Outgoing::Detached(generation) => {
+                if self.session.inner.shared.lock().link_generation == generation {
+                    if let Some(link) = self.link.take() {
+                        link.abort();
+                    }
+                    self.schedule_retry(true);
+                }
+            }
+            Outgoing::Flush(reply) => {
+                self.flush_link();
+                let _ = reply.send(());
+            }
+            Outgoing::Shutdown(reply) => {
+                while let Ok(message) = self.rx.try_recv() {
+                    if let Outgoing::Event(event) = message {
+                        self.process(event);
+                    }
+                }
+                self.flush_link();
+                if let Some(link) = self.link.take() {
+                    link.close("session disposed");
+                }
+                self.publish_stats();
+                let _ = reply.send(());
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
+    /// event.
+    fn process(&mut self, mut event: OutEvent) {
+        let type_name = event.event_type.as_str();
+        let context = redact::EventContext { run_id: &event.run_id, node_kind: event.node_kind.map(NodeKind::as_str) };
+        let outcome = self.redactor.redact_in(&context, type_name, &mut event.payload);
+        if let Some(warning) = outcome.warning() {
+            self.inner().warner.warn(&warning.key, &warning.message);
+        }
+        if !outcome.keep() {
+            return;
+        }
+        self.stamp_held_time(&mut event);
+        let serialized = shrink::serialize_payload(&event.payload, shrink::MAX_PAYLOAD_BYTES, Some(type_name));
+        if serialized.truncated {
+            let frame = wire::encode_envelope(PROTOCOL_VERSION, 0, 0, "r", type_name, &serialized.json);
+            let valid = matches!(wire::parse_envelope(frame.as_bytes()), wire::ParseOutcome::Ok(_));
+            let warning = if valid {
+                self.shrink_warnings.shrunk(type_name, serialized.original_bytes)
+            } else {
+                self.shrink_warnings.invalid(type_name, serialized.original_bytes)
+            };
+            if let Some(message) = warning {
+                self.inner().warner.warn(&format!("payload-budget:{type_name}"), &message);
+            }
+        }
+        let frame = wire::encode_envelope(PROTOCOL_VERSION, event.seq, epoch_ms(), &event.run_id, type_name, &serialized.json);
+        let delivered = match self.link.as_mut() {
+            Some(link) => match link.queue(frame.clone()) {
+                Ok(()) => true,
+                Err(_) => {
+                    self.link_failed();
+                    false
+                }
+            },
+            None => false,
+        };
+        let pushed = self.buffer.push_with(&event.run_id, event.seq, frame, delivered);
+        if let Some(warning) = pushed.warning {
+            self.inner().warner.warn("buffer-overflow", &warning);
+        }
+    }
+
+    fn stamp_held_time(&mut self, event: &mut OutEvent) {
+        let payload = &mut event.payload;
+        match event.event_type {
+            MessageType::NodeStarted => {
+                if let (Some(node), Some(instance)) =
+                    (payload.get("nodeId").and_then(Value::as_str), payload.get("instanceId").and_then(Value::as_str))
+                {
+                    self.ledger.started(&event.run_id, node, instance);
+                }
+            }
+            MessageType::ExecResumed => {
+                if let Some((node_id, held_ms)) = &event.held {
+                    self.ledger.credit(&event.run_id, node_id, *held_ms);
+                }
+            }
+            MessageType::NodeFinished | MessageType::NodeError => {
+                let Some(node) = payload.get("nodeId").and_then(Value::as_str).map(str::to_string) else { return };
+                let instance = payload.get("instanceId").and_then(Value::as_str).map(str::to_string);
+                let held = self.ledger.ended(&event.run_id, &node, instance.as_deref());
+                if let (Some(held), Some(map)) = (held, payload.as_object_mut()) {
+                    if !map.contains_key("heldMs") {
+                        map.insert("heldMs", Value::from(held));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn flush_link(&mut self) {
+        if let Some(link) = self.link.as_mut() {
+            if link.flush().is_err() {
+                self.link_failed();
+            }
+        }
+    }
+
+    fn link_failed(&mut self) {
+        let generation = self.session.inner.shared.lock().link_generation;
+        if let Some(link) = self.link.take() {
+            link.abort();
+        }
+        self.session.handle_detached(generation);
+        self.schedule_retry(true);
+    }
+
+    fn schedule_retry(&mut self, was_attached: bool) {
+        let interval = millis(self.inner().config.retry_interval_ms);
+        if was_attached {
+            self.fast_retry = 0;
+        }
+        let delay = if self.fast_retry < FAST_RETRY_DELAYS.len() {
+            let d = FAST_RETRY_DELAYS[self.fast_retry].min(interval);
+            self.fast_retry += 1;
+            d
+        } else {
+            interval
+        };
+        self.next_attempt = Some(Instant::now() + delay);
+    }
+
+    fn hello(&self) -> String {
+        let token = self.session.inner.shared.lock().session_token.clone();
+        let config = &self.inner().config;
+        let capabilities: Vec<JsStr> = KNOWN_CAPABILITIES
+            .iter()
+            .filter(|c| config.edit_input || **c != "edit-input")
+            .map(|c| JsStr::from(*c))
+            .collect();
+        let mut hello = Hello::new(CLIENT_VERSION, capabilities);
+        hello.app = Some(config.app_name.as_str().into());
+        hello.sdk = Some(SdkInfo::new(config.sdk.name.as_str(), config.sdk.version.as_str()));
+        hello.resume_token = token.map(JsStr::from);
+        hello.encode(0, epoch_ms(), WILDCARD_RUN_ID)
+    }
+
+    fn attempt(&mut self) {
+        let hello = self.hello();
+        let config = &self.inner().config;
+        let result = transport::connect(
+            &config.url,
+            millis(config.connect_timeout_ms),
+            millis(config.handshake_timeout_ms),
+            &hello,
+            PROTOCOL_VERSION,
+        );
+        match result {
+            Ok(link) => self.attached(link),
+            Err(error) => {
+                let key = match &error {
+                    transport::TransportError::VersionMismatch { .. } => "transport-version",
+                    _ => "transport-connect",
+                };
+                let message = format!(
+                    "not attached to the debugger at {} ({error}); staying detached, retrying in the background",
+                    config.url
+                );
+                self.inner().warner.warn(key, &message);
+                self.schedule_retry(false);
+            }
+        }
+    }
+
+    fn attached(&mut self, link: transport::Link) {
+        let transport::Link { reader, mut writer, ack } = link;
+        let breakpoints: Vec<BreakpointMatcher> = ack
+            .get("breakpoints")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(BreakpointMatcher::from_value).collect())
+            .unwrap_or_default();
+        let mode = ack.get("mode").and_then(Value::as_str).and_then(RunMode::parse).unwrap_or_default();
+        let hub = ack
+            .get("hubCapabilities")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>());
+        let generation;
+        let gaps = self.buffer.take_gaps();
+        let mut markers = Vec::with_capacity(gaps.len());
+        {
+            let mut shared = self.session.inner.shared.lock();
+            if shared.disposed {
+                self.buffer.restore_gaps(gaps);
+                writer.close("session disposed");
+                return;
+            }
+            if let Some(token) = ack.get("sessionToken").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                shared.session_token = Some(token.to_string());
+            }
+            shared.hub_capabilities = hub;
+            shared.engine.arm(breakpoints, mode);
+            shared.engine_attached = true;
+            shared.link_generation += 1;
+            generation = shared.link_generation;
+            // Gap markers take fresh seqs, ahead of the replay (what they describe is older).
+            for gap in &gaps {
+                markers.push(gap.marker(shared.seq, epoch_ms()));
+                shared.seq += 1;
+            }
+            self.session.inner.attached.store(true, Ordering::Release);
+            self.session.inner.attach_signal.notify_all();
+        }
+        let mut ok = markers.into_iter().all(|frame| writer.queue(frame).is_ok());
+        let replayed = self.buffer.frames().len();
+        if ok {
+            ok = self.buffer.frames().map(str::to_string).collect::<Vec<_>>().into_iter().all(|f| writer.queue(f).is_ok());
+        }
+        ok = ok && writer.flush().is_ok();
+        if !ok {
+            self.buffer.restore_gaps(gaps);
+            writer.abort();
+            self.session.handle_detached(generation);
+            self.schedule_retry(true);
+            return;
+        }
+        self.buffer.mark_delivered(replayed);
+        self.link = Some(writer);
+        self.fast_retry = FAST_RETRY_DELAYS.len();
+        self.next_attempt = None;
+        let session = self.session.clone();
+        let spawned = std::thread::Builder::new()
+            .name("graphmind-reader".into())
+            .spawn(move || read_loop(session, reader, generation));
+        if spawned.is_err() {
+            self.link_failed();
+        }
+    }
+
+    fn publish_stats(&self) {
+        let stats = self.buffer.stats();
+        let inner = self.inner();
+        inner.buffered.store(stats.buffered as u64, Ordering::Relaxed);
+        inner.dropped.store(stats.dropped, Ordering::Relaxed);
+        inner.lost.store(stats.lost, Ordering::Relaxed);
+        inner.pending_gaps.store(stats.pending_gaps as u64, Ordering::Relaxed);
+    }
+}
+
+/// The reader thread: control frames in, until the link closes; then fail open at once.
+fn read_loop(session: Session, mut reader: LinkReader, generation: u64) {
+    loop {
+        match reader.next_text() {
+            Ok(text) => session.handle_control(&text),
+            Err(_) => {
+                session.handle_detached(generation);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! One gated call (a tool, a span): the state machine every SDK's wrapper drives.
+//!
+//! A wrapper that owns the call site is where `inject` and `retry` really work. The rules
+//! of what each action means at each point live here once; a binding only waits at the
+//! gate in its own idiom and does what [`Next`] says:
+//!
+//! ```text
+//! let step = Step::start(..)                      // node.started
+//! loop {
+//!     wait(step.before())  -> step.on_before(d)   // Run / ReturnInjected / Abort
+//!     call the function    -> ok(output) | err(e)
+//!     ok:  wait(step.after())      -> step.on_after(d, &output)  // ReturnResult / ReturnInjected / Run / Abort
+//!     err: wait(step.error(info))  -> step.on_error(d)           // Reraise / ReturnInjected / Run / Abort
+//! }
+//! ```
+//!
+//! | action   | before                | after                     | error                              |
+//! |----------|-----------------------|---------------------------|------------------------------------|
+//! | continue | run                   | return the result         | re-raise the original error        |
+//! | retry    | run                   | discard, run again        | run again                          |
+//! | inject   | skip, return output   | return output instead     | swallow, return output (`recoveredFromError`) |
+//! | abort    | abort the run         | abort the run             | abort the run                      |
+
+use crate::event::{ErrorInfo, Message, MessageType, NodeFinished, NodeKind, RunStatus};
+use crate::gate::{GateDecision, PausePoint, ResumeAction};
+use crate::json::Value;
+use crate::session::{normalize_duration, Gate, GateOptions, NodeRef, Session};
+use std::time::Instant;
+
+/// What the wrapper does next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Next {
+    /// Call the function; with `input` when the debugger's edit was accepted (call it with
+    /// these arguments instead of the live ones).
+    Run {
+        /// The edited input, if any.
+        input: Option<Value>,
+    },
+    /// Return the function's own result (it has been recorded).
+    ReturnResult,
+    /// Return this value instead of calling (or instead of the result or the error).
+    ReturnInjected(Value),
+    /// Re-raise the function's original error.
+    Reraise,
+    /// Raise the binding's abort error: the run was aborted.
+    Abort,
+}
+
+/// One gated call in flight.
+pub struct Step {
+    session: Session,
+    run_id: Option<String>,
+    node: NodeRef,
+    started: Instant,
+    editable: bool,
+    live_input: Option<Value>,
+    finished: bool,
+}
+
+impl Step {
+    /// Starts a call of `node`: emits `node.started` with `input`. `editable` offers the
+    /// pauses of this call as editable (tool arguments), merging edits into `input`.
+    pub fn start(
+        session: &Session,
+        run_id: Option<&str>,
+        node: NodeRef,
+        parent_id: Option<&str>,
+        input: Option<Value>,
+        editable: bool,
+    ) -> Step {
+        let live_input = if editable { input.clone() } else { None };
+        session.node_started(run_id, &node, parent_id, input);
+        Step {
+            session: session.clone(),
+            run_id: run_id.map(str::to_string),
+            node,
+            started: Instant::now(),
+            editable,
+            live_input,
+            finished: false,
+        }
+    }
+
+    /// The node being called.
+    pub fn node(&self) -> &NodeRef {
+        &self.node
+    }
+
+    fn gate(&self, point: PausePoint) -> Gate {
+        let options = GateOptions { editable: self.editable, live_input: self.live_input.clone() };
+        self.session.gate(self.run_id.as_deref(), point, &self.node.gate_node(), options)
+    }
+
+    /// The gate before the function runs.
+    pub fn before(&self) -> Gate {
+        self.gate(PausePoint::Before)
+    }
+
+    /// What the `before` decision means.
+    pub fn on_before(&mut self, decision: GateDecision) -> Next {
+        match decision.action {
+            ResumeAction::Abort => {
+                self.finish(None, RunStatus::Aborted, false, false);
+                Next::Abort
+            }
+            ResumeAction::Inject => {
+                let output = decision.output.unwrap_or(Value::Null);
+                self.finish(Some(output.clone()), RunStatus::Ok, true, false);
+                Next::ReturnInjected(output)
+            }
+            ResumeAction::Continue | ResumeAction::Retry => self.run_with(decision.input),
+        }
+    }
+
+    fn run_with(&mut self, input: Option<Value>) -> Next {
+        if let Some(edited) = &input {
+            self.live_input = Some(edited.clone());
+        }
+        Next::Run { input }
+    }
+
+    /// The gate after the function returned.
+    pub fn after(&self) -> Gate {
+        self.gate(PausePoint::After)
+    }
+
+    /// What the `after` decision means; `output` is the function's result as recorded.
+    pub fn on_after(&mut self, decision: GateDecision, output: Option<Value>) -> Next {
+        match decision.action {
+            ResumeAction::Continue => {
+                self.finish(output, RunStatus::Ok, false, false);
+                Next::ReturnResult
+            }
+            ResumeAction::Retry => self.run_with(decision.input),
+            ResumeAction::Inject => {
+                let injected = decision.output.unwrap_or(Value::Null);
+                self.finish(Some(injected.clone()), RunStatus::Ok, true, false);
+                Next::ReturnInjected(injected)
+            }
+            ResumeAction::Abort => {
+                self.finish(output, RunStatus::Aborted, false, false);
+                Next::Abort
+            }
+        }
+    }
+
+    /// The function raised: records `node.error` and returns the `error` gate. An abort
+    /// error or an interrupt (Ctrl-C, task cancellation) is never held: call
+    /// [`Step::on_ungated_error`] instead.
+    pub fn error(&mut self, error: ErrorInfo) -> Gate {
+        self.session.node_error(self.run_id.as_deref(), &self.node, error);
+        self.gate(PausePoint::Error)
+    }
+
+    /// What the `error` decision means.
+    pub fn on_error(&mut self, decision: GateDecision) -> Next {
+        match decision.action {
+            ResumeAction::Inject => {
+                let output = decision.output.unwrap_or(Value::Null);
+                self.finish(Some(output.clone()), RunStatus::Ok, true, true);
+                Next::ReturnInjected(output)
+            }
+            ResumeAction::Retry => self.run_with(decision.input),
+            ResumeAction::Abort => {
+                self.finish(None, RunStatus::Aborted, false, false);
+                Next::Abort
+            }
+            ResumeAction::Continue => {
+                self.finish(None, RunStatus::Error, false, false);
+                Next::Reraise
+            }
+        }
+    }
+
+    /// The function raised something that is never held (an abort, an interrupt): the call
+    /// ends `aborted` or `error` and the wrapper re-raises it.
+    pub fn on_ungated_error(&mut self, aborted: bool) -> Next {
+        self.finish(None, if aborted { RunStatus::Aborted } else { RunStatus::Error }, false, false);
+        Next::Reraise
+    }
+
+    fn finish(&mut self, output: Option<Value>, status: RunStatus, injected: bool, recovered: bool) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let elapsed = self.started.elapsed().as_secs_f64() * 1000.0;
+        let mut finished = NodeFinished::new(self.node.node_id.as_str(), normalize_duration(elapsed), status);
+        finished.instance_id = Some(self.node.instance_id.as_str().into());
+        finished.output = output;
+        if injected {
+            finished.injected = Some(true);
+        }
+        if recovered {
+            finished.recovered_from_error = Some(true);
+        }
+        self.session.emit_event(self.run_id.as_deref(), MessageType::NodeFinished, finished.to_value());
+    }
+}
+
+impl Drop for Step {
+    /// A call abandoned mid-way (a panic, a cancelled task) still ends in the graph.
+    fn drop(&mut self) {
+        if !self.finished {
+            self.finish(None, RunStatus::Aborted, false, false);
+        }
+    }
+}
+
+/// The node identity a tool wrapper uses: kind `tool`, id `tool:<name>`.
+pub fn tool_node(name: &str) -> NodeRef {
+    NodeRef::new(NodeKind::Tool, name)
+}

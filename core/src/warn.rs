@@ -1,0 +1,70 @@
+//! Warnings to the host's log: never more than one per key per interval, never a panic.
+//!
+//! GraphMind must never spam or crash the app it debugs: every internal failure degrades
+//! to a no-op plus at most one line per key per `warn_interval`, prefixed `[graphmind] `.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The default interval between two warnings with the same key (60 s, as the reference).
+pub const DEFAULT_WARN_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Where warnings go: the binding's logger, or standard error.
+pub type WarnSink = Arc<dyn Fn(&str) + Send + Sync + 'static>;
+
+/// The sink that writes each warning as one line on standard error.
+pub fn stderr_sink() -> WarnSink {
+    Arc::new(|line: &str| eprintln!("{line}"))
+}
+
+/// A rate-limited warner.
+pub struct Warner {
+    interval: Duration,
+    sink: WarnSink,
+    last: Mutex<HashMap<String, Instant>>,
+}
+
+impl Warner {
+    /// A warner that writes to `sink`, one line per key per `interval`.
+    pub fn new(interval: Duration, sink: WarnSink) -> Self {
+        Warner { interval, sink, last: Mutex::new(HashMap::new()) }
+    }
+
+    /// Writes `[graphmind] message` unless `key` warned less than an interval ago.
+    /// Returns whether it was written.
+    pub fn warn(&self, key: &str, message: &str) -> bool {
+        let now = Instant::now();
+        {
+            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(previous) = last.get(key) {
+                if now.duration_since(*previous) < self.interval {
+                    return false;
+                }
+            }
+            last.insert(key.to_string(), now);
+        }
+        let line = format!("[graphmind] {message}");
+        let sink = self.sink.clone();
+        // A sink that panics must not take the app down.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(&line))).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_key_per_interval_and_a_panicking_sink_is_contained() {
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = lines.clone();
+        let warner = Warner::new(Duration::from_secs(60), Arc::new(move |l: &str| seen.lock().unwrap().push(l.to_string())));
+        assert!(warner.warn("a", "first"));
+        assert!(!warner.warn("a", "again"));
+        assert!(warner.warn("b", "other"));
+        assert_eq!(*lines.lock().unwrap(), ["[graphmind] first", "[graphmind] other"]);
+        let panicky = Warner::new(Duration::ZERO, Arc::new(|_: &str| panic!("sink broke")));
+        assert!(!panicky.warn("x", "y"));
+    }
+}
