@@ -67,6 +67,23 @@ export async function getJson(path: string): Promise<any> {
   return r.json();
 }
 
+/** After a failed connect while holding a token: is the token refused by this server (a
+ * token from an earlier `graphmind serve`)? Then it is dropped. */
+export async function tokenRejected(): Promise<boolean> {
+  const t = token();
+  if (!t) return false;
+  try {
+    const r = await fetch('/api/session', { headers: { authorization: `Bearer ${t}` } });
+    if (r.status === 401 && token() === t) {
+      setToken(undefined);
+      return true;
+    }
+  } catch {
+    /* server unreachable: keep the token */
+  }
+  return false;
+}
+
 /** After a failed connect: does the server ask for a token this tab lacks (or has stale)?
  * A 401 from the API says so; the stale token is dropped. */
 export async function needsToken(): Promise<boolean> {

@@ -1,6 +1,6 @@
 // GraphMind viewer: runs rail, live graph, inspector, timeline, palette, debugging controls.
 import './style.css';
-import { Socket, captureToken, control, getJson, needsToken, newRequestId } from './conn';
+import { Socket, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
@@ -61,6 +61,8 @@ const S = {
   mode: 'run',
   conn: 'connecting' as string,
   authNeeded: false,
+  /** `welcome.control` from a server with control tokens (absent from older servers). */
+  control: undefined as undefined | { principal?: string; editInput?: boolean; hubCapabilities?: string[] },
   rail: true,
   showTimeline: false,
   theme: 'system' as 'system' | 'dark' | 'light',
@@ -127,6 +129,8 @@ function model(runId: string): RunModel {
 function onMessage(msg: any): void {
   switch (msg.type) {
     case 'welcome':
+      S.control = msg.control && typeof msg.control === 'object' ? msg.control : undefined;
+    // falls through
     case 'state':
       S.breakpoints = Array.isArray(msg.breakpoints) ? msg.breakpoints : [];
       S.mode = msg.mode === 'step' ? 'step' : 'run';
@@ -299,6 +303,18 @@ function readHash(): void {
 // ---------------------------------------------------------------------------------------
 // controls
 
+/** What this tab's credential allows. A server that sends no `control` in `welcome` has no
+ * credentials (0.5): everything is allowed. An anonymous viewer may continue, retry and
+ * abort, but not inject, edit, or change breakpoints or step mode. */
+function may(what: 'inject' | 'edit' | 'debug'): boolean {
+  const c = S.control;
+  if (!c) return true;
+  if (c.principal === 'anonymous') return false;
+  if (what === 'edit') return c.editInput !== false;
+  return true;
+}
+const NEEDS_TOKEN = 'Needs the viewer token: open the viewer from the link `graphmind serve` printed';
+
 function send(type: string, payload: Record<string, unknown>, runId = '*'): void {
   if (S.stress) {
     toast('a synthetic run cannot be controlled', 'warn');
@@ -416,6 +432,12 @@ function renderBar(): void {
   const conn = el('span', `conn conn-${S.stress ? 'synthetic' : S.conn}`, S.stress ? 'synthetic run' : S.conn === 'open' ? 'connected' : S.authNeeded ? 'token needed' : S.conn);
   conn.dataset.testid = 'conn';
   bar.append(conn);
+  if (!S.stress && S.conn === 'open' && S.control?.principal === 'anonymous') {
+    const w = el('span', 'chip chip-hidden', 'watch-only');
+    w.dataset.testid = 'watch-only';
+    w.title = `${NEEDS_TOKEN}. Without it this tab may continue, retry and abort, but not inject, edit arguments, or change breakpoints and step mode.`;
+    bar.append(w);
+  }
   const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
   if (m) {
     const info = S.runs.get(m.runId);
@@ -430,6 +452,7 @@ function renderBar(): void {
     const b = el('button', `seg-btn${S.mode === mode ? ' on' : ''}`, mode === 'run' ? 'Run' : 'Step');
     b.dataset.testid = `mode-${mode}`;
     b.onclick = () => setMode(mode);
+    if (!may('debug')) (b.disabled = true), (b.title = NEEDS_TOKEN);
     seg.append(b);
   }
   bar.append(seg);
@@ -438,6 +461,7 @@ function renderBar(): void {
   pauseAll.title = 'Hold before every node (breakpoint {})';
   pauseAll.dataset.testid = 'pause-all';
   pauseAll.onclick = () => toggleBreakpoint({});
+  if (!may('debug')) (pauseAll.disabled = true), (pauseAll.title = NEEDS_TOKEN);
   bar.append(pauseAll);
   const chips = el('div', 'bp-chips');
   for (const b of S.breakpoints) {
@@ -447,6 +471,7 @@ function renderBar(): void {
     const x = el('button', 'chip-x', '×');
     x.title = 'Remove this breakpoint';
     x.onclick = () => send('breakpoint.clear', { matcher: b });
+    if (!may('debug')) (x.disabled = true), (x.title = NEEDS_TOKEN);
     c.append(x);
     chips.append(c);
   }
@@ -732,8 +757,12 @@ function heldBanner(m: RunModel, n: GNode, p: Pause): HTMLElement {
   mk('Continue', 'C', 'act-continue primary', () => resume(p, 'continue'));
   mk('Step', 'S', 'act-step', () => step(p));
   mk('Retry', 'R', 'act-retry', () => resume(p, 'retry'));
-  mk('Inject', 'I', 'act-inject', () => openEditor(p, 'inject'));
-  if (p.editable) mk('Edit args', '', 'act-edit', () => openEditor(p, 'edit'));
+  const inj = mk('Inject', 'I', 'act-inject', () => openEditor(p, 'inject'));
+  if (!may('inject')) (inj.disabled = true), (inj.title = NEEDS_TOKEN);
+  if (p.editable && S.control?.editInput !== false) {
+    const ed = mk('Edit args', '', 'act-edit', () => openEditor(p, 'edit'));
+    if (!may('edit')) (ed.disabled = true), (ed.title = NEEDS_TOKEN);
+  }
   mk('Abort', '', 'act-abort danger', () => resume(p, 'abort'));
   b.append(row);
   b.append(el('div', 'held-meta muted', `${p.point} · ${m.runId === S.selectedRun ? 'held ' + fmtMs(Date.now() - p.ts) : ''}`));
@@ -906,6 +935,7 @@ function renderInspector(): void {
   const bpOn = S.breakpoints.some((b) => sameMatcher(b, { kind: n.kind, name: n.name }));
   const bp = el('button', `btn small${bpOn ? ' on' : ''}`, bpOn ? '● Breakpoint before this node' : '○ Break before this node');
   bp.onclick = () => toggleBreakpoint({ kind: n.kind, name: n.name });
+  if (!may('debug')) (bp.disabled = true), (bp.title = NEEDS_TOKEN);
   box.append(bp);
   const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
   if (pause?.active) box.append(heldBanner(m, n, pause));
@@ -1292,7 +1322,8 @@ function onKey(e: KeyboardEvent): void {
       break;
     case 'i':
       e.preventDefault();
-      openEditor(pause, 'inject');
+      if (may('inject')) openEditor(pause, 'inject');
+      else toast(NEEDS_TOKEN, 'warn');
       break;
   }
 }
@@ -1417,10 +1448,13 @@ function main(): void {
         connLog.push(`${Math.round(performance.now())}:${st}`);
         if (connLog.length > 50) connLog.shift();
         if (st === 'open') S.authNeeded = false;
-        if (st === 'closed' && Date.now() - lastAuthCheck > 5000) {
+        if (st === 'closed' && token()) {
+          // a token from an earlier server start is refused at the upgrade: drop it, watch
+          tokenRejected().then((stale) => stale && toast('This tab’s viewer token is not valid for this server (it changes at every start). Watching without it; open the link `graphmind serve` printed for full control.', 'warn'));
+        } else if (st === 'closed' && Date.now() - lastAuthCheck > 5000) {
           lastAuthCheck = Date.now();
           needsToken().then((need) => {
-            S.authNeeded = need;
+            S.authNeeded = need && S.conn !== 'open';
             invalidate({ bar: true, graph: true });
           });
         }

@@ -13,7 +13,7 @@ const send = (type, payload) => ws.send(JSON.stringify({ gm: 1, seq: seq++, ts: 
 before(async () => {
   browser = await launch();
   srv = await startServer();
-  ws = await ingest(srv.port, []);
+  ws = await ingest(srv.port, [], 'gate-app', ['pause', 'inject', 'retry', 'abort', 'edit-input']);
   ws.on('message', (m) => {
     const e = JSON.parse(String(m));
     if (e.type === 'exec.resume') resumes.push(e.payload);
@@ -23,7 +23,8 @@ before(async () => {
   send('node.started', { nodeId: 'tool:refund', kind: 'tool', name: 'refund', instanceId: 'r1', parentId: 'agent:gate', input: { orderId: 'A-1', amount: 900, note: { __graphmindTruncated: true, bytes: 90000, preview: '…' } } });
   send('exec.paused', { pauseId: 'p_1', nodeId: 'tool:refund', point: 'before', reason: 'breakpoint', editable: true });
   page = await newPage(browser);
-  await page.goto(`${srv.url}/#/run/${runId}`);
+  // the redirect file's link with a deep link after the token
+  await page.goto(`${srv.viewerUrl}&/run/${runId}`);
   await page.locator('#cards [data-testid=held]').waitFor();
 });
 after(async () => {
@@ -51,18 +52,26 @@ test('a breakpoint hold offers Edit args; placeholders and truncation markers ar
   assert.equal(resumes[0].pauseId, 'p_1');
   assert.equal(resumes[0].action, 'continue');
   assert.match(resumes[0].requestId, /^vw_/);
+  assert.deepEqual(resumes[0].input, { orderId: 'A-1', amount: 90 }, 'the edit reaches the app');
+  assert.equal(await page.evaluate(() => location.hash), `#/run/${runId}/node/tool%3Arefund`);
 });
 
-test('an app refusal shows on the banner; the resume names who released it', async () => {
-  send('exec.refused', { pauseId: 'p_1', code: 'schema', message: 'amount must be a number' });
+test('an app refusal shows on the banner; the server stamps who released the gate', async () => {
+  send('exec.refused', { pauseId: 'p_1', code: 'schema', message: 'amount must be a number', requestId: resumes[0].requestId });
   await waitFor(() => page.locator('#cards .held-refused').count(), 5000, 'refusal shown');
   assert.match(await page.locator('#cards .held-refused').textContent(), /schema — amount must be a number/);
-  send('exec.resumed', { pauseId: 'p_1', action: 'continue', edited: { after: { orderId: 'A-1', amount: 90 } }, principal: 'alice@laptop' });
-  send('node.finished', { nodeId: 'tool:refund', instanceId: 'r1', status: 'ok', durationMs: 1500, heldMs: 1400, output: { refunded: 90 } });
+  // the gate still holds: edit again, and this time the app runs it
+  await page.locator('#cards [data-testid=held] .act-edit').click();
+  await page.locator('#modal textarea').fill('{"orderId": "A-1", "amount": 95}');
+  await page.keyboard.press('Control+Enter');
+  await waitFor(() => resumes.length === 2, 5000, 'the second exec.resume');
+  assert.deepEqual(resumes[1].input, { orderId: 'A-1', amount: 95 });
+  send('exec.resumed', { pauseId: 'p_1', action: 'continue', requestId: resumes[1].requestId, edited: { after: { orderId: 'A-1', amount: 95 } } });
+  send('node.finished', { nodeId: 'tool:refund', instanceId: 'r1', status: 'ok', durationMs: 1500, heldMs: 1400, output: { refunded: 95 } });
   await waitFor(() => page.locator('#cards [data-testid=held]').count().then((n) => n === 0), 5000, 'released');
   await page.locator('.card[data-id="tool:refund"]').click();
   const insp = page.locator('#inspector');
-  await waitFor(() => insp.textContent().then((t) => /by alice@laptop/.test(t)), 5000, 'principal');
+  await waitFor(() => insp.textContent().then((t) => /continue by viewer/.test(t)), 5000, 'principal stamped by the server');
   assert.match(await insp.textContent(), /edited arguments/);
   assert.match(await insp.textContent(), /Edited input \(what ran\)/);
   assert.equal(await insp.locator('[data-testid=times]').textContent(), 'ran 100 ms · held 1.40 s');

@@ -2,7 +2,7 @@
 // Chromium driven by playwright-core, the reference Python SDK as a real client, and a raw
 // WebSocket ingest client.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, existsSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, existsSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,12 +26,15 @@ export function requireTools() {
   }
 }
 
-/** Starts the server; resolves {port, url, stop, logs}. */
+/** Starts the server; resolves {port, url, viewerUrl, stop, logs}. `viewerUrl` is the link
+ * the server's redirect file opens (`/#token=<viewer token>`), or `url` when this server
+ * writes none (no control tokens). */
 export async function startServer(env = {}) {
   requireTools();
   const dir = mkdtempSync(join(tmpdir(), 'gm-viewer-'));
+  const home = join(dir, 'home');
   const proc = spawn(BIN, ['serve', '--port', '0', '--json', '--db', join(dir, 'test.db')], {
-    env: { ...process.env, GRAPHMIND_VIEWER_DIST: join(viewerDir, 'dist'), GRAPHMIND_ABANDON_GRACE_MS: '60000', ...env },
+    env: { ...process.env, GRAPHMIND_HOME: home, GRAPHMIND_TELEMETRY: '0', GRAPHMIND_VIEWER_DIST: join(viewerDir, 'dist'), GRAPHMIND_ABANDON_GRACE_MS: '60000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let logs = '';
@@ -49,9 +52,19 @@ export async function startServer(env = {}) {
     });
     proc.on('exit', (c) => rej(new Error(`server exited ${c}: ${logs}`)));
   });
+  const url = `http://127.0.0.1:${info.port}`;
+  let viewerUrl = url + '/';
+  const opener = join(home, 'run', `open-${info.port}.html`);
+  for (let i = 0; i < 50 && !existsSync(opener); i++) await new Promise((r) => setTimeout(r, 20));
+  if (existsSync(opener)) {
+    const m = /location\.replace\("([^"]+)"\)/.exec(readFileSync(opener, 'utf8'));
+    if (m) viewerUrl = m[1];
+  }
   return {
     port: info.port,
-    url: `http://127.0.0.1:${info.port}`,
+    url,
+    viewerUrl,
+    token: /#token=([^&]+)/.exec(viewerUrl)?.[1],
     logs: () => logs,
     async stop() {
       proc.kill('SIGTERM');
@@ -105,14 +118,14 @@ export function runPython(script, port, env = {}) {
 }
 
 /** Writes envelopes straight to /ingest as an app would (hello first). */
-export async function ingest(port, envelopes, app = 'ingest-test') {
+export async function ingest(port, envelopes, app = 'ingest-test', capabilities = []) {
   const ws = new WebSocket(`ws://127.0.0.1:${port}/ingest`);
   await new Promise((res, rej) => {
     ws.on('open', res);
     ws.on('error', rej);
   });
   const acked = new Promise((res) => ws.on('message', (m) => JSON.parse(String(m)).type === 'hello.ack' && res()));
-  ws.send(JSON.stringify({ gm: 1, seq: 0, ts: Date.now(), runId: '*', type: 'hello', payload: { versions: { protocol: 1, client: 'test' }, capabilities: [], app } }));
+  ws.send(JSON.stringify({ gm: 1, seq: 0, ts: Date.now(), runId: '*', type: 'hello', payload: { versions: { protocol: 1, client: 'test' }, capabilities, app } }));
   await acked;
   for (const e of envelopes) ws.send(JSON.stringify(e));
   return ws;

@@ -15,7 +15,7 @@ after(async () => {
 async function heldRun(env = {}) {
   const srv = await startServer();
   const page = await newPage(browser);
-  await page.goto(srv.url + '/');
+  await page.goto(srv.viewerUrl); // the link the server's redirect file opens: full control
   await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 10000, 'connected');
   const py = runPython('agent_loop.py', srv.port, env);
   try {
@@ -186,19 +186,47 @@ test('debug state: Step mode and Pause all round-trip through the server; deep l
   }
 });
 
-test('a #token= fragment is taken out of the URL, kept per tab, and the viewer still connects', async () => {
+test('the #token= link: taken out of the URL, kept per tab, full control', async () => {
   const srv = await startServer();
   try {
+    assert.ok(srv.token, 'this server writes a redirect file with a viewer token');
     const page = await newPage(browser);
-    await page.goto(`${srv.url}/#token=abcdefghijklmnop0123`);
-    try {
-      await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 15000, 'connected');
-    } catch (e) {
-      throw new Error(`${e.message}; socket states: ${await page.evaluate(() => window.__gm.connLog.join(' '))}; server: ${srv.logs().slice(-800)}`);
-    }
+    await page.goto(srv.viewerUrl);
+    await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 15000, 'connected');
     assert.equal(await page.evaluate(() => location.hash), '');
-    assert.equal(await page.evaluate(() => sessionStorage.getItem('graphmind.viewerToken')), 'abcdefghijklmnop0123');
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('graphmind.viewerToken')), srv.token);
+    assert.equal(await page.evaluate(() => window.__gm.S.control?.principal), 'viewer');
+    assert.equal(await page.locator('[data-testid=watch-only]').count(), 0);
+    assert.equal(await page.locator('[data-testid=pause-all]').isDisabled(), false);
+    // a reload keeps control (sessionStorage), without the token in the address bar
+    await page.reload();
+    await waitFor(() => page.evaluate(() => window.__gm.S.control?.principal), 10000, 'welcome').then((p) => assert.equal(p, 'viewer'));
   } finally {
+    await closePages();
+    await srv.stop();
+  }
+});
+
+test('a stale token is dropped: the tab watches, and the controls it may not use are disabled', async () => {
+  const srv = await startServer();
+  const page = await newPage(browser);
+  let py;
+  try {
+    await page.goto(`${srv.url}/#token=gmv_00000000000000000000000000000000`);
+    await waitFor(() => page.locator('[data-testid=conn]').textContent().then((t) => t === 'connected'), 15000, 'connected without the token');
+    py = runPython('agent_loop.py', srv.port);
+    await waitFor(() => page.locator('#cards [data-testid=held]').count(), 30000, 'a held card');
+    await waitFor(() => page.evaluate(() => sessionStorage.getItem('graphmind.viewerToken') === null), 5000, 'stale token dropped');
+    assert.equal(await page.evaluate(() => window.__gm.S.control?.principal), 'anonymous');
+    await page.locator('[data-testid=watch-only]').waitFor();
+    assert.equal(await page.locator('[data-testid=pause-all]').isDisabled(), true);
+    assert.equal(await page.locator('#cards [data-testid=held] .act-inject').isDisabled(), true);
+    await shot(page, 'watch-only');
+    // continue is still allowed without a credential
+    await page.locator('#cards [data-testid=held] .act-continue').click();
+    assert.equal(await finish(page, py), 0, py.err);
+  } finally {
+    py?.kill();
     await closePages();
     await srv.stop();
   }
