@@ -755,7 +755,8 @@ function heldBanner(m: RunModel, n: GNode, p: Pause): HTMLElement {
     return btn;
   };
   mk('Continue', 'C', 'act-continue primary', () => resume(p, 'continue'));
-  mk('Step', 'S', 'act-step', () => step(p));
+  const st = mk('Step', 'S', 'act-step', () => step(p));
+  if (!may('debug')) (st.disabled = true), (st.title = `${NEEDS_TOKEN} (Step arms step mode)`);
   mk('Retry', 'R', 'act-retry', () => resume(p, 'retry'));
   const inj = mk('Inject', 'I', 'act-inject', () => openEditor(p, 'inject'));
   if (!may('inject')) (inj.disabled = true), (inj.title = NEEDS_TOKEN);
@@ -1315,7 +1316,8 @@ function onKey(e: KeyboardEvent): void {
       resume(pause, 'continue');
       break;
     case 's':
-      step(pause);
+      if (may('debug')) step(pause);
+      else toast(NEEDS_TOKEN, 'warn');
       break;
     case 'r':
       resume(pause, 'retry');

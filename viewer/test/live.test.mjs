@@ -221,6 +221,8 @@ test('a stale token is dropped: the tab watches, and the controls it may not use
     await page.locator('[data-testid=watch-only]').waitFor();
     assert.equal(await page.locator('[data-testid=pause-all]').isDisabled(), true);
     assert.equal(await page.locator('#cards [data-testid=held] .act-inject').isDisabled(), true);
+    assert.equal(await page.locator('#cards [data-testid=held] .act-step').isDisabled(), true);
+    assert.equal(await page.locator('#cards [data-testid=held] .act-retry').isDisabled(), false);
     await shot(page, 'watch-only');
     // continue is still allowed without a credential
     await page.locator('#cards [data-testid=held] .act-continue').click();
