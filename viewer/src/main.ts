@@ -783,9 +783,10 @@ function emptyState(m: RunModel | undefined): HTMLElement {
     return box;
   }
   box.append(el('h2', '', 'No runs yet'));
-  box.append(el('p', '', 'Start the demo from the repository root, and it appears here live:'));
+  box.append(el('p', '', 'See one first: from the repository root, run'));
   box.append(el('pre', 'cmd', 'make demo'));
-  box.append(el('p', 'muted', 'Or point an instrumented app at this server (GRAPHMIND_URL=ws://127.0.0.1:4747/ingest, the default).'));
+  box.append(el('p', 'muted', 'It starts graphmind serve with an example agent that loops on a tool and fails once, holds it at both, and prints the viewer link to the recorded run (port 4747 when free).'));
+  box.append(el('p', 'muted', `Or point an instrumented app at this server: GRAPHMIND_URL=ws://${location.host}/ingest${location.port === '4747' ? ' (the default)' : ''}.`));
   const a = el('a', 'btn', 'Try a synthetic 300-node run');
   a.href = '?stress=300';
   box.append(a);
