@@ -202,7 +202,9 @@ function onMessage(msg: any): void {
 function onPaused(m: RunModel, nodeId: string): void {
   const f = S.folds.get(m.runId);
   if (f && S.userFolded.has(m.runId)) reveal(f, m, nodeId);
-  if (!S.selectedNode) selectNode(nodeId, false);
+  // the inspector follows a new hold unless it already shows a held node
+  const sel = S.selectedNode ? m.nodes.get(S.selectedNode) : undefined;
+  if (!sel || !sel.activePause) selectNode(nodeId, false);
 }
 
 // When a gate holds, focus moves to its Continue button once (after the card is drawn).
@@ -210,6 +212,14 @@ let focusedPause: string | undefined;
 function focusHeld(m: RunModel): void {
   const p = activePauses(m)[0];
   if (!p || p.pauseId === focusedPause) return;
+  // a new hold off screen: bring its card into view
+  const box = view?.lay.boxes.get(p.nodeId);
+  if (box) {
+    const stage = $('stage').getBoundingClientRect();
+    const x = box.x * S.cam.k + S.cam.x;
+    const y = box.y * S.cam.k + S.cam.y;
+    if (x < 0 || y < 0 || x + box.w * S.cam.k > stage.width || y + box.h * S.cam.k > stage.height) centerOn(p.nodeId);
+  }
   const btn = document.querySelector<HTMLButtonElement>(`.card[data-id="${CSS.escape(p.nodeId)}"] .act-continue`);
   if (!btn || !$('modal').hidden || !$('palette').hidden) return;
   focusedPause = p.pauseId;
