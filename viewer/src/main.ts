@@ -648,6 +648,11 @@ function renderGraph(): void {
     if (c.stamp !== stamp || st === 'running') {
       c.stamp = stamp;
       fillCard(c.el, m, n, st, folded, hasKids, bp, dim);
+    } else if (st === 'paused') {
+      // tick the hold clock in place (rebuilding would take focus off Continue)
+      const p = n.activePause ? m.pauses.get(n.activePause) : undefined;
+      const meta = c.el.querySelector('.held-meta');
+      if (p && meta) meta.textContent = heldMeta(p);
     }
   }
   for (const [id, c] of cards) {
@@ -776,8 +781,12 @@ function heldBanner(m: RunModel, n: GNode, p: Pause): HTMLElement {
   }
   mk('Abort', '', 'act-abort danger', () => resume(p, 'abort'));
   b.append(row);
-  b.append(el('div', 'held-meta muted', `${p.point} · ${m.runId === S.selectedRun ? 'held ' + fmtMs(Date.now() - p.ts) : ''}`));
+  b.append(el('div', 'held-meta muted', heldMeta(p)));
   return b;
+}
+
+function heldMeta(p: Pause): string {
+  return `${p.point} gate · held ${fmtMs(Math.max(0, Date.now() - p.ts))}`;
 }
 
 function emptyState(m: RunModel | undefined): HTMLElement {
