@@ -8,6 +8,8 @@ pub mod config;
 pub mod envelope;
 pub mod http;
 pub mod hub;
+pub mod mcp_proxy;
+pub mod mcp_server;
 pub mod payload_guard;
 pub mod server;
 pub mod storage;
@@ -30,6 +32,11 @@ fn db_path(flag: Option<&str>) -> std::path::PathBuf {
 
 /// Runs the command line `argv` (without the program name); returns the exit code.
 pub fn main_with_args(argv: &[String]) -> i32 {
+    match argv.first().map(String::as_str) {
+        Some("mcp-proxy") => return mcp_proxy::main(&argv[1..]),
+        Some("mcp") => return mcp_server::main(&argv[1..]),
+        _ => {}
+    }
     let cmd = match args::parse(argv) {
         Ok(c) => c,
         Err(e) => {

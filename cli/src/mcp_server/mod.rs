@@ -1,0 +1,2 @@
+//! placeholder
+pub fn main(_argv: &[String]) -> i32 { 2 }
