@@ -513,6 +513,19 @@ fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: Vec
     }
 }
 
+/// The child's pid, for the signal handler that forwards SIGTERM / SIGINT to it.
+static CHILD_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// Set once the host has closed our stdin.
+static HOST_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    // Only async-signal-safe calls here: an atomic load and kill(2).
+    let pid = CHILD_PID.load(Ordering::Relaxed);
+    if pid > 0 {
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
 fn exit_code(status: &std::process::ExitStatus) -> (i32, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
@@ -610,6 +623,13 @@ pub fn main(argv: &[String]) -> i32 {
         }
     };
     let pid = child.id() as i32;
+    // A host that ends the session with SIGTERM (the Python SDK does, after closing stdin)
+    // stops the server; we then record the end and exit with the server.
+    CHILD_PID.store(pid, Ordering::Relaxed);
+    unsafe {
+        libc::signal(libc::SIGTERM, forward_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, forward_signal as *const () as libc::sighandler_t);
+    }
     let child_stdin: ChildStdin = child.stdin.take().expect("piped stdin");
     let child_stdout = child.stdout.take().expect("piped stdout");
     let child_stderr = child.stderr.take();
@@ -667,6 +687,7 @@ pub fn main(argv: &[String]) -> i32 {
             relay(std::io::stdin(), Direction::HostToServer, &sinks, rec.as_deref(), max);
             // The host hung up: pass the EOF on, then make sure the server goes too.
             sinks.close_server();
+            HOST_CLOSED.store(true, Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(SHUTDOWN_GRACE_MS));
             log("client disconnected; asking the server to stop");
             unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -721,7 +742,9 @@ pub fn main(argv: &[String]) -> i32 {
         output.insert("stdoutNoiseRecorded", Value::from(rec.noise_recorded.load(Ordering::Relaxed) as u64));
         output.insert("stdoutNoiseDropped", Value::from(rec.noise_dropped.load(Ordering::Relaxed)));
         drop(ring);
-        let ok = signal.is_none() && code == 0;
+        // Stopped by a signal after the host hung up is how a session normally ends.
+        let stopped = HOST_CLOSED.load(Ordering::Relaxed) && matches!(signal, Some(libc::SIGTERM | libc::SIGINT | libc::SIGKILL));
+        let ok = (signal.is_none() && code == 0) || stopped;
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         if ok {
             session.node_finished(Some(&run.run_id), &session_node, Some(Value::Object(output)), elapsed, false);
