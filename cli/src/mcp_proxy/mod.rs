@@ -287,7 +287,7 @@ impl Recorder {
         match frame {
             Frame::Request { id, method, params } => self.on_request(sinks, dir, raw, id, method, params, value),
             Frame::Notification { method, params } => self.on_notification(dir, method, params),
-            Frame::Response { id, result, error } => self.on_response(sinks, dir, id, result, error),
+            Frame::Response { id, result, error } => self.on_response(sinks, dir, raw, id, result, error),
             Frame::Batch | Frame::Other => Action::Forward,
         }
     }
@@ -345,7 +345,7 @@ impl Recorder {
         }
     }
 
-    fn on_response(&self, sinks: &Sinks, dir: Direction, id: Value, result: Option<Value>, error: Option<Value>) -> Action {
+    fn on_response(&self, sinks: &Sinks, dir: Direction, raw: &[u8], id: Value, result: Option<Value>, error: Option<Value>) -> Action {
         let origin = dir.other();
         let key = format!("{}|{}", origin.label(), id_key(&id));
         let Some(mut entry) = lock(&self.pending).remove(&key) else {
@@ -360,8 +360,18 @@ impl Recorder {
             let d = self.wait(entry.step.error(ErrorInfo::new(name.as_str(), message.as_str())), &what, "error");
             entry.step.on_error(d)
         } else {
-            let d = self.wait(entry.step.after(), &what, "after");
-            entry.step.on_after(d, result.clone())
+            match entry.step.after() {
+                Gate::Continue => {
+                    // Nothing holds it: the host gets the answer first, the graph after.
+                    sinks.write(dir, raw);
+                    entry.step.on_after(GateDecision::proceed(), result);
+                    return Action::Drop;
+                }
+                held => {
+                    let d = self.wait(held, &what, "after");
+                    entry.step.on_after(d, result)
+                }
+            }
         };
         match next {
             Next::ReturnResult | Next::Reraise => Action::Forward,
@@ -814,5 +824,64 @@ mod tests {
         input.extend_from_slice(b"\n{\"b\":2}\ntail");
         relay(&input[..], Direction::ServerToHost, &sinks, None, 1024);
         assert_eq!(*lock(&out), input);
+    }
+}
+
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    /// The CPU cost of recording one request/response pair on the relay threads, detached.
+    #[test]
+    #[ignore]
+    fn recording_cost_per_pair() {
+        let env = EnvSnapshot::new();
+        let mut options = Options::default();
+        options.url = Some("ws://127.0.0.1:9/ingest".into());
+        let config = resolve(&options, &env, SdkFlavor::Native);
+        let session = Session::new(config, Arc::new(|_: &str| {}));
+        let run = session.start_run("bench", None);
+        let rec = Recorder {
+            session: session.clone(),
+            run_id: run.run_id.clone(),
+            hide: HideSwitches::default(),
+            viewer_url: String::new(),
+            session_node: NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: "x".into() },
+            pending: Mutex::new(HashMap::new()),
+            order: Mutex::new(Default::default()),
+            counter: AtomicU64::new(0),
+            noise_recorded: AtomicUsize::new(0),
+            noise_dropped: AtomicU64::new(0),
+            unmatched: AtomicU64::new(0),
+            ring: Mutex::new(StderrRing::new()),
+        };
+        let sinks = Sinks { to_server: Mutex::new(Some(Box::new(std::io::sink()))), to_host: Mutex::new(Box::new(std::io::sink())), server_gone: AtomicUsize::new(0) };
+        let n = 20_000;
+        let t = Instant::now();
+        for i in 0..n {
+            let req = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#);
+            let resp = format!(r#"{{"result":{{"content":[{{"type":"text","text":"Echo: bench {i}"}}]}},"jsonrpc":"2.0","id":{i}}}"#);
+            let t0 = Instant::now();
+            rec.handle(&sinks, Direction::HostToServer, req.as_bytes());
+            let t1 = t0.elapsed();
+            rec.handle(&sinks, Direction::ServerToHost, resp.as_bytes());
+            if i == n - 1 {
+                eprintln!("last pair: request {:?}, total {:?}", t1, t0.elapsed());
+            }
+        }
+        eprintln!("recording cost per pair (detached): {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        let t = Instant::now();
+        for i in 0..n {
+            let req = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#);
+            std::hint::black_box(classify(req.as_bytes()));
+        }
+        eprintln!("classify only: {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        let t = Instant::now();
+        for i in 0..n {
+            let node = rec.node("tools/call", None);
+            let mut step = Step::start(&session, Some(&run.run_id), node, None, Some(Value::from(i as i64)), true);
+            let _ = step.on_after(GateDecision::proceed(), None);
+        }
+        eprintln!("step start+finish only: {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
     }
 }
