@@ -397,3 +397,32 @@ fn no_command_prints_a_recipe_and_a_missing_command_fails_open() {
     assert!(t.elapsed() < Duration::from_secs(3), "waits at most ~1 s for a debugger");
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn hide_switches_from_the_environment_keep_arguments_and_failed_content_out_of_the_run() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let dir = common::temp_dir();
+    let secret = dir.canonicalize().unwrap().join("secret-name.txt");
+    let args = format!(r#"{{"path":"{}"}}"#, secret.display());
+    let port = srv.port.to_string();
+    // The host passes a minimal environment to its server: set the switches with env(1).
+    let mut server = vec!["env".to_owned(), "GRAPHMIND_HIDE_INPUTS=1".into(), "GRAPHMIND_HIDE_TOOL_RESULTS=true".into()];
+    server.extend(proxied(&["--port", &port, "--wait-for-attach"], &filesystem(&dir)));
+    let out = host(&["call", "read_text_file", &args], &server);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("secret-name.txt"), "the host still sees the real answer");
+    let run = wait_finished_run(&srv);
+    let base = dir.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(s(&run, &["app"]), Some(format!("node index.js {base}").as_str()), "only the command and file names stay in the label");
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let all = events.iter().map(to_json).collect::<Vec<_>>().join("\n");
+    assert!(!all.contains("secret-name"), "no argument or failed content is recorded:\n{all}");
+    // The server's own stderr is streamed as text on the session node and kept in its output:
+    // a log line that repeats its arguments is an output (GRAPHMIND_HIDE_OUTPUTS hides it).
+    let is_log = |e: &Value| s(e, &["payload", "nodeId"]) == Some("mcp:session") && matches!(s(e, &["type"]), Some("node.token" | "node.finished"));
+    let not_logs = events.iter().filter(|e| !is_log(e)).map(to_json).collect::<Vec<_>>().join("\n");
+    assert!(!not_logs.contains(&*dir.to_string_lossy()), "the server's path argument is not recorded:\n{not_logs}");
+    let error = events.iter().find(|e| s(e, &["type"]) == Some("node.error") && s(e, &["payload", "nodeId"]) == Some("tool:read_text_file")).unwrap();
+    let message = s(error, &["payload", "error", "message"]).unwrap();
+    assert!(message.contains("isError: true") && message.contains("hidden"), "{message}");
+}
