@@ -110,7 +110,8 @@ fn main() {
         v
     };
     let off: &[(&str, &str)] = &[("GRAPHMIND_DISABLED", "1")];
-    let sessions: Vec<(&str, Vec<String>, &[(&str, &str)])> = vec![
+    type Session<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
+    let sessions: Vec<Session> = vec![
         ("direct", direct.clone(), &[]),
         ("proxy, plain pipe", proxy(vec![]), off),
         ("proxy, detached", proxy(vec!["--port".into(), closed.to_string()]), &[]),

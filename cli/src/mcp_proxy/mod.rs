@@ -836,8 +836,7 @@ mod cost {
     #[ignore]
     fn recording_cost_per_pair() {
         let env = EnvSnapshot::new();
-        let mut options = Options::default();
-        options.url = Some("ws://127.0.0.1:9/ingest".into());
+        let options = Options { url: Some("ws://127.0.0.1:9/ingest".into()), ..Default::default() };
         let config = resolve(&options, &env, SdkFlavor::Native);
         let session = Session::new(config, Arc::new(|_: &str| {}));
         let run = session.start_run("bench", None);
