@@ -426,3 +426,40 @@ fn hide_switches_from_the_environment_keep_arguments_and_failed_content_out_of_t
     let message = s(error, &["payload", "error", "message"]).unwrap();
     assert!(message.contains("isError: true") && message.contains("hidden"), "{message}");
 }
+
+#[test]
+fn abort_answers_the_host_with_an_error_and_retry_re_sends_the_request() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","name":"get_file_info","point":"before"}"#);
+    let dir = common::temp_dir();
+    let d = dir.canonicalize().unwrap();
+    let info = format!(r#"{{"path":"{}"}}"#, d.display());
+    let missing = format!(r#"{{"path":"{}"}}"#, d.join("missing.txt").display());
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &filesystem(&dir));
+    let client = std::thread::spawn(move || host(&["calls", "get_file_info", &info, "read_text_file", &missing], &server));
+    // 1. abort at `before`: the server never sees it, the host gets -32099.
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "nodeId"]), Some("tool:get_file_info"));
+    dbg.resume(&paused, "abort", "");
+    // 2. the failing read holds at `error`; retry re-sends it, it fails and holds again.
+    let first = dbg.next("exec.paused");
+    assert_eq!((s(&first, &["payload", "nodeId"]), s(&first, &["payload", "point"])), (Some("tool:read_text_file"), Some("error")));
+    dbg.resume(&first, "retry", "");
+    let second = dbg.next("exec.paused");
+    assert_eq!(s(&second, &["payload", "point"]), Some("error"));
+    assert_ne!(s(&second, &["payload", "pauseId"]), s(&first, &["payload", "pauseId"]));
+    dbg.resume(&second, "continue", "");
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = parse_str(text(&out.stdout).trim()).unwrap();
+    let calls = v.as_array().unwrap();
+    assert_eq!(common::i(&calls[0], &["rpcError", "code"]), Some(-32099));
+    assert_eq!(s(&calls[0], &["rpcError", "message"]), Some("tools/call aborted by the GraphMind debugger"));
+    assert_eq!(calls[1].get("isError").and_then(Value::as_bool), Some(true));
+    let run = wait_finished_run(&srv);
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let errors = events.iter().filter(|e| s(e, &["type"]) == Some("node.error") && s(e, &["payload", "nodeId"]) == Some("tool:read_text_file")).count();
+    assert_eq!(errors, 2, "the retried request was answered twice by the server");
+}

@@ -3,11 +3,13 @@
 usage: host.py MODE [args...] -- COMMAND [ARGS...]
   everything          list every tool and call each one; print {"tools":..., "results":...}
   call NAME JSON      initialize, call one tool, print its result
+  calls N1 J1 N2 J2.. call several tools; a JSON-RPC error is printed as {"rpcError":...}
   tools NAME JSON     (graphmind mcp) list tools, then call NAME with JSON; print both
 Nothing but the JSON answer goes to stdout.
 """
 import asyncio, json, re, sys
 from mcp import ClientSession, StdioServerParameters
+from mcp.shared.exceptions import McpError
 from mcp.client.stdio import stdio_client
 
 # Values for the arguments a schema alone does not make safe offline / quick.
@@ -56,6 +58,16 @@ async def main():
             elif mode == "call":
                 res = await asyncio.wait_for(s.call_tool(rest[0], json.loads(rest[1])), 30)
                 print(res.model_dump_json())
+            elif mode == "calls":
+                # Several calls in a row; a JSON-RPC error is reported, not raised.
+                out = []
+                for i in range(0, len(rest), 2):
+                    try:
+                        res = await asyncio.wait_for(s.call_tool(rest[i], json.loads(rest[i + 1])), 30)
+                        out.append(json.loads(res.model_dump_json()))
+                    except McpError as e:
+                        out.append({"rpcError": {"code": e.error.code, "message": e.error.message}})
+                print(json.dumps(out))
             elif mode == "tools":
                 tools = (await s.list_tools()).tools
                 out = {"tools": [json.loads(t.model_dump_json()) for t in tools], "calls": []}
