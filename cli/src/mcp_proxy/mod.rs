@@ -590,9 +590,6 @@ pub fn main(argv: &[String]) -> i32 {
     config.meta = Some(meta);
     let session = Session::new(config, Arc::new(|line: &str| eprintln!("{line}")));
     let enabled = session.is_enabled();
-    if enabled && args.wait_for_attach {
-        session.ready(Duration::from_millis(ATTACH_WAIT_MS));
-    }
     let viewer_url = format!("http://127.0.0.1:{port}");
     let session_node = NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: label.clone() };
     let session_input = {
@@ -617,9 +614,9 @@ pub fn main(argv: &[String]) -> i32 {
         Err(e) => {
             log(&format!("cannot run \"{command}\": {e}"));
             if enabled {
-                if !args.wait_for_attach {
-                    session.ready(Duration::from_millis(SPAWN_FAILURE_ATTACH_MS));
-                }
+                // So that the failure reaches the graph: the attach budget, or a short one.
+                let wait = if args.wait_for_attach { ATTACH_WAIT_MS } else { SPAWN_FAILURE_ATTACH_MS };
+                session.ready(Duration::from_millis(wait));
                 let run = start_run(&session);
                 let info = ErrorInfo::new("McpServerSpawnFailed", format!("cannot run \"{command}\": {e}").as_str());
                 session.node_error(Some(&run.run_id), &session_node, info.clone());
@@ -644,6 +641,10 @@ pub fn main(argv: &[String]) -> i32 {
     let child_stdout = child.stdout.take().expect("piped stdout");
     let child_stderr = child.stderr.take();
 
+    // The server starts at once; its first frames wait in the pipe until the relays run.
+    if enabled && args.wait_for_attach {
+        session.ready(Duration::from_millis(ATTACH_WAIT_MS));
+    }
     let run = if enabled { Some(start_run(&session)) } else { None };
     let recorder: Option<Arc<Recorder>> = run.as_ref().map(|run| {
         Arc::new(Recorder {
