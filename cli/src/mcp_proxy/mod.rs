@@ -832,10 +832,7 @@ mod tests {
 mod cost {
     use super::*;
 
-    /// The CPU cost of recording one request/response pair on the relay threads, detached.
-    #[test]
-    #[ignore]
-    fn recording_cost_per_pair() {
+    fn detached_recorder() -> (Session, Run, Recorder) {
         let env = EnvSnapshot::new();
         let options = Options { url: Some("ws://127.0.0.1:9/ingest".into()), ..Default::default() };
         let config = resolve(&options, &env, SdkFlavor::Native);
@@ -855,7 +852,42 @@ mod cost {
             unmatched: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
         };
-        let sinks = Sinks { to_server: Mutex::new(Some(Box::new(std::io::sink()))), to_host: Mutex::new(Box::new(std::io::sink())), server_gone: AtomicUsize::new(0) };
+        (session, run, rec)
+    }
+
+    fn null_sinks() -> Sinks {
+        Sinks { to_server: Mutex::new(Some(Box::new(std::io::sink()))), to_host: Mutex::new(Box::new(std::io::sink())), server_gone: AtomicUsize::new(0) }
+    }
+
+    #[test]
+    fn stdout_noise_is_recorded_up_to_the_limit_then_counted() {
+        let (_session, _run, rec) = detached_recorder();
+        let sinks = null_sinks();
+        for i in 0..30 {
+            let line = format!("debug print {i} {}\n", "y".repeat(300));
+            assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, line.as_bytes()), Action::Forward), "noise is relayed");
+        }
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"   \n"), Action::Forward));
+        assert_eq!(rec.noise_recorded.load(Ordering::Relaxed), STDOUT_NOISE_MAX_RECORDED);
+        assert_eq!(rec.noise_dropped.load(Ordering::Relaxed), 5);
+        // A response with no matching request is relayed and counted.
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n"), Action::Forward));
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
+        // A request is remembered under its origin and matched by its answer.
+        let req = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n";
+        assert!(matches!(rec.handle(&sinks, Direction::HostToServer, req), Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 1);
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}\n"), Action::Drop | Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 0);
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
+    }
+
+    /// The CPU cost of recording one request/response pair on the relay threads, detached.
+    #[test]
+    #[ignore]
+    fn recording_cost_per_pair() {
+        let (session, run, rec) = detached_recorder();
+        let sinks = null_sinks();
         let n = 20_000;
         let t = Instant::now();
         for i in 0..n {
