@@ -516,7 +516,12 @@ pub fn main(argv: &[String]) -> i32 {
             other => return usage_error(&format!("unknown option \"{other}\" (graphmind mcp [--db <path>] [--port <n>])")),
         }
     }
-    let path: PathBuf = crate::config::resolve_db_path(db.as_deref(), std::env::var("GRAPHMIND_DB").ok().as_deref(), std::env::var("HOME").ok().as_deref());
+    // The same database rules as `serve` (--db, then GRAPHMIND_DB, then ~/.graphmind).
+    let flags = graphmind_core::config::ServerFlags { db, ..Default::default() };
+    let path: PathBuf = match crate::config::resolve(&flags) {
+        Ok(config) => config.db_path.into(),
+        Err(e) => return usage_error(&e.to_string()),
+    };
     let (tools, open_error) = match Tools::open(&path, port) {
         Ok(t) => (Some(t), String::new()),
         Err(e) => (None, format!("cannot open the GraphMind database {} read-only ({e}); record a run with `graphmind` serving first, or pass --db", path.display())),
