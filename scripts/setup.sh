@@ -26,6 +26,20 @@ if [ ! -x .venv-ref/bin/python ] || ! .venv-ref/bin/python -c 'import graphmind'
   python3 -m venv .venv-ref
   .venv-ref/bin/pip install -q graphmind-ai==0.5.1
 fi
+# Real MCP peers for the mcp-proxy / mcp tests (offline over stdio once installed):
+# the npm reference servers in .mcp-peers/ (gitignored) and the PyPI `mcp` 1.x client.
+if [ ! -f .mcp-peers/node_modules/@modelcontextprotocol/server-everything/package.json ] \
+   || [ ! -f .mcp-peers/node_modules/@modelcontextprotocol/server-filesystem/package.json ]; then
+  echo "setup: installing the npm MCP servers into .mcp-peers"
+  mkdir -p .mcp-peers
+  [ -f .mcp-peers/package.json ] || echo '{"private":true}' > .mcp-peers/package.json
+  (cd .mcp-peers && npm install --no-audit --no-fund -q @modelcontextprotocol/server-everything @modelcontextprotocol/server-filesystem)
+fi
+if [ ! -x .venv-mcp/bin/python ] || ! .venv-mcp/bin/python -c 'import mcp' 2>/dev/null; then
+  echo "setup: installing the PyPI MCP client (mcp 1.x) into .venv-mcp"
+  python3 -m venv .venv-mcp
+  .venv-mcp/bin/pip install -q 'mcp>=1.0,<2'
+fi
 # The viewer's build and test tools (Vite, TypeScript, playwright-core driving Debian's
 # chromium), pinned by viewer/package-lock.json. Installed when missing or out of date.
 if [ -f viewer/package-lock.json ] && have npm; then

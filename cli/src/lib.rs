@@ -14,6 +14,8 @@ pub mod control_api;
 pub mod envelope;
 pub mod http;
 pub mod hub;
+pub mod mcp_proxy;
+pub mod mcp_server;
 pub mod payload_guard;
 pub mod security;
 pub mod server;
@@ -40,6 +42,11 @@ fn config_for(flags: ServerFlags) -> Result<graphmind_core::config::ServerConfig
 
 /// Runs the command line `argv` (without the program name); returns the exit code.
 pub fn main_with_args(argv: &[String]) -> i32 {
+    match argv.first().map(String::as_str) {
+        Some("mcp-proxy") => return mcp_proxy::main(&argv[1..]),
+        Some("mcp") => return mcp_server::main(&argv[1..]),
+        _ => {}
+    }
     let cmd = match args::parse(argv) {
         Ok(c) => c,
         Err(e) => {

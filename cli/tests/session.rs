@@ -327,7 +327,9 @@ fn events_emitted_while_the_server_is_down_are_replayed_with_a_gap_marker() {
     assert!(!session.is_attached());
     // 30 events while detached; the buffer keeps 20, so the 10 oldest unsent are lost.
     for n in 0..30 {
-        session.node_token(Some(&run.run_id), &node, graphmind_core::event::TokenChannel::Text, &format!("t{n}"));
+        // Raw emits: one frame each (node_token would batch them).
+        let payload = parse_str(&format!(r#"{{"nodeId":"tool:t","deltas":[{{"t":"text","v":"t{n}"}}]}}"#)).unwrap();
+        session.emit(Some(&run.run_id), "node.token", payload);
     }
     session.finish_run(&run, RunOutcome::Ok);
     assert!(session.flush(Duration::from_secs(2)));
@@ -511,6 +513,46 @@ fn a_step_applies_each_decision_the_way_the_reference_wrappers_do() {
     let finished = dbg.next("node.finished");
     assert_eq!(s(&finished, &["payload", "status"]), Some("error"));
     session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn streamed_tokens_are_batched_by_the_flush_interval_and_keep_their_order() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let session = attached(&srv, |o| o.token_interval_ms = Some(60_000.0));
+    let run = session.start_run("stream", None);
+    dbg.watch(&run.run_id);
+    let node = NodeRef::new(NodeKind::Llm, "model");
+    session.node_started(Some(&run.run_id), &node, None, None);
+    for n in 0..100 {
+        session.node_token(Some(&run.run_id), &node, graphmind_core::event::TokenChannel::Text, &format!("{n} "));
+    }
+    // Nothing else happened, so the 100 deltas wait in one batch; finishing the node sends
+    // them first, in one frame, before node.finished.
+    session.node_finished(Some(&run.run_id), &node, Some(Value::from("done")), 5.0, false);
+    let token = dbg.next("node.token");
+    let deltas = token.get("payload").and_then(|p| p.get("deltas")).and_then(Value::as_array).unwrap();
+    assert_eq!(deltas.len(), 100);
+    let text: String = deltas.iter().map(|d| s(d, &["v"]).unwrap().to_string()).collect();
+    assert_eq!(text, (0..100).map(|n| format!("{n} ")).collect::<String>());
+    assert_eq!(s(&token, &["payload", "instanceId"]), Some(node.instance_id.as_str()));
+    let finished = dbg.next("node.finished");
+    assert!(i(&finished, &["seq"]).unwrap() > i(&token, &["seq"]).unwrap());
+
+    // With a short interval, a stream that keeps going is sent in several batches.
+    let quick = attached(&srv, |o| o.token_interval_ms = Some(20.0));
+    let run2 = quick.start_run("stream-2", None);
+    dbg.watch(&run2.run_id);
+    let node2 = NodeRef::new(NodeKind::Llm, "model");
+    for n in 0..20 {
+        quick.node_token(Some(&run2.run_id), &node2, graphmind_core::event::TokenChannel::Text, &format!("{n}"));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(quick.flush(Duration::from_secs(2)));
+    let frames = stored(&srv, &run2.run_id, 3).iter().filter(|e| s(e, &["type"]) == Some("node.token")).count();
+    assert!((2..20).contains(&frames), "{frames} frames for 20 deltas over ~100 ms");
+    quick.dispose(Duration::from_secs(1));
+    session.dispose(Duration::from_secs(1));
 }
 
 fn free_port() -> u16 {

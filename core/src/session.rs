@@ -215,10 +215,23 @@ struct OutEvent {
     held: Option<(String, f64)>,
 }
 
+/// Deltas of one node execution collected for at most `tokenIntervalMs`, then sent as one
+/// `node.token` (the reference's token batching: a streamed answer is a few frames a
+/// second, not one per token).
+struct TokenBatch {
+    run_id: String,
+    node_id: String,
+    instance_id: String,
+    deltas: Vec<TokenDelta>,
+    opened: Instant,
+}
+
 /// State shared by application threads, the reader thread and the worker, behind one
 /// lock that is never held across I/O or a wait.
 struct Shared {
     seq: u64,
+    /// Streamed deltas of one node execution waiting to go out as one `node.token`.
+    pending_tokens: Option<TokenBatch>,
     outbox: Sender<Outgoing>,
     engine: GateEngine,
     /// Whether the engine is armed by an attached debugger.
@@ -288,6 +301,7 @@ impl Session {
             attached: AtomicBool::new(false),
             shared: Mutex::new(Shared {
                 seq: 0,
+                pending_tokens: None,
                 outbox: tx,
                 engine,
                 engine_attached: false,
@@ -395,6 +409,7 @@ impl Session {
         if !self.inner.config.enabled || shared.disposed {
             return;
         }
+        self.flush_tokens_locked(&mut shared);
         let mut finished = match (outcome, run.signal.is_aborted()) {
             (_, true) | (RunOutcome::Aborted, _) => RunFinished::new(RunStatus::Aborted),
             (RunOutcome::Ok, false) => RunFinished::new(RunStatus::Ok),
@@ -477,6 +492,7 @@ impl Session {
             return None;
         }
         self.ensure_worker(&mut shared);
+        self.flush_tokens_locked(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let seq = shared.seq;
         match event_type {
@@ -526,11 +542,68 @@ impl Session {
         self.emit_typed(run_id, MessageType::NodeError, failed.to_value())
     }
 
-    /// `node.token` with one delta for `node`.
+    /// A streamed delta of `node`. Deltas of the same execution are batched for up to
+    /// `tokenIntervalMs` (default 34 ms) into one `node.token`; any other event of the
+    /// session sends the batch first, so order is kept. Returns the seq when this call sent
+    /// a frame.
     pub fn node_token(&self, run_id: Option<&str>, node: &NodeRef, channel: TokenChannel, text: &str) -> Option<u64> {
-        let mut token = NodeToken::new(node.node_id.as_str(), vec![TokenDelta::new(channel, text)]);
-        token.extra.insert("instanceId", Value::from(node.instance_id.as_str()));
-        self.emit_typed(run_id, MessageType::NodeToken, token.to_value())
+        if !self.inner.config.enabled {
+            return None;
+        }
+        let mut shared = self.inner.shared.lock();
+        if shared.disposed {
+            return None;
+        }
+        self.ensure_worker(&mut shared);
+        let run_id = self.run_id_or_implicit(&mut shared, run_id);
+        let interval = millis(self.inner.config.token_interval_ms);
+        let delta = TokenDelta::new(channel, text);
+        if let Some(batch) = shared.pending_tokens.as_mut() {
+            let same = batch.run_id == run_id && batch.node_id == node.node_id && batch.instance_id == node.instance_id;
+            if same && batch.opened.elapsed() < interval {
+                batch.deltas.push(delta);
+                return None;
+            }
+        }
+        let sent = self.flush_tokens_locked(&mut shared);
+        shared.pending_tokens = Some(TokenBatch {
+            run_id,
+            node_id: node.node_id.clone(),
+            instance_id: node.instance_id.clone(),
+            deltas: vec![delta],
+            opened: Instant::now(),
+        });
+        if interval.is_zero() {
+            return self.flush_tokens_locked(&mut shared);
+        }
+        sent
+    }
+
+    /// Sends the pending token batch, if any.
+    fn flush_tokens_locked(&self, shared: &mut Shared) -> Option<u64> {
+        let batch = shared.pending_tokens.take()?;
+        let mut token = NodeToken::new(batch.node_id.as_str(), batch.deltas);
+        token.extra.insert("instanceId", Value::from(batch.instance_id.as_str()));
+        self.enqueue(shared, &batch.run_id, MessageType::NodeToken, token.to_value(), None, None)
+    }
+
+    /// When the pending token batch is due (worker thread).
+    fn token_deadline(&self) -> Option<Instant> {
+        let shared = self.inner.shared.lock();
+        let batch = shared.pending_tokens.as_ref()?;
+        Some(batch.opened + millis(self.inner.config.token_interval_ms))
+    }
+
+    /// Sends the pending token batch when it is due (worker thread).
+    fn flush_due_tokens(&self) {
+        let mut shared = self.inner.shared.lock();
+        let due = shared
+            .pending_tokens
+            .as_ref()
+            .is_some_and(|b| b.opened.elapsed() >= millis(self.inner.config.token_interval_ms));
+        if due {
+            self.flush_tokens_locked(&mut shared);
+        }
     }
 
     /// `graph.hint` announcing nodes ahead of running.
@@ -562,6 +635,7 @@ impl Session {
         if loop_hold.is_none() && !shared.engine.should_pause(point, node) {
             return Gate::Continue;
         }
+        self.flush_tokens_locked(&mut shared);
         let reason = if loop_hold.is_some() { PauseReason::Loop } else { shared.engine.reason_for(point, node) };
         let editable = options.editable && self.edits_honoured(&shared);
         let pending = shared.engine.hold(point, node.clone(), &run_id, editable);
@@ -622,10 +696,11 @@ impl Session {
     pub fn flush(&self, timeout: Duration) -> bool {
         let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
         {
-            let shared = self.inner.shared.lock();
+            let mut shared = self.inner.shared.lock();
             if !shared.worker_started {
                 return true;
             }
+            self.flush_tokens_locked(&mut shared);
             if shared.outbox.try_send(Outgoing::Flush(reply_tx)).is_err() {
                 return false;
             }
@@ -644,6 +719,7 @@ impl Session {
             if shared.disposed {
                 return;
             }
+            self.flush_tokens_locked(&mut shared);
             gates = shared.engine.take_all();
             shared.engine.disarm();
             for gate in &gates {
@@ -1075,6 +1151,9 @@ impl Worker {
         loop {
             let now = Instant::now();
             let mut wake = self.next_attempt.filter(|_| self.link.is_none());
+            if let Some(due) = self.session.token_deadline() {
+                wake = Some(wake.map_or(due, |w| w.min(due)));
+            }
             if self.link.is_some() {
                 if let Some(deadline) = self.session.next_pause_deadline() {
                     wake = Some(wake.map_or(deadline, |w| w.min(deadline)));
@@ -1105,6 +1184,7 @@ impl Worker {
             if stop {
                 return;
             }
+            self.session.flush_due_tokens();
             if self.link.is_some() {
                 self.session.release_expired();
             } else if self.next_attempt.is_some_and(|at| at <= Instant::now()) {

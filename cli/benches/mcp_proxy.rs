@@ -1,0 +1,142 @@
+//! What `graphmind mcp-proxy` adds to a request/response pair: 10,000 `tools/call` echoes
+//! to the real `@modelcontextprotocol/server-everything`, one at a time, measured from the
+//! host's side (write the request line, read until its answer). Three sessions in the same
+//! run: direct, through a detached proxy (no GraphMind listening) and through a proxy
+//! attached to a real `graphmind` server (recording every call, nothing armed).
+//! p50 / p99 of each and the difference to the direct session. Goal: <= 50 µs added at p50.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CALLS: usize = 10_000;
+const WARMUP: usize = 500;
+const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
+
+fn peer() -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.mcp-peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(p.exists(), "{} missing: run `make setup`", p.display());
+    p.to_string_lossy().into_owned()
+}
+
+struct Peer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Peer {
+    fn start(cmd: &[String], env: &[(&str, &str)]) -> Peer {
+        let mut child = Command::new(&cmd[0]).args(&cmd[1..]).envs(env.iter().copied()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
+        let mut p = Peer { child, stdin, stdout, line: String::new() };
+        p.call(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#, "\"id\":0");
+        p.stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
+        p
+    }
+
+    /// Writes one request line and reads lines until the one carrying `id_marker`.
+    fn call(&mut self, frame: &str, id_marker: &str) {
+        self.stdin.write_all(frame.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            self.line.clear();
+            assert!(self.stdout.read_line(&mut self.line).unwrap() > 0, "peer closed");
+            if self.line.contains(id_marker) && self.line.contains("\"result\"") {
+                return;
+            }
+        }
+    }
+
+    fn measure(&mut self, n: usize, base: usize) -> Vec<Duration> {
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let id = base + i;
+            let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {id}"}}}}}}"#);
+            let marker = format!("\"id\":{id}}}");
+            let t = Instant::now();
+            self.call(&frame, &marker);
+            out.push(t.elapsed());
+        }
+        out
+    }
+
+    fn stop(mut self) {
+        drop(self.stdin);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+fn start_server(dir: &Path) -> (Child, u16) {
+    let mut child = Command::new(BIN)
+        .args(["--port", "0", "--json", "--no-open", "--pause-on-error", "off", "--db"])
+        .arg(dir.join("bench.db"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line.split("\"port\":").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|p| p.parse().ok()).unwrap();
+    (child, port)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let server = peer();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = std::env::temp_dir().join(format!("gm-mcp-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mut gm, port) = start_server(&dir);
+
+    let direct = vec!["node".to_owned(), server.clone()];
+    let proxy = |flags: Vec<String>| {
+        let mut v = vec![BIN.to_owned(), "mcp-proxy".to_owned()];
+        v.extend(flags);
+        v.push("--".into());
+        v.extend(direct.iter().cloned());
+        v
+    };
+    let off: &[(&str, &str)] = &[("GRAPHMIND_DISABLED", "1")];
+    type Session<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
+    let sessions: Vec<Session> = vec![
+        ("direct", direct.clone(), &[]),
+        ("proxy, plain pipe", proxy(vec![]), off),
+        ("proxy, detached", proxy(vec!["--port".into(), closed.to_string()]), &[]),
+        ("proxy, attached", proxy(vec!["--port".into(), port.to_string(), "--wait-for-attach".into()]), &[]),
+    ];
+    println!("mcp-proxy: {CALLS} tools/call echoes per session to server-everything (after {WARMUP} warm-up calls)");
+    println!("{:<18} {:>10} {:>10} {:>14} {:>14}", "session", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs");
+    let mut base: Option<(f64, f64)> = None;
+    for (name, cmd, env) in sessions {
+        let mut p = Peer::start(&cmd, env);
+        p.measure(WARMUP, 1);
+        let mut samples = p.measure(CALLS, 1 + WARMUP);
+        p.stop();
+        samples.sort();
+        let (p50, p99) = (pct(&samples, 0.50), pct(&samples, 0.99));
+        let (a50, a99) = match base {
+            None => {
+                base = Some((p50, p99));
+                ("—".to_owned(), "—".to_owned())
+            }
+            Some((b50, b99)) => (format!("{:+.1}", p50 - b50), format!("{:+.1}", p99 - b99)),
+        };
+        println!("{name:<18} {p50:>10.1} {p99:>10.1} {a50:>14} {a99:>14}");
+    }
+    let _ = gm.kill();
+    let _ = gm.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

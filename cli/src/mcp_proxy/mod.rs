@@ -1,0 +1,919 @@
+//! `graphmind mcp-proxy [options] -- CMD ARGS...`: sits between an MCP host (our stdin and
+//! stdout) and a stdio MCP server (the child), relays newline-delimited JSON-RPC byte for
+//! byte and in order, and records one run per host session on the core's `Session`, with
+//! each request a gated `Step`.
+//!
+//! Threads: one relay per direction, one for the child's stderr, the main thread waits for
+//! the child. A relay thread only ever blocks on the debugger inside a held gate; every
+//! other session call is an enqueue. With no debugger (or a disabled session) the relays
+//! are a plain pipe; a panic while observing a frame forwards that frame unchanged.
+
+pub mod protocol;
+
+use graphmind_core::config::{resolve, EnvSnapshot, HideSwitches, Options, SdkFlavor, SdkInfo};
+use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
+use graphmind_core::gate::GateDecision;
+use graphmind_core::json::{Map, Value};
+use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
+use graphmind_core::step::{Next, Step};
+use protocol::*;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Frame-assembly ceiling per direction (reference: `DEFAULT_MAX_FRAME_BYTES`).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+/// Smallest accepted `--max-frame-bytes`.
+pub const MIN_MAX_FRAME_BYTES: usize = 1024;
+/// `--wait-for-attach` budget (reference: `ATTACH_WAIT_MS`).
+pub const ATTACH_WAIT_MS: u64 = 3_000;
+/// How long a server that failed to start waits for the debugger (reference:
+/// `SPAWN_FAILURE_ATTACH_MS`).
+pub const SPAWN_FAILURE_ATTACH_MS: u64 = 1_000;
+/// Grace after the host hangs up before the server gets SIGTERM.
+pub const SHUTDOWN_GRACE_MS: u64 = 5_000;
+/// Grace after SIGTERM before SIGKILL.
+pub const KILL_GRACE_MS: u64 = 2_000;
+/// A hold longer than this is announced on stderr.
+pub const HOLD_NOTICE_MS: u64 = 250;
+/// Requests awaiting an answer that are remembered (the oldest goes beyond).
+pub const MAX_PENDING: usize = 10_000;
+/// Default GraphMind port.
+pub const DEFAULT_PORT: u16 = 4747;
+
+/// Parsed `graphmind mcp-proxy` command line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyArgs {
+    /// `--wait-for-attach`.
+    pub wait_for_attach: bool,
+    /// `--inherit-stderr`.
+    pub inherit_stderr: bool,
+    /// `--max-frame-bytes`.
+    pub max_frame_bytes: usize,
+    /// `--port`.
+    pub port: Option<u16>,
+    /// The server's command, if given.
+    pub command: Option<String>,
+    /// Its arguments.
+    pub args: Vec<String>,
+}
+
+/// Parses the arguments after `mcp-proxy`.
+pub fn parse_args(argv: &[String]) -> Result<ProxyArgs, String> {
+    let mut out = ProxyArgs { wait_for_attach: false, inherit_stderr: false, max_frame_bytes: DEFAULT_MAX_FRAME_BYTES, port: None, command: None, args: vec![] };
+    let mut i = 0;
+    while i < argv.len() {
+        let a = &argv[i];
+        i += 1;
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = |flag: &str| -> Result<String, String> {
+            if let Some(v) = inline.clone() {
+                return Ok(v);
+            }
+            let v = argv.get(i).cloned().ok_or_else(|| format!("{flag} requires a value"))?;
+            i += 1;
+            Ok(v)
+        };
+        match name {
+            "--" => {
+                if let Some((cmd, rest)) = argv[i..].split_first() {
+                    out.command = Some(cmd.clone());
+                    out.args = rest.to_vec();
+                }
+                return Ok(out);
+            }
+            "--wait-for-attach" => out.wait_for_attach = true,
+            "--inherit-stderr" => out.inherit_stderr = true,
+            "--max-frame-bytes" => {
+                let raw = value("--max-frame-bytes")?;
+                match raw.parse::<usize>() {
+                    Ok(n) if n >= MIN_MAX_FRAME_BYTES => out.max_frame_bytes = n,
+                    _ => return Err(format!("--max-frame-bytes must be a whole number of at least {MIN_MAX_FRAME_BYTES} (got \"{raw}\")")),
+                }
+            }
+            "--port" => {
+                let raw = value("--port")?;
+                out.port = Some(raw.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("--port must be an integer between 1 and 65535 (got \"{raw}\")"))?);
+            }
+            other if other.starts_with('-') => return Err(format!("unknown option \"{other}\"")),
+            _ => {
+                // No `--`: the first bare word starts the server's command line.
+                out.command = Some(a.clone());
+                out.args = argv[i..].to_vec();
+                return Ok(out);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What `graphmind mcp-proxy` prints with no command: a recipe that works as written.
+pub fn usage(port: u16) -> String {
+    format!(
+        "graphmind mcp-proxy: debug any stdio MCP server, in any language, with no code changes
+
+Usage: graphmind mcp-proxy [options] -- <command> [args...]
+
+The proxy starts <command> as its child, relays every JSON-RPC line between your MCP host
+and that server unchanged and in order, and records the conversation as one GraphMind run.
+With no GraphMind server running it is a plain pipe.
+
+Try it:
+  graphmind --port {port}                                   # terminal 1: the debugger
+  graphmind mcp-proxy -- npx -y @modelcontextprotocol/server-everything
+
+Wrap a server your host already starts: move its command behind `--`.
+  before: {{ \"command\": \"node\", \"args\": [\"/abs/path/server.js\"] }}
+  after:  {{ \"command\": \"graphmind\", \"args\": [\"mcp-proxy\", \"--\", \"node\", \"/abs/path/server.js\"] }}
+  Claude Code: claude mcp add my-server-debug -- graphmind mcp-proxy -- node /abs/path/server.js
+
+Options:
+  --wait-for-attach        hold the first frame until the debugger attaches (up to 3 s)
+  --inherit-stderr         give the server our stderr (its log is then not recorded)
+  --max-frame-bytes <n>    frame ceiling, default {DEFAULT_MAX_FRAME_BYTES} (at least {MIN_MAX_FRAME_BYTES}); above it that
+                           direction becomes a raw pipe and the session keeps working
+  --port <n>               GraphMind port to report to (default {DEFAULT_PORT})
+
+Gates: a request can be held before the server sees it, a response before the host sees
+it; JSON-RPC errors and isError results hold by default. Loop holds and the
+GRAPHMIND_HIDE_* switches are read from this process's environment.
+Nothing but the protocol is ever written to stdout.
+"
+    )
+}
+
+fn log(line: &str) {
+    let _ = writeln!(std::io::stderr(), "graphmind mcp-proxy: {line}");
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Which way a frame travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Host -> server (our stdin -> the child's stdin).
+    HostToServer,
+    /// Server -> host (the child's stdout -> our stdout).
+    ServerToHost,
+}
+
+impl Direction {
+    fn other(self) -> Direction {
+        match self {
+            Direction::HostToServer => Direction::ServerToHost,
+            Direction::ServerToHost => Direction::HostToServer,
+        }
+    }
+    fn side(self) -> &'static str {
+        match self {
+            Direction::HostToServer => "client",
+            Direction::ServerToHost => "server",
+        }
+    }
+    fn label(self) -> &'static str {
+        match self {
+            Direction::HostToServer => "client->server",
+            Direction::ServerToHost => "server->client",
+        }
+    }
+}
+
+/// The two ends frames are written to, each written whole under its own lock.
+pub struct Sinks {
+    to_server: Mutex<Option<Box<dyn Write + Send>>>,
+    to_host: Mutex<Box<dyn Write + Send>>,
+    server_gone: AtomicUsize,
+}
+
+impl Sinks {
+    fn write(&self, dir: Direction, bytes: &[u8]) {
+        match dir {
+            Direction::HostToServer => {
+                let mut g = lock(&self.to_server);
+                let ok = match g.as_mut() {
+                    Some(w) => w.write_all(bytes).and_then(|_| w.flush()).is_ok(),
+                    None => false,
+                };
+                if !ok {
+                    *g = None;
+                    if self.server_gone.fetch_add(1, Ordering::Relaxed) == 0 {
+                        log("the server stopped reading its stdin");
+                    }
+                }
+            }
+            Direction::ServerToHost => {
+                let mut g = lock(&self.to_host);
+                let _ = g.write_all(bytes).and_then(|_| g.flush());
+            }
+        }
+    }
+
+    fn close_server(&self) {
+        lock(&self.to_server).take();
+    }
+}
+
+struct Pending {
+    step: Step,
+    method: String,
+    frame: Value,
+    raw: Vec<u8>,
+    params: Option<Value>,
+    retries: u32,
+}
+
+/// The recording half: one per host session, shared by the relay threads.
+pub struct Recorder {
+    session: Session,
+    run_id: String,
+    hide: HideSwitches,
+    viewer_url: String,
+    session_node: NodeRef,
+    pending: Mutex<HashMap<String, Pending>>,
+    order: Mutex<std::collections::VecDeque<String>>,
+    counter: AtomicU64,
+    noise_recorded: AtomicUsize,
+    noise_dropped: AtomicU64,
+    unmatched: AtomicU64,
+    ring: Mutex<StderrRing>,
+}
+
+enum Action {
+    Forward,
+    Replace(Vec<u8>),
+    Drop,
+}
+
+impl Recorder {
+    fn node(&self, method: &str, params: Option<&Value>) -> NodeRef {
+        let (node_id, kind, name) = map_method(method, params);
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        NodeRef { node_id, instance_id: format!("mcp_{n}"), kind, name }
+    }
+
+    fn wait(&self, gate: Gate, what: &str, point: &str) -> GateDecision {
+        match gate {
+            Gate::Continue => GateDecision::proceed(),
+            Gate::Held(p) => match p.wait_timeout(Duration::from_millis(HOLD_NOTICE_MS)) {
+                Some(d) => d,
+                None => {
+                    log(&format!(
+                        "HOLDING {what} at the {point} gate — resume it in {} (the MCP client is waiting; it will time out on its own if you do not)",
+                        self.viewer_url
+                    ));
+                    let d = p.wait();
+                    log(&format!("released {what} ({})", d.action.as_str()));
+                    d
+                }
+            },
+        }
+    }
+
+    fn handle(&self, sinks: &Sinks, dir: Direction, raw: &[u8]) -> Action {
+        let Some((frame, value)) = classify(raw) else {
+            if dir == Direction::ServerToHost {
+                self.note_noise(raw);
+            }
+            return Action::Forward;
+        };
+        match frame {
+            Frame::Request { id, method, params } => self.on_request(sinks, dir, raw, id, method, params, value),
+            Frame::Notification { method, params } => self.on_notification(dir, method, params),
+            Frame::Response { id, result, error } => self.on_response(sinks, dir, raw, id, result, error),
+            Frame::Batch | Frame::Other => Action::Forward,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_request(&self, sinks: &Sinks, dir: Direction, raw: &[u8], id: Value, method: String, params: Option<Value>, frame: Value) -> Action {
+        let node = self.node(&method, params.as_ref());
+        let editable = method == "tools/call";
+        let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), editable);
+        let what = format!("{method} #{}", graphmind_core::json::to_string(&id));
+        let decision = self.wait(step.before(), &what, "before");
+        match step.on_before(decision) {
+            Next::ReturnInjected(v) => {
+                let out = coerce_injected(&method, params.as_ref(), v);
+                sinks.write(dir.other(), &result_frame(&id, out));
+                Action::Drop
+            }
+            Next::Abort => {
+                let msg = format!("{method} aborted by the GraphMind debugger");
+                sinks.write(dir.other(), &error_frame(&id, GRAPHMIND_ABORTED_CODE, &msg));
+                Action::Drop
+            }
+            Next::Run { input } => {
+                let (raw, params, action) = match input {
+                    Some(edited) => {
+                        let bytes = with_params(&frame, edited.clone());
+                        (bytes.clone(), Some(edited), Action::Replace(bytes))
+                    }
+                    None => (raw.to_vec(), params, Action::Forward),
+                };
+                self.remember(id_key(&id), dir, Pending { step, method, frame, raw, params, retries: 0 });
+                action
+            }
+            Next::ReturnResult | Next::Reraise => {
+                self.remember(id_key(&id), dir, Pending { step, method, frame, raw: raw.to_vec(), params, retries: 0 });
+                Action::Forward
+            }
+        }
+    }
+
+    fn remember(&self, id: String, origin: Direction, p: Pending) {
+        let key = format!("{}|{id}", origin.label());
+        let mut pending = lock(&self.pending);
+        let mut order = lock(&self.order);
+        while pending.len() >= MAX_PENDING {
+            match order.pop_front() {
+                Some(old) => {
+                    pending.remove(&old);
+                }
+                None => break,
+            }
+        }
+        if pending.insert(key.clone(), p).is_none() {
+            order.push_back(key);
+        }
+    }
+
+    fn on_response(&self, sinks: &Sinks, dir: Direction, raw: &[u8], id: Value, result: Option<Value>, error: Option<Value>) -> Action {
+        let origin = dir.other();
+        let key = format!("{}|{}", origin.label(), id_key(&id));
+        let Some(mut entry) = lock(&self.pending).remove(&key) else {
+            self.unmatched.fetch_add(1, Ordering::Relaxed);
+            return Action::Forward;
+        };
+        let failed = error.is_some() || is_error_result(result.as_ref());
+        let what = format!("{} #{}", entry.method, graphmind_core::json::to_string(&id));
+        let next = if failed {
+            let hide = self.hide.outputs || self.hide.tool_results;
+            let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+            let d = self.wait(entry.step.error(ErrorInfo::new(name.as_str(), message.as_str())), &what, "error");
+            entry.step.on_error(d)
+        } else {
+            match entry.step.after() {
+                Gate::Continue => {
+                    // Nothing holds it: the host gets the answer first, the graph after.
+                    sinks.write(dir, raw);
+                    entry.step.on_after(GateDecision::proceed(), result);
+                    return Action::Drop;
+                }
+                held => {
+                    let d = self.wait(held, &what, "after");
+                    entry.step.on_after(d, result)
+                }
+            }
+        };
+        match next {
+            Next::ReturnResult | Next::Reraise => Action::Forward,
+            Next::ReturnInjected(v) => Action::Replace(result_frame(&id, coerce_injected(&entry.method, entry.params.as_ref(), v))),
+            Next::Abort => {
+                let msg = format!("{} aborted by the GraphMind debugger", entry.method);
+                Action::Replace(error_frame(&id, GRAPHMIND_ABORTED_CODE, &msg))
+            }
+            Next::Run { input } => {
+                if let Some(edited) = input {
+                    entry.raw = with_params(&entry.frame, edited.clone());
+                    entry.params = Some(edited);
+                }
+                entry.retries += 1;
+                let raw = entry.raw.clone();
+                self.remember(id_key(&id), origin, entry);
+                sinks.write(origin, &raw);
+                Action::Drop
+            }
+        }
+    }
+
+    fn on_notification(&self, _dir: Direction, method: String, params: Option<Value>) -> Action {
+        let node = self.node(&method, params.as_ref());
+        let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+        let d = self.wait(step.before(), &format!("{method} (notification)"), "before");
+        match step.on_before(d) {
+            Next::Abort => Action::Drop,
+            Next::ReturnInjected(v) => match v {
+                Value::Object(_) => {
+                    let mut bytes = graphmind_core::json::to_string(&v).into_bytes();
+                    bytes.push(b'\n');
+                    Action::Replace(bytes)
+                }
+                _ => {
+                    log(&format!("inject on a notification needs a JSON object; relaying {method} unchanged"));
+                    Action::Forward
+                }
+            },
+            _ => {
+                step.on_after(GateDecision::proceed(), None);
+                Action::Forward
+            }
+        }
+    }
+
+    fn note_noise(&self, raw: &[u8]) {
+        if frame_body(raw).iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        if self.noise_recorded.fetch_add(1, Ordering::Relaxed) >= STDOUT_NOISE_MAX_RECORDED {
+            self.noise_recorded.fetch_sub(1, Ordering::Relaxed);
+            self.noise_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let (quote, cut) = quote_bytes(raw, STDOUT_NOISE_QUOTE_BYTES);
+        let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
+        let node = NodeRef { node_id: "mcp:stdout".into(), instance_id: format!("mcp_{n}"), kind: NodeKind::Custom, name: "stdout (not JSON-RPC)".into() };
+        let mut input = Map::new();
+        input.insert("line", Value::from(quote));
+        input.insert("bytes", Value::from(frame_body(raw).len() as u64));
+        if cut {
+            input.insert("truncated", Value::Bool(true));
+        }
+        self.session.node_started(Some(&self.run_id), &node, Some(SESSION_NODE_ID), Some(Value::Object(input)));
+        self.session.node_finished(Some(&self.run_id), &node, None, 0.0, false);
+    }
+
+    fn note_stderr(&self, chunk: &[u8]) {
+        lock(&self.ring).push(chunk);
+        let text = String::from_utf8_lossy(chunk);
+        self.session.node_token(Some(&self.run_id), &self.session_node, TokenChannel::Text, &text);
+    }
+}
+
+/// Reads `src` frame by frame (lines), hands each to the recorder (when there is one) and
+/// writes the result to `dir`'s sink. Past `max_frame` bytes without a newline the
+/// direction becomes a raw pipe for the rest of the session.
+fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, max_frame: usize) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut frame: Vec<u8> = Vec::new();
+    let degrade = |pending: &[u8], src: &mut dyn Read, buf: &mut [u8]| {
+        log(&format!(
+            "a {} frame exceeded {max_frame} bytes ({} buffered); relaying raw from here on — the graph will stop updating but the session keeps working (raise --max-frame-bytes)",
+            dir.side(),
+            pending.len()
+        ));
+        sinks.write(dir, pending);
+        loop {
+            match src.read(buf) {
+                Ok(0) => return,
+                Ok(n) => sinks.write(dir, &buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
+    };
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let mut start = 0;
+        while let Some(pos) = buf[start..n].iter().position(|&b| b == b'\n') {
+            let end = start + pos + 1;
+            let line: Vec<u8> = if frame.is_empty() {
+                buf[start..end].to_vec()
+            } else {
+                frame.extend_from_slice(&buf[start..end]);
+                std::mem::take(&mut frame)
+            };
+            start = end;
+            if line.len() > max_frame {
+                let mut pending = line;
+                pending.extend_from_slice(&buf[start..n]);
+                degrade(&pending, &mut src, &mut buf);
+                return;
+            }
+            deliver(dir, sinks, recorder, line);
+        }
+        frame.extend_from_slice(&buf[start..n]);
+        if frame.len() > max_frame {
+            let pending = std::mem::take(&mut frame);
+            degrade(&pending, &mut src, &mut buf);
+            return;
+        }
+    }
+    if !frame.is_empty() {
+        sinks.write(dir, &frame);
+    }
+}
+
+fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: Vec<u8>) {
+    let Some(rec) = recorder else {
+        sinks.write(dir, &line);
+        return;
+    };
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.handle(sinks, dir, &line)));
+    match outcome {
+        Ok(Action::Forward) => sinks.write(dir, &line),
+        Ok(Action::Replace(bytes)) => sinks.write(dir, &bytes),
+        Ok(Action::Drop) => {}
+        Err(_) => {
+            log(&format!("internal error observing a {} frame; relayed unchanged", dir.side()));
+            sinks.write(dir, &line);
+        }
+    }
+}
+
+/// The child's pid, for the signal handler that forwards SIGTERM / SIGINT to it.
+static CHILD_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// Set once the host has closed our stdin.
+static HOST_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn forward_signal(sig: libc::c_int) {
+    // Only async-signal-safe calls here: an atomic load and kill(2).
+    let pid = CHILD_PID.load(Ordering::Relaxed);
+    if pid > 0 {
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+fn exit_code(status: &std::process::ExitStatus) -> (i32, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => (c, None),
+        (None, Some(s)) => (128 + s, Some(s)),
+        _ => (1, None),
+    }
+}
+
+fn join_within(handle: std::thread::JoinHandle<()>, within: Duration) {
+    let deadline = Instant::now() + within;
+    while !handle.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if handle.is_finished() {
+        let _ = handle.join();
+    }
+}
+
+/// Runs `graphmind mcp-proxy` with the arguments after `mcp-proxy`; returns the exit code.
+pub fn main(argv: &[String]) -> i32 {
+    let args = match parse_args(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            log(&e);
+            log("run \"graphmind mcp-proxy\" with no arguments for usage");
+            return 2;
+        }
+    };
+    let port = args.port.unwrap_or(DEFAULT_PORT);
+    let Some(command) = args.command.clone() else {
+        eprint!("{}", usage(port));
+        return 2;
+    };
+    let env = EnvSnapshot::from_process();
+    let mut options = Options { sdk: Some(SdkInfo { name: "mcp-proxy".into(), version: crate::hub::VERSION.into() }), ..Default::default() };
+    if let Some(p) = args.port {
+        options.url = Some(format!("ws://127.0.0.1:{p}/ingest"));
+    }
+    let mut config = resolve(&options, &env, SdkFlavor::Native);
+    let hide = config.hide;
+    let label = if hide.inputs { hidden_command_label(&command, &args.args) } else { command_label(&command, &args.args) };
+    let mut meta = Map::new();
+    meta.insert("transport", Value::from("stdio"));
+    if hide.inputs {
+        meta.insert("command", Value::from(label.split(' ').next().unwrap_or("")));
+    } else {
+        meta.insert("command", Value::from(command.as_str()));
+        meta.insert("args", Value::Array(args.args.iter().map(|a| Value::from(a.as_str())).collect()));
+    }
+    config.app_name = label.clone();
+    config.meta = Some(meta);
+    let session = Session::new(config, Arc::new(|line: &str| eprintln!("{line}")));
+    let enabled = session.is_enabled();
+    let viewer_url = format!("http://127.0.0.1:{port}");
+    let session_node = NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: label.clone() };
+    let session_input = {
+        let mut m = Map::new();
+        m.insert("command", Value::from(command.as_str()));
+        m.insert("args", Value::Array(args.args.iter().map(|a| Value::from(a.as_str())).collect()));
+        Value::Object(m)
+    };
+    let start_run = |session: &Session| -> Run {
+        let run = session.start_run(&format!("mcp-proxy: {label}"), None);
+        session.graph_hint(Some(&run.run_id), vec![GraphNodeHint::new(SESSION_NODE_ID, NodeKind::Server, label.as_str())]);
+        session.node_started(Some(&run.run_id), &session_node, None, Some(session_input.clone()));
+        run
+    };
+
+    let mut cmd = Command::new(&command);
+    cmd.args(&args.args).stdin(Stdio::piped()).stdout(Stdio::piped());
+    cmd.stderr(if args.inherit_stderr { Stdio::inherit() } else { Stdio::piped() });
+    let started = Instant::now();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            log(&format!("cannot run \"{command}\": {e}"));
+            if enabled {
+                // So that the failure reaches the graph: the attach budget, or a short one.
+                let wait = if args.wait_for_attach { ATTACH_WAIT_MS } else { SPAWN_FAILURE_ATTACH_MS };
+                session.ready(Duration::from_millis(wait));
+                let run = start_run(&session);
+                let info = ErrorInfo::new("McpServerSpawnFailed", format!("cannot run \"{command}\": {e}").as_str());
+                session.node_error(Some(&run.run_id), &session_node, info.clone());
+                session.finish_run(&run, RunOutcome::Error(info));
+                if session.is_attached() {
+                    session.flush(Duration::from_millis(1000));
+                }
+                session.dispose(Duration::from_millis(500));
+            }
+            return 127;
+        }
+    };
+    let pid = child.id() as i32;
+    // A host that ends the session with SIGTERM (the Python SDK does, after closing stdin)
+    // stops the server; we then record the end and exit with the server.
+    CHILD_PID.store(pid, Ordering::Relaxed);
+    unsafe {
+        libc::signal(libc::SIGTERM, forward_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, forward_signal as *const () as libc::sighandler_t);
+    }
+    let child_stdin: ChildStdin = child.stdin.take().expect("piped stdin");
+    let child_stdout = child.stdout.take().expect("piped stdout");
+    let child_stderr = child.stderr.take();
+
+    // The server starts at once; its first frames wait in the pipe until the relays run.
+    if enabled && args.wait_for_attach {
+        session.ready(Duration::from_millis(ATTACH_WAIT_MS));
+    }
+    let run = if enabled { Some(start_run(&session)) } else { None };
+    let recorder: Option<Arc<Recorder>> = run.as_ref().map(|run| {
+        Arc::new(Recorder {
+            session: session.clone(),
+            run_id: run.run_id.clone(),
+            hide,
+            viewer_url: viewer_url.clone(),
+            session_node: session_node.clone(),
+            pending: Mutex::new(HashMap::new()),
+            order: Mutex::new(Default::default()),
+            counter: AtomicU64::new(0),
+            noise_recorded: AtomicUsize::new(0),
+            noise_dropped: AtomicU64::new(0),
+            unmatched: AtomicU64::new(0),
+            ring: Mutex::new(StderrRing::new()),
+        })
+    });
+    let sinks = Arc::new(Sinks {
+        to_server: Mutex::new(Some(Box::new(child_stdin))),
+        to_host: Mutex::new(Box::new(std::io::stdout())),
+        server_gone: AtomicUsize::new(0),
+    });
+    let max = args.max_frame_bytes;
+
+    let stderr_thread = child_stderr.map(|mut err| {
+        let rec = recorder.clone();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match err.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let _ = std::io::stderr().write_all(&buf[..n]);
+                        if let Some(r) = &rec {
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.note_stderr(&buf[..n])));
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+        })
+    });
+    let server_to_host = {
+        let (sinks, rec) = (sinks.clone(), recorder.clone());
+        std::thread::spawn(move || relay(child_stdout, Direction::ServerToHost, &sinks, rec.as_deref(), max))
+    };
+    {
+        let (sinks, rec) = (sinks.clone(), recorder.clone());
+        std::thread::spawn(move || {
+            relay(std::io::stdin(), Direction::HostToServer, &sinks, rec.as_deref(), max);
+            // The host hung up: pass the EOF on, then make sure the server goes too.
+            sinks.close_server();
+            HOST_CLOSED.store(true, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(SHUTDOWN_GRACE_MS));
+            log("client disconnected; asking the server to stop");
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_millis(KILL_GRACE_MS));
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        });
+    }
+
+    let status = child.wait();
+    let (code, signal) = match &status {
+        Ok(s) => exit_code(s),
+        Err(_) => (1, None),
+    };
+    join_within(server_to_host, Duration::from_secs(2));
+    if let Some(t) = stderr_thread {
+        join_within(t, Duration::from_secs(1));
+    }
+
+    if let (Some(rec), Some(run)) = (recorder.as_ref(), run.as_ref()) {
+        let reason = match signal {
+            Some(s) => format!("the MCP server was killed by signal {s}"),
+            None => format!("the MCP server exited with code {code}"),
+        };
+        lock(&rec.ring).finish();
+        let unanswered: Vec<Pending> = lock(&rec.pending).drain().map(|(_, p)| p).collect();
+        let mut first_method = None;
+        let count = unanswered.len();
+        for mut p in unanswered {
+            let message = format!("{reason} before answering {}", p.method);
+            session.node_error(Some(&run.run_id), p.step.node(), ErrorInfo::new("McpServerExited", message.as_str()));
+            p.step.on_ungated_error(false);
+            first_method.get_or_insert(p.method);
+        }
+        let ring = lock(&rec.ring);
+        if let Some(method) = first_method {
+            let tail = ring.tail(STDERR_TAIL_LINES);
+            if tail.is_empty() {
+                log(&format!("{reason} before answering {method} ({count} request(s) unanswered); it wrote nothing to stderr"));
+            } else {
+                log(&format!("{reason} before answering {method} ({count} request(s) unanswered); the last {} line(s) of its stderr:", tail.len()));
+                let mut err = std::io::stderr().lock();
+                for line in tail {
+                    let _ = writeln!(err, "  | {line}");
+                }
+            }
+        }
+        let mut output = Map::new();
+        output.insert("exitCode", if signal.is_some() { Value::Null } else { Value::from(code as i64) });
+        output.insert("signal", signal.map(|s| Value::from(s as i64)).unwrap_or(Value::Null));
+        output.insert("stderr", Value::from(ring.lines().collect::<Vec<_>>().join("\n")));
+        output.insert("stderrLinesDropped", Value::from(ring.dropped));
+        output.insert("stdoutNoiseRecorded", Value::from(rec.noise_recorded.load(Ordering::Relaxed) as u64));
+        output.insert("stdoutNoiseDropped", Value::from(rec.noise_dropped.load(Ordering::Relaxed)));
+        drop(ring);
+        // Stopped by a signal after the host hung up is how a session normally ends.
+        let stopped = HOST_CLOSED.load(Ordering::Relaxed) && matches!(signal, Some(libc::SIGTERM | libc::SIGINT | libc::SIGKILL));
+        let ok = (signal.is_none() && code == 0) || stopped;
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        if ok {
+            session.node_finished(Some(&run.run_id), &session_node, Some(Value::Object(output)), elapsed, false);
+            session.finish_run(run, RunOutcome::Ok);
+        } else {
+            let info = ErrorInfo::new("McpServerExited", reason.as_str());
+            session.node_error(Some(&run.run_id), &session_node, info.clone());
+            let mut finished = Map::new();
+            finished.insert("nodeId", Value::from(SESSION_NODE_ID));
+            finished.insert("instanceId", Value::from(SESSION_NODE_ID));
+            finished.insert("output", Value::Object(output));
+            finished.insert("durationMs", Value::from(elapsed));
+            finished.insert("status", Value::from("error"));
+            session.emit(Some(&run.run_id), "node.finished", Value::Object(finished));
+            session.finish_run(run, RunOutcome::Error(info));
+        }
+        let unmatched = rec.unmatched.load(Ordering::Relaxed);
+        if unmatched > 0 {
+            log(&format!("{unmatched} response(s) arrived with no matching request id"));
+        }
+        if session.is_attached() {
+            session.flush(Duration::from_millis(1000));
+        }
+    }
+    session.dispose(Duration::from_millis(500));
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_the_command_line() {
+        let p = parse_args(&a(&["--wait-for-attach", "--max-frame-bytes=2048", "--port", "4848", "--", "node", "s.js", "--x"])).unwrap();
+        assert!(p.wait_for_attach && !p.inherit_stderr);
+        assert_eq!((p.max_frame_bytes, p.port), (2048, Some(4848)));
+        assert_eq!(p.command.as_deref(), Some("node"));
+        assert_eq!(p.args, a(&["s.js", "--x"]));
+        assert_eq!(parse_args(&[]).unwrap().command, None);
+        assert!(parse_args(&a(&["--max-frame-bytes", "1023", "--", "x"])).unwrap_err().contains("at least 1024"));
+        assert!(parse_args(&a(&["--bogus"])).is_err());
+        assert_eq!(parse_args(&a(&["--inherit-stderr", "python", "-m", "x"])).unwrap().args, a(&["-m", "x"]));
+        assert!(usage(4747).contains("graphmind mcp-proxy -- "));
+    }
+
+    #[test]
+    fn relays_bytes_and_degrades_past_the_ceiling() {
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                lock(&self.0).extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let sinks = Sinks { to_server: Mutex::new(None), to_host: Mutex::new(Box::new(Buf(out.clone()))), server_gone: AtomicUsize::new(0) };
+        let mut input = b"{\"a\": 1}\r\nnoise\n".to_vec();
+        input.extend(std::iter::repeat(b'x').take(3000));
+        input.extend_from_slice(b"\n{\"b\":2}\ntail");
+        relay(&input[..], Direction::ServerToHost, &sinks, None, 1024);
+        assert_eq!(*lock(&out), input);
+    }
+}
+
+#[cfg(test)]
+mod cost {
+    use super::*;
+
+    fn detached_recorder() -> (Session, Run, Recorder) {
+        let env = EnvSnapshot::new();
+        let options = Options { url: Some("ws://127.0.0.1:9/ingest".into()), ..Default::default() };
+        let config = resolve(&options, &env, SdkFlavor::Native);
+        let session = Session::new(config, Arc::new(|_: &str| {}));
+        let run = session.start_run("bench", None);
+        let rec = Recorder {
+            session: session.clone(),
+            run_id: run.run_id.clone(),
+            hide: HideSwitches::default(),
+            viewer_url: String::new(),
+            session_node: NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: "x".into() },
+            pending: Mutex::new(HashMap::new()),
+            order: Mutex::new(Default::default()),
+            counter: AtomicU64::new(0),
+            noise_recorded: AtomicUsize::new(0),
+            noise_dropped: AtomicU64::new(0),
+            unmatched: AtomicU64::new(0),
+            ring: Mutex::new(StderrRing::new()),
+        };
+        (session, run, rec)
+    }
+
+    fn null_sinks() -> Sinks {
+        Sinks { to_server: Mutex::new(Some(Box::new(std::io::sink()))), to_host: Mutex::new(Box::new(std::io::sink())), server_gone: AtomicUsize::new(0) }
+    }
+
+    #[test]
+    fn stdout_noise_is_recorded_up_to_the_limit_then_counted() {
+        let (_session, _run, rec) = detached_recorder();
+        let sinks = null_sinks();
+        for i in 0..30 {
+            let line = format!("debug print {i} {}\n", "y".repeat(300));
+            assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, line.as_bytes()), Action::Forward), "noise is relayed");
+        }
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"   \n"), Action::Forward));
+        assert_eq!(rec.noise_recorded.load(Ordering::Relaxed), STDOUT_NOISE_MAX_RECORDED);
+        assert_eq!(rec.noise_dropped.load(Ordering::Relaxed), 5);
+        // A response with no matching request is relayed and counted.
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n"), Action::Forward));
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
+        // A request is remembered under its origin and matched by its answer.
+        let req = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n";
+        assert!(matches!(rec.handle(&sinks, Direction::HostToServer, req), Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 1);
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}\n"), Action::Drop | Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 0);
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
+    }
+
+    /// The CPU cost of recording one request/response pair on the relay threads, detached.
+    #[test]
+    #[ignore]
+    fn recording_cost_per_pair() {
+        let (session, run, rec) = detached_recorder();
+        let sinks = null_sinks();
+        let n = 20_000;
+        let t = Instant::now();
+        for i in 0..n {
+            let req = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#);
+            let resp = format!(r#"{{"result":{{"content":[{{"type":"text","text":"Echo: bench {i}"}}]}},"jsonrpc":"2.0","id":{i}}}"#);
+            let t0 = Instant::now();
+            rec.handle(&sinks, Direction::HostToServer, req.as_bytes());
+            let t1 = t0.elapsed();
+            rec.handle(&sinks, Direction::ServerToHost, resp.as_bytes());
+            if i == n - 1 {
+                eprintln!("last pair: request {:?}, total {:?}", t1, t0.elapsed());
+            }
+        }
+        eprintln!("recording cost per pair (detached): {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        let t = Instant::now();
+        for i in 0..n {
+            let req = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#);
+            std::hint::black_box(classify(req.as_bytes()));
+        }
+        eprintln!("classify only: {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        let t = Instant::now();
+        for i in 0..n {
+            let node = rec.node("tools/call", None);
+            let mut step = Step::start(&session, Some(&run.run_id), node, None, Some(Value::from(i as i64)), true);
+            let _ = step.on_after(GateDecision::proceed(), None);
+        }
+        eprintln!("step start+finish only: {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+    }
+}
