@@ -29,7 +29,7 @@ bench: setup
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run bench
 
 ## Starts the server, runs the example agent against it, prints what was recorded.
-demo: setup
+demo: setup viewer
 	$(CARGO) build --release -q -p graphmind-cli -p graphmind-example-agent
 	@bash scripts/demo.sh
 

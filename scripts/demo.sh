@@ -15,7 +15,7 @@ if (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null; then PORT=0; fi
 "$BIN" serve --port "$PORT" --db "$DB" --allow-control inject --json --no-open >"$DIR/server.json" 2>"$DIR/server.log" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true' EXIT
-for _ in $(seq 100); do [ -s "$DIR/server.json" ] && break; sleep 0.05; done
+for _ in $(seq 600); do [ -s "$DIR/server.json" ] && break; sleep 0.05; done
 PORT=$(sed -E 's/.*"port":([0-9]+).*/\1/' "$DIR/server.json")
 echo "demo: graphmind serve is listening on http://127.0.0.1:$PORT (database $DB)"
 echo "demo: running the example agent (examples/rust): it loops on searchFlights and its booking tool fails once."
