@@ -116,7 +116,7 @@ impl HideSwitches {
     /// a pause answer may show and that a hidden input takes only a full replacement
     /// (see `edit_input::merge_edited_input`).
     pub fn covers_pause_input(&self, node_kind: Option<&str>) -> bool {
-        self.inputs || (self.tool_args && node_kind.map_or(true, |k| k == "tool"))
+        self.inputs || (self.tool_args && node_kind.is_none_or(|k| k == "tool"))
     }
 }
 

@@ -1240,7 +1240,7 @@ impl Worker {
         let context = redact::EventContext { run_id: &event.run_id, node_kind: event.node_kind.map(NodeKind::as_str) };
         let outcome = self.redactor.redact_in(&context, type_name, &mut event.payload);
         if let Some(warning) = outcome.warning() {
-            self.inner().warner.warn(&warning.key, &warning.message);
+            self.inner().warner.warn(warning.key, &warning.message);
         }
         if !outcome.keep() {
             return;

@@ -102,7 +102,7 @@ pub fn serialize_payload(payload: &Value, max_bytes: usize, event_type: Option<&
         // Tier 2: the field trim.
         if map.len() <= MAX_TRIM_FIELDS {
             if let Some((json, result)) = truncate_fields(map, &field_sizes, max_bytes, total, &preview) {
-                if fields.map_or(true, |fields| object_matches(fields, &result)) {
+                if fields.is_none_or(|fields| object_matches(fields, &result)) {
                     return shrunk(json, total);
                 }
             }
