@@ -353,7 +353,7 @@ fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8
         }
     }
     let action_ok = matches!(obj.get("action").and_then(Value::as_str), Some("continue" | "retry" | "inject" | "abort"));
-    let request_ok = obj.get("requestId").map_or(true, |r| r.as_str().is_some());
+    let request_ok = obj.get("requestId").is_none_or(|r| r.as_str().is_some());
     if !action_ok || !request_ok {
         return error(400, "bad-request", "\"action\" must be one of continue, retry, inject, abort (and \"requestId\", if given, a string)");
     }

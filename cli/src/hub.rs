@@ -857,7 +857,7 @@ impl HubState {
     pub fn attribution(&self, run: &str, pause: &str, request_id: Option<&str>) -> Option<(Principal, Option<String>)> {
         let p = self.pauses.get(&(run.to_owned(), pause.to_owned()))?;
         match &p.state {
-            PauseState::Resolving { request_id: r, principal, operator, .. } if request_id.map_or(true, |given| given == r) => {
+            PauseState::Resolving { request_id: r, principal, operator, .. } if request_id.is_none_or(|given| given == r) => {
                 Some((*principal, operator.clone()))
             }
             _ => None,
@@ -908,14 +908,14 @@ impl HubState {
 
     /// Open and resolving pauses, oldest first (optionally of one run), as JSON objects.
     pub fn list_pauses(&self, run: Option<&str>) -> Vec<String> {
-        let mut items: Vec<(&(String, String), &Pause)> = self.pauses.iter().filter(|(k, _)| run.map_or(true, |r| r == k.0)).collect();
+        let mut items: Vec<(&(String, String), &Pause)> = self.pauses.iter().filter(|(k, _)| run.is_none_or(|r| r == k.0)).collect();
         items.sort_by(|a, b| a.1.info.since.total_cmp(&b.1.info.since).then_with(|| a.0.cmp(b.0)));
         items.into_iter().map(|(k, p)| pause_json(&k.0, &k.1, &p.info, Some(p.state_name()))).collect()
     }
 
     /// Whether a pause is open (optionally in one run).
     pub fn has_open(&self, run: Option<&str>) -> bool {
-        self.pauses.iter().any(|(k, p)| run.map_or(true, |r| r == k.0) && matches!(p.state, PauseState::Open))
+        self.pauses.iter().any(|(k, p)| run.is_none_or(|r| r == k.0) && matches!(p.state, PauseState::Open))
     }
 
     /// One pause the hub holds: its info and state.

@@ -252,7 +252,7 @@ pub fn resolve_credential(presented: &[Option<String>], verifier: &Verifier) -> 
     if presented.is_empty() {
         return Credential::None;
     }
-    if presented.iter().any(|t| t.as_deref().map_or(true, str::is_empty)) {
+    if presented.iter().any(|t| t.as_deref().is_none_or(str::is_empty)) {
         return Credential::Invalid("malformed credential (expected \"Authorization: Bearer <token>\")");
     }
     let first = presented[0].as_deref().unwrap_or_default();

@@ -821,7 +821,7 @@ mod tests {
         let out = Arc::new(Mutex::new(Vec::new()));
         let sinks = Sinks { to_server: Mutex::new(None), to_host: Mutex::new(Box::new(Buf(out.clone()))), server_gone: AtomicUsize::new(0) };
         let mut input = b"{\"a\": 1}\r\nnoise\n".to_vec();
-        input.extend(std::iter::repeat(b'x').take(3000));
+        input.extend(std::iter::repeat_n(b'x', 3000));
         input.extend_from_slice(b"\n{\"b\":2}\ntail");
         relay(&input[..], Direction::ServerToHost, &sinks, None, 1024);
         assert_eq!(*lock(&out), input);

@@ -519,7 +519,7 @@ pub fn main(argv: &[String]) -> i32 {
     // The same database rules as `serve` (--db, then GRAPHMIND_DB, then ~/.graphmind).
     let flags = graphmind_core::config::ServerFlags { db, ..Default::default() };
     let path: PathBuf = match crate::config::resolve(&flags) {
-        Ok(config) => config.db_path.into(),
+        Ok(config) => config.db_path,
         Err(e) => return usage_error(&e.to_string()),
     };
     let (tools, open_error) = match Tools::open(&path, port) {
