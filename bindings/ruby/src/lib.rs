@@ -310,13 +310,45 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
     })
 }
 
-fn canonical_json(ruby: &Ruby, v: Value) -> String {
-    canonical::canonical_json(&to_value(ruby, v))
+/// `canonical_json(value, ignore_keys)`: the loop guard's canonical form (`nil` keys: the
+/// default ignore list).
+fn canonical_json(ruby: &Ruby, v: Value, ignore: Option<Vec<String>>) -> String {
+    let v = to_value(ruby, v);
+    match ignore {
+        None => canonical::canonical_json(&v),
+        Some(keys) => canonical::canonical_json_with(&v, &keys.iter().map(String::as_str).collect::<Vec<_>>()),
+    }
 }
 
-fn fingerprint_of(ruby: &Ruby, node_id: String, input: Value) -> String {
-    let input = if input.is_nil() { None } else { Some(to_value(ruby, input)) };
-    fingerprint::fingerprint(&node_id, input.as_ref())
+fn call_input(ruby: &Ruby, input: Value, absent: bool) -> Option<J> {
+    if absent {
+        None
+    } else {
+        Some(to_value(ruby, input))
+    }
+}
+
+/// `canonical_call(node_id, input, absent, ignore_keys)`: the text a fingerprint hashes.
+fn canonical_call(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
+    let node_id = to_js(node_id);
+    let input = call_input(ruby, input, absent);
+    let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
+    canonical::canonical_call_js(&node_id, input.as_ref(), &ignore.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// `fingerprint(node_id, input, absent, ignore_keys)`.
+fn fingerprint_of(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
+    let node_id = to_js(node_id);
+    let input = call_input(ruby, input, absent);
+    let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
+    fingerprint::fingerprint_js_with(&node_id, input.as_ref(), &ignore.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn to_js(v: Value) -> JsStr {
+    match magnus::RString::from_value(v) {
+        Some(s) => convert::rstring_to_js(s),
+        None => JsStr::from(to_rust_string(v).as_str()),
+    }
 }
 
 /// `serialize_payload(value, max_bytes, type)` -> `[json, shrunk]`.
@@ -325,9 +357,15 @@ fn serialize_payload(ruby: &Ruby, v: Value, max: usize, event_type: Option<Strin
     Ok(ary(ruby, &[ruby.str_new(&s.json).as_value(), s.truncated.into_value_with(ruby)]))
 }
 
-/// `resolve_config(options_camel_case, env_hash)` -> the resolved configuration (a Hash).
-fn resolve_config(ruby: &Ruby, options: Value, env: Value) -> Result<Value, Error> {
-    let config = resolve_json(&to_value(ruby, options), &env_snapshot(ruby, env), SdkFlavor::Ruby);
+/// `resolve_config(options_camel_case, env_hash, flavor)` -> the resolved configuration (a
+/// Hash); `flavor` defaults to `ruby`.
+fn resolve_config(ruby: &Ruby, options: Value, env: Value, flavor: Option<String>) -> Result<Value, Error> {
+    let flavor = match flavor {
+        None => SdkFlavor::Ruby,
+        Some(name) => SdkFlavor::parse(&name)
+            .ok_or_else(|| Error::new(ruby.exception_arg_error(), format!("unknown SDK flavor {name:?}")))?,
+    };
+    let config = resolve_json(&to_value(ruby, options), &env_snapshot(ruby, env), flavor);
     from_value(ruby, &config.to_json())
 }
 
@@ -350,10 +388,11 @@ fn to_json(ruby: &Ruby, v: Value) -> String {
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let graphmind = ruby.define_module("Graphmind")?;
     let native = graphmind.define_module("Native")?;
-    native.define_singleton_method("canonical_json", function!(canonical_json, 1))?;
-    native.define_singleton_method("fingerprint", function!(fingerprint_of, 2))?;
+    native.define_singleton_method("canonical_json", function!(canonical_json, 2))?;
+    native.define_singleton_method("fingerprint", function!(fingerprint_of, 4))?;
+    native.define_singleton_method("canonical_call", function!(canonical_call, 4))?;
     native.define_singleton_method("serialize_payload", function!(serialize_payload, 3))?;
-    native.define_singleton_method("resolve_config", function!(resolve_config, 2))?;
+    native.define_singleton_method("resolve_config", function!(resolve_config, 3))?;
     native.define_singleton_method("parse_json", function!(parse_json, 1))?;
     native.define_singleton_method("to_json", function!(to_json, 1))?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;

@@ -1,6 +1,9 @@
 # frozen_string_literal: true
 
 module Graphmind
+  # The "no input given" default of Graphmind.fingerprint.
+  NO_INPUT = Object.new.freeze
+
   @default = nil
   @default_mutex = Mutex.new
 
@@ -55,9 +58,14 @@ module Graphmind
     def dispose = instance.dispose
 
     # The loop guard's canonical JSON of a value (keys sorted by UTF-16 code units).
-    def canonical_json(value) = Native.canonical_json(value)
+    # `ignore_keys: nil` uses the loop guard's default list.
+    def canonical_json(value, ignore_keys: nil) = Native.canonical_json(value, ignore_keys)
 
-    # The loop guard's fingerprint of a call: SHA-256 hex of node id + canonical input.
-    def fingerprint(node_id, input = nil) = Native.fingerprint(node_id.to_s, input)
+    # The loop guard's fingerprint of a call (node id + canonical input). Without `input`
+    # the call has no input, which differs from an input of nil (JSON null).
+    def fingerprint(node_id, input = NO_INPUT, ignore_keys: nil)
+      absent = NO_INPUT.equal?(input)
+      Native.fingerprint(node_id.to_s, absent ? nil : input, absent, ignore_keys)
+    end
   end
 end
