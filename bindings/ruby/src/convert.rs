@@ -77,8 +77,19 @@ fn to_value_at(ruby: &Ruby, v: Value, depth: usize) -> J {
     }
     if let Some(h) = RHash::from_value(v) {
         let mut map = Map::with_capacity(h.len());
+        // String keys of one Hash are distinct: append without a search. Once another kind
+        // of key shows up (:a next to "a"), every later key is checked.
+        let mut all_strings = true;
         let _ = h.foreach(|k: Value, val: Value| {
-            map.insert(key_to_js(k), to_value_at(ruby, val, depth + 1));
+            let is_string = RString::from_value(k).is_some();
+            all_strings &= is_string;
+            let key = key_to_js(k);
+            let val = to_value_at(ruby, val, depth + 1);
+            if all_strings {
+                map.push_unique(key, val);
+            } else {
+                map.insert(key, val);
+            }
             Ok(ForEach::Continue)
         });
         return J::Object(map);
