@@ -67,7 +67,7 @@ class TestVectors < Minitest::Test
     assert_operator n, :>=, 1000
   end
 
-  # $repeat / $array / $concat / $keys generators of the shrink fixture.
+  # $repeat / $array / $concat / $keys / $merge generators of the shrink fixture.
   def expand(value)
     case value
     when Array then value.map { |v| expand(v) }
@@ -80,6 +80,10 @@ class TestVectors < Minitest::Test
           item = expand(args[0])
           return Array.new(args[1], item)
         when "$concat" then return wtf8(args.map { |p| expand(p) }.join)
+        when "$merge"
+          out = {}
+          args.each { |part| out.merge!(expand(part)) }
+          return out
         when "$keys"
           item = expand(args[2])
           out = {}
