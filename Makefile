@@ -1,21 +1,26 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup test test-rust bench demo fmt clippy
+.PHONY: setup test test-rust test-ruby bench demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
 	@bash scripts/setup.sh
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
-test: setup test-rust
+test: setup test-rust test-ruby
 
 test-rust:
 	$(CARGO) test --workspace --release
+
+## The Ruby gem (bindings/ruby) against a real `graphmind serve`.
+test-ruby:
+	rake test
 
 ## Benchmarks, side by side with what a user would pick instead (criterion).
 bench: setup
 	$(CARGO) bench -p graphmind-core
 	$(CARGO) bench -p graphmind-cli
+	rake bench
 
 ## Runs the example and prints what was recorded.
 demo: setup
