@@ -35,7 +35,9 @@ pub fn to_rust_string(v: Value) -> String {
     if let Some(sym) = Symbol::from_value(v) {
         return sym.name().map(|n| n.to_string()).unwrap_or_default();
     }
-    v.funcall::<_, _, RString>("to_s", ()).map(|s| rstring_to_js(s).to_string_lossy().into_owned()).unwrap_or_default()
+    v.funcall::<_, _, RString>("to_s", ())
+        .map(|s| rstring_to_js(s).to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn key_to_js(k: Value) -> JsStr {
@@ -73,7 +75,9 @@ fn to_value_at(ruby: &Ruby, v: Value, depth: usize) -> J {
         return J::Number(Number::Float(f.to_f64()));
     }
     if let Some(sym) = Symbol::from_value(v) {
-        return J::String(JsStr::from(sym.name().map(|n| n.to_string()).unwrap_or_default().as_str()));
+        return J::String(JsStr::from(
+            sym.name().map(|n| n.to_string()).unwrap_or_default().as_str(),
+        ));
     }
     if let Some(h) = RHash::from_value(v) {
         let mut map = Map::with_capacity(h.len());

@@ -14,7 +14,7 @@ use graphmind_core::json::{JsStr, Value as J};
 use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
 use graphmind_core::{canonical, fingerprint, json, shrink};
-use magnus::{function, method, prelude::*, IntoValue, Error, RArray, RHash, Ruby, Symbol, Value};
+use magnus::{function, method, prelude::*, Error, IntoValue, RArray, RHash, Ruby, Symbol, Value};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -69,7 +69,10 @@ impl RbSession {
         } else {
             (Arc::new(|line: &str| eprintln!("{line}")), None)
         };
-        RbSession { session: Session::new(config, sink), warnings }
+        RbSession {
+            session: Session::new(config, sink),
+            warnings,
+        }
     }
 
     fn take_warnings(&self) -> Vec<String> {
@@ -101,11 +104,15 @@ impl RbSession {
             J::Object(m) => Some(m),
             _ => None,
         };
-        RbRun { run: rb_self.session.start_run(&name, meta.as_ref()) }
+        RbRun {
+            run: rb_self.session.start_run(&name, meta.as_ref()),
+        }
     }
 
     fn implicit_run(&self) -> RbRun {
-        RbRun { run: self.session.implicit_run() }
+        RbRun {
+            run: self.session.implicit_run(),
+        }
     }
 
     /// `finish_run(run, status, error)`: status `:ok`, `:error` (with the exception) or
@@ -120,7 +127,9 @@ impl RbSession {
     }
 
     fn emit(ruby: &Ruby, rb_self: &Self, run_id: Option<String>, event_type: String, payload: Value) -> Option<u64> {
-        rb_self.session.emit(run_id.as_deref(), &event_type, to_value(ruby, payload))
+        rb_self
+            .session
+            .emit(run_id.as_deref(), &event_type, to_value(ruby, payload))
     }
 
     /// `step(run_id, kind, name, node_id, parent_id, input, editable)`: `node.started`, and
@@ -142,9 +151,23 @@ impl RbSession {
             Some(id) => NodeRef::with_id(kind, &name, &id),
             None => NodeRef::new(kind, &name),
         };
-        let input = if input.is_nil() { None } else { Some(to_value(ruby, input)) };
-        let step = Step::start(&rb_self.session, run_id.as_deref(), node, parent_id.as_deref(), input, editable);
-        RbStep { session: rb_self.session.clone(), step: RefCell::new(Some(step)) }
+        let input = if input.is_nil() {
+            None
+        } else {
+            Some(to_value(ruby, input))
+        };
+        let step = Step::start(
+            &rb_self.session,
+            run_id.as_deref(),
+            node,
+            parent_id.as_deref(),
+            input,
+            editable,
+        );
+        RbStep {
+            session: rb_self.session.clone(),
+            step: RefCell::new(Some(step)),
+        }
     }
 
     fn stats(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
@@ -190,7 +213,10 @@ fn error_info(error: Value) -> ErrorInfo {
         return ErrorInfo::new("Error", "");
     }
     let name = convert::class_name(error);
-    let message = error.funcall::<_, _, Value>("message", ()).map(to_rust_string).unwrap_or_default();
+    let message = error
+        .funcall::<_, _, Value>("message", ())
+        .map(to_rust_string)
+        .unwrap_or_default();
     let mut info = ErrorInfo::new(name.as_str(), message.as_str());
     if let Ok(Some(trace)) = error.funcall::<_, _, Option<Vec<String>>>("backtrace", ()) {
         if !trace.is_empty() {
@@ -243,10 +269,22 @@ enum Point {
 
 impl RbStep {
     fn drive(&self, ruby: &Ruby, point: Point) -> Result<RArray, Error> {
-        let mut slot = self.step.borrow_mut();
-        let Some(step) = slot.as_mut() else {
+        // The step is taken out while the gate waits and put back before any Ruby value is
+        // built, so no RefCell borrow is ever held across a call into Ruby.
+        let Some(mut step) = self.step.try_borrow_mut().ok().and_then(|mut slot| slot.take()) else {
             return next_to_ruby(ruby, &Next::ReturnResult);
         };
+        let next = self.decide(&mut step, point);
+        *self.step.borrow_mut() = Some(step);
+        match next {
+            Some(next) => next_to_ruby(ruby, &next),
+            None => Ok(ary(ruby, &[ruby.to_symbol("interrupted").as_value()])),
+        }
+    }
+
+    /// Gates at `point` and applies the decision; `None` when a Ruby interrupt cut the wait
+    /// (the gate was released as `continue`).
+    fn decide(&self, step: &mut Step, point: Point) -> Option<Next> {
         let (gate, output, at_error) = match point {
             Point::Before => (step.before(), None, false),
             Point::After(output) => (step.after(), Some(output), false),
@@ -258,16 +296,15 @@ impl RbStep {
                 Some(d) => d,
                 None => {
                     self.session.discard_gate(pending.pause_id());
-                    return Ok(ary(ruby, &[ruby.to_symbol("interrupted").as_value()]));
+                    return None;
                 }
             },
         };
-        let next = match output {
+        Some(match output {
             None if at_error => step.on_error(decision),
             None => step.on_before(decision),
             Some(out) => step.on_after(decision, out),
-        };
-        next_to_ruby(ruby, &next)
+        })
     }
 
     fn before(ruby: &Ruby, rb_self: &Self) -> Result<RArray, Error> {
@@ -275,7 +312,11 @@ impl RbStep {
     }
 
     fn after(ruby: &Ruby, rb_self: &Self, output: Value) -> Result<RArray, Error> {
-        let out = if output.is_nil() { None } else { Some(to_value(ruby, output)) };
+        let out = if output.is_nil() {
+            None
+        } else {
+            Some(to_value(ruby, output))
+        };
         rb_self.drive(ruby, Point::After(out))
     }
 
@@ -284,8 +325,10 @@ impl RbStep {
     }
 
     fn ungated(&self, aborted: bool) {
-        if let Some(step) = self.step.borrow_mut().as_mut() {
-            step.on_ungated_error(aborted);
+        if let Ok(mut slot) = self.step.try_borrow_mut() {
+            if let Some(step) = slot.as_mut() {
+                step.on_ungated_error(aborted);
+            }
         }
     }
 }
@@ -333,7 +376,11 @@ fn canonical_call(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignor
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
     let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
-    canonical::canonical_call_js(&node_id, input.as_ref(), &ignore.iter().map(String::as_str).collect::<Vec<_>>())
+    canonical::canonical_call_js(
+        &node_id,
+        input.as_ref(),
+        &ignore.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
 }
 
 /// `fingerprint(node_id, input, absent, ignore_keys)`.
@@ -341,7 +388,11 @@ fn fingerprint_of(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignor
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
     let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
-    fingerprint::fingerprint_js_with(&node_id, input.as_ref(), &ignore.iter().map(String::as_str).collect::<Vec<_>>())
+    fingerprint::fingerprint_js_with(
+        &node_id,
+        input.as_ref(),
+        &ignore.iter().map(String::as_str).collect::<Vec<_>>(),
+    )
 }
 
 fn to_js(v: Value) -> JsStr {
@@ -354,7 +405,10 @@ fn to_js(v: Value) -> JsStr {
 /// `serialize_payload(value, max_bytes, type)` -> `[json, shrunk]`.
 fn serialize_payload(ruby: &Ruby, v: Value, max: usize, event_type: Option<String>) -> Result<RArray, Error> {
     let s = shrink::serialize_payload(&to_value(ruby, v), max, event_type.as_deref());
-    Ok(ary(ruby, &[ruby.str_new(&s.json).as_value(), s.truncated.into_value_with(ruby)]))
+    Ok(ary(
+        ruby,
+        &[ruby.str_new(&s.json).as_value(), s.truncated.into_value_with(ruby)],
+    ))
 }
 
 /// `resolve_config(options_camel_case, env_hash, flavor)` -> the resolved configuration (a

@@ -43,7 +43,11 @@ unsafe extern "C" fn unblock<F, R>(data: *mut c_void) {
 /// Runs `f` without the GVL; `f` gets the interrupt flag. `None` when Ruby interrupted the
 /// thread before `f` ran or `f` panicked.
 fn call_without_gvl<F: FnOnce(&AtomicBool) -> R, R>(f: F) -> Option<R> {
-    let mut call = Call { f: Some(f), out: None, interrupted: AtomicBool::new(false) };
+    let mut call = Call {
+        f: Some(f),
+        out: None,
+        interrupted: AtomicBool::new(false),
+    };
     let data = &mut call as *mut Call<F, R> as *mut c_void;
     // SAFETY: `call` outlives the call; the callbacks match the data's type.
     unsafe {
@@ -55,7 +59,11 @@ fn call_without_gvl<F: FnOnce(&AtomicBool) -> R, R>(f: F) -> Option<R> {
 /// Runs `f` (which must not touch Ruby) without the GVL and without an unblocking function:
 /// for bounded waits (`flush`, `dispose`).
 pub fn without_gvl<R: Default>(f: impl FnOnce() -> R) -> R {
-    let mut call = Call { f: Some(|_: &AtomicBool| f()), out: None, interrupted: AtomicBool::new(false) };
+    let mut call = Call {
+        f: Some(|_: &AtomicBool| f()),
+        out: None,
+        interrupted: AtomicBool::new(false),
+    };
     type F0<G> = G;
     fn run<G: FnOnce(&AtomicBool) -> R, R>(call: &mut Call<G, R>) {
         let data = call as *mut Call<G, R> as *mut c_void;

@@ -155,6 +155,39 @@ class TestLive < Minitest::Test
     assert_equal 0, gm.stats.held_gates
   end
 
+  def test_ctrl_c_interrupts_a_held_gate
+    @viewer.breakpoint({ "kind" => "tool" })
+    sleep 0.15
+    lib = File.expand_path("../lib", __dir__)
+    script = <<~RUBY
+      require "graphmind"
+      gm = Graphmind.configure(app: "ctrl-c", url: #{@server.ingest_url.inspect}, env: {})
+      gm.ready(5.0) or exit!(3)
+      begin
+        gm.run("ctrl-c") do |ctx|
+          $stdout.puts ctx.run_id
+          $stdout.flush
+          gm.tool("held") { :never }.call
+        end
+      rescue Interrupt
+        $stdout.puts "interrupted"
+        $stdout.flush
+        exit!(7)
+      end
+    RUBY
+    io = IO.popen([RbConfig.ruby, "-I", lib, "-e", script], "r", err: [:child, :out])
+    @viewer.watch(io.gets.to_s.strip)
+    @viewer.next_event("exec.paused")
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    Process.kill("INT", io.pid)
+    out = io.read
+    io.close
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_equal "interrupted\n", out, "exit: #{$?.inspect}"
+    assert_equal 7, $?.exitstatus
+    assert_operator elapsed, :<, 2.0
+  end
+
   def test_a_forked_child_records_through_its_own_worker
     gm = attach
     gm.run("parent") { gm.tool("p") { 1 }.call }
