@@ -188,6 +188,22 @@ class TestLive < Minitest::Test
     assert_operator elapsed, :<, 2.0
   end
 
+  def test_at_exit_flushes_a_run_without_an_explicit_dispose
+    lib = File.expand_path("../lib", __dir__)
+    script = <<~RUBY
+      require "graphmind"
+      gm = Graphmind.configure(app: "exit", url: #{@server.ingest_url.inspect}, env: {})
+      gm.ready(5.0) or exit!(3)
+      gm.run("exit") { |ctx| $stdout.puts ctx.run_id; 20.times { |i| gm.tool("t") { |n| n }.call(i) } }
+    RUBY
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    run_id = IO.popen([RbConfig.ruby, "-I", lib, "-e", script], &:read).strip
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 10
+    assert $?.success?
+    assert_equal 42, @server.events(run_id, count: 42).length
+    assert_equal "ok", @server.run(run_id) { |r| r["status"] == "ok" }["status"]
+  end
+
   def test_a_forked_child_records_through_its_own_worker
     gm = attach
     gm.run("parent") { gm.tool("p") { 1 }.call }
