@@ -433,6 +433,34 @@ fn parse_json(ruby: &Ruby, text: magnus::RString) -> Result<Value, Error> {
     }
 }
 
+/// `redact_events(switches, events)`: runs a sequence of events (`{type, runId, nodeKind,
+/// payload}`) through one core redactor with the given hide switches (`hideInputs`, ...);
+/// returns `[kept, payload]` per event. The pure function the redaction vectors check.
+fn redact_events(ruby: &Ruby, switches: Value, events: Value) -> Result<RArray, Error> {
+    use graphmind_core::redact::{EventContext, HideSwitches, Redactor};
+    let switches = to_value(ruby, switches);
+    let on = |k: &str| switches.get(k).and_then(J::as_bool).unwrap_or(false);
+    let mut redactor = Redactor::new(HideSwitches {
+        inputs: on("hideInputs"),
+        outputs: on("hideOutputs"),
+        tool_args: on("hideToolArgs"),
+        tool_results: on("hideToolResults"),
+    });
+    let out = ruby.ary_new();
+    let events = to_value(ruby, events);
+    for event in events.as_array().map(Vec::as_slice).unwrap_or(&[]) {
+        let ty = event.get("type").and_then(J::as_str).unwrap_or("");
+        let ctx = EventContext {
+            run_id: event.get("runId").and_then(J::as_str).unwrap_or(""),
+            node_kind: event.get("nodeKind").and_then(J::as_str),
+        };
+        let mut payload = event.get("payload").cloned().unwrap_or(J::Null);
+        let kept = redactor.redact_in(&ctx, ty, &mut payload).keep();
+        out.push(ary(ruby, &[kept.into_value_with(ruby), from_value(ruby, &payload)?]))?;
+    }
+    Ok(out)
+}
+
 /// Writes a value as `JSON.stringify` would.
 fn to_json(ruby: &Ruby, v: Value) -> String {
     json::to_string(&to_value(ruby, v))
@@ -449,6 +477,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_singleton_method("resolve_config", function!(resolve_config, 3))?;
     native.define_singleton_method("parse_json", function!(parse_json, 1))?;
     native.define_singleton_method("to_json", function!(to_json, 1))?;
+    native.define_singleton_method("redact_events", function!(redact_events, 2))?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
 
     let session = native.define_class("Session", ruby.class_object())?;

@@ -123,6 +123,41 @@ class TestVectors < Minitest::Test
     assert_operator cases.length, :>, 10
   end
 
+  # One redaction case: `in` events through one redactor under `switches` give `out`.
+  def redaction_failures(label, c)
+    results = Graphmind::Native.redact_events(c["switches"] || {}, c["in"])
+    failures = []
+    c["out"].each_with_index do |want, i|
+      kept, payload = results[i]
+      if want["dropped"] == true
+        failures << "#{label} ##{i}: expected dropped" if kept
+      elsif !kept
+        failures << "#{label} ##{i}: dropped"
+      elsif Graphmind::Native.to_json(payload) != Graphmind::Native.to_json(want["payload"])
+        failures << "#{label} ##{i}: #{Graphmind::Native.to_json(payload)[0, 200]}"
+      end
+    end
+    failures << "#{label}: in/out lengths" if c["in"].length != c["out"].length
+    failures
+  end
+
+  def test_redaction_fixture
+    fixture = load_vector("reference/redaction-fixture.json")
+    assert_equal 23, fixture["cases"].length
+    failures = fixture["cases"].flat_map { |c| redaction_failures(c["name"], c) }
+    assert_empty failures
+  end
+
+  def test_differential_redaction
+    diff = load_vector("reference/differential.json")
+    lone = Graphmind::Native.parse_json(diff["redactionLoneSurrogates"])
+    assert_equal 84, diff["redaction"].length
+    assert_equal 36, lone.length
+    failures = diff["redaction"].each_with_index.flat_map { |c, i| redaction_failures("redaction[#{i}]", c) }
+    failures += lone.each_with_index.flat_map { |c, i| redaction_failures("lone[#{i}]", c) }
+    assert_empty failures
+  end
+
   def same?(a, b)
     case a
     when Numeric then b.is_a?(Numeric) && a.to_f == b.to_f
