@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup test test-rust test-viewer viewer bench demo fmt clippy
+.PHONY: setup test test-rust test-ruby test-viewer viewer bench demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -8,7 +8,7 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup viewer test-rust test-viewer
+test: setup viewer test-rust test-ruby test-viewer
 
 ## The browser viewer (viewer/dist, embedded by cli/build.rs on the next cargo build).
 viewer:
@@ -22,11 +22,16 @@ test-viewer:
 test-rust:
 	$(CARGO) test --workspace --release
 
+## The Ruby gem (bindings/ruby) against a real `graphmind serve`.
+test-ruby:
+	rake test
+
 ## Benchmarks, side by side with what a user would pick instead (criterion).
 bench: setup
 	$(CARGO) bench -p graphmind-core
 	$(CARGO) bench -p graphmind-cli
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run bench
+	rake bench
 
 ## Starts the server, runs the example agent against it, prints what was recorded.
 demo: setup viewer

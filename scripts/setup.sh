@@ -8,9 +8,15 @@ need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # System packages (Debian). Added here as the parts that need them land.
-for pkg_cmd in "pkg-config:pkg-config" "chromium:chromium"; do
+for pkg_cmd in "pkg-config:pkg-config" "chromium:chromium" "ruby:ruby" "rake:rake" "bundler:bundle"; do
   pkg=${pkg_cmd%%:*}; cmd=${pkg_cmd##*:}
   have "$cmd" || need_apt+=("$pkg")
+done
+# The Ruby gem's build (ruby.h, libclang for rb-sys' bindgen) and test framework.
+for pkg_file in "ruby-dev:/usr/include/ruby-3.1.0/ruby.h" "libclang-dev:/usr/lib/llvm-14/lib/libclang.so" \
+                "ruby-minitest:/usr/lib/ruby/vendor_ruby/minitest.rb"; do
+  pkg=${pkg_file%%:*}; file=${pkg_file#*:}
+  [ -e "$file" ] || dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"

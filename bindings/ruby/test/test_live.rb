@@ -1,0 +1,243 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+require "timeout"
+
+# The gem against a real `graphmind serve`, with a minimal debugger on /ws/ui.
+class TestLive < Minitest::Test
+  def setup
+    @server = GMTest::Server.new
+    @viewer = GMTest::Viewer.new(@server.port)
+  end
+
+  def teardown
+    Graphmind.reset
+    @viewer&.close
+    @server&.stop
+  end
+
+  def attach(**extra)
+    sleep 0.15 # let the server apply the viewer's controls first
+    gm = Graphmind.configure(app: "ruby-test", url: @server.ingest_url, env: {}, **extra)
+    assert gm.ready(5.0), "attached"
+    gm
+  end
+
+  # Runs `body` inside a run on another thread; returns [thread, run_id].
+  def in_run(gm, name)
+    ids = Queue.new
+    thread = Thread.new do
+      gm.run(name) do |ctx|
+        ids << ctx.run_id
+        yield ctx
+      end
+    rescue Exception => e # rubocop:disable Lint/RescueException
+      e
+    end
+    run_id = ids.pop
+    @viewer.watch(run_id)
+    [thread, run_id]
+  end
+
+  def test_a_run_is_recorded_with_its_tool_and_span
+    gm = attach
+    add = gm.tool("add") { |a, b:| a + b }
+    run_id = nil
+    result = gm.run("store", meta: { ticket: 7 }) do |ctx|
+      run_id = ctx.run_id
+      gm.span("plan", kind: "chain", input: { "q" => "é \u{1F600}" }) { add.call(1, b: 2) }
+    end
+    assert_equal 3, result
+    assert gm.flush(2.0)
+    events = @server.events(run_id, count: 6)
+    types = events.map { |e| e["type"] }
+    assert_equal "run.started", types.first
+    started = events.select { |e| e["type"] == "node.started" }.map { |e| e.dig("payload", "nodeId") }
+    assert_equal %w[chain:plan tool:add], started
+    assert_equal({ "a" => 1, "b" => 2 }, events.find { |e| e.dig("payload", "nodeId") == "tool:add" }.dig("payload", "input"))
+    assert_equal 7, events.first.dig("payload", "meta", "ticket")
+    assert_equal "ok", @server.run(run_id) { |r| r["status"] == "ok" }["status"]
+  end
+
+  def test_inject_before_the_call_skips_the_tool
+    @viewer.breakpoint({ "kind" => "tool" })
+    gm = attach
+    called = false
+    search = gm.tool("search") { |q| called = true; "real #{q}" }
+    thread, run_id = in_run(gm, "inject") { search.call("x") }
+    paused = @viewer.next_event("exec.paused")
+    assert_equal "tool:search", paused.dig("payload", "nodeId")
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "inject", output: { "fake" => [1, 2] })
+    assert_equal({ "fake" => [1, 2] }, thread.value)
+    refute called
+  end
+
+  def test_abort_raises_abort_error_and_aborts_the_run
+    @viewer.breakpoint({ "kind" => "tool" })
+    gm = attach
+    step = gm.tool("step") { 1 }
+    seen = nil
+    thread, run_id = in_run(gm, "abort") do |ctx|
+      step.call
+    ensure
+      seen = ctx.aborted?
+    end
+    paused = @viewer.next_event("exec.paused")
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "abort")
+    assert_kind_of Graphmind::AbortError, thread.value
+    assert seen
+    assert_equal "aborted", @server.run(run_id) { |r| r["status"] == "aborted" }["status"]
+  end
+
+  def test_error_gate_retry_runs_the_tool_again
+    @viewer.breakpoint({ "kind" => "tool", "point" => "error" })
+    gm = attach
+    calls = 0
+    flaky = gm.tool("flaky") do
+      calls += 1
+      raise ArgumentError, "first time" if calls == 1
+
+      "ok on #{calls}"
+    end
+    thread, run_id = in_run(gm, "retry") { flaky.call }
+    paused = @viewer.next_event("exec.paused")
+    assert_equal "error", paused.dig("payload", "point")
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "retry")
+    assert_equal "ok on 2", thread.value
+  end
+
+  def test_a_held_gate_releases_the_gvl_and_holds_only_its_thread
+    @viewer.breakpoint({ "kind" => "tool" })
+    gm = attach
+    slow = gm.tool("held") { :done }
+    thread, run_id = in_run(gm, "gvl") { slow.call }
+    paused = @viewer.next_event("exec.paused")
+    # The gate is held now: another Ruby thread (and this one) keep running Ruby code.
+    counter = 0
+    ticker = Thread.new { 200_000.times { counter += 1 } }
+    assert ticker.join(5), "another Ruby thread ran to completion while the gate was held"
+    assert_equal 200_000, counter
+    assert thread.alive?, "the gated thread is still held"
+    assert_equal 1, gm.stats.held_gates
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "continue")
+    assert_equal :done, thread.value
+  end
+
+  def test_thread_raise_interrupts_a_held_gate
+    @viewer.breakpoint({ "kind" => "tool" })
+    gm = attach
+    held = gm.tool("held") { :never }
+    thread, run_id = in_run(gm, "raise") { held.call }
+    @viewer.next_event("exec.paused")
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    thread.raise(RuntimeError, "stop waiting")
+    result = thread.value
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_kind_of RuntimeError, result
+    assert_equal "stop waiting", result.message
+    assert_operator elapsed, :<, 1.0
+    resumed = @viewer.next_event("exec.resumed")
+    assert_equal "continue", resumed.dig("payload", "action")
+    assert_equal 0, gm.stats.held_gates
+    assert_equal "error", @server.run(run_id) { |r| r["status"] == "error" }["status"]
+  end
+
+  def test_timeout_interrupts_a_held_gate
+    @viewer.breakpoint({ "kind" => "tool" })
+    gm = attach
+    held = gm.tool("held") { :never }
+    result = gm.run("timeout") do
+      Timeout.timeout(0.3) { held.call }
+    rescue Timeout::Error => e
+      e
+    end
+    assert_kind_of Timeout::Error, result
+    assert_equal 0, gm.stats.held_gates
+  end
+
+  def test_ctrl_c_interrupts_a_held_gate
+    @viewer.breakpoint({ "kind" => "tool" })
+    sleep 0.15
+    lib = File.expand_path("../lib", __dir__)
+    script = <<~RUBY
+      require "graphmind"
+      gm = Graphmind.configure(app: "ctrl-c", url: #{@server.ingest_url.inspect}, env: {})
+      gm.ready(5.0) or exit!(3)
+      begin
+        gm.run("ctrl-c") do |ctx|
+          $stdout.puts ctx.run_id
+          $stdout.flush
+          gm.tool("held") { :never }.call
+        end
+      rescue Interrupt
+        $stdout.puts "interrupted"
+        $stdout.flush
+        exit!(7)
+      end
+    RUBY
+    io = IO.popen([RbConfig.ruby, "-I", lib, "-e", script], "r", err: [:child, :out])
+    @viewer.watch(io.gets.to_s.strip)
+    @viewer.next_event("exec.paused")
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    Process.kill("INT", io.pid)
+    out = io.read
+    io.close
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    assert_equal "interrupted\n", out, "exit: #{$?.inspect}"
+    assert_equal 7, $?.exitstatus
+    assert_operator elapsed, :<, 2.0
+  end
+
+  def test_at_exit_flushes_a_run_without_an_explicit_dispose
+    lib = File.expand_path("../lib", __dir__)
+    script = <<~RUBY
+      require "graphmind"
+      gm = Graphmind.configure(app: "exit", url: #{@server.ingest_url.inspect}, env: {})
+      gm.ready(5.0) or exit!(3)
+      gm.run("exit") { |ctx| $stdout.puts ctx.run_id; 20.times { |i| gm.tool("t") { |n| n }.call(i) } }
+    RUBY
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    run_id = IO.popen([RbConfig.ruby, "-I", lib, "-e", script], &:read).strip
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :<, 10
+    assert $?.success?
+    assert_equal 42, @server.events(run_id, count: 42).length
+    assert_equal "ok", @server.run(run_id) { |r| r["status"] == "ok" }["status"]
+  end
+
+  def test_a_forked_child_records_through_its_own_worker
+    gm = attach
+    gm.run("parent") { gm.tool("p") { 1 }.call }
+    reader, writer = IO.pipe
+    pid = fork do
+      reader.close
+      ok = Graphmind.ready(5.0)
+      run_id = nil
+      Graphmind.run("child") { |ctx| run_id = ctx.run_id; Graphmind.tool("c") { 2 }.call }
+      Graphmind.instance.flush(2.0)
+      writer.puts(JSON.generate({ "ok" => ok, "run" => run_id }))
+      writer.close
+      Graphmind.dispose
+      exit!(0)
+    end
+    writer.close
+    line = reader.read
+    Process.wait(pid)
+    child = JSON.parse(line)
+    assert child["ok"], "the child attached with its own socket"
+    events = @server.events(child["run"], count: 4)
+    assert_includes events.map { |e| e.dig("payload", "nodeId") }, "tool:c"
+    # The parent still works after the fork.
+    assert gm.attached?
+    assert_equal 5, gm.run("after-fork") { gm.tool("q") { 5 }.call }
+  end
+
+  def test_kill_switch_records_nothing
+    gm = Graphmind.configure(app: "off", url: @server.ingest_url, env: { "GRAPHMIND_DISABLED" => "1" })
+    refute gm.enabled?
+    refute gm.ready(0.3)
+    assert_equal 2, gm.run("nothing") { gm.tool("t") { 2 }.call }
+    sleep 0.2
+    runs = @server.get_json("/api/runs")["runs"]
+    assert_empty runs.select { |r| r["app"] == "off" || r["name"] == "nothing" }
+  end
+end
