@@ -7,7 +7,7 @@ require "timeout"
 class TestLive < Minitest::Test
   def setup
     @server = GMTest::Server.new
-    @viewer = GMTest::Viewer.new(@server.port)
+    @viewer = GMTest::Viewer.new(@server.port, @server.viewer_token)
   end
 
   def teardown

@@ -12,7 +12,7 @@ module GMTest
   # A real `graphmind serve` for the test run (target/release/graphmind, built by
   # `cargo build -p graphmind-cli --release`; GRAPHMIND_BIN overrides).
   class Server
-    attr_reader :port
+    attr_reader :port, :viewer_token
 
     def self.shared
       @shared ||= new.tap { |s| Minitest.after_run { s.stop } }
@@ -23,10 +23,16 @@ module GMTest
       raise "no server binary at #{bin}: cargo build -p graphmind-cli --release" unless File.executable?(bin)
 
       @dir = Dir.mktmpdir("gm-ruby-test")
-      env = { "GRAPHMIND_PAUSE_ON_ERROR" => nil, "GRAPHMIND_DB" => nil }
+      home = File.join(@dir, "gmhome")
+      env = { "GRAPHMIND_PAUSE_ON_ERROR" => nil, "GRAPHMIND_DB" => nil, "GRAPHMIND_HOME" => home,
+              "GRAPHMIND_TELEMETRY" => "0" }
       @io = IO.popen([env, bin, "--port", "0", "--json", "--no-open", "--db", File.join(@dir, "g.db")], "r", err: File::NULL)
       line = @io.gets or raise "graphmind serve printed nothing"
       @port = JSON.parse(line).fetch("port")
+      # The viewer credential the server minted (its run file links to #token=...).
+      opener = File.join(home, "run", "open-#{@port}.html")
+      50.times { File.exist?(opener) ? break : sleep(0.02) }
+      @viewer_token = File.read(opener)[/#token=([A-Za-z0-9_]+)/, 1] or raise "no viewer token in #{opener}"
     end
 
     def ingest_url = "ws://127.0.0.1:#{@port}/ingest"
@@ -72,11 +78,12 @@ module GMTest
 
   # A minimal debugger: a WebSocket client on /ws/ui (text frames only).
   class Viewer
-    def initialize(port)
+    def initialize(port, token)
       @sock = TCPSocket.new("127.0.0.1", port)
       key = Base64.strict_encode64(SecureRandom.random_bytes(16))
+      auth = token ? "Sec-WebSocket-Protocol: graphmind.v1, gm.auth.#{token}\r\n" : ""
       @sock.write("GET /ws/ui HTTP/1.1\r\nHost: 127.0.0.1:#{port}\r\nUpgrade: websocket\r\n" \
-                  "Connection: Upgrade\r\nSec-WebSocket-Key: #{key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
+                  "Connection: Upgrade\r\n#{auth}Sec-WebSocket-Key: #{key}\r\nSec-WebSocket-Version: 13\r\n\r\n")
       status = @sock.gets
       raise "ws handshake: #{status}" unless status&.include?("101")
 
