@@ -66,8 +66,25 @@ pub fn to_value(obj: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
 
 /// Converts a host value that must be readable: a read that raises becomes the reference's
 /// degraded marker, never an exception.
+///
+/// As in the reference, a mapping keeps every field that can be written and only the
+/// unwritable ones degrade (a list or tuple to `[]`, anything else to the marker).
 pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
-    to_value(obj).unwrap_or_else(|_| unserializable_marker())
+    if let Ok(v) = to_value(obj) {
+        return v;
+    }
+    let Ok(d) = obj.cast::<PyDict>() else { return unserializable_marker() };
+    let mut map = Map::new();
+    for (k, v) in d.iter() {
+        let Ok(key) = key_of(&k) else { continue };
+        let value = match convert(&v, 1) {
+            Ok(value) => value,
+            Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => Value::Array(Vec::new()),
+            Err(_) => unserializable_marker(),
+        };
+        map.insert(key, value);
+    }
+    Value::Object(map)
 }
 
 /// What stands for a value that could not be written (graphmind-ai's degraded field).
