@@ -74,7 +74,7 @@ pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
         return v;
     }
     let Ok(d) = obj.cast::<PyDict>() else { return unserializable_marker() };
-    let mut map = Map::new();
+    let mut map = Map::with_capacity(d.len());
     for (k, v) in d.iter() {
         let Ok(key) = key_of(&k) else { continue };
         let value = match convert(&v, 1) {
@@ -155,10 +155,16 @@ fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
         return Ok(Value::Number(Number::Float(f.value())));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Map::new();
+        let mut map = Map::with_capacity(d.len());
         for (k, v) in d.iter() {
-            let key = key_of(&k)?;
-            map.insert(key, convert(&v, depth + 1)?);
+            let value = convert(&v, depth + 1)?;
+            // A dict's `str` keys are unique already; a key spelled from another type may
+            // collide with one (1 and "1"), so only those take the checked insert.
+            if let Ok(s) = k.cast::<PyString>() {
+                map.push_unique(py_str(s), value);
+            } else {
+                map.insert(key_of(&k)?, value);
+            }
         }
         return Ok(Value::Object(map));
     }
