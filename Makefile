@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup test test-rust test-ruby test-viewer viewer bench demo fmt clippy
+.PHONY: setup test test-rust test-ruby test-python test-viewer viewer bench bench-python demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -8,7 +8,7 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup viewer test-rust test-ruby test-viewer
+test: setup viewer test-rust test-ruby test-python test-viewer
 
 ## The browser viewer (viewer/dist, embedded by cli/build.rs on the next cargo build).
 viewer:
@@ -25,6 +25,11 @@ test-rust:
 ## The Ruby gem (bindings/ruby) against a real `graphmind serve`.
 test-ruby:
 	rake test
+## The Python package: built into .venv with maturin (editable), then pytest against the real server.
+test-python: setup
+	$(CARGO) build -p graphmind-cli --release
+	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
+	.venv/bin/python -m pytest -q bindings/python/tests
 
 ## Benchmarks, side by side with what a user would pick instead (criterion).
 bench: setup
@@ -32,6 +37,11 @@ bench: setup
 	$(CARGO) bench -p graphmind-cli
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run bench
 	rake bench
+	$(MAKE) bench-python
+
+bench-python: setup
+	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
+	.venv/bin/python bench/python_tool.py bench/sample-1k.json
 
 ## Starts the server, runs the example agent against it, prints what was recorded.
 demo: setup viewer

@@ -1,0 +1,138 @@
+"""Python figures, one run: a @gm.tool call with ~1 KB in and out while detached (ours,
+graphmind-ai 0.5.1 from .venv-ref, an opentelemetry-sdk span carrying the same JSON),
+fingerprint() (ours and the reference's), and RSS over 500k detached calls.
+
+Usage: python bench/python_tool.py bench/sample-1k.json   (run by `make bench-python`)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+REF_PYTHON = os.environ.get("GRAPHMIND_REF_PYTHON") or next((p for p in (".venv-ref/bin/python", "/work/main/.venv-ref/bin/python") if os.path.exists(p)), ".venv-ref/bin/python")
+CALLS = 20_000
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def per_call_us(fn, arg, calls=CALLS) -> float:
+    for _ in range(1000):
+        fn(arg)
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn(arg)
+        best = min(best, (time.perf_counter() - t) / calls * 1e6)
+    return best
+
+
+def sdk_figures(payload) -> dict:
+    """Runs under either SDK (ours or the reference): tool call and fingerprint."""
+    import graphmind as gm
+
+    inst = gm.GraphMind(url="ws://127.0.0.1:9/ingest", env={}, logger=lambda line: None)
+
+    @inst.tool
+    def search(request):
+        return request
+
+    with inst.run("bench"):
+        tool_us = per_call_us(search, payload)
+    try:
+        fp = gm.fingerprint
+    except AttributeError:
+        from graphmind.loop_guard import fingerprint_call
+
+        def fp(node_id, value):
+            return fingerprint_call(node_id, value)
+    fp_us = per_call_us(lambda v: fp("tool:search_files", v), payload)
+    inst.dispose()
+    return {"tool_us": tool_us, "fingerprint_us": fp_us}
+
+
+def otel_figure(payload) -> float:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Drop(SpanExporter):
+        def export(self, spans):
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    tracer = provider.get_tracer("bench")
+
+    def search(request):
+        with tracer.start_as_current_span("tool:search") as span:
+            span.set_attribute("input", json.dumps(request))
+            span.set_attribute("output", json.dumps(request))
+            return request
+
+    us = per_call_us(search, payload)
+    provider.shutdown()
+    return us
+
+
+def rss_figure(payload) -> tuple[float, float, float]:
+    import graphmind as gm
+
+    inst = gm.GraphMind(url="ws://127.0.0.1:9/ingest", env={}, logger=lambda line: None)
+
+    @inst.tool
+    def search(request):
+        return request
+
+    with inst.run("rss"):
+        for _ in range(20_000):
+            search(payload)
+        before = rss_mb()
+        for _ in range(500_000):
+            search(payload)
+        after = rss_mb()
+    inst.dispose()
+    return before, after, after - before
+
+
+def main() -> None:
+    path = sys.argv[1] if len(sys.argv) > 1 else "bench/sample-1k.json"
+    if len(sys.argv) > 2 and sys.argv[2] == "--sdk-only":
+        payload = json.load(open(path, encoding="utf-8"))
+        print(json.dumps(sdk_figures(payload)))
+        return
+    payload = json.load(open(path, encoding="utf-8"))
+    size = len(json.dumps(payload, ensure_ascii=False).encode())
+    ours = sdk_figures(payload)
+    ref = None
+    if os.path.exists(REF_PYTHON):
+        out = subprocess.run([REF_PYTHON, __file__, path, "--sdk-only"], capture_output=True, text=True, cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": ""})
+        try:
+            ref = json.loads(out.stdout.strip().splitlines()[-1])
+        except Exception:
+            ref = None
+    otel = otel_figure(payload)
+    before, after, growth = rss_figure(payload)
+    print(f"python: @gm.tool call, {size} B JSON in and out, detached (best of 3 x {CALLS} calls)")
+    print(f"  graphmind (this package, Rust core) : {ours['tool_us']:8.2f} us/call   (goal <= 5)")
+    if ref:
+        print(f"  graphmind-ai 0.5.1 (pure Python)    : {ref['tool_us']:8.2f} us/call")
+    print(f"  opentelemetry-sdk span, same JSON   : {otel:8.2f} us/call")
+    print("python: fingerprint(node_id, input) of the same JSON")
+    print(f"  graphmind (this package)            : {ours['fingerprint_us']:8.2f} us/call   (goal <= 10)")
+    if ref:
+        print(f"  graphmind-ai 0.5.1                  : {ref['fingerprint_us']:8.2f} us/call")
+    print(f"python: RSS over 500k detached calls (server down): {before:.1f} MB -> {after:.1f} MB ({growth:+.1f} MB, goal <= +10)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Integrations with LLM client libraries and agent frameworks (imported on demand)."""

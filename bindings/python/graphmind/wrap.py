@@ -1,0 +1,358 @@
+"""Gating a callable: the decorator side of the core's ``Step``.
+
+The wrapper owns the call site, so it is where ``inject`` and ``retry`` really work. It
+does exactly what the core's step says (``_native.NEXT_*``): run the function (with the
+debugger's edited arguments when given), return its result, return an injected value,
+re-raise, or raise the abort error. Sync functions wait at a held gate with the GIL
+released; ``async def`` functions await it on their own loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, Union
+
+from . import _native
+from .errors import error_parts, is_abort_error
+from .session import Session, _current_run, await_gate
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+RUN = _native.NEXT_RUN
+RETURN = _native.NEXT_RETURN
+INJECT = _native.NEXT_INJECT
+RERAISE = _native.NEXT_RERAISE
+ABORT = _native.NEXT_ABORT
+WAIT = _native.NEXT_WAIT
+
+_POK = inspect.Parameter.POSITIONAL_OR_KEYWORD
+_KWO = inspect.Parameter.KEYWORD_ONLY
+_POSO = inspect.Parameter.POSITIONAL_ONLY
+_VARP = inspect.Parameter.VAR_POSITIONAL
+_VARK = inspect.Parameter.VAR_KEYWORD
+_EMPTY = inspect.Parameter.empty
+
+#: How far ``functools.partial(...).func`` chains are followed for a name.
+_UNWRAP_DEPTH = 8
+
+
+class _Arguments:
+    """The call's arguments as the recorded input: ``signature.bind_partial`` with the
+    defaults applied (``{"args": [...], "kwargs": {...}}`` when binding fails), and the
+    way back from an edited input to ``(args, kwargs)``."""
+
+    __slots__ = ("defaults", "names", "plain", "signature")
+
+    def __init__(self, fn: Any) -> None:
+        try:
+            self.signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self.signature = None
+        params = list(self.signature.parameters.values()) if self.signature else []
+        # Plain: only named parameters (no *args/**kwargs/positional-only): bound by hand.
+        self.plain = self.signature is not None and all(p.kind in (_POK, _KWO) for p in params)
+        self.names = tuple(p.name for p in params)
+        self.defaults = {p.name: p.default for p in params if p.default is not _EMPTY}
+
+    def describe(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool]:
+        """``(input, bound)``: the input, and whether it maps names to arguments."""
+        if self.plain and len(args) <= len(self.names):
+            out: dict[str, Any] = {}
+            used = 0
+            n = len(args)
+            defaults = self.defaults
+            for i, name in enumerate(self.names):
+                if i < n:
+                    if name in kwargs:
+                        break
+                    out[name] = args[i]
+                elif name in kwargs:
+                    out[name] = kwargs[name]
+                    used += 1
+                elif name in defaults:
+                    out[name] = defaults[name]
+            else:
+                if used == len(kwargs):
+                    return out, True
+        if self.signature is not None:
+            try:
+                bound = self.signature.bind_partial(*args, **kwargs)
+                bound.apply_defaults()
+                return dict(bound.arguments), True
+            except Exception:
+                pass
+        fallback: dict[str, Any] = {}
+        if args:
+            fallback["args"] = list(args)
+        if kwargs:
+            fallback["kwargs"] = dict(kwargs)
+        return fallback, False
+
+    def rebuild(self, edited: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call's arguments from the debugger's edited input (a name -> value map)."""
+        if not isinstance(edited, dict) or self.signature is None:
+            return args, kwargs
+        new_args: list[Any] = []
+        new_kwargs: dict[str, Any] = {}
+        positional = True
+        for p in self.signature.parameters.values():
+            if p.name not in edited:
+                if p.kind in (_POSO, _POK):
+                    positional = False
+                continue
+            value = edited[p.name]
+            if p.kind == _VARP:
+                new_args.extend(value if isinstance(value, (list, tuple)) else [value])
+            elif p.kind == _VARK:
+                if isinstance(value, dict):
+                    new_kwargs.update(value)
+            elif p.kind == _KWO or (p.kind == _POK and not positional):
+                new_kwargs[p.name] = value
+            else:
+                new_args.append(value)
+        return tuple(new_args), new_kwargs
+
+
+def _innermost(fn: Any) -> Any:
+    target = fn
+    try:
+        for _ in range(_UNWRAP_DEPTH):
+            inner = getattr(target, "func", None)
+            if inner is None or inner is target or not callable(inner):
+                break
+            target = inner
+    except Exception:
+        return fn
+    return target
+
+
+def _callable_name(fn: Any) -> str:
+    """A readable, stable node name: ``__name__``, a partial's function's, the class's."""
+    try:
+        for candidate in (fn, _innermost(fn)):
+            name = getattr(candidate, "__name__", None)
+            if isinstance(name, str) and name:
+                return name
+        cls_name = type(fn).__name__
+        if isinstance(cls_name, str) and cls_name:
+            return cls_name
+    except Exception:
+        pass
+    return "callable"
+
+
+def _copy_metadata(wrapper: Any, fn: Any, name: str, signature: inspect.Signature | None) -> None:
+    try:
+        functools.wraps(fn)(wrapper)
+    except Exception:
+        pass
+    if isinstance(getattr(fn, "__name__", None), str):
+        return
+    try:
+        inner = _innermost(fn)
+        wrapper.__name__ = name
+        qualname = getattr(inner, "__qualname__", None)
+        wrapper.__qualname__ = qualname if isinstance(qualname, str) and qualname else name
+        doc = getattr(inner, "__doc__", None)
+        wrapper.__doc__ = doc if isinstance(doc, str) else None
+        module = getattr(inner, "__module__", None)
+        if isinstance(module, str) and module:
+            wrapper.__module__ = module
+        annotations: dict[str, Any] = {}
+        if signature is not None:
+            for p in signature.parameters.values():
+                if p.annotation is not _EMPTY:
+                    annotations[p.name] = p.annotation
+            if signature.return_annotation is not _EMPTY:
+                annotations["return"] = signature.return_annotation
+        wrapper.__annotations__ = annotations
+    except Exception:
+        pass
+
+
+def _ordinary(exc: BaseException) -> bool:
+    """Only ordinary errors are held; aborts and interrupts go straight through."""
+    return isinstance(exc, Exception) and not is_abort_error(exc)
+
+
+def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    ctx = _current_run.get()
+    native = session._native
+    call_input, bound = spec.arguments.describe(args, kwargs)
+    step = native.step(
+        ctx.run_id if ctx is not None else None,
+        spec.kind, spec.name, spec.node_id, spec.parent_id, call_input, bound,
+    )
+    while True:
+        code, value = step.before()
+        if code == WAIT:
+            code, value = step.on_before(value.wait())
+        if code == INJECT:
+            return value
+        if code == ABORT:
+            raise session.abort_error(ctx)
+        if value is not None:
+            args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+        try:
+            result = fn(*args, **kwargs)
+        except BaseException as exc:
+            if not _ordinary(exc):
+                step.ungated_error(is_abort_error(exc))
+                raise
+            code, value = step.error(*error_parts(exc))
+            if code == WAIT:
+                code, value = step.on_error(value.wait())
+            if code == RERAISE:
+                raise
+            if code == INJECT:
+                return value
+            if code == ABORT:
+                raise session.abort_error(ctx) from None
+            if value is not None:
+                args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+            continue
+        code, value = step.after(result)
+        if code == WAIT:
+            code, value = step.on_after(value.wait(), result)
+        if code == RETURN:
+            return result
+        if code == INJECT:
+            return value
+        if code == ABORT:
+            raise session.abort_error(ctx)
+        if value is not None:
+            args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+
+
+async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+    ctx = _current_run.get()
+    native = session._native
+    call_input, bound = spec.arguments.describe(args, kwargs)
+    step = native.step(
+        ctx.run_id if ctx is not None else None,
+        spec.kind, spec.name, spec.node_id, spec.parent_id, call_input, bound,
+    )
+    while True:
+        code, value = step.before()
+        if code == WAIT:
+            code, value = step.on_before(await await_gate(value))
+        if code == INJECT:
+            return value
+        if code == ABORT:
+            raise session.abort_error(ctx)
+        if value is not None:
+            args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+        try:
+            result = await fn(*args, **kwargs)
+        except BaseException as exc:
+            if not _ordinary(exc):
+                step.ungated_error(is_abort_error(exc))
+                raise
+            code, value = step.error(*error_parts(exc))
+            if code == WAIT:
+                code, value = step.on_error(await await_gate(value))
+            if code == RERAISE:
+                raise
+            if code == INJECT:
+                return value
+            if code == ABORT:
+                raise session.abort_error(ctx) from None
+            if value is not None:
+                args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+            continue
+        code, value = step.after(result)
+        if code == WAIT:
+            code, value = step.on_after(await await_gate(value), result)
+        if code == RETURN:
+            return result
+        if code == INJECT:
+            return value
+        if code == ABORT:
+            raise session.abort_error(ctx)
+        if value is not None:
+            args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+
+
+class _Wrapper:
+    __slots__ = ("arguments", "kind", "name", "node_id", "parent_id", "session_of")
+
+    def __init__(self, session_of: Callable[[], Session | None], name: str, kind: str, node_id: str | None, parent_id: str | None, fn: Any) -> None:
+        self.session_of = session_of
+        self.name = name
+        self.kind = kind
+        self.node_id = node_id
+        self.parent_id = parent_id
+        self.arguments = _Arguments(fn)
+
+
+def gate_callable(
+    fn: F,
+    session_of: Callable[[], Session | None],
+    *,
+    name: str | None = None,
+    kind: str = "tool",
+    node_id: str | None = None,
+    parent_id: str | None = None,
+) -> F:
+    """Wraps ``fn`` with the step's gates; an ``async def`` stays async."""
+    resolved = name or _callable_name(fn)
+    # The reference names every wrapped callable's node `tool:<name>`, whatever its kind.
+    shown_id = node_id or f"tool:{resolved}"
+    spec = _Wrapper(session_of, resolved, kind, shown_id, parent_id, fn)
+
+    if inspect.iscoroutinefunction(fn):
+
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = spec.session_of()
+            if session is None or not session.enabled or session._disposed:
+                return await fn(*args, **kwargs)
+            return await _run_async(session, spec, fn, args, kwargs)
+
+        _copy_metadata(async_wrapper, fn, resolved, spec.arguments.signature)
+        _mark(async_wrapper, fn, shown_id, resolved)
+        return async_wrapper  # type: ignore[return-value]
+
+    def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+        session = spec.session_of()
+        if session is None or not session.enabled or session._disposed:
+            return fn(*args, **kwargs)
+        return _run_sync(session, spec, fn, args, kwargs)
+
+    _copy_metadata(sync_wrapper, fn, resolved, spec.arguments.signature)
+    _mark(sync_wrapper, fn, shown_id, resolved)
+    return sync_wrapper  # type: ignore[return-value]
+
+
+def _mark(wrapper: Any, original: Any, node_id: str, name: str) -> None:
+    wrapper.__graphmind_wrapped__ = True
+    wrapper.__graphmind_original__ = original
+    wrapper.__graphmind_node_id__ = node_id
+    wrapper.__graphmind_name__ = name
+
+
+def is_wrapped(fn: Any) -> bool:
+    return getattr(fn, "__graphmind_wrapped__", False) is True
+
+
+ToolsInput = Union[  # noqa: UP007 - evaluated at import time on 3.9
+    Mapping[str, Callable[..., Any]], list[Callable[..., Any]], Callable[..., Any]
+]
+
+
+def wrap_tools(tools: ToolsInput, session_of: Callable[[], Session | None]) -> Any:
+    """Wraps a ``{name: fn}`` mapping, a list/tuple of callables, or one callable."""
+    if callable(tools) and not isinstance(tools, (dict, list, tuple)):
+        return gate_callable(tools, session_of)
+    if isinstance(tools, Mapping):
+        return {
+            key: (fn if is_wrapped(fn) else gate_callable(fn, session_of, name=key))
+            for key, fn in tools.items()
+        }
+    if isinstance(tools, (list, tuple)):
+        wrapped = [fn if is_wrapped(fn) else gate_callable(fn, session_of) for fn in tools]
+        return type(tools)(wrapped) if isinstance(tools, tuple) else wrapped
+    raise TypeError(
+        "wrap_tools expects a callable, a list of callables, or a {name: callable} mapping"
+    )

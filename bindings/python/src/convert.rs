@@ -1,0 +1,269 @@
+//! Python values <-> the core's JSON [`Value`].
+//!
+//! JSON-shaped values map one to one (`str` keeps lone surrogates through UTF-16, `int`
+//! beyond 64 bits becomes `Number::BigInt`, floats stay floats: NaN and infinities are
+//! written `null` by the core's writer). Anything else follows graphmind-ai 0.5.1's
+//! fallback (`protocol._fallback`): `model_dump()` / `dict()` / `to_dict()`, a set as a
+//! list, bytes decoded as UTF-8 with replacement, else `repr()` cut to 2000 characters.
+//! A value whose reading raises (or a cycle) is reported as [`Unreadable`]; the caller
+//! decides what the event carries then, and no exception reaches the app.
+
+use graphmind_core::json::{JsStr, Map, Number, Value};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PySlice, PyString, PyTuple};
+
+/// How deep a host value may nest before it counts as a cycle (the core parser's limit).
+pub const MAX_DEPTH: usize = graphmind_core::json::MAX_JSON_DEPTH;
+
+/// How many characters of `repr()` a non-JSON value keeps (the reference's cut).
+pub const REPR_CHARS: usize = 2000;
+
+/// The methods tried, in order, on a value JSON cannot write (the reference's order).
+const DUMP_METHODS: [&str; 3] = ["model_dump", "dict", "to_dict"];
+
+/// A value could not be read without raising (or held a cycle).
+#[derive(Debug)]
+pub struct Unreadable;
+
+/// A Python `str` as a [`JsStr`], lone surrogates kept.
+pub fn py_str(s: &Bound<'_, PyString>) -> JsStr {
+    if let Ok(text) = s.to_cow() {
+        return JsStr::from(text.as_ref());
+    }
+    // Holds a lone surrogate: go through UTF-16 with surrogatepass.
+    match s.call_method1("encode", ("utf-16-le", "surrogatepass")) {
+        Ok(bytes) => match bytes.cast::<PyBytes>() {
+            Ok(b) => {
+                let raw = b.as_bytes();
+                let units: Vec<u16> = raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+                JsStr::from_utf16(&units)
+            }
+            Err(_) => JsStr::from(s.to_string_lossy().as_ref()),
+        },
+        Err(_) => JsStr::from(s.to_string_lossy().as_ref()),
+    }
+}
+
+/// A [`JsStr`] as a Python `str` (lone surrogates kept).
+pub fn js_str_to_py<'py>(py: Python<'py>, s: &JsStr) -> Bound<'py, PyAny> {
+    if let Some(text) = s.as_str() {
+        return PyString::new(py, text).into_any();
+    }
+    let mut bytes = Vec::with_capacity(s.utf16_len() * 2);
+    for unit in s.utf16_units() {
+        bytes.extend_from_slice(&unit.to_le_bytes());
+    }
+    let raw = PyBytes::new(py, &bytes);
+    raw.call_method1("decode", ("utf-16-le", "surrogatepass"))
+        .unwrap_or_else(|_| PyString::new(py, &s.to_string_lossy()).into_any())
+}
+
+/// Converts a host value; [`Unreadable`] when reading it raised or it nests too deep.
+pub fn to_value(obj: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
+    convert(obj, 0)
+}
+
+/// Converts a host value that must be readable: a read that raises becomes the reference's
+/// degraded marker, never an exception.
+///
+/// As in the reference, a mapping keeps every field that can be written and only the
+/// unwritable ones degrade (a list or tuple to `[]`, anything else to the marker).
+pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
+    if let Ok(v) = to_value(obj) {
+        return v;
+    }
+    let Ok(d) = obj.cast::<PyDict>() else { return unserializable_marker() };
+    let mut map = Map::with_capacity(d.len());
+    for (k, v) in d.iter() {
+        let Ok(key) = key_of(&k) else { continue };
+        let value = match convert(&v, 1) {
+            Ok(value) => value,
+            Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => Value::Array(Vec::new()),
+            Err(_) => unserializable_marker(),
+        };
+        map.insert(key, value);
+    }
+    Value::Object(map)
+}
+
+/// What stands for a value that could not be written (graphmind-ai's degraded field).
+pub fn unserializable_marker() -> Value {
+    let mut m = Map::new();
+    m.insert("__graphmindTruncated", Value::Bool(true));
+    m.insert("bytes", Value::from(0i64));
+    m.insert("preview", Value::from("[unserializable value]"));
+    Value::Object(m)
+}
+
+fn int_value(i: &Bound<'_, PyInt>) -> Result<Value, Unreadable> {
+    if let Ok(v) = i.extract::<i64>() {
+        return Ok(Value::Number(Number::Int(v)));
+    }
+    let digits = i.str().map_err(|_| Unreadable)?;
+    let digits = digits.to_cow().map_err(|_| Unreadable)?;
+    Ok(Value::Number(Number::BigInt(digits.as_ref().into())))
+}
+
+fn key_of(key: &Bound<'_, PyAny>) -> Result<JsStr, Unreadable> {
+    if let Ok(s) = key.cast::<PyString>() {
+        return Ok(py_str(s));
+    }
+    if key.is_none() {
+        return Ok(JsStr::from("null"));
+    }
+    if let Ok(b) = key.cast::<PyBool>() {
+        return Ok(JsStr::from(if b.is_true() { "true" } else { "false" }));
+    }
+    if let Ok(i) = key.cast::<PyInt>() {
+        let text = i.str().map_err(|_| Unreadable)?;
+        return Ok(py_str(&text));
+    }
+    if let Ok(f) = key.cast::<PyFloat>() {
+        // json.dumps spells a float key with float.__repr__ (NaN, Infinity as Python names).
+        let v = f.value();
+        let text = if v.is_nan() {
+            "NaN".to_string()
+        } else if v.is_infinite() {
+            if v > 0.0 { "Infinity".to_string() } else { "-Infinity".to_string() }
+        } else {
+            f.repr().map_err(|_| Unreadable)?.to_string()
+        };
+        return Ok(JsStr::from(text));
+    }
+    // json.dumps cannot write any other key: the container is unwritable.
+    Err(Unreadable)
+}
+
+fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
+    if depth > MAX_DEPTH {
+        return Err(Unreadable);
+    }
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(py_str(s)));
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(i) = obj.cast::<PyInt>() {
+        return int_value(i);
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Value::Number(Number::Float(f.value())));
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut map = Map::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            let value = convert(&v, depth + 1)?;
+            // A dict's `str` keys are unique already; a key spelled from another type may
+            // collide with one (1 and "1"), so only those take the checked insert.
+            if let Ok(s) = k.cast::<PyString>() {
+                map.push_unique(py_str(s), value);
+            } else {
+                map.insert(key_of(&k)?, value);
+            }
+        }
+        return Ok(Value::Object(map));
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        let mut out = Vec::with_capacity(l.len());
+        for item in l.iter() {
+            out.push(convert(&item, depth + 1)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        let mut out = Vec::with_capacity(t.len());
+        for item in t.iter() {
+            out.push(convert(&item, depth + 1)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    fallback(obj, depth)
+}
+
+fn fallback(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
+    for name in DUMP_METHODS {
+        let method = match obj.getattr(name) {
+            Ok(m) => m,
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(obj.py()) => continue,
+            Err(_) => return Err(Unreadable),
+        };
+        if method.is_callable() {
+            if let Ok(result) = method.call0() {
+                return convert(&result, depth + 1);
+            }
+        }
+    }
+    if obj.cast::<PySet>().is_ok() || obj.cast::<PyFrozenSet>().is_ok() {
+        let mut out = Vec::new();
+        let iter = obj.try_iter().map_err(|_| Unreadable)?;
+        for item in iter {
+            let item = item.map_err(|_| Unreadable)?;
+            out.push(convert(&item, depth + 1)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    if obj.cast::<PyBytes>().is_ok() || obj.cast::<PyByteArray>().is_ok() {
+        let text = obj.call_method1("decode", ("utf-8", "replace")).map_err(|_| Unreadable)?;
+        return match text.cast::<PyString>() {
+            Ok(s) => Ok(Value::String(py_str(s))),
+            Err(_) => Err(Unreadable),
+        };
+    }
+    match obj.repr() {
+        Ok(text) => {
+            let cut = if text.len().map(|n| n > REPR_CHARS).unwrap_or(false) {
+                match text.call_method1("__getitem__", (PySlice::new(obj.py(), 0, REPR_CHARS as isize, 1),)).map(|c| c.cast_into::<PyString>()) {
+                    Ok(Ok(s)) => s,
+                    _ => text,
+                }
+            } else {
+                text
+            };
+            Ok(Value::String(py_str(&cut)))
+        }
+        Err(_) => {
+            let name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
+            Ok(Value::String(JsStr::from(format!("<unserializable {name}>"))))
+        }
+    }
+}
+
+/// A core value as a Python object (`dict` keeps key order).
+pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(Number::Int(i)) => i.into_pyobject(py)?.into_any(),
+        Value::Number(Number::Float(f)) => PyFloat::new(py, *f).into_any(),
+        Value::Number(Number::BigInt(digits)) => {
+            let int_type = py.get_type::<PyInt>();
+            int_type.call1((digits.as_ref(),))?
+        }
+        Value::String(s) => js_str_to_py(py, s),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map.iter() {
+                dict.set_item(js_str_to_py(py, k), to_py(py, v)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Parses JSON text with the core's parser (lone surrogates kept) into a Python value.
+pub fn parse_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    let value = graphmind_core::json::parse_str(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    to_py(py, &value)
+}

@@ -1,0 +1,619 @@
+//! `graphmind._native`: the Rust core (`graphmind-core`) as a Python extension module.
+//!
+//! This crate translates values and idioms only. Every rule (options, kill switch,
+//! redaction, shrinking, loop guard, gates, what a resume action means) is the core's:
+//! a wrapper drives [`graphmind_core::step::Step`] and does what its `Next` says.
+//!
+//! Waiting: a held gate releases the GIL (`py.detach`) and waits in slices of
+//! [`SIGNAL_SLICE`] only to run the interpreter's signal handlers, so Ctrl-C works; an
+//! asyncio waiter hands the core a completion callback instead and never blocks its loop.
+
+mod convert;
+mod pure;
+
+use convert::{py_str, to_py, to_value, to_value_or_marker};
+use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
+use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
+use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
+use graphmind_core::event::Message;
+use graphmind_core::json::Value;
+use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
+use graphmind_core::step::{Next, Step};
+use parking_lot::Mutex;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a blocked gate waits between two checks of the interpreter's signals.
+pub const SIGNAL_SLICE: Duration = Duration::from_millis(100);
+
+/// Set when the interpreter is shutting down: warnings then go to stderr from Rust.
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+
+fn secs(s: f64) -> Duration {
+    if s.is_finite() && s > 0.0 {
+        Duration::from_secs_f64(s)
+    } else {
+        Duration::ZERO
+    }
+}
+
+// -- warnings: delivered to the Python sink on a thread that holds no core lock ------------
+
+struct LogThread {
+    pid: u32,
+    tx: std::sync::mpsc::Sender<String>,
+}
+
+fn log_sender(sink: Arc<Py<PyAny>>) -> impl Fn(&str) + Send + Sync + 'static {
+    let slot: Arc<Mutex<Option<LogThread>>> = Arc::new(Mutex::new(None));
+    move |line: &str| {
+        if SHUTTING_DOWN.load(Ordering::Acquire) {
+            eprintln!("{line}");
+            return;
+        }
+        let mut guard = slot.lock();
+        let pid = std::process::id();
+        if guard.as_ref().map(|t| t.pid != pid).unwrap_or(true) {
+            let (tx, rx) = std::sync::mpsc::channel::<String>();
+            let sink = sink.clone();
+            let started = std::thread::Builder::new().name("graphmind-log".into()).spawn(move || {
+                for line in rx {
+                    if SHUTTING_DOWN.load(Ordering::Acquire) {
+                        eprintln!("{line}");
+                        continue;
+                    }
+                    Python::attach(|py| {
+                        if let Err(e) = sink.call1(py, (line,)) {
+                            e.print(py);
+                        }
+                    });
+                }
+            });
+            if started.is_err() {
+                eprintln!("{line}");
+                return;
+            }
+            *guard = Some(LogThread { pid, tx });
+        }
+        if let Some(t) = guard.as_ref() {
+            let _ = t.tx.send(line.to_string());
+        }
+    }
+}
+
+// -- decisions and gates ---------------------------------------------------------------------
+
+/// A gate's decision, as the wrappers hand it back to their step.
+#[pyclass(module = "graphmind._native", frozen)]
+pub struct Decision {
+    inner: GateDecision,
+}
+
+#[pymethods]
+impl Decision {
+    /// `continue`, `retry`, `inject` or `abort`.
+    #[getter]
+    fn action(&self) -> &'static str {
+        self.inner.action.as_str()
+    }
+
+    /// The injected output (`None` unless `inject`).
+    #[getter]
+    fn output<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.inner.output {
+            Some(v) => to_py(py, v),
+            None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Decision({})", self.inner.action.as_str())
+    }
+}
+
+fn proceed() -> Decision {
+    Decision { inner: GateDecision::proceed() }
+}
+
+/// A held gate: wait on it (sync) or hand it a callback (asyncio).
+#[pyclass(module = "graphmind._native")]
+pub struct HeldGate {
+    pending: Mutex<Option<PendingGate>>,
+    pause_id: String,
+    session: Session,
+}
+
+#[pymethods]
+impl HeldGate {
+    /// The pause id the debugger resumes.
+    #[getter]
+    fn pause_id(&self) -> &str {
+        &self.pause_id
+    }
+
+    /// Blocks until the debugger decides, with the GIL released; signal handlers run every
+    /// 100 ms (a raised `KeyboardInterrupt` discards the gate and propagates).
+    fn wait(&self, py: Python<'_>) -> PyResult<Decision> {
+        let pending = match self.pending.lock().take() {
+            Some(p) => p,
+            None => return Ok(proceed()),
+        };
+        loop {
+            let got = py.detach(|| pending.wait_timeout(SIGNAL_SLICE));
+            if let Some(decision) = got {
+                return Ok(Decision { inner: decision });
+            }
+            if let Err(e) = py.check_signals() {
+                let session = self.session.clone();
+                let id = self.pause_id.clone();
+                py.detach(move || session.discard_gate(&id));
+                return Err(e);
+            }
+        }
+    }
+
+    /// Calls `callback(decision)` once, on the thread that releases the gate (or now).
+    fn on_decision(&self, callback: Py<PyAny>) -> PyResult<()> {
+        let pending = self.pending.lock().take().ok_or_else(|| PyRuntimeError::new_err("gate already awaited"))?;
+        pending.on_decision(move |decision| {
+            Python::attach(|py| {
+                let d = Decision { inner: decision };
+                if let Err(e) = callback.call1(py, (d,)) {
+                    e.print(py);
+                }
+            });
+        });
+        Ok(())
+    }
+
+    /// Releases the gate as `continue` because its waiter went away (a cancelled task).
+    fn discard(&self, py: Python<'_>) -> bool {
+        let session = self.session.clone();
+        let id = self.pause_id.clone();
+        py.detach(move || session.discard_gate(&id))
+    }
+}
+
+fn held(session: &Session, gate: Gate) -> Option<HeldGate> {
+    match gate {
+        Gate::Continue => None,
+        Gate::Held(p) => Some(HeldGate { pause_id: p.pause_id().to_string(), pending: Mutex::new(Some(p)), session: session.clone() }),
+    }
+}
+
+// -- steps -----------------------------------------------------------------------------------
+
+/// What a wrapper does next: `(code, value)`.
+pub const NEXT_RUN: u8 = 0;
+/// Return the function's own result.
+pub const NEXT_RETURN: u8 = 1;
+/// Return the injected value.
+pub const NEXT_INJECT: u8 = 2;
+/// Re-raise the function's error.
+pub const NEXT_RERAISE: u8 = 3;
+/// Raise the abort error.
+pub const NEXT_ABORT: u8 = 4;
+/// A gate holds: wait on the value, then call the matching `on_*`.
+pub const NEXT_WAIT: u8 = 5;
+
+fn next_to_py(py: Python<'_>, next: Next) -> PyResult<(u8, Py<PyAny>)> {
+    Ok(match next {
+        Next::Run { input: Some(v) } => (NEXT_RUN, to_py(py, &v)?.unbind()),
+        Next::Run { input: None } => (NEXT_RUN, py.None()),
+        Next::ReturnResult => (NEXT_RETURN, py.None()),
+        Next::ReturnInjected(v) => (NEXT_INJECT, to_py(py, &v)?.unbind()),
+        Next::Reraise => (NEXT_RERAISE, py.None()),
+        Next::Abort => (NEXT_ABORT, py.None()),
+    })
+}
+
+/// One gated call (a tool, a span): the core's `Step`, driven from Python.
+#[pyclass(module = "graphmind._native")]
+pub struct NativeStep {
+    step: Mutex<Step>,
+    session: Session,
+}
+
+impl NativeStep {
+    fn waiting(&self, py: Python<'_>, gate: Gate, decide: impl FnOnce(&mut Step, GateDecision) -> Next) -> PyResult<(u8, Py<PyAny>)> {
+        match held(&self.session, gate) {
+            None => {
+                let next = decide(&mut self.step.lock(), GateDecision::proceed());
+                next_to_py(py, next)
+            }
+            Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
+        }
+    }
+}
+
+fn error_info(name: &Bound<'_, PyString>, message: &Bound<'_, PyString>, stack: Option<&Bound<'_, PyString>>) -> ErrorInfo {
+    let mut info = ErrorInfo::new(py_str(name), py_str(message));
+    info.stack = stack.map(py_str);
+    info
+}
+
+#[pymethods]
+impl NativeStep {
+    /// The node id (`tool:search`).
+    #[getter]
+    fn node_id(&self) -> String {
+        self.step.lock().node().node_id.clone()
+    }
+
+    /// The instance id of this call.
+    #[getter]
+    fn instance_id(&self) -> String {
+        self.step.lock().node().instance_id.clone()
+    }
+
+    /// The `before` gate: `(code, value)`; `NEXT_WAIT` with a gate when held.
+    fn before(&self, py: Python<'_>) -> PyResult<(u8, Py<PyAny>)> {
+        let gate = self.step.lock().before();
+        self.waiting(py, gate, |s, d| s.on_before(d))
+    }
+
+    /// Applies a `before` decision.
+    fn on_before(&self, py: Python<'_>, decision: &Decision) -> PyResult<(u8, Py<PyAny>)> {
+        let next = self.step.lock().on_before(decision.inner.clone());
+        next_to_py(py, next)
+    }
+
+    /// The `after` gate for `output` (the function's result).
+    fn after(&self, py: Python<'_>, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
+        let gate = self.step.lock().after();
+        match held(&self.session, gate) {
+            None => {
+                let value = to_value_or_marker(output);
+                let next = self.step.lock().on_after(GateDecision::proceed(), Some(value));
+                next_to_py(py, next)
+            }
+            Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
+        }
+    }
+
+    /// Applies an `after` decision to `output`.
+    fn on_after(&self, py: Python<'_>, decision: &Decision, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
+        let value = to_value_or_marker(output);
+        let next = self.step.lock().on_after(decision.inner.clone(), Some(value));
+        next_to_py(py, next)
+    }
+
+    /// The function raised an ordinary error: records it and returns the `error` gate.
+    #[pyo3(signature = (name, message, stack=None))]
+    fn error(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        message: &Bound<'_, PyString>,
+        stack: Option<&Bound<'_, PyString>>,
+    ) -> PyResult<(u8, Py<PyAny>)> {
+        let info = error_info(name, message, stack);
+        let gate = self.step.lock().error(info);
+        self.waiting(py, gate, |s, d| s.on_error(d))
+    }
+
+    /// Applies an `error` decision.
+    fn on_error(&self, py: Python<'_>, decision: &Decision) -> PyResult<(u8, Py<PyAny>)> {
+        let next = self.step.lock().on_error(decision.inner.clone());
+        next_to_py(py, next)
+    }
+
+    /// An abort or an interrupt: never held; the call ends `aborted` or `error`.
+    fn ungated_error(&self, aborted: bool) {
+        self.step.lock().on_ungated_error(aborted);
+    }
+
+    /// Ends a span: `output` recorded unless `None`.
+    fn finish(&self, py: Python<'_>, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
+        let value = if output.is_none() { None } else { Some(to_value_or_marker(output)) };
+        let next = self.step.lock().on_after(GateDecision::proceed(), value);
+        next_to_py(py, next)
+    }
+}
+
+// -- runs ------------------------------------------------------------------------------------
+
+/// A run started in the core: id, name and abort signal.
+#[pyclass(module = "graphmind._native", frozen)]
+pub struct NativeRun {
+    run: Run,
+}
+
+#[pymethods]
+impl NativeRun {
+    /// The run id.
+    #[getter]
+    fn run_id(&self) -> &str {
+        &self.run.run_id
+    }
+
+    /// The run name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.run.name
+    }
+
+    /// Whether the run was aborted (by the debugger or the app).
+    #[getter]
+    fn aborted(&self) -> bool {
+        self.run.signal.is_aborted()
+    }
+
+    /// Why it was aborted.
+    #[getter]
+    fn reason(&self) -> Option<String> {
+        self.run.signal.reason()
+    }
+
+    /// Aborts the run (idempotent).
+    fn abort(&self, reason: &str) {
+        self.run.signal.abort(reason);
+    }
+}
+
+// -- the session -------------------------------------------------------------------------------
+
+/// The core session, one per `graphmind.Session`.
+#[pyclass(module = "graphmind._native", frozen)]
+pub struct NativeSession {
+    session: Session,
+}
+
+fn kind_of(kind: &str) -> NodeKind {
+    NodeKind::parse(kind).unwrap_or(NodeKind::Custom)
+}
+
+#[pymethods]
+impl NativeSession {
+    /// `options`: the reference's option names in camelCase, durations in ms; `env`: a
+    /// mapping standing for the environment (`None`: the process environment); `sink`:
+    /// called with each warning line.
+    #[new]
+    #[pyo3(signature = (options, env, sink))]
+    fn new(options: &Bound<'_, PyAny>, env: Option<&Bound<'_, PyAny>>, sink: Py<PyAny>) -> PyResult<Self> {
+        let options = to_value_or_marker(options);
+        let env = match env {
+            None => EnvSnapshot::from_process(),
+            Some(e) => EnvSnapshot::from_json(&to_value_or_marker(e)),
+        };
+        let config = config::resolve_json(&options, &env, SdkFlavor::Python);
+        let session = Session::new(config, Arc::new(log_sender(Arc::new(sink))));
+        Ok(NativeSession { session })
+    }
+
+    /// The resolved configuration (`Config::to_json`).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.session.config().to_json())
+    }
+
+    /// Whether the session records.
+    #[getter]
+    fn enabled(&self) -> bool {
+        self.session.is_enabled()
+    }
+
+    /// Whether a debugger is attached.
+    #[getter]
+    fn attached(&self) -> bool {
+        self.session.is_attached()
+    }
+
+    /// The URL it connects to.
+    #[getter]
+    fn url(&self) -> String {
+        self.session.config().url.clone()
+    }
+
+    /// Waits up to `timeout` seconds for a debugger (GIL released).
+    fn ready(&self, py: Python<'_>, timeout: f64) -> bool {
+        let s = self.session.clone();
+        let t = secs(timeout);
+        py.detach(move || s.ready(t))
+    }
+
+    /// Starts a run.
+    #[pyo3(signature = (name, meta=None))]
+    fn start_run(&self, name: &str, meta: Option<&Bound<'_, PyAny>>) -> NativeRun {
+        let meta = meta.map(to_value_or_marker);
+        let meta_map = match &meta {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        NativeRun { run: self.session.start_run(name, meta_map) }
+    }
+
+    /// Finishes a run: `status` is `ok`, `error` or `aborted`.
+    #[pyo3(signature = (run, status, name=None, message=None, stack=None))]
+    fn finish_run(
+        &self,
+        run: &NativeRun,
+        status: &str,
+        name: Option<&Bound<'_, PyString>>,
+        message: Option<&Bound<'_, PyString>>,
+        stack: Option<&Bound<'_, PyString>>,
+    ) {
+        let outcome = match (status, name, message) {
+            ("error", Some(n), Some(m)) => RunOutcome::Error(error_info(n, m, stack)),
+            ("aborted", _, _) => RunOutcome::Aborted,
+            _ => RunOutcome::Ok,
+        };
+        self.session.finish_run(&run.run, outcome);
+    }
+
+    /// The run's root node (`agent:<name>`) started, with the run id as instance id.
+    fn run_node_started(&self, run: &NativeRun) {
+        let node = NodeRef { instance_id: run.run.run_id.clone(), ..NodeRef::new(NodeKind::Agent, &run.run.name) };
+        self.session.node_started(Some(&run.run.run_id), &node, None, None);
+    }
+
+    /// The run's root node finished (`status`), after an error when given.
+    #[pyo3(signature = (run, duration_ms, status, name=None, message=None, stack=None))]
+    fn run_node_finished(
+        &self,
+        run: &NativeRun,
+        duration_ms: f64,
+        status: &str,
+        name: Option<&Bound<'_, PyString>>,
+        message: Option<&Bound<'_, PyString>>,
+        stack: Option<&Bound<'_, PyString>>,
+    ) {
+        let node = NodeRef { instance_id: run.run.run_id.clone(), ..NodeRef::new(NodeKind::Agent, &run.run.name) };
+        let run_id = Some(run.run.run_id.as_str());
+        if let (Some(n), Some(m)) = (name, message) {
+            self.session.node_error(run_id, &node, error_info(n, m, stack));
+        }
+        let mut finished = graphmind_core::event::NodeFinished::new(
+            node.node_id.as_str(),
+            graphmind_core::session::normalize_duration(duration_ms),
+            graphmind_core::event::RunStatus::parse(status).unwrap_or(graphmind_core::event::RunStatus::Ok),
+        );
+        finished.instance_id = Some(node.instance_id.as_str().into());
+        self.session.emit(run_id, "node.finished", finished.to_value());
+    }
+
+    /// Starts one gated call: `node.started` with `input` (converted; unreadable parts
+    /// become the degraded marker). `editable` offers its pauses as editable.
+    #[pyo3(signature = (run_id, kind, name, node_id=None, parent_id=None, input=None, editable=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &self,
+        run_id: Option<&str>,
+        kind: &str,
+        name: &str,
+        node_id: Option<&str>,
+        parent_id: Option<&str>,
+        input: Option<&Bound<'_, PyAny>>,
+        editable: bool,
+    ) -> NativeStep {
+        let kind = kind_of(kind);
+        let node = match node_id {
+            Some(id) => NodeRef::with_id(kind, name, id),
+            None => NodeRef::new(kind, name),
+        };
+        let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
+        let step = Step::start(&self.session, run_id, node, parent_id, input, editable);
+        NativeStep { step: Mutex::new(step), session: self.session.clone() }
+    }
+
+    /// A bare gate at `point` (`before`, `after`, `error`) of a node: `None` when nothing
+    /// holds, else the held gate (the caller applies the decision itself).
+    fn gate(&self, run_id: Option<&str>, point: &str, node_id: &str, kind: &str, name: &str) -> Option<HeldGate> {
+        let point = PausePoint::parse(point)?;
+        let node = GateNode { node_id: node_id.into(), kind: kind.into(), name: name.into() };
+        held(&self.session, self.session.gate(run_id, point, &node, GateOptions::default()))
+    }
+
+    /// Emits a raw app event (`node.started`, ...) into `run_id` (or the implicit run).
+    fn emit(&self, run_id: Option<&str>, event_type: &str, payload: &Bound<'_, PyAny>) -> Option<u64> {
+        self.session.emit(run_id, event_type, to_value_or_marker(payload))
+    }
+
+    /// `node.token` with one delta (`channel`: text, reasoning, tool-args).
+    fn token(&self, run_id: Option<&str>, kind: &str, name: &str, node_id: &str, instance_id: &str, channel: &str, text: &Bound<'_, PyString>) {
+        let node = NodeRef { node_id: node_id.into(), instance_id: instance_id.into(), kind: kind_of(kind), name: name.into() };
+        let channel = TokenChannel::parse(channel).unwrap_or(TokenChannel::Text);
+        let text = py_str(text);
+        self.session.node_token(run_id, &node, channel, &text.to_string_lossy());
+    }
+
+    /// `graph.hint`: each node a mapping with `nodeId`, `kind`, `name`, optional `parentId`.
+    fn graph_hint(&self, run_id: Option<&str>, nodes: Vec<Bound<'_, PyAny>>) {
+        let mut hints = Vec::new();
+        for n in nodes {
+            let Ok(Value::Object(m)) = to_value(&n) else { continue };
+            let text = |k: &str| m.get(k).and_then(|v| v.as_js_str()).cloned();
+            let (Some(id), Some(name)) = (text("nodeId"), text("name")) else { continue };
+            let kind = text("kind").and_then(|k| k.as_str().and_then(NodeKind::parse)).unwrap_or(NodeKind::Custom);
+            let mut hint = GraphNodeHint::new(id, kind, name);
+            hint.parent_id = text("parentId");
+            for (k, v) in m.iter() {
+                if !matches!(k.as_str(), Some("nodeId" | "name" | "kind" | "parentId")) {
+                    hint.extra.insert(k.clone(), v.clone());
+                }
+            }
+            hints.push(hint);
+        }
+        if !hints.is_empty() {
+            self.session.graph_hint(run_id, hints);
+        }
+    }
+
+    /// Diagnostics: `(enabled, attached, buffered, dropped, held_gates, seq, lost)`.
+    fn stats(&self) -> (bool, bool, u64, u64, u64, u64, u64) {
+        let s = self.session.stats();
+        (s.enabled, s.attached, s.buffered, s.dropped, s.held_gates, s.seq, s.lost)
+    }
+
+    /// The abort signal state of a live run (`None` when unknown).
+    fn run_aborted(&self, run_id: &str) -> Option<bool> {
+        self.session.run_signal(run_id).map(|s| s.is_aborted())
+    }
+
+    /// Waits up to `timeout` seconds for everything emitted to reach the socket.
+    fn flush(&self, py: Python<'_>, timeout: f64) -> bool {
+        let s = self.session.clone();
+        let t = secs(timeout);
+        py.detach(move || s.flush(t))
+    }
+
+    /// Releases held gates, flushes and closes, within `deadline` seconds. Idempotent.
+    fn dispose(&self, py: Python<'_>, deadline: f64) {
+        let s = self.session.clone();
+        let t = secs(deadline);
+        py.detach(move || s.dispose(t));
+    }
+
+    /// Fork protocol hooks (`os.register_at_fork`).
+    fn before_fork(&self) {
+        self.session.before_fork();
+    }
+
+    /// See `before_fork`.
+    fn after_fork_parent(&self) {
+        self.session.after_fork_parent();
+    }
+
+    /// See `before_fork`.
+    fn after_fork_child(&self) {
+        self.session.after_fork_child();
+    }
+}
+
+/// Called by the package's `atexit` hook: warnings stop calling into Python.
+#[pyfunction]
+fn _shutting_down() {
+    SHUTTING_DOWN.store(true, Ordering::Release);
+}
+
+/// Which resume actions exist (for the `.pyi` and tests).
+#[pyfunction]
+fn resume_actions() -> Vec<&'static str> {
+    ResumeAction::ALL.iter().map(|a| a.as_str()).collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeSession>()?;
+    m.add_class::<NativeRun>()?;
+    m.add_class::<NativeStep>()?;
+    m.add_class::<HeldGate>()?;
+    m.add_class::<Decision>()?;
+    m.add_function(wrap_pyfunction!(_shutting_down, m)?)?;
+    m.add_function(wrap_pyfunction!(resume_actions, m)?)?;
+    m.add("NEXT_RUN", NEXT_RUN)?;
+    m.add("NEXT_RETURN", NEXT_RETURN)?;
+    m.add("NEXT_INJECT", NEXT_INJECT)?;
+    m.add("NEXT_RERAISE", NEXT_RERAISE)?;
+    m.add("NEXT_ABORT", NEXT_ABORT)?;
+    m.add("NEXT_WAIT", NEXT_WAIT)?;
+    m.add("DEFAULT_URL", config::DEFAULT_URL)?;
+    m.add("PROTOCOL_VERSION", graphmind_core::event::PROTOCOL_VERSION)?;
+    m.add("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
+    m.add("MAX_PAYLOAD_BYTES", graphmind_core::shrink::MAX_PAYLOAD_BYTES)?;
+    pure::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,232 @@
+"""Every conformance vector in tests/vectors, through the binding: each value crosses
+Python -> core -> Python, so the conversions are checked along with the rules."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from graphmind import _native
+from conftest import VECTORS, load_vectors
+
+to_json = _native.to_json
+
+
+def _text(v):
+    return to_json(v)
+
+
+# -- canonical JSON and fingerprints -------------------------------------------------
+
+
+def test_loop_guard_canonical_and_fingerprints():
+    f = load_vectors("reference/loop-guard-fixture.json")
+    n = 0
+    for case in f["canonical"]:
+        keys = case.get("ignoreKeys")
+        inp = None if case.get("inputAbsent") else case.get("input")
+        assert _native.canonical_call(case["nodeId"], inp, keys) == case["canonical"], case
+        assert _native.fingerprint(case["nodeId"], inp, keys) == case["fingerprint"], case
+        n += 1
+    assert n == len(f["canonical"]) > 0
+
+
+def test_differential_canonical():
+    f = load_vectors("reference/differential.json")
+    cases = list(f["canonical"])
+    for extra in ("canonicalLoneSurrogates",):
+        if isinstance(f.get(extra), str):
+            cases += _native.parse_json(f[extra])
+        elif isinstance(f.get(extra), list):
+            cases += f[extra]
+    for case in cases:
+        keys = case.get("ignoreKeys")
+        inp = None if case.get("inputAbsent") else case.get("input")
+        assert _native.canonical_call(case["nodeId"], inp, keys) == case["canonical"]
+        assert _native.fingerprint(case["nodeId"], inp, keys) == case["fingerprint"]
+    assert len(cases) > 354
+
+
+def test_public_fingerprint_matches_the_canonical_sha256():
+    import graphmind as gm
+
+    v = {"b": [1.0, "x\ud800"], "a": {"_meta": 1, "z": 1e21}}
+    text = gm.canonical_json(v)
+    assert text == '{"a":{"z":1e+21},"b":[1,"x\\ud800"]}'
+    call = _native.canonical_call("tool:t", v)
+    assert gm.fingerprint("tool:t", v) == hashlib.sha256(call.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+JCS = ["arrays", "french", "structures", "unicode", "values", "weird"]
+
+
+@pytest.mark.parametrize("name", JCS)
+def test_jcs(name):
+    value = _native.parse_json((VECTORS / "jcs" / "input" / f"{name}.json").read_text(encoding="utf-8"))
+    want = (VECTORS / "jcs" / "output" / f"{name}.json").read_text(encoding="utf-8")
+    assert _native.canonical_json(value, []) == want
+
+
+def test_jcs_numbers():
+    lines = (VECTORS / "jcs" / "es6-numbers-1k.txt").read_text().split("\n")
+    n = 0
+    for line in lines:
+        if not line:
+            continue
+        bits, want = line.split(",")
+        import struct
+
+        x = struct.unpack(">d", bytes.fromhex(bits.rjust(16, "0")))[0]
+        assert _native.canonical_json(x) == want, line
+        n += 1
+    assert n > 900
+
+
+# -- shrink -------------------------------------------------------------------------
+
+
+def _expand(v):
+    if isinstance(v, dict):
+        if len(v) == 1:
+            (k, a), = v.items()
+            if k == "$repeat":
+                return _expand(a[0]) * a[1]
+            if k == "$array":
+                return [_expand(a[0]) for _ in range(a[1])]
+            if k == "$concat":
+                return "".join(_expand(p) for p in a)
+            if k == "$keys":
+                return {f"{a[0]}{i}": _expand(a[2]) for i in range(a[1])}
+            if k == "$merge":
+                out = {}
+                for o in a:
+                    out.update(_expand(o))
+                return out
+        return {k: _expand(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_expand(x) for x in v]
+    return v
+
+
+def test_shrink_fixture():
+    f = load_vectors("reference/shrink-fixture.json")
+    consts = _native.shrink_constants()
+    for k, v in f["constants"].items():
+        assert consts[k] == v, k
+    for case in f["cases"]:
+        payload = _expand(case["input"])
+        text, truncated, _ = _native.serialize_payload(
+            payload, case.get("maxBytes") or consts["MAX_PAYLOAD_BYTES"], case.get("type")
+        )
+        want = case["expected"]
+        assert truncated == want["truncated"], case["name"]
+        if "json" in want:
+            assert text == want["json"], case["name"]
+        else:
+            data = text.encode("utf-8", "surrogatepass")
+            assert len(data) == want["jsonBytes"], case["name"]
+            assert hashlib.sha256(data).hexdigest() == want["jsonSha256"], case["name"]
+    assert len(f["cases"]) == 49
+
+
+# -- redaction -------------------------------------------------------------------------
+
+
+def _redaction_cases(cases):
+    n = 0
+    for case in cases:
+        got = _native.redact_events(case.get("switches") or {}, case["in"])
+        for i, (g, want) in enumerate(zip(got, case["out"])):
+            if want.get("dropped"):
+                assert g is None, (case.get("name"), i)
+            else:
+                assert g is not None and _text(g) == _text(want["payload"]), (case.get("name"), i)
+        n += 1
+    return n
+
+
+def test_redaction_fixture():
+    f = load_vectors("reference/redaction-fixture.json")
+    assert _redaction_cases(f["cases"]) == 23
+
+
+def test_differential_redaction():
+    f = load_vectors("reference/differential.json")
+    assert _redaction_cases(f["redaction"]) == 84
+
+
+# -- configuration and the kill switch ---------------------------------------------------
+
+
+def _config_cases(path):
+    f = load_vectors(path)
+    for case in f["cases"]:
+        got = _native.resolve_config(case.get("options") or {}, case.get("env") or {}, case.get("flavor", "python"))
+        want = case["expected"]
+        for key, value in want.items():
+            if key == "warnings":
+                assert len(got["warnings"]) == len(value), (case["name"], got["warnings"])
+                for line, name in zip(got["warnings"], value):
+                    assert line.startswith(name), (case["name"], line, name)
+            elif isinstance(value, dict):
+                for k, v in value.items():
+                    assert got[key][k] == v, (case["name"], key, k)
+            else:
+                assert got[key] == value, (case["name"], key, got.get(key))
+    return len(f["cases"])
+
+
+def test_environment_vectors():
+    assert _config_cases("ours/environment.json") == 46
+
+
+def test_kill_switch_vectors():
+    assert _config_cases("ours/kill-switch.json") == 43
+
+
+# -- LLM capture -------------------------------------------------------------------------
+
+
+def test_llm_fixture():
+    f = load_vectors("reference/llm-fixture.json")
+    for raw, has_tools, want in f["finishReasons"]:
+        assert _native.finish_reason(raw, has_tools) == want, raw
+    for case in f["toolCalls"]:
+        i = case["in"]
+        assert _text(_native.tool_call(i.get("id"), i.get("name"), i.get("args"))) == _text(case["out"]), i
+    for case in f["schemaHashes"]:
+        assert _native.schema_hash(case["in"]) == case["hash"]
+    for case in f["toolDefinitions"]:
+        out = _native.sanitize_tool_definition(case["in"])
+        assert _text(out) == _text(case["out"]), case.get("name")
+        assert _native.schema_hash(out) == case["hash"]
+    for case in f["usage"]:
+        got = _native.provider_usage(case["provider"], case["raw"])
+        assert _text(got) == _text(case["out"]), case.get("name")
+    assert _native.sampling_param_keys() == f["samplingParams"]
+
+
+# -- edit input --------------------------------------------------------------------------
+
+
+def test_edit_input_fixture():
+    f = load_vectors("reference/edit-input-fixture.json")
+    for case in f["proposedValue"]:
+        assert _native.proposed_value_refusal(case.get("value")) == case.get("refusal"), case.get("name")
+    for case in f["prototypeKeys"]:
+        assert _native.prototype_key_refused(case.get("value")) == case["refused"], case.get("name")
+    for case in f["normalizeValidation"]:
+        got = _native.normalize_validation(case.get("result")) if "result" in case else _native.normalize_validation()
+        assert _text(got) == _text(case["expected"]), case.get("name")
+    for case in f["sanitizeShortText"]:
+        got = _native.sanitize_short_text(case.get("input")) if "input" in case else _native.sanitize_short_text()
+        assert _text(got) == _text(case.get("expected")), case.get("name")
+    for case in f["mergeToolInput"]:
+        merged, refusal = _native.merge_edited_input(case.get("live"), case.get("proposed"), bool(case.get("inputHidden")))
+        want = case.get("expected")
+        if want.get("ok"):
+            assert refusal is None and _text(merged) == _text(want["value"]), case.get("name")
+        else:
+            assert refusal == want["code"], (case.get("name"), refusal, want)
