@@ -277,3 +277,30 @@ pub fn constants() -> Constants {
     }
 }
 
+
+/// What an LLM node records for a Vercel AI SDK `doGenerate` result (the core's rule).
+#[napi]
+pub fn ai_sdk_step_output(result_json: String) -> Result<String> {
+    Ok(text(&llm::ai_sdk_step_output(&parse(&result_json)?)))
+}
+
+/// What `graphmind serve` resolves from its flags and environment (`ServerConfig::to_json`),
+/// or `{error: "pauseOnError" | "days", message}` for a flag it refuses.
+#[napi]
+pub fn resolve_server_config(flags_json: String, env_json: String) -> Result<String> {
+    let flags = config::ServerFlags::from_json(&parse(&flags_json)?);
+    let env = EnvSnapshot::from_json(&parse(&env_json)?);
+    Ok(match config::resolve_server(&flags, &env) {
+        Ok(c) => text(&c.to_json()),
+        Err(e) => {
+            let mut m = json::Map::new();
+            let name = match e {
+                config::ServerConfigError::PauseOnError(_) => "pauseOnError",
+                config::ServerConfigError::Days(_) => "days",
+            };
+            m.insert("error", Value::from(name));
+            m.insert("message", Value::from(e.to_string().as_str()));
+            text(&Value::Object(m))
+        }
+    })
+}
