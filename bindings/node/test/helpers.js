@@ -86,6 +86,15 @@ class Debugger {
     });
   }
 
+  /** The next envelope of `type`, or null when none came within `ms`. */
+  async nextWithin(type, ms) {
+    try {
+      return (await this.#first((x) => x.type === 'event' && x.envelope && x.envelope.type === type, ms)).envelope;
+    } catch {
+      return null;
+    }
+  }
+
   async #first(pred, timeoutMs = 10_000) {
     const match = typeof pred === 'string' ? (m) => m.type === pred : pred;
     const deadline = Date.now() + timeoutMs;
