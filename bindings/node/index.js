@@ -352,7 +352,7 @@ function canonicalJson(value, ignoreKeys) {
 
 /** The fingerprint of a call of `nodeId` with `input` (32 hex characters). */
 function fingerprint(nodeId, input, ignoreKeys) {
-  return native.fingerprint(String(nodeId), toJson(input), ignoreKeys);
+  return native.fingerprint(JSON.stringify(String(nodeId)), toJson(input), ignoreKeys);
 }
 
 module.exports = {

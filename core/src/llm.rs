@@ -925,7 +925,7 @@ mod ai_sdk_output_tests {
         )
         .unwrap();
         let out = crate::json::to_string(&ai_sdk_step_output(&result));
-        assert!(out.starts_with(r#"{"text":"hi there","toolCalls":[{"id":"c1","name":"search","input":{"q":1}}],"finishReason":"tool_calls""#), "{out}");
+        assert!(out.starts_with(r#"{"text":"hi there","toolCalls":[{"id":"c1","name":"search","input":{"q":1}}],"finishReason":"tool-calls""#), "{out}");
         assert!(out.contains(r#""usage":"#), "{out}");
     }
 }

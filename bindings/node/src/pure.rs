@@ -38,16 +38,26 @@ pub fn canonical_json(value_json: String, ignore_keys: Option<Vec<String>>) -> R
 
 /// The canonical text of a call (`nodeId` + input), as the loop guard hashes it.
 #[napi]
-pub fn canonical_call(node_id: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+pub fn canonical_call(node_id_json: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+    let node_id = js_str(&node_id_json)?;
     let input = parse_opt(input_json)?;
-    Ok(canonical::canonical_call(&node_id, input.as_ref(), &keys(&ignore_keys)))
+    Ok(canonical::canonical_call_js(&node_id, input.as_ref(), &keys(&ignore_keys)))
+}
+
+/// A node id handed over as JSON text, so a lone surrogate in it survives.
+fn js_str(text: &str) -> Result<graphmind_core::json::JsStr> {
+    match parse(text)? {
+        Value::String(s) => Ok(s),
+        _ => Err(Error::from_reason("graphmind: a node id is a string")),
+    }
 }
 
 /// The fingerprint of a call: 32 hex characters of SHA-256 over its canonical text.
 #[napi]
-pub fn fingerprint(node_id: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+pub fn fingerprint(node_id_json: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+    let node_id = js_str(&node_id_json)?;
     let input = parse_opt(input_json)?;
-    Ok(fingerprint::fingerprint_with(&node_id, input.as_ref(), &keys(&ignore_keys)))
+    Ok(fingerprint::fingerprint_js_with(&node_id, input.as_ref(), &keys(&ignore_keys)))
 }
 
 /// Canonical JSON (RFC 8785 for JSON input) of raw JSON bytes parsed by the core's own

@@ -52,13 +52,13 @@ test('canonical JSON and fingerprints: loop-guard fixture and differential (with
   const lg = load('reference/loop-guard-fixture.json');
   const diff = load('reference/differential.json');
   let n = check('loop-guard canonical', lg.canonical, (c) => {
-    assert.equal(native.canonicalCall(c.nodeId, json(c.input), c.ignoreKeys), c.canonical);
+    assert.equal(native.canonicalCall(json(c.nodeId), json(c.input), c.ignoreKeys), c.canonical);
     assert.equal(gm.fingerprint(c.nodeId, c.input, c.ignoreKeys), c.fingerprint);
   });
   const lone = JSON.parse(diff.canonicalLoneSurrogates);
   for (const [label, cases] of [['differential canonical', diff.canonical], ['lone surrogates', lone]]) {
     n += check(label, cases, (c) => {
-      assert.equal(native.canonicalCall(c.nodeId, json(c.input), c.ignoreKeys), c.canonical);
+      assert.equal(native.canonicalCall(json(c.nodeId), json(c.input), c.ignoreKeys), c.canonical);
       assert.equal(gm.fingerprint(c.nodeId, c.input, c.ignoreKeys), c.fingerprint);
     });
   }
@@ -138,13 +138,18 @@ function expand(v) {
       case '$array': { const item = expand(args[0]); return Array.from({ length: args[1] }, () => item); }
       case '$concat': return args.map(expand).join('');
       case '$keys': { const o = {}; const item = expand(args[2]); for (let i = 0; i < args[1]; i += 1) o[`${args[0]}${i}`] = item; return o; }
-      case '$merge': return Object.assign({}, ...args.map(expand));
+      case '$merge': { const o = {}; for (const part of args.map(expand)) for (const k of Object.keys(part)) put(o, k, part[k]); return o; }
       default: break;
     }
   }
   const out = {};
-  for (const k of keys) out[k] = expand(v[k]);
+  for (const k of keys) put(out, k, expand(v[k]));
   return out;
+}
+
+/** An own property even for "__proto__" (as JSON.parse makes it). */
+function put(o, k, value) {
+  Object.defineProperty(o, k, { value, enumerable: true, writable: true, configurable: true });
 }
 
 test('shrink: every case of shrink-fixture.json byte for byte, and the constants', () => {
