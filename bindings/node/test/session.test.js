@@ -94,6 +94,8 @@ test('every action at every point of a wrapped tool reaches the app', async () =
       if (action !== 'abort') await srv.run(runId, (r) => r.status === (got.error ? 'error' : 'ok'));
     }
   }
+  for (const point of ['before', 'after', 'error']) dbg.clear({ kind: 'tool', point });
+  await sleep(150);
   dbg.close();
   await session.dispose();
 });
