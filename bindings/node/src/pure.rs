@@ -314,3 +314,87 @@ pub fn resolve_server_config(flags_json: String, env_json: String) -> Result<Str
         }
     })
 }
+
+/// The loop guard on its own (the session runs the same one at every `before` gate), for
+/// the loop-guard conformance sequences.
+#[napi]
+pub struct NativeLoopGuard {
+    inner: graphmind_core::loop_guard::LoopGuard,
+}
+
+#[napi]
+impl NativeLoopGuard {
+    /// A guard with the default configuration, overridden by `{threshold, allowNodes,
+    /// ignoreKeys, kinds}` when given.
+    #[napi(constructor)]
+    pub fn new(threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>) -> Self {
+        let mut config = graphmind_core::loop_guard::LoopGuardConfig::default();
+        if let Some(t) = threshold {
+            config.threshold = t;
+        }
+        if let Some(a) = allow_nodes {
+            config.allow_nodes = a;
+        }
+        if let Some(k) = ignore_keys {
+            config.ignore_keys = k;
+        }
+        if let Some(k) = kinds {
+            config.kinds = k;
+        }
+        NativeLoopGuard { inner: graphmind_core::loop_guard::LoopGuard::new(config) }
+    }
+
+    /// A node started: returns its fingerprint (`null` when the guard does not watch it).
+    /// `unreadable`: the input could not be read; `input_json` `null`: no input.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn started(
+        &mut self,
+        run_id: String,
+        node_id: String,
+        kind: String,
+        name: Option<String>,
+        instance_id: Option<String>,
+        input_json: Option<String>,
+        unreadable: bool,
+        seq: u32,
+        attached: bool,
+    ) -> Result<Option<String>> {
+        use graphmind_core::loop_guard::{LoopValue, NodeStart};
+        let input = parse_opt(input_json)?;
+        let value = if unreadable { LoopValue::Unreadable } else { LoopValue::Read(input.as_ref()) };
+        let mut start = NodeStart::new(&run_id, &node_id, &kind, value, seq as u64);
+        if let Some(n) = name.as_deref() {
+            start = start.name(n);
+        }
+        if let Some(i) = instance_id.as_deref() {
+            start = start.instance(i);
+        }
+        Ok(self.inner.on_node_started(&start, attached).fingerprint)
+    }
+
+    /// The `before` gate's question: `{kind, repeats, firstSeq, lastSeq, fingerprint}` when
+    /// the guard holds the call, else `null`.
+    #[napi]
+    pub fn consult_before(&mut self, run_id: String, kind: String, node_id: String, name: Option<String>, attached: bool) -> Option<String> {
+        use graphmind_core::loop_guard::{default_node_name, LoopHide, LoopVerdict};
+        let name = name.unwrap_or_else(|| default_node_name(&node_id).to_string());
+        match self.inner.consult_before(&run_id, &kind, &node_id, &name, attached, LoopHide::default()) {
+            LoopVerdict::Hold(info) => {
+                let mut m = json::Map::new();
+                let kind = match info.kind {
+                    graphmind_core::loop_guard::LoopKind::Repeat => "repeat",
+                    graphmind_core::loop_guard::LoopKind::Cycle { .. } => "cycle",
+                    graphmind_core::loop_guard::LoopKind::ErrorRepeat { .. } => "error-repeat",
+                };
+                m.insert("kind", Value::from(kind));
+                m.insert("repeats", Value::from(info.repeats as i64));
+                m.insert("firstSeq", Value::from(info.first_seq as i64));
+                m.insert("lastSeq", Value::from(info.last_seq as i64));
+                m.insert("fingerprint", Value::from(info.fingerprint.as_str()));
+                Some(text(&Value::Object(m)))
+            }
+            _ => None,
+        }
+    }
+}

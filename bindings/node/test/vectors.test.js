@@ -246,3 +246,28 @@ test('llm capture: every section of llm-fixture.json', () => {
   });
   assert.deepEqual(native.samplingParamKeys(), f.samplingParams);
 });
+
+test('loop guard: every sequence of loop-guard-fixture.json (fingerprints, trips, a retry runs on)', () => {
+  const f = load('reference/loop-guard-fixture.json');
+  check('loop-guard sequences', f.sequences, (seq) => {
+    const guard = new native.NativeLoopGuard(seq.threshold, seq.allowNodes, seq.ignoreKeys, seq.kinds);
+    const trips = [];
+    seq.calls.forEach((call, i) => {
+      const input = call.inputAbsent || call.unreadable ? null : json(call.input);
+      const fp = guard.started('run-1', call.nodeId, call.kind, call.name, call.instanceId, input, !!call.unreadable, i, true);
+      assert.equal(fp, seq.fingerprints[i], `fingerprint ${i}`);
+      const hold = guard.consultBefore('run-1', call.kind, call.nodeId, call.name, true);
+      if (hold) {
+        const info = JSON.parse(hold);
+        assert.equal(info.kind, 'repeat');
+        assert.equal(info.lastSeq, i);
+        assert.equal(info.fingerprint, seq.fingerprints[i]);
+        trips.push({ at: i, repeats: info.repeats, firstAt: info.firstSeq });
+        assert.equal(guard.consultBefore('run-1', call.kind, call.nodeId, call.name, true), null, `retry at ${i}`);
+      }
+    });
+    assert.deepEqual(trips, seq.trips);
+    assert.equal(trips.length ? trips[0].at : null, seq.tripsAt ?? null);
+    assert.equal(trips.length ? trips[0].repeats : null, seq.repeatsAtTrip ?? null);
+  });
+});
