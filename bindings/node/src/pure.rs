@@ -373,6 +373,29 @@ impl NativeLoopGuard {
         Ok(self.inner.on_node_started(&start, attached).fingerprint)
     }
 
+    /// A node failed (`name` and `message` as JSON strings, or `null`).
+    #[napi]
+    pub fn errored(&mut self, run_id: String, node_id: String, instance_id: Option<String>, name_json: Option<String>, message_json: Option<String>) -> Result<()> {
+        let name = parse_opt(name_json)?;
+        let message = parse_opt(message_json)?;
+        let as_str = |v: &Option<Value>| match v {
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let (name, message) = (as_str(&name), as_str(&message));
+        self.inner.on_node_error(&run_id, &node_id, instance_id.as_deref(), name.as_ref(), message.as_ref());
+        Ok(())
+    }
+
+    /// A node finished with `status` and `output` (JSON, `null`: none).
+    #[napi]
+    pub fn finished(&mut self, run_id: String, node_id: String, instance_id: Option<String>, status: Option<String>, output_json: Option<String>) -> Result<()> {
+        let output = parse_opt(output_json)?;
+        let value = graphmind_core::loop_guard::LoopValue::Read(output.as_ref());
+        self.inner.on_node_finished(&run_id, &node_id, instance_id.as_deref(), status.as_deref(), value, true);
+        Ok(())
+    }
+
     /// The `before` gate's question: `{kind, repeats, firstSeq, lastSeq, fingerprint}` when
     /// the guard holds the call, else `null`.
     #[napi]
@@ -384,7 +407,11 @@ impl NativeLoopGuard {
                 let mut m = json::Map::new();
                 let kind = match info.kind {
                     graphmind_core::loop_guard::LoopKind::Repeat => "repeat",
-                    graphmind_core::loop_guard::LoopKind::Cycle { .. } => "cycle",
+                    graphmind_core::loop_guard::LoopKind::Cycle { period, laps } => {
+                        m.insert("period", Value::from(period as i64));
+                        m.insert("laps", Value::from(laps as i64));
+                        "cycle"
+                    }
                     graphmind_core::loop_guard::LoopKind::ErrorRepeat { .. } => "error-repeat",
                 };
                 m.insert("kind", Value::from(kind));

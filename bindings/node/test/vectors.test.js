@@ -271,3 +271,39 @@ test('loop guard: every sequence of loop-guard-fixture.json (fingerprints, trips
     assert.equal(trips.length ? trips[0].repeats : null, seq.repeatsAtTrip ?? null);
   });
 });
+
+test('loop kinds: every sequence of loop-kinds-fixture.json (repeat, cycle, error-repeat holds)', () => {
+  const f = load('reference/loop-kinds-fixture.json');
+  check('loop-kinds sequences', f.sequences, (seq) => {
+    const guard = new native.NativeLoopGuard(seq.threshold, seq.allowNodes, seq.ignoreKeys, seq.kinds);
+    const holds = [];
+    seq.events.forEach((e, i) => {
+      if (e.event === 'start') {
+        const input = e.inputAbsent || e.unreadable ? null : json(e.input);
+        guard.started('run', e.nodeId, e.kind, e.name, e.instanceId, input, !!e.unreadable, i, true);
+        const hold = guard.consultBefore('run', e.kind, e.nodeId, e.name, true);
+        if (hold) {
+          const info = JSON.parse(hold);
+          assert.equal(info.lastSeq, i);
+          assert.equal(info.fingerprint.length, 32);
+          const h = { at: i, kind: info.kind, repeats: info.repeats, firstAt: info.firstSeq };
+          if (info.period !== undefined) { h.period = info.period; h.laps = info.laps; }
+          holds.push(h);
+          assert.equal(guard.consultBefore('run', e.kind, e.nodeId, e.name, true), null, `retry at ${i}`);
+        }
+      } else if (e.event === 'error') {
+        guard.errored('run', e.nodeId, e.instanceId, json(e.name), json(e.message));
+      } else if (e.event === 'finish') {
+        guard.finished('run', e.nodeId, e.instanceId, e.status, json(e.output));
+      } else {
+        throw new Error(`unknown event ${e.event}`);
+      }
+    });
+    const want = seq.holds.map((h) => {
+      const o = { at: h.at, kind: h.kind, repeats: h.repeats, firstAt: h.firstAt };
+      if (h.period !== undefined) { o.period = h.period; o.laps = h.laps; }
+      return o;
+    });
+    assert.deepEqual(holds, want);
+  });
+});
