@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup test test-rust test-ruby test-python test-viewer viewer bench bench-python demo fmt clippy
+.PHONY: setup test test-rust test-ruby test-python test-node test-viewer viewer bench bench-python bench-node demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -8,7 +8,7 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup viewer test-rust test-ruby test-python test-viewer
+test: setup viewer test-rust test-ruby test-python test-node test-viewer
 
 ## The browser viewer (viewer/dist, embedded by cli/build.rs on the next cargo build).
 viewer:
@@ -31,6 +31,12 @@ test-python: setup
 	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
 	.venv/bin/python -m pytest -q bindings/python/tests
 
+## The Node binding: npm ci builds the addon with cargo (install script), then node --test
+## against a real `graphmind serve`.
+test-node:
+	$(CARGO) build -p graphmind-cli --release
+	cd bindings/node && npm ci --no-audit --no-fund && npm test
+
 ## Benchmarks, side by side with what a user would pick instead (criterion).
 bench: setup
 	$(CARGO) bench -p graphmind-core
@@ -38,6 +44,10 @@ bench: setup
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run bench
 	rake bench
 	$(MAKE) bench-python
+	$(MAKE) bench-node
+
+bench-node:
+	cd bindings/node && npm ci --no-audit --no-fund && npm run bench
 
 bench-python: setup
 	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q

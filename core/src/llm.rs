@@ -863,3 +863,69 @@ pub fn pick_params(source: &Value) -> Map {
     }
     out
 }
+
+// -- AI SDK step output -------------------------------------------------------------------
+
+/// What an LLM node records as its output for a Vercel AI SDK `doGenerate` result
+/// (`{content: [{type: "text", text} | {type: "tool-call", toolCallId, toolName, input}],
+/// finishReason, usage}`): `{text?, toolCalls?, finishReason?, rawFinishReason?, usage?}`.
+/// A `finishReason` object (`{unified, raw}`, spec V3+) is read through `unified`. Every
+/// SDK binding that wraps an AI SDK model records through this one function.
+pub fn ai_sdk_step_output(result: &Value) -> Value {
+    let mut out = Map::new();
+    let mut text = String::new();
+    let mut has_text = false;
+    let mut calls = Vec::new();
+    if let Some(Value::Array(parts)) = result.get("content") {
+        for part in parts {
+            match part.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    if let Some(t) = part.get("text").and_then(Value::as_str) {
+                        text.push_str(t);
+                        has_text = true;
+                    }
+                }
+                Some("tool-call") => {
+                    if let Some(call) = tool_call(part.get("toolCallId"), part.get("toolName"), part.get("input")) {
+                        calls.push(call);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if has_text {
+        out.insert("text", Value::from(text.as_str()));
+    }
+    let has_calls = !calls.is_empty();
+    if has_calls {
+        out.insert("toolCalls", Value::Array(calls));
+    }
+    let raw_reason = match result.get("finishReason") {
+        Some(obj @ Value::Object(_)) => obj.get("unified"),
+        other => other,
+    };
+    for (k, v) in finish_fields(raw_reason, has_calls).iter() {
+        out.insert(k.clone(), v.clone());
+    }
+    if let Some(usage) = result.get("usage").and_then(ai_sdk_usage) {
+        out.insert("usage", usage);
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod ai_sdk_output_tests {
+    use super::*;
+
+    #[test]
+    fn text_calls_reason_and_usage() {
+        let result = crate::json::parse_str(
+            r#"{"content":[{"type":"text","text":"hi "},{"type":"text","text":"there"},{"type":"tool-call","toolCallId":"c1","toolName":"search","input":"{\"q\":1}"}],"finishReason":{"unified":"tool-calls","raw":"tool_use"},"usage":{"inputTokens":3,"outputTokens":4}}"#,
+        )
+        .unwrap();
+        let out = crate::json::to_string(&ai_sdk_step_output(&result));
+        assert!(out.starts_with(r#"{"text":"hi there","toolCalls":[{"id":"c1","name":"search","input":{"q":1}}],"finishReason":"tool-calls""#), "{out}");
+        assert!(out.contains(r#""usage":"#), "{out}");
+    }
+}

@@ -12,6 +12,10 @@ use thiserror::Error;
 /// How deeply arrays and objects may nest in a parsed document.
 pub const MAX_JSON_DEPTH: usize = 512;
 
+/// How many keys an object may have before the parser indexes them to find duplicates
+/// (below it a linear scan is faster than hashing).
+const OBJECT_INDEX_AFTER: usize = 16;
+
 /// Why a document is not JSON.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("{kind} at byte {offset}")]
@@ -161,6 +165,10 @@ impl<'a> Parser<'a> {
         }
         self.pos += 1; // '{'
         let mut map = Map::new();
+        // Duplicate keys: the last value wins at the first key's place (JSON.parse). A linear
+        // scan per key is quadratic; past a few keys an index finds a repeat in O(1).
+        let mut index: Option<std::collections::HashMap<JsStr, usize>> = None;
+        let mut entries: Vec<(JsStr, Value)> = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -179,12 +187,32 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             self.skip_ws();
             let value = self.value(depth)?;
-            map.insert(key, value);
+            if entries.len() < OBJECT_INDEX_AFTER {
+                match entries.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = value,
+                    None => entries.push((key, value)),
+                }
+            } else {
+                let idx = index.get_or_insert_with(|| {
+                    entries.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect()
+                });
+                match idx.get(&key) {
+                    Some(&i) => entries[i].1 = value,
+                    None => {
+                        idx.insert(key.clone(), entries.len());
+                        entries.push((key, value));
+                    }
+                }
+            }
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
+                    map = Map::with_capacity(entries.len());
+                    for (k, v) in entries {
+                        map.push_unique(k, v);
+                    }
                     return Ok(Value::Object(map));
                 }
                 _ => return Err(self.unexpected()),
@@ -380,5 +408,37 @@ mod tests {
         assert_eq!(err.to_string(), "unexpected character ']' at byte 3");
         assert_eq!(parse_str("01").unwrap_err().kind, ParseErrorKind::TrailingCharacters);
         assert_eq!(parse(b"\"\xff\"").unwrap_err().kind, ParseErrorKind::InvalidUtf8);
+    }
+}
+
+#[cfg(test)]
+mod object_index_tests {
+    use super::super::{parse_str, to_string};
+
+    #[test]
+    fn duplicates_keep_the_first_place_and_the_last_value_on_both_sides_of_the_index() {
+        let mut text = String::from("{");
+        for i in 0..40 {
+            text.push_str(&format!("\"k{i}\":{i},"));
+        }
+        text.push_str("\"k3\":\"late\",\"k30\":\"later\",\"z\":1}");
+        let out = to_string(&parse_str(&text).unwrap());
+        assert!(out.starts_with(r#"{"k0":0,"k1":1,"k2":2,"k3":"late","k4":4"#), "{out}");
+        assert!(out.contains(r#""k29":29,"k30":"later","k31":31"#), "{out}");
+        assert!(out.ends_with(r#""k39":39,"z":1}"#), "{out}");
+        assert_eq!(to_string(&parse_str(r#"{"a":1,"b":2,"a":3}"#).unwrap()), r#"{"a":3,"b":2}"#);
+    }
+
+    #[test]
+    fn a_large_object_parses_in_linear_time() {
+        let mut text = String::from("{");
+        for i in 0..200_000 {
+            text.push_str(&format!("\"k{i}\":1,"));
+        }
+        text.push_str("\"end\":0}");
+        let started = std::time::Instant::now();
+        let v = parse_str(&text).unwrap();
+        assert_eq!(v.as_object().unwrap().len(), 200_001);
+        assert!(started.elapsed().as_secs() < 5, "{:?}", started.elapsed());
     }
 }

@@ -1,0 +1,118 @@
+'use strict';
+/**
+ * The Vercel AI SDK facade: `graphmind({app, ...options})` returns `{session, ready, run,
+ * wrapTools, wrapModel, dispose}`. Each wrapper is the identity when the session is
+ * disabled. Tools and model steps are gated calls driven by the core's `Step`.
+ */
+const { createSession, isAbortError, native, toJson } = require('./index.js');
+
+function aiVersion() {
+  try {
+    return String(require('ai/package.json').version);
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** `wrapLanguageModel` from the app's own `ai` package. */
+function loadAi() {
+  return require('ai');
+}
+
+function graphmind(options = {}) {
+  const { app, sdk, waitForAttach, ...sessionOptions } = options || {};
+  const session = createSession({
+    ...sessionOptions,
+    appName: app ?? 'ai-app',
+    sdk: sdk ?? { name: 'ai', version: aiVersion() },
+  });
+
+  // waitForAttach: the first run / model step / tool call awaits ready() once.
+  let attachWait = waitForAttach ? undefined : null;
+  const maybeWait = () => {
+    if (attachWait === null) return null;
+    if (attachWait === undefined) {
+      const timeoutMs = typeof waitForAttach === 'number' ? waitForAttach : undefined;
+      attachWait = session.ready({ timeoutMs }).then(() => { attachWait = null; });
+    }
+    return attachWait;
+  };
+
+  const wrapTool = (name, tool) => {
+    if (!tool || typeof tool.execute !== 'function') return tool; // provider-executed: observed, not gated
+    const call = session.wrapCall('tool', name, tool.execute.bind(tool), { editable: true });
+    return {
+      ...tool,
+      async execute(input, callOptions) {
+        const wait = maybeWait();
+        if (wait) await wait;
+        return call(input, callOptions);
+      },
+    };
+  };
+
+  const middleware = {
+    specificationVersion: 'v3',
+    async wrapGenerate({ doGenerate, params, model }) {
+      const wait = maybeWait();
+      if (wait) await wait;
+      const name = (model && model.modelId) || 'model';
+      const step = session.wrapCall('llm', name, () => doGenerate(), {
+        editable: false,
+        input: () => ({ prompt: params.prompt, ...JSON.parse(native.pickParams(toJson(params) ?? '{}')) }),
+        output: (result) => JSON.parse(native.aiSdkStepOutput(toJson(result) ?? '{}')),
+      });
+      return step();
+    },
+    async wrapStream({ doStream, params, model }) {
+      const wait = maybeWait();
+      if (wait) await wait;
+      const name = (model && model.modelId) || 'model';
+      // The stream's parts are recorded when it is consumed; the step gates its start.
+      const step = session.wrapCall('llm', name, () => doStream(), {
+        editable: false,
+        input: () => ({ prompt: params.prompt, ...JSON.parse(native.pickParams(toJson(params) ?? '{}')) }),
+        output: () => ({ streamed: true }),
+      });
+      return step();
+    },
+  };
+
+  return {
+    session,
+
+    ready(opts) {
+      return session.ready(opts);
+    },
+
+    wrapModel(model) {
+      if (!session.enabled) return model;
+      try {
+        return loadAi().wrapLanguageModel({ model, middleware });
+      } catch (error) {
+        console.warn(`[graphmind] wrapModel failed; the model runs uninstrumented (${error && error.message})`);
+        return model;
+      }
+    },
+
+    wrapTools(tools) {
+      if (!session.enabled || !tools || typeof tools !== 'object') return tools;
+      const out = {};
+      for (const [name, tool] of Object.entries(tools)) out[name] = wrapTool(name, tool);
+      return out;
+    },
+
+    async run(name, fn) {
+      const wait = maybeWait();
+      if (wait) await wait;
+      // The run's agent node is recorded, not gated.
+      return session.run(name, (ctx) => session.observe('agent', name, () => fn(ctx)));
+    },
+
+    async dispose() {
+      await session.dispose();
+    },
+  };
+}
+
+module.exports = { graphmind, isAbortError };

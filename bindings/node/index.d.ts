@@ -1,0 +1,148 @@
+// Types of @graphmind/node: the reference's TypeScript API over the Rust core.
+
+export type PausePoint = 'before' | 'after' | 'error';
+export type ResumeAction = 'continue' | 'retry' | 'inject' | 'abort';
+export type NodeKind = 'agent' | 'llm' | 'tool' | 'chain' | 'retriever' | 'custom';
+
+export interface SdkInfo { name: string; version: string }
+
+export interface LoopGuardOptions {
+  threshold?: number;
+  mode?: 'pause' | 'warn' | 'off';
+  allowNodes?: string[];
+  ignoreKeys?: string[];
+  kinds?: string[];
+}
+
+/** Session options: the reference's names and defaults, resolved by the core. */
+export interface SessionOptions {
+  /** Ingest endpoint. Default: GRAPHMIND_URL or ws://127.0.0.1:4747/ingest. */
+  url?: string;
+  /** Reported in hello / run.started. Default "node". */
+  appName?: string;
+  sdk?: SdkInfo;
+  /** Merged into every run.started meta. */
+  meta?: Record<string, unknown>;
+  /** Force on or off; GRAPHMIND_DISABLED=1 still wins, NODE_ENV=production disables unless GRAPHMIND=1. */
+  enabled?: boolean;
+  /** Default 300. */
+  connectTimeoutMs?: number;
+  /** Default 1000. */
+  handshakeTimeoutMs?: number;
+  /** Default 10000. */
+  retryIntervalMs?: number;
+  /** Replay buffer, events. Default 5000. */
+  bufferSize?: number;
+  /** Replay buffer, bytes. Default 8 MiB. */
+  maxBufferBytes?: number;
+  /** Auto-continue a held gate after this long. Default: hold until resumed. */
+  pauseTimeoutMs?: number;
+  tokenIntervalMs?: number;
+  loopGuard?: LoopGuardOptions | false;
+  breakOnErrorResult?: boolean;
+  breakOnTruncated?: boolean;
+  hideInputs?: boolean;
+  hideOutputs?: boolean;
+  hideToolArgs?: boolean;
+  hideToolResults?: boolean;
+  /** The environment to read instead of process.env (tests). */
+  env?: Record<string, string | undefined>;
+  /** Warning sink; default: standard error. Lines start with "[graphmind] ". */
+  logger?: (line: string) => void;
+  /** Rate-limit window of repeated warnings. Default 60000. */
+  warnIntervalMs?: number;
+}
+
+export interface ReadyOptions { timeoutMs?: number }
+
+export interface RunContext {
+  readonly runId: string;
+  readonly name: string;
+  /** Aborted with an AbortError when the debugger aborts the run; abort it to abort the run. */
+  readonly abortController: AbortController;
+  readonly signal: AbortSignal;
+}
+
+export interface GateNode { nodeId: string; kind: NodeKind | string; name?: string }
+export interface GateOptions { editable?: boolean; liveInput?: unknown }
+export interface GateDecision { action: ResumeAction; output?: unknown; input?: unknown }
+
+export interface SessionStats {
+  enabled: boolean;
+  attached: boolean;
+  buffered: number;
+  dropped: number;
+  lost: number;
+  pendingGaps: number;
+  heldGates: number;
+  seq: number;
+}
+
+export interface WrapCallOptions<A extends unknown[], R> {
+  /** Offer the pauses as editable (default: for tools). */
+  editable?: boolean;
+  /** What to record as the input (default: the first argument). */
+  input?: (args: A) => unknown;
+  /** What to record as the output (default: the result). */
+  output?: (result: Awaited<R>) => unknown;
+}
+
+export interface Session {
+  readonly enabled: boolean;
+  readonly attached: boolean;
+  /** The configuration as the core resolved it. */
+  config(): Record<string, unknown>;
+  /** Connects now; true once attached, false on timeout (default 2000 ms) or when disabled. Never rejects. */
+  ready(opts?: ReadyOptions): Promise<boolean>;
+  run<T>(name: string, fn: (ctx: RunContext) => T | Promise<T>): Promise<T>;
+  currentRun(): RunContext | undefined;
+  emit(type: string, payload: unknown): void;
+  gate(point: PausePoint, node: GateNode, options?: GateOptions): Promise<GateDecision>;
+  stats(): SessionStats;
+  /** Blocks up to timeoutMs until everything emitted reached the socket or the buffer. */
+  flushSync(timeoutMs?: number): boolean;
+  dispose(): Promise<void>;
+  /** `fn` as one gated call of node `kind:name`, driven by the core's Step. */
+  wrapCall<A extends unknown[], R>(kind: NodeKind | string, name: string, fn: (...args: A) => R, options?: WrapCallOptions<A, R>): (...args: A) => Promise<Awaited<R>>;
+  /** Runs `fn` as an ungated node (node.started / node.finished). */
+  observe<T>(kind: NodeKind | string, name: string, fn: () => T | Promise<T>): Promise<T>;
+}
+
+export function createSession(options?: SessionOptions): Session;
+/** Canonical JSON (keys sorted by UTF-16 code units, `_meta` ignored unless ignoreKeys says otherwise). */
+export function canonicalJson(value: unknown, ignoreKeys?: string[]): string;
+/** 32 hex characters identifying a call of `nodeId` with `input`. */
+export function fingerprint(nodeId: string, input: unknown, ignoreKeys?: string[]): string;
+
+export class GraphMindAbortError extends Error { name: 'AbortError' }
+export function isAbortError(error: unknown): boolean;
+export const CONTINUE_DECISION: Readonly<GateDecision>;
+export const MAX_PAYLOAD_BYTES: number;
+export const REDACTED: string;
+
+// -- the Vercel AI SDK facade ------------------------------------------------------------
+
+export interface GraphmindOptions extends Omit<SessionOptions, 'appName' | 'sdk'> {
+  /** Default "ai-app". */
+  app?: string;
+  /** Default: {name: "ai", version: the installed ai package}. */
+  sdk?: SdkInfo;
+  /** The first run / model step / tool call awaits ready() (true: 2000 ms, or a number of ms). */
+  waitForAttach?: boolean | number;
+}
+
+export interface Graphmind {
+  readonly session: Session;
+  ready(opts?: ReadyOptions): Promise<boolean>;
+  /** wrapLanguageModel with the debug middleware; identity when disabled. */
+  wrapModel<M>(model: M): M;
+  /** Every tool's execute gated (before/after/error); identity when disabled. */
+  wrapTools<T extends Record<string, unknown>>(tools: T): T;
+  run<T>(name: string, fn: (ctx: RunContext) => T | Promise<T>): Promise<T>;
+  dispose(): Promise<void>;
+}
+
+export function graphmind(options?: GraphmindOptions): Graphmind;
+
+/** The addon itself (pure functions of the core, for conformance runners). */
+export const native: Record<string, any>;

@@ -1,0 +1,373 @@
+'use strict';
+/**
+ * GraphMind for Node.js. Everything here translates JavaScript idioms (promises,
+ * AsyncLocalStorage, AbortController) to the Rust core loaded as `graphmind.node`; what a
+ * debugger action means, when to gate, redaction, shrinking, configuration and the kill
+ * switch all live in the core.
+ */
+const path = require('node:path');
+const { AsyncLocalStorage } = require('node:async_hooks');
+
+const native = require(path.join(__dirname, 'graphmind.node'));
+const CONSTANTS = native.constants();
+
+/** What the core's step tells the wrapper to do next (see `code` in src/lib.rs). */
+const RUN = 0;
+const RUN_EDITED = 1;
+const RETURN_RESULT = 2;
+const RETURN_INJECTED = 3;
+const RERAISE = 4;
+const ABORT = 5;
+const HELD = 6;
+
+const CONTINUE_DECISION = Object.freeze({ action: 'continue' });
+const CONTINUE_PROMISE = Promise.resolve(CONTINUE_DECISION);
+const DEFAULT_READY_TIMEOUT_MS = CONSTANTS.defaultReadyTimeoutMs;
+const DISPOSE_DEADLINE_MS = 2000;
+
+/** The reference's option names the core resolves (`config::resolve_json`). */
+const OPTION_KEYS = [
+  'url', 'appName', 'sdk', 'meta', 'enabled', 'connectTimeoutMs', 'handshakeTimeoutMs',
+  'retryIntervalMs', 'bufferSize', 'maxBufferBytes', 'pauseTimeoutMs', 'tokenIntervalMs',
+  'warnIntervalMs', 'hideInputs', 'hideOutputs', 'hideToolArgs', 'hideToolResults',
+  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated',
+];
+
+/** The error a wrapped call throws when its run was aborted (name `AbortError`). */
+class GraphMindAbortError extends Error {
+  constructor(message = 'aborted from the GraphMind debugger') {
+    super(message);
+    this.name = 'AbortError';
+  }
+}
+
+/** Whether `error` is an abort (any error named `AbortError`). */
+function isAbortError(error) {
+  return error !== null && typeof error === 'object' && error.name === 'AbortError';
+}
+
+/**
+ * JSON text for the core, or `null` for "absent" (`undefined`, a function). JavaScript's
+ * own `JSON.stringify` does the walk (`toJSON`, dropped `undefined` fields, lone
+ * surrogates escaped); a value it cannot serialize (a cycle, a BigInt, a throwing getter)
+ * becomes the core's `[unserializable]` marker instead of an exception in the app.
+ */
+function toJson(value) {
+  if (value === undefined) return null;
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? null : text;
+  } catch {
+    return JSON.stringify(CONSTANTS.unserializable);
+  }
+}
+
+function fromJson(text) {
+  return text == null ? undefined : JSON.parse(text);
+}
+
+function errorParts(error) {
+  if (error instanceof Error) {
+    return [error.name || 'Error', String(error.message), typeof error.stack === 'string' ? error.stack : null];
+  }
+  let message;
+  try { message = String(error); } catch { message = CONSTANTS.unserializable; }
+  return ['Error', message, null];
+}
+
+function abortReason(signal) {
+  const reason = signal && signal.reason;
+  return isAbortError(reason) ? reason : new GraphMindAbortError();
+}
+
+function safeWarn(line) {
+  try { console.warn(line); } catch { /* never into the app */ }
+}
+
+/** A session that does nothing, for when even the core could not be set up. */
+function inertNative() {
+  return new native.NativeSession(JSON.stringify({ enabled: false }), '{}', 'node', () => {}, null);
+}
+
+class Session {
+  #native;
+  #als = new AsyncLocalStorage();
+  #waiters = new Map();
+  #disposed = null;
+
+  constructor(options) {
+    const picked = {};
+    for (const key of OPTION_KEYS) {
+      if (options[key] !== undefined) picked[key] = options[key];
+    }
+    const env = options.env === undefined ? null : JSON.stringify(options.env);
+    const logger = typeof options.logger === 'function'
+      ? (line) => { try { options.logger(line); } catch { /* a throwing logger is ignored */ } }
+      : null;
+    const dispatch = (token) => this.#dispatch(token);
+    try {
+      this.#native = new native.NativeSession(JSON.stringify(picked), env, 'node', dispatch, logger);
+    } catch (error) {
+      safeWarn(`[graphmind] session disabled: ${error && error.message}`);
+      this.#native = inertNative();
+    }
+  }
+
+  /** Whether this session records (the kill switch's verdict). */
+  get enabled() { return this.#native.enabled; }
+
+  /** Whether a debugger is attached now. */
+  get attached() { return this.#native.attached; }
+
+  /** The resolved configuration (as the core reports it). */
+  config() { return JSON.parse(this.#native.configJson()); }
+
+  /** Connects now; resolves whether a debugger attached in time. Never rejects. */
+  ready(opts) {
+    if (!this.#native.enabled || this.#disposed) return Promise.resolve(false);
+    const timeout = opts && Number.isFinite(opts.timeoutMs) ? opts.timeoutMs : DEFAULT_READY_TIMEOUT_MS;
+    try {
+      return this.#native.ready(timeout).catch(() => false);
+    } catch {
+      return Promise.resolve(false);
+    }
+  }
+
+  /** Runs `fn` in a new run (its context through AsyncLocalStorage). `fn`'s errors propagate. */
+  async run(name, fn) {
+    const n = this.#native;
+    const runName = String(name);
+    const runId = n.startRun(runName, null);
+    const abortController = new AbortController();
+    const ctx = Object.freeze({ runId, name: runName, abortController, signal: abortController.signal });
+    abortController.signal.addEventListener('abort', () => {
+      const reason = abortController.signal.reason;
+      n.abortRun(runId, reason instanceof Error ? reason.message : String(reason));
+    }, { once: true });
+    try {
+      const result = await this.#als.run(ctx, () => fn(ctx));
+      n.finishRun(runId, 'ok');
+      return result;
+    } catch (error) {
+      if (isAbortError(error)) {
+        n.finishRun(runId, 'aborted');
+      } else {
+        const [errName, message, stack] = errorParts(error);
+        n.finishRun(runId, 'error', errName, message, stack);
+      }
+      throw error;
+    }
+  }
+
+  /** The active run context, if any. */
+  currentRun() { return this.#als.getStore(); }
+
+  /** Emits one event into the current run (or the implicit one). Never throws. */
+  emit(type, payload) {
+    try {
+      const ctx = this.#als.getStore();
+      this.#native.emit(ctx ? ctx.runId : null, String(type), toJson(payload) ?? '{}');
+    } catch { /* never into the app */ }
+  }
+
+  /** The gate at `point` of `node`: `{action: 'continue'}` at once unless a debugger holds it. */
+  gate(point, node, options) {
+    const ctx = this.#als.getStore();
+    let token = 0;
+    try {
+      token = this.#native.gate(
+        ctx ? ctx.runId : null, String(point), String(node.nodeId), String(node.kind), String(node.name ?? ''),
+        Boolean(options && options.editable), options && options.editable ? toJson(options.liveInput) : null,
+      );
+    } catch { /* fail open */ }
+    if (token === 0) return CONTINUE_PROMISE;
+    return this.#wait(token, ctx).then(() => {
+      const decision = fromJson(this.#native.takeDecision(token)) ?? CONTINUE_DECISION;
+      this.#afterDecision(ctx);
+      return decision;
+    });
+  }
+
+  /** A diagnostics snapshot. */
+  stats() { return this.#native.stats(); }
+
+  /** Waits (blocking, up to `timeoutMs`) until every event so far reached the socket or buffer. */
+  flushSync(timeoutMs = 2000) { return this.#native.flushSync(timeoutMs); }
+
+  /** Releases held gates, flushes and closes, off the event loop. Idempotent. */
+  dispose() {
+    if (!this.#disposed) {
+      this.#disposed = this.#native.dispose(DISPOSE_DEADLINE_MS).catch(() => {});
+    }
+    return this.#disposed;
+  }
+
+  /**
+   * Wraps `fn` as one gated call of node `kind:name` (the core's `Step`): the wrapper
+   * records the first argument as the input and the result as the output, and does what
+   * the debugger decides at each gate.
+   */
+  wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v } = {}) {
+    const session = this;
+    return function graphmindWrapped(...args) {
+      return session.#callStep(kind, String(name), fn, this, args, editable, input, output);
+    };
+  }
+
+  /** Runs `fn` as an ungated node `kind:name` (`node.started`, then `node.finished` ok/error/aborted). */
+  async observe(kind, name, fn) {
+    const n = this.#native;
+    const ctx = this.#als.getStore();
+    let handle = null;
+    try { handle = n.nodeStart(ctx ? ctx.runId : null, String(kind), String(name), null); } catch { /* fail open */ }
+    try {
+      const result = await fn();
+      if (handle !== null) n.nodeFinish(handle, ctx && ctx.signal.aborted ? 'aborted' : 'ok');
+      return result;
+    } catch (error) {
+      if (handle !== null) {
+        if (isAbortError(error) || (ctx && ctx.signal.aborted)) {
+          n.nodeFinish(handle, 'aborted');
+        } else {
+          const [errName, message] = errorParts(error);
+          n.nodeFinish(handle, 'error', errName, message);
+        }
+      }
+      throw error;
+    }
+  }
+
+  #dispatch(token) {
+    const waiter = this.#waiters.get(token);
+    if (waiter) {
+      this.#waiters.delete(token);
+      waiter();
+    } else {
+      // Its waiter went away (an aborted run): take the decision so the count stays right.
+      try { this.#native.takeDecision(token); } catch { /* nothing held */ }
+    }
+  }
+
+  #wait(token, ctx) {
+    return new Promise((resolve, reject) => {
+      const signal = ctx && ctx.signal;
+      const discard = () => {
+        this.#waiters.delete(token);
+        this.#native.discardGate(token);
+        reject(abortReason(signal));
+      };
+      if (signal && signal.aborted) {
+        discard();
+        return;
+      }
+      if (signal) signal.addEventListener('abort', discard, { once: true });
+      this.#waiters.set(token, () => {
+        if (signal) signal.removeEventListener('abort', discard);
+        resolve();
+      });
+    });
+  }
+
+  /** The core aborts a run's signal on an `abort` decision; mirror it on the run's controller. */
+  #afterDecision(ctx) {
+    if (ctx && !ctx.signal.aborted && this.#native.runAborted(ctx.runId)) {
+      ctx.abortController.abort(new GraphMindAbortError());
+    }
+  }
+
+  async #callStep(kind, name, fn, thisArg, args, editable, inputOf, outputOf) {
+    const n = this.#native;
+    if (!n.enabled) return fn.apply(thisArg, args);
+    const ctx = this.#als.getStore();
+    let handle;
+    try {
+      handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, null, toJson(inputOf(args)), editable);
+    } catch {
+      return fn.apply(thisArg, args);
+    }
+    let code = n.stepBefore(handle);
+    let callArgs = args;
+    let result;
+    let failure;
+    for (;;) {
+      if (code === HELD) {
+        try {
+          await this.#wait(handle, ctx);
+        } catch (error) {
+          n.stepUngated(handle, true);
+          throw error;
+        }
+        code = n.stepResume(handle);
+        this.#afterDecision(ctx);
+        continue;
+      }
+      switch (code) {
+        case RUN_EDITED:
+          callArgs = [fromJson(n.stepValue(handle)), ...args.slice(1)];
+        // falls through
+        case RUN:
+          try {
+            result = await fn.apply(thisArg, callArgs);
+          } catch (error) {
+            if (isAbortError(error) || (ctx && ctx.signal.aborted)) {
+              n.stepUngated(handle, true);
+              throw error;
+            }
+            failure = error;
+            const [errName, message, stack] = errorParts(error);
+            code = n.stepError(handle, errName, message, stack);
+            continue;
+          }
+          code = n.stepAfter(handle, toJson(outputOf(result)));
+          continue;
+        case RETURN_RESULT:
+          return result;
+        case RETURN_INJECTED:
+          return fromJson(n.stepValue(handle));
+        case RERAISE:
+          throw failure;
+        case ABORT:
+        default:
+          if (ctx && !ctx.signal.aborted) ctx.abortController.abort(new GraphMindAbortError());
+          throw ctx ? abortReason(ctx.signal) : new GraphMindAbortError();
+      }
+    }
+  }
+}
+
+/**
+ * Creates a session from the reference's options (url, appName, sdk, meta, enabled,
+ * connectTimeoutMs, handshakeTimeoutMs, retryIntervalMs, bufferSize, maxBufferBytes,
+ * pauseTimeoutMs, loopGuard, the four hide switches, breakOnErrorResult, breakOnTruncated,
+ * env, logger, warnIntervalMs). Never throws.
+ */
+function createSession(options = {}) {
+  return new Session(options && typeof options === 'object' ? options : {});
+}
+
+/** The canonical JSON text of a value (sorted keys, `_meta` ignored), as the loop guard sees it. */
+function canonicalJson(value, ignoreKeys) {
+  return native.canonicalJson(toJson(value) ?? 'null', ignoreKeys);
+}
+
+/** The fingerprint of a call of `nodeId` with `input` (32 hex characters). */
+function fingerprint(nodeId, input, ignoreKeys) {
+  return native.fingerprint(JSON.stringify(String(nodeId)), toJson(input), ignoreKeys);
+}
+
+module.exports = {
+  createSession,
+  canonicalJson,
+  fingerprint,
+  GraphMindAbortError,
+  isAbortError,
+  CONTINUE_DECISION,
+  MAX_PAYLOAD_BYTES: CONSTANTS.maxPayloadBytes,
+  REDACTED: CONSTANTS.redacted,
+  Session,
+  native,
+  toJson,
+};
+
+// The Vercel AI SDK facade (`graphmind({app, ...options})`).
+Object.assign(module.exports, require('./ai-sdk.js'));

@@ -1,0 +1,558 @@
+//! GraphMind for Node.js: `graphmind-core` through napi-rs.
+//!
+//! This crate only translates. Values cross as JSON text (JavaScript's own
+//! `JSON.stringify`, which escapes lone surrogates, into the core's WTF-8 parser; the core's
+//! writer back into `JSON.parse`), gates deliver their decision through one unref'd
+//! `ThreadsafeFunction` per session, and every wrapped call is a [`Step`] addressed by a
+//! small integer handle. What an action means, when to gate, how to redact: all in the core.
+
+#![deny(clippy::all)]
+
+use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
+use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatus};
+use graphmind_core::gate::{GateDecision, PausePoint};
+use graphmind_core::json::{self, Map, Value};
+use graphmind_core::session::{normalize_duration, Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
+use graphmind_core::step::{Next, Step};
+use graphmind_core::warn::{stderr_sink, WarnSink};
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+mod pure;
+
+/// The dispatcher: called on the JS thread with the token of a gate whose decision arrived.
+type Dispatch = ThreadsafeFunction<u32, (), u32, Status, false, true>;
+/// The logger: called on the JS thread with one warning line.
+type LogFn = ThreadsafeFunction<String, (), String, Status, false, true>;
+
+/// What the wrapper does next (the core's [`Next`], as a number JS switches on).
+pub mod code {
+    /// Call the function with the live input.
+    pub const RUN: i32 = 0;
+    /// Call the function with the edited input (`stepValue`).
+    pub const RUN_EDITED: i32 = 1;
+    /// Return the function's own result.
+    pub const RETURN_RESULT: i32 = 2;
+    /// Return the injected value (`stepValue`).
+    pub const RETURN_INJECTED: i32 = 3;
+    /// Re-raise the function's error.
+    pub const RERAISE: i32 = 4;
+    /// Raise the abort error: the run was aborted.
+    pub const ABORT: i32 = 5;
+    /// A debugger holds the step: wait for the dispatcher, then call `stepResume`.
+    pub const HELD: i32 = 6;
+}
+
+fn parse_json(text: &str) -> Result<Value> {
+    json::parse_str(text).map_err(|e| Error::from_reason(format!("graphmind: invalid JSON from the binding: {e}")))
+}
+
+fn parse_opt(text: Option<String>) -> Result<Option<Value>> {
+    text.map(|t| parse_json(&t)).transpose()
+}
+
+fn kind_of(kind: &str) -> NodeKind {
+    NodeKind::parse(kind).unwrap_or(NodeKind::Custom)
+}
+
+fn point_of(point: &str) -> Result<PausePoint> {
+    PausePoint::parse(point).ok_or_else(|| Error::from_reason(format!("graphmind: unknown pause point {point:?}")))
+}
+
+fn flavor_of(name: &str) -> SdkFlavor {
+    SdkFlavor::parse(name).unwrap_or(SdkFlavor::Node)
+}
+
+fn decision_json(decision: &GateDecision) -> String {
+    let mut m = Map::new();
+    m.insert("action", Value::from(decision.action.as_str()));
+    if let Some(output) = &decision.output {
+        m.insert("output", output.clone());
+    }
+    if let Some(input) = &decision.input {
+        m.insert("input", input.clone());
+    }
+    json::to_string(&Value::Object(m))
+}
+
+struct StepSlot {
+    step: Step,
+    /// The point of the gate being waited on.
+    point: PausePoint,
+    /// The output recorded at the `after` gate being waited on.
+    output: Option<Value>,
+}
+
+struct NodeSlot {
+    node: NodeRef,
+    run_id: Option<String>,
+    started: Instant,
+}
+
+/// A session snapshot (the reference's `SessionStats`).
+#[napi(object)]
+pub struct NativeStats {
+    pub enabled: bool,
+    pub attached: bool,
+    pub buffered: f64,
+    pub dropped: f64,
+    pub lost: f64,
+    pub pending_gaps: f64,
+    pub held_gates: f64,
+    pub seq: f64,
+}
+
+/// One GraphMind session, used from the JS thread only.
+#[napi]
+pub struct NativeSession {
+    session: Session,
+    dispatch: Arc<Dispatch>,
+    /// Gates whose decision has not been taken yet: while non-zero the dispatcher is ref'd,
+    /// so a held step keeps the process alive; at zero it is unref'd.
+    held: u32,
+    next_token: u32,
+    decisions: Arc<Mutex<HashMap<u32, GateDecision>>>,
+    pauses: HashMap<u32, String>,
+    steps: HashMap<u32, StepSlot>,
+    values: HashMap<u32, Value>,
+    nodes: HashMap<u32, NodeSlot>,
+    runs: HashMap<String, Run>,
+}
+
+/// `ready()` off the JS thread.
+pub struct ReadyTask {
+    session: Session,
+    timeout: Duration,
+}
+
+impl Task for ReadyTask {
+    type Output = bool;
+    type JsValue = bool;
+    fn compute(&mut self) -> Result<bool> {
+        Ok(self.session.ready(self.timeout))
+    }
+    fn resolve(&mut self, _env: Env, output: bool) -> Result<bool> {
+        Ok(output)
+    }
+}
+
+/// `dispose()` off the JS thread (it waits up to its deadline for the flush).
+pub struct DisposeTask {
+    session: Session,
+    deadline: Duration,
+}
+
+impl Task for DisposeTask {
+    type Output = ();
+    type JsValue = ();
+    fn compute(&mut self) -> Result<()> {
+        self.session.dispose(self.deadline);
+        Ok(())
+    }
+    fn resolve(&mut self, _env: Env, _output: ()) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[napi]
+impl NativeSession {
+    /// A session from the reference's camelCase options (JSON), the environment (JSON object
+    /// of strings, or the process environment), the SDK flavor, the dispatcher and an
+    /// optional logger. Config warnings are logged by the session itself.
+    #[napi(constructor)]
+    pub fn new(
+        options_json: String,
+        env_json: Option<String>,
+        flavor: String,
+        dispatch: Function<'_, u32, ()>,
+        logger: Option<Function<'_, String, ()>>,
+    ) -> Result<Self> {
+        let options = parse_json(&options_json)?;
+        let env = match env_json {
+            Some(text) => EnvSnapshot::from_json(&parse_json(&text)?),
+            None => EnvSnapshot::from_process(),
+        };
+        let config = config::resolve_json(&options, &env, flavor_of(&flavor));
+        let dispatch: Dispatch = dispatch.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
+        let sink: WarnSink = match logger {
+            Some(f) => {
+                let log: LogFn = f.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
+                Arc::new(move |line: &str| {
+                    log.call(line.to_string(), ThreadsafeFunctionCallMode::NonBlocking);
+                })
+            }
+            None => stderr_sink(),
+        };
+        Ok(NativeSession {
+            session: Session::new(config, sink),
+            dispatch: Arc::new(dispatch),
+            held: 0,
+            next_token: 0,
+            decisions: Arc::new(Mutex::new(HashMap::new())),
+            pauses: HashMap::new(),
+            steps: HashMap::new(),
+            values: HashMap::new(),
+            nodes: HashMap::new(),
+            runs: HashMap::new(),
+        })
+    }
+
+    /// Whether the session records (the kill switch's verdict).
+    #[napi(getter)]
+    pub fn enabled(&self) -> bool {
+        self.session.is_enabled()
+    }
+
+    /// Whether a debugger is attached now.
+    #[napi(getter)]
+    pub fn attached(&self) -> bool {
+        self.session.is_attached()
+    }
+
+    /// The resolved configuration (`Config::to_json`), as JSON.
+    #[napi]
+    pub fn config_json(&self) -> String {
+        json::to_string(&self.session.config().to_json())
+    }
+
+    /// Connects now and resolves whether a debugger attached within `timeout_ms`.
+    #[napi]
+    pub fn ready(&self, timeout_ms: f64) -> AsyncTask<ReadyTask> {
+        let timeout = Duration::from_millis(timeout_ms.max(0.0) as u64);
+        AsyncTask::new(ReadyTask { session: self.session.clone(), timeout })
+    }
+
+    /// Writes one rate-limited warning through the session's sink.
+    #[napi]
+    pub fn warn(&self, key: String, message: String) {
+        self.session.warn(&key, &message);
+    }
+
+    /// Starts a run; returns its id.
+    #[napi]
+    pub fn start_run(&mut self, name: String, meta_json: Option<String>) -> Result<String> {
+        let meta = match parse_opt(meta_json)? {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        let run = self.session.start_run(&name, meta.as_ref());
+        let id = run.run_id.clone();
+        self.runs.insert(id.clone(), run);
+        Ok(id)
+    }
+
+    /// Finishes a run: `status` is `ok`, `error` (with the error's name and message) or
+    /// `aborted`.
+    #[napi]
+    pub fn finish_run(&mut self, run_id: String, status: String, error_name: Option<String>, error_message: Option<String>, stack: Option<String>) {
+        if let Some(run) = self.runs.remove(&run_id) {
+            let outcome = match status.as_str() {
+                "aborted" => RunOutcome::Aborted,
+                "error" => RunOutcome::Error(error_info(error_name, error_message, stack)),
+                _ => RunOutcome::Ok,
+            };
+            self.session.finish_run(&run, outcome);
+        }
+    }
+
+    /// Aborts a run's signal (the app aborted its controller).
+    #[napi]
+    pub fn abort_run(&self, run_id: String, reason: String) {
+        if let Some(run) = self.runs.get(&run_id) {
+            run.signal.abort(&reason);
+        }
+    }
+
+    /// Whether the run's signal was aborted (by the debugger, or by the app).
+    #[napi]
+    pub fn run_aborted(&self, run_id: String) -> bool {
+        self.runs.get(&run_id).map(|r| r.signal.is_aborted()).unwrap_or(false)
+    }
+
+    /// Emits one raw event; returns its `seq`, or `null` when nothing was emitted.
+    #[napi]
+    pub fn emit(&self, run_id: Option<String>, event_type: String, payload_json: String) -> Result<Option<f64>> {
+        let payload = parse_json(&payload_json)?;
+        Ok(self.session.emit(run_id.as_deref(), &event_type, payload).map(|s| s as f64))
+    }
+
+    /// Refs the dispatcher while a gate is held (a held step keeps the process alive), and
+    /// unrefs it when none is (an idle session never does).
+    fn set_ref(&self, env: &Env, on: bool) -> Result<()> {
+        let raw = self.dispatch.raw();
+        // SAFETY: called on the JS thread that created the threadsafe function, which is
+        // alive for as long as this session (it is released only when the session drops).
+        let status = unsafe {
+            if on {
+                napi::sys::napi_ref_threadsafe_function(env.raw(), raw)
+            } else {
+                napi::sys::napi_unref_threadsafe_function(env.raw(), raw)
+            }
+        };
+        if status == napi::sys::Status::napi_ok {
+            Ok(())
+        } else {
+            Err(Error::from_reason("graphmind: could not (un)ref the gate dispatcher"))
+        }
+    }
+
+    fn hold(&mut self, env: &Env, pending: graphmind_core::gate::PendingGate, token: u32) -> Result<()> {
+        self.pauses.insert(token, pending.pause_id().to_string());
+        self.held += 1;
+        if self.held == 1 {
+            self.set_ref(env, true)?;
+        }
+        let decisions = self.decisions.clone();
+        let dispatch = self.dispatch.clone();
+        pending.on_decision(move |decision| {
+            decisions.lock().unwrap_or_else(|p| p.into_inner()).insert(token, decision);
+            dispatch.call(token, ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        Ok(())
+    }
+
+    fn take(&mut self, env: &Env, token: u32) -> Result<Option<GateDecision>> {
+        let decision = self.decisions.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        if decision.is_some() && self.pauses.remove(&token).is_some() {
+            self.held = self.held.saturating_sub(1);
+            if self.held == 0 {
+                self.set_ref(env, false)?;
+            }
+        }
+        Ok(decision)
+    }
+
+    fn token(&mut self) -> u32 {
+        self.next_token = self.next_token.wrapping_add(1).max(1);
+        self.next_token
+    }
+
+    /// The gate at `point` of a node: `0` when nothing holds, else a token whose decision
+    /// the dispatcher announces (`takeDecision`).
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn gate(
+        &mut self,
+        env: Env,
+        run_id: Option<String>,
+        point: String,
+        node_id: String,
+        kind: String,
+        name: String,
+        editable: bool,
+        live_input_json: Option<String>,
+    ) -> Result<u32> {
+        let node = graphmind_core::gate::GateNode { node_id, kind, name };
+        let options = GateOptions { editable, live_input: parse_opt(live_input_json)? };
+        match self.session.gate(run_id.as_deref(), point_of(&point)?, &node, options) {
+            Gate::Continue => Ok(0),
+            Gate::Held(pending) => {
+                let token = self.token();
+                self.hold(&env, pending, token)?;
+                Ok(token)
+            }
+        }
+    }
+
+    /// The decision of a released gate, as JSON `{action, output?, input?}`.
+    #[napi]
+    pub fn take_decision(&mut self, env: Env, token: u32) -> Result<Option<String>> {
+        Ok(self.take(&env, token)?.map(|d| decision_json(&d)))
+    }
+
+    /// Releases a held gate whose waiter went away (its run's signal aborted): `continue`,
+    /// announced like any release. The dispatcher still announces the token.
+    #[napi]
+    pub fn discard_gate(&self, token: u32) -> bool {
+        match self.pauses.get(&token) {
+            Some(pause_id) => self.session.discard_gate(pause_id),
+            None => false,
+        }
+    }
+
+    /// Starts one gated call (`core::step::Step`): `node.started` with the input. Returns
+    /// the step's handle.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn step_start(
+        &mut self,
+        run_id: Option<String>,
+        kind: String,
+        name: String,
+        node_id: Option<String>,
+        parent_id: Option<String>,
+        input_json: Option<String>,
+        editable: bool,
+    ) -> Result<u32> {
+        let input = parse_opt(input_json)?;
+        let kind = kind_of(&kind);
+        let node = match node_id {
+            Some(id) => NodeRef::with_id(kind, &name, &id),
+            None => NodeRef::new(kind, &name),
+        };
+        let step = Step::start(&self.session, run_id.as_deref(), node, parent_id.as_deref(), input, editable);
+        let handle = self.token();
+        self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });
+        Ok(handle)
+    }
+
+    fn next_code(&mut self, handle: u32, next: Next) -> i32 {
+        let finished = !matches!(next, Next::Run { .. });
+        let code = match next {
+            Next::Run { input: None } => code::RUN,
+            Next::Run { input: Some(v) } => {
+                self.values.insert(handle, v);
+                code::RUN_EDITED
+            }
+            Next::ReturnResult => code::RETURN_RESULT,
+            Next::ReturnInjected(v) => {
+                self.values.insert(handle, v);
+                code::RETURN_INJECTED
+            }
+            Next::Reraise => code::RERAISE,
+            Next::Abort => code::ABORT,
+        };
+        if finished {
+            self.steps.remove(&handle);
+        }
+        code
+    }
+
+    fn step_gate(&mut self, env: &Env, handle: u32, gate: Gate) -> Result<i32> {
+        match gate {
+            Gate::Continue => self.apply(handle, GateDecision::proceed()),
+            Gate::Held(pending) => {
+                self.hold(env, pending, handle)?;
+                Ok(code::HELD)
+            }
+        }
+    }
+
+    fn apply(&mut self, handle: u32, decision: GateDecision) -> Result<i32> {
+        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+        let next = match slot.point {
+            PausePoint::Before => slot.step.on_before(decision),
+            PausePoint::After => {
+                let output = slot.output.take();
+                slot.step.on_after(decision, output)
+            }
+            PausePoint::Error => slot.step.on_error(decision),
+        };
+        Ok(self.next_code(handle, next))
+    }
+
+    /// The gate before the call.
+    #[napi]
+    pub fn step_before(&mut self, env: Env, handle: u32) -> Result<i32> {
+        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+        slot.point = PausePoint::Before;
+        let gate = slot.step.before();
+        self.step_gate(&env, handle, gate)
+    }
+
+    /// The call returned `output` (JSON): the gate after it.
+    #[napi]
+    pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<String>) -> Result<i32> {
+        let output = parse_opt(output_json)?;
+        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+        slot.point = PausePoint::After;
+        slot.output = output;
+        let gate = slot.step.after();
+        self.step_gate(&env, handle, gate)
+    }
+
+    /// The call threw: `node.error` and the gate at `error`.
+    #[napi]
+    pub fn step_error(&mut self, env: Env, handle: u32, name: String, message: String, stack: Option<String>) -> Result<i32> {
+        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+        slot.point = PausePoint::Error;
+        let gate = slot.step.error(error_info(Some(name), Some(message), stack));
+        self.step_gate(&env, handle, gate)
+    }
+
+    /// The decision of the step's held gate arrived (the dispatcher named `handle`): apply it.
+    #[napi]
+    pub fn step_resume(&mut self, env: Env, handle: u32) -> Result<i32> {
+        let decision = self.take(&env, handle)?.unwrap_or_else(GateDecision::proceed);
+        self.apply(handle, decision)
+    }
+
+    /// The call threw something never held (an abort): it ends `aborted` or `error`.
+    #[napi]
+    pub fn step_ungated(&mut self, handle: u32, aborted: bool) {
+        if let Some(mut slot) = self.steps.remove(&handle) {
+            slot.step.on_ungated_error(aborted);
+        }
+    }
+
+    /// The edited input (`RUN_EDITED`) or the injected value (`RETURN_INJECTED`), as JSON.
+    #[napi]
+    pub fn step_value(&mut self, handle: u32) -> Option<String> {
+        self.values.remove(&handle).map(|v| json::to_string(&v))
+    }
+
+    /// Starts an ungated node (a run's agent node): `node.started`. Returns its handle.
+    #[napi]
+    pub fn node_start(&mut self, run_id: Option<String>, kind: String, name: String, input_json: Option<String>) -> Result<u32> {
+        let input = parse_opt(input_json)?;
+        let node = NodeRef::new(kind_of(&kind), &name);
+        self.session.node_started(run_id.as_deref(), &node, None, input);
+        let handle = self.token();
+        self.nodes.insert(handle, NodeSlot { node, run_id, started: Instant::now() });
+        Ok(handle)
+    }
+
+    /// Ends an ungated node: `status` `ok`, `error` (after `node.error`) or `aborted`.
+    #[napi]
+    pub fn node_finish(&mut self, handle: u32, status: String, error_name: Option<String>, error_message: Option<String>) {
+        let Some(slot) = self.nodes.remove(&handle) else { return };
+        let status = RunStatus::parse(&status).unwrap_or(RunStatus::Ok);
+        if status == RunStatus::Error {
+            self.session.node_error(slot.run_id.as_deref(), &slot.node, error_info(error_name, error_message, None));
+        }
+        let elapsed = normalize_duration(slot.started.elapsed().as_secs_f64() * 1000.0);
+        let mut finished = NodeFinished::new(slot.node.node_id.as_str(), elapsed, status);
+        finished.instance_id = Some(slot.node.instance_id.as_str().into());
+        self.session.emit(slot.run_id.as_deref(), "node.finished", finished.to_value());
+    }
+
+    /// A diagnostics snapshot.
+    #[napi]
+    pub fn stats(&self) -> NativeStats {
+        let s = self.session.stats();
+        NativeStats {
+            enabled: s.enabled,
+            attached: s.attached,
+            buffered: s.buffered as f64,
+            dropped: s.dropped as f64,
+            lost: s.lost as f64,
+            pending_gaps: s.pending_gaps as f64,
+            held_gates: s.held_gates as f64,
+            seq: s.seq as f64,
+        }
+    }
+
+    /// Waits up to `timeout_ms` until every event so far is handed to the socket (blocking;
+    /// for tests and benchmarks).
+    #[napi]
+    pub fn flush_sync(&self, timeout_ms: f64) -> bool {
+        self.session.flush(Duration::from_millis(timeout_ms.max(0.0) as u64))
+    }
+
+    /// Releases every held gate, flushes and closes, within `deadline_ms`, off the JS thread.
+    #[napi]
+    pub fn dispose(&self, deadline_ms: f64) -> AsyncTask<DisposeTask> {
+        let deadline = Duration::from_millis(deadline_ms.max(0.0) as u64);
+        AsyncTask::new(DisposeTask { session: self.session.clone(), deadline })
+    }
+}
+
+fn error_info(name: Option<String>, message: Option<String>, stack: Option<String>) -> ErrorInfo {
+    let mut info = ErrorInfo::new(name.unwrap_or_else(|| "Error".into()), message.unwrap_or_default());
+    info.stack = stack.map(Into::into);
+    info
+}

@@ -1,0 +1,427 @@
+//! The core's pure functions, exported as they are (JSON text in, JSON text out), so the
+//! package's API and the conformance vectors reach the very code the session runs.
+
+use graphmind_core::config::{self, EnvSnapshot};
+use graphmind_core::edit_input::{self, InputValidation};
+use graphmind_core::json::{self, Value};
+use graphmind_core::redact::{EventContext, HideSwitches, RedactOutcome, Redactor};
+use graphmind_core::{canonical, fingerprint, llm, shrink, smart};
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+fn parse(text: &str) -> Result<Value> {
+    json::parse_str(text).map_err(|e| Error::from_reason(format!("graphmind: invalid JSON: {e}")))
+}
+
+fn parse_opt(text: Option<String>) -> Result<Option<Value>> {
+    text.map(|t| parse(&t)).transpose()
+}
+
+fn text(v: &Value) -> String {
+    json::to_string(v)
+}
+
+fn keys(ignore: &Option<Vec<String>>) -> Vec<&str> {
+    match ignore {
+        Some(k) => k.iter().map(String::as_str).collect(),
+        None => canonical::DEFAULT_IGNORE_KEYS.to_vec(),
+    }
+}
+
+/// The canonical JSON text of a value (sorted keys by UTF-16 units, `_meta` ignored unless
+/// `ignoreKeys` says otherwise).
+#[napi]
+pub fn canonical_json(value_json: String, ignore_keys: Option<Vec<String>>) -> Result<String> {
+    let value = parse(&value_json)?;
+    Ok(canonical::canonical_json_with(&value, &keys(&ignore_keys)))
+}
+
+/// The canonical text of a call (`nodeId` + input), as the loop guard hashes it.
+#[napi]
+pub fn canonical_call(node_id_json: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+    let node_id = js_str(&node_id_json)?;
+    let input = parse_opt(input_json)?;
+    Ok(canonical::canonical_call_js(&node_id, input.as_ref(), &keys(&ignore_keys)))
+}
+
+/// A node id handed over as JSON text, so a lone surrogate in it survives.
+fn js_str(text: &str) -> Result<graphmind_core::json::JsStr> {
+    match parse(text)? {
+        Value::String(s) => Ok(s),
+        _ => Err(Error::from_reason("graphmind: a node id is a string")),
+    }
+}
+
+/// The fingerprint of a call: 32 hex characters of SHA-256 over its canonical text.
+#[napi]
+pub fn fingerprint(node_id_json: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+    let node_id = js_str(&node_id_json)?;
+    let input = parse_opt(input_json)?;
+    Ok(fingerprint::fingerprint_js_with(&node_id, input.as_ref(), &keys(&ignore_keys)))
+}
+
+/// Canonical JSON (RFC 8785 for JSON input) of raw JSON bytes parsed by the core's own
+/// parser (numbers and lone surrogates exactly as written); `null` when they do not parse.
+#[napi]
+pub fn canonicalize_text(bytes: Buffer) -> Option<String> {
+    json::parse(&bytes).ok().map(|v| canonical::canonical_json_with(&v, &[]))
+}
+
+/// Whether the core's strict parser accepts these bytes (`null`: rejected).
+#[napi]
+pub fn parse_text(bytes: Buffer) -> Option<String> {
+    json::parse(&bytes).ok().map(|v| text(&v))
+}
+
+/// A double as ECMAScript spells it (the core's number writer).
+#[napi]
+pub fn format_number(value: f64) -> String {
+    text(&Value::from(value))
+}
+
+/// The resolved configuration (`Config::to_json`) for options, an environment and a flavor.
+#[napi]
+pub fn resolve_config(options_json: String, env_json: String, flavor: String) -> Result<String> {
+    let options = parse(&options_json)?;
+    let env = EnvSnapshot::from_json(&parse(&env_json)?);
+    let flavor = config::SdkFlavor::parse(&flavor).unwrap_or(config::SdkFlavor::Node);
+    Ok(text(&config::resolve_json(&options, &env, flavor).to_json()))
+}
+
+/// What `serializePayload` returns.
+#[napi(object)]
+pub struct SerializedPayload {
+    pub json: String,
+    pub truncated: bool,
+    pub original_bytes: f64,
+}
+
+/// Serializes a payload within `maxBytes` (default `MAX_PAYLOAD_BYTES`), shrinking it by
+/// the reference's tiers when needed.
+#[napi]
+pub fn serialize_payload(payload_json: String, max_bytes: Option<f64>, event_type: Option<String>) -> Result<SerializedPayload> {
+    let payload = parse(&payload_json)?;
+    let max = max_bytes.map(|m| m as usize).unwrap_or(shrink::MAX_PAYLOAD_BYTES);
+    let out = shrink::serialize_payload(&payload, max, event_type.as_deref());
+    Ok(SerializedPayload { json: out.json, truncated: out.truncated, original_bytes: out.original_bytes as f64 })
+}
+
+/// The result of one redaction.
+#[napi(object)]
+pub struct Redacted {
+    /// `unchanged`, `redacted`, `failed` or `dropped`.
+    pub outcome: String,
+    /// The payload to send (JSON), `null` when dropped.
+    pub payload: Option<String>,
+}
+
+/// The coarse redactor (the four hide switches), stateful across one run's events.
+#[napi]
+pub struct NativeRedactor {
+    inner: Redactor,
+}
+
+#[napi]
+impl NativeRedactor {
+    /// A redactor for `{hideInputs, hideOutputs, hideToolArgs, hideToolResults}`.
+    #[napi(constructor)]
+    pub fn new(hide_inputs: bool, hide_outputs: bool, hide_tool_args: bool, hide_tool_results: bool) -> Self {
+        let switches = HideSwitches { inputs: hide_inputs, outputs: hide_outputs, tool_args: hide_tool_args, tool_results: hide_tool_results };
+        NativeRedactor { inner: Redactor::new(switches) }
+    }
+
+    /// Redacts one event's payload.
+    #[napi]
+    pub fn redact(&mut self, event_type: String, run_id: String, node_kind: Option<String>, payload_json: String) -> Result<Redacted> {
+        let mut payload = parse(&payload_json)?;
+        let ctx = EventContext { run_id: &run_id, node_kind: node_kind.as_deref() };
+        let outcome = self.inner.redact_in(&ctx, &event_type, &mut payload);
+        let (name, keep) = match outcome {
+            RedactOutcome::Unchanged => ("unchanged", true),
+            RedactOutcome::Redacted { .. } => ("redacted", true),
+            RedactOutcome::Failed(_) => ("failed", true),
+            RedactOutcome::Dropped(_) => ("dropped", false),
+        };
+        Ok(Redacted { outcome: name.into(), payload: keep.then(|| text(&payload)) })
+    }
+}
+
+/// The refusal code of a proposed edited value (placeholder or truncation marker), if any.
+#[napi]
+pub fn proposed_value_refusal(value_json: String) -> Result<Option<String>> {
+    Ok(edit_input::proposed_value_refusal(&parse(&value_json)?).map(|c| c.as_str().to_string()))
+}
+
+/// A refusal `{code, message}` when the value carries a prototype-polluting key.
+#[napi]
+pub fn prototype_key_refusal(value_json: String) -> Result<Option<String>> {
+    let refusal = edit_input::prototype_key_refusal(&parse(&value_json)?);
+    Ok(refusal.map(|r| text(&InputValidation::from(r).to_value())))
+}
+
+/// A validator's verdict, normalised (`{ok:true,value}` / `{ok:false,code,message}`).
+#[napi]
+pub fn normalize_validation(result_json: Option<String>) -> Result<String> {
+    let result = parse_opt(result_json)?;
+    Ok(text(&edit_input::normalize_validation(result.as_ref()).to_value()))
+}
+
+/// A short message made safe to show (JSON string, or `null`).
+#[napi]
+pub fn sanitize_short_text(message_json: Option<String>) -> Result<Option<String>> {
+    let message = parse_opt(message_json)?;
+    Ok(edit_input::sanitize_short_text(message.as_ref()).map(|s| text(&Value::String(s))))
+}
+
+/// Tool arguments edited at a pause merged into the live ones, as a validation verdict.
+#[napi]
+pub fn merge_tool_input(live_json: Option<String>, proposed_json: Option<String>, input_hidden: bool) -> Result<String> {
+    let live = parse_opt(live_json)?;
+    let proposed = parse_opt(proposed_json)?;
+    let verdict = match edit_input::merge_edited_input(live.as_ref(), proposed.as_ref(), input_hidden) {
+        Ok(v) => InputValidation::Accepted(v),
+        Err(r) => r.into(),
+    };
+    Ok(text(&verdict.to_value()))
+}
+
+/// The error-result shape of a tool result (`isError`, `success`, ...), if error-shaped.
+#[napi]
+pub fn error_result_shape(result_json: String) -> Result<Option<String>> {
+    Ok(smart::error_result_shape(&parse(&result_json)?).map(|s| s.as_str().to_string()))
+}
+
+/// `{finishReason, toolCalls, unparsed}` when an LLM result was truncated mid tool call.
+#[napi]
+pub fn truncated_tool_call(result_json: String) -> Result<Option<String>> {
+    Ok(smart::truncated_tool_call(&parse(&result_json)?).map(|t| {
+        let mut m = json::Map::new();
+        m.insert("finishReason", Value::from(t.finish_reason.as_str()));
+        m.insert("toolCalls", Value::from(t.tool_calls as i64));
+        m.insert("unparsed", Value::from(t.unparsed as i64));
+        text(&Value::Object(m))
+    }))
+}
+
+/// Whether a raw `GRAPHMIND_BREAK_ON_*` value turns the rule on.
+#[napi]
+pub fn parse_break_on(raw: Option<String>) -> bool {
+    smart::parse_break_on(raw.as_deref())
+}
+
+/// The key that makes two error texts "the same error" (JSON string in and out).
+#[napi]
+pub fn error_text_key(text_json: String) -> Result<String> {
+    match parse(&text_json)? {
+        Value::String(s) => Ok(text(&Value::String(smart::error_text_key(&s)))),
+        _ => Err(Error::from_reason("graphmind: errorTextKey takes a string")),
+    }
+}
+
+/// A provider's finish reason normalised.
+#[napi]
+pub fn normalize_finish_reason(raw_json: Option<String>, has_tool_calls: bool) -> Result<Option<String>> {
+    let raw = parse_opt(raw_json)?;
+    Ok(llm::normalize_finish_reason(raw.as_ref(), has_tool_calls).map(|r| r.as_str().to_string()))
+}
+
+/// One recorded tool call `{id, name, args}` (JSON), or `null`.
+#[napi]
+pub fn tool_call(id_json: Option<String>, name_json: Option<String>, args_json: Option<String>) -> Result<Option<String>> {
+    let (id, name, args) = (parse_opt(id_json)?, parse_opt(name_json)?, parse_opt(args_json)?);
+    Ok(llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()).map(|v| text(&v)))
+}
+
+/// The hash of a tool schema.
+#[napi]
+pub fn schema_hash(definition_json: String) -> Result<String> {
+    Ok(llm::schema_hash(&parse(&definition_json)?))
+}
+
+/// A tool definition with secrets and noise removed, as recorded.
+#[napi]
+pub fn sanitize_tool_definition(definition_json: String) -> Result<String> {
+    Ok(text(&llm::sanitize_tool_definition(&parse(&definition_json)?)))
+}
+
+/// Token usage from a provider's raw usage object (`anthropic`, `openai-chat`, ...).
+#[napi]
+pub fn provider_usage(provider: String, raw_json: String) -> Result<Option<String>> {
+    let Some(p) = llm::UsageProvider::from_name(&provider) else {
+        return Err(Error::from_reason(format!("graphmind: unknown provider {provider:?}")));
+    };
+    Ok(llm::provider_usage(p, &parse(&raw_json)?).map(|v| text(&v)))
+}
+
+/// The allow-listed sampling parameter names, in order.
+#[napi]
+pub fn sampling_param_keys() -> Vec<String> {
+    llm::SAMPLING_PARAM_KEYS.iter().map(|s| s.to_string()).collect()
+}
+
+/// The allow-listed sampling parameters of a request body.
+#[napi]
+pub fn pick_params(source_json: String) -> Result<String> {
+    Ok(text(&Value::Object(llm::pick_params(&parse(&source_json)?))))
+}
+
+/// The core's constants a binding needs.
+#[napi(object)]
+pub struct Constants {
+    pub max_payload_bytes: f64,
+    pub redacted: String,
+    pub unserializable: String,
+    pub max_refusal_message: f64,
+    pub default_ready_timeout_ms: f64,
+}
+
+/// The core's constants.
+#[napi]
+pub fn constants() -> Constants {
+    Constants {
+        max_payload_bytes: shrink::MAX_PAYLOAD_BYTES as f64,
+        redacted: graphmind_core::redact::REDACTED.into(),
+        unserializable: canonical::UNSERIALIZABLE_MARKER.into(),
+        max_refusal_message: edit_input::MAX_REFUSAL_MESSAGE as f64,
+        default_ready_timeout_ms: config::DEFAULT_READY_TIMEOUT_MS as f64,
+    }
+}
+
+
+/// What an LLM node records for a Vercel AI SDK `doGenerate` result (the core's rule).
+#[napi]
+pub fn ai_sdk_step_output(result_json: String) -> Result<String> {
+    Ok(text(&llm::ai_sdk_step_output(&parse(&result_json)?)))
+}
+
+/// What `graphmind serve` resolves from its flags and environment (`ServerConfig::to_json`),
+/// or `{error: "pauseOnError" | "days", message}` for a flag it refuses.
+#[napi]
+pub fn resolve_server_config(flags_json: String, env_json: String) -> Result<String> {
+    let flags = config::ServerFlags::from_json(&parse(&flags_json)?);
+    let env = EnvSnapshot::from_json(&parse(&env_json)?);
+    Ok(match config::resolve_server(&flags, &env) {
+        Ok(c) => text(&c.to_json()),
+        Err(e) => {
+            let mut m = json::Map::new();
+            let name = match e {
+                config::ServerConfigError::PauseOnError(_) => "pauseOnError",
+                config::ServerConfigError::Days(_) => "days",
+            };
+            m.insert("error", Value::from(name));
+            m.insert("message", Value::from(e.to_string().as_str()));
+            text(&Value::Object(m))
+        }
+    })
+}
+
+/// The loop guard on its own (the session runs the same one at every `before` gate), for
+/// the loop-guard conformance sequences.
+#[napi]
+pub struct NativeLoopGuard {
+    inner: graphmind_core::loop_guard::LoopGuard,
+}
+
+#[napi]
+impl NativeLoopGuard {
+    /// A guard with the default configuration, overridden by `{threshold, allowNodes,
+    /// ignoreKeys, kinds}` when given.
+    #[napi(constructor)]
+    pub fn new(threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>) -> Self {
+        let mut config = graphmind_core::loop_guard::LoopGuardConfig::default();
+        if let Some(t) = threshold {
+            config.threshold = t;
+        }
+        if let Some(a) = allow_nodes {
+            config.allow_nodes = a;
+        }
+        if let Some(k) = ignore_keys {
+            config.ignore_keys = k;
+        }
+        if let Some(k) = kinds {
+            config.kinds = k;
+        }
+        NativeLoopGuard { inner: graphmind_core::loop_guard::LoopGuard::new(config) }
+    }
+
+    /// A node started: returns its fingerprint (`null` when the guard does not watch it).
+    /// `unreadable`: the input could not be read; `input_json` `null`: no input.
+    #[napi]
+    #[allow(clippy::too_many_arguments)]
+    pub fn started(
+        &mut self,
+        run_id: String,
+        node_id: String,
+        kind: String,
+        name: Option<String>,
+        instance_id: Option<String>,
+        input_json: Option<String>,
+        unreadable: bool,
+        seq: u32,
+        attached: bool,
+    ) -> Result<Option<String>> {
+        use graphmind_core::loop_guard::{LoopValue, NodeStart};
+        let input = parse_opt(input_json)?;
+        let value = if unreadable { LoopValue::Unreadable } else { LoopValue::Read(input.as_ref()) };
+        let mut start = NodeStart::new(&run_id, &node_id, &kind, value, seq as u64);
+        if let Some(n) = name.as_deref() {
+            start = start.name(n);
+        }
+        if let Some(i) = instance_id.as_deref() {
+            start = start.instance(i);
+        }
+        Ok(self.inner.on_node_started(&start, attached).fingerprint)
+    }
+
+    /// A node failed (`name` and `message` as JSON strings, or `null`).
+    #[napi]
+    pub fn errored(&mut self, run_id: String, node_id: String, instance_id: Option<String>, name_json: Option<String>, message_json: Option<String>) -> Result<()> {
+        let name = parse_opt(name_json)?;
+        let message = parse_opt(message_json)?;
+        let as_str = |v: &Option<Value>| match v {
+            Some(Value::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let (name, message) = (as_str(&name), as_str(&message));
+        self.inner.on_node_error(&run_id, &node_id, instance_id.as_deref(), name.as_ref(), message.as_ref());
+        Ok(())
+    }
+
+    /// A node finished with `status` and `output` (JSON, `null`: none).
+    #[napi]
+    pub fn finished(&mut self, run_id: String, node_id: String, instance_id: Option<String>, status: Option<String>, output_json: Option<String>) -> Result<()> {
+        let output = parse_opt(output_json)?;
+        let value = graphmind_core::loop_guard::LoopValue::Read(output.as_ref());
+        self.inner.on_node_finished(&run_id, &node_id, instance_id.as_deref(), status.as_deref(), value, true);
+        Ok(())
+    }
+
+    /// The `before` gate's question: `{kind, repeats, firstSeq, lastSeq, fingerprint}` when
+    /// the guard holds the call, else `null`.
+    #[napi]
+    pub fn consult_before(&mut self, run_id: String, kind: String, node_id: String, name: Option<String>, attached: bool) -> Option<String> {
+        use graphmind_core::loop_guard::{default_node_name, LoopHide, LoopVerdict};
+        let name = name.unwrap_or_else(|| default_node_name(&node_id).to_string());
+        match self.inner.consult_before(&run_id, &kind, &node_id, &name, attached, LoopHide::default()) {
+            LoopVerdict::Hold(info) => {
+                let mut m = json::Map::new();
+                let kind = match info.kind {
+                    graphmind_core::loop_guard::LoopKind::Repeat => "repeat",
+                    graphmind_core::loop_guard::LoopKind::Cycle { period, laps } => {
+                        m.insert("period", Value::from(period as i64));
+                        m.insert("laps", Value::from(laps as i64));
+                        "cycle"
+                    }
+                    graphmind_core::loop_guard::LoopKind::ErrorRepeat { .. } => "error-repeat",
+                };
+                m.insert("kind", Value::from(kind));
+                m.insert("repeats", Value::from(info.repeats as i64));
+                m.insert("firstSeq", Value::from(info.first_seq as i64));
+                m.insert("lastSeq", Value::from(info.last_seq as i64));
+                m.insert("fingerprint", Value::from(info.fingerprint.as_str()));
+                Some(text(&Value::Object(m)))
+            }
+            _ => None,
+        }
+    }
+}

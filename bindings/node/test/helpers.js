@@ -1,0 +1,131 @@
+'use strict';
+// A real `graphmind serve` and a viewer on /ws/ui, for the session tests.
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const readline = require('node:readline');
+const WebSocket = require('ws');
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+const BIN = process.env.GRAPHMIND_BIN || path.join(ROOT, 'target', 'release', 'graphmind');
+
+async function startServer(args = [], env = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-node-'));
+  const childEnv = { ...process.env, ...env };
+  delete childEnv.GRAPHMIND_PAUSE_ON_ERROR;
+  const child = spawn(BIN, ['--port', '0', '--json', '--no-open', '--db', path.join(dir, 'g.db'), ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: childEnv,
+  });
+  const line = await new Promise((resolve, reject) => {
+    const rl = readline.createInterface({ input: child.stdout });
+    rl.once('line', (l) => { rl.close(); resolve(l); });
+    child.once('exit', (code) => reject(new Error(`graphmind exited ${code}`)));
+  });
+  const { port } = JSON.parse(line);
+  return {
+    port,
+    url: `ws://127.0.0.1:${port}/ingest`,
+    async get(p) {
+      const res = await fetch(`http://127.0.0.1:${port}${p}`);
+      return { status: res.status, body: res.status === 200 ? await res.json() : null };
+    },
+    /** The stored events of a run, once there are at least `count`. */
+    async events(runId, count) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const { status, body } = await this.get(`/api/runs/${runId}/events?limit=1000`);
+        const events = status === 200 ? body.events : [];
+        if (events.length >= count || Date.now() > deadline) return events;
+        await sleep(30);
+      }
+    },
+    async run(runId, pred) {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const { body } = await this.get('/api/runs');
+        const run = body && body.runs.find((r) => r.id === runId);
+        if (run && pred(run)) return run;
+        if (Date.now() > deadline) throw new Error(`run ${runId}: ${JSON.stringify(run)}`);
+        await sleep(20);
+      }
+    },
+    stop() {
+      child.kill();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function frame(run, type, payload) {
+  return { gm: 1, seq: 0, ts: Date.now(), runId: run, type, payload };
+}
+
+/** A viewer: breakpoints, modes, watching a run, resuming its pauses. */
+class Debugger {
+  static async open(srv) {
+    const ws = new WebSocket(`ws://127.0.0.1:${srv.port}/ws/ui`);
+    const d = new Debugger(ws);
+    await d.#first('welcome');
+    return d;
+  }
+
+  #queue = [];
+  #wake = null;
+
+  constructor(ws) {
+    this.ws = ws;
+    ws.on('message', (data) => {
+      this.#queue.push(JSON.parse(String(data)));
+      if (this.#wake) this.#wake();
+    });
+  }
+
+  /** The next envelope of `type`, or null when none came within `ms`. */
+  async nextWithin(type, ms) {
+    try {
+      return (await this.#first((x) => x.type === 'event' && x.envelope && x.envelope.type === type, ms)).envelope;
+    } catch {
+      return null;
+    }
+  }
+
+  async #first(pred, timeoutMs = 10_000) {
+    const match = typeof pred === 'string' ? (m) => m.type === pred : pred;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const i = this.#queue.findIndex(match);
+      if (i >= 0) return this.#queue.splice(i, 1)[0];
+      if (Date.now() > deadline) throw new Error('viewer: nothing matched');
+      await new Promise((r) => { this.#wake = r; setTimeout(r, 50); });
+    }
+  }
+
+  control(run, type, payload) {
+    this.ws.send(JSON.stringify({ type: 'control', envelope: frame(run, type, payload) }));
+  }
+
+  breakpoint(matcher) { this.control('*', 'breakpoint.set', { matcher }); }
+  clear(matcher) { this.control('*', 'breakpoint.clear', { matcher }); }
+  mode(mode) { this.control('*', 'mode.set', { mode }); }
+  watch(runId) { this.ws.send(JSON.stringify({ type: 'subscribe', runId })); }
+
+  /** The next envelope of `type` on a watched run. */
+  async next(type) {
+    const m = await this.#first((x) => x.type === 'event' && x.envelope && x.envelope.type === type);
+    return m.envelope;
+  }
+
+  resume(run, pauseId, action, extra = {}) {
+    this.control(run, 'exec.resume', { pauseId, action, ...extra });
+  }
+
+  close() { this.ws.close(); }
+}
+
+module.exports = { startServer, Debugger, sleep, ROOT };
