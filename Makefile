@@ -12,7 +12,7 @@ test: setup viewer test-rust test-ruby test-python test-node test-viewer
 
 ## The browser viewer (viewer/dist, embedded by cli/build.rs on the next cargo build).
 viewer:
-	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npx vite build
+	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund; } && npx vite build
 
 ## The viewer's browser tests: Chromium against the real server binary.
 test-viewer:
@@ -41,7 +41,7 @@ test-node:
 bench: setup
 	$(CARGO) bench -p graphmind-core
 	$(CARGO) bench -p graphmind-cli
-	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && npm run bench
+	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund; } && npm run bench
 	rake bench
 	$(MAKE) bench-python
 	$(MAKE) bench-node

@@ -51,7 +51,9 @@ fi
 if [ -f viewer/package-lock.json ] && have npm; then
   if [ ! -d viewer/node_modules ] || [ viewer/package-lock.json -nt viewer/node_modules/.package-lock.json ]; then
     echo "setup: installing the viewer's npm packages (npm ci in viewer/)"
-    (cd viewer && npm ci --no-audit --no-fund)
+    # npm 11's `npm ci` refuses Vite 8's lock (it lists a Windows-only optional package that
+    # npm never writes into the lock); `npm install` then installs the same locked versions.
+    (cd viewer && { npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund; })
   fi
 fi
 # Our Python package's venv: maturin builds it, pytest and the client libraries test it.
