@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import queue
 import subprocess
@@ -25,6 +26,10 @@ class Server:
         self.dir = tempfile.mkdtemp(prefix="gm-py-")
         run_env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMIND_")}
         run_env["GRAPHMIND_PAUSE_ON_ERROR"] = "off"
+        # The server's control tokens live in GRAPHMIND_HOME/run: isolate them per test.
+        self.home = os.path.join(self.dir, "gmhome")
+        run_env["GRAPHMIND_HOME"] = self.home
+        run_env["GRAPHMIND_TELEMETRY"] = "0"
         run_env.update(env or {})
         self.proc = subprocess.Popen(
             [str(BIN), "--port", "0", "--json", "--no-open", "--db", os.path.join(self.dir, "g.db")],
@@ -34,6 +39,14 @@ class Server:
         line = self.proc.stdout.readline()
         self.port = json.loads(line)["port"]
         self.url = f"ws://127.0.0.1:{self.port}/ingest"
+        # The viewer credential the server minted: its run file links to #token=...
+        opener = os.path.join(self.home, "run", f"open-{self.port}.html")
+        for _ in range(100):
+            if os.path.exists(opener):
+                break
+            time.sleep(0.02)
+        with open(opener, encoding="utf-8") as f:
+            self.viewer_token = re.search(r"#token=([A-Za-z0-9_]+)", f.read()).group(1)
 
     def get(self, path: str) -> tuple[int, Any]:
         try:
@@ -67,7 +80,11 @@ class Debugger:
     def __init__(self, server: Server) -> None:
         from websockets.sync.client import connect
 
-        self.ws = connect(f"ws://127.0.0.1:{server.port}/ws/ui", max_size=None)
+        self.ws = connect(
+            f"ws://127.0.0.1:{server.port}/ws/ui",
+            max_size=None,
+            subprotocols=["graphmind.v1", f"gm.auth.{server.viewer_token}"],
+        )
         self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
