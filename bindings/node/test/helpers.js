@@ -12,7 +12,9 @@ const BIN = process.env.GRAPHMIND_BIN || path.join(ROOT, 'target', 'release', 'g
 
 async function startServer(args = [], env = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gm-node-'));
-  const childEnv = { ...process.env, ...env };
+  // The server's control tokens live in GRAPHMIND_HOME/run: isolate them per server.
+  const home = path.join(dir, 'gmhome');
+  const childEnv = { ...process.env, GRAPHMIND_HOME: home, GRAPHMIND_TELEMETRY: '0', ...env };
   delete childEnv.GRAPHMIND_PAUSE_ON_ERROR;
   const child = spawn(BIN, ['--port', '0', '--json', '--no-open', '--db', path.join(dir, 'g.db'), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -24,8 +26,13 @@ async function startServer(args = [], env = {}) {
     child.once('exit', (code) => reject(new Error(`graphmind exited ${code}`)));
   });
   const { port } = JSON.parse(line);
+  // The viewer credential the server minted: its run file links to #token=...
+  const opener = path.join(home, 'run', `open-${port}.html`);
+  for (let i = 0; i < 100 && !fs.existsSync(opener); i += 1) await sleep(20);
+  const viewerToken = /#token=([A-Za-z0-9_]+)/.exec(fs.readFileSync(opener, 'utf8'))[1];
   return {
     port,
+    viewerToken,
     url: `ws://127.0.0.1:${port}/ingest`,
     async get(p) {
       const res = await fetch(`http://127.0.0.1:${port}${p}`);
@@ -69,7 +76,7 @@ function frame(run, type, payload) {
 /** A viewer: breakpoints, modes, watching a run, resuming its pauses. */
 class Debugger {
   static async open(srv) {
-    const ws = new WebSocket(`ws://127.0.0.1:${srv.port}/ws/ui`);
+    const ws = new WebSocket(`ws://127.0.0.1:${srv.port}/ws/ui`, ['graphmind.v1', `gm.auth.${srv.viewerToken}`]);
     const d = new Debugger(ws);
     await d.#first('welcome');
     return d;
