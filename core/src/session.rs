@@ -766,8 +766,13 @@ impl Session {
     /// exist here. The child gets a fresh channel and, on its next event, a fresh worker
     /// that reconnects and records; it never believes itself attached.
     pub fn after_fork_child(&self) {
-        // SAFETY: before_fork locked it on the forking thread, which is this thread.
-        unsafe { self.inner.shared.force_unlock() };
+        // SAFETY: in the child only this thread exists. The lock is reset to its initial
+        // state rather than unlocked: a parent thread parked on it at the fork (a worker, a
+        // reader) would otherwise be handed the lock here, where it does not exist.
+        unsafe {
+            reset_mutex(&self.inner.shared);
+            reset_mutex(&self.inner.inbox);
+        }
         let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
         let mut shared = self.inner.shared.lock();
         shared.outbox = tx;
@@ -1043,6 +1048,19 @@ impl Session {
     fn next_pause_deadline(&self) -> Option<Instant> {
         self.inner.shared.lock().engine.next_deadline()
     }
+}
+
+/// Puts a lock back in its initial, unlocked state with no waiters (fork child only).
+///
+/// # Safety
+/// No other thread may use the mutex: true in a freshly forked child, where the caller is
+/// the only thread. The raw mutex is a single atomic, so the write goes through interior
+/// mutability.
+unsafe fn reset_mutex<T>(mutex: &Mutex<T>) {
+    // parking_lot's RawMutex is one AtomicU8 (bit 0 locked, bit 1 parked); 0 is its INIT.
+    const _: () = assert!(std::mem::size_of::<parking_lot::RawMutex>() == 1);
+    let state = &*(mutex.raw() as *const parking_lot::RawMutex as *const std::sync::atomic::AtomicU8);
+    state.store(0, Ordering::SeqCst);
 }
 
 /// `exec.*` events are the gate engine's own; an app never emits them by hand.
