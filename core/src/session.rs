@@ -484,14 +484,7 @@ impl Session {
     }
 
     fn emit_typed(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
-        if !self.inner.config.enabled {
-            return None;
-        }
-        let mut shared = self.inner.shared.lock();
-        if shared.disposed {
-            return None;
-        }
-        self.ensure_worker(&mut shared);
+        let mut shared = self.recording()?;
         self.flush_tokens_locked(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let seq = shared.seq;
@@ -547,14 +540,7 @@ impl Session {
     /// session sends the batch first, so order is kept. Returns the seq when this call sent
     /// a frame.
     pub fn node_token(&self, run_id: Option<&str>, node: &NodeRef, channel: TokenChannel, text: &str) -> Option<u64> {
-        if !self.inner.config.enabled {
-            return None;
-        }
-        let mut shared = self.inner.shared.lock();
-        if shared.disposed {
-            return None;
-        }
-        self.ensure_worker(&mut shared);
+        let mut shared = self.recording()?;
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let interval = millis(self.inner.config.token_interval_ms);
         let delta = TokenDelta::new(channel, text);
@@ -722,9 +708,7 @@ impl Session {
             self.flush_tokens_locked(&mut shared);
             gates = shared.engine.take_all();
             shared.engine.disarm();
-            for gate in &gates {
-                self.announce_release(&mut shared, gate, ResumeAction::Continue, None, None);
-            }
+            self.announce_continues(&mut shared, &gates);
             if let Some(run) = shared.implicit_run.clone() {
                 if self.inner.config.enabled {
                     let finished = RunFinished::new(RunStatus::Ok).to_value();
@@ -739,9 +723,7 @@ impl Session {
             }
             self.inner.attach_signal.notify_all();
         }
-        for gate in gates {
-            gate.release(GateDecision::proceed());
-        }
+        release_continue(gates);
         if started {
             let _ = reply_rx.recv_timeout(deadline);
         }
@@ -794,6 +776,28 @@ impl Session {
     }
 
     // -- internals ----------------------------------------------------------------------
+
+    /// The locked shared state of a session that records (enabled, not disposed), with its
+    /// worker started; `None` when nothing may be recorded.
+    fn recording(&self) -> Option<parking_lot::MutexGuard<'_, Shared>> {
+        if !self.inner.config.enabled {
+            return None;
+        }
+        let mut shared = self.inner.shared.lock();
+        if shared.disposed {
+            return None;
+        }
+        self.ensure_worker(&mut shared);
+        Some(shared)
+    }
+
+    /// Announces every gate in `gates` as released with `continue` (under the lock); the
+    /// caller wakes them with [`release_continue`] once the lock is dropped.
+    fn announce_continues(&self, shared: &mut Shared, gates: &[HeldGate]) {
+        for gate in gates {
+            self.announce_release(shared, gate, ResumeAction::Continue, None, None);
+        }
+    }
 
     fn ensure_worker(&self, shared: &mut Shared) {
         if shared.worker_started || shared.disposed {
@@ -1020,14 +1024,10 @@ impl Session {
             shared.hub_capabilities = None;
             shared.engine.disarm();
             gates = shared.engine.take_all();
-            for gate in &gates {
-                self.announce_release(&mut shared, gate, ResumeAction::Continue, None, None);
-            }
+            self.announce_continues(&mut shared, &gates);
             let _ = shared.outbox.try_send(Outgoing::Detached(generation));
         }
-        for gate in gates {
-            gate.release(GateDecision::proceed());
-        }
+        release_continue(gates);
     }
 
     /// Releases the gates whose pause timeout passed (worker thread).
@@ -1036,17 +1036,20 @@ impl Session {
         {
             let mut shared = self.inner.shared.lock();
             gates = shared.engine.take_expired(Instant::now());
-            for gate in &gates {
-                self.announce_release(&mut shared, gate, ResumeAction::Continue, None, None);
-            }
+            self.announce_continues(&mut shared, &gates);
         }
-        for gate in gates {
-            gate.release(GateDecision::proceed());
-        }
+        release_continue(gates);
     }
 
     fn next_pause_deadline(&self) -> Option<Instant> {
         self.inner.shared.lock().engine.next_deadline()
+    }
+}
+
+/// Wakes every gate in `gates` with `continue` (after their release was announced).
+fn release_continue(gates: Vec<HeldGate>) {
+    for gate in gates {
+        gate.release(GateDecision::proceed());
     }
 }
 
