@@ -7,7 +7,11 @@
 
 use super::string::{JsStr, JsStrBuilder};
 use super::value::{Map, Number, Value};
+use std::collections::HashMap;
 use thiserror::Error;
+
+/// Objects with at least this many members get a hash index while parsing.
+const INDEXED_OBJECT_LEN: usize = 32;
 
 /// How deeply arrays and objects may nest in a parsed document.
 pub const MAX_JSON_DEPTH: usize = 512;
@@ -161,6 +165,7 @@ impl<'a> Parser<'a> {
         }
         self.pos += 1; // '{'
         let mut map = Map::new();
+        let mut index: Option<HashMap<JsStr, usize>> = None;
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -179,7 +184,19 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             self.skip_ws();
             let value = self.value(depth)?;
-            map.insert(key, value);
+            // Small objects: a linear duplicate check. Large ones (a typed array's JSON has
+            // millions of keys): a hash index, so parsing stays linear.
+            if index.is_none() && map.len() < INDEXED_OBJECT_LEN {
+                map.insert(key, value);
+            } else {
+                let idx = index.get_or_insert_with(|| map.keys().cloned().zip(0..).collect());
+                if idx.contains_key(&key) {
+                    map.insert(key, value); // a duplicate: the last value wins, in place
+                } else {
+                    idx.insert(key.clone(), map.len());
+                    map.push_unique(key, value);
+                }
+            }
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
