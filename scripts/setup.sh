@@ -8,7 +8,7 @@ need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # System packages (Debian). Added here as the parts that need them land.
-for pkg_cmd in "pkg-config:pkg-config"; do
+for pkg_cmd in "pkg-config:pkg-config" "cmake:cmake" "valgrind:valgrind"; do
   pkg=${pkg_cmd%%:*}; cmd=${pkg_cmd##*:}
   have "$cmd" || need_apt+=("$pkg")
 done
