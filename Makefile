@@ -54,7 +54,7 @@ bench: setup
 bench-c: lib-c
 	@mkdir -p target/c
 	cc -std=c99 -O2 -Iinclude ffi/benches/tool_node.c -Ltarget/release -lgraphmind -o target/c/bench_tool_node
-	$(CARGO) bench -p graphmind-ffi --bench tool_node -- --c-bench target/c/bench_tool_node
+	GM_C_BENCH=$(CURDIR)/target/c/bench_tool_node $(CARGO) bench -p graphmind-ffi --bench tool_node
 
 ## Runs the example and prints what was recorded.
 demo: setup
