@@ -1150,8 +1150,6 @@ gm_error *gm_serialize_payload(const char *json,
                                size_t type_len,
                                gm_serialized *out);
 
-extern int32_t pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
-
 /**
  * Registers `session` with the library's `pthread_atfork` hooks (installed once per
  * process): around every `fork()` the session runs its fork protocol, and the child
