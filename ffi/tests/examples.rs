@@ -43,10 +43,19 @@ fn control(ui: &mut Ws, run: &str, kind: &str, payload: &str) {
     ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(0, run, kind, payload)));
 }
 
+/// The next envelope of `kind` on any run; watches (subscribes to) each run as it appears.
 fn next_event(ui: &mut Ws, kind: &str, timeout: Duration) -> Value {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if let Some(m) = ui.recv_within(Duration::from_millis(100)) {
+            if s(&m, &["type"]) == Some("run.update") && s(&m, &["run", "status"]) == Some("running") {
+                if let Some(id) = s(&m, &["run", "id"]) {
+                    ui.send(&format!(r#"{{"type":"subscribe","runId":"{id}"}}"#));
+                }
+            }
+            if std::env::var_os("GM_DEBUG").is_some() {
+                eprintln!("ui <- {}", to_json(&m));
+            }
             if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some(kind) {
                 return m.get("envelope").cloned().unwrap();
             }
@@ -77,7 +86,6 @@ const INJECTED: &str = r#"{"injected":"from the debugger","hits":42}"#;
 fn drive(srv: &Server, exe: &Path, wrapper: &[&str]) {
     let mut ui = srv.ui();
     ui.recv_type("welcome");
-    ui.send(r#"{"type":"subscribe","runId":"*"}"#);
     let matcher = r#"{"kind":"tool","name":"lookup","point":"before"}"#;
     control(&mut ui, "*", "breakpoint.set", &format!(r#"{{"matcher":{matcher}}}"#));
     std::thread::sleep(Duration::from_millis(200));
@@ -97,11 +105,18 @@ fn drive(srv: &Server, exe: &Path, wrapper: &[&str]) {
         .spawn()
         .expect("run the agent");
 
+    // The agent prints `RUN <id>` before its first tool call: watch that run.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first_line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first_line).unwrap();
+    let printed_run = first_line.trim().strip_prefix("RUN ").unwrap_or_else(|| panic!("agent printed {first_line:?}")).to_string();
+    ui.send(&format!(r#"{{"type":"subscribe","runId":"{printed_run}"}}"#));
     let slow = if wrapper.is_empty() { 15 } else { 120 };
     let first = next_event(&mut ui, "exec.paused", Duration::from_secs(slow));
     assert_eq!(s(&first, &["payload", "point"]), Some("before"));
     assert_eq!(s(&first, &["payload", "nodeId"]).or(s(&first, &["payload", "node", "nodeId"])).unwrap_or("tool:lookup"), "tool:lookup");
     let run_id = s(&first, &["runId"]).unwrap().to_string();
+    assert_eq!(run_id, printed_run);
     let pause = s(&first, &["payload", "pauseId"]).unwrap().to_string();
     control(&mut ui, &run_id, "exec.resume", &format!(r#"{{"pauseId":"{pause}","action":"inject","output":{INJECTED}}}"#));
     let second = next_event(&mut ui, "exec.paused", Duration::from_secs(slow));
@@ -109,9 +124,9 @@ fn drive(srv: &Server, exe: &Path, wrapper: &[&str]) {
     control(&mut ui, &run_id, "exec.resume", &format!(r#"{{"pauseId":"{pause}","action":"continue"}}"#));
 
     let status = child.wait().unwrap();
-    let mut out = String::new();
+    let mut out = first_line.clone();
     let mut err = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    stdout.read_to_string(&mut out).unwrap();
     child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(status.success(), "{} failed: {status}\nstdout:\n{out}\nstderr:\n{err}", exe.display());
     let lines: Vec<&str> = out.lines().collect();
