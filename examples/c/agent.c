@@ -6,7 +6,7 @@
  * the `after` gate, node.finished. A debugger (graphmind serve's /ws/ui) can hold each call
  * and continue, retry, inject an output or abort. Prints one line per step to stdout:
  *   RUN <run id> / TOOL <i> <result JSON> / DONE <status>
- * Configure with the environment (GRAPHMIND_URL=ws://127.0.0.1:4747/ingest, GRAPHMIND=0, ...).
+ * Configure with the environment (GRAPHMIND_URL=ws://127.0.0.1:4747/ingest, GRAPHMIND_DISABLED=1, ...).
  * Build: cc -std=c99 -Wall -Wextra -Werror -pedantic agent.c $(pkg-config --cflags --libs graphmind)
  */
 #include <graphmind.h>

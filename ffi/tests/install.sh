@@ -15,7 +15,7 @@ for f in include/graphmind.h lib/libgraphmind.so lib/libgraphmind.a lib/pkgconfi
 done
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 expect_ok() { # runs an agent with the kill switch on and checks it completed its tool loop
-  local out; out=$(GRAPHMIND=0 LD_LIBRARY_PATH=$prefix/lib "$1")
+  local out; out=$(GRAPHMIND_DISABLED=1 LD_LIBRARY_PATH=$prefix/lib "$1")
   grep -q '^TOOL 1 ' <<<"$out" && grep -q '^DONE ok$' <<<"$out" || { echo "install: $1 failed: $out"; exit 1; }
   echo "install: $(basename "$1") ok"
 }
