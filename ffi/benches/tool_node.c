@@ -4,6 +4,7 @@
  * Prints "c_abi_ns_per_node <ns>" for ffi/benches/tool_node.rs to show side by side.
  * Usage: bench_tool_node <sample json> [iterations]
  */
+#define _POSIX_C_SOURCE 199309L
 #include "graphmind.h"
 
 #include <stdio.h>
