@@ -11,7 +11,9 @@ fn main() {
     let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("ffi/cbindgen.toml");
     let header = dir.join("../include/graphmind.h");
     // GM_HEADER_OUT lets the drift test generate to a scratch file instead.
-    let out = std::env::var_os("GM_HEADER_OUT").map(PathBuf::from).unwrap_or(header);
+    let out = std::env::var_os("GM_HEADER_OUT")
+        .map(PathBuf::from)
+        .unwrap_or(header);
     println!("cargo:rerun-if-env-changed=GM_HEADER_OUT");
     cbindgen::Builder::new()
         .with_crate(&dir)
@@ -20,6 +22,9 @@ fn main() {
         .expect("cbindgen could not generate graphmind.h")
         .write_to_file(out);
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", dir.join("graphmind.map").display());
+        println!(
+            "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+            dir.join("graphmind.map").display()
+        );
     }
 }

@@ -112,7 +112,7 @@ int main(void) {
     if (report(gm_session_new(opts, NULL, GM_FLAVOR_NATIVE, NULL, NULL, &s), "session")) return 1;
     gm_options_free(opts);
     gm_atfork_register(s);
-    if (!gm_session_ready(s, 3000)) fprintf(stderr, "agent: no debugger attached, recording anyway\n");
+    if (gm_session_is_enabled(s) && !gm_session_ready(s, 3000)) fprintf(stderr, "agent: no debugger attached, recording anyway\n");
 
     report(gm_session_start_run(s, S("c-agent"), S("{\"lang\":\"c\"}"), &run), "run");
     run_id = gm_run_id(run);

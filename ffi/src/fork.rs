@@ -59,7 +59,9 @@ pub(crate) fn unregister(session: &Session) {
 #[no_mangle]
 pub unsafe extern "C" fn gm_atfork_register(session: *const gm_session) -> bool {
     guard_value(false, || {
-        let Some(s) = session.as_ref() else { return false };
+        let Some(s) = session.as_ref() else {
+            return false;
+        };
         let mut ok = true;
         INSTALL.call_once(|| ok = pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0);
         if ok {

@@ -36,7 +36,11 @@ pub enum gm_json_type {
 /// # Safety
 /// `text` points to `len` bytes; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_json_parse(text: *const c_char, len: usize, out: *mut *mut gm_json_doc) -> *mut gm_error {
+pub unsafe extern "C" fn gm_json_parse(
+    text: *const c_char,
+    len: usize,
+    out: *mut *mut gm_json_doc,
+) -> *mut gm_error {
     guard(|| {
         let b = bytes(text, len).ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "text: NULL"))?;
         let root = json::parse(b).map_err(|e| err(gm_code::GM_INVALID_JSON, e.to_string()))?;
@@ -46,12 +50,16 @@ pub unsafe extern "C" fn gm_json_parse(text: *const c_char, len: usize, out: *mu
 
 /// Resolves an RFC 6901 JSON pointer (`""` is the root, `/a/0/b`).
 fn lookup<'a>(root: &'a Value, pointer: &[u8]) -> R<Option<&'a Value>> {
-    let pointer = std::str::from_utf8(pointer).map_err(|_| err(gm_code::GM_INVALID_UTF8, "pointer: not UTF-8"))?;
+    let pointer = std::str::from_utf8(pointer)
+        .map_err(|_| err(gm_code::GM_INVALID_UTF8, "pointer: not UTF-8"))?;
     if pointer.is_empty() {
         return Ok(Some(root));
     }
     let Some(rest) = pointer.strip_prefix('/') else {
-        return Err(err(gm_code::GM_INVALID_ARGUMENT, "pointer: must be empty or start with '/'"));
+        return Err(err(
+            gm_code::GM_INVALID_ARGUMENT,
+            "pointer: must be empty or start with '/'",
+        ));
     };
     let mut at = root;
     for token in rest.split('/') {
@@ -69,8 +77,14 @@ fn lookup<'a>(root: &'a Value, pointer: &[u8]) -> R<Option<&'a Value>> {
     Ok(Some(at))
 }
 
-unsafe fn find<'a>(doc: *const gm_json_doc, pointer: *const c_char, len: usize) -> R<Option<&'a Value>> {
-    let doc = doc.as_ref().ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "doc: NULL"))?;
+unsafe fn find<'a>(
+    doc: *const gm_json_doc,
+    pointer: *const c_char,
+    len: usize,
+) -> R<Option<&'a Value>> {
+    let doc = doc
+        .as_ref()
+        .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "doc: NULL"))?;
     lookup(&doc.root, bytes(pointer, len).unwrap_or(b""))
 }
 
@@ -79,15 +93,21 @@ unsafe fn find<'a>(doc: *const gm_json_doc, pointer: *const c_char, len: usize) 
 /// # Safety
 /// `doc` is a live document; `pointer` points to `len` bytes or is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn gm_json_doc_type(doc: *const gm_json_doc, pointer: *const c_char, len: usize) -> gm_json_type {
-    guard_value(gm_json_type::GM_JSON_MISSING, || match find(doc, pointer, len) {
-        Ok(Some(Value::Null)) => gm_json_type::GM_JSON_NULL,
-        Ok(Some(Value::Bool(_))) => gm_json_type::GM_JSON_BOOL,
-        Ok(Some(Value::Number(_))) => gm_json_type::GM_JSON_NUMBER,
-        Ok(Some(Value::String(_))) => gm_json_type::GM_JSON_STRING,
-        Ok(Some(Value::Array(_))) => gm_json_type::GM_JSON_ARRAY,
-        Ok(Some(Value::Object(_))) => gm_json_type::GM_JSON_OBJECT,
-        _ => gm_json_type::GM_JSON_MISSING,
+pub unsafe extern "C" fn gm_json_doc_type(
+    doc: *const gm_json_doc,
+    pointer: *const c_char,
+    len: usize,
+) -> gm_json_type {
+    guard_value(gm_json_type::GM_JSON_MISSING, || {
+        match find(doc, pointer, len) {
+            Ok(Some(Value::Null)) => gm_json_type::GM_JSON_NULL,
+            Ok(Some(Value::Bool(_))) => gm_json_type::GM_JSON_BOOL,
+            Ok(Some(Value::Number(_))) => gm_json_type::GM_JSON_NUMBER,
+            Ok(Some(Value::String(_))) => gm_json_type::GM_JSON_STRING,
+            Ok(Some(Value::Array(_))) => gm_json_type::GM_JSON_ARRAY,
+            Ok(Some(Value::Object(_))) => gm_json_type::GM_JSON_OBJECT,
+            _ => gm_json_type::GM_JSON_MISSING,
+        }
     })
 }
 
@@ -96,7 +116,11 @@ pub unsafe extern "C" fn gm_json_doc_type(doc: *const gm_json_doc, pointer: *con
 /// # Safety
 /// `doc` is a live document; `pointer` points to `len` bytes or is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn gm_json_doc_len(doc: *const gm_json_doc, pointer: *const c_char, len: usize) -> i64 {
+pub unsafe extern "C" fn gm_json_doc_len(
+    doc: *const gm_json_doc,
+    pointer: *const c_char,
+    len: usize,
+) -> i64 {
     guard_value(-1, || match find(doc, pointer, len) {
         Ok(Some(Value::Array(items))) => items.len() as i64,
         Ok(Some(Value::Object(map))) => map.len() as i64,
@@ -110,7 +134,12 @@ pub unsafe extern "C" fn gm_json_doc_len(doc: *const gm_json_doc, pointer: *cons
 /// # Safety
 /// `doc` is a live document; `pointer` points to `len` bytes or is NULL; `out` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn gm_json_doc_get(doc: *const gm_json_doc, pointer: *const c_char, len: usize, out: *mut gm_string) -> bool {
+pub unsafe extern "C" fn gm_json_doc_get(
+    doc: *const gm_json_doc,
+    pointer: *const c_char,
+    len: usize,
+    out: *mut gm_string,
+) -> bool {
     guard_value(false, || {
         if out.is_null() {
             return false;
@@ -134,7 +163,12 @@ pub unsafe extern "C" fn gm_json_doc_get(doc: *const gm_json_doc, pointer: *cons
 /// # Safety
 /// `doc` is a live document; `pointer` points to `len` bytes or is NULL; `out` is valid.
 #[no_mangle]
-pub unsafe extern "C" fn gm_json_doc_get_str(doc: *const gm_json_doc, pointer: *const c_char, len: usize, out: *mut gm_string) -> bool {
+pub unsafe extern "C" fn gm_json_doc_get_str(
+    doc: *const gm_json_doc,
+    pointer: *const c_char,
+    len: usize,
+    out: *mut gm_string,
+) -> bool {
     guard_value(false, || {
         if out.is_null() {
             return false;
@@ -171,7 +205,11 @@ pub unsafe extern "C" fn gm_json_doc_key(
         }
         match find(doc, pointer, len) {
             Ok(Some(Value::Object(map))) if index < map.len() => {
-                let key = map.iter().nth(index).map(|(k, _)| k.as_bytes().to_vec()).unwrap_or_default();
+                let key = map
+                    .iter()
+                    .nth(index)
+                    .map(|(k, _)| k.as_bytes().to_vec())
+                    .unwrap_or_default();
                 out.write(gm_string::from_bytes(key));
                 true
             }

@@ -87,7 +87,10 @@ pub struct gm_string {
 
 impl gm_string {
     fn empty() -> gm_string {
-        gm_string { ptr: std::ptr::null_mut(), len: 0 }
+        gm_string {
+            ptr: std::ptr::null_mut(),
+            len: 0,
+        }
     }
 
     fn from_bytes(bytes: Vec<u8>) -> gm_string {
@@ -95,7 +98,10 @@ impl gm_string {
         let mut bytes = bytes;
         bytes.push(0);
         let boxed = bytes.into_boxed_slice();
-        gm_string { ptr: Box::into_raw(boxed) as *mut c_char, len }
+        gm_string {
+            ptr: Box::into_raw(boxed) as *mut c_char,
+            len,
+        }
     }
 
     fn from_string(s: String) -> gm_string {
@@ -109,7 +115,10 @@ fn err(code: gm_code, message: impl Into<String>) -> Box<gm_error> {
     let mut bytes = message.into().into_bytes();
     bytes.retain(|b| *b != 0);
     bytes.push(0);
-    Box::new(gm_error { code, message: bytes })
+    Box::new(gm_error {
+        code,
+        message: bytes,
+    })
 }
 
 /// Runs `f` inside `catch_unwind` and turns its result into the C convention.
@@ -117,7 +126,10 @@ fn guard(f: impl FnOnce() -> R<()>) -> *mut gm_error {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => std::ptr::null_mut(),
         Ok(Err(e)) => Box::into_raw(e),
-        Err(_) => Box::into_raw(err(gm_code::GM_PANIC, "graphmind: internal panic (caught at the C boundary)")),
+        Err(_) => Box::into_raw(err(
+            gm_code::GM_PANIC,
+            "graphmind: internal panic (caught at the C boundary)",
+        )),
     }
 }
 
@@ -137,7 +149,9 @@ unsafe fn bytes<'a>(ptr: *const c_char, len: usize) -> Option<&'a [u8]> {
 unsafe fn text<'a>(ptr: *const c_char, len: usize, what: &str) -> R<Option<&'a str>> {
     match bytes(ptr, len) {
         None => Ok(None),
-        Some(b) => std::str::from_utf8(b).map(Some).map_err(|_| err(gm_code::GM_INVALID_UTF8, format!("{what}: not UTF-8"))),
+        Some(b) => std::str::from_utf8(b)
+            .map(Some)
+            .map_err(|_| err(gm_code::GM_INVALID_UTF8, format!("{what}: not UTF-8"))),
     }
 }
 
@@ -148,23 +162,29 @@ unsafe fn required_text<'a>(ptr: *const c_char, len: usize, what: &str) -> R<&'a
 unsafe fn js_text(ptr: *const c_char, len: usize, what: &str) -> R<Option<JsStr>> {
     match bytes(ptr, len) {
         None => Ok(None),
-        Some(b) => JsStr::from_wtf8(b).map(Some).ok_or_else(|| err(gm_code::GM_INVALID_UTF8, format!("{what}: not UTF-8/WTF-8"))),
+        Some(b) => JsStr::from_wtf8(b)
+            .map(Some)
+            .ok_or_else(|| err(gm_code::GM_INVALID_UTF8, format!("{what}: not UTF-8/WTF-8"))),
     }
 }
 
 unsafe fn json_value(ptr: *const c_char, len: usize, what: &str) -> R<Option<Value>> {
     match bytes(ptr, len) {
         None => Ok(None),
-        Some(b) => json::parse(b).map(Some).map_err(|e| err(gm_code::GM_INVALID_JSON, format!("{what}: {e}"))),
+        Some(b) => json::parse(b)
+            .map(Some)
+            .map_err(|e| err(gm_code::GM_INVALID_JSON, format!("{what}: {e}"))),
     }
 }
 
 unsafe fn handle<'a, T>(ptr: *const T, what: &str) -> R<&'a T> {
-    ptr.as_ref().ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, format!("{what}: NULL")))
+    ptr.as_ref()
+        .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, format!("{what}: NULL")))
 }
 
 unsafe fn handle_mut<'a, T>(ptr: *mut T, what: &str) -> R<&'a mut T> {
-    ptr.as_mut().ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, format!("{what}: NULL")))
+    ptr.as_mut()
+        .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, format!("{what}: NULL")))
 }
 
 unsafe fn put<T>(out: *mut T, value: T, what: &str) -> R<()> {
@@ -207,7 +227,9 @@ pub extern "C" fn gm_version() -> *const c_char {
 /// `error` is NULL or a live `gm_error` returned by this library.
 #[no_mangle]
 pub unsafe extern "C" fn gm_error_code(error: *const gm_error) -> gm_code {
-    guard_value(gm_code::GM_PANIC, || error.as_ref().map_or(gm_code::GM_OK, |e| e.code))
+    guard_value(gm_code::GM_PANIC, || {
+        error.as_ref().map_or(gm_code::GM_OK, |e| e.code)
+    })
 }
 
 /// The message of `error`, borrowed from `error` (valid until `gm_error_free`); an empty
@@ -217,10 +239,22 @@ pub unsafe extern "C" fn gm_error_code(error: *const gm_error) -> gm_code {
 /// `error` is NULL or a live `gm_error` returned by this library.
 #[no_mangle]
 pub unsafe extern "C" fn gm_error_message(error: *const gm_error) -> gm_str {
-    guard_value(gm_str { ptr: std::ptr::null(), len: 0 }, || match error.as_ref() {
-        None => gm_str { ptr: c"".as_ptr(), len: 0 },
-        Some(e) => gm_str { ptr: e.message.as_ptr() as *const c_char, len: e.message.len() - 1 },
-    })
+    guard_value(
+        gm_str {
+            ptr: std::ptr::null(),
+            len: 0,
+        },
+        || match error.as_ref() {
+            None => gm_str {
+                ptr: c"".as_ptr(),
+                len: 0,
+            },
+            Some(e) => gm_str {
+                ptr: e.message.as_ptr() as *const c_char,
+                len: e.message.len() - 1,
+            },
+        },
+    )
 }
 
 /// Frees an error returned by this library. Accepts NULL. Any thread.
@@ -311,7 +345,9 @@ pub struct gm_env {
 /// thread at a time per object.
 #[no_mangle]
 pub extern "C" fn gm_options_new() -> *mut gm_options {
-    guard_value(std::ptr::null_mut(), || Box::into_raw(Box::new(gm_options { map: Map::new() })))
+    guard_value(std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(gm_options { map: Map::new() }))
+    })
 }
 
 /// Options from a JSON object text (`{"url": "...", "loopGuard": {"threshold": 5}}`); on
@@ -321,11 +357,19 @@ pub extern "C" fn gm_options_new() -> *mut gm_options {
 /// # Safety
 /// `json` points to `len` readable bytes; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_options_from_json(json: *const c_char, len: usize, out: *mut *mut gm_options) -> *mut gm_error {
+pub unsafe extern "C" fn gm_options_from_json(
+    json: *const c_char,
+    len: usize,
+    out: *mut *mut gm_options,
+) -> *mut gm_error {
     guard(|| {
-        let value = json_value(json, len, "options")?.ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "options: NULL"))?;
+        let value = json_value(json, len, "options")?
+            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "options: NULL"))?;
         let Value::Object(map) = value else {
-            return Err(err(gm_code::GM_INVALID_ARGUMENT, "options: not a JSON object"));
+            return Err(err(
+                gm_code::GM_INVALID_ARGUMENT,
+                "options: not a JSON object",
+            ));
         };
         put(out, Box::into_raw(Box::new(gm_options { map })), "out")
     })
@@ -347,7 +391,8 @@ pub unsafe extern "C" fn gm_options_set_json(
     guard(|| {
         let options = handle_mut(options, "options")?;
         let key = required_text(key, key_len, "key")?;
-        let value = json_value(json, json_len, "value")?.ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "value: NULL"))?;
+        let value = json_value(json, json_len, "value")?
+            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "value: NULL"))?;
         options.map.insert(key, value);
         Ok(())
     })
@@ -365,7 +410,10 @@ unsafe fn set_option(options: *mut gm_options, key: &str, value: Value) -> *mut 
 /// # Safety
 /// `options` is a live `gm_options` used by this thread only.
 #[no_mangle]
-pub unsafe extern "C" fn gm_options_set_enabled(options: *mut gm_options, enabled: gm_tristate) -> *mut gm_error {
+pub unsafe extern "C" fn gm_options_set_enabled(
+    options: *mut gm_options,
+    enabled: gm_tristate,
+) -> *mut gm_error {
     let value = match enabled {
         gm_tristate::GM_UNSET => Value::Null,
         gm_tristate::GM_FALSE => Value::Bool(false),
@@ -379,8 +427,14 @@ pub unsafe extern "C" fn gm_options_set_enabled(options: *mut gm_options, enable
 /// # Safety
 /// `options` is a live `gm_options`; `url` points to `len` UTF-8 bytes.
 #[no_mangle]
-pub unsafe extern "C" fn gm_options_set_url(options: *mut gm_options, url: *const c_char, len: usize) -> *mut gm_error {
-    match guard_value(Err(err(gm_code::GM_PANIC, "panic")), || required_text(url, len, "url").map(str::to_string)) {
+pub unsafe extern "C" fn gm_options_set_url(
+    options: *mut gm_options,
+    url: *const c_char,
+    len: usize,
+) -> *mut gm_error {
+    match guard_value(Err(err(gm_code::GM_PANIC, "panic")), || {
+        required_text(url, len, "url").map(str::to_string)
+    }) {
         Ok(url) => set_option(options, "url", Value::from(url.as_str())),
         Err(e) => Box::into_raw(e),
     }
@@ -391,8 +445,14 @@ pub unsafe extern "C" fn gm_options_set_url(options: *mut gm_options, url: *cons
 /// # Safety
 /// `options` is a live `gm_options`; `name` points to `len` UTF-8 bytes.
 #[no_mangle]
-pub unsafe extern "C" fn gm_options_set_app_name(options: *mut gm_options, name: *const c_char, len: usize) -> *mut gm_error {
-    match guard_value(Err(err(gm_code::GM_PANIC, "panic")), || required_text(name, len, "name").map(str::to_string)) {
+pub unsafe extern "C" fn gm_options_set_app_name(
+    options: *mut gm_options,
+    name: *const c_char,
+    len: usize,
+) -> *mut gm_error {
+    match guard_value(Err(err(gm_code::GM_PANIC, "panic")), || {
+        required_text(name, len, "name").map(str::to_string)
+    }) {
         Ok(name) => set_option(options, "appName", Value::from(name.as_str())),
         Err(e) => Box::into_raw(e),
     }
@@ -404,8 +464,15 @@ pub unsafe extern "C" fn gm_options_set_app_name(options: *mut gm_options, name:
 /// # Safety
 /// `options` is a live `gm_options`.
 #[no_mangle]
-pub unsafe extern "C" fn gm_options_set_pause_timeout_ms(options: *mut gm_options, timeout_ms: i64) -> *mut gm_error {
-    let value = if timeout_ms < 0 { Value::Null } else { Value::from(timeout_ms) };
+pub unsafe extern "C" fn gm_options_set_pause_timeout_ms(
+    options: *mut gm_options,
+    timeout_ms: i64,
+) -> *mut gm_error {
+    let value = if timeout_ms < 0 {
+        Value::Null
+    } else {
+        Value::from(timeout_ms)
+    };
     set_option(options, "pauseTimeoutMs", value)
 }
 
@@ -414,7 +481,10 @@ pub unsafe extern "C" fn gm_options_set_pause_timeout_ms(options: *mut gm_option
 /// # Safety
 /// `options` is a live `gm_options`.
 #[no_mangle]
-pub unsafe extern "C" fn gm_options_set_buffer_size(options: *mut gm_options, size: u64) -> *mut gm_error {
+pub unsafe extern "C" fn gm_options_set_buffer_size(
+    options: *mut gm_options,
+    size: u64,
+) -> *mut gm_error {
     set_option(options, "bufferSize", Value::from(size as i64))
 }
 
@@ -435,13 +505,21 @@ pub unsafe extern "C" fn gm_options_free(options: *mut gm_options) {
 /// Any thread (do not call it while another thread runs `setenv`).
 #[no_mangle]
 pub extern "C" fn gm_env_from_process() -> *mut gm_env {
-    guard_value(std::ptr::null_mut(), || Box::into_raw(Box::new(gm_env { env: EnvSnapshot::from_process() })))
+    guard_value(std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(gm_env {
+            env: EnvSnapshot::from_process(),
+        }))
+    })
 }
 
 /// An empty environment (nothing set). Free with `gm_env_free`.
 #[no_mangle]
 pub extern "C" fn gm_env_new() -> *mut gm_env {
-    guard_value(std::ptr::null_mut(), || Box::into_raw(Box::new(gm_env { env: EnvSnapshot::new() })))
+    guard_value(std::ptr::null_mut(), || {
+        Box::into_raw(Box::new(gm_env {
+            env: EnvSnapshot::new(),
+        }))
+    })
 }
 
 /// An environment from a JSON object of strings (`{"GRAPHMIND": "0"}`). Free with
@@ -450,13 +528,24 @@ pub extern "C" fn gm_env_new() -> *mut gm_env {
 /// # Safety
 /// `json` points to `len` bytes; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_env_from_json(json: *const c_char, len: usize, out: *mut *mut gm_env) -> *mut gm_error {
+pub unsafe extern "C" fn gm_env_from_json(
+    json: *const c_char,
+    len: usize,
+    out: *mut *mut gm_env,
+) -> *mut gm_error {
     guard(|| {
-        let value = json_value(json, len, "env")?.ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "env: NULL"))?;
+        let value = json_value(json, len, "env")?
+            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "env: NULL"))?;
         if value.as_object().is_none() {
             return Err(err(gm_code::GM_INVALID_ARGUMENT, "env: not a JSON object"));
         }
-        put(out, Box::into_raw(Box::new(gm_env { env: EnvSnapshot::from_json(&value) })), "out")
+        put(
+            out,
+            Box::into_raw(Box::new(gm_env {
+                env: EnvSnapshot::from_json(&value),
+            })),
+            "out",
+        )
     })
 }
 
@@ -494,7 +583,11 @@ pub unsafe extern "C" fn gm_env_free(env: *mut gm_env) {
     })
 }
 
-fn resolve(options: Option<&gm_options>, env: Option<&gm_env>, flavor: gm_flavor) -> config::Config {
+fn resolve(
+    options: Option<&gm_options>,
+    env: Option<&gm_env>,
+    flavor: gm_flavor,
+) -> config::Config {
     let opts = Value::Object(options.map(|o| o.map.clone()).unwrap_or_default());
     let process;
     let env = match env {
@@ -522,7 +615,11 @@ pub unsafe extern "C" fn gm_config_resolve_json(
 ) -> *mut gm_error {
     guard(|| {
         let config = resolve(options.as_ref(), env.as_ref(), flavor);
-        put(out, gm_string::from_string(json::to_string(&config.to_json())), "out")
+        put(
+            out,
+            gm_string::from_string(json::to_string(&config.to_json())),
+            "out",
+        )
     })
 }
 
@@ -532,7 +629,8 @@ pub unsafe extern "C" fn gm_config_resolve_json(
 
 /// A warning line (already prefixed `[graphmind] `, not NUL-terminated beyond `len`... it
 /// is NUL-terminated too), borrowed for the call only. Called on any library or app thread.
-pub type gm_warn_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, line: *const c_char, len: usize)>;
+pub type gm_warn_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, line: *const c_char, len: usize)>;
 
 /// A GraphMind session: the link to `graphmind serve`, runs, nodes and gates. Thread-safe:
 /// every `gm_session_*` call may come from any thread concurrently.
@@ -574,11 +672,19 @@ pub unsafe extern "C" fn gm_session_new(
                     let mut owned = Vec::with_capacity(line.len() + 1);
                     owned.extend_from_slice(line.as_bytes());
                     owned.push(0);
-                    let _ = catch_unwind(AssertUnwindSafe(|| f(ud.0, owned.as_ptr() as *const c_char, line.len())));
+                    let _ = catch_unwind(AssertUnwindSafe(|| {
+                        f(ud.0, owned.as_ptr() as *const c_char, line.len())
+                    }));
                 })
             }
         };
-        put(out, Box::into_raw(Box::new(gm_session { session: Session::new(config, sink) })), "out")
+        put(
+            out,
+            Box::into_raw(Box::new(gm_session {
+                session: Session::new(config, sink),
+            })),
+            "out",
+        )
     })
 }
 
@@ -588,7 +694,9 @@ pub unsafe extern "C" fn gm_session_new(
 /// `session` is NULL (false) or a live session.
 #[no_mangle]
 pub unsafe extern "C" fn gm_session_is_enabled(session: *const gm_session) -> bool {
-    guard_value(false, || session.as_ref().is_some_and(|s| s.session.is_enabled()))
+    guard_value(false, || {
+        session.as_ref().is_some_and(|s| s.session.is_enabled())
+    })
 }
 
 /// Whether a debugger is attached now. Any thread.
@@ -597,7 +705,9 @@ pub unsafe extern "C" fn gm_session_is_enabled(session: *const gm_session) -> bo
 /// `session` is NULL (false) or a live session.
 #[no_mangle]
 pub unsafe extern "C" fn gm_session_is_attached(session: *const gm_session) -> bool {
-    guard_value(false, || session.as_ref().is_some_and(|s| s.session.is_attached()))
+    guard_value(false, || {
+        session.as_ref().is_some_and(|s| s.session.is_attached())
+    })
 }
 
 /// Blocks up to `timeout_ms` until the link to the server is up and the debugger's state
@@ -607,7 +717,11 @@ pub unsafe extern "C" fn gm_session_is_attached(session: *const gm_session) -> b
 /// `session` is NULL (false) or a live session.
 #[no_mangle]
 pub unsafe extern "C" fn gm_session_ready(session: *const gm_session, timeout_ms: u64) -> bool {
-    guard_value(false, || session.as_ref().is_some_and(|s| s.session.ready(ms(timeout_ms))))
+    guard_value(false, || {
+        session
+            .as_ref()
+            .is_some_and(|s| s.session.ready(ms(timeout_ms)))
+    })
 }
 
 /// A diagnostics snapshot (`gm_session_stats`).
@@ -637,7 +751,10 @@ pub struct gm_stats {
 /// # Safety
 /// `session` is a live session; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_session_stats(session: *const gm_session, out: *mut gm_stats) -> *mut gm_error {
+pub unsafe extern "C" fn gm_session_stats(
+    session: *const gm_session,
+    out: *mut gm_stats,
+) -> *mut gm_error {
     guard(|| {
         let s = handle(session, "session")?.session.stats();
         let stats = gm_stats {
@@ -661,7 +778,11 @@ pub unsafe extern "C" fn gm_session_stats(session: *const gm_session, out: *mut 
 /// `session` is NULL (false) or a live session.
 #[no_mangle]
 pub unsafe extern "C" fn gm_session_flush(session: *const gm_session, timeout_ms: u64) -> bool {
-    guard_value(false, || session.as_ref().is_some_and(|s| s.session.flush(ms(timeout_ms))))
+    guard_value(false, || {
+        session
+            .as_ref()
+            .is_some_and(|s| s.session.flush(ms(timeout_ms)))
+    })
 }
 
 /// Releases every held gate (`continue`), finishes the implicit run, flushes and closes the
@@ -691,7 +812,8 @@ pub unsafe extern "C" fn gm_session_free(session: *mut gm_session) {
         if !session.is_null() {
             let s = Box::from_raw(session);
             fork::unregister(&s.session);
-            s.session.dispose(Duration::from_millis(config::DEFAULT_READY_TIMEOUT_MS));
+            s.session
+                .dispose(Duration::from_millis(config::DEFAULT_READY_TIMEOUT_MS));
             drop(s);
         }
     })
@@ -810,8 +932,10 @@ pub unsafe extern "C" fn gm_session_finish_run(
             gm_outcome::GM_OUTCOME_OK => RunOutcome::Ok,
             gm_outcome::GM_OUTCOME_ABORTED => RunOutcome::Aborted,
             gm_outcome::GM_OUTCOME_ERROR => {
-                let name = js_text(error_name, error_name_len, "error_name")?.unwrap_or_else(|| JsStr::from("Error"));
-                let message = js_text(error_message, error_message_len, "error_message")?.unwrap_or_default();
+                let name = js_text(error_name, error_name_len, "error_name")?
+                    .unwrap_or_else(|| JsStr::from("Error"));
+                let message =
+                    js_text(error_message, error_message_len, "error_message")?.unwrap_or_default();
                 RunOutcome::Error(ErrorInfo::new(name, message))
             }
         };
@@ -826,15 +950,27 @@ pub unsafe extern "C" fn gm_session_finish_run(
 /// `run` is a live run.
 #[no_mangle]
 pub unsafe extern "C" fn gm_run_id(run: *const gm_run) -> gm_str {
-    guard_value(gm_str { ptr: std::ptr::null(), len: 0 }, || match run.as_ref() {
-        None => gm_str { ptr: std::ptr::null(), len: 0 },
-        Some(r) => str_view(&r.run.run_id),
-    })
+    guard_value(
+        gm_str {
+            ptr: std::ptr::null(),
+            len: 0,
+        },
+        || match run.as_ref() {
+            None => gm_str {
+                ptr: std::ptr::null(),
+                len: 0,
+            },
+            Some(r) => str_view(&r.run.run_id),
+        },
+    )
 }
 
 fn str_view(s: &str) -> gm_str {
     // Not NUL-terminated in general: the caller uses len.
-    gm_str { ptr: s.as_ptr() as *const c_char, len: s.len() }
+    gm_str {
+        ptr: s.as_ptr() as *const c_char,
+        len: s.len(),
+    }
 }
 
 /// Whether the run was aborted (by the debugger's `abort`, or by `gm_run_abort`). Cheap;
@@ -844,7 +980,9 @@ fn str_view(s: &str) -> gm_str {
 /// `run` is NULL (false) or a live run.
 #[no_mangle]
 pub unsafe extern "C" fn gm_run_is_aborted(run: *const gm_run) -> bool {
-    guard_value(false, || run.as_ref().is_some_and(|r| r.run.signal.is_aborted()))
+    guard_value(false, || {
+        run.as_ref().is_some_and(|r| r.run.signal.is_aborted())
+    })
 }
 
 /// The abort reason into `*out` (free with `gm_string_free`); returns false (and leaves
@@ -855,7 +993,9 @@ pub unsafe extern "C" fn gm_run_is_aborted(run: *const gm_run) -> bool {
 #[no_mangle]
 pub unsafe extern "C" fn gm_run_abort_reason(run: *const gm_run, out: *mut gm_string) -> bool {
     guard_value(false, || {
-        let (Some(r), false) = (run.as_ref(), out.is_null()) else { return false };
+        let (Some(r), false) = (run.as_ref(), out.is_null()) else {
+            return false;
+        };
         match r.run.signal.reason() {
             Some(reason) => {
                 out.write(gm_string::from_string(reason));
@@ -874,7 +1014,11 @@ pub unsafe extern "C" fn gm_run_abort_reason(run: *const gm_run, out: *mut gm_st
 /// # Safety
 /// `run` is a live run; `reason` points to `len` UTF-8 bytes or is NULL.
 #[no_mangle]
-pub unsafe extern "C" fn gm_run_abort(run: *const gm_run, reason: *const c_char, len: usize) -> *mut gm_error {
+pub unsafe extern "C" fn gm_run_abort(
+    run: *const gm_run,
+    reason: *const c_char,
+    len: usize,
+) -> *mut gm_error {
     guard(|| {
         let r = handle(run, "run")?;
         let reason = text(reason, len, "reason")?.unwrap_or("aborted");
@@ -899,7 +1043,10 @@ pub unsafe extern "C" fn gm_run_free(run: *mut gm_run) {
 fn run_id(run: *const gm_run) -> Option<&'static str> {
     // SAFETY: callers pass NULL or a live run; the str lives as long as the run handle,
     // which outlives the call using it.
-    unsafe { run.as_ref().map(|r| &*(r.run.run_id.as_str() as *const str)) }
+    unsafe {
+        run.as_ref()
+            .map(|r| &*(r.run.run_id.as_str() as *const str))
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -914,7 +1061,12 @@ pub struct gm_node {
 
 unsafe fn node_kind(kind: *const c_char, len: usize) -> R<NodeKind> {
     let kind = required_text(kind, len, "kind")?;
-    NodeKind::parse(kind).ok_or_else(|| err(gm_code::GM_INVALID_ARGUMENT, format!("kind: unknown node kind {kind:?}")))
+    NodeKind::parse(kind).ok_or_else(|| {
+        err(
+            gm_code::GM_INVALID_ARGUMENT,
+            format!("kind: unknown node kind {kind:?}"),
+        )
+    })
 }
 
 /// A new execution of node `kind` (`"tool"`, `"llm"`, `"agent"`, `"chain"`, `"retriever"`,
@@ -950,10 +1102,19 @@ pub unsafe extern "C" fn gm_node_new(
 /// `node` is a live node.
 #[no_mangle]
 pub unsafe extern "C" fn gm_node_id(node: *const gm_node) -> gm_str {
-    guard_value(gm_str { ptr: std::ptr::null(), len: 0 }, || match node.as_ref() {
-        None => gm_str { ptr: std::ptr::null(), len: 0 },
-        Some(n) => str_view(&n.node.node_id),
-    })
+    guard_value(
+        gm_str {
+            ptr: std::ptr::null(),
+            len: 0,
+        },
+        || match node.as_ref() {
+            None => gm_str {
+                ptr: std::ptr::null(),
+                len: 0,
+            },
+            Some(n) => str_view(&n.node.node_id),
+        },
+    )
 }
 
 /// The execution's instance id (`inst_…`), borrowed from `node`.
@@ -962,10 +1123,19 @@ pub unsafe extern "C" fn gm_node_id(node: *const gm_node) -> gm_str {
 /// `node` is a live node.
 #[no_mangle]
 pub unsafe extern "C" fn gm_node_instance_id(node: *const gm_node) -> gm_str {
-    guard_value(gm_str { ptr: std::ptr::null(), len: 0 }, || match node.as_ref() {
-        None => gm_str { ptr: std::ptr::null(), len: 0 },
-        Some(n) => str_view(&n.node.instance_id),
-    })
+    guard_value(
+        gm_str {
+            ptr: std::ptr::null(),
+            len: 0,
+        },
+        || match node.as_ref() {
+            None => gm_str {
+                ptr: std::ptr::null(),
+                len: 0,
+            },
+            Some(n) => str_view(&n.node.instance_id),
+        },
+    )
 }
 
 /// Frees a node. Accepts NULL.
@@ -1064,7 +1234,8 @@ pub unsafe extern "C" fn gm_session_node_finished(
         let s = handle(session, "session")?;
         let n = handle(node, "node")?;
         let output = json_value(output_json, output_len, "output")?;
-        s.session.node_finished(run_id(run), &n.node, output, duration_ms, injected);
+        s.session
+            .node_finished(run_id(run), &n.node, output, duration_ms, injected);
         Ok(())
     })
 }
@@ -1128,7 +1299,8 @@ pub unsafe extern "C" fn gm_session_emit(
     guard(|| {
         let s = handle(session, "session")?;
         let t = required_text(event_type, type_len, "type")?;
-        let payload = json_value(payload_json, payload_len, "payload")?.unwrap_or_else(|| Value::Object(Map::new()));
+        let payload = json_value(payload_json, payload_len, "payload")?
+            .unwrap_or_else(|| Value::Object(Map::new()));
         s.session.emit(run_id(run), t, payload);
         Ok(())
     })
@@ -1176,10 +1348,20 @@ pub struct gm_gate {
 impl gm_gate {
     fn new(session: &Session, gate: Gate) -> gm_gate {
         match gate {
-            Gate::Continue => gm_gate { session: session.clone(), pending: None, pause_id: None, decided: true },
+            Gate::Continue => gm_gate {
+                session: session.clone(),
+                pending: None,
+                pause_id: None,
+                decided: true,
+            },
             Gate::Held(p) => {
                 let id = p.pause_id().to_string();
-                gm_gate { session: session.clone(), pending: Some(p), pause_id: Some(id), decided: false }
+                gm_gate {
+                    session: session.clone(),
+                    pending: Some(p),
+                    pause_id: Some(id),
+                    decided: false,
+                }
             }
         }
     }
@@ -1216,8 +1398,20 @@ pub unsafe extern "C" fn gm_session_gate(
             gm_point::GM_POINT_AFTER => PausePoint::After,
             gm_point::GM_POINT_ERROR => PausePoint::Error,
         };
-        let gate = s.session.gate(run_id(run), point, &n.node.gate_node(), GateOptions { editable, live_input });
-        put(out, Box::into_raw(Box::new(gm_gate::new(&s.session, gate))), "out")
+        let gate = s.session.gate(
+            run_id(run),
+            point,
+            &n.node.gate_node(),
+            GateOptions {
+                editable,
+                live_input,
+            },
+        );
+        put(
+            out,
+            Box::into_raw(Box::new(gm_gate::new(&s.session, gate))),
+            "out",
+        )
     })
 }
 
@@ -1236,10 +1430,19 @@ pub unsafe extern "C" fn gm_gate_is_held(gate: *const gm_gate) -> bool {
 /// `gate` is a live gate.
 #[no_mangle]
 pub unsafe extern "C" fn gm_gate_pause_id(gate: *const gm_gate) -> gm_str {
-    guard_value(gm_str { ptr: std::ptr::null(), len: 0 }, || match gate.as_ref().and_then(|g| g.pause_id.as_deref()) {
-        None => gm_str { ptr: std::ptr::null(), len: 0 },
-        Some(id) => str_view(id),
-    })
+    guard_value(
+        gm_str {
+            ptr: std::ptr::null(),
+            len: 0,
+        },
+        || match gate.as_ref().and_then(|g| g.pause_id.as_deref()) {
+            None => gm_str {
+                ptr: std::ptr::null(),
+                len: 0,
+            },
+            Some(id) => str_view(id),
+        },
+    )
 }
 
 /// Blocks up to `timeout_ms` (`GM_WAIT_FOREVER`: no limit) for the decision, woken by the
@@ -1251,7 +1454,11 @@ pub unsafe extern "C" fn gm_gate_pause_id(gate: *const gm_gate) -> gm_str {
 /// # Safety
 /// `gate` is a live gate; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_gate_wait(gate: *mut gm_gate, timeout_ms: u64, out: *mut *mut gm_decision) -> *mut gm_error {
+pub unsafe extern "C" fn gm_gate_wait(
+    gate: *mut gm_gate,
+    timeout_ms: u64,
+    out: *mut *mut gm_decision,
+) -> *mut gm_error {
     guard(|| {
         let g = handle_mut(gate, "gate")?;
         if out.is_null() {
@@ -1271,7 +1478,8 @@ pub unsafe extern "C" fn gm_gate_wait(gate: *mut gm_gate, timeout_ms: u64, out: 
 }
 
 /// Called once with the decision, which the callee owns (free it with `gm_decision_free`).
-pub type gm_decision_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, decision: *mut gm_decision)>;
+pub type gm_decision_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, decision: *mut gm_decision)>;
 
 /// The callback form: consumes `gate` (do not use or free it afterwards) and calls
 /// `callback(user_data, decision)` once: on the thread that releases the gate (the
@@ -1281,7 +1489,11 @@ pub type gm_decision_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, de
 /// # Safety
 /// `gate` is a live gate; `user_data` must be usable from any thread until the callback.
 #[no_mangle]
-pub unsafe extern "C" fn gm_gate_on_decision(gate: *mut gm_gate, callback: gm_decision_fn, user_data: *mut c_void) -> *mut gm_error {
+pub unsafe extern "C" fn gm_gate_on_decision(
+    gate: *mut gm_gate,
+    callback: gm_decision_fn,
+    user_data: *mut c_void,
+) -> *mut gm_error {
     guard(|| {
         if gate.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "gate: NULL"));
@@ -1330,11 +1542,13 @@ pub unsafe extern "C" fn gm_gate_free(gate: *mut gm_gate) {
 /// `decision` is a live decision.
 #[no_mangle]
 pub unsafe extern "C" fn gm_decision_action(decision: *const gm_decision) -> gm_action {
-    guard_value(gm_action::GM_ACTION_CONTINUE, || match decision.as_ref().map(|d| d.decision.action) {
-        Some(ResumeAction::Retry) => gm_action::GM_ACTION_RETRY,
-        Some(ResumeAction::Inject) => gm_action::GM_ACTION_INJECT,
-        Some(ResumeAction::Abort) => gm_action::GM_ACTION_ABORT,
-        _ => gm_action::GM_ACTION_CONTINUE,
+    guard_value(gm_action::GM_ACTION_CONTINUE, || {
+        match decision.as_ref().map(|d| d.decision.action) {
+            Some(ResumeAction::Retry) => gm_action::GM_ACTION_RETRY,
+            Some(ResumeAction::Inject) => gm_action::GM_ACTION_INJECT,
+            Some(ResumeAction::Abort) => gm_action::GM_ACTION_ABORT,
+            _ => gm_action::GM_ACTION_CONTINUE,
+        }
     })
 }
 
@@ -1360,8 +1574,16 @@ unsafe fn optional_json_out(value: Option<&Value>, out: *mut gm_string) -> bool 
 /// # Safety
 /// `decision` is a live decision; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_decision_output(decision: *const gm_decision, out: *mut gm_string) -> bool {
-    guard_value(false, || optional_json_out(decision.as_ref().and_then(|d| d.decision.output.as_ref()), out))
+pub unsafe extern "C" fn gm_decision_output(
+    decision: *const gm_decision,
+    out: *mut gm_string,
+) -> bool {
+    guard_value(false, || {
+        optional_json_out(
+            decision.as_ref().and_then(|d| d.decision.output.as_ref()),
+            out,
+        )
+    })
 }
 
 /// The accepted edited input as JSON text into `*out` (free with `gm_string_free`);
@@ -1370,8 +1592,16 @@ pub unsafe extern "C" fn gm_decision_output(decision: *const gm_decision, out: *
 /// # Safety
 /// `decision` is a live decision; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_decision_input(decision: *const gm_decision, out: *mut gm_string) -> bool {
-    guard_value(false, || optional_json_out(decision.as_ref().and_then(|d| d.decision.input.as_ref()), out))
+pub unsafe extern "C" fn gm_decision_input(
+    decision: *const gm_decision,
+    out: *mut gm_string,
+) -> bool {
+    guard_value(false, || {
+        optional_json_out(
+            decision.as_ref().and_then(|d| d.decision.input.as_ref()),
+            out,
+        )
+    })
 }
 
 /// Frees a decision. Accepts NULL.
@@ -1431,14 +1661,26 @@ fn next_out(next: Next) -> gm_next {
     match next {
         Next::Run { input } => gm_next {
             kind: gm_next_kind::GM_NEXT_RUN,
-            value: input.map_or_else(gm_string::empty, |v| gm_string::from_string(json::to_string(&v))),
+            value: input.map_or_else(gm_string::empty, |v| {
+                gm_string::from_string(json::to_string(&v))
+            }),
         },
-        Next::ReturnResult => gm_next { kind: gm_next_kind::GM_NEXT_RETURN_RESULT, value: gm_string::empty() },
-        Next::ReturnInjected(v) => {
-            gm_next { kind: gm_next_kind::GM_NEXT_RETURN_INJECTED, value: gm_string::from_string(json::to_string(&v)) }
-        }
-        Next::Reraise => gm_next { kind: gm_next_kind::GM_NEXT_RERAISE, value: gm_string::empty() },
-        Next::Abort => gm_next { kind: gm_next_kind::GM_NEXT_ABORT, value: gm_string::empty() },
+        Next::ReturnResult => gm_next {
+            kind: gm_next_kind::GM_NEXT_RETURN_RESULT,
+            value: gm_string::empty(),
+        },
+        Next::ReturnInjected(v) => gm_next {
+            kind: gm_next_kind::GM_NEXT_RETURN_INJECTED,
+            value: gm_string::from_string(json::to_string(&v)),
+        },
+        Next::Reraise => gm_next {
+            kind: gm_next_kind::GM_NEXT_RERAISE,
+            value: gm_string::empty(),
+        },
+        Next::Abort => gm_next {
+            kind: gm_next_kind::GM_NEXT_ABORT,
+            value: gm_string::empty(),
+        },
     }
 }
 
@@ -1473,8 +1715,18 @@ pub unsafe extern "C" fn gm_step_start(
         if out.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
         }
-        let step = Step::start(&s.session, run_id(run), NodeRef::new(kind, name), parent, input, editable);
-        out.write(Box::into_raw(Box::new(gm_step { step, session: s.session.clone() })));
+        let step = Step::start(
+            &s.session,
+            run_id(run),
+            NodeRef::new(kind, name),
+            parent,
+            input,
+            editable,
+        );
+        out.write(Box::into_raw(Box::new(gm_step {
+            step,
+            session: s.session.clone(),
+        })));
         Ok(())
     })
 }
@@ -1485,10 +1737,19 @@ pub unsafe extern "C" fn gm_step_start(
 /// `step` is a live step.
 #[no_mangle]
 pub unsafe extern "C" fn gm_step_instance_id(step: *const gm_step) -> gm_str {
-    guard_value(gm_str { ptr: std::ptr::null(), len: 0 }, || match step.as_ref() {
-        None => gm_str { ptr: std::ptr::null(), len: 0 },
-        Some(s) => str_view(&s.step.node().instance_id),
-    })
+    guard_value(
+        gm_str {
+            ptr: std::ptr::null(),
+            len: 0,
+        },
+        || match step.as_ref() {
+            None => gm_str {
+                ptr: std::ptr::null(),
+                len: 0,
+            },
+            Some(s) => str_view(&s.step.node().instance_id),
+        },
+    )
 }
 
 fn step_session(step: &gm_step) -> Session {
@@ -1501,11 +1762,18 @@ fn step_session(step: &gm_step) -> Session {
 /// # Safety
 /// `step` is a live step; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_step_before(step: *const gm_step, out: *mut *mut gm_gate) -> *mut gm_error {
+pub unsafe extern "C" fn gm_step_before(
+    step: *const gm_step,
+    out: *mut *mut gm_gate,
+) -> *mut gm_error {
     guard(|| {
         let st = handle(step, "step")?;
         let gate = st.step.before();
-        put(out, Box::into_raw(Box::new(gm_gate::new(&step_session(st), gate))), "out")
+        put(
+            out,
+            Box::into_raw(Box::new(gm_gate::new(&step_session(st), gate))),
+            "out",
+        )
     })
 }
 
@@ -1515,7 +1783,11 @@ pub unsafe extern "C" fn gm_step_before(step: *const gm_step, out: *mut *mut gm_
 /// # Safety
 /// `step`/`decision` are live; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_step_on_before(step: *mut gm_step, decision: *const gm_decision, out: *mut gm_next) -> *mut gm_error {
+pub unsafe extern "C" fn gm_step_on_before(
+    step: *mut gm_step,
+    decision: *const gm_decision,
+    out: *mut gm_next,
+) -> *mut gm_error {
     guard(|| {
         let st = handle_mut(step, "step")?;
         let d = handle(decision, "decision")?.decision.clone();
@@ -1528,11 +1800,18 @@ pub unsafe extern "C" fn gm_step_on_before(step: *mut gm_step, decision: *const 
 /// # Safety
 /// `step` is a live step; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_step_after(step: *const gm_step, out: *mut *mut gm_gate) -> *mut gm_error {
+pub unsafe extern "C" fn gm_step_after(
+    step: *const gm_step,
+    out: *mut *mut gm_gate,
+) -> *mut gm_error {
     guard(|| {
         let st = handle(step, "step")?;
         let gate = st.step.after();
-        put(out, Box::into_raw(Box::new(gm_gate::new(&step_session(st), gate))), "out")
+        put(
+            out,
+            Box::into_raw(Box::new(gm_gate::new(&step_session(st), gate))),
+            "out",
+        )
     })
 }
 
@@ -1580,7 +1859,10 @@ pub unsafe extern "C" fn gm_step_error(
             return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
         }
         let gate = st.step.error(info);
-        out.write(Box::into_raw(Box::new(gm_gate::new(&step_session(st), gate))));
+        out.write(Box::into_raw(Box::new(gm_gate::new(
+            &step_session(st),
+            gate,
+        ))));
         Ok(())
     })
 }
@@ -1590,7 +1872,11 @@ pub unsafe extern "C" fn gm_step_error(
 /// # Safety
 /// `step`/`decision` are live; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_step_on_error(step: *mut gm_step, decision: *const gm_decision, out: *mut gm_next) -> *mut gm_error {
+pub unsafe extern "C" fn gm_step_on_error(
+    step: *mut gm_step,
+    decision: *const gm_decision,
+    out: *mut gm_next,
+) -> *mut gm_error {
     guard(|| {
         let st = handle_mut(step, "step")?;
         let d = handle(decision, "decision")?.decision.clone();
@@ -1604,7 +1890,11 @@ pub unsafe extern "C" fn gm_step_on_error(step: *mut gm_step, decision: *const g
 /// # Safety
 /// `step` is live; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_step_on_ungated_error(step: *mut gm_step, aborted: bool, out: *mut gm_next) -> *mut gm_error {
+pub unsafe extern "C" fn gm_step_on_ungated_error(
+    step: *mut gm_step,
+    aborted: bool,
+    out: *mut gm_next,
+) -> *mut gm_error {
     guard(|| {
         let st = handle_mut(step, "step")?;
         put(out, next_out(st.step.on_ungated_error(aborted)), "out")
@@ -1636,11 +1926,19 @@ unsafe fn ignore_list(json_ptr: *const c_char, len: usize) -> R<Option<Vec<Strin
             .map(|v| {
                 v.as_js_str()
                     .map(|s| s.to_string_lossy().into_owned())
-                    .ok_or_else(|| err(gm_code::GM_INVALID_ARGUMENT, "ignore_keys: not an array of strings"))
+                    .ok_or_else(|| {
+                        err(
+                            gm_code::GM_INVALID_ARGUMENT,
+                            "ignore_keys: not an array of strings",
+                        )
+                    })
             })
             .collect::<R<Vec<_>>>()
             .map(Some),
-        Some(_) => Err(err(gm_code::GM_INVALID_ARGUMENT, "ignore_keys: not a JSON array")),
+        Some(_) => Err(err(
+            gm_code::GM_INVALID_ARGUMENT,
+            "ignore_keys: not a JSON array",
+        )),
     }
 }
 
@@ -1650,10 +1948,19 @@ unsafe fn ignore_list(json_ptr: *const c_char, len: usize) -> R<Option<Vec<Strin
 /// # Safety
 /// `json` points to `len` bytes; `out` is a valid pointer.
 #[no_mangle]
-pub unsafe extern "C" fn gm_canonical_json(json: *const c_char, len: usize, out: *mut gm_string) -> *mut gm_error {
+pub unsafe extern "C" fn gm_canonical_json(
+    json: *const c_char,
+    len: usize,
+    out: *mut gm_string,
+) -> *mut gm_error {
     guard(|| {
-        let v = json_value(json, len, "json")?.ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
-        put(out, gm_string::from_string(canonical::canonical_json(&v)), "out")
+        let v = json_value(json, len, "json")?
+            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
+        put(
+            out,
+            gm_string::from_string(canonical::canonical_json(&v)),
+            "out",
+        )
     })
 }
 
@@ -1674,14 +1981,19 @@ pub unsafe extern "C" fn gm_canonical_call(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
-        let id = js_text(node_id, node_id_len, "node_id")?.ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "node_id: NULL"))?;
+        let id = js_text(node_id, node_id_len, "node_id")?
+            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "node_id: NULL"))?;
         let input = json_value(input_json, input_len, "input")?;
         let ignore = ignore_list(ignore_keys_json, ignore_len)?;
         let keys: Vec<&str> = match &ignore {
             Some(list) => list.iter().map(String::as_str).collect(),
             None => canonical::DEFAULT_IGNORE_KEYS.to_vec(),
         };
-        put(out, gm_string::from_string(canonical::canonical_call_js(&id, input.as_ref(), &keys)), "out")
+        put(
+            out,
+            gm_string::from_string(canonical::canonical_call_js(&id, input.as_ref(), &keys)),
+            "out",
+        )
     })
 }
 
@@ -1701,14 +2013,19 @@ pub unsafe extern "C" fn gm_fingerprint(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
-        let id = js_text(node_id, node_id_len, "node_id")?.ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "node_id: NULL"))?;
+        let id = js_text(node_id, node_id_len, "node_id")?
+            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "node_id: NULL"))?;
         let input = json_value(input_json, input_len, "input")?;
         let ignore = ignore_list(ignore_keys_json, ignore_len)?;
         let keys: Vec<&str> = match &ignore {
             Some(list) => list.iter().map(String::as_str).collect(),
             None => canonical::DEFAULT_IGNORE_KEYS.to_vec(),
         };
-        put(out, gm_string::from_string(fingerprint::fingerprint_js_with(&id, input.as_ref(), &keys)), "out")
+        put(
+            out,
+            gm_string::from_string(fingerprint::fingerprint_js_with(&id, input.as_ref(), &keys)),
+            "out",
+        )
     })
 }
 
@@ -1747,10 +2064,23 @@ pub unsafe extern "C" fn gm_serialize_payload(
     out: *mut gm_serialized,
 ) -> *mut gm_error {
     guard(|| {
-        let v = json_value(json, len, "json")?.ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
+        let v = json_value(json, len, "json")?
+            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
         let t = text(event_type, type_len, "event_type")?;
-        let max = if max_bytes == 0 { shrink::MAX_PAYLOAD_BYTES } else { max_bytes };
+        let max = if max_bytes == 0 {
+            shrink::MAX_PAYLOAD_BYTES
+        } else {
+            max_bytes
+        };
         let s = shrink::serialize_payload(&v, max, t);
-        put(out, gm_serialized { json: gm_string::from_string(s.json), truncated: s.truncated, original_bytes: s.original_bytes }, "out")
+        put(
+            out,
+            gm_serialized {
+                json: gm_string::from_string(s.json),
+                truncated: s.truncated,
+                original_bytes: s.original_bytes,
+            },
+            "out",
+        )
     })
 }

@@ -13,12 +13,20 @@ use tungstenite::{Message, WebSocket};
 
 /// The server binary: `cargo build -p graphmind-cli --release` (or `GM_SERVER_BIN`).
 pub fn bin() -> PathBuf {
-    std::env::var_os("GM_SERVER_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/graphmind"))
+    std::env::var_os("GM_SERVER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/graphmind")
+        })
 }
 
 pub fn temp_dir() -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!("gm-ffi-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = std::env::temp_dir().join(format!(
+        "gm-ffi-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -40,20 +48,41 @@ impl Server {
     pub fn start_in(dir: PathBuf, args: &[&str], envs: &[(&str, &str)]) -> Server {
         let db = dir.join("graphmind.db");
         let mut cmd = Command::new(bin());
-        cmd.args(["--port", "0", "--json", "--no-open", "--db"]).arg(&db).args(args);
-        cmd.env_remove("GRAPHMIND_PAUSE_ON_ERROR").env_remove("GRAPHMIND_DB").env_remove("GRAPHMIND_ABANDON_GRACE_MS");
+        cmd.args(["--port", "0", "--json", "--no-open", "--db"])
+            .arg(&db)
+            .args(args);
+        cmd.env_remove("GRAPHMIND_PAUSE_ON_ERROR")
+            .env_remove("GRAPHMIND_DB")
+            .env_remove("GRAPHMIND_ABANDON_GRACE_MS");
         for (k, v) in envs {
             cmd.env(k, v);
         }
-        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn graphmind");
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn graphmind");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let v = parse_str(line.trim()).unwrap_or_else(|_| panic!("--json line: {line:?}"));
         let port = v.get("port").and_then(Value::as_i64).unwrap() as u16;
-        assert_eq!(v.get("url").and_then(Value::as_str), Some(format!("http://127.0.0.1:{port}").as_str()));
-        assert_eq!(v.get("pid").and_then(Value::as_i64), Some(child.id() as i64));
+        assert_eq!(
+            v.get("url").and_then(Value::as_str),
+            Some(format!("http://127.0.0.1:{port}").as_str())
+        );
+        assert_eq!(
+            v.get("pid").and_then(Value::as_i64),
+            Some(child.id() as i64)
+        );
         assert!(v.get("version").and_then(Value::as_str).is_some());
-        Server { child, port, db, dir }
+        Server {
+            child,
+            port,
+            db,
+            dir,
+        }
     }
 
     pub fn get(&self, path: &str) -> (u16, String) {
@@ -79,13 +108,20 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let runs = self.get_json("/api/runs");
-            let run = runs.get("runs").and_then(Value::as_array).and_then(|a| a.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id)).cloned());
+            let run = runs.get("runs").and_then(Value::as_array).and_then(|a| {
+                a.iter()
+                    .find(|r| r.get("id").and_then(Value::as_str) == Some(id))
+                    .cloned()
+            });
             if let Some(r) = run {
                 if pred(&r) {
                     return r;
                 }
                 if Instant::now() > deadline {
-                    panic!("run {id} never matched; last: {}", graphmind_core::json::to_string(&r));
+                    panic!(
+                        "run {id} never matched; last: {}",
+                        graphmind_core::json::to_string(&r)
+                    );
                 }
             } else if Instant::now() > deadline {
                 panic!("run {id} never appeared");
@@ -108,7 +144,10 @@ impl Drop for Server {
 }
 
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
-    http_request(port, &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"))
+    http_request(
+        port,
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
+    )
 }
 
 pub fn http_request(port: u16, raw: &str) -> (u16, String) {
@@ -116,8 +155,15 @@ pub fn http_request(port: u16, raw: &str) -> (u16, String) {
     s.write_all(raw.as_bytes()).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
-    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -129,8 +175,11 @@ pub struct Ws {
 impl Ws {
     pub fn connect(port: u16, path: &str) -> Ws {
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let (ws, _) = tungstenite::client(format!("ws://127.0.0.1:{port}{path}"), stream).expect("websocket handshake");
-        ws.get_ref().set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let (ws, _) = tungstenite::client(format!("ws://127.0.0.1:{port}{path}"), stream)
+            .expect("websocket handshake");
+        ws.get_ref()
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
         Ws { ws, seq: 0 }
     }
 
@@ -151,10 +200,17 @@ impl Ws {
         let deadline = Instant::now() + timeout;
         loop {
             match self.ws.read() {
-                Ok(Message::Text(t)) => return Some(parse_str(t.as_str()).expect("server sent JSON")),
+                Ok(Message::Text(t)) => {
+                    return Some(parse_str(t.as_str()).expect("server sent JSON"))
+                }
                 Ok(Message::Close(_)) => return None,
                 Ok(_) => {}
-                Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
                     if Instant::now() > deadline {
                         return None;
                     }
@@ -165,7 +221,8 @@ impl Ws {
     }
 
     pub fn recv(&mut self) -> Value {
-        self.recv_within(Duration::from_secs(10)).expect("expected a message")
+        self.recv_within(Duration::from_secs(10))
+            .expect("expected a message")
     }
 
     /// Skips messages until one with this `type` arrives.
@@ -183,7 +240,9 @@ impl Ws {
 
     /// Does the app side: hello, returns hello.ack's payload.
     pub fn hello(&mut self, app: &str, token: Option<&str>) -> Value {
-        let token = token.map(|t| format!(",\"resumeToken\":\"{t}\"")).unwrap_or_default();
+        let token = token
+            .map(|t| format!(",\"resumeToken\":\"{t}\""))
+            .unwrap_or_default();
         let payload = format!(
             "{{\"versions\":{{\"protocol\":1,\"client\":\"test\"}},\"capabilities\":[\"pause\",\"inject\",\"run-claim\"],\"app\":\"{app}\"{token}}}"
         );
