@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup test test-rust test-ruby test-python test-node test-viewer viewer bench bench-python bench-node demo fmt clippy
+.PHONY: setup test test-rust test-c test-ruby test-python test-node test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -8,7 +8,7 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup viewer test-rust test-ruby test-python test-node test-viewer
+test: setup viewer test-rust test-c test-ruby test-python test-node test-viewer
 
 ## The browser viewer (viewer/dist, embedded by cli/build.rs on the next cargo build).
 viewer:
@@ -37,14 +37,53 @@ test-node:
 	$(CARGO) build -p graphmind-cli --release
 	cd bindings/node && npm ci --no-audit --no-fund && npm test
 
+## The C ABI: libgraphmind (.so/.a), the vectors through C, the examples against a real
+## server (shared and static), valgrind memcheck, and `make install` + pkg-config + CMake.
+VALGRIND ?= valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect -q
+CSTRICT = -Wall -Wextra -Werror -pedantic
+lib-c:
+	$(CARGO) build --release -p graphmind-ffi -p graphmind-cli
+
+test-c: lib-c
+	@mkdir -p target/c
+	cc -std=c99 $(CSTRICT) -g -Iinclude ffi/tests/c/vectors.c -Ltarget/release -lgraphmind -o target/c/vectors
+	LD_LIBRARY_PATH=target/release target/c/vectors tests/vectors
+	LD_LIBRARY_PATH=target/release $(VALGRIND) target/c/vectors tests/vectors
+	GRAPHMIND_URL=ws://127.0.0.1:9/ingest $(MAKE) -s valgrind-agent
+	$(CARGO) test --release -p graphmind-ffi
+	bash ffi/tests/install.sh
+
+valgrind-agent:
+	cc -std=c99 $(CSTRICT) -g -Iinclude examples/c/agent.c -Ltarget/release -lgraphmind -o target/c/agent
+	LD_LIBRARY_PATH=target/release $(VALGRIND) target/c/agent
+
+## Installs libgraphmind.so/.a, graphmind.h, graphmind.pc and the CMake package under PREFIX.
+PREFIX ?= /usr/local
+GM_VERSION := $(shell grep -m1 '^version' Cargo.toml | cut -d'"' -f2)
+install: lib-c
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/graphmind
+	install -m 644 include/graphmind.h $(DESTDIR)$(PREFIX)/include/graphmind.h
+	install -m 755 target/release/libgraphmind.so $(DESTDIR)$(PREFIX)/lib/libgraphmind.so
+	install -m 644 target/release/libgraphmind.a $(DESTDIR)$(PREFIX)/lib/libgraphmind.a
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(GM_VERSION)|g' ffi/graphmind.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/graphmind.pc
+	sed -e 's|@VERSION@|$(GM_VERSION)|g' ffi/graphmindConfig.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/graphmind/graphmindConfig.cmake
+	sed -e 's|@VERSION@|$(GM_VERSION)|g' ffi/graphmindConfigVersion.cmake.in > $(DESTDIR)$(PREFIX)/lib/cmake/graphmind/graphmindConfigVersion.cmake
+
 ## Benchmarks, side by side with what a user would pick instead (criterion).
 bench: setup
 	$(CARGO) bench -p graphmind-core
 	$(CARGO) bench -p graphmind-cli
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund; } && npm run bench
 	rake bench
+	$(MAKE) -s bench-c
 	$(MAKE) bench-python
 	$(MAKE) bench-node
+
+## One tool node through the C ABI vs the Rust API (goal: C overhead <= 10%).
+bench-c: lib-c
+	@mkdir -p target/c
+	cc -std=c99 -O2 -Iinclude ffi/benches/tool_node.c -Ltarget/release -lgraphmind -o target/c/bench_tool_node
+	GM_C_BENCH=$(CURDIR)/target/c/bench_tool_node $(CARGO) bench -p graphmind-ffi --bench tool_node
 
 bench-node:
 	cd bindings/node && npm ci --no-audit --no-fund && npm run bench

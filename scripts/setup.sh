@@ -8,7 +8,7 @@ need_apt=()
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # System packages (Debian). Added here as the parts that need them land.
-for pkg_cmd in "pkg-config:pkg-config" "chromium:chromium" "ruby:ruby" "rake:rake" "bundler:bundle"; do
+for pkg_cmd in "pkg-config:pkg-config" "chromium:chromium" "ruby:ruby" "rake:rake" "bundler:bundle" "cmake:cmake" "valgrind:valgrind"; do
   pkg=${pkg_cmd%%:*}; cmd=${pkg_cmd##*:}
   have "$cmd" || need_apt+=("$pkg")
 done

@@ -332,6 +332,11 @@ impl Session {
         &self.inner.config
     }
 
+    /// Whether `other` is a handle to this same session (all clones are the same session).
+    pub fn same_as(&self, other: &Session) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Whether this session records (the kill switch's verdict).
     pub fn is_enabled(&self) -> bool {
         self.inner.config.enabled

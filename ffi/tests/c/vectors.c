@@ -1,0 +1,531 @@
+/*
+ * Runs the conformance vectors in tests/vectors/ through the C ABI only:
+ *   - loop-guard-fixture.json canonical[] and differential.json canonical /
+ *     canonicalLoneSurrogates: gm_canonical_call + gm_fingerprint;
+ *   - shrink-fixture.json: the generator expanded here, in C, then gm_serialize_payload
+ *     (large results compared by length and SHA-256, computed here);
+ *   - ours/environment.json and ours/kill-switch.json: options + env through
+ *     gm_options_from_json / gm_env_from_json / gm_config_resolve_json.
+ * JSON is read with the library's gm_json_doc (the fixtures hold lone surrogates).
+ * Usage: vectors <tests/vectors dir>. Exit status 1 on the first failing file.
+ */
+#include "graphmind.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *g_dir;
+static int g_failures;
+
+static void die(const char *what) {
+    fprintf(stderr, "vectors: %s\n", what);
+    exit(2);
+}
+
+static void check_ok(gm_error *e, const char *what) {
+    if (e != NULL) {
+        gm_str m = gm_error_message(e);
+        fprintf(stderr, "vectors: %s: error %d: %.*s\n", what, (int)gm_error_code(e), (int)m.len, m.ptr);
+        gm_error_free(e);
+        exit(2);
+    }
+}
+
+/* ---- a growable byte buffer ---- */
+typedef struct {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static void buf_put(buf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        b->p = (char *)realloc(b->p, cap);
+        if (b->p == NULL) die("out of memory");
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+static void buf_puts(buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+
+static char *read_file(const char *rel, size_t *len) {
+    char path[4096];
+    FILE *f;
+    char *data;
+    long n;
+    snprintf(path, sizeof path, "%s/%s", g_dir, rel);
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "vectors: cannot open %s\n", path);
+        exit(2);
+    }
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    data = (char *)malloc((size_t)n + 1);
+    if (data == NULL || fread(data, 1, (size_t)n, f) != (size_t)n) die("read failed");
+    fclose(f);
+    data[n] = '\0';
+    *len = (size_t)n;
+    return data;
+}
+
+static gm_json_doc *load(const char *rel) {
+    size_t len;
+    char *text = read_file(rel, &len);
+    gm_json_doc *doc = NULL;
+    check_ok(gm_json_parse(text, len, &doc), rel);
+    free(text);
+    return doc;
+}
+
+/* A JSON pointer built with printf. */
+static const char *ptr(const char *fmt, ...) {
+    static char p[8][1024];
+    static int slot;
+    va_list ap;
+    char *out = p[slot++ % 8];
+    va_start(ap, fmt);
+    vsnprintf(out, 1024, fmt, ap);
+    va_end(ap);
+    return out;
+}
+
+static gm_json_type type_at(const gm_json_doc *d, const char *p) { return gm_json_doc_type(d, p, strlen(p)); }
+static long len_at(const gm_json_doc *d, const char *p) { return (long)gm_json_doc_len(d, p, strlen(p)); }
+static bool json_at(const gm_json_doc *d, const char *p, gm_string *out) { return gm_json_doc_get(d, p, strlen(p), out); }
+static bool str_at(const gm_json_doc *d, const char *p, gm_string *out) { return gm_json_doc_get_str(d, p, strlen(p), out); }
+
+static long long num_at(const gm_json_doc *d, const char *p) {
+    gm_string s = {NULL, 0};
+    long long v;
+    if (!json_at(d, p, &s)) die(p);
+    v = atoll(s.ptr);
+    gm_string_free(&s);
+    return v;
+}
+
+static void fail(const char *file, const char *name, const char *what, const char *got, const char *want) {
+    g_failures++;
+    fprintf(stderr, "FAIL %s [%s] %s\n  got:  %.300s\n  want: %.300s\n", file, name, what, got ? got : "(none)",
+            want ? want : "(none)");
+}
+
+/* ---- canonical / fingerprint ---- */
+static int run_canonical(const char *file, const gm_json_doc *d, const char *base, int lone_ok_names) {
+    long n = len_at(d, base), i;
+    (void)lone_ok_names;
+    if (n <= 0) die("no canonical cases");
+    for (i = 0; i < n; i++) {
+        gm_string id = {NULL, 0}, input = {NULL, 0}, ignore = {NULL, 0}, want = {NULL, 0}, wantfp = {NULL, 0};
+        gm_string got = {NULL, 0}, gotfp = {NULL, 0}, name = {NULL, 0};
+        bool absent = false;
+        gm_string absent_text = {NULL, 0};
+        char label[64];
+        if (!str_at(d, ptr("%s/%ld/nodeId", base, i), &id)) die("nodeId");
+        if (json_at(d, ptr("%s/%ld/inputAbsent", base, i), &absent_text)) absent = strcmp(absent_text.ptr, "true") == 0;
+        gm_string_free(&absent_text);
+        if (!absent) json_at(d, ptr("%s/%ld/input", base, i), &input); /* missing key: absent */
+        json_at(d, ptr("%s/%ld/ignoreKeys", base, i), &ignore);
+        str_at(d, ptr("%s/%ld/canonical", base, i), &want);
+        str_at(d, ptr("%s/%ld/fingerprint", base, i), &wantfp);
+        if (!str_at(d, ptr("%s/%ld/name", base, i), &name)) {
+            snprintf(label, sizeof label, "case %ld", i);
+        } else {
+            snprintf(label, sizeof label, "%.60s", name.ptr);
+        }
+        check_ok(gm_canonical_call(id.ptr, id.len, input.ptr, input.len, ignore.ptr, ignore.len, &got), "canonical");
+        check_ok(gm_fingerprint(id.ptr, id.len, input.ptr, input.len, ignore.ptr, ignore.len, &gotfp), "fingerprint");
+        if (want.ptr == NULL || got.len != want.len || memcmp(got.ptr, want.ptr, got.len) != 0)
+            fail(file, label, "canonical", got.ptr, want.ptr);
+        if (wantfp.ptr == NULL || strcmp(gotfp.ptr, wantfp.ptr) != 0) fail(file, label, "fingerprint", gotfp.ptr, wantfp.ptr);
+        gm_string_free(&id);
+        gm_string_free(&input);
+        gm_string_free(&ignore);
+        gm_string_free(&want);
+        gm_string_free(&wantfp);
+        gm_string_free(&got);
+        gm_string_free(&gotfp);
+        gm_string_free(&name);
+    }
+    return (int)n;
+}
+
+/* ---- SHA-256 (FIPS 180-4), for the shrink fixture's large results ---- */
+static const unsigned int K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01,
+    0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
+    0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08,
+    0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+static void sha256_block(unsigned int h[8], const unsigned char *p) {
+    unsigned int w[64], a, b, c, d, e, f, g, hh, t1, t2;
+    int i;
+    for (i = 0; i < 16; i++)
+        w[i] = ((unsigned int)p[4 * i] << 24) | ((unsigned int)p[4 * i + 1] << 16) | ((unsigned int)p[4 * i + 2] << 8) | p[4 * i + 3];
+    for (i = 16; i < 64; i++) {
+        unsigned int s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        unsigned int s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    a = h[0]; b = h[1]; c = h[2]; d = h[3]; e = h[4]; f = h[5]; g = h[6]; hh = h[7];
+    for (i = 0; i < 64; i++) {
+        t1 = hh + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+        t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+static void sha256_hex(const char *data, size_t len, char out[65]) {
+    unsigned int h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    unsigned char tail[128];
+    size_t full = len / 64 * 64, rest = len - full, tl, i;
+    unsigned long long bits = (unsigned long long)len * 8;
+    for (i = 0; i < full; i += 64) sha256_block(h, (const unsigned char *)data + i);
+    memset(tail, 0, sizeof tail);
+    memcpy(tail, data + full, rest);
+    tail[rest] = 0x80;
+    tl = rest + 1 + 8 <= 64 ? 64 : 128;
+    for (i = 0; i < 8; i++) tail[tl - 1 - i] = (unsigned char)(bits >> (8 * i));
+    sha256_block(h, tail);
+    if (tl == 128) sha256_block(h, tail + 64);
+    for (i = 0; i < 8; i++) sprintf(out + 8 * i, "%08x", h[i]);
+    out[64] = '\0';
+}
+
+/* ---- the shrink fixture's generator, expanded in C into JSON text ---- */
+
+/* Appends the WTF-8 string s as a JSON string body (no quotes); lone surrogates -> \uXXXX. */
+static void put_escaped(buf *b, const char *s, size_t n) {
+    size_t i;
+    char tmp[8];
+    for (i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            buf_put(b, "\\", 1);
+            buf_put(b, (const char *)&s[i], 1);
+        } else if (c < 0x20) {
+            snprintf(tmp, sizeof tmp, "\\u%04x", c);
+            buf_puts(b, tmp);
+        } else if (c == 0xED && i + 2 < n && ((unsigned char)s[i + 1] & 0xE0) == 0xA0) {
+            unsigned int unit = 0xD000u | (((unsigned char)s[i + 1] & 0x3Fu) << 6) | ((unsigned char)s[i + 2] & 0x3Fu);
+            snprintf(tmp, sizeof tmp, "\\u%04x", unit);
+            buf_puts(b, tmp);
+            i += 2;
+        } else {
+            buf_put(b, &s[i], 1);
+        }
+    }
+}
+
+static void expand(const gm_json_doc *d, const char *p, buf *out);
+
+/* The body (without quotes) of the string that the node at p expands to. */
+static void expand_string_body(const gm_json_doc *d, const char *p, buf *out) {
+    buf tmp = {NULL, 0, 0};
+    expand(d, p, &tmp);
+    if (tmp.len < 2 || tmp.p[0] != '"') die("generator: expected a string");
+    buf_put(out, tmp.p + 1, tmp.len - 2);
+    free(tmp.p);
+}
+
+static void pointer_token(buf *b, const char *key, size_t n) {
+    size_t i;
+    for (i = 0; i < n; i++) {
+        if (key[i] == '~') buf_puts(b, "~0");
+        else if (key[i] == '/') buf_puts(b, "~1");
+        else buf_put(b, &key[i], 1);
+    }
+}
+
+static void expand(const gm_json_doc *d, const char *p, buf *out) {
+    gm_json_type t = type_at(d, p);
+    long n, i;
+    char sub[1024];
+    if (t == GM_JSON_ARRAY) {
+        n = len_at(d, p);
+        buf_puts(out, "[");
+        for (i = 0; i < n; i++) {
+            if (i) buf_puts(out, ",");
+            snprintf(sub, sizeof sub, "%s/%ld", p, i);
+            expand(d, sub, out);
+        }
+        buf_puts(out, "]");
+        return;
+    }
+    if (t != GM_JSON_OBJECT) {
+        gm_string s = {NULL, 0};
+        if (!json_at(d, p, &s)) die("generator: missing value");
+        buf_put(out, s.ptr, s.len);
+        gm_string_free(&s);
+        return;
+    }
+    n = len_at(d, p);
+    if (n == 1) {
+        gm_string key = {NULL, 0};
+        gm_json_doc_key(d, p, strlen(p), 0, &key);
+        if (key.ptr[0] == '$') {
+            if (strcmp(key.ptr, "$repeat") == 0) {
+                buf unit = {NULL, 0, 0};
+                long long count = num_at(d, ptr("%s/$repeat/1", p)), k;
+                snprintf(sub, sizeof sub, "%s/$repeat/0", p);
+                expand_string_body(d, sub, &unit);
+                buf_puts(out, "\"");
+                for (k = 0; k < count; k++) buf_put(out, unit.p ? unit.p : "", unit.len);
+                buf_puts(out, "\"");
+                free(unit.p);
+            } else if (strcmp(key.ptr, "$array") == 0) {
+                long long count = num_at(d, ptr("%s/$array/1", p)), k;
+                snprintf(sub, sizeof sub, "%s/$array/0", p);
+                buf_puts(out, "[");
+                for (k = 0; k < count; k++) {
+                    if (k) buf_puts(out, ",");
+                    expand(d, sub, out);
+                }
+                buf_puts(out, "]");
+            } else if (strcmp(key.ptr, "$concat") == 0) {
+                long parts = len_at(d, ptr("%s/$concat", p));
+                buf_puts(out, "\"");
+                for (i = 0; i < parts; i++) {
+                    snprintf(sub, sizeof sub, "%s/$concat/%ld", p, i);
+                    expand_string_body(d, sub, out);
+                }
+                buf_puts(out, "\"");
+            } else if (strcmp(key.ptr, "$keys") == 0) {
+                buf prefix = {NULL, 0, 0};
+                long long count = num_at(d, ptr("%s/$keys/1", p)), k;
+                char num[32];
+                snprintf(sub, sizeof sub, "%s/$keys/0", p);
+                expand_string_body(d, sub, &prefix);
+                snprintf(sub, sizeof sub, "%s/$keys/2", p);
+                buf_puts(out, "{");
+                for (k = 0; k < count; k++) {
+                    if (k) buf_puts(out, ",");
+                    buf_puts(out, "\"");
+                    buf_put(out, prefix.p ? prefix.p : "", prefix.len);
+                    snprintf(num, sizeof num, "%lld", k);
+                    buf_puts(out, num);
+                    buf_puts(out, "\":");
+                    expand(d, sub, out);
+                }
+                buf_puts(out, "}");
+                free(prefix.p);
+            } else if (strcmp(key.ptr, "$merge") == 0) {
+                long parts = len_at(d, ptr("%s/$merge", p));
+                int first = 1;
+                buf_puts(out, "{");
+                for (i = 0; i < parts; i++) {
+                    buf obj = {NULL, 0, 0};
+                    snprintf(sub, sizeof sub, "%s/$merge/%ld", p, i);
+                    expand(d, sub, &obj);
+                    if (obj.len < 2 || obj.p[0] != '{') die("generator: $merge of a non-object");
+                    if (obj.len > 2) {
+                        if (!first) buf_puts(out, ",");
+                        buf_put(out, obj.p + 1, obj.len - 2);
+                        first = 0;
+                    }
+                    free(obj.p);
+                }
+                buf_puts(out, "}");
+            } else {
+                die("generator: unknown $ form");
+            }
+            gm_string_free(&key);
+            return;
+        }
+        gm_string_free(&key);
+    }
+    buf_puts(out, "{");
+    for (i = 0; i < n; i++) {
+        gm_string key = {NULL, 0};
+        buf child = {NULL, 0, 0};
+        gm_json_doc_key(d, p, strlen(p), (size_t)i, &key);
+        if (i) buf_puts(out, ",");
+        buf_puts(out, "\"");
+        put_escaped(out, key.ptr, key.len);
+        buf_puts(out, "\":");
+        buf_puts(&child, p);
+        buf_puts(&child, "/");
+        pointer_token(&child, key.ptr, key.len);
+        expand(d, child.p, out);
+        free(child.p);
+        gm_string_free(&key);
+    }
+    buf_puts(out, "}");
+}
+
+static int run_shrink(void) {
+    const char *file = "reference/shrink-fixture.json";
+    gm_json_doc *d = load(file);
+    long n = len_at(d, "/cases"), i;
+    long long max_payload = num_at(d, "/constants/MAX_PAYLOAD_BYTES");
+    if ((size_t)max_payload != gm_max_payload_bytes()) fail(file, "constants", "MAX_PAYLOAD_BYTES", NULL, NULL);
+    for (i = 0; i < n; i++) {
+        buf input = {NULL, 0, 0};
+        gm_string name = {NULL, 0}, type = {NULL, 0}, want = {NULL, 0}, trunc = {NULL, 0}, sha = {NULL, 0};
+        gm_serialized got;
+        size_t max = 0;
+        char p[64];
+        snprintf(p, sizeof p, "/cases/%ld/input", i);
+        expand(d, p, &input);
+        str_at(d, ptr("/cases/%ld/name", i), &name);
+        str_at(d, ptr("/cases/%ld/type", i), &type);
+        if (type_at(d, ptr("/cases/%ld/maxBytes", i)) == GM_JSON_NUMBER) max = (size_t)num_at(d, ptr("/cases/%ld/maxBytes", i));
+        check_ok(gm_serialize_payload(input.p, input.len, max, type.ptr, type.len, &got), name.ptr);
+        json_at(d, ptr("/cases/%ld/expected/truncated", i), &trunc);
+        if (trunc.ptr == NULL || strcmp(trunc.ptr, got.truncated ? "true" : "false") != 0)
+            fail(file, name.ptr, "truncated", got.truncated ? "true" : "false", trunc.ptr);
+        if (str_at(d, ptr("/cases/%ld/expected/json", i), &want)) {
+            if (got.json.len != want.len || memcmp(got.json.ptr, want.ptr, want.len) != 0) fail(file, name.ptr, "json", got.json.ptr, want.ptr);
+        } else if (str_at(d, ptr("/cases/%ld/expected/jsonSha256", i), &sha)) {
+            char hex[65];
+            long long bytes = num_at(d, ptr("/cases/%ld/expected/jsonBytes", i));
+            sha256_hex(got.json.ptr, got.json.len, hex);
+            if ((long long)got.json.len != bytes) fail(file, name.ptr, "jsonBytes", NULL, NULL);
+            if (strcmp(hex, sha.ptr) != 0) fail(file, name.ptr, "jsonSha256", hex, sha.ptr);
+        } else {
+            fail(file, name.ptr, "no expected json", NULL, NULL);
+        }
+        free(input.p);
+        gm_string_free(&name);
+        gm_string_free(&type);
+        gm_string_free(&want);
+        gm_string_free(&trunc);
+        gm_string_free(&sha);
+        gm_string_free(&got.json);
+    }
+    gm_json_doc_free(d);
+    return (int)n;
+}
+
+/* ---- config / kill switch ---- */
+static gm_flavor flavor_of(const char *s) {
+    if (strcmp(s, "node") == 0) return GM_FLAVOR_NODE;
+    if (strcmp(s, "python") == 0) return GM_FLAVOR_PYTHON;
+    if (strcmp(s, "ruby") == 0) return GM_FLAVOR_RUBY;
+    if (strcmp(s, "native") == 0) return GM_FLAVOR_NATIVE;
+    die("unknown flavor");
+    return GM_FLAVOR_NATIVE;
+}
+
+static bool same_canonical(const gm_string *a, const gm_string *b) {
+    gm_string ca = {NULL, 0}, cb = {NULL, 0};
+    bool same;
+    check_ok(gm_canonical_json(a->ptr, a->len, &ca), "canonical a");
+    check_ok(gm_canonical_json(b->ptr, b->len, &cb), "canonical b");
+    same = ca.len == cb.len && memcmp(ca.ptr, cb.ptr, ca.len) == 0;
+    gm_string_free(&ca);
+    gm_string_free(&cb);
+    return same;
+}
+
+static int run_config(const char *file) {
+    gm_json_doc *d = load(file);
+    long n = len_at(d, "/cases"), i, k;
+    for (i = 0; i < n; i++) {
+        gm_string name = {NULL, 0}, flavor = {NULL, 0}, env_json = {NULL, 0}, opt_json = {NULL, 0}, result = {NULL, 0};
+        gm_env *env = NULL;
+        gm_options *opts = NULL;
+        gm_json_doc *got = NULL;
+        long fields;
+        str_at(d, ptr("/cases/%ld/name", i), &name);
+        if (!str_at(d, ptr("/cases/%ld/flavor", i), &flavor)) die("flavor");
+        json_at(d, ptr("/cases/%ld/env", i), &env_json);
+        json_at(d, ptr("/cases/%ld/options", i), &opt_json);
+        check_ok(gm_env_from_json(env_json.ptr, env_json.len, &env), "env");
+        check_ok(gm_options_from_json(opt_json.ptr, opt_json.len, &opts), "options");
+        check_ok(gm_config_resolve_json(opts, env, flavor_of(flavor.ptr), &result), "resolve");
+        check_ok(gm_json_parse(result.ptr, result.len, &got), "result");
+        fields = len_at(d, ptr("/cases/%ld/expected", i));
+        for (k = 0; k < fields; k++) {
+            gm_string key = {NULL, 0}, want = {NULL, 0}, have = {NULL, 0};
+            gm_json_doc_key(d, ptr("/cases/%ld/expected", i), strlen(ptr("/cases/%ld/expected", i)), (size_t)k, &key);
+            json_at(d, ptr("/cases/%ld/expected/%s", i, key.ptr), &want);
+            if (strcmp(key.ptr, "warnings") == 0) {
+                long w = len_at(d, ptr("/cases/%ld/expected/warnings", i)), j;
+                if (len_at(got, "/warnings") != w) {
+                    json_at(got, "/warnings", &have);
+                    fail(file, name.ptr, "warnings count", have.ptr, want.ptr);
+                } else {
+                    for (j = 0; j < w; j++) {
+                        gm_string wn = {NULL, 0}, gw = {NULL, 0};
+                        str_at(d, ptr("/cases/%ld/expected/warnings/%ld", i, j), &wn);
+                        str_at(got, ptr("/warnings/%ld", j), &gw);
+                        if (gw.ptr == NULL || strncmp(gw.ptr, wn.ptr, wn.len) != 0) fail(file, name.ptr, "warning", gw.ptr, wn.ptr);
+                        gm_string_free(&wn);
+                        gm_string_free(&gw);
+                    }
+                }
+            } else if (!json_at(got, ptr("/%s", key.ptr), &have)) {
+                fail(file, name.ptr, key.ptr, NULL, want.ptr);
+            } else if (!same_canonical(&have, &want)) {
+                fail(file, name.ptr, key.ptr, have.ptr, want.ptr);
+            }
+            gm_string_free(&key);
+            gm_string_free(&want);
+            gm_string_free(&have);
+        }
+        gm_json_doc_free(got);
+        gm_string_free(&result);
+        gm_options_free(opts);
+        gm_env_free(env);
+        gm_string_free(&name);
+        gm_string_free(&flavor);
+        gm_string_free(&env_json);
+        gm_string_free(&opt_json);
+    }
+    gm_json_doc_free(d);
+    return (int)n;
+}
+
+int main(int argc, char **argv) {
+    gm_json_doc *lg, *diff, *lone_doc;
+    gm_string lone = {NULL, 0};
+    int count, total = 0, before;
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc != 2) die("usage: vectors <tests/vectors dir>");
+    g_dir = argv[1];
+    if (gm_abi_version() != GM_ABI_VERSION) die("ABI version mismatch");
+
+    lg = load("reference/loop-guard-fixture.json");
+    count = run_canonical("loop-guard-fixture.json", lg, "/canonical", 0);
+    printf("loop-guard-fixture.json canonical: %d cases\n", count);
+    total += count;
+    gm_json_doc_free(lg);
+
+    diff = load("reference/differential.json");
+    count = run_canonical("differential.json", diff, "/canonical", 0);
+    printf("differential.json canonical: %d cases\n", count);
+    total += count;
+    if (!str_at(diff, "/canonicalLoneSurrogates", &lone)) die("canonicalLoneSurrogates");
+    check_ok(gm_json_parse(lone.ptr, lone.len, &lone_doc), "canonicalLoneSurrogates");
+    count = run_canonical("differential.json", lone_doc, "", 0);
+    printf("differential.json canonicalLoneSurrogates: %d cases\n", count);
+    total += count;
+    gm_json_doc_free(lone_doc);
+    gm_string_free(&lone);
+    gm_json_doc_free(diff);
+
+    before = g_failures;
+    count = run_shrink();
+    printf("shrink-fixture.json: %d cases%s\n", count, g_failures > before ? " (FAILED)" : "");
+    total += count;
+
+    count = run_config("ours/environment.json");
+    printf("environment.json: %d cases\n", count);
+    total += count;
+    count = run_config("ours/kill-switch.json");
+    printf("kill-switch.json: %d cases\n", count);
+    total += count;
+
+    printf("%d cases, %d failures\n", total, g_failures);
+    return g_failures ? 1 : 0;
+}

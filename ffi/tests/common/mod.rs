@@ -1,0 +1,279 @@
+//! Test harness (as in cli/tests/common): the REAL `graphmind` binary on 127.0.0.1 with a temp SQLite file, a raw
+//! HTTP client and tungstenite WebSocket clients.
+#![allow(dead_code)]
+
+use graphmind_core::json::{parse_str, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+use tungstenite::{Message, WebSocket};
+
+/// The server binary: `cargo build -p graphmind-cli --release` (or `GM_SERVER_BIN`).
+pub fn bin() -> PathBuf {
+    std::env::var_os("GM_SERVER_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/graphmind")
+        })
+}
+
+pub fn temp_dir() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "gm-ffi-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub db: PathBuf,
+    pub dir: PathBuf,
+}
+
+impl Server {
+    pub fn start(args: &[&str], envs: &[(&str, &str)]) -> Server {
+        let dir = temp_dir();
+        Self::start_in(dir, args, envs)
+    }
+
+    pub fn start_in(dir: PathBuf, args: &[&str], envs: &[(&str, &str)]) -> Server {
+        let db = dir.join("graphmind.db");
+        let mut cmd = Command::new(bin());
+        cmd.args(["--port", "0", "--json", "--no-open", "--db"])
+            .arg(&db)
+            .args(args);
+        cmd.env_remove("GRAPHMIND_PAUSE_ON_ERROR")
+            .env_remove("GRAPHMIND_DB")
+            .env_remove("GRAPHMIND_ABANDON_GRACE_MS");
+        for (k, v) in envs {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn graphmind");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let v = parse_str(line.trim()).unwrap_or_else(|_| panic!("--json line: {line:?}"));
+        let port = v.get("port").and_then(Value::as_i64).unwrap() as u16;
+        assert_eq!(
+            v.get("url").and_then(Value::as_str),
+            Some(format!("http://127.0.0.1:{port}").as_str())
+        );
+        assert_eq!(
+            v.get("pid").and_then(Value::as_i64),
+            Some(child.id() as i64)
+        );
+        assert!(v.get("version").and_then(Value::as_str).is_some());
+        Server {
+            child,
+            port,
+            db,
+            dir,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> (u16, String) {
+        http_get(self.port, path)
+    }
+
+    pub fn get_json(&self, path: &str) -> Value {
+        let (status, body) = self.get(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        parse_str(&body).unwrap()
+    }
+
+    pub fn ingest(&self) -> Ws {
+        Ws::connect(self.port, "/ingest")
+    }
+
+    pub fn ui(&self) -> Ws {
+        Ws::connect(self.port, "/ws/ui")
+    }
+
+    /// Polls `/api/runs` until `pred` holds for the run `id` (or panics after 10 s).
+    pub fn wait_run(&self, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let runs = self.get_json("/api/runs");
+            let run = runs.get("runs").and_then(Value::as_array).and_then(|a| {
+                a.iter()
+                    .find(|r| r.get("id").and_then(Value::as_str) == Some(id))
+                    .cloned()
+            });
+            if let Some(r) = run {
+                if pred(&r) {
+                    return r;
+                }
+                if Instant::now() > deadline {
+                    panic!(
+                        "run {id} never matched; last: {}",
+                        graphmind_core::json::to_string(&r)
+                    );
+                }
+            } else if Instant::now() > deadline {
+                panic!("run {id} never appeared");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn http_get(port: u16, path: &str) -> (u16, String) {
+    http_request(
+        port,
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+pub fn http_request(port: u16, raw: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+pub struct Ws {
+    pub ws: WebSocket<TcpStream>,
+    pub seq: u64,
+}
+
+impl Ws {
+    pub fn connect(port: u16, path: &str) -> Ws {
+        let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let (ws, _) = tungstenite::client(format!("ws://127.0.0.1:{port}{path}"), stream)
+            .expect("websocket handshake");
+        ws.get_ref()
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        Ws { ws, seq: 0 }
+    }
+
+    pub fn send(&mut self, text: &str) {
+        self.ws.send(Message::text(text.to_owned())).unwrap();
+    }
+
+    /// Sends an app envelope with the next seq.
+    pub fn event(&mut self, run: &str, kind: &str, payload: &str) -> String {
+        let f = frame(self.seq, run, kind, payload);
+        self.seq += 1;
+        self.send(&f);
+        f
+    }
+
+    /// The next text message as JSON, or None after `timeout`.
+    pub fn recv_within(&mut self, timeout: Duration) -> Option<Value> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.ws.read() {
+                Ok(Message::Text(t)) => {
+                    return Some(parse_str(t.as_str()).expect("server sent JSON"))
+                }
+                Ok(Message::Close(_)) => return None,
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if Instant::now() > deadline {
+                        return None;
+                    }
+                }
+                Err(e) => panic!("websocket error: {e}"),
+            }
+        }
+    }
+
+    pub fn recv(&mut self) -> Value {
+        self.recv_within(Duration::from_secs(10))
+            .expect("expected a message")
+    }
+
+    /// Skips messages until one with this `type` arrives.
+    pub fn recv_type(&mut self, kind: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(m) = self.recv_within(Duration::from_millis(200)) {
+                if m.get("type").and_then(Value::as_str) == Some(kind) {
+                    return m;
+                }
+            }
+        }
+        panic!("no {kind} message arrived");
+    }
+
+    /// Does the app side: hello, returns hello.ack's payload.
+    pub fn hello(&mut self, app: &str, token: Option<&str>) -> Value {
+        let token = token
+            .map(|t| format!(",\"resumeToken\":\"{t}\""))
+            .unwrap_or_default();
+        let payload = format!(
+            "{{\"versions\":{{\"protocol\":1,\"client\":\"test\"}},\"capabilities\":[\"pause\",\"inject\",\"run-claim\"],\"app\":\"{app}\"{token}}}"
+        );
+        self.event("*", "hello", &payload);
+        let ack = self.recv_type("hello.ack");
+        assert_eq!(ack.get("runId").and_then(Value::as_str), Some("*"));
+        assert_eq!(ack.get("gm").and_then(Value::as_i64), Some(1));
+        ack.get("payload").cloned().unwrap()
+    }
+}
+
+pub fn frame(seq: u64, run: &str, kind: &str, payload: &str) -> String {
+    format!("{{\"gm\":1,\"seq\":{seq},\"ts\":{},\"runId\":\"{run}\",\"type\":\"{kind}\",\"payload\":{payload}}}", 1_700_000_000_000u64 + seq)
+}
+
+pub fn s<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
+    let mut cur = v;
+    for k in path {
+        cur = cur.get(k)?;
+    }
+    cur.as_str()
+}
+
+pub fn i(v: &Value, path: &[&str]) -> Option<i64> {
+    let mut cur = v;
+    for k in path {
+        cur = cur.get(k)?;
+    }
+    cur.as_i64()
+}
+
+pub fn to_json(v: &Value) -> String {
+    graphmind_core::json::to_string(v)
+}

@@ -1,0 +1,305 @@
+//! The C and C++ example agents, built with `-Wall -Wextra -Werror -pedantic` and linked
+//! once against libgraphmind.so and once against libgraphmind.a, run against the REAL
+//! `graphmind serve`: the run is stored, a breakpoint set through /ws/ui holds the C tool,
+//! and an `inject` resume returns the injected value to C. The dynamic C agent also runs
+//! under valgrind memcheck when valgrind is installed.
+
+mod common;
+use common::*;
+use graphmind_core::json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What `--print native-static-libs` lists for the staticlib on Linux.
+const STATIC_LIBS: &[&str] = &[
+    "-lgcc_s",
+    "-lutil",
+    "-lrt",
+    "-lpthread",
+    "-lm",
+    "-ldl",
+    "-lc",
+];
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn lib_dir() -> PathBuf {
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+        .join(profile)
+}
+
+fn build(source: &str, cpp: bool, shared: bool, out: &Path) {
+    let mut cmd = Command::new(if cpp { "c++" } else { "cc" });
+    cmd.arg(if cpp { "-std=c++17" } else { "-std=c99" });
+    cmd.args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-g"]);
+    cmd.arg("-I")
+        .arg(root().join("include"))
+        .arg(root().join(source))
+        .arg("-o")
+        .arg(out);
+    cmd.arg("-L").arg(lib_dir());
+    if shared {
+        cmd.arg("-lgraphmind");
+    } else {
+        cmd.arg("-l:libgraphmind.a").args(STATIC_LIBS);
+    }
+    let status = cmd.status().expect("a C compiler");
+    assert!(status.success(), "compiling {source} failed");
+}
+
+fn control(ui: &mut Ws, run: &str, kind: &str, payload: &str) {
+    ui.send(&format!(
+        r#"{{"type":"control","envelope":{}}}"#,
+        frame(0, run, kind, payload)
+    ));
+}
+
+/// The next envelope of `kind` on any run; watches (subscribes to) each run as it appears.
+fn next_event(ui: &mut Ws, kind: &str, timeout: Duration) -> Value {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if let Some(m) = ui.recv_within(Duration::from_millis(100)) {
+            if s(&m, &["type"]) == Some("run.update")
+                && s(&m, &["run", "status"]) == Some("running")
+            {
+                if let Some(id) = s(&m, &["run", "id"]) {
+                    ui.send(&format!(r#"{{"type":"subscribe","runId":"{id}"}}"#));
+                }
+            }
+            if std::env::var_os("GM_DEBUG").is_some() {
+                eprintln!("ui <- {}", to_json(&m));
+            }
+            if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some(kind) {
+                return m.get("envelope").cloned().unwrap();
+            }
+        }
+    }
+    panic!("no {kind} arrived");
+}
+
+fn stored(srv: &Server, run_id: &str, last: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = srv.get(&format!("/api/runs/{run_id}/events?limit=1000"));
+        let events = match status {
+            200 => graphmind_core::json::parse_str(&body)
+                .unwrap()
+                .get("events")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        if events.iter().any(|e| s(e, &["type"]) == Some(last)) || Instant::now() > deadline {
+            return events;
+        }
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+const INJECTED: &str = r#"{"injected":"from the debugger","hits":42}"#;
+
+/// Runs one agent binary against `srv` with a breakpoint before the tool `lookup`: the first
+/// call is answered with `inject`, the second with `continue`.
+fn drive(srv: &Server, exe: &Path, wrapper: &[&str]) {
+    let mut ui = srv.ui();
+    ui.recv_type("welcome");
+    let matcher = r#"{"kind":"tool","name":"lookup","point":"before"}"#;
+    control(
+        &mut ui,
+        "*",
+        "breakpoint.set",
+        &format!(r#"{{"matcher":{matcher}}}"#),
+    );
+    std::thread::sleep(Duration::from_millis(200));
+
+    let (program, args): (&str, Vec<&str>) = match wrapper.split_first() {
+        None => (exe.to_str().unwrap(), vec![]),
+        Some((first, rest)) => (
+            first,
+            rest.iter()
+                .copied()
+                .chain([exe.to_str().unwrap()])
+                .collect(),
+        ),
+    };
+    let mut child = Command::new(program)
+        .args(&args)
+        .env(
+            "GRAPHMIND_URL",
+            format!("ws://127.0.0.1:{}/ingest", srv.port),
+        )
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env_remove("GRAPHMIND")
+        .env_remove("GRAPHMIND_ENABLED")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the agent");
+
+    // The agent prints `RUN <id>` before its first tool call: watch that run.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first_line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first_line).unwrap();
+    let printed_run = first_line
+        .trim()
+        .strip_prefix("RUN ")
+        .unwrap_or_else(|| panic!("agent printed {first_line:?}"))
+        .to_string();
+    ui.send(&format!(
+        r#"{{"type":"subscribe","runId":"{printed_run}"}}"#
+    ));
+    let slow = if wrapper.is_empty() { 15 } else { 120 };
+    let first = next_event(&mut ui, "exec.paused", Duration::from_secs(slow));
+    assert_eq!(s(&first, &["payload", "point"]), Some("before"));
+    assert_eq!(
+        s(&first, &["payload", "nodeId"])
+            .or(s(&first, &["payload", "node", "nodeId"]))
+            .unwrap_or("tool:lookup"),
+        "tool:lookup"
+    );
+    let run_id = s(&first, &["runId"]).unwrap().to_string();
+    assert_eq!(run_id, printed_run);
+    let pause = s(&first, &["payload", "pauseId"]).unwrap().to_string();
+    control(
+        &mut ui,
+        &run_id,
+        "exec.resume",
+        &format!(r#"{{"pauseId":"{pause}","action":"inject","output":{INJECTED}}}"#),
+    );
+    let second = next_event(&mut ui, "exec.paused", Duration::from_secs(slow));
+    let pause = s(&second, &["payload", "pauseId"]).unwrap().to_string();
+    control(
+        &mut ui,
+        &run_id,
+        "exec.resume",
+        &format!(r#"{{"pauseId":"{pause}","action":"continue"}}"#),
+    );
+
+    let status = child.wait().unwrap();
+    let mut out = first_line.clone();
+    let mut err = String::new();
+    stdout.read_to_string(&mut out).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        status.success(),
+        "{} failed: {status}\nstdout:\n{out}\nstderr:\n{err}",
+        exe.display()
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines.first().copied(),
+        Some(format!("RUN {run_id}").as_str()),
+        "{out}"
+    );
+    assert_eq!(
+        lines.get(1).copied(),
+        Some(format!("TOOL 0 {INJECTED}").as_str()),
+        "the injected value reaches C: {out}"
+    );
+    assert!(
+        lines
+            .get(2)
+            .is_some_and(|l| l.starts_with("TOOL 1 {\"query\":\"population of Lyon\"")),
+        "{out}"
+    );
+    assert_eq!(lines.get(3).copied(), Some("DONE ok"), "{out}");
+
+    let events = stored(srv, &run_id, "run.finished");
+    let types: Vec<&str> = events.iter().filter_map(|e| s(e, &["type"])).collect();
+    assert_eq!(types.first().copied(), Some("run.started"), "{types:?}");
+    assert_eq!(types.last().copied(), Some("run.finished"), "{types:?}");
+    assert_eq!(
+        types.iter().filter(|t| **t == "node.started").count(),
+        3,
+        "{types:?}"
+    );
+    let injected = events
+        .iter()
+        .filter(|e| s(e, &["type"]) == Some("node.finished"))
+        .find(|e| e.get("payload").and_then(|p| p.get("injected")) == Some(&Value::Bool(true)))
+        .expect("a node.finished marked injected");
+    assert_eq!(
+        to_json(injected.get("payload").unwrap().get("output").unwrap()),
+        INJECTED
+    );
+    assert_eq!(
+        s(
+            &srv.wait_run(&run_id, |r| s(r, &["status"]) == Some("ok")),
+            &["status"]
+        ),
+        Some("ok")
+    );
+    control(
+        &mut ui,
+        "*",
+        "breakpoint.clear",
+        &format!(r#"{{"matcher":{matcher}}}"#),
+    );
+    if !wrapper.is_empty() {
+        assert!(
+            !err.contains("ERROR SUMMARY: ") || err.contains("ERROR SUMMARY: 0 errors"),
+            "valgrind:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn c_and_cpp_agents_against_a_real_server_shared_and_static() {
+    let dir = temp_dir();
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    for (source, cpp) in [
+        ("examples/c/agent.c", false),
+        ("examples/cpp/agent.cpp", true),
+    ] {
+        for shared in [true, false] {
+            let exe = dir.join(format!(
+                "agent-{}-{}",
+                if cpp { "cpp" } else { "c" },
+                if shared { "so" } else { "a" }
+            ));
+            build(source, cpp, shared, &exe);
+            drive(&srv, &exe, &[]);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn c_agent_under_valgrind_has_no_errors_and_no_leaks() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        panic!("valgrind is required (scripts/setup.sh installs it)");
+    }
+    let dir = temp_dir();
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let exe = dir.join("agent-c-valgrind");
+    build("examples/c/agent.c", false, true, &exe);
+    drive(
+        &srv,
+        &exe,
+        &[
+            "valgrind",
+            "--error-exitcode=1",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite,indirect",
+            "-q",
+        ],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
