@@ -1,71 +1,207 @@
 //! App-thread cost of one tool node (node.started + node.finished with 1 KB in and out,
 //! `bench/sample-1k.json`) on a detached session, broken down, next to what serializing the
 //! same two payloads with serde_json alone costs. Criterion, one run, side by side.
+//!
+//! Every figure is the calling thread's own CPU time (`CLOCK_THREAD_CPUTIME_ID`), not wall
+//! time: "app-thread cost" is what the application thread spends, and on a shared 2-core
+//! machine wall time mostly measures who else was scheduled (the session's own worker
+//! included, which runs on another core on any real machine).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
 use graphmind_core::event::NodeKind;
 use graphmind_core::fingerprint::fingerprint;
 use graphmind_core::json::{self, Value};
+use graphmind_core::loop_guard::{LoopGuard, LoopGuardConfig, LoopValue};
 use graphmind_core::session::{NodeRef, Session};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Values cloned ahead of one timed batch.
+const VALUES_PER_BATCH: u64 = 32;
+
 fn sample_text() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/sample-1k.json")).unwrap()
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/sample-1k.json"
+    ))
+    .unwrap()
 }
 
-fn detached_session() -> Session {
+/// The calling thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Times `iters` calls of `f` in thread CPU time, in batches; `between` runs after each
+/// batch outside the clock.
+fn cpu_iters(iters: u64, mut f: impl FnMut(), mut between: impl FnMut()) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    while left > 0 {
+        let batch = left.min(8192);
+        let started = thread_cpu();
+        for _ in 0..batch {
+            f();
+        }
+        total += thread_cpu() - started;
+        between();
+        left -= batch;
+    }
+    total
+}
+
+fn session_with(loop_guard: bool) -> Session {
     // Port 9 (discard) on loopback: nothing listens, the worker stays detached.
-    let options = Options { url: Some("ws://127.0.0.1:9/ingest".into()), ..Options::default() };
-    Session::new(config::resolve(&options, &EnvSnapshot::new(), SdkFlavor::Native), Arc::new(|_: &str| {}))
+    let mut options = Options {
+        url: Some("ws://127.0.0.1:9/ingest".into()),
+        ..Options::default()
+    };
+    if !loop_guard {
+        options.loop_guard = Some(config::LoopGuardOption::Off);
+    }
+    Session::new(
+        config::resolve(&options, &EnvSnapshot::new(), SdkFlavor::Native),
+        Arc::new(|_: &str| {}),
+    )
 }
 
 fn bench(c: &mut Criterion) {
     let text = sample_text();
     let input = json::parse_str(&text).unwrap();
     let serde_value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let session = detached_session();
-    let run = session.start_run("bench", None);
-    let mut group = c.benchmark_group("one tool node, 1 KB in and out");
+    let mut group = c.benchmark_group("one tool node, 1 KB in and out (thread CPU)");
     group.measurement_time(Duration::from_secs(4));
-    group.bench_function("graphmind-core session (detached), start + finish", |b| {
-        // Only the application thread is timed: the worker drains between timed batches
-        // (outside the clock), so the bounded channel never fills and nothing is dropped.
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            let mut left = iters;
-            while left > 0 {
-                let batch = left.min(8192);
-                let started = std::time::Instant::now();
-                for _ in 0..batch {
-                    let node = NodeRef::new(NodeKind::Tool, "search_files");
-                    session.node_started(Some(&run.run_id), &node, None, Some(input.clone()));
-                    session.node_finished(Some(&run.run_id), &node, Some(input.clone()), 0.5, false);
+    for (label, guard) in [
+        ("session (detached), start + finish", true),
+        ("same, loop guard off", false),
+    ] {
+        let session = session_with(guard);
+        let run = session.start_run("bench", None);
+        group.bench_function(label, |b| {
+            // Only the application thread is timed; the worker drains between batches so the
+            // bounded channel never fills and nothing is dropped. The values are cloned
+            // outside the clock: a binding builds them from host objects, timed there.
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut left = iters;
+                let mut drained = 0;
+                while left > 0 {
+                    // Small batches: the values a binding hands over were just built and
+                    // sit in cache, as they do here (a long batch would measure misses).
+                    let batch = left.min(VALUES_PER_BATCH);
+                    let values: Vec<(Value, Value)> =
+                        (0..batch).map(|_| (input.clone(), input.clone())).collect();
+                    let started = thread_cpu();
+                    for (i, o) in values {
+                        let node = NodeRef::new(NodeKind::Tool, "search_files");
+                        session.node_started(Some(&run.run_id), &node, None, Some(i));
+                        session.node_finished(Some(&run.run_id), &node, Some(o), 0.5, false);
+                    }
+                    total += thread_cpu() - started;
+                    drained += batch;
+                    if drained >= 8192 {
+                        session.flush(Duration::from_secs(60));
+                        drained = 0;
+                    }
+                    left -= batch;
                 }
-                total += started.elapsed();
-                session.flush(Duration::from_secs(60));
-                left -= batch;
-            }
-            total
+                total
+            })
+        });
+        session.dispose(Duration::from_secs(5));
+    }
+    let guard = LoopGuard::new(LoopGuardConfig::default());
+    group.bench_function("of which: the loop guard's key of the input", |b| {
+        b.iter_custom(|iters| {
+            cpu_iters(
+                iters,
+                || {
+                    drop(std::hint::black_box(guard.fingerprint_start(
+                        "tool:search_files",
+                        LoopValue::Read(Some(&input)),
+                    )))
+                },
+                || {},
+            )
         })
     });
-    group.bench_function("of which: fingerprint of the input (loop guard)", |b| {
-        b.iter(|| fingerprint("tool:search_files", Some(std::hint::black_box(&input))))
+    group.bench_function(
+        "for comparison: the reported fingerprint (SHA-256 of canonical text)",
+        |b| {
+            b.iter_custom(|iters| {
+                cpu_iters(
+                    iters,
+                    || {
+                        drop(std::hint::black_box(fingerprint(
+                            "tool:search_files",
+                            Some(&input),
+                        )))
+                    },
+                    || {},
+                )
+            })
+        },
+    );
+    group.bench_function("of which: canonical text of the input (no hashing)", |b| {
+        b.iter_custom(|iters| {
+            cpu_iters(
+                iters,
+                || {
+                    drop(std::hint::black_box(
+                        graphmind_core::canonical::canonical_json(&input),
+                    ))
+                },
+                || {},
+            )
+        })
     });
-    group.bench_function("of which: two clones of the 1 KB value", |b| {
-        b.iter(|| std::hint::black_box((input.clone(), input.clone())))
+    group.bench_function("of which: a new node identity", |b| {
+        b.iter_custom(|iters| {
+            cpu_iters(
+                iters,
+                || {
+                    drop(std::hint::black_box(NodeRef::new(
+                        NodeKind::Tool,
+                        "search_files",
+                    )))
+                },
+                || {},
+            )
+        })
     });
+    group.bench_function(
+        "two clones of the 1 KB value (not in the session figure)",
+        |b| {
+            b.iter_custom(|iters| {
+                cpu_iters(
+                    iters,
+                    || drop(std::hint::black_box((input.clone(), input.clone()))),
+                    || {},
+                )
+            })
+        },
+    );
     group.bench_function("serde_json: serialize the same two payloads", |b| {
-        b.iter(|| {
-            let a = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","kind":"tool","name":"search_files","instanceId":"inst_0123456789ab","input":serde_value.clone()})).unwrap();
-            let z = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","instanceId":"inst_0123456789ab","output":serde_value.clone(),"durationMs":0.5,"status":"ok"})).unwrap();
-            std::hint::black_box((a, z))
+        b.iter_custom(|iters| {
+            cpu_iters(
+                iters,
+                || {
+                    let a = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","kind":"tool","name":"search_files","instanceId":"inst_0123456789ab","input":&serde_value})).unwrap();
+                    let z = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","instanceId":"inst_0123456789ab","output":&serde_value,"durationMs":0.5,"status":"ok"})).unwrap();
+                    std::hint::black_box((a, z));
+                },
+                || {},
+            )
         })
     });
     group.finish();
-    let _: Option<Value> = None;
-    session.dispose(Duration::from_secs(5));
 }
 
 criterion_group!(benches, bench);

@@ -53,7 +53,10 @@ fn big_array_payload() -> Value {
             ("id", Value::from(i)),
             ("name", Value::from(format!("record {i}"))),
             ("score", Value::from(i as f64 / 7.0)),
-            ("tags", Value::Array(vec![Value::from("a"), Value::from("é")])),
+            (
+                "tags",
+                Value::Array(vec![Value::from("a"), Value::from("é")]),
+            ),
             ("desc", Value::from("a short description of the record")),
         ]);
         size += to_string(&row).len() + 1;
@@ -81,17 +84,31 @@ fn best_of(n: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn bench(c: &mut Criterion) {
-    for (name, payload) in [("string-17MB", big_string_payload()), ("array-17MB", big_array_payload())] {
+    for (name, payload) in [
+        ("string-17MB", big_string_payload()),
+        ("array-17MB", big_array_payload()),
+    ] {
         let plain_len = to_string(&payload).len();
         let shrunk = serialize_payload(&payload, MAX_PAYLOAD_BYTES, Some("node.finished"));
         assert!(shrunk.truncated && shrunk.json.len() <= MAX_PAYLOAD_BYTES);
         assert_eq!(shrunk.original_bytes, plain_len);
 
         let mut group = c.benchmark_group(name);
-        group.sample_size(10).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
-        group.bench_function("plain json::to_string", |b| b.iter(|| black_box(to_string(black_box(&payload)))));
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(3))
+            .warm_up_time(Duration::from_millis(500));
+        group.bench_function("plain json::to_string", |b| {
+            b.iter(|| black_box(to_string(black_box(&payload))))
+        });
         group.bench_function("shrink serialize_payload", |b| {
-            b.iter(|| black_box(serialize_payload(black_box(&payload), MAX_PAYLOAD_BYTES, Some("node.finished"))))
+            b.iter(|| {
+                black_box(serialize_payload(
+                    black_box(&payload),
+                    MAX_PAYLOAD_BYTES,
+                    Some("node.finished"),
+                ))
+            })
         });
         group.finish();
 
@@ -99,7 +116,11 @@ fn bench(c: &mut Criterion) {
             black_box(to_string(black_box(&payload)));
         });
         let shrink = best_of(10, || {
-            black_box(serialize_payload(black_box(&payload), MAX_PAYLOAD_BYTES, Some("node.finished")));
+            black_box(serialize_payload(
+                black_box(&payload),
+                MAX_PAYLOAD_BYTES,
+                Some("node.finished"),
+            ));
         });
         println!(
             "SUMMARY {name}: {plain_len} bytes -> {} bytes | plain to_string {:.2} ms | shrink {:.2} ms | ratio {:.2}x",
@@ -114,23 +135,48 @@ fn bench(c: &mut Criterion) {
 /// The fast path: a payload that fits is written once, as plain serialization writes it.
 fn bench_fits(c: &mut Criterion) {
     let rows: Vec<Value> = (0..4000i64)
-        .map(|i| obj(vec![("id", Value::from(i)), ("name", Value::from(format!("record {i} é 中")))]))
+        .map(|i| {
+            obj(vec![
+                ("id", Value::from(i)),
+                ("name", Value::from(format!("record {i} é 中"))),
+            ])
+        })
         .collect();
-    let payload = obj(vec![("nodeId", Value::from("tool:q")), ("output", Value::Array(rows)), ("durationMs", Value::from(1i64)), ("status", Value::from("ok"))]);
+    let payload = obj(vec![
+        ("nodeId", Value::from("tool:q")),
+        ("output", Value::Array(rows)),
+        ("durationMs", Value::from(1i64)),
+        ("status", Value::from("ok")),
+    ]);
     let plain_len = to_string(&payload).len();
     assert!(plain_len < MAX_PAYLOAD_BYTES);
     let mut group = c.benchmark_group("fits-under-budget");
-    group.sample_size(20).measurement_time(Duration::from_secs(2)).warm_up_time(Duration::from_millis(300));
-    group.bench_function("plain json::to_string", |b| b.iter(|| black_box(to_string(black_box(&payload)))));
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_millis(300));
+    group.bench_function("plain json::to_string", |b| {
+        b.iter(|| black_box(to_string(black_box(&payload))))
+    });
     group.bench_function("shrink serialize_payload", |b| {
-        b.iter(|| black_box(serialize_payload(black_box(&payload), MAX_PAYLOAD_BYTES, Some("node.finished"))))
+        b.iter(|| {
+            black_box(serialize_payload(
+                black_box(&payload),
+                MAX_PAYLOAD_BYTES,
+                Some("node.finished"),
+            ))
+        })
     });
     group.finish();
     let plain = best_of(20, || {
         black_box(to_string(black_box(&payload)));
     });
     let shrink = best_of(20, || {
-        black_box(serialize_payload(black_box(&payload), MAX_PAYLOAD_BYTES, Some("node.finished")));
+        black_box(serialize_payload(
+            black_box(&payload),
+            MAX_PAYLOAD_BYTES,
+            Some("node.finished"),
+        ));
     });
     println!(
         "SUMMARY fits-{plain_len}B: plain to_string {:.3} ms | serialize_payload {:.3} ms | ratio {:.2}x",

@@ -97,14 +97,12 @@ pub fn canonical_call_js(node_id: &JsStr, input: Option<&Value>, ignore_keys: &[
 
 /// Writes the canonical JSON of `value` into `sink`.
 pub fn write_canonical<S: Sink, K: AsRef<str>>(value: &Value, ignore_keys: &[K], sink: &mut S) {
-    let mut walker = Walker::<_, _, false> {
+    let mut walker = Walker {
         sink,
         ignore: ignore_keys,
         scratch: Vec::with_capacity(32),
-        budget: usize::MAX,
     };
-    // Unbounded: cannot run out.
-    let _ = walker.value(value, 0);
+    walker.value(value, 0);
 }
 
 /// Writes `[nodeId,input]` canonically into `sink`; `node_id` is WTF-8.
@@ -124,25 +122,6 @@ pub(crate) fn write_canonical_call<S: Sink, K: AsRef<str>>(
     sink.put(b"]");
 }
 
-/// Writes the canonical JSON of `value` unless its string content exceeds `budget`
-/// characters, counted as the reference counts them (UTF-16 units of every string and key
-/// plus one per string, key and array element). Returns `false` when the budget ran out;
-/// the sink then holds a partial text that must be discarded.
-pub(crate) fn write_canonical_bounded<S: Sink, K: AsRef<str>>(
-    value: &Value,
-    ignore_keys: &[K],
-    budget: usize,
-    sink: &mut S,
-) -> bool {
-    let mut walker = Walker::<_, _, true> {
-        sink,
-        ignore: ignore_keys,
-        scratch: Vec::with_capacity(32),
-        budget,
-    };
-    walker.value(value, 0).is_ok()
-}
-
 fn into_string(bytes: Vec<u8>) -> String {
     // Lone surrogates are always escaped, so the text is valid UTF-8.
     match String::from_utf8(bytes) {
@@ -151,69 +130,40 @@ fn into_string(bytes: Vec<u8>) -> String {
     }
 }
 
-struct OverBudget;
-
-struct Walker<'v, 'i, 's, S: Sink, K: AsRef<str>, const BOUNDED: bool> {
+struct Walker<'v, 'i, 's, S: Sink, K: AsRef<str>> {
     sink: &'s mut S,
     ignore: &'i [K],
     /// Sorted member lists of the objects being written, stacked: each object uses the
     /// tail it pushed and truncates it when done.
     scratch: Vec<(u64, &'v JsStr, &'v Value)>,
-    /// Characters of string content left (only counted when `BOUNDED`).
-    budget: usize,
 }
 
-impl<'v, S: Sink, K: AsRef<str>, const BOUNDED: bool> Walker<'v, '_, '_, S, K, BOUNDED> {
-    #[inline]
-    fn spend(&mut self, chars: usize) -> Result<(), OverBudget> {
-        if !BOUNDED {
-            return Ok(());
-        }
-        match self.budget.checked_sub(chars) {
-            Some(left) => {
-                self.budget = left;
-                Ok(())
-            }
-            None => Err(OverBudget),
-        }
-    }
-
-    #[inline]
-    fn bounded(&self) -> bool {
-        BOUNDED
-    }
-
-    fn value(&mut self, value: &'v Value, depth: usize) -> Result<(), OverBudget> {
+impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
+    fn value(&mut self, value: &'v Value, depth: usize) {
         match value {
             Value::Null => self.sink.put(b"null"),
             Value::Bool(true) => self.sink.put(b"true"),
             Value::Bool(false) => self.sink.put(b"false"),
             Value::Number(n) => write_number(n, self.sink),
-            Value::String(s) => {
-                if self.bounded() {
-                    self.spend(s.utf16_len() + 1)?;
-                }
-                write_escaped(s.as_bytes(), self.sink);
-            }
+            Value::String(s) => write_escaped(s.as_bytes(), self.sink),
             Value::Array(items) => {
                 if depth > MAX_CANONICAL_DEPTH {
                     write_escaped(DEPTH_MARKER.as_bytes(), self.sink);
-                    return Ok(());
+                    return;
                 }
                 self.sink.put(b"[");
                 for (i, item) in items.iter().enumerate() {
-                    self.spend(1)?;
                     if i > 0 {
                         self.sink.put(b",");
                     }
-                    self.value(item, depth + 1)?;
+                    self.value(item, depth + 1);
                 }
                 self.sink.put(b"]");
             }
             Value::Object(map) => {
                 if depth > MAX_CANONICAL_DEPTH {
                     write_escaped(DEPTH_MARKER.as_bytes(), self.sink);
-                    return Ok(());
+                    return;
                 }
                 let start = self.scratch.len();
                 let ignore = self.ignore;
@@ -230,30 +180,18 @@ impl<'v, S: Sink, K: AsRef<str>, const BOUNDED: bool> Walker<'v, '_, '_, S, K, B
                 }
                 let end = self.scratch.len();
                 self.sink.put(b"{");
-                let mut result = Ok(());
                 for i in start..end {
                     let (_, k, v) = self.scratch[i];
-                    if self.bounded() {
-                        if let Err(e) = self.spend(k.utf16_len() + 1) {
-                            result = Err(e);
-                            break;
-                        }
-                    }
                     if i > start {
                         self.sink.put(b",");
                     }
                     write_escaped_then(k.as_bytes(), b":", self.sink);
-                    if let Err(e) = self.value(v, depth + 1) {
-                        result = Err(e);
-                        break;
-                    }
+                    self.value(v, depth + 1);
                 }
                 self.scratch.truncate(start);
-                result?;
                 self.sink.put(b"}");
             }
         }
-        Ok(())
     }
 }
 
@@ -556,15 +494,5 @@ mod tests {
             text,
             format!("{}\"[depth]\"{}", "[".repeat(65), "]".repeat(65))
         );
-    }
-
-    #[test]
-    fn bounded_walk_stops() {
-        let v = parse_str(r#"{"ab":"xyz","c":[1,2]}"#).unwrap();
-        // keys 3 + 2, string 4, elements 2 = 11
-        let mut out = Vec::new();
-        assert!(write_canonical_bounded::<_, &str>(&v, &[], 11, &mut out));
-        let mut out = Vec::new();
-        assert!(!write_canonical_bounded::<_, &str>(&v, &[], 10, &mut out));
     }
 }

@@ -12,7 +12,6 @@
 //!
 //! Nothing here panics. Codes and messages never quote the values they judge.
 
-
 use crate::json::{self, JsStr, Map, Value};
 use crate::redact::REDACTED;
 

@@ -332,9 +332,45 @@ pub fn random_hex(len: usize) -> String {
     out
 }
 
+/// The per-process key of [`new_id`]; 0 until first use (and again after a fork).
+static ID_KEY: AtomicU64 = AtomicU64::new(0);
+
 /// A globally unique id `<prefix>_<12 hex>`, as runs are named (`run_3f9a…`).
+///
+/// Called once per node execution, so it is cheap: a per-process random key and a counter
+/// through a bijective mixer (distinct within a process, unpredictable across processes), no
+/// clock read and no hashing state.
 pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}_{}", random_hex(12))
+    let mut key = ID_KEY.load(Ordering::Relaxed);
+    if key == 0 {
+        key = u64::from_str_radix(&random_hex(16), 16).unwrap_or(1) | 1;
+        key = match ID_KEY.compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => key,
+            Err(current) => current,
+        };
+    }
+    let n = ID_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let bits = splitmix64(key ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut out = String::with_capacity(prefix.len() + 13);
+    out.push_str(prefix);
+    out.push('_');
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for shift in (16..64).step_by(4).rev() {
+        out.push(HEX[((bits >> shift) & 0xf) as usize] as char);
+    }
+    out
+}
+
+/// Forgets the per-process key of [`new_id`] (a forked child must not repeat its parent's ids).
+pub fn reseed_ids() {
+    ID_KEY.store(0, Ordering::Relaxed);
+}
+
+/// SplitMix64's finalizer: a bijection on u64 that spreads every input bit.
+fn splitmix64(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Compact per-process ids `<prefix>_<base>_<n>` (pauses, fallback instance ids): a random
@@ -385,6 +421,12 @@ fn put_opt<T: Into<Value>>(map: &mut Map, key: &str, value: Option<T>) {
 fn put_extra(map: &mut Map, extra: &Map) {
     for (k, v) in extra.iter() {
         map.insert(k.clone(), v.clone());
+    }
+}
+
+fn put_extra_owned(map: &mut Map, extra: Map) {
+    for (k, v) in extra {
+        map.insert(k, v);
     }
 }
 
@@ -555,9 +597,13 @@ impl BreakpointMatcher {
         let mut matcher = BreakpointMatcher::default();
         for (key, v) in map.iter() {
             match (key.as_str(), v) {
-                (Some("kind"), Value::String(s)) => matcher.kind = Some(NodeKind::parse(s.as_str()?)?),
+                (Some("kind"), Value::String(s)) => {
+                    matcher.kind = Some(NodeKind::parse(s.as_str()?)?)
+                }
                 (Some("name"), Value::String(s)) => matcher.name = Some(s.clone()),
-                (Some("point"), Value::String(s)) => matcher.point = Some(PausePoint::parse(s.as_str()?)?),
+                (Some("point"), Value::String(s)) => {
+                    matcher.point = Some(PausePoint::parse(s.as_str()?)?)
+                }
                 (Some("kind" | "name" | "point"), Value::Null) => {}
                 (Some("kind" | "name" | "point"), _) => return None,
                 _ => {
@@ -748,6 +794,15 @@ pub trait Message {
     /// The payload as a JSON value, keys in wire order.
     fn to_value(&self) -> Value;
 
+    /// [`Message::to_value`] consuming the message: the payloads an application hands over
+    /// on every node (`node.started`, `node.finished`) are moved, not copied.
+    fn into_value(self) -> Value
+    where
+        Self: Sized,
+    {
+        self.to_value()
+    }
+
     /// The payload's compact JSON text.
     fn payload_json(&self) -> String {
         json::to_string(&self.to_value())
@@ -933,15 +988,18 @@ impl NodeStarted {
 impl Message for NodeStarted {
     const TYPE: MessageType = MessageType::NodeStarted;
     fn to_value(&self) -> Value {
+        self.clone().into_value()
+    }
+    fn into_value(self) -> Value {
         let mut m = Map::with_capacity(8 + self.extra.len());
-        put(&mut m, "nodeId", self.node_id.clone());
+        put(&mut m, "nodeId", self.node_id);
         put(&mut m, "kind", self.kind);
-        put(&mut m, "name", self.name.clone());
-        put(&mut m, "instanceId", self.instance_id.clone());
-        put_opt(&mut m, "parentId", self.parent_id.clone());
-        put_opt(&mut m, "input", self.input.clone());
+        put(&mut m, "name", self.name);
+        put(&mut m, "instanceId", self.instance_id);
+        put_opt(&mut m, "parentId", self.parent_id);
+        put_opt(&mut m, "input", self.input);
         put_opt(&mut m, "collapsed", self.collapsed);
-        put_extra(&mut m, &self.extra);
+        put_extra_owned(&mut m, self.extra);
         put_opt(
             &mut m,
             "redaction",
@@ -1044,10 +1102,13 @@ impl NodeFinished {
 impl Message for NodeFinished {
     const TYPE: MessageType = MessageType::NodeFinished;
     fn to_value(&self) -> Value {
+        self.clone().into_value()
+    }
+    fn into_value(self) -> Value {
         let mut m = Map::with_capacity(10 + self.extra.len());
-        put(&mut m, "nodeId", self.node_id.clone());
-        put_opt(&mut m, "instanceId", self.instance_id.clone());
-        put_opt(&mut m, "output", self.output.clone());
+        put(&mut m, "nodeId", self.node_id);
+        put_opt(&mut m, "instanceId", self.instance_id);
+        put_opt(&mut m, "output", self.output);
         put_opt(
             &mut m,
             "usage",
@@ -1057,7 +1118,7 @@ impl Message for NodeFinished {
         put(&mut m, "status", self.status);
         put_opt(&mut m, "injected", self.injected);
         put_opt(&mut m, "recoveredFromError", self.recovered_from_error);
-        put_extra(&mut m, &self.extra);
+        put_extra_owned(&mut m, self.extra);
         put_opt(
             &mut m,
             "redaction",
@@ -1526,6 +1587,24 @@ mod tests {
         assert_eq!(a.len(), 16);
         assert!(a.starts_with("run_") && a[4..].bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn ids_are_distinct_and_a_reseeded_process_does_not_repeat_them() {
+        let first: std::collections::HashSet<String> =
+            (0..100_000).map(|_| new_id("inst")).collect();
+        assert_eq!(first.len(), 100_000);
+        // A forked child reseeds while its counter continues from the parent's: simulate a
+        // child that would repeat the parent's counter values with a fresh key.
+        let before = ID_COUNTER.load(Ordering::Relaxed);
+        reseed_ids();
+        ID_COUNTER.store(before - 100_000, Ordering::Relaxed);
+        let again: Vec<String> = (0..100_000).map(|_| new_id("inst")).collect();
+        ID_COUNTER.store(before + 100_000, Ordering::Relaxed);
+        assert!(
+            again.iter().all(|id| !first.contains(id)),
+            "a reseeded key repeated an id"
+        );
     }
 
     #[test]

@@ -24,7 +24,10 @@ pub use crate::event::{BreakpointMatcher, PausePoint, PauseReason, ResumeAction,
 pub fn matcher_matches(matcher: &BreakpointMatcher, point: PausePoint, node: &GateNode) -> bool {
     matcher.point.unwrap_or(PausePoint::Before) == point
         && matcher.kind.is_none_or(|k| k.as_str() == node.kind)
-        && matcher.name.as_ref().is_none_or(|n| *n == node.name.as_str())
+        && matcher
+            .name
+            .as_ref()
+            .is_none_or(|n| *n == node.name.as_str())
 }
 
 /// Whether two matchers name the same breakpoint (unknown extra fields do not count).
@@ -58,7 +61,11 @@ pub struct GateDecision {
 impl GateDecision {
     /// `continue`, nothing changed: what every fail-open release decides.
     pub fn proceed() -> Self {
-        GateDecision { action: ResumeAction::Continue, output: None, input: None }
+        GateDecision {
+            action: ResumeAction::Continue,
+            output: None,
+            input: None,
+        }
     }
 }
 
@@ -109,7 +116,9 @@ pub struct PendingGate {
 
 impl std::fmt::Debug for PendingGate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PendingGate").field("pause_id", &self.pause_id).finish()
+        f.debug_struct("PendingGate")
+            .field("pause_id", &self.pause_id)
+            .finish()
     }
 }
 
@@ -216,7 +225,10 @@ pub struct GateEngine {
 impl GateEngine {
     /// An engine whose gates auto-continue after `pause_timeout` (`None`: hold forever).
     pub fn new(pause_timeout: Option<Duration>) -> Self {
-        GateEngine { pause_timeout, ..GateEngine::default() }
+        GateEngine {
+            pause_timeout,
+            ..GateEngine::default()
+        }
     }
 
     /// Adopts the debugger's full state (from `hello.ack`).
@@ -246,14 +258,19 @@ impl GateEngine {
 
     /// Adds a breakpoint (`breakpoint.set`); an equal one is not added twice.
     pub fn add_breakpoint(&mut self, matcher: BreakpointMatcher) {
-        if !self.breakpoints.iter().any(|existing| matcher_equals(existing, &matcher)) {
+        if !self
+            .breakpoints
+            .iter()
+            .any(|existing| matcher_equals(existing, &matcher))
+        {
             self.breakpoints.push(matcher);
         }
     }
 
     /// Removes a breakpoint (`breakpoint.clear`).
     pub fn remove_breakpoint(&mut self, matcher: &BreakpointMatcher) {
-        self.breakpoints.retain(|existing| !matcher_equals(existing, matcher));
+        self.breakpoints
+            .retain(|existing| !matcher_equals(existing, matcher));
     }
 
     /// The armed breakpoints.
@@ -263,13 +280,16 @@ impl GateEngine {
 
     /// Whether a debugger breakpoint matches.
     pub fn breakpoint_matches(&self, point: PausePoint, node: &GateNode) -> bool {
-        self.breakpoints.iter().any(|m| matcher_matches(m, point, node))
+        self.breakpoints
+            .iter()
+            .any(|m| matcher_matches(m, point, node))
     }
 
     /// Whether the debugger's state holds this point: step mode holds every `before` and
     /// `error` point, and any matching breakpoint holds.
     pub fn should_pause(&self, point: PausePoint, node: &GateNode) -> bool {
-        (self.mode == RunMode::Step && point != PausePoint::After) || self.breakpoint_matches(point, node)
+        (self.mode == RunMode::Step && point != PausePoint::After)
+            || self.breakpoint_matches(point, node)
     }
 
     /// Why a hold that no built-in rule raised holds.
@@ -284,11 +304,20 @@ impl GateEngine {
     }
 
     /// Registers a held gate and returns its pause id and the caller's side of it.
-    pub fn hold(&mut self, point: PausePoint, node: GateNode, run_id: &str, editable: bool) -> PendingGate {
+    pub fn hold(
+        &mut self,
+        point: PausePoint,
+        node: GateNode,
+        run_id: &str,
+        editable: bool,
+    ) -> PendingGate {
         self.next_pause += 1;
         let pause_id = format!("pause_{}", self.next_pause);
         let now = Instant::now();
-        let slot = Arc::new(GateSlot { state: Mutex::new(SlotState::Waiting(None)), wake: Condvar::new() });
+        let slot = Arc::new(GateSlot {
+            state: Mutex::new(SlotState::Waiting(None)),
+            wake: Condvar::new(),
+        });
         self.held.insert(
             pause_id.clone(),
             HeldGate {
@@ -331,7 +360,10 @@ impl GateEngine {
             .filter(|g| g.deadline.is_some_and(|d| d <= now))
             .map(|g| g.pause_id.clone())
             .collect();
-        expired.iter().filter_map(|id| self.held.remove(id)).collect()
+        expired
+            .iter()
+            .filter_map(|id| self.held.remove(id))
+            .collect()
     }
 
     /// The earliest pause deadline.
@@ -354,14 +386,26 @@ mod tests {
     use super::*;
 
     fn node(kind: &str, name: &str) -> GateNode {
-        GateNode { node_id: format!("{kind}:{name}"), kind: kind.into(), name: name.into() }
+        GateNode {
+            node_id: format!("{kind}:{name}"),
+            kind: kind.into(),
+            name: name.into(),
+        }
     }
 
     #[test]
     fn matchers_default_to_before_and_match_every_given_field() {
         let any = BreakpointMatcher::default();
-        assert!(matcher_matches(&any, PausePoint::Before, &node("tool", "a")));
-        assert!(!matcher_matches(&any, PausePoint::After, &node("tool", "a")));
+        assert!(matcher_matches(
+            &any,
+            PausePoint::Before,
+            &node("tool", "a")
+        ));
+        assert!(!matcher_matches(
+            &any,
+            PausePoint::After,
+            &node("tool", "a")
+        ));
         let m = BreakpointMatcher {
             kind: Some(crate::event::NodeKind::Tool),
             name: Some("a".into()),
@@ -392,7 +436,11 @@ mod tests {
         let waiter = std::thread::spawn(move || pending.wait());
         let gate = engine.take(&id).unwrap();
         assert!(engine.take(&id).is_none());
-        gate.release(GateDecision { action: ResumeAction::Inject, output: Some(Value::from(7i64)), input: None });
+        gate.release(GateDecision {
+            action: ResumeAction::Inject,
+            output: Some(Value::from(7i64)),
+            input: None,
+        });
         let decision = waiter.join().unwrap();
         assert_eq!(decision.action, ResumeAction::Inject);
         assert_eq!(decision.output, Some(Value::from(7i64)));
@@ -410,7 +458,11 @@ mod tests {
 
         let pending = engine.hold(PausePoint::After, node("llm", "m"), "run_1", false);
         let id = pending.pause_id().to_string();
-        engine.take(&id).unwrap().release(GateDecision { action: ResumeAction::Abort, output: None, input: None });
+        engine.take(&id).unwrap().release(GateDecision {
+            action: ResumeAction::Abort,
+            output: None,
+            input: None,
+        });
         let (tx, rx) = std::sync::mpsc::channel();
         pending.on_decision(move |d| tx.send(d.action).unwrap());
         assert_eq!(rx.recv().unwrap(), ResumeAction::Abort);

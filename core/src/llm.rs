@@ -886,7 +886,11 @@ pub fn ai_sdk_step_output(result: &Value) -> Value {
                     }
                 }
                 Some("tool-call") => {
-                    if let Some(call) = tool_call(part.get("toolCallId"), part.get("toolName"), part.get("input")) {
+                    if let Some(call) = tool_call(
+                        part.get("toolCallId"),
+                        part.get("toolName"),
+                        part.get("input"),
+                    ) {
                         calls.push(call);
                     }
                 }

@@ -25,6 +25,7 @@
 //! [`LoopGuard::fingerprint_start`].
 
 mod history;
+mod key;
 
 use crate::canonical::write_escaped;
 use crate::fingerprint::{HashSink, FINGERPRINT_HEX_CHARS};
@@ -217,7 +218,11 @@ impl LoopInfo {
         use crate::event::LoopKind as WireKind;
         let (kind, period, laps) = match self.kind {
             LoopKind::Repeat => (None, None, None),
-            LoopKind::Cycle { period, laps } => (Some(WireKind::Cycle), Some(u64::from(period)), Some(u64::from(laps))),
+            LoopKind::Cycle { period, laps } => (
+                Some(WireKind::Cycle),
+                Some(u64::from(period)),
+                Some(u64::from(laps)),
+            ),
             LoopKind::ErrorRepeat => (Some(WireKind::ErrorRepeat), None, None),
         };
         crate::event::LoopInfo {
@@ -327,6 +332,9 @@ struct Streak {
     tripped: bool,
     /// This streak already produced its one warning.
     warned: bool,
+    /// The fingerprint a hold of this streak reports, computed when it reaches the
+    /// threshold.
+    reported: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -397,32 +405,52 @@ impl LoopGuard {
         self.config.kinds.iter().position(|k| k == kind)
     }
 
-    /// The fingerprint of a start, or `None` inside when it is not comparable. Needs no
-    /// state: a session may call it outside its lock, then [`LoopGuard::record_start`].
+    /// The comparison key of a start ([`key`]: equal exactly when the canonical texts of
+    /// `[nodeId, input]` are), or `None` inside when it is not comparable. Needs no state: a
+    /// session may call it outside its lock, then [`LoopGuard::record_start`].
     pub fn fingerprint_start(&self, node_id: &str, input: LoopValue<'_>) -> StartFingerprint {
         match input {
             LoopValue::Unreadable => StartFingerprint(None),
-            LoopValue::Read(value) => {
-                let mut sink = HashSink::new(Sha256::new());
-                crate::canonical::write_canonical_call(
-                    node_id.as_bytes(),
-                    value,
-                    &self.config.ignore_keys,
-                    &mut sink,
-                );
-                let digest = sink.finish();
-                let mut fp = [0u8; 16];
-                fp.copy_from_slice(&digest[..16]);
-                StartFingerprint(Some(fp))
-            }
+            LoopValue::Read(value) => StartFingerprint(Some(
+                key::KeyWalker::new(&self.salt, &self.config.ignore_keys)
+                    .call_key(node_id.as_bytes(), value),
+            )),
         }
+    }
+
+    /// The fingerprint a start reports: the first 16 bytes of SHA-256 of the canonical
+    /// `[nodeId, input]`, in hex ([`crate::fingerprint`]'s rule, with the guard's ignore
+    /// keys). Computed only when it is shown, never to compare.
+    fn reported_fingerprint(&self, node_id: &str, input: Option<&Value>) -> String {
+        let mut sink = HashSink::new(Sha256::new());
+        crate::canonical::write_canonical_call(
+            node_id.as_bytes(),
+            input,
+            &self.config.ignore_keys,
+            &mut sink,
+        );
+        let digest = sink.finish();
+        hex(&history::fp_of(&digest))
     }
 
     /// `node.started`: fingerprint, extend or replace the kind's streak, open the call for
     /// the history and look for a cycle or an error-repeat. `attached` tells whether a
     /// debugger would hold the call; when nothing will hold it, the outcome carries the one
-    /// warning of its streak.
+    /// warning of its streak. The outcome also carries the call's reported fingerprint
+    /// (SHA-256, which costs as much again as the rest: a session uses
+    /// [`LoopGuard::observe_start`]).
     pub fn on_node_started(&mut self, start: &NodeStart<'_>, attached: bool) -> StartOutcome {
+        let mut outcome = self.observe_start(start, attached);
+        if outcome.repeats > 0 {
+            if let LoopValue::Read(input) = start.input {
+                outcome.fingerprint = Some(self.reported_fingerprint(start.node_id, input));
+            }
+        }
+        outcome
+    }
+
+    /// [`LoopGuard::on_node_started`] without the reported fingerprint (`None`).
+    pub fn observe_start(&mut self, start: &NodeStart<'_>, attached: bool) -> StartOutcome {
         if !self.applies_to(start.kind, start.node_id, start.name) {
             return StartOutcome {
                 fingerprint: None,
@@ -484,6 +512,7 @@ impl LoopGuard {
                     last_seq: start.seq,
                     tripped: false,
                     warned: false,
+                    reported: None,
                 };
                 *slot = Some(s.clone());
                 s
@@ -496,7 +525,7 @@ impl LoopGuard {
         let history = &mut state.histories[kind];
         let detected = history
             .detect_cycle(start.node_id, &fp, start.seq, &salt)
-            .or_else(|| history.detect_error_repeat(start.node_id, start.seq));
+            .or_else(|| history.detect_error_repeat(start.node_id, start.seq, &salt));
         if let Some(info) = &detected {
             history.verdict = Some(history::Verdict {
                 node_id: start.node_id.to_owned(),
@@ -505,8 +534,21 @@ impl LoopGuard {
             });
         }
         let at_threshold = streak.repeats >= threshold;
+        if at_threshold && streak.reported.is_none() {
+            let input = match start.input {
+                LoopValue::Read(v) => v,
+                LoopValue::Unreadable => None,
+            };
+            let reported = self.reported_fingerprint(start.node_id, input);
+            if let Some(s) = self
+                .state_mut(start.run_id)
+                .and_then(|state| state.streaks[kind].as_mut())
+            {
+                s.reported = Some(reported);
+            }
+        }
         let mut outcome = StartOutcome {
-            fingerprint: Some(hex(&fp)),
+            fingerprint: None,
             repeats: streak.repeats,
             verdict: LoopVerdict::Continue,
         };
@@ -596,7 +638,7 @@ impl LoopGuard {
                     fingerprint: if hide.input {
                         REDACTED.to_owned()
                     } else {
-                        hex(&streak.fingerprint)
+                        streak.reported.clone().unwrap_or_default()
                     },
                 });
             }

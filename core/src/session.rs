@@ -13,13 +13,14 @@
 
 use crate::config::Config;
 use crate::event::{
-    ErrorInfo, ExecPaused, ExecRefused, ExecResumed, GraphHint, GraphNodeHint, Hello, Message, MessageType,
-    NodeError, NodeFinished, NodeKind, NodeStarted, NodeToken, RunFinished, RunStarted, RunStatus, SdkInfo,
-    TokenChannel, TokenDelta, KNOWN_CAPABILITIES, PROTOCOL_VERSION, WILDCARD_RUN_ID,
+    ErrorInfo, ExecPaused, ExecRefused, ExecResumed, GraphHint, GraphNodeHint, Hello, Message,
+    MessageType, NodeError, NodeFinished, NodeKind, NodeStarted, NodeToken, RunFinished,
+    RunStarted, RunStatus, SdkInfo, TokenChannel, TokenDelta, KNOWN_CAPABILITIES, PROTOCOL_VERSION,
+    WILDCARD_RUN_ID,
 };
 use crate::gate::{
-    BreakpointMatcher, GateDecision, GateEngine, GateNode, HeldGate, PausePoint, PauseReason, PendingGate,
-    ResumeAction, RunMode,
+    BreakpointMatcher, GateDecision, GateEngine, GateNode, HeldGate, PausePoint, PauseReason,
+    PendingGate, ResumeAction, RunMode,
 };
 use crate::json::{JsStr, Map, Value};
 use crate::loop_guard::{LoopGuard, LoopHide, LoopValue, LoopVerdict, NodeStart};
@@ -41,6 +42,15 @@ pub const OUTBOX_CAPACITY: usize = 65_536;
 
 /// How many queued messages the worker handles before it flushes the socket.
 const MAX_BATCH: usize = 4096;
+
+/// After a busy pass, the worker sleeps this long before it looks at the queue again, so a
+/// burst of events is handed over in batches: an application thread then enqueues without
+/// waking anybody (no syscall per event). Gate traffic, flushes and a filling queue wake it
+/// at once.
+pub const WORKER_LINGER: Duration = Duration::from_millis(1);
+
+/// A queue this full wakes a lingering worker at once.
+const WAKE_BACKLOG: usize = OUTBOX_CAPACITY / 8;
 
 /// The fast reconnect delays after an established link drops, before `retry_interval`.
 pub const FAST_RETRY_DELAYS: [Duration; 3] = [
@@ -107,7 +117,11 @@ pub struct Run {
 
 impl Run {
     fn new(name: &str) -> Run {
-        Run { run_id: event::new_id("run"), name: name.to_string(), signal: Arc::new(RunSignal::default()) }
+        Run {
+            run_id: event::new_id("run"),
+            name: name.to_string(),
+            signal: Arc::new(RunSignal::default()),
+        }
     }
 }
 
@@ -137,12 +151,21 @@ impl NodeRef {
 
     /// A new execution of a node with an explicit id.
     pub fn with_id(kind: NodeKind, name: &str, node_id: &str) -> NodeRef {
-        NodeRef { node_id: node_id.to_string(), instance_id: event::new_id("inst"), kind, name: name.to_string() }
+        NodeRef {
+            node_id: node_id.to_string(),
+            instance_id: event::new_id("inst"),
+            kind,
+            name: name.to_string(),
+        }
     }
 
     /// The gate identity of this node.
     pub fn gate_node(&self) -> GateNode {
-        GateNode { node_id: self.node_id.clone(), kind: self.kind.as_str().to_string(), name: self.name.clone() }
+        GateNode {
+            node_id: self.node_id.clone(),
+            kind: self.kind.as_str().to_string(),
+            name: self.name.clone(),
+        }
     }
 }
 
@@ -244,6 +267,8 @@ struct Shared {
     /// Editable pauses: the live input an edit merges into.
     editable: HashMap<String, Option<Value>>,
     worker_started: bool,
+    /// The worker thread, unparked when something must go out now (see [`WORKER_LINGER`]).
+    worker: Option<std::thread::Thread>,
     /// The current link's generation, so a stale reader's detach is ignored.
     link_generation: u64,
     disposed: bool,
@@ -273,7 +298,10 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("enabled", &self.is_enabled()).field("attached", &self.is_attached()).finish()
+        f.debug_struct("Session")
+            .field("enabled", &self.is_enabled())
+            .field("attached", &self.is_attached())
+            .finish()
     }
 }
 
@@ -282,7 +310,10 @@ fn millis(ms: u64) -> Duration {
 }
 
 fn epoch_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl Session {
@@ -312,6 +343,7 @@ impl Session {
                 runs: HashMap::new(),
                 editable: HashMap::new(),
                 worker_started: false,
+                worker: None,
                 link_generation: 0,
                 disposed: false,
             }),
@@ -324,7 +356,9 @@ impl Session {
             inbox: Mutex::new(Some(rx)),
             config,
         };
-        Session { inner: Arc::new(inner) }
+        Session {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The resolved configuration.
@@ -365,9 +399,14 @@ impl Session {
         let deadline = Instant::now() + timeout;
         let mut shared = self.inner.shared.lock();
         self.ensure_worker(&mut shared);
-        let _ = shared.outbox.try_send(Outgoing::Kick);
+        Self::send_control(&shared, Outgoing::Kick);
         while !shared.engine_attached && !shared.disposed {
-            if self.inner.attach_signal.wait_until(&mut shared, deadline).timed_out() {
+            if self
+                .inner
+                .attach_signal
+                .wait_until(&mut shared, deadline)
+                .timed_out()
+            {
                 break;
             }
         }
@@ -384,7 +423,14 @@ impl Session {
         let mut shared = self.inner.shared.lock();
         shared.runs.insert(run.run_id.clone(), run.signal.clone());
         self.ensure_worker(&mut shared);
-        self.enqueue(&mut shared, &run.run_id, MessageType::RunStarted, payload, None, None);
+        self.enqueue(
+            &mut shared,
+            &run.run_id,
+            MessageType::RunStarted,
+            payload,
+            None,
+            None,
+        );
         run
     }
 
@@ -400,7 +446,10 @@ impl Session {
                 meta_out.insert(k.clone(), v.clone());
             }
         }
-        let mut started = RunStarted::new(config.app_name.as_str(), SdkInfo::new(config.sdk.name.as_str(), config.sdk.version.as_str()));
+        let mut started = RunStarted::new(
+            config.app_name.as_str(),
+            SdkInfo::new(config.sdk.name.as_str(), config.sdk.version.as_str()),
+        );
         started.meta = Some(meta_out);
         started.to_value()
     }
@@ -425,7 +474,14 @@ impl Session {
             }
         };
         finished.extra = Map::new();
-        self.enqueue(&mut shared, &run.run_id, MessageType::RunFinished, finished.to_value(), None, None);
+        self.enqueue(
+            &mut shared,
+            &run.run_id,
+            MessageType::RunFinished,
+            finished.to_value(),
+            None,
+            None,
+        );
     }
 
     /// The implicit run that events outside any run share (started on first use).
@@ -444,7 +500,14 @@ impl Session {
         if self.inner.config.enabled && !shared.disposed {
             let payload = self.run_started_payload("implicit", None, true);
             self.ensure_worker(shared);
-            self.enqueue(shared, &run.run_id, MessageType::RunStarted, payload, None, None);
+            self.enqueue(
+                shared,
+                &run.run_id,
+                MessageType::RunStarted,
+                payload,
+                None,
+                None,
+            );
         }
         run
     }
@@ -484,35 +547,60 @@ impl Session {
 
     /// Emits an app event of a known type (no check of the type's direction: the core's own
     /// modules call it with the right ones).
-    pub(crate) fn emit_event(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
+    pub(crate) fn emit_event(
+        &self,
+        run_id: Option<&str>,
+        event_type: MessageType,
+        payload: Value,
+    ) -> Option<u64> {
         self.emit_typed(run_id, event_type, payload)
     }
 
-    fn emit_typed(&self, run_id: Option<&str>, event_type: MessageType, payload: Value) -> Option<u64> {
+    fn emit_typed(
+        &self,
+        run_id: Option<&str>,
+        event_type: MessageType,
+        payload: Value,
+    ) -> Option<u64> {
         let mut shared = self.recording()?;
         self.flush_tokens_locked(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let seq = shared.seq;
         match event_type {
             MessageType::NodeStarted => self.note_loop_start(&mut shared, &run_id, &payload, seq),
-            MessageType::NodeFinished => note_loop_finish(&mut shared.loop_guard, &run_id, &payload),
+            MessageType::NodeFinished => {
+                note_loop_finish(&mut shared.loop_guard, &run_id, &payload)
+            }
             MessageType::NodeError => note_loop_error(&mut shared.loop_guard, &run_id, &payload),
             _ => {}
         }
         let emitted = self.enqueue(&mut shared, &run_id, event_type, payload, None, None);
         if emitted.is_none() && event_type == MessageType::NodeStarted {
             // Never reached the wire: it is not "the call right before" the next one.
-            shared.loop_guard.on_unidentified_start(&run_id, "tool", seq);
+            shared
+                .loop_guard
+                .on_unidentified_start(&run_id, "tool", seq);
         }
         emitted
     }
 
     /// `node.started` for `node` with `input`, in `run_id` (or the implicit run).
-    pub fn node_started(&self, run_id: Option<&str>, node: &NodeRef, parent_id: Option<&str>, input: Option<Value>) -> Option<u64> {
-        let mut started = NodeStarted::new(node.node_id.as_str(), node.kind, node.name.as_str(), node.instance_id.as_str());
+    pub fn node_started(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        parent_id: Option<&str>,
+        input: Option<Value>,
+    ) -> Option<u64> {
+        let mut started = NodeStarted::new(
+            node.node_id.as_str(),
+            node.kind,
+            node.name.as_str(),
+            node.instance_id.as_str(),
+        );
         started.parent_id = parent_id.map(JsStr::from);
         started.input = input;
-        self.emit_typed(run_id, MessageType::NodeStarted, started.to_value())
+        self.emit_typed(run_id, MessageType::NodeStarted, started.into_value())
     }
 
     /// `node.finished` for `node`.
@@ -524,17 +612,26 @@ impl Session {
         duration_ms: f64,
         injected: bool,
     ) -> Option<u64> {
-        let mut finished = NodeFinished::new(node.node_id.as_str(), normalize_duration(duration_ms), RunStatus::Ok);
+        let mut finished = NodeFinished::new(
+            node.node_id.as_str(),
+            normalize_duration(duration_ms),
+            RunStatus::Ok,
+        );
         finished.instance_id = Some(node.instance_id.as_str().into());
         finished.output = output;
         if injected {
             finished.injected = Some(true);
         }
-        self.emit_typed(run_id, MessageType::NodeFinished, finished.to_value())
+        self.emit_typed(run_id, MessageType::NodeFinished, finished.into_value())
     }
 
     /// `node.error` for `node`.
-    pub fn node_error(&self, run_id: Option<&str>, node: &NodeRef, error: ErrorInfo) -> Option<u64> {
+    pub fn node_error(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        error: ErrorInfo,
+    ) -> Option<u64> {
         let mut failed = NodeError::new(node.node_id.as_str(), error);
         failed.instance_id = Some(node.instance_id.as_str().into());
         self.emit_typed(run_id, MessageType::NodeError, failed.to_value())
@@ -544,13 +641,21 @@ impl Session {
     /// `tokenIntervalMs` (default 34 ms) into one `node.token`; any other event of the
     /// session sends the batch first, so order is kept. Returns the seq when this call sent
     /// a frame.
-    pub fn node_token(&self, run_id: Option<&str>, node: &NodeRef, channel: TokenChannel, text: &str) -> Option<u64> {
+    pub fn node_token(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        channel: TokenChannel,
+        text: &str,
+    ) -> Option<u64> {
         let mut shared = self.recording()?;
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let interval = millis(self.inner.config.token_interval_ms);
         let delta = TokenDelta::new(channel, text);
         if let Some(batch) = shared.pending_tokens.as_mut() {
-            let same = batch.run_id == run_id && batch.node_id == node.node_id && batch.instance_id == node.instance_id;
+            let same = batch.run_id == run_id
+                && batch.node_id == node.node_id
+                && batch.instance_id == node.instance_id;
             if same && batch.opened.elapsed() < interval {
                 batch.deltas.push(delta);
                 return None;
@@ -574,8 +679,17 @@ impl Session {
     fn flush_tokens_locked(&self, shared: &mut Shared) -> Option<u64> {
         let batch = shared.pending_tokens.take()?;
         let mut token = NodeToken::new(batch.node_id.as_str(), batch.deltas);
-        token.extra.insert("instanceId", Value::from(batch.instance_id.as_str()));
-        self.enqueue(shared, &batch.run_id, MessageType::NodeToken, token.to_value(), None, None)
+        token
+            .extra
+            .insert("instanceId", Value::from(batch.instance_id.as_str()));
+        self.enqueue(
+            shared,
+            &batch.run_id,
+            MessageType::NodeToken,
+            token.to_value(),
+            None,
+            None,
+        )
     }
 
     /// When the pending token batch is due (worker thread).
@@ -599,13 +713,23 @@ impl Session {
 
     /// `graph.hint` announcing nodes ahead of running.
     pub fn graph_hint(&self, run_id: Option<&str>, nodes: Vec<GraphNodeHint>) -> Option<u64> {
-        self.emit_typed(run_id, MessageType::GraphHint, GraphHint::new(nodes).to_value())
+        self.emit_typed(
+            run_id,
+            MessageType::GraphHint,
+            GraphHint::new(nodes).to_value(),
+        )
     }
 
     /// The gate at `point` of `node`: [`Gate::Continue`] at once when nothing holds (the fast
     /// path: detached, or attached with nothing matching), else a held gate to wait on.
     /// Whoever waits applies the decision; an `abort` has already aborted the run's signal.
-    pub fn gate(&self, run_id: Option<&str>, point: PausePoint, node: &GateNode, options: GateOptions) -> Gate {
+    pub fn gate(
+        &self,
+        run_id: Option<&str>,
+        point: PausePoint,
+        node: &GateNode,
+        options: GateOptions,
+    ) -> Gate {
         if !self.inner.config.enabled || !self.inner.attached.load(Ordering::Acquire) {
             return Gate::Continue;
         }
@@ -616,7 +740,14 @@ impl Session {
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let loop_hold = if point == PausePoint::Before {
             let hide = self.loop_hide(&node.kind);
-            match shared.loop_guard.consult_before(&run_id, &node.kind, &node.node_id, &node.name, true, hide) {
+            match shared.loop_guard.consult_before(
+                &run_id,
+                &node.kind,
+                &node.node_id,
+                &node.name,
+                true,
+                hide,
+            ) {
                 LoopVerdict::Hold(info) => Some(info),
                 _ => None,
             }
@@ -627,11 +758,17 @@ impl Session {
             return Gate::Continue;
         }
         self.flush_tokens_locked(&mut shared);
-        let reason = if loop_hold.is_some() { PauseReason::Loop } else { shared.engine.reason_for(point, node) };
+        let reason = if loop_hold.is_some() {
+            PauseReason::Loop
+        } else {
+            shared.engine.reason_for(point, node)
+        };
         let editable = options.editable && self.edits_honoured(&shared);
         let pending = shared.engine.hold(point, node.clone(), &run_id, editable);
         if editable {
-            shared.editable.insert(pending.pause_id().to_string(), options.live_input);
+            shared
+                .editable
+                .insert(pending.pause_id().to_string(), options.live_input);
         }
         let mut paused = ExecPaused::new(pending.pause_id(), node.node_id.as_str(), point);
         paused.reason = Some(reason);
@@ -640,18 +777,34 @@ impl Session {
             paused.editable = Some(true);
         }
         let kind = NodeKind::parse(&node.kind);
-        self.enqueue(&mut shared, &run_id, MessageType::ExecPaused, paused.to_value(), kind, None);
+        self.enqueue(
+            &mut shared,
+            &run_id,
+            MessageType::ExecPaused,
+            paused.to_value(),
+            kind,
+            None,
+        );
         Gate::Held(pending)
     }
 
     fn loop_hide(&self, kind: &str) -> LoopHide {
         let h = self.inner.config.hide;
-        LoopHide::for_node(h.inputs, h.outputs, h.tool_args, h.tool_results, kind == "tool")
+        LoopHide::for_node(
+            h.inputs,
+            h.outputs,
+            h.tool_args,
+            h.tool_results,
+            kind == "tool",
+        )
     }
 
     fn edits_honoured(&self, shared: &Shared) -> bool {
         self.inner.config.edit_input
-            && shared.hub_capabilities.as_ref().is_some_and(|caps| caps.iter().any(|c| c == "edit-input"))
+            && shared
+                .hub_capabilities
+                .as_ref()
+                .is_some_and(|caps| caps.iter().any(|c| c == "edit-input"))
     }
 
     /// Releases a held gate whose waiter went away (a cancelled task): `continue`, announced
@@ -659,7 +812,9 @@ impl Session {
     pub fn discard_gate(&self, pause_id: &str) -> bool {
         let gate = {
             let mut shared = self.inner.shared.lock();
-            let Some(gate) = shared.engine.take(pause_id) else { return false };
+            let Some(gate) = shared.engine.take(pause_id) else {
+                return false;
+            };
             self.announce_release(&mut shared, &gate, ResumeAction::Continue, None, None);
             gate
         };
@@ -675,7 +830,8 @@ impl Session {
             attached: self.is_attached(),
             buffered: self.inner.buffered.load(Ordering::Relaxed),
             dropped: self.inner.dropped.load(Ordering::Relaxed),
-            lost: self.inner.lost.load(Ordering::Relaxed) + self.inner.outbox_full.load(Ordering::Relaxed),
+            lost: self.inner.lost.load(Ordering::Relaxed)
+                + self.inner.outbox_full.load(Ordering::Relaxed),
             pending_gaps: self.inner.pending_gaps.load(Ordering::Relaxed),
             held_gates: shared.engine.held_count() as u64,
             seq: shared.seq,
@@ -692,7 +848,7 @@ impl Session {
                 return true;
             }
             self.flush_tokens_locked(&mut shared);
-            if shared.outbox.try_send(Outgoing::Flush(reply_tx)).is_err() {
+            if !Self::send_control(&shared, Outgoing::Flush(reply_tx)) {
                 return false;
             }
         }
@@ -717,14 +873,21 @@ impl Session {
             if let Some(run) = shared.implicit_run.clone() {
                 if self.inner.config.enabled {
                     let finished = RunFinished::new(RunStatus::Ok).to_value();
-                    self.enqueue(&mut shared, &run.run_id, MessageType::RunFinished, finished, None, None);
+                    self.enqueue(
+                        &mut shared,
+                        &run.run_id,
+                        MessageType::RunFinished,
+                        finished,
+                        None,
+                        None,
+                    );
                 }
             }
             shared.disposed = true;
             shared.engine_attached = false;
             started = shared.worker_started;
             if started {
-                let _ = shared.outbox.try_send(Outgoing::Shutdown(reply_tx));
+                Self::send_control(&shared, Outgoing::Shutdown(reply_tx));
             }
             self.inner.attach_signal.notify_all();
         }
@@ -760,10 +923,12 @@ impl Session {
             reset_mutex(&self.inner.shared);
             reset_mutex(&self.inner.inbox);
         }
+        event::reseed_ids();
         let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
         let mut shared = self.inner.shared.lock();
         shared.outbox = tx;
         shared.worker_started = false;
+        shared.worker = None;
         shared.engine_attached = false;
         shared.engine.disarm();
         // Gates held by the parent's other threads do not exist in the child.
@@ -808,15 +973,37 @@ impl Session {
         if shared.worker_started || shared.disposed {
             return;
         }
-        let Some(rx) = self.inner.inbox.lock().take() else { return };
+        let Some(rx) = self.inner.inbox.lock().take() else {
+            return;
+        };
         shared.worker_started = true;
         let inner = self.inner.clone();
         let spawned = std::thread::Builder::new()
             .name("graphmind-worker".into())
             .spawn(move || Worker::new(inner, rx).run());
-        if let Err(e) = spawned {
-            shared.worker_started = false;
-            self.inner.warner.warn("worker-spawn", &format!("could not start the worker thread ({e}); staying detached"));
+        match spawned {
+            Ok(handle) => shared.worker = Some(handle.thread().clone()),
+            Err(e) => {
+                shared.worker_started = false;
+                self.inner.warner.warn(
+                    "worker-spawn",
+                    &format!("could not start the worker thread ({e}); staying detached"),
+                );
+            }
+        }
+    }
+
+    /// Hands a control message to the worker and wakes it.
+    fn send_control(shared: &Shared, message: Outgoing) -> bool {
+        let sent = shared.outbox.try_send(message).is_ok();
+        Self::wake_worker(shared);
+        sent
+    }
+
+    /// Wakes a lingering worker (cheap when it is not parked).
+    fn wake_worker(shared: &Shared) {
+        if let Some(worker) = &shared.worker {
+            worker.unpark();
         }
     }
 
@@ -832,10 +1019,20 @@ impl Session {
         held: Option<(String, f64)>,
     ) -> Option<u64> {
         let seq = shared.seq;
-        let event = OutEvent { seq, run_id: run_id.to_string(), event_type, payload, node_kind, held };
+        let event = OutEvent {
+            seq,
+            run_id: run_id.to_string(),
+            event_type,
+            payload,
+            node_kind,
+            held,
+        };
         match shared.outbox.try_send(Outgoing::Event(event)) {
             Ok(()) => {
                 shared.seq += 1;
+                if is_gate_event(event_type) || shared.outbox.len() >= WAKE_BACKLOG {
+                    Self::wake_worker(shared);
+                }
                 Some(seq)
             }
             Err(TrySendError::Full(_)) => {
@@ -859,14 +1056,22 @@ impl Session {
             }
             return;
         };
-        let mut start = NodeStart::new(run_id, node_id, kind, LoopValue::Read(payload.get("input")), seq);
+        let mut start = NodeStart::new(
+            run_id,
+            node_id,
+            kind,
+            LoopValue::Read(payload.get("input")),
+            seq,
+        );
         if let Some(name) = text("name") {
             start = start.name(name);
         }
         if let Some(instance) = text("instanceId") {
             start = start.instance(instance);
         }
-        if let LoopVerdict::Warn(warning) = shared.loop_guard.on_node_started(&start, attached).verdict {
+        if let LoopVerdict::Warn(warning) =
+            shared.loop_guard.observe_start(&start, attached).verdict
+        {
             self.inner.warner.warn(&warning.key, &warning.message);
         }
     }
@@ -887,27 +1092,61 @@ impl Session {
         resumed.request_id = request_id.map(JsStr::from);
         let held = Some((gate.node.node_id.clone(), gate.held_ms(Instant::now())));
         let kind = NodeKind::parse(&gate.node.kind);
-        self.enqueue(shared, &gate.run_id, MessageType::ExecResumed, resumed.to_value(), kind, held);
+        self.enqueue(
+            shared,
+            &gate.run_id,
+            MessageType::ExecResumed,
+            resumed.to_value(),
+            kind,
+            held,
+        );
     }
 
-    fn emit_refused(&self, shared: &mut Shared, gate: (&str, &str, &str), refusal: &edit_input::EditRefusal, request_id: Option<&str>) {
+    fn emit_refused(
+        &self,
+        shared: &mut Shared,
+        gate: (&str, &str, &str),
+        refusal: &edit_input::EditRefusal,
+        request_id: Option<&str>,
+    ) {
         let (pause_id, run_id, kind) = gate;
         let mut refused = ExecRefused::new(pause_id, refusal.code);
         refused.message = Some(refusal.message.as_str().into());
         refused.request_id = request_id.map(JsStr::from);
-        self.enqueue(shared, run_id, MessageType::ExecRefused, refused.to_value(), NodeKind::parse(kind), None);
+        self.enqueue(
+            shared,
+            run_id,
+            MessageType::ExecRefused,
+            refused.to_value(),
+            NodeKind::parse(kind),
+            None,
+        );
     }
 
     /// An `exec.resume` from the debugger (reader thread). Unknown pauses are ignored (the
     /// first resume won); a refused edit or inject leaves the gate held and says why.
     fn handle_resume(&self, payload: &Value) {
-        let Some(pause_id) = payload.get("pauseId").and_then(Value::as_str) else { return };
-        let Some(action) = payload.get("action").and_then(Value::as_str).and_then(ResumeAction::parse) else { return };
+        let Some(pause_id) = payload.get("pauseId").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(action) = payload
+            .get("action")
+            .and_then(Value::as_str)
+            .and_then(ResumeAction::parse)
+        else {
+            return;
+        };
         let request_id = payload.get("requestId").and_then(Value::as_str);
         let mut shared = self.inner.shared.lock();
-        let Some(gate) = shared.engine.peek(pause_id) else { return };
+        let Some(gate) = shared.engine.peek(pause_id) else {
+            return;
+        };
         let (run_id, kind, point) = (gate.run_id.clone(), gate.node.kind.clone(), gate.point);
-        let mut decision = GateDecision { action, output: None, input: None };
+        let mut decision = GateDecision {
+            action,
+            output: None,
+            input: None,
+        };
         let mut edited = None;
         let refusal = if let Some(proposed) = payload.get("input") {
             match self.accept_edit(&shared, pause_id, action, point, &kind, proposed) {
@@ -931,10 +1170,17 @@ impl Session {
             None
         };
         if let Some(refusal) = refusal {
-            self.emit_refused(&mut shared, (pause_id, &run_id, &kind), &refusal, request_id);
+            self.emit_refused(
+                &mut shared,
+                (pause_id, &run_id, &kind),
+                &refusal,
+                request_id,
+            );
             return;
         }
-        let Some(gate) = shared.engine.take(pause_id) else { return };
+        let Some(gate) = shared.engine.take(pause_id) else {
+            return;
+        };
         self.announce_release(&mut shared, &gate, action, request_id, edited);
         if action == ResumeAction::Abort {
             if let Some(signal) = shared.runs.get(&gate.run_id) {
@@ -957,15 +1203,29 @@ impl Session {
         proposed: &Value,
     ) -> Result<Value, edit_input::EditRefusal> {
         use crate::event::RefusalCode;
-        let refuse = |code, message: &str| Err(edit_input::EditRefusal { code, message: message.to_string() });
+        let refuse = |code, message: &str| {
+            Err(edit_input::EditRefusal {
+                code,
+                message: message.to_string(),
+            })
+        };
         if !self.inner.config.edit_input {
-            return refuse(RefusalCode::Disabled, "input edits are turned off in this app (GRAPHMIND_DISABLE_EDIT_INPUT)");
+            return refuse(
+                RefusalCode::Disabled,
+                "input edits are turned off in this app (GRAPHMIND_DISABLE_EDIT_INPUT)",
+            );
         }
         if !self.edits_honoured(shared) {
-            return refuse(RefusalCode::Disabled, "this debugger has not enabled input edits");
+            return refuse(
+                RefusalCode::Disabled,
+                "this debugger has not enabled input edits",
+            );
         }
         let Some(live) = shared.editable.get(pause_id) else {
-            return refuse(RefusalCode::Unsupported, "this pause cannot run with an edited input");
+            return refuse(
+                RefusalCode::Unsupported,
+                "this pause cannot run with an edited input",
+            );
         };
         let fits = (action == ResumeAction::Continue && point == PausePoint::Before)
             || (action == ResumeAction::Retry && point != PausePoint::Before);
@@ -988,26 +1248,41 @@ impl Session {
         let envelope = match wire::parse_envelope(text.as_bytes()) {
             wire::ParseOutcome::Ok(envelope) => envelope,
             wire::ParseOutcome::Invalid(invalid) => {
-                self.inner.warner.warn("transport-invalid", &format!("ignoring invalid frame: {}", invalid.reason));
+                self.inner.warner.warn(
+                    "transport-invalid",
+                    &format!("ignoring invalid frame: {}", invalid.reason),
+                );
                 return;
             }
             _ => return, // unknown types and stray versions: tolerated
         };
-        let Some(payload) = envelope.payload() else { return };
+        let Some(payload) = envelope.payload() else {
+            return;
+        };
         match envelope.message_type {
             Some(MessageType::ExecResume) => self.handle_resume(payload),
             Some(MessageType::BreakpointSet) => {
-                if let Some(m) = payload.get("matcher").and_then(BreakpointMatcher::from_value) {
+                if let Some(m) = payload
+                    .get("matcher")
+                    .and_then(BreakpointMatcher::from_value)
+                {
                     self.inner.shared.lock().engine.add_breakpoint(m);
                 }
             }
             Some(MessageType::BreakpointClear) => {
-                if let Some(m) = payload.get("matcher").and_then(BreakpointMatcher::from_value) {
+                if let Some(m) = payload
+                    .get("matcher")
+                    .and_then(BreakpointMatcher::from_value)
+                {
                     self.inner.shared.lock().engine.remove_breakpoint(&m);
                 }
             }
             Some(MessageType::ModeSet) => {
-                if let Some(mode) = payload.get("mode").and_then(Value::as_str).and_then(RunMode::parse) {
+                if let Some(mode) = payload
+                    .get("mode")
+                    .and_then(Value::as_str)
+                    .and_then(RunMode::parse)
+                {
                     self.inner.shared.lock().engine.set_mode(mode);
                 }
             }
@@ -1030,7 +1305,7 @@ impl Session {
             shared.engine.disarm();
             gates = shared.engine.take_all();
             self.announce_continues(&mut shared, &gates);
-            let _ = shared.outbox.try_send(Outgoing::Detached(generation));
+            Self::send_control(&shared, Outgoing::Detached(generation));
         }
         release_continue(gates);
     }
@@ -1067,13 +1342,17 @@ fn release_continue(gates: Vec<HeldGate>) {
 unsafe fn reset_mutex<T>(mutex: &Mutex<T>) {
     // parking_lot's RawMutex is one AtomicU8 (bit 0 locked, bit 1 parked); 0 is its INIT.
     const _: () = assert!(std::mem::size_of::<parking_lot::RawMutex>() == 1);
-    let state = &*(mutex.raw() as *const parking_lot::RawMutex as *const std::sync::atomic::AtomicU8);
+    let state =
+        &*(mutex.raw() as *const parking_lot::RawMutex as *const std::sync::atomic::AtomicU8);
     state.store(0, Ordering::SeqCst);
 }
 
 /// `exec.*` events are the gate engine's own; an app never emits them by hand.
 fn is_gate_event(t: MessageType) -> bool {
-    matches!(t, MessageType::ExecPaused | MessageType::ExecResumed | MessageType::ExecRefused)
+    matches!(
+        t,
+        MessageType::ExecPaused | MessageType::ExecResumed | MessageType::ExecRefused
+    )
 }
 
 /// Durations on the wire: finite, >= 0, 0.01 ms resolution.
@@ -1086,18 +1365,31 @@ pub fn normalize_duration(ms: f64) -> f64 {
 }
 
 fn note_loop_finish(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
-    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else { return };
+    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else {
+        return;
+    };
     let instance = payload.get("instanceId").and_then(Value::as_str);
     let status = payload.get("status").and_then(Value::as_str);
-    guard.on_node_finished(run_id, node_id, instance, status, LoopValue::Read(payload.get("output")), true);
+    guard.on_node_finished(
+        run_id,
+        node_id,
+        instance,
+        status,
+        LoopValue::Read(payload.get("output")),
+        true,
+    );
 }
 
 fn note_loop_error(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
-    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else { return };
+    let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else {
+        return;
+    };
     let instance = payload.get("instanceId").and_then(Value::as_str);
     let error = payload.get("error");
     let name = error.and_then(|e| e.get("name")).and_then(Value::as_js_str);
-    let message = error.and_then(|e| e.get("message")).and_then(Value::as_js_str);
+    let message = error
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_js_str);
     guard.on_node_error(run_id, node_id, instance, name, message);
 }
 
@@ -1111,11 +1403,17 @@ struct HeldLedger {
 
 impl HeldLedger {
     fn started(&mut self, run_id: &str, node_id: &str, instance_id: &str) {
-        self.open.entry((run_id.to_string(), node_id.to_string())).or_default().push((instance_id.to_string(), 0.0));
+        self.open
+            .entry((run_id.to_string(), node_id.to_string()))
+            .or_default()
+            .push((instance_id.to_string(), 0.0));
     }
 
     fn credit(&mut self, run_id: &str, node_id: &str, held_ms: f64) {
-        if let Some(stack) = self.open.get_mut(&(run_id.to_string(), node_id.to_string())) {
+        if let Some(stack) = self
+            .open
+            .get_mut(&(run_id.to_string(), node_id.to_string()))
+        {
             if let Some(last) = stack.last_mut() {
                 last.1 += held_ms;
             }
@@ -1190,6 +1488,7 @@ impl Worker {
                 Some(at) => self.rx.recv_timeout(at - now),
                 None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
+            let busy = first.is_ok();
             let mut stop = match first {
                 Ok(message) => self.handle(message),
                 Err(RecvTimeoutError::Timeout) => false,
@@ -1216,6 +1515,11 @@ impl Worker {
             } else if self.next_attempt.is_some_and(|at| at <= Instant::now()) {
                 self.attempt();
                 self.publish_stats();
+            }
+            if busy {
+                // More is probably on its way: collect it for a moment instead of being
+                // woken once per event (unparked at once for gates and flushes).
+                std::thread::park_timeout(WORKER_LINGER);
             }
         }
     }
@@ -1263,8 +1567,13 @@ impl Worker {
     /// event.
     fn process(&mut self, mut event: OutEvent) {
         let type_name = event.event_type.as_str();
-        let context = redact::EventContext { run_id: &event.run_id, node_kind: event.node_kind.map(NodeKind::as_str) };
-        let outcome = self.redactor.redact_in(&context, type_name, &mut event.payload);
+        let context = redact::EventContext {
+            run_id: &event.run_id,
+            node_kind: event.node_kind.map(NodeKind::as_str),
+        };
+        let outcome = self
+            .redactor
+            .redact_in(&context, type_name, &mut event.payload);
         if let Some(warning) = outcome.warning() {
             self.inner().warner.warn(warning.key, &warning.message);
         }
@@ -1272,20 +1581,36 @@ impl Worker {
             return;
         }
         self.stamp_held_time(&mut event);
-        let serialized = shrink::serialize_payload(&event.payload, shrink::MAX_PAYLOAD_BYTES, Some(type_name));
+        let serialized =
+            shrink::serialize_payload(&event.payload, shrink::MAX_PAYLOAD_BYTES, Some(type_name));
         if serialized.truncated {
-            let frame = wire::encode_envelope(PROTOCOL_VERSION, 0, 0, "r", type_name, &serialized.json);
-            let valid = matches!(wire::parse_envelope(frame.as_bytes()), wire::ParseOutcome::Ok(_));
+            let frame =
+                wire::encode_envelope(PROTOCOL_VERSION, 0, 0, "r", type_name, &serialized.json);
+            let valid = matches!(
+                wire::parse_envelope(frame.as_bytes()),
+                wire::ParseOutcome::Ok(_)
+            );
             let warning = if valid {
-                self.shrink_warnings.shrunk(type_name, serialized.original_bytes)
+                self.shrink_warnings
+                    .shrunk(type_name, serialized.original_bytes)
             } else {
-                self.shrink_warnings.invalid(type_name, serialized.original_bytes)
+                self.shrink_warnings
+                    .invalid(type_name, serialized.original_bytes)
             };
             if let Some(message) = warning {
-                self.inner().warner.warn(&format!("payload-budget:{type_name}"), &message);
+                self.inner()
+                    .warner
+                    .warn(&format!("payload-budget:{type_name}"), &message);
             }
         }
-        let frame = wire::encode_envelope(PROTOCOL_VERSION, event.seq, epoch_ms(), &event.run_id, type_name, &serialized.json);
+        let frame = wire::encode_envelope(
+            PROTOCOL_VERSION,
+            event.seq,
+            epoch_ms(),
+            &event.run_id,
+            type_name,
+            &serialized.json,
+        );
         let delivered = match self.link.as_mut() {
             Some(link) => match link.queue(frame.clone()) {
                 Ok(()) => true,
@@ -1296,7 +1621,9 @@ impl Worker {
             },
             None => false,
         };
-        let pushed = self.buffer.push_with(&event.run_id, event.seq, frame, delivered);
+        let pushed = self
+            .buffer
+            .push_with(&event.run_id, event.seq, frame, delivered);
         if let Some(warning) = pushed.warning {
             self.inner().warner.warn("buffer-overflow", &warning);
         }
@@ -1306,9 +1633,10 @@ impl Worker {
         let payload = &mut event.payload;
         match event.event_type {
             MessageType::NodeStarted => {
-                if let (Some(node), Some(instance)) =
-                    (payload.get("nodeId").and_then(Value::as_str), payload.get("instanceId").and_then(Value::as_str))
-                {
+                if let (Some(node), Some(instance)) = (
+                    payload.get("nodeId").and_then(Value::as_str),
+                    payload.get("instanceId").and_then(Value::as_str),
+                ) {
                     self.ledger.started(&event.run_id, node, instance);
                 }
             }
@@ -1318,8 +1646,17 @@ impl Worker {
                 }
             }
             MessageType::NodeFinished | MessageType::NodeError => {
-                let Some(node) = payload.get("nodeId").and_then(Value::as_str).map(str::to_string) else { return };
-                let instance = payload.get("instanceId").and_then(Value::as_str).map(str::to_string);
+                let Some(node) = payload
+                    .get("nodeId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                else {
+                    return;
+                };
+                let instance = payload
+                    .get("instanceId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
                 let held = self.ledger.ended(&event.run_id, &node, instance.as_deref());
                 if let (Some(held), Some(map)) = (held, payload.as_object_mut()) {
                     if !map.contains_key("heldMs") {
@@ -1373,7 +1710,10 @@ impl Worker {
             .collect();
         let mut hello = Hello::new(CLIENT_VERSION, capabilities);
         hello.app = Some(config.app_name.as_str().into());
-        hello.sdk = Some(SdkInfo::new(config.sdk.name.as_str(), config.sdk.version.as_str()));
+        hello.sdk = Some(SdkInfo::new(
+            config.sdk.name.as_str(),
+            config.sdk.version.as_str(),
+        ));
         hello.resume_token = token.map(JsStr::from);
         hello.encode(0, epoch_ms(), WILDCARD_RUN_ID)
     }
@@ -1406,17 +1746,35 @@ impl Worker {
     }
 
     fn attached(&mut self, link: transport::Link) {
-        let transport::Link { reader, mut writer, ack } = link;
+        let transport::Link {
+            reader,
+            mut writer,
+            ack,
+        } = link;
         let breakpoints: Vec<BreakpointMatcher> = ack
             .get("breakpoints")
             .and_then(Value::as_array)
-            .map(|items| items.iter().filter_map(BreakpointMatcher::from_value).collect())
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(BreakpointMatcher::from_value)
+                    .collect()
+            })
             .unwrap_or_default();
-        let mode = ack.get("mode").and_then(Value::as_str).and_then(RunMode::parse).unwrap_or_default();
+        let mode = ack
+            .get("mode")
+            .and_then(Value::as_str)
+            .and_then(RunMode::parse)
+            .unwrap_or_default();
         let hub = ack
             .get("hubCapabilities")
             .and_then(Value::as_array)
-            .map(|items| items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect::<Vec<_>>());
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            });
         let generation;
         let gaps = self.buffer.take_gaps();
         let mut markers = Vec::with_capacity(gaps.len());
@@ -1427,7 +1785,11 @@ impl Worker {
                 writer.close("session disposed");
                 return;
             }
-            if let Some(token) = ack.get("sessionToken").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            if let Some(token) = ack
+                .get("sessionToken")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
                 shared.session_token = Some(token.to_string());
             }
             shared.hub_capabilities = hub;
@@ -1446,7 +1808,13 @@ impl Worker {
         let mut ok = markers.into_iter().all(|frame| writer.queue(frame).is_ok());
         let replayed = self.buffer.frames().len();
         if ok {
-            ok = self.buffer.frames().map(str::to_string).collect::<Vec<_>>().into_iter().all(|f| writer.queue(f).is_ok());
+            ok = self
+                .buffer
+                .frames()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .all(|f| writer.queue(f).is_ok());
         }
         ok = ok && writer.flush().is_ok();
         if !ok {
@@ -1472,10 +1840,14 @@ impl Worker {
     fn publish_stats(&self) {
         let stats = self.buffer.stats();
         let inner = self.inner();
-        inner.buffered.store(stats.buffered as u64, Ordering::Relaxed);
+        inner
+            .buffered
+            .store(stats.buffered as u64, Ordering::Relaxed);
         inner.dropped.store(stats.dropped, Ordering::Relaxed);
         inner.lost.store(stats.lost, Ordering::Relaxed);
-        inner.pending_gaps.store(stats.pending_gaps as u64, Ordering::Relaxed);
+        inner
+            .pending_gaps
+            .store(stats.pending_gaps as u64, Ordering::Relaxed);
     }
 }
 

@@ -87,8 +87,16 @@ impl Step {
     }
 
     fn gate(&self, point: PausePoint) -> Gate {
-        let options = GateOptions { editable: self.editable, live_input: self.live_input.clone() };
-        self.session.gate(self.run_id.as_deref(), point, &self.node.gate_node(), options)
+        let options = GateOptions {
+            editable: self.editable,
+            live_input: self.live_input.clone(),
+        };
+        self.session.gate(
+            self.run_id.as_deref(),
+            point,
+            &self.node.gate_node(),
+            options,
+        )
     }
 
     /// The gate before the function runs.
@@ -148,7 +156,8 @@ impl Step {
     /// error or an interrupt (Ctrl-C, task cancellation) is never held: call
     /// [`Step::on_ungated_error`] instead.
     pub fn error(&mut self, error: ErrorInfo) -> Gate {
-        self.session.node_error(self.run_id.as_deref(), &self.node, error);
+        self.session
+            .node_error(self.run_id.as_deref(), &self.node, error);
         self.gate(PausePoint::Error)
     }
 
@@ -175,17 +184,36 @@ impl Step {
     /// The function raised something that is never held (an abort, an interrupt): the call
     /// ends `aborted` or `error` and the wrapper re-raises it.
     pub fn on_ungated_error(&mut self, aborted: bool) -> Next {
-        self.finish(None, if aborted { RunStatus::Aborted } else { RunStatus::Error }, false, false);
+        self.finish(
+            None,
+            if aborted {
+                RunStatus::Aborted
+            } else {
+                RunStatus::Error
+            },
+            false,
+            false,
+        );
         Next::Reraise
     }
 
-    fn finish(&mut self, output: Option<Value>, status: RunStatus, injected: bool, recovered: bool) {
+    fn finish(
+        &mut self,
+        output: Option<Value>,
+        status: RunStatus,
+        injected: bool,
+        recovered: bool,
+    ) {
         if self.finished {
             return;
         }
         self.finished = true;
         let elapsed = self.started.elapsed().as_secs_f64() * 1000.0;
-        let mut finished = NodeFinished::new(self.node.node_id.as_str(), normalize_duration(elapsed), status);
+        let mut finished = NodeFinished::new(
+            self.node.node_id.as_str(),
+            normalize_duration(elapsed),
+            status,
+        );
         finished.instance_id = Some(self.node.instance_id.as_str().into());
         finished.output = output;
         if injected {
@@ -194,7 +222,11 @@ impl Step {
         if recovered {
             finished.recovered_from_error = Some(true);
         }
-        self.session.emit_event(self.run_id.as_deref(), MessageType::NodeFinished, finished.to_value());
+        self.session.emit_event(
+            self.run_id.as_deref(),
+            MessageType::NodeFinished,
+            finished.to_value(),
+        );
     }
 }
 

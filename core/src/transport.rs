@@ -74,31 +74,50 @@ pub struct Endpoint {
 impl Endpoint {
     /// Parses `ws://host[:port][/path]` (port 80 by default, path `/` by default).
     pub fn parse(url: &str) -> Result<Endpoint, TransportError> {
-        let invalid = |why| TransportError::InvalidUrl { url: url.to_string(), why };
-        let rest = url
-            .strip_prefix("ws://")
-            .ok_or_else(|| invalid(if url.starts_with("wss://") { "wss:// is not supported; the debugger is local (use ws://)" } else { "it must start with ws://" }))?;
+        let invalid = |why| TransportError::InvalidUrl {
+            url: url.to_string(),
+            why,
+        };
+        let rest = url.strip_prefix("ws://").ok_or_else(|| {
+            invalid(if url.starts_with("wss://") {
+                "wss:// is not supported; the debugger is local (use ws://)"
+            } else {
+                "it must start with ws://"
+            })
+        })?;
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
-        let path = if path.starts_with('?') { format!("/{path}") } else { path.to_string() };
+        let path = if path.starts_with('?') {
+            format!("/{path}")
+        } else {
+            path.to_string()
+        };
         if authority.is_empty() || authority.contains('@') {
             return Err(invalid("it must name a host (and no user info)"));
         }
         let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
-            let end = bracketed.find(']').ok_or_else(|| invalid("unclosed [ in the host"))?;
+            let end = bracketed
+                .find(']')
+                .ok_or_else(|| invalid("unclosed [ in the host"))?;
             let host = &bracketed[..end];
             let after = &bracketed[end + 1..];
             let port = match after.strip_prefix(':') {
-                Some(p) => p.parse::<u16>().map_err(|_| invalid("the port is not a number from 0 to 65535"))?,
+                Some(p) => p
+                    .parse::<u16>()
+                    .map_err(|_| invalid("the port is not a number from 0 to 65535"))?,
                 None if after.is_empty() => 80,
                 None => return Err(invalid("unexpected text after the host")),
             };
             (host.to_string(), port)
         } else {
             match authority.rsplit_once(':') {
-                Some((h, p)) => (h.to_string(), p.parse::<u16>().map_err(|_| invalid("the port is not a number from 0 to 65535"))?),
+                Some((h, p)) => (
+                    h.to_string(),
+                    p.parse::<u16>()
+                        .map_err(|_| invalid("the port is not a number from 0 to 65535"))?,
+                ),
                 None => (authority.to_string(), 80),
             }
         };
@@ -140,7 +159,9 @@ pub struct LinkWriter {
 }
 
 fn ws_config() -> WebSocketConfig {
-    WebSocketConfig::default().max_frame_size(Some(MAX_FRAME_BYTES)).max_message_size(Some(MAX_FRAME_BYTES))
+    WebSocketConfig::default()
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+        .max_message_size(Some(MAX_FRAME_BYTES))
 }
 
 /// Connects to `url`, sends `hello_json`, and waits for `hello.ack`. Blocks for at most
@@ -171,8 +192,12 @@ pub fn connect(
     let stream = match stream {
         Some(s) => s,
         None => {
-            let (addr, source) = last_error
-                .unwrap_or_else(|| (endpoint.host.clone(), io::Error::new(io::ErrorKind::NotFound, "no address")));
+            let (addr, source) = last_error.unwrap_or_else(|| {
+                (
+                    endpoint.host.clone(),
+                    io::Error::new(io::ErrorKind::NotFound, "no address"),
+                )
+            });
             return Err(TransportError::Connect { addr, source });
         }
     };
@@ -180,13 +205,18 @@ pub fn connect(
     let handshake_deadline = Instant::now() + handshake_timeout;
     let _ = stream.set_read_timeout(Some(handshake_timeout));
     let _ = stream.set_write_timeout(Some(handshake_timeout));
-    let writer_stream = stream.try_clone().map_err(|e| TransportError::Upgrade(e.to_string()))?;
+    let writer_stream = stream
+        .try_clone()
+        .map_err(|e| TransportError::Upgrade(e.to_string()))?;
 
-    let (mut socket, _response) = tungstenite::client::client_with_config(endpoint.url(), stream, Some(ws_config()))
-        .map_err(|e| match e {
-            tungstenite::HandshakeError::Failure(e) => TransportError::Upgrade(e.to_string()),
-            tungstenite::HandshakeError::Interrupted(_) => TransportError::HandshakeTimeout(handshake_timeout.as_millis()),
-        })?;
+    let (mut socket, _response) =
+        tungstenite::client::client_with_config(endpoint.url(), stream, Some(ws_config()))
+            .map_err(|e| match e {
+                tungstenite::HandshakeError::Failure(e) => TransportError::Upgrade(e.to_string()),
+                tungstenite::HandshakeError::Interrupted(_) => {
+                    TransportError::HandshakeTimeout(handshake_timeout.as_millis())
+                }
+            })?;
     socket
         .send(Message::text(hello_json.to_string()))
         .map_err(|e| TransportError::Upgrade(e.to_string()))?;
@@ -194,26 +224,46 @@ pub fn connect(
     let ack = loop {
         let remaining = handshake_deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
-            return Err(TransportError::HandshakeTimeout(handshake_timeout.as_millis()));
+            return Err(TransportError::HandshakeTimeout(
+                handshake_timeout.as_millis(),
+            ));
         }
         let _ = socket.get_ref().set_read_timeout(Some(remaining));
         let message = match socket.read() {
             Ok(m) => m,
-            Err(tungstenite::Error::Io(e)) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
-                return Err(TransportError::HandshakeTimeout(handshake_timeout.as_millis()))
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(TransportError::HandshakeTimeout(
+                    handshake_timeout.as_millis(),
+                ))
             }
             Err(e) => return Err(TransportError::Closed(e.to_string())),
         };
-        let Message::Text(text) = message else { continue };
-        let Ok(envelope) = json::parse(text.as_bytes()) else { continue };
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let Ok(envelope) = json::parse(text.as_bytes()) else {
+            continue;
+        };
         if envelope.get("type").and_then(Value::as_str) != Some("hello.ack") {
             continue; // anything before the ack is ignored
         }
         let gm = envelope.get("gm").and_then(Value::as_i64);
-        let acked = envelope.get("payload").and_then(|p| p.get("versions")).and_then(|v| v.get("protocol")).and_then(Value::as_i64);
+        let acked = envelope
+            .get("payload")
+            .and_then(|p| p.get("versions"))
+            .and_then(|v| v.get("protocol"))
+            .and_then(Value::as_i64);
         for version in [gm, acked].into_iter().flatten() {
             if version != protocol_version as i64 {
-                return Err(TransportError::VersionMismatch { received: version.to_string(), supported: protocol_version });
+                return Err(TransportError::VersionMismatch {
+                    received: version.to_string(),
+                    supported: protocol_version,
+                });
             }
         }
         break envelope.get("payload").cloned().unwrap_or(Value::Null);
@@ -221,9 +271,18 @@ pub fn connect(
     // Reads block without a timeout from here on: a dead server shows up as EOF or a reset.
     let _ = socket.get_ref().set_read_timeout(None);
     let _ = writer_stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let shutdown_handle = writer_stream.try_clone().map_err(|e| TransportError::Upgrade(e.to_string()))?;
+    let shutdown_handle = writer_stream
+        .try_clone()
+        .map_err(|e| TransportError::Upgrade(e.to_string()))?;
     let writer = WebSocket::from_raw_socket(writer_stream, Role::Client, Some(ws_config()));
-    Ok(Link { reader: LinkReader { socket }, writer: LinkWriter { socket: writer, stream: shutdown_handle }, ack })
+    Ok(Link {
+        reader: LinkReader { socket },
+        writer: LinkWriter {
+            socket: writer,
+            stream: shutdown_handle,
+        },
+        ack,
+    })
 }
 
 impl LinkReader {
@@ -238,7 +297,11 @@ impl LinkReader {
                 },
                 Ok(Message::Close(frame)) => {
                     return Err(TransportError::Closed(match frame {
-                        Some(f) => format!("closed by the debugger ({} {})", u16::from(f.code), f.reason),
+                        Some(f) => format!(
+                            "closed by the debugger ({} {})",
+                            u16::from(f.code),
+                            f.reason
+                        ),
                         None => "closed by the debugger".to_string(),
                     }))
                 }
@@ -259,12 +322,16 @@ impl LinkWriter {
 
     /// Queues one text frame without flushing (call [`LinkWriter::flush`] after a batch).
     pub fn queue(&mut self, text: String) -> Result<(), TransportError> {
-        self.socket.write(Message::text(text)).map_err(|e| TransportError::Closed(e.to_string()))
+        self.socket
+            .write(Message::text(text))
+            .map_err(|e| TransportError::Closed(e.to_string()))
     }
 
     /// Flushes queued frames.
     pub fn flush(&mut self) -> Result<(), TransportError> {
-        self.socket.flush().map_err(|e| TransportError::Closed(e.to_string()))
+        self.socket
+            .flush()
+            .map_err(|e| TransportError::Closed(e.to_string()))
     }
 
     /// Closes the link (normal closure) and shuts the socket down, which also wakes the
@@ -291,12 +358,25 @@ mod tests {
     #[test]
     fn parses_endpoints() {
         let e = Endpoint::parse("ws://127.0.0.1:4747/ingest").unwrap();
-        assert_eq!(e, Endpoint { host: "127.0.0.1".into(), port: 4747, path: "/ingest".into() });
+        assert_eq!(
+            e,
+            Endpoint {
+                host: "127.0.0.1".into(),
+                port: 4747,
+                path: "/ingest".into()
+            }
+        );
         let e = Endpoint::parse("ws://[::1]:9/x?y=1").unwrap();
-        assert_eq!((e.host.as_str(), e.port, e.path.as_str()), ("::1", 9, "/x?y=1"));
+        assert_eq!(
+            (e.host.as_str(), e.port, e.path.as_str()),
+            ("::1", 9, "/x?y=1")
+        );
         assert_eq!(Endpoint::parse("ws://localhost").unwrap().port, 80);
         assert!(Endpoint::parse("http://x").is_err());
-        assert!(Endpoint::parse("wss://x").unwrap_err().to_string().contains("not supported"));
+        assert!(Endpoint::parse("wss://x")
+            .unwrap_err()
+            .to_string()
+            .contains("not supported"));
         assert!(Endpoint::parse("ws://x:99999/").is_err());
     }
 
@@ -306,9 +386,15 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         drop(listener);
         let started = Instant::now();
-        let err = connect(&format!("ws://127.0.0.1:{port}/ingest"), Duration::from_millis(300), Duration::from_millis(1000), "{}", 1)
-            .err()
-            .unwrap();
+        let err = connect(
+            &format!("ws://127.0.0.1:{port}/ingest"),
+            Duration::from_millis(300),
+            Duration::from_millis(1000),
+            "{}",
+            1,
+        )
+        .err()
+        .unwrap();
         assert!(matches!(err, TransportError::Connect { .. }), "{err}");
         assert!(started.elapsed() < Duration::from_millis(300));
     }
@@ -323,9 +409,15 @@ mod tests {
             drop(stream);
         });
         let started = Instant::now();
-        let err = connect(&format!("ws://127.0.0.1:{port}/ingest"), Duration::from_millis(300), Duration::from_millis(200), "{}", 1)
-            .err()
-            .unwrap();
+        let err = connect(
+            &format!("ws://127.0.0.1:{port}/ingest"),
+            Duration::from_millis(300),
+            Duration::from_millis(200),
+            "{}",
+            1,
+        )
+        .err()
+        .unwrap();
         assert!(matches!(err, TransportError::HandshakeTimeout(_)), "{err}");
         assert!(started.elapsed() < Duration::from_millis(700));
     }

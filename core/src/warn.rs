@@ -28,7 +28,11 @@ pub struct Warner {
 impl Warner {
     /// A warner that writes to `sink`, one line per key per `interval`.
     pub fn new(interval: Duration, sink: WarnSink) -> Self {
-        Warner { interval, sink, last: Mutex::new(HashMap::new()) }
+        Warner {
+            interval,
+            sink,
+            last: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Writes `[graphmind] message` unless `key` warned less than an interval ago.
@@ -59,11 +63,17 @@ mod tests {
     fn one_line_per_key_per_interval_and_a_panicking_sink_is_contained() {
         let lines = Arc::new(Mutex::new(Vec::<String>::new()));
         let seen = lines.clone();
-        let warner = Warner::new(Duration::from_secs(60), Arc::new(move |l: &str| seen.lock().unwrap().push(l.to_string())));
+        let warner = Warner::new(
+            Duration::from_secs(60),
+            Arc::new(move |l: &str| seen.lock().unwrap().push(l.to_string())),
+        );
         assert!(warner.warn("a", "first"));
         assert!(!warner.warn("a", "again"));
         assert!(warner.warn("b", "other"));
-        assert_eq!(*lines.lock().unwrap(), ["[graphmind] first", "[graphmind] other"]);
+        assert_eq!(
+            *lines.lock().unwrap(),
+            ["[graphmind] first", "[graphmind] other"]
+        );
         let panicky = Warner::new(Duration::ZERO, Arc::new(|_: &str| panic!("sink broke")));
         assert!(!panicky.warn("x", "y"));
     }

@@ -3,16 +3,28 @@
 //! expected field. The comparison rules are the ones `tests/vectors/README.md` gives every
 //! language's runner.
 
-use graphmind_core::config::{resolve_json, resolve_server, EnvSnapshot, SdkFlavor, ServerConfigError, ServerFlags};
+use graphmind_core::config::{
+    resolve_json, resolve_server, EnvSnapshot, SdkFlavor, ServerConfigError, ServerFlags,
+};
 use graphmind_core::json::{self, Value};
 
 fn load(name: &str) -> Vec<Value> {
-    let path = format!("{}/../tests/vectors/ours/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../tests/vectors/ours/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let doc = json::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e:?}"));
-    let cases = doc.get("cases").and_then(Value::as_array).expect("a cases array").clone();
+    let cases = doc
+        .get("cases")
+        .and_then(Value::as_array)
+        .expect("a cases array")
+        .clone();
     assert!(cases.len() >= 25, "{name}: only {} cases", cases.len());
-    let mut names: Vec<&str> = cases.iter().map(|c| c.get("name").and_then(Value::as_str).expect("a name")).collect();
+    let mut names: Vec<&str> = cases
+        .iter()
+        .map(|c| c.get("name").and_then(Value::as_str).expect("a name"))
+        .collect();
     names.sort_unstable();
     let before = names.len();
     names.dedup();
@@ -24,9 +36,13 @@ fn load(name: &str) -> Vec<Value> {
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q)),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get_js(k).is_some_and(|w| same(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get_js(k).is_some_and(|w| same(v, w)))
         }
         _ => a == b,
     }
@@ -43,14 +59,29 @@ fn compare(expected: &Value, actual: &Value) -> Vec<String> {
             continue;
         };
         if key == "warnings" {
-            let want: Vec<&str> = want.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-            let got: Vec<&str> = got.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-            let ok = want.len() == got.len() && want.iter().zip(&got).all(|(n, line)| line.starts_with(n));
+            let want: Vec<&str> = want
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let got: Vec<&str> = got
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .collect();
+            let ok = want.len() == got.len()
+                && want.iter().zip(&got).all(|(n, line)| line.starts_with(n));
             if !ok {
                 errors.push(format!("warnings: want names {want:?}, got {got:?}"));
             }
         } else if !same(want, got) {
-            errors.push(format!("{key}: want {}, got {}", json::to_string(want), json::to_string(got)));
+            errors.push(format!(
+                "{key}: want {}, got {}",
+                json::to_string(want),
+                json::to_string(got)
+            ));
         }
     }
     errors
@@ -64,16 +95,30 @@ fn run_app_file(name: &str) -> usize {
     let cases = load(name);
     let mut failures = Vec::new();
     for case in &cases {
-        let flavor_name = case.get("flavor").and_then(Value::as_str).expect("a flavor");
-        let flavor = SdkFlavor::parse(flavor_name).unwrap_or_else(|| panic!("unknown flavor {flavor_name}"));
+        let flavor_name = case
+            .get("flavor")
+            .and_then(Value::as_str)
+            .expect("a flavor");
+        let flavor =
+            SdkFlavor::parse(flavor_name).unwrap_or_else(|| panic!("unknown flavor {flavor_name}"));
         let env = EnvSnapshot::from_json(case.get("env").expect("env"));
         let config = resolve_json(case.get("options").unwrap_or(&Value::Null), &env, flavor);
         let errors = compare(case.get("expected").expect("expected"), &config.to_json());
         if !errors.is_empty() {
-            failures.push(format!("{name} / {}:\n    {}", case_name(case), errors.join("\n    ")));
+            failures.push(format!(
+                "{name} / {}:\n    {}",
+                case_name(case),
+                errors.join("\n    ")
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
     cases.len()
 }
 
@@ -97,7 +142,10 @@ fn server_environment_vectors() {
         let env = EnvSnapshot::from_json(case.get("env").expect("env"));
         let flags = ServerFlags::from_json(case.get("flags").unwrap_or(&Value::Null));
         let expected = case.get("expected").expect("expected");
-        let errors = match (resolve_server(&flags, &env), expected.get("error").and_then(Value::as_str)) {
+        let errors = match (
+            resolve_server(&flags, &env),
+            expected.get("error").and_then(Value::as_str),
+        ) {
             (Ok(config), None) => compare(expected, &config.to_json()),
             (Ok(_), Some(want)) => vec![format!("want error {want}, got a configuration")],
             (Err(e), None) => vec![format!("unexpected error {e}")],
@@ -114,10 +162,20 @@ fn server_environment_vectors() {
             }
         };
         if !errors.is_empty() {
-            failures.push(format!("{}:\n    {}", case_name(case), errors.join("\n    ")));
+            failures.push(format!(
+                "{}:\n    {}",
+                case_name(case),
+                errors.join("\n    ")
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
     eprintln!("server-environment.json: {} cases passed", cases.len());
 }
 
@@ -136,7 +194,10 @@ fn resolution_reads_only_the_snapshot() {
 }
 
 fn load_reference(name: &str) -> Value {
-    let path = format!("{}/../tests/vectors/reference/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/../tests/vectors/reference/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     json::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e:?}"))
 }
@@ -145,33 +206,62 @@ fn load_reference(name: &str) -> Value {
 fn reference_break_on_env_cases() {
     // loop-kinds-fixture.json `breakOnEnv`: the GRAPHMIND_BREAK_ON_* spelling table.
     let doc = load_reference("loop-kinds-fixture.json");
-    let cases = doc.get("breakOnEnv").and_then(Value::as_array).expect("breakOnEnv");
+    let cases = doc
+        .get("breakOnEnv")
+        .and_then(Value::as_array)
+        .expect("breakOnEnv");
     assert!(!cases.is_empty());
     for case in cases {
         let raw = case.get("raw").and_then(Value::as_str);
         let want = case.get("on").and_then(Value::as_bool).expect("on");
-        assert_eq!(graphmind_core::config::parse_break_on(raw), want, "raw {raw:?}");
+        assert_eq!(
+            graphmind_core::config::parse_break_on(raw),
+            want,
+            "raw {raw:?}"
+        );
         // And through the resolver, under both variables.
         let mut env = EnvSnapshot::new();
         if let Some(raw) = raw {
-            env.set("GRAPHMIND_BREAK_ON_ERROR_RESULT", raw).set("GRAPHMIND_BREAK_ON_TRUNCATED", raw);
+            env.set("GRAPHMIND_BREAK_ON_ERROR_RESULT", raw)
+                .set("GRAPHMIND_BREAK_ON_TRUNCATED", raw);
         }
         let config = resolve_json(&Value::Null, &env, SdkFlavor::Node);
-        assert_eq!((config.break_on_error_result, config.break_on_truncated), (want, want), "raw {raw:?}");
+        assert_eq!(
+            (config.break_on_error_result, config.break_on_truncated),
+            (want, want),
+            "raw {raw:?}"
+        );
     }
-    eprintln!("loop-kinds-fixture.json breakOnEnv: {} cases passed", cases.len());
+    eprintln!(
+        "loop-kinds-fixture.json breakOnEnv: {} cases passed",
+        cases.len()
+    );
 }
 
 #[test]
 fn reference_loop_guard_defaults() {
     // Both loop fixtures state the defaults an unconfigured session must resolve to.
     for name in ["loop-guard-fixture.json", "loop-kinds-fixture.json"] {
-        let defaults = load_reference(name).get("defaults").cloned().expect("defaults");
-        for flavor in [SdkFlavor::Node, SdkFlavor::Python, SdkFlavor::Ruby, SdkFlavor::Native] {
-            let guard =
-                resolve_json(&Value::Null, &EnvSnapshot::new(), flavor).to_json().get("loopGuard").cloned().unwrap();
+        let defaults = load_reference(name)
+            .get("defaults")
+            .cloned()
+            .expect("defaults");
+        for flavor in [
+            SdkFlavor::Node,
+            SdkFlavor::Python,
+            SdkFlavor::Ruby,
+            SdkFlavor::Native,
+        ] {
+            let guard = resolve_json(&Value::Null, &EnvSnapshot::new(), flavor)
+                .to_json()
+                .get("loopGuard")
+                .cloned()
+                .unwrap();
             for key in ["threshold", "mode", "kinds", "ignoreKeys"] {
-                assert!(same(defaults.get(key).unwrap(), guard.get(key).unwrap()), "{name} {key} for {flavor:?}");
+                assert!(
+                    same(defaults.get(key).unwrap(), guard.get(key).unwrap()),
+                    "{name} {key} for {flavor:?}"
+                );
             }
         }
     }
@@ -196,6 +286,18 @@ fn non_finite_numbers_fall_back() {
     assert_eq!(config.retry_interval_ms, 10_000);
     assert_eq!(config.pause_timeout_ms, None);
     assert_eq!(config.loop_guard.threshold, 3);
-    let names: Vec<&str> = config.warnings.iter().map(|w| w.split(' ').next().unwrap()).collect();
-    assert_eq!(names, ["connectTimeoutMs", "retryIntervalMs", "pauseTimeoutMs", "loopGuard.threshold"]);
+    let names: Vec<&str> = config
+        .warnings
+        .iter()
+        .map(|w| w.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "connectTimeoutMs",
+            "retryIntervalMs",
+            "pauseTimeoutMs",
+            "loopGuard.threshold"
+        ]
+    );
 }

@@ -3,12 +3,16 @@
 use graphmind_core::json::{parse, to_string, JsStr, JsStrBuilder, Map, Value};
 use graphmind_core::shrink::{
     is_valid_event_payload, serialize_payload, skeleton_plan, MAX_PAYLOAD_BYTES, MAX_SHRINK_DEPTH,
-    MAX_SHRINK_KEYS, MAX_TRIM_FIELDS, PREVIEW_CHARS, SKELETON_CHARS, SKELETON_MIN_CHARS, TRUNCATION_SUFFIX,
+    MAX_SHRINK_KEYS, MAX_TRIM_FIELDS, PREVIEW_CHARS, SKELETON_CHARS, SKELETON_MIN_CHARS,
+    TRUNCATION_SUFFIX,
 };
 use sha2::{Digest, Sha256};
 
 fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors/reference/shrink-fixture.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/vectors/reference/shrink-fixture.json"
+    );
     parse(&std::fs::read(path).expect("fixture")).expect("fixture parses")
 }
 
@@ -44,7 +48,11 @@ fn expand(v: &Value) -> Value {
                     let mut b = JsStrBuilder::default();
                     for part in parts {
                         let part = expand(part);
-                        for u in part.as_js_str().expect("$concat part is a string").utf16_units() {
+                        for u in part
+                            .as_js_str()
+                            .expect("$concat part is a string")
+                            .utf16_units()
+                        {
                             b.push_utf16_unit(u);
                         }
                     }
@@ -63,7 +71,9 @@ fn expand(v: &Value) -> Value {
                 (Some("$merge"), Some(parts)) => {
                     let mut out = Map::new();
                     for part in parts {
-                        let Value::Object(part) = expand(part) else { panic!("$merge of a non-object") };
+                        let Value::Object(part) = expand(part) else {
+                            panic!("$merge of a non-object")
+                        };
                         for (k, v) in part {
                             out.push_unique(k, v);
                         }
@@ -94,8 +104,14 @@ fn constants_match_the_fixture() {
     assert_eq!(int(c.get("MAX_SHRINK_KEYS").unwrap()), MAX_SHRINK_KEYS);
     assert_eq!(int(c.get("MAX_TRIM_FIELDS").unwrap()), MAX_TRIM_FIELDS);
     assert_eq!(int(c.get("SKELETON_CHARS").unwrap()), SKELETON_CHARS);
-    assert_eq!(int(c.get("SKELETON_MIN_CHARS").unwrap()), SKELETON_MIN_CHARS);
-    assert_eq!(c.get("TRUNCATION_SUFFIX").unwrap().as_str(), Some(TRUNCATION_SUFFIX));
+    assert_eq!(
+        int(c.get("SKELETON_MIN_CHARS").unwrap()),
+        SKELETON_MIN_CHARS
+    );
+    assert_eq!(
+        c.get("TRUNCATION_SUFFIX").unwrap().as_str(),
+        Some(TRUNCATION_SUFFIX)
+    );
 }
 
 #[test]
@@ -126,12 +142,20 @@ fn every_fixture_case_matches_byte_for_byte() {
 
         let want_truncated = expected.get("truncated").unwrap().as_bool().unwrap();
         if out.truncated != want_truncated {
-            failures.push(format!("{name}: truncated {} (want {want_truncated})", out.truncated));
+            failures.push(format!(
+                "{name}: truncated {} (want {want_truncated})",
+                out.truncated
+            ));
         }
         if let Some(json) = expected.get("json") {
             let json = json.as_str().expect("expected json is well-formed text");
             if out.json != json {
-                let at = out.json.bytes().zip(json.bytes()).take_while(|(a, b)| a == b).count();
+                let at = out
+                    .json
+                    .bytes()
+                    .zip(json.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
                 let lo = at.saturating_sub(80);
                 failures.push(format!(
                     "{name}: json differs at byte {at} (len {} vs {}):\n  ours: {:?}\n  want: {:?}",
@@ -144,9 +168,15 @@ fn every_fixture_case_matches_byte_for_byte() {
         } else {
             let bytes = int(expected.get("jsonBytes").unwrap());
             let sha = expected.get("jsonSha256").unwrap().as_str().unwrap();
-            let ours: String = Sha256::digest(out.json.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+            let ours: String = Sha256::digest(out.json.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
             if out.json.len() != bytes || ours != sha {
-                let head = expected.get("jsonHead").and_then(Value::as_js_str).map(|s| s.to_string_lossy().into_owned());
+                let head = expected
+                    .get("jsonHead")
+                    .and_then(Value::as_js_str)
+                    .map(|s| s.to_string_lossy().into_owned());
                 failures.push(format!(
                     "{name}: {} bytes (want {bytes}), sha {ours} (want {sha})\n  ours head: {:?}\n  want head: {:?}",
                     out.json.len(),
@@ -156,15 +186,24 @@ fn every_fixture_case_matches_byte_for_byte() {
             }
         }
         if !out.truncated {
-            assert_eq!(out.json, to_string(&input), "{name}: untouched payload is plain JSON");
+            assert_eq!(
+                out.json,
+                to_string(&input),
+                "{name}: untouched payload is plain JSON"
+            );
         }
         // The result reparses, and every case with a known type that ends up shrunk but not
         // as the whole-payload marker is still a valid payload of its type.
         let reparsed = parse(out.json.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e:?}"));
         if let (Some(t), true) = (event_type, out.truncated) {
-            let whole_marker = reparsed.as_object().is_some_and(|m| m.len() == 3 && m.contains_key("preview"));
+            let whole_marker = reparsed
+                .as_object()
+                .is_some_and(|m| m.len() == 3 && m.contains_key("preview"));
             if !whole_marker {
-                assert!(is_valid_event_payload(t, &reparsed), "{name}: result is not a valid {t}");
+                assert!(
+                    is_valid_event_payload(t, &reparsed),
+                    "{name}: result is not a valid {t}"
+                );
             }
         }
         if out.truncated {
@@ -173,5 +212,11 @@ fn every_fixture_case_matches_byte_for_byte() {
             assert_eq!(out.original_bytes, out.json.len());
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

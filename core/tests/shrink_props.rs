@@ -37,24 +37,29 @@ fn to_serde(v: &Value) -> serde_json::Value {
         Value::Null => serde_json::Value::Null,
         Value::Bool(b) => serde_json::Value::Bool(*b),
         Value::Number(Number::Int(i)) => serde_json::Value::from(*i),
-        Value::Number(Number::Float(f)) => {
-            serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
-        }
+        Value::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
         Value::Number(Number::BigInt(d)) => serde_json::from_str(d).unwrap(),
         // Lossy for lone surrogates: acceptable here, no schema constrains their content.
         Value::String(s) => serde_json::Value::String(s.to_string_lossy().into_owned()),
         Value::Array(items) => serde_json::Value::Array(items.iter().map(to_serde).collect()),
-        Value::Object(map) => {
-            serde_json::Value::Object(map.iter().map(|(k, v)| (k.to_string_lossy().into_owned(), to_serde(v))).collect())
-        }
+        Value::Object(map) => serde_json::Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.to_string_lossy().into_owned(), to_serde(v)))
+                .collect(),
+        ),
     }
 }
 
 fn validators() -> &'static HashMap<&'static str, jsonschema::Validator> {
     static CELL: OnceLock<HashMap<&'static str, jsonschema::Validator>> = OnceLock::new();
     CELL.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors/reference/wire-schema.json");
-        let root: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/vectors/reference/wire-schema.json"
+        );
+        let root: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         let mut out = HashMap::new();
         for t in EVENT_TYPES {
             let payload = &root["$defs"][format!("envelope.{t}")]["properties"]["payload"];
@@ -63,8 +68,12 @@ fn validators() -> &'static HashMap<&'static str, jsonschema::Validator> {
             let mut schema = serde_json::Map::new();
             schema.insert("$schema".into(), root["$schema"].clone());
             schema.insert("$defs".into(), root["$defs"].clone());
-            schema.insert("allOf".into(), serde_json::Value::Array(vec![payload.clone()]));
-            let validator = jsonschema::validator_for(&serde_json::Value::Object(schema)).expect("schema compiles");
+            schema.insert(
+                "allOf".into(),
+                serde_json::Value::Array(vec![payload.clone()]),
+            );
+            let validator = jsonschema::validator_for(&serde_json::Value::Object(schema))
+                .expect("schema compiles");
             out.insert(t, validator);
         }
         out
@@ -123,12 +132,17 @@ fn number() -> impl Strategy<Value = Number> {
     prop_oneof![
         any::<i64>().prop_map(Number::Int),
         (-1e6f64..1e6).prop_map(Number::Float),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Number::Float),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Number::Float),
         Just(Number::BigInt("123456789012345678901234567890".into())),
     ]
 }
 
-fn object_of(inner: impl Strategy<Value = Value> + Clone, max: usize) -> impl Strategy<Value = Value> {
+fn object_of(
+    inner: impl Strategy<Value = Value> + Clone,
+    max: usize,
+) -> impl Strategy<Value = Value> {
     prop::collection::vec((key(), inner), 0..max).prop_map(|entries| {
         let mut map = Map::new();
         for (k, v) in entries {
@@ -169,7 +183,12 @@ fn value() -> impl Strategy<Value = Value> {
 }
 
 fn budget() -> impl Strategy<Value = usize> {
-    prop_oneof![0usize..200, 200usize..4096, 4096usize..20_000, 20_000usize..70_000]
+    prop_oneof![
+        0usize..200,
+        200usize..4096,
+        4096usize..20_000,
+        20_000usize..70_000
+    ]
 }
 
 fn event_type() -> impl Strategy<Value = Option<&'static str>> {
@@ -197,16 +216,30 @@ fn base(event_type: &str) -> Map {
     match event_type {
         "run.started" => obj(vec![
             ("app", s("demo")),
-            ("sdk", Value::Object(obj(vec![("name", s("ai")), ("version", s("7.0.79"))]))),
+            (
+                "sdk",
+                Value::Object(obj(vec![("name", s("ai")), ("version", s("7.0.79"))])),
+            ),
             ("meta", Value::Object(obj(vec![("env", s("dev"))]))),
         ]),
         "run.finished" => obj(vec![
             ("status", s("error")),
-            ("error", Value::Object(obj(vec![("name", s("Error")), ("message", s("boom")), ("stack", s("at x"))]))),
+            (
+                "error",
+                Value::Object(obj(vec![
+                    ("name", s("Error")),
+                    ("message", s("boom")),
+                    ("stack", s("at x")),
+                ])),
+            ),
         ]),
         "graph.hint" => obj(vec![(
             "nodes",
-            Value::Array(vec![Value::Object(obj(vec![("nodeId", s("tool:a")), ("kind", s("tool")), ("name", s("a"))]))]),
+            Value::Array(vec![Value::Object(obj(vec![
+                ("nodeId", s("tool:a")),
+                ("kind", s("tool")),
+                ("name", s("a")),
+            ]))]),
         )]),
         "node.started" => obj(vec![
             ("nodeId", s("tool:search")),
@@ -217,15 +250,27 @@ fn base(event_type: &str) -> Map {
         ]),
         "node.token" => obj(vec![
             ("nodeId", s("llm:step")),
-            ("deltas", Value::Array(vec![Value::Object(obj(vec![("t", s("text")), ("v", s("hello"))]))])),
+            (
+                "deltas",
+                Value::Array(vec![Value::Object(obj(vec![
+                    ("t", s("text")),
+                    ("v", s("hello")),
+                ]))]),
+            ),
         ]),
         "node.finished" => obj(vec![
             ("nodeId", s("tool:search")),
             ("instanceId", s("i1")),
-            ("output", Value::Object(obj(vec![("hits", Value::from(3i64))]))),
+            (
+                "output",
+                Value::Object(obj(vec![("hits", Value::from(3i64))])),
+            ),
             (
                 "usage",
-                Value::Object(obj(vec![("inputTokens", Value::from(1i64)), ("outputTokens", Value::from(2i64))])),
+                Value::Object(obj(vec![
+                    ("inputTokens", Value::from(1i64)),
+                    ("outputTokens", Value::from(2i64)),
+                ])),
             ),
             ("durationMs", Value::from(4.25)),
             ("heldMs", Value::from(0i64)),
@@ -234,7 +279,14 @@ fn base(event_type: &str) -> Map {
         "node.error" => obj(vec![
             ("nodeId", s("llm:step")),
             ("instanceId", s("l1")),
-            ("error", Value::Object(obj(vec![("name", s("APIError")), ("message", s("bad")), ("stack", s("s"))]))),
+            (
+                "error",
+                Value::Object(obj(vec![
+                    ("name", s("APIError")),
+                    ("message", s("bad")),
+                    ("stack", s("s")),
+                ])),
+            ),
         ]),
         "exec.paused" => obj(vec![
             ("pauseId", s("p1")),
@@ -251,7 +303,11 @@ fn base(event_type: &str) -> Map {
                 ])),
             ),
         ]),
-        "exec.refused" => obj(vec![("pauseId", s("p1")), ("code", s("schema")), ("message", s("amount: expected a number"))]),
+        "exec.refused" => obj(vec![
+            ("pauseId", s("p1")),
+            ("code", s("schema")),
+            ("message", s("amount: expected a number")),
+        ]),
         "exec.resumed" => obj(vec![("pauseId", s("p1")), ("action", s("inject"))]),
         other => panic!("no base for {other}"),
     }
@@ -261,11 +317,21 @@ fn base(event_type: &str) -> Map {
 fn free_strings(event_type: &str) -> &'static [&'static [&'static str]] {
     match event_type {
         "run.started" => &[&["app"], &["sdk", "name"], &["sdk", "version"]],
-        "run.finished" => &[&["error", "name"], &["error", "message"], &["error", "stack"]],
+        "run.finished" => &[
+            &["error", "name"],
+            &["error", "message"],
+            &["error", "stack"],
+        ],
         "node.started" => &[&["nodeId"], &["name"], &["instanceId"]],
         "node.token" => &[&["nodeId"]],
         "node.finished" => &[&["nodeId"], &["instanceId"]],
-        "node.error" => &[&["nodeId"], &["instanceId"], &["error", "name"], &["error", "message"], &["error", "stack"]],
+        "node.error" => &[
+            &["nodeId"],
+            &["instanceId"],
+            &["error", "name"],
+            &["error", "message"],
+            &["error", "stack"],
+        ],
         "exec.paused" => &[&["pauseId"], &["nodeId"], &["loop", "fingerprint"]],
         "exec.refused" => &[&["pauseId"], &["message"]],
         "exec.resumed" => &[&["pauseId"]],
@@ -332,8 +398,14 @@ fn payload_declares(event_type: &str, key: &JsStr) -> bool {
 
 /// A base payload with random damage: a key removed or a value replaced.
 fn near_valid_payload() -> impl Strategy<Value = (&'static str, Value)> {
-    (prop::sample::select(EVENT_TYPES.to_vec()), any::<prop::sample::Index>(), value(), 0u8..3, any::<bool>()).prop_map(
-        |(t, idx, replacement, op, nested)| {
+    (
+        prop::sample::select(EVENT_TYPES.to_vec()),
+        any::<prop::sample::Index>(),
+        value(),
+        0u8..3,
+        any::<bool>(),
+    )
+        .prop_map(|(t, idx, replacement, op, nested)| {
             let mut payload = base(t);
             let keys: Vec<JsStr> = payload.keys().cloned().collect();
             let k = keys[idx.index(keys.len())].clone();
@@ -352,8 +424,7 @@ fn near_valid_payload() -> impl Strategy<Value = (&'static str, Value)> {
                 _ => drop(payload.insert(k.as_str(), replacement)),
             }
             (t, Value::Object(payload))
-        },
-    )
+        })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -434,13 +505,23 @@ fn the_strategies_reach_every_tier() {
             plain += 1;
         } else if map.len() == 3 && map.contains_key("preview") && map.contains_key("bytes") {
             marker += 1;
-        } else if map.keys().all(|k| payload_declares(t, k) || ["__graphmindTruncated", "bytes", "preview", "fields"].contains(&k.as_str().unwrap_or(""))) {
+        } else if map.keys().all(|k| {
+            payload_declares(t, k)
+                || ["__graphmindTruncated", "bytes", "preview", "fields"]
+                    .contains(&k.as_str().unwrap_or(""))
+        }) {
             skeleton += 1;
         } else {
             trimmed += 1;
         }
     }
     eprintln!("plain {plain}, trimmed {trimmed}, skeleton {skeleton}, marker {marker}");
-    assert!(plain > 10 && trimmed > 10 && skeleton > 0, "plain {plain}, trimmed {trimmed}, skeleton {skeleton}");
-    assert_eq!(marker, 0, "a valid event never ends as the whole-payload marker");
+    assert!(
+        plain > 10 && trimmed > 10 && skeleton > 0,
+        "plain {plain}, trimmed {trimmed}, skeleton {skeleton}"
+    );
+    assert_eq!(
+        marker, 0,
+        "a valid event never ends as the whole-payload marker"
+    );
 }

@@ -4,6 +4,7 @@
 //! and an `inject` resume returns the injected value to C. The dynamic C agent also runs
 //! under valgrind memcheck when valgrind is installed.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 use common::*;
 use graphmind_core::json::Value;

@@ -1,5 +1,6 @@
 //! Test harness: the REAL `graphmind` binary on 127.0.0.1 with a temp SQLite file, a raw
-//! HTTP client and tungstenite WebSocket clients.
+//! HTTP client and tungstenite WebSocket clients. Shared by the cli and ffi crates' tests
+//! (`#[path]`), so both drive the server the same way.
 #![allow(dead_code)]
 
 use graphmind_core::json::{parse_str, Value};
@@ -11,11 +12,20 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
+/// The server binary: cargo's own path in the cli crate's tests; the release build next to
+/// the workspace for the other crates that share this harness (ffi).
+pub const BIN: &str = match option_env!("CARGO_BIN_EXE_graphmind") {
+    Some(path) => path,
+    None => concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/graphmind"),
+};
 
 pub fn temp_dir() -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!("gm-cli-test-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
+    let d = std::env::temp_dir().join(format!(
+        "gm-cli-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -38,13 +48,24 @@ pub struct Server {
 /// inherited GraphMind variables, telemetry off unless a test sets it.
 pub fn isolate(cmd: &mut Command, dir: &std::path::Path) {
     for v in [
-        "GRAPHMIND_PAUSE_ON_ERROR", "GRAPHMIND_DB", "GRAPHMIND_ABANDON_GRACE_MS", "GRAPHMIND_ALLOWED_ORIGINS", "GRAPHMIND_RETENTION",
-        "GRAPHMIND_KEEP_RUNS", "GRAPHMIND_KEEP_DAYS", "GRAPHMIND_TELEMETRY", "GRAPHMIND_TELEMETRY_URL", "DO_NOT_TRACK", "CI",
+        "GRAPHMIND_PAUSE_ON_ERROR",
+        "GRAPHMIND_DB",
+        "GRAPHMIND_ABANDON_GRACE_MS",
+        "GRAPHMIND_ALLOWED_ORIGINS",
+        "GRAPHMIND_RETENTION",
+        "GRAPHMIND_KEEP_RUNS",
+        "GRAPHMIND_KEEP_DAYS",
+        "GRAPHMIND_TELEMETRY",
+        "GRAPHMIND_TELEMETRY_URL",
+        "DO_NOT_TRACK",
+        "CI",
         "GRAPHMIND_VIEWER_DIST",
     ] {
         cmd.env_remove(v);
     }
-    cmd.env("HOME", dir.join("userhome")).env("GRAPHMIND_HOME", dir.join("gmhome")).env("GRAPHMIND_TELEMETRY", "0");
+    cmd.env("HOME", dir.join("userhome"))
+        .env("GRAPHMIND_HOME", dir.join("gmhome"))
+        .env("GRAPHMIND_TELEMETRY", "0");
 }
 
 impl Server {
@@ -56,25 +77,64 @@ impl Server {
     pub fn start_in(dir: PathBuf, args: &[&str], envs: &[(&str, &str)]) -> Server {
         let db = dir.join("graphmind.db");
         let mut cmd = Command::new(BIN);
-        cmd.args(["--port", "0", "--json", "--no-open", "--db"]).arg(&db).args(args);
+        cmd.args(["--port", "0", "--json", "--no-open", "--db"])
+            .arg(&db)
+            .args(args);
         isolate(&mut cmd, &dir);
         for (k, v) in envs {
             cmd.env(k, v);
         }
-        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("spawn graphmind");
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn graphmind");
         let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let v = parse_str(line.trim()).unwrap_or_else(|_| panic!("--json line: {line:?}"));
         let port = v.get("port").and_then(Value::as_i64).unwrap() as u16;
-        assert_eq!(v.get("url").and_then(Value::as_str), Some(format!("http://127.0.0.1:{port}").as_str()));
-        assert_eq!(v.get("pid").and_then(Value::as_i64), Some(child.id() as i64));
+        assert_eq!(
+            v.get("url").and_then(Value::as_str),
+            Some(format!("http://127.0.0.1:{port}").as_str())
+        );
+        assert_eq!(
+            v.get("pid").and_then(Value::as_i64),
+            Some(child.id() as i64)
+        );
         assert!(v.get("version").and_then(Value::as_str).is_some());
         let home = dir.join("gmhome");
-        let opener = std::fs::read_to_string(home.join("run").join(format!("open-{port}.html"))).unwrap_or_default();
-        let viewer_token = opener.split("#token=").nth(1).map(|t| t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()).unwrap_or_default();
-        let cred = std::fs::read_to_string(home.join("run").join(format!("serve-{port}.json"))).unwrap_or_default();
-        let agent_token = parse_str(&cred).ok().and_then(|v| v.get("agentToken").and_then(Value::as_str).map(str::to_owned)).unwrap_or_default();
-        Server { child, port, db, dir, home, viewer_token, agent_token }
+        let opener = std::fs::read_to_string(home.join("run").join(format!("open-{port}.html")))
+            .unwrap_or_default();
+        let viewer_token = opener
+            .split("#token=")
+            .nth(1)
+            .map(|t| {
+                t.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect()
+            })
+            .unwrap_or_default();
+        let cred = std::fs::read_to_string(home.join("run").join(format!("serve-{port}.json")))
+            .unwrap_or_default();
+        let agent_token = parse_str(&cred)
+            .ok()
+            .and_then(|v| {
+                v.get("agentToken")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        Server {
+            child,
+            port,
+            db,
+            dir,
+            home,
+            viewer_token,
+            agent_token,
+        }
     }
 
     pub fn get(&self, path: &str) -> (u16, String) {
@@ -93,7 +153,14 @@ impl Server {
 
     /// A viewer socket with the viewer token (full control).
     pub fn ui(&self) -> Ws {
-        Ws::connect_with(self.port, "/ws/ui", &[("Sec-WebSocket-Protocol", &format!("graphmind.v1, gm.auth.{}", self.viewer_token))])
+        Ws::connect_with(
+            self.port,
+            "/ws/ui",
+            &[(
+                "Sec-WebSocket-Protocol",
+                &format!("graphmind.v1, gm.auth.{}", self.viewer_token),
+            )],
+        )
     }
 
     /// A viewer socket without a credential (`anonymous`).
@@ -117,13 +184,20 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let runs = self.get_json("/api/runs");
-            let run = runs.get("runs").and_then(Value::as_array).and_then(|a| a.iter().find(|r| r.get("id").and_then(Value::as_str) == Some(id)).cloned());
+            let run = runs.get("runs").and_then(Value::as_array).and_then(|a| {
+                a.iter()
+                    .find(|r| r.get("id").and_then(Value::as_str) == Some(id))
+                    .cloned()
+            });
             if let Some(r) = run {
                 if pred(&r) {
                     return r;
                 }
                 if Instant::now() > deadline {
-                    panic!("run {id} never matched; last: {}", graphmind_core::json::to_string(&r));
+                    panic!(
+                        "run {id} never matched; last: {}",
+                        graphmind_core::json::to_string(&r)
+                    );
                 }
             } else if Instant::now() > deadline {
                 panic!("run {id} never appeared");
@@ -146,7 +220,10 @@ impl Drop for Server {
 }
 
 pub fn http_get(port: u16, path: &str) -> (u16, String) {
-    http_request(port, &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"))
+    http_request(
+        port,
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"),
+    )
 }
 
 pub fn http_request(port: u16, raw: &str) -> (u16, String) {
@@ -154,8 +231,15 @@ pub fn http_request(port: u16, raw: &str) -> (u16, String) {
     s.write_all(raw.as_bytes()).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
-    let status = out.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -175,10 +259,16 @@ impl Ws {
     }
 
     /// The handshake's result (a refused upgrade is an error carrying the HTTP status).
-    pub fn try_connect(port: u16, path: &str, headers: &[(&str, &str)]) -> Result<Ws, tungstenite::Error> {
+    pub fn try_connect(
+        port: u16,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Result<Ws, tungstenite::Error> {
         use tungstenite::client::IntoClientRequest;
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let mut req = format!("ws://127.0.0.1:{port}{path}").into_client_request().unwrap();
+        let mut req = format!("ws://127.0.0.1:{port}{path}")
+            .into_client_request()
+            .unwrap();
         for (k, v) in headers {
             req.headers_mut().insert(
                 tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
@@ -189,7 +279,9 @@ impl Ws {
             tungstenite::HandshakeError::Failure(e) => e,
             tungstenite::HandshakeError::Interrupted(_) => tungstenite::Error::ConnectionClosed,
         })?;
-        ws.get_ref().set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        ws.get_ref()
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
         Ok(Ws { ws, seq: 0 })
     }
 
@@ -210,10 +302,17 @@ impl Ws {
         let deadline = Instant::now() + timeout;
         loop {
             match self.ws.read() {
-                Ok(Message::Text(t)) => return Some(parse_str(t.as_str()).expect("server sent JSON")),
+                Ok(Message::Text(t)) => {
+                    return Some(parse_str(t.as_str()).expect("server sent JSON"))
+                }
                 Ok(Message::Close(_)) => return None,
                 Ok(_) => {}
-                Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
                     if Instant::now() > deadline {
                         return None;
                     }
@@ -224,7 +323,8 @@ impl Ws {
     }
 
     pub fn recv(&mut self) -> Value {
-        self.recv_within(Duration::from_secs(10)).expect("expected a message")
+        self.recv_within(Duration::from_secs(10))
+            .expect("expected a message")
     }
 
     /// Skips messages until one with this `type` arrives.
@@ -242,7 +342,9 @@ impl Ws {
 
     /// Does the app side: hello, returns hello.ack's payload.
     pub fn hello(&mut self, app: &str, token: Option<&str>) -> Value {
-        let token = token.map(|t| format!(",\"resumeToken\":\"{t}\"")).unwrap_or_default();
+        let token = token
+            .map(|t| format!(",\"resumeToken\":\"{t}\""))
+            .unwrap_or_default();
         let payload = format!(
             "{{\"versions\":{{\"protocol\":1,\"client\":\"test\"}},\"capabilities\":[\"pause\",\"inject\",\"run-claim\"],\"app\":\"{app}\"{token}}}"
         );
@@ -288,19 +390,36 @@ pub fn http_raw(port: u16, raw: &str) -> String {
 }
 
 /// A request with a method, path, extra header lines and a body; returns (status, head, body).
-pub fn http_call(port: u16, method: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+pub fn http_call(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> (u16, String, String) {
     let raw = http_raw(
         port,
         &format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()),
     );
-    let status = raw.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let (head, body) = raw.split_once("\r\n\r\n").map(|(h, b)| (h.to_owned(), b.to_owned())).unwrap_or_default();
+    let status = raw
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let (head, body) = raw
+        .split_once("\r\n\r\n")
+        .map(|(h, b)| (h.to_owned(), b.to_owned()))
+        .unwrap_or_default();
     (status, head, body)
 }
 
 /// The value of a response header (case-insensitive name).
 pub fn header_of(head: &str, name: &str) -> Option<String> {
-    head.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case(name)).map(|(_, v)| v.trim().to_owned()))
+    head.lines().find_map(|l| {
+        l.split_once(':')
+            .filter(|(k, _)| k.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim().to_owned())
+    })
 }
 
 /// Sends `raw` and returns the response head only (for upgrades that stay open).

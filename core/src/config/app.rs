@@ -10,8 +10,8 @@ use crate::json::{self, Map, Value};
 use crate::loop_guard::{LoopGuardConfig, LoopMode};
 
 use super::env::{
-    env_flag_on, js_whole_number, kill_switch_on, looks_off, norm, option_flag_on, option_looks_off, parse_comma_list,
-    EnvSnapshot,
+    env_flag_on, js_whole_number, kill_switch_on, looks_off, norm, option_flag_on,
+    option_looks_off, parse_comma_list, EnvSnapshot,
 };
 
 /// Ingest endpoint when neither the `url` option nor `GRAPHMIND_URL` gives one.
@@ -49,12 +49,27 @@ pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The production check's variables for Python, in order: the first one set (non-empty)
 /// decides.
-pub const PRODUCTION_ENV_VARS_PYTHON: [&str; 8] =
-    ["GRAPHMIND_ENV", "ENVIRONMENT", "APP_ENV", "PYTHON_ENV", "ENV", "DJANGO_ENV", "FLASK_ENV", "NODE_ENV"];
+pub const PRODUCTION_ENV_VARS_PYTHON: [&str; 8] = [
+    "GRAPHMIND_ENV",
+    "ENVIRONMENT",
+    "APP_ENV",
+    "PYTHON_ENV",
+    "ENV",
+    "DJANGO_ENV",
+    "FLASK_ENV",
+    "NODE_ENV",
+];
 /// The production check's variables for Ruby (the reference gem's list: Rails and Rack
 /// names instead of Python's).
-pub const PRODUCTION_ENV_VARS_RUBY: [&str; 7] =
-    ["GRAPHMIND_ENV", "ENVIRONMENT", "APP_ENV", "RAILS_ENV", "RACK_ENV", "ENV", "NODE_ENV"];
+pub const PRODUCTION_ENV_VARS_RUBY: [&str; 7] = [
+    "GRAPHMIND_ENV",
+    "ENVIRONMENT",
+    "APP_ENV",
+    "RAILS_ENV",
+    "RACK_ENV",
+    "ENV",
+    "NODE_ENV",
+];
 /// The production check's variables for a C or Rust host: the spec's documented list.
 pub const PRODUCTION_ENV_VARS_NATIVE: [&str; 8] = PRODUCTION_ENV_VARS_PYTHON;
 
@@ -116,7 +131,10 @@ impl SdkFlavor {
             SdkFlavor::Ruby => ("ruby", CLIENT_VERSION),
             SdkFlavor::Native => ("native", CLIENT_VERSION),
         };
-        SdkInfo { name: name.into(), version: version.into() }
+        SdkInfo {
+            name: name.into(),
+            version: version.into(),
+        }
     }
 
     /// The variables the production check reads, in order; `None` for Node, which looks
@@ -325,7 +343,11 @@ pub fn looks_like_production(env: &EnvSnapshot, flavor: SdkFlavor) -> bool {
 /// The kill switch, top to bottom, first match wins: `GRAPHMIND_DISABLED` on -> off; the
 /// `enabled` option -> as given; production -> off unless `GRAPHMIND` is exactly `1`;
 /// otherwise on.
-pub fn resolve_enabled(explicit: Option<bool>, env: &EnvSnapshot, flavor: SdkFlavor) -> (bool, EnabledReason) {
+pub fn resolve_enabled(
+    explicit: Option<bool>,
+    env: &EnvSnapshot,
+    flavor: SdkFlavor,
+) -> (bool, EnabledReason) {
     if kill_switch_on(env.get("GRAPHMIND_DISABLED")) {
         return (false, EnabledReason::KillSwitch);
     }
@@ -358,13 +380,39 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
     let (enabled, enabled_reason) = resolve_enabled(options.enabled, env, flavor);
 
     let url = resolve_url(options.url.as_deref(), env, w);
-    let connect_timeout_ms =
-        duration("connectTimeoutMs", options.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS, false, w);
-    let handshake_timeout_ms =
-        duration("handshakeTimeoutMs", options.handshake_timeout_ms, DEFAULT_HANDSHAKE_TIMEOUT_MS, false, w);
-    let retry_interval_ms = duration("retryIntervalMs", options.retry_interval_ms, DEFAULT_RETRY_INTERVAL_MS, false, w);
-    let buffer_size = count("bufferSize", options.buffer_size, flavor.default_buffer_size(), w);
-    let max_buffer_bytes = count("maxBufferBytes", options.max_buffer_bytes, DEFAULT_MAX_BUFFER_BYTES, w);
+    let connect_timeout_ms = duration(
+        "connectTimeoutMs",
+        options.connect_timeout_ms,
+        DEFAULT_CONNECT_TIMEOUT_MS,
+        false,
+        w,
+    );
+    let handshake_timeout_ms = duration(
+        "handshakeTimeoutMs",
+        options.handshake_timeout_ms,
+        DEFAULT_HANDSHAKE_TIMEOUT_MS,
+        false,
+        w,
+    );
+    let retry_interval_ms = duration(
+        "retryIntervalMs",
+        options.retry_interval_ms,
+        DEFAULT_RETRY_INTERVAL_MS,
+        false,
+        w,
+    );
+    let buffer_size = count(
+        "bufferSize",
+        options.buffer_size,
+        flavor.default_buffer_size(),
+        w,
+    );
+    let max_buffer_bytes = count(
+        "maxBufferBytes",
+        options.max_buffer_bytes,
+        DEFAULT_MAX_BUFFER_BYTES,
+        w,
+    );
     let pause_timeout_ms = match options.pause_timeout_ms {
         None => None,
         Some(v) if v.is_finite() && v >= 0.0 => Some(ms(v)),
@@ -376,21 +424,40 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
             None
         }
     };
-    let token_interval_ms = duration("tokenIntervalMs", options.token_interval_ms, DEFAULT_TOKEN_INTERVAL_MS, false, w);
-    let warn_interval_ms = duration("warnIntervalMs", options.warn_interval_ms, DEFAULT_WARN_INTERVAL_MS, true, w);
+    let token_interval_ms = duration(
+        "tokenIntervalMs",
+        options.token_interval_ms,
+        DEFAULT_TOKEN_INTERVAL_MS,
+        false,
+        w,
+    );
+    let warn_interval_ms = duration(
+        "warnIntervalMs",
+        options.warn_interval_ms,
+        DEFAULT_WARN_INTERVAL_MS,
+        true,
+        w,
+    );
 
     let hide = HideSwitches {
         inputs: hide_switch(options.hide_inputs, env, "GRAPHMIND_HIDE_INPUTS", w),
         outputs: hide_switch(options.hide_outputs, env, "GRAPHMIND_HIDE_OUTPUTS", w),
         tool_args: hide_switch(options.hide_tool_args, env, "GRAPHMIND_HIDE_TOOL_ARGS", w),
-        tool_results: hide_switch(options.hide_tool_results, env, "GRAPHMIND_HIDE_TOOL_RESULTS", w),
+        tool_results: hide_switch(
+            options.hide_tool_results,
+            env,
+            "GRAPHMIND_HIDE_TOOL_RESULTS",
+            w,
+        ),
     };
     let loop_guard = resolve_loop_guard(options.loop_guard.as_ref(), env, w);
 
-    let break_on_error_result =
-        options.break_on_error_result.unwrap_or_else(|| parse_break_on(env.get("GRAPHMIND_BREAK_ON_ERROR_RESULT")));
-    let break_on_truncated =
-        options.break_on_truncated.unwrap_or_else(|| parse_break_on(env.get("GRAPHMIND_BREAK_ON_TRUNCATED")));
+    let break_on_error_result = options
+        .break_on_error_result
+        .unwrap_or_else(|| parse_break_on(env.get("GRAPHMIND_BREAK_ON_ERROR_RESULT")));
+    let break_on_truncated = options
+        .break_on_truncated
+        .unwrap_or_else(|| parse_break_on(env.get("GRAPHMIND_BREAK_ON_TRUNCATED")));
     let edit_input = !kill_switch_on(env.get("GRAPHMIND_DISABLE_EDIT_INPUT"));
 
     if !enabled {
@@ -400,7 +467,10 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
         enabled,
         enabled_reason,
         url,
-        app_name: options.app_name.clone().unwrap_or_else(|| flavor.default_app_name().to_owned()),
+        app_name: options
+            .app_name
+            .clone()
+            .unwrap_or_else(|| flavor.default_app_name().to_owned()),
         sdk: options.sdk.clone().unwrap_or_else(|| flavor.default_sdk()),
         meta: options.meta.clone(),
         connect_timeout_ms,
@@ -446,7 +516,9 @@ fn resolve_url(option: Option<&str>, env: &EnvSnapshot, w: &mut Vec<String>) -> 
     };
     let lower = url.trim_start().to_ascii_lowercase();
     if !(lower.starts_with("ws://") || lower.starts_with("wss://")) {
-        w.push(format!("{name} = {url:?} is not a ws:// or wss:// address; the connection will fail"));
+        w.push(format!(
+            "{name} = {url:?} is not a ws:// or wss:// address; the connection will fail"
+        ));
     }
     url
 }
@@ -466,13 +538,22 @@ fn num(v: f64) -> String {
     out
 }
 
-fn duration(name: &str, value: Option<f64>, default: u64, allow_zero: bool, w: &mut Vec<String>) -> u64 {
+fn duration(
+    name: &str,
+    value: Option<f64>,
+    default: u64,
+    allow_zero: bool,
+    w: &mut Vec<String>,
+) -> u64 {
     match value {
         None => default,
         Some(v) if v.is_finite() && (v > 0.0 || (allow_zero && v == 0.0)) => ms(v),
         Some(v) => {
             let floor = if allow_zero { ">= 0" } else { "> 0" };
-            w.push(format!("{name} = {} is not a number of milliseconds {floor}; using {default}", num(v)));
+            w.push(format!(
+                "{name} = {} is not a number of milliseconds {floor}; using {default}",
+                num(v)
+            ));
             default
         }
     }
@@ -483,7 +564,9 @@ fn count(name: &str, value: Option<i64>, default: usize, w: &mut Vec<String>) ->
         None => default,
         Some(v) if v >= 1 => usize::try_from(v).unwrap_or(usize::MAX),
         Some(v) => {
-            w.push(format!("{name} = {v} is not a whole number >= 1; using {default}"));
+            w.push(format!(
+                "{name} = {v} is not a whole number >= 1; using {default}"
+            ));
             default
         }
     }
@@ -499,13 +582,19 @@ fn hide_switch(option: Option<bool>, env: &EnvSnapshot, name: &str, w: &mut Vec<
     }
     if let Some(value) = raw {
         if !looks_off(value) {
-            w.push(format!("{name}={value:?} is not 1 or true; the switch stays off"));
+            w.push(format!(
+                "{name}={value:?} is not 1 or true; the switch stays off"
+            ));
         }
     }
     false
 }
 
-fn resolve_loop_guard(option: Option<&LoopGuardOption>, env: &EnvSnapshot, w: &mut Vec<String>) -> LoopGuardConfig {
+fn resolve_loop_guard(
+    option: Option<&LoopGuardOption>,
+    env: &EnvSnapshot,
+    w: &mut Vec<String>,
+) -> LoopGuardConfig {
     let defaults = LoopGuardConfig::default();
     let none = LoopGuardOverrides::default();
     let (fields, forced_off) = match option {
@@ -547,11 +636,25 @@ fn resolve_loop_guard(option: Option<&LoopGuardOption>, env: &EnvSnapshot, w: &m
 
     let allow_nodes = match &fields.allow_nodes {
         Some(list) => dedupe(list.clone()),
-        None => dedupe(env.get("GRAPHMIND_LOOP_ALLOW").map(parse_comma_list).unwrap_or_default()),
+        None => dedupe(
+            env.get("GRAPHMIND_LOOP_ALLOW")
+                .map(parse_comma_list)
+                .unwrap_or_default(),
+        ),
     };
-    let ignore_keys = fields.ignore_keys.clone().map(dedupe).unwrap_or(defaults.ignore_keys);
+    let ignore_keys = fields
+        .ignore_keys
+        .clone()
+        .map(dedupe)
+        .unwrap_or(defaults.ignore_keys);
     let kinds = fields.kinds.clone().map(dedupe).unwrap_or(defaults.kinds);
-    LoopGuardConfig { threshold, mode, allow_nodes, ignore_keys, kinds }
+    LoopGuardConfig {
+        threshold,
+        mode,
+        allow_nodes,
+        ignore_keys,
+        kinds,
+    }
 }
 
 fn saturate_u32(v: f64) -> u32 {
@@ -594,7 +697,9 @@ fn env_loop_mode(env: &EnvSnapshot, w: &mut Vec<String>) -> LoopMode {
         "warn" => LoopMode::Warn,
         "off" | "0" | "false" | "none" => LoopMode::Off,
         _ => {
-            w.push(format!("GRAPHMIND_ON_LOOP={raw:?} is not pause, warn or off; using pause"));
+            w.push(format!(
+                "GRAPHMIND_ON_LOOP={raw:?} is not pause, warn or off; using pause"
+            ));
             LoopMode::Pause
         }
     }
@@ -626,7 +731,10 @@ impl Options {
         let mut w = Vec::new();
         let Some(map) = value.as_object() else {
             if !value.is_null() {
-                w.push(format!("options must be an object, not {}; ignored", value.type_name()));
+                w.push(format!(
+                    "options must be an object, not {}; ignored",
+                    value.type_name()
+                ));
             }
             return (o, w);
         };
@@ -740,11 +848,16 @@ fn sdk_opt(val: &Value, w: &mut Vec<String>) -> Option<SdkInfo> {
     let name = val.get("name").and_then(Value::as_js_str);
     let version = val.get("version").and_then(Value::as_js_str);
     match (name, version) {
-        (Some(n), Some(v)) => {
-            Some(SdkInfo { name: n.to_string_lossy().into_owned(), version: v.to_string_lossy().into_owned() })
-        }
+        (Some(n), Some(v)) => Some(SdkInfo {
+            name: n.to_string_lossy().into_owned(),
+            version: v.to_string_lossy().into_owned(),
+        }),
         _ => {
-            w.push(type_warning("sdk", val, "an object with string name and version"));
+            w.push(type_warning(
+                "sdk",
+                val,
+                "an object with string name and version",
+            ));
             None
         }
     }
@@ -753,10 +866,14 @@ fn sdk_opt(val: &Value, w: &mut Vec<String>) -> Option<SdkInfo> {
 fn string_list(key: &str, val: &Value, w: &mut Vec<String>) -> Option<Vec<String>> {
     match val {
         Value::Array(items) => {
-            let list: Vec<String> =
-                items.iter().filter_map(|i| i.as_js_str().map(|s| s.to_string_lossy().into_owned())).collect();
+            let list: Vec<String> = items
+                .iter()
+                .filter_map(|i| i.as_js_str().map(|s| s.to_string_lossy().into_owned()))
+                .collect();
             if list.len() != items.len() {
-                w.push(format!("{key} has entries that are not strings; they are ignored"));
+                w.push(format!(
+                    "{key} has entries that are not strings; they are ignored"
+                ));
             }
             Some(list)
         }
@@ -821,7 +938,10 @@ impl Config {
         m.insert("retryIntervalMs", self.retry_interval_ms.into());
         m.insert("bufferSize", (self.buffer_size as u64).into());
         m.insert("maxBufferBytes", (self.max_buffer_bytes as u64).into());
-        m.insert("pauseTimeoutMs", self.pause_timeout_ms.map_or(Value::Null, Value::from));
+        m.insert(
+            "pauseTimeoutMs",
+            self.pause_timeout_ms.map_or(Value::Null, Value::from),
+        );
         m.insert("tokenIntervalMs", self.token_interval_ms.into());
         m.insert("warnIntervalMs", self.warn_interval_ms.into());
         m.insert("hideInputs", Value::Bool(self.hide.inputs));
@@ -837,7 +957,10 @@ impl Config {
         lg.insert("kinds", strings(&g.kinds));
         lg.insert("active", Value::Bool(loop_guard_active(g)));
         m.insert("loopGuard", Value::Object(lg));
-        m.insert("breakOnErrorResult", Value::Bool(self.break_on_error_result));
+        m.insert(
+            "breakOnErrorResult",
+            Value::Bool(self.break_on_error_result),
+        );
         m.insert("breakOnTruncated", Value::Bool(self.break_on_truncated));
         m.insert("editInput", Value::Bool(self.edit_input));
         m.insert("warnings", strings(&self.warnings));

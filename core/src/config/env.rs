@@ -19,13 +19,22 @@ pub struct EnvSnapshot {
 impl EnvSnapshot {
     /// An empty environment: every variable unset.
     pub fn new() -> Self {
-        EnvSnapshot { vars: BTreeMap::new() }
+        EnvSnapshot {
+            vars: BTreeMap::new(),
+        }
     }
 
     /// The current process environment. A name or value that is not valid Unicode is
     /// converted lossily (U+FFFD), which never matches a spelling any rule looks for.
     pub fn from_process() -> Self {
-        std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect()
+        std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect()
     }
 
     /// A snapshot from a JSON object of strings (the conformance vectors' `env`). Entries
@@ -36,7 +45,10 @@ impl EnvSnapshot {
         if let Some(map) = value.as_object() {
             for (key, val) in map.iter() {
                 if let Some(text) = val.as_js_str() {
-                    env.set(key.to_string_lossy().into_owned(), text.to_string_lossy().into_owned());
+                    env.set(
+                        key.to_string_lossy().into_owned(),
+                        text.to_string_lossy().into_owned(),
+                    );
                 }
             }
         }
@@ -83,7 +95,12 @@ impl EnvSnapshot {
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for EnvSnapshot {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        EnvSnapshot { vars: iter.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
+        EnvSnapshot {
+            vars: iter
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
     }
 }
 
@@ -223,12 +240,19 @@ fn is_decimal_literal(s: &str) -> bool {
 /// A whole number `>= 0` as JavaScript reads it (`3`, `3.0`, `0x10`, `1e2`), or `None`.
 /// `-0` counts as 0.
 pub(crate) fn js_whole_number(text: &str) -> Option<f64> {
-    js_number(text).filter(|v| v.is_finite() && v.fract() == 0.0 && *v >= 0.0).map(|v| v + 0.0)
+    js_number(text)
+        .filter(|v| v.is_finite() && v.fract() == 0.0 && *v >= 0.0)
+        .map(|v| v + 0.0)
 }
 
 /// A comma-separated list: entries trimmed, empty entries dropped.
 pub fn parse_comma_list(value: &str) -> Vec<String> {
-    value.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 #[cfg(test)]
@@ -247,7 +271,9 @@ mod tests {
         assert_eq!(js_number("0b101"), Some(5.0));
         assert_eq!(js_number("0o17"), Some(15.0));
         assert_eq!(js_number("-Infinity"), Some(f64::NEG_INFINITY));
-        for nan in ["", "abc", "1_000", "-0x10", "0x", "inf", "nan", "1e", ".", "e5", "1.2.3", "3 4"] {
+        for nan in [
+            "", "abc", "1_000", "-0x10", "0x", "inf", "nan", "1e", ".", "e5", "1.2.3", "3 4",
+        ] {
             assert_eq!(js_number(nan), None, "{nan:?}");
         }
         assert_eq!(js_whole_number("-0"), Some(0.0));

@@ -17,17 +17,21 @@ pub mod env;
 pub mod server;
 
 pub use app::{
-    looks_like_production, loop_guard_active, loop_mode_str, parse_break_on, resolve, resolve_enabled, resolve_json,
-    Config, EnabledReason, HideSwitches, LoopGuardOption, LoopGuardOverrides, Options, SdkFlavor, SdkInfo,
-    CLIENT_VERSION, DEFAULT_BUFFER_SIZE_NATIVE, DEFAULT_BUFFER_SIZE_NODE, DEFAULT_BUFFER_SIZE_PYTHON,
-    DEFAULT_BUFFER_SIZE_RUBY, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_LOOP_THRESHOLD,
-    DEFAULT_MAX_BUFFER_BYTES, DEFAULT_READY_TIMEOUT_MS, DEFAULT_RETRY_INTERVAL_MS, DEFAULT_TOKEN_INTERVAL_MS,
-    DEFAULT_URL, DEFAULT_WARN_INTERVAL_MS, FAST_RETRY_STEPS, PRODUCTION_ENV_VARS_NATIVE, PRODUCTION_ENV_VARS_PYTHON,
-    PRODUCTION_ENV_VARS_RUBY,
+    looks_like_production, loop_guard_active, loop_mode_str, parse_break_on, resolve,
+    resolve_enabled, resolve_json, Config, EnabledReason, HideSwitches, LoopGuardOption,
+    LoopGuardOverrides, Options, SdkFlavor, SdkInfo, CLIENT_VERSION, DEFAULT_BUFFER_SIZE_NATIVE,
+    DEFAULT_BUFFER_SIZE_NODE, DEFAULT_BUFFER_SIZE_PYTHON, DEFAULT_BUFFER_SIZE_RUBY,
+    DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_LOOP_THRESHOLD,
+    DEFAULT_MAX_BUFFER_BYTES, DEFAULT_READY_TIMEOUT_MS, DEFAULT_RETRY_INTERVAL_MS,
+    DEFAULT_TOKEN_INTERVAL_MS, DEFAULT_URL, DEFAULT_WARN_INTERVAL_MS, FAST_RETRY_STEPS,
+    PRODUCTION_ENV_VARS_NATIVE, PRODUCTION_ENV_VARS_PYTHON, PRODUCTION_ENV_VARS_RUBY,
 };
-pub use env::{env_flag_on, js_number, kill_switch_on, option_flag_on, parse_comma_list, EnvSnapshot};
+pub use env::{
+    env_flag_on, js_number, kill_switch_on, option_flag_on, parse_comma_list, EnvSnapshot,
+};
 pub use server::{
-    normalize_origin, parse_allowed_origins, parse_pause_on_error, resolve_server, telemetry_mode, user_home,
-    AllowedOrigins, PauseOnError, ServerConfig, ServerConfigError, ServerFlags, TelemetryMode,
-    DEFAULT_ABANDON_GRACE_MS, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS, DEFAULT_TELEMETRY_URL, NODE_KINDS,
+    normalize_origin, parse_allowed_origins, parse_pause_on_error, resolve_server, telemetry_mode,
+    user_home, AllowedOrigins, PauseOnError, ServerConfig, ServerConfigError, ServerFlags,
+    TelemetryMode, DEFAULT_ABANDON_GRACE_MS, DEFAULT_KEEP_DAYS, DEFAULT_KEEP_RUNS,
+    DEFAULT_TELEMETRY_URL, NODE_KINDS,
 };

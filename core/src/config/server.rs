@@ -184,14 +184,17 @@ pub fn normalize_origin(value: &str) -> Option<String> {
     let t = value.trim();
     let (scheme, rest) = t.split_once("://")?;
     let mut chars = scheme.chars();
-    if !chars.next()?.is_ascii_alphabetic() || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    if !chars.next()?.is_ascii_alphabetic()
+        || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
     {
         return None;
     }
     let scheme = scheme.to_ascii_lowercase();
     let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
     let authority = &rest[..end];
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     let (host, port) = if let Some(after) = authority.strip_prefix('[') {
         let close = after.find(']')?;
         let host = &authority[..close + 2];
@@ -214,7 +217,11 @@ pub fn normalize_origin(value: &str) -> Option<String> {
     if !port.chars().all(|c| c.is_ascii_digit()) {
         return None;
     }
-    let port_num: Option<u32> = if port.is_empty() { None } else { Some(port.parse().ok().filter(|p| *p <= 65_535)?) };
+    let port_num: Option<u32> = if port.is_empty() {
+        None
+    } else {
+        Some(port.parse().ok().filter(|p| *p <= 65_535)?)
+    };
     let default_port = match scheme.as_str() {
         "http" | "ws" => Some(80),
         "https" | "wss" => Some(443),
@@ -233,7 +240,10 @@ pub fn normalize_origin(value: &str) -> Option<String> {
 pub fn parse_allowed_origins(raw: Option<&str>, warnings: &mut Vec<String>) -> AllowedOrigins {
     let entries = raw.map(parse_comma_list).unwrap_or_default();
     if entries.iter().any(|e| e == "*") {
-        return AllowedOrigins { any: true, origins: Vec::new() };
+        return AllowedOrigins {
+            any: true,
+            origins: Vec::new(),
+        };
     }
     let mut origins: Vec<String> = Vec::new();
     for entry in entries {
@@ -248,17 +258,24 @@ pub fn parse_allowed_origins(raw: Option<&str>, warnings: &mut Vec<String>) -> A
             )),
         }
     }
-    AllowedOrigins { any: false, origins }
+    AllowedOrigins {
+        any: false,
+        origins,
+    }
 }
 
 /// The user's home directory from the snapshot: `HOME`, else `USERPROFILE` (Windows).
 pub fn user_home(env: &EnvSnapshot) -> Option<&str> {
-    env.get_non_empty("HOME").or_else(|| env.get_non_empty("USERPROFILE"))
+    env.get_non_empty("HOME")
+        .or_else(|| env.get_non_empty("USERPROFILE"))
 }
 
 /// Resolve flags and environment into a [`ServerConfig`]. Pure: reads nothing but its
 /// inputs. Errors only for flags; variables fall back with a warning.
-pub fn resolve_server(flags: &ServerFlags, env: &EnvSnapshot) -> Result<ServerConfig, ServerConfigError> {
+pub fn resolve_server(
+    flags: &ServerFlags,
+    env: &EnvSnapshot,
+) -> Result<ServerConfig, ServerConfigError> {
     let mut w = Vec::new();
 
     let pause_on_error = match &flags.pause_on_error {
@@ -347,7 +364,10 @@ pub fn resolve_server(flags: &ServerFlags, env: &EnvSnapshot) -> Result<ServerCo
     };
 
     let mut telemetry = telemetry_mode(env);
-    let telemetry_url = env.get_non_empty("GRAPHMIND_TELEMETRY_URL").unwrap_or(DEFAULT_TELEMETRY_URL).to_owned();
+    let telemetry_url = env
+        .get_non_empty("GRAPHMIND_TELEMETRY_URL")
+        .unwrap_or(DEFAULT_TELEMETRY_URL)
+        .to_owned();
     if telemetry == TelemetryMode::Send {
         let lower = telemetry_url.trim().to_ascii_lowercase();
         if !(lower.starts_with("http://") || lower.starts_with("https://")) {
@@ -356,7 +376,10 @@ pub fn resolve_server(flags: &ServerFlags, env: &EnvSnapshot) -> Result<ServerCo
         }
     }
 
-    let home = env.get_non_empty("GRAPHMIND_HOME").map(PathBuf::from).unwrap_or(default_dir);
+    let home = env
+        .get_non_empty("GRAPHMIND_HOME")
+        .map(PathBuf::from)
+        .unwrap_or(default_dir);
     let telemetry_id_path = home.join(TELEMETRY_ID_FILE_NAME);
     let viewer_dist = flags
         .viewer_dist
@@ -364,7 +387,9 @@ pub fn resolve_server(flags: &ServerFlags, env: &EnvSnapshot) -> Result<ServerCo
         .filter(|p| !p.is_empty())
         .or_else(|| env.get_non_empty("GRAPHMIND_VIEWER_DIST"))
         .map(PathBuf::from);
-    let demo_agent_dir = env.get_non_empty("GRAPHMIND_DEMO_AGENT_DIR").map(PathBuf::from);
+    let demo_agent_dir = env
+        .get_non_empty("GRAPHMIND_DEMO_AGENT_DIR")
+        .map(PathBuf::from);
 
     Ok(ServerConfig {
         db_path,
@@ -392,15 +417,24 @@ impl ServerFlags {
     /// Flags from a JSON object (`db`, `pauseOnError`, `keep`, `days`, `viewerDist`,
     /// `abandonGraceMs`), as the conformance vectors write them. Wrong types are skipped.
     pub fn from_json(value: &Value) -> ServerFlags {
-        let s = |k: &str| value.get(k).and_then(Value::as_js_str).map(|v| v.to_string_lossy().into_owned());
+        let s = |k: &str| {
+            value
+                .get(k)
+                .and_then(Value::as_js_str)
+                .map(|v| v.to_string_lossy().into_owned())
+        };
         let n = |k: &str| value.get(k).and_then(Value::as_f64);
         ServerFlags {
             db: s("db"),
             pause_on_error: s("pauseOnError"),
-            keep: n("keep").filter(|v| v.is_finite() && v.fract() == 0.0 && *v >= 0.0).map(|v| v as u64),
+            keep: n("keep")
+                .filter(|v| v.is_finite() && v.fract() == 0.0 && *v >= 0.0)
+                .map(|v| v as u64),
             days: n("days"),
             viewer_dist: s("viewerDist"),
-            abandon_grace_ms: n("abandonGraceMs").filter(|v| v.is_finite() && *v >= 0.0).map(|v| v as u64),
+            abandon_grace_ms: n("abandonGraceMs")
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .map(|v| v as u64),
         }
     }
 }
@@ -415,7 +449,13 @@ impl ServerConfig {
         let origins = if self.allowed_origins.any {
             Value::from("*")
         } else {
-            Value::Array(self.allowed_origins.origins.iter().map(|o| Value::from(o.as_str())).collect())
+            Value::Array(
+                self.allowed_origins
+                    .origins
+                    .iter()
+                    .map(|o| Value::from(o.as_str()))
+                    .collect(),
+            )
         };
         m.insert("allowedOrigins", origins);
         m.insert("retention", Value::Bool(self.retention));
@@ -425,9 +465,25 @@ impl ServerConfig {
         m.insert("telemetryUrl", self.telemetry_url.as_str().into());
         m.insert("home", path_value(&self.home));
         m.insert("telemetryIdPath", path_value(&self.telemetry_id_path));
-        m.insert("viewerDist", self.viewer_dist.as_deref().map_or(Value::Null, path_value));
-        m.insert("demoAgentDir", self.demo_agent_dir.as_deref().map_or(Value::Null, path_value));
-        m.insert("warnings", Value::Array(self.warnings.iter().map(|s| Value::from(s.as_str())).collect()));
+        m.insert(
+            "viewerDist",
+            self.viewer_dist.as_deref().map_or(Value::Null, path_value),
+        );
+        m.insert(
+            "demoAgentDir",
+            self.demo_agent_dir
+                .as_deref()
+                .map_or(Value::Null, path_value),
+        );
+        m.insert(
+            "warnings",
+            Value::Array(
+                self.warnings
+                    .iter()
+                    .map(|s| Value::from(s.as_str()))
+                    .collect(),
+            ),
+        );
         Value::Object(m)
     }
 }
@@ -438,11 +494,26 @@ mod tests {
 
     #[test]
     fn origins_normalize() {
-        assert_eq!(normalize_origin("http://LocalHost:80/"), Some("http://localhost".into()));
-        assert_eq!(normalize_origin(" https://a.example:443 "), Some("https://a.example".into()));
-        assert_eq!(normalize_origin("http://localhost:5199"), Some("http://localhost:5199".into()));
-        assert_eq!(normalize_origin("http://[::1]:4747/x"), Some("http://[::1]:4747".into()));
-        assert_eq!(normalize_origin("http://u:p@h.example:8080"), Some("http://h.example:8080".into()));
+        assert_eq!(
+            normalize_origin("http://LocalHost:80/"),
+            Some("http://localhost".into())
+        );
+        assert_eq!(
+            normalize_origin(" https://a.example:443 "),
+            Some("https://a.example".into())
+        );
+        assert_eq!(
+            normalize_origin("http://localhost:5199"),
+            Some("http://localhost:5199".into())
+        );
+        assert_eq!(
+            normalize_origin("http://[::1]:4747/x"),
+            Some("http://[::1]:4747".into())
+        );
+        assert_eq!(
+            normalize_origin("http://u:p@h.example:8080"),
+            Some("http://h.example:8080".into())
+        );
         assert_eq!(normalize_origin("null"), None);
         assert_eq!(normalize_origin("file:///x"), None);
         assert_eq!(normalize_origin("http://h:99999"), None);

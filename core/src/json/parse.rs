@@ -58,9 +58,15 @@ pub enum ParseErrorKind {
 /// Parses one JSON document from UTF-8 bytes.
 pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
     if let Err(e) = std::str::from_utf8(input) {
-        return Err(ParseError { kind: ParseErrorKind::InvalidUtf8, offset: e.valid_up_to() });
+        return Err(ParseError {
+            kind: ParseErrorKind::InvalidUtf8,
+            offset: e.valid_up_to(),
+        });
     }
-    let mut parser = Parser { bytes: input, pos: 0 };
+    let mut parser = Parser {
+        bytes: input,
+        pos: 0,
+    };
     parser.skip_ws();
     let value = parser.value(0)?;
     parser.skip_ws();
@@ -82,7 +88,10 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn error(&self, kind: ParseErrorKind) -> ParseError {
-        ParseError { kind, offset: self.pos }
+        ParseError {
+            kind,
+            offset: self.pos,
+        }
     }
 
     fn unexpected(&self) -> ParseError {
@@ -94,7 +103,9 @@ impl<'a> Parser<'a> {
 
     fn peek_char(&self) -> Option<char> {
         // The input is valid UTF-8 and `pos` is always on a character boundary here.
-        std::str::from_utf8(&self.bytes[self.pos..]).ok().and_then(|s| s.chars().next())
+        std::str::from_utf8(&self.bytes[self.pos..])
+            .ok()
+            .and_then(|s| s.chars().next())
     }
 
     #[inline]
@@ -194,7 +205,11 @@ impl<'a> Parser<'a> {
                 }
             } else {
                 let idx = index.get_or_insert_with(|| {
-                    entries.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect()
+                    entries
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (k, _))| (k.clone(), i))
+                        .collect()
                 });
                 match idx.get(&key) {
                     Some(&i) => entries[i].1 = value,
@@ -348,7 +363,10 @@ impl<'a> Parser<'a> {
         }
         match text.parse::<f64>() {
             Ok(f) => Ok(Value::Number(Number::Float(f))),
-            Err(_) => Err(ParseError { kind: ParseErrorKind::InvalidNumber, offset: start }),
+            Err(_) => Err(ParseError {
+                kind: ParseErrorKind::InvalidNumber,
+                offset: start,
+            }),
         }
     }
 }
@@ -360,16 +378,27 @@ mod tests {
     #[test]
     fn parses_nested_documents_in_order() {
         let v = parse_str(r#"{"b":[1,2.5,"x"],"a":{"c":null,"d":true}}"#).unwrap();
-        let keys: Vec<_> = v.as_object().unwrap().keys().map(|k| k.to_string()).collect();
+        let keys: Vec<_> = v
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.to_string())
+            .collect();
         assert_eq!(keys, ["b", "a"]);
-        assert_eq!(v.get("b").unwrap().as_array().unwrap()[1].as_f64(), Some(2.5));
+        assert_eq!(
+            v.get("b").unwrap().as_array().unwrap()[1].as_f64(),
+            Some(2.5)
+        );
     }
 
     #[test]
     fn repeated_key_keeps_first_position_and_last_value() {
         let v = parse_str(r#"{"a":1,"b":2,"a":3}"#).unwrap();
         let m = v.as_object().unwrap();
-        assert_eq!(m.keys().map(|k| k.to_string()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(
+            m.keys().map(|k| k.to_string()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
         assert_eq!(m.get("a").unwrap().as_i64(), Some(3));
     }
 
@@ -378,26 +407,40 @@ mod tests {
         let v = parse_str(r#""a\ud800b\ud83d\ude00""#).unwrap();
         let s = v.as_js_str().unwrap();
         assert!(s.has_lone_surrogate());
-        assert_eq!(s.utf16_units().collect::<Vec<_>>(), vec![0x61, 0xD800, 0x62, 0xD83D, 0xDE00]);
+        assert_eq!(
+            s.utf16_units().collect::<Vec<_>>(),
+            vec![0x61, 0xD800, 0x62, 0xD83D, 0xDE00]
+        );
     }
 
     #[test]
     fn joins_an_escaped_surrogate_pair_into_one_character() {
         // As JSON.parse does: "\ud83d\ude00" is U+1F600, not two lone surrogates.
-        for text in [r#""\ud83d\ude00""#, r#""x\ud83d\ude00""#, r#""\n\ud83d\ude00\u0041""#] {
+        for text in [
+            r#""\ud83d\ude00""#,
+            r#""x\ud83d\ude00""#,
+            r#""\n\ud83d\ude00\u0041""#,
+        ] {
             let v = parse_str(text).unwrap();
             let s = v.as_js_str().unwrap();
             assert!(!s.has_lone_surrogate(), "{text}");
             assert!(s.as_str().unwrap().contains('\u{1F600}'), "{text}");
         }
-        assert_eq!(parse_str(r#""\ud83d\ude00""#).unwrap(), Value::from("\u{1F600}"));
+        assert_eq!(
+            parse_str(r#""\ud83d\ude00""#).unwrap(),
+            Value::from("\u{1F600}")
+        );
     }
 
     #[test]
     fn refuses_deep_nesting_without_overflowing() {
         let deep = "[".repeat(100_000);
         assert_eq!(parse_str(&deep).unwrap_err().kind, ParseErrorKind::TooDeep);
-        let ok = format!("{}{}", "[".repeat(MAX_JSON_DEPTH), "]".repeat(MAX_JSON_DEPTH));
+        let ok = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH),
+            "]".repeat(MAX_JSON_DEPTH)
+        );
         assert!(parse_str(&ok).is_ok());
     }
 
@@ -406,8 +449,14 @@ mod tests {
         let err = parse_str("[1,]").unwrap_err();
         assert_eq!(err.offset, 3);
         assert_eq!(err.to_string(), "unexpected character ']' at byte 3");
-        assert_eq!(parse_str("01").unwrap_err().kind, ParseErrorKind::TrailingCharacters);
-        assert_eq!(parse(b"\"\xff\"").unwrap_err().kind, ParseErrorKind::InvalidUtf8);
+        assert_eq!(
+            parse_str("01").unwrap_err().kind,
+            ParseErrorKind::TrailingCharacters
+        );
+        assert_eq!(
+            parse(b"\"\xff\"").unwrap_err().kind,
+            ParseErrorKind::InvalidUtf8
+        );
     }
 }
 
@@ -423,10 +472,16 @@ mod object_index_tests {
         }
         text.push_str("\"k3\":\"late\",\"k30\":\"later\",\"z\":1}");
         let out = to_string(&parse_str(&text).unwrap());
-        assert!(out.starts_with(r#"{"k0":0,"k1":1,"k2":2,"k3":"late","k4":4"#), "{out}");
+        assert!(
+            out.starts_with(r#"{"k0":0,"k1":1,"k2":2,"k3":"late","k4":4"#),
+            "{out}"
+        );
         assert!(out.contains(r#""k29":29,"k30":"later","k31":31"#), "{out}");
         assert!(out.ends_with(r#""k39":39,"z":1}"#), "{out}");
-        assert_eq!(to_string(&parse_str(r#"{"a":1,"b":2,"a":3}"#).unwrap()), r#"{"a":3,"b":2}"#);
+        assert_eq!(
+            to_string(&parse_str(r#"{"a":1,"b":2,"a":3}"#).unwrap()),
+            r#"{"a":3,"b":2}"#
+        );
     }
 
     #[test]

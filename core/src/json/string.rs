@@ -79,7 +79,10 @@ impl JsStr {
 
     /// Code points, lone surrogates included (as 0xD800..=0xDFFF).
     pub fn code_points(&self) -> CodePoints<'_> {
-        CodePoints { bytes: &self.0, pos: 0 }
+        CodePoints {
+            bytes: &self.0,
+            pos: 0,
+        }
     }
 
     /// UTF-16 code units, as a JavaScript string would hold them.
@@ -87,7 +90,10 @@ impl JsStr {
         self.code_points().flat_map(|cp| {
             if cp >= 0x10000 {
                 let v = cp - 0x10000;
-                [Some(0xD800 | (v >> 10) as u16), Some(0xDC00 | (v & 0x3FF) as u16)]
+                [
+                    Some(0xD800 | (v >> 10) as u16),
+                    Some(0xDC00 | (v & 0x3FF) as u16),
+                ]
             } else {
                 [Some(cp as u16), None]
             }
@@ -138,7 +144,11 @@ pub fn cmp_utf16_bytes(a: &[u8], b: &[u8]) -> Ordering {
     let mut ia = CodePoints { bytes: a, pos: 0 };
     let mut ib = CodePoints { bytes: b, pos: 0 };
     // Fast path: skip the common ASCII prefix byte-wise.
-    let common = a.iter().zip(b.iter()).take_while(|(x, y)| x == y && **x < 0x80).count();
+    let common = a
+        .iter()
+        .zip(b.iter())
+        .take_while(|(x, y)| x == y && **x < 0x80)
+        .count();
     ia.pos = common;
     ib.pos = common;
     loop {
@@ -147,7 +157,11 @@ pub fn cmp_utf16_bytes(a: &[u8], b: &[u8]) -> Ordering {
             (None, Some(_)) => return Ordering::Less,
             (Some(_), None) => return Ordering::Greater,
             (Some(x), Some(y)) if x == y => continue,
-            (Some(x), Some(y)) => return utf16_first_unit(x).cmp(&utf16_first_unit(y)).then(x.cmp(&y)),
+            (Some(x), Some(y)) => {
+                return utf16_first_unit(x)
+                    .cmp(&utf16_first_unit(y))
+                    .then(x.cmp(&y))
+            }
         }
     }
 }
@@ -187,7 +201,11 @@ fn is_wtf8(bytes: &[u8]) -> bool {
         if i + len > bytes.len() {
             return false;
         }
-        let mut cp = if len == 1 { b as u32 } else { (b as u32) & (0x7F >> len) };
+        let mut cp = if len == 1 {
+            b as u32
+        } else {
+            (b as u32) & (0x7F >> len)
+        };
         for k in 1..len {
             let c = bytes[i + k];
             if c & 0xC0 != 0x80 {
@@ -250,7 +268,10 @@ pub struct JsStrBuilder {
 impl JsStrBuilder {
     /// An empty builder with room for `capacity` bytes.
     pub fn with_capacity(capacity: usize) -> Self {
-        JsStrBuilder { bytes: Vec::with_capacity(capacity), pending_high: None }
+        JsStrBuilder {
+            bytes: Vec::with_capacity(capacity),
+            pending_high: None,
+        }
     }
 
     /// Appends UTF-8 text.
@@ -406,8 +427,14 @@ mod tests {
         let emoji = JsStr::from("😀");
         let private = JsStr::from("\u{E000}");
         assert_eq!(emoji.cmp_utf16(&private), Ordering::Less);
-        assert_eq!(JsStr::from("a").cmp_utf16(&JsStr::from("ab")), Ordering::Less);
-        assert_eq!(JsStr::from("b").cmp_utf16(&JsStr::from("ab")), Ordering::Greater);
+        assert_eq!(
+            JsStr::from("a").cmp_utf16(&JsStr::from("ab")),
+            Ordering::Less
+        );
+        assert_eq!(
+            JsStr::from("b").cmp_utf16(&JsStr::from("ab")),
+            Ordering::Greater
+        );
     }
 
     #[test]

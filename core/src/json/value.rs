@@ -39,12 +39,16 @@ pub struct Map {
 impl Map {
     /// An empty object.
     pub fn new() -> Self {
-        Map { entries: Vec::new() }
+        Map {
+            entries: Vec::new(),
+        }
     }
 
     /// An empty object with room for `n` entries.
     pub fn with_capacity(n: usize) -> Self {
-        Map { entries: Vec::with_capacity(n) }
+        Map {
+            entries: Vec::with_capacity(n),
+        }
     }
 
     /// Number of entries.
@@ -64,7 +68,10 @@ impl Map {
 
     /// The value under `key`, mutably.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
-        self.entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// The value under a key that may hold lone surrogates.
@@ -215,7 +222,9 @@ impl Value {
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Number(Number::Int(i)) => Some(*i),
-            Value::Number(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => Some(*f as i64),
+            Value::Number(Number::Float(f)) if f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                Some(*f as i64)
+            }
             _ => None,
         }
     }

@@ -196,8 +196,12 @@ mod tests {
     fn strings_are_escaped_as_json_stringify_does() {
         // `\ud800\udfff` is a valid pair (U+103FF), written raw as JSON.stringify does; a
         // lone high and a lone low surrogate stay escaped.
-        let v = parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff\udfff\ud800x""#).unwrap();
-        assert_eq!(to_string(&v), "\"a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001fé😀\u{103FF}\\udfff\\ud800x\"");
+        let v =
+            parse_str(r#""a\"\\\/\b\f\n\r\t\u0001\u001fé😀\ud800\udfff\udfff\ud800x""#).unwrap();
+        assert_eq!(
+            to_string(&v),
+            "\"a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001fé😀\u{103FF}\\udfff\\ud800x\""
+        );
     }
 
     #[test]

@@ -11,11 +11,12 @@
 //!   with one identical error; other nodes' calls between them do not matter, a success or
 //!   a call that is not comparable ends the count.
 //!
-//! Outcome and error digests are HMAC-SHA-256 keyed with a per-process salt: equal values
-//! give equal digests within one process and nothing checkable outside it.
+//! Outcomes are compared by their keys ([`super::key`], seeded with a per-process salt) and
+//! thrown errors by HMAC-SHA-256 with that salt: equal values give equal digests within one
+//! process; what a hold reports is salted, so nothing is checkable outside it.
 
 use super::{hex, Fp, LoopInfo, LoopKind};
-use crate::canonical::{write_canonical_bounded, write_escaped, Sink};
+use crate::canonical::{write_escaped, Sink};
 use crate::fingerprint::SaltedHasher;
 use crate::json::Value;
 use std::collections::VecDeque;
@@ -237,7 +238,12 @@ impl KindHistory {
 
     /// The node's newest completed calls failed with one identical error at least
     /// [`ERROR_REPEAT_COUNT`] times.
-    pub(crate) fn detect_error_repeat(&self, node_id: &str, seq: u64) -> Option<LoopInfo> {
+    pub(crate) fn detect_error_repeat(
+        &self,
+        node_id: &str,
+        seq: u64,
+        salt: &[u8; 32],
+    ) -> Option<LoopInfo> {
         let mut count = 0u32;
         let mut err_fp: Option<Fp> = None;
         let mut first_seq = seq;
@@ -268,7 +274,7 @@ impl KindHistory {
             repeats: count,
             first_seq,
             last_seq: seq,
-            fingerprint: hex(&err_fp),
+            fingerprint: salted_hex(&err_fp, salt),
         })
     }
 }
@@ -280,8 +286,8 @@ pub(crate) fn fp_of(digest: &[u8; 32]) -> Fp {
     fp
 }
 
-/// The salted digest of an output (`out`) or an error-shaped result (`res`): HMAC of
-/// `prefix NUL canonical`; `None` when the canonical form would exceed
+/// The key of an output (`out`) or an error-shaped result (`res`) ([`super::key`]: equal
+/// exactly when the canonical texts are); `None` when the canonical form would exceed
 /// [`MAX_OUTPUT_CANONICAL_CHARS`].
 pub(crate) fn outcome_digest(
     prefix: &[u8],
@@ -289,16 +295,13 @@ pub(crate) fn outcome_digest(
     ignore: &[String],
     salt: &[u8; 32],
 ) -> Option<Fp> {
+    super::key::KeyWalker::new(salt, ignore).outcome_key(prefix, value, MAX_OUTPUT_CANONICAL_CHARS)
+}
+
+/// A key as a report may show it: salted, so nothing about the value can be checked.
+fn salted_hex(fp: &Fp, salt: &[u8; 32]) -> String {
     let mut mac = SaltedHasher::new(salt);
-    mac.put(prefix);
-    mac.put(b"\0");
-    match value {
-        None => mac.put(b"null"),
-        Some(v) => {
-            if !write_canonical_bounded(v, ignore, MAX_OUTPUT_CANONICAL_CHARS, &mut mac) {
-                return None;
-            }
-        }
-    }
-    Some(fp_of(&mac.finish()))
+    mac.put(b"key\0");
+    mac.put(fp);
+    hex(&fp_of(&mac.finish()))
 }

@@ -294,9 +294,20 @@ mod tests {
         let value = parse_str(text).unwrap();
         let json = to_string(&value);
         let js = JsStr::from(json.clone());
-        assert_eq!(measure(&value), Size { bytes: json.len(), units: js.utf16_len() }, "{text}");
+        assert_eq!(
+            measure(&value),
+            Size {
+                bytes: json.len(),
+                units: js.utf16_len()
+            },
+            "{text}"
+        );
         for units in [0, 1, 2, 5, 17, 100, 2000] {
-            assert_eq!(json_prefix(&value, units), js.slice_utf16(0, units), "{text} @ {units}");
+            assert_eq!(
+                json_prefix(&value, units),
+                js.slice_utf16(0, units),
+                "{text} @ {units}"
+            );
         }
         let mut out = String::new();
         assert!(write_capped(&value, &mut out, json.len()));
@@ -310,7 +321,11 @@ mod tests {
         check(r#"{"a":"x\"\\\n\u0001é中😀\ud800\udc00z","b":[1,-2.5,1e21,true,null,{}],"":[]}"#);
         check(r#""\ud83d""#);
         check(r#"["\udfff\ud800", "ab\ud800", 123456789012345678901234567890]"#);
-        check(&format!(r#"{{"big":"{}","t":"{}"}}"#, "é😀\\u0002".repeat(900), "x".repeat(40)));
+        check(&format!(
+            r#"{{"big":"{}","t":"{}"}}"#,
+            "é😀\\u0002".repeat(900),
+            "x".repeat(40)
+        ));
         check("0");
     }
 }

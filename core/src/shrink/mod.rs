@@ -46,8 +46,11 @@ pub const SKELETON_CHARS: usize = 256;
 pub const SKELETON_MIN_CHARS: usize = 32;
 
 /// Skeleton attempts, largest first: (string length, keep the preview and the fields list).
-const SKELETON_ATTEMPTS: [(usize, bool); 3] =
-    [(SKELETON_CHARS, true), (SKELETON_CHARS, false), (SKELETON_MIN_CHARS, false)];
+const SKELETON_ATTEMPTS: [(usize, bool); 3] = [
+    (SKELETON_CHARS, true),
+    (SKELETON_CHARS, false),
+    (SKELETON_MIN_CHARS, false),
+];
 
 /// The marker key every shrunk payload or object carries.
 const MARKER: &str = "__graphmindTruncated";
@@ -74,16 +77,28 @@ pub struct Serialized {
 /// payload of that type and fits any `max_bytes >= 4096`. Whatever the input, the result
 /// fits any `max_bytes >= MAX_MARKER_BYTES`. Idempotent: a shrunk result fed back in fits
 /// and comes back unchanged.
-pub fn serialize_payload(payload: &Value, max_bytes: usize, event_type: Option<&str>) -> Serialized {
+pub fn serialize_payload(
+    payload: &Value,
+    max_bytes: usize,
+    event_type: Option<&str>,
+) -> Serialized {
     // Tier 1: the plain JSON, written once; writing stops as soon as it cannot fit.
     let mut json = String::new();
     if write_capped(payload, &mut json, max_bytes) {
-        return Serialized { original_bytes: json.len(), json, truncated: false };
+        return Serialized {
+            original_bytes: json.len(),
+            json,
+            truncated: false,
+        };
     }
     drop(json);
 
     let fields = event_type.and_then(payload_fields);
-    let shrunk = |json: String, original_bytes| Serialized { json, truncated: true, original_bytes };
+    let shrunk = |json: String, original_bytes| Serialized {
+        json,
+        truncated: true,
+        original_bytes,
+    };
 
     let (total, field_sizes) = match payload {
         Value::Object(map) => {
@@ -101,7 +116,9 @@ pub fn serialize_payload(payload: &Value, max_bytes: usize, event_type: Option<&
     if let Value::Object(map) = payload {
         // Tier 2: the field trim.
         if map.len() <= MAX_TRIM_FIELDS {
-            if let Some((json, result)) = truncate_fields(map, &field_sizes, max_bytes, total, &preview) {
+            if let Some((json, result)) =
+                truncate_fields(map, &field_sizes, max_bytes, total, &preview)
+            {
                 if fields.is_none_or(|fields| object_matches(fields, &result)) {
                     return shrunk(json, total);
                 }
@@ -297,7 +314,9 @@ fn keep_planned<'a>(map: &'a Map, fields: &'static [Field], chars: usize) -> (Ma
     let mut out = Map::with_capacity(fields.len() + 4);
     let mut verbatim = Vec::new();
     for field in fields {
-        let Some((key, child)) = map.iter().find(|(k, _)| *k == field.key) else { continue };
+        let Some((key, child)) = map.iter().find(|(k, _)| *k == field.key) else {
+            continue;
+        };
         let entry = plan_entry(field);
         if matches!(entry, PlanEntry::Optional)
             && !matches!(child, Value::String(_) | Value::Number(_) | Value::Bool(_))
@@ -337,12 +356,21 @@ fn hard_shrink(value: &Value, nested: Option<&'static [Field]>, chars: usize) ->
 
 /// Tier 3: the skeleton of a known event type: its schema's keys only, hard-shrunk, then the
 /// marker. Three attempts, smaller each time; the first that fits and validates wins.
-fn skeleton(map: &Map, fields: &'static [Field], max_bytes: usize, total: usize, preview: &JsStr) -> Option<String> {
+fn skeleton(
+    map: &Map,
+    fields: &'static [Field],
+    max_bytes: usize,
+    total: usize,
+    preview: &JsStr,
+) -> Option<String> {
     for (chars, full) in SKELETON_ATTEMPTS {
         let (mut out, verbatim) = keep_planned(map, fields, chars);
         out.insert(MARKER, Value::Bool(true));
         out.insert("bytes", count(total));
-        out.insert("preview", Value::String(if full { preview.clone() } else { JsStr::new() }));
+        out.insert(
+            "preview",
+            Value::String(if full { preview.clone() } else { JsStr::new() }),
+        );
         if full {
             let verbatim: HashSet<&JsStr> = verbatim.into_iter().collect();
             let mut listed = Vec::new();
@@ -369,7 +397,9 @@ fn skeleton(map: &Map, fields: &'static [Field], max_bytes: usize, total: usize,
         if !write_capped(&out_value, &mut json, max_bytes) {
             continue;
         }
-        let Value::Object(out) = &out_value else { unreachable!() };
+        let Value::Object(out) = &out_value else {
+            unreachable!()
+        };
         if !object_matches(fields, out) {
             continue;
         }
@@ -430,7 +460,10 @@ mod tests {
         assert!(cut(&s, 3).1);
         let (short, was_cut) = cut(&s, 2);
         assert!(was_cut);
-        assert_eq!(short.utf16_units().take(2).collect::<Vec<_>>(), vec![0x61, 0xD83D]);
+        assert_eq!(
+            short.utf16_units().take(2).collect::<Vec<_>>(),
+            vec![0x61, 0xD83D]
+        );
         assert!(short.has_lone_surrogate());
     }
 

@@ -44,15 +44,32 @@ pub(crate) struct Field {
 }
 
 const fn req(key: &'static str, shape: Shape) -> Field {
-    Field { key, required: true, shape }
+    Field {
+        key,
+        required: true,
+        shape,
+    }
 }
 
 const fn opt(key: &'static str, shape: Shape) -> Field {
-    Field { key, required: false, shape }
+    Field {
+        key,
+        required: false,
+        shape,
+    }
 }
 
-const NODE_KINDS: &[&str] =
-    &["agent", "llm", "tool", "chain", "retriever", "server", "resource", "prompt", "custom"];
+const NODE_KINDS: &[&str] = &[
+    "agent",
+    "llm",
+    "tool",
+    "chain",
+    "retriever",
+    "server",
+    "resource",
+    "prompt",
+    "custom",
+];
 const RUN_STATUSES: &[&str] = &["ok", "error", "aborted"];
 const PAUSE_POINTS: &[&str] = &["before", "after", "error"];
 const PAUSE_REASONS: &[&str] = &["breakpoint", "error", "step", "loop"];
@@ -60,14 +77,27 @@ const RESUME_ACTIONS: &[&str] = &["continue", "retry", "inject", "abort"];
 const TOKEN_CHANNELS: &[&str] = &["text", "reasoning", "tool-args"];
 const LOOP_KINDS: &[&str] = &["repeat", "cycle", "error-repeat"];
 const SMART_RULES: &[&str] = &["error-result", "truncated-tool-call"];
-const REFUSAL_CODES: &[&str] = &["schema", "shape", "placeholder", "truncated", "disabled", "unsupported"];
+const REFUSAL_CODES: &[&str] = &[
+    "schema",
+    "shape",
+    "placeholder",
+    "truncated",
+    "disabled",
+    "unsupported",
+];
 
 const SDK_INFO: &[Field] = &[req("name", Shape::Str), req("version", Shape::Str)];
 
-const ERROR_INFO_FIELDS: &[Field] =
-    &[req("name", Shape::Str), req("message", Shape::Str), opt("stack", Shape::Str)];
+const ERROR_INFO_FIELDS: &[Field] = &[
+    req("name", Shape::Str),
+    req("message", Shape::Str),
+    opt("stack", Shape::Str),
+];
 
-const REDACTION: &[Field] = &[req("count", Shape::NonNegInt), req("keys", Shape::Array(&Shape::Str))];
+const REDACTION: &[Field] = &[
+    req("count", Shape::NonNegInt),
+    req("keys", Shape::Array(&Shape::Str)),
+];
 
 const TOKEN_USAGE: &[Field] = &[
     req("inputTokens", Shape::NonNegInt),
@@ -97,15 +127,34 @@ const LOOP_INFO: &[Field] = &[
     opt("laps", Shape::PosInt),
 ];
 
-const SMART_INFO: &[Field] = &[req("rule", Shape::Enum(SMART_RULES)), opt("detail", Shape::Str)];
+const SMART_INFO: &[Field] = &[
+    req("rule", Shape::Enum(SMART_RULES)),
+    opt("detail", Shape::Str),
+];
 
 const EDITED: &[Field] = &[req("after", Shape::Any)];
 
 /// The payload of every known event type, in the protocol's order.
 pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
-    ("run.started", &[req("app", Shape::Str), req("sdk", Shape::Object(SDK_INFO)), opt("meta", Shape::Record)]),
-    ("run.finished", &[req("status", Shape::Enum(RUN_STATUSES)), opt("error", Shape::Object(ERROR_INFO_FIELDS))]),
-    ("graph.hint", &[req("nodes", Shape::Array(&Shape::Object(GRAPH_NODE_HINT)))]),
+    (
+        "run.started",
+        &[
+            req("app", Shape::Str),
+            req("sdk", Shape::Object(SDK_INFO)),
+            opt("meta", Shape::Record),
+        ],
+    ),
+    (
+        "run.finished",
+        &[
+            req("status", Shape::Enum(RUN_STATUSES)),
+            opt("error", Shape::Object(ERROR_INFO_FIELDS)),
+        ],
+    ),
+    (
+        "graph.hint",
+        &[req("nodes", Shape::Array(&Shape::Object(GRAPH_NODE_HINT)))],
+    ),
     (
         "node.started",
         &[
@@ -184,7 +233,10 @@ pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
 
 /// The declared fields of a known event type's payload.
 pub(crate) fn payload_fields(event_type: &str) -> Option<&'static [Field]> {
-    EVENT_PAYLOADS.iter().find(|(name, _)| *name == event_type).map(|(_, fields)| *fields)
+    EVENT_PAYLOADS
+        .iter()
+        .find(|(name, _)| *name == event_type)
+        .map(|(_, fields)| *fields)
 }
 
 /// The largest safe integer of JavaScript (2^53 - 1).
@@ -198,7 +250,9 @@ fn finite_number(n: &Number) -> Option<f64> {
 fn safe_integer(n: &Number) -> Option<f64> {
     match n {
         Number::Int(i) => (i.unsigned_abs() <= MAX_SAFE_INTEGER as u64).then_some(*i as f64),
-        Number::Float(f) => (f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER).then_some(*f),
+        Number::Float(f) => {
+            (f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER).then_some(*f)
+        }
         // Beyond 64 bits is never a safe integer.
         Number::BigInt(_) => None,
     }
