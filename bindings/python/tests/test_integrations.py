@@ -458,6 +458,130 @@ def test_openai_abort_at_after_raises_the_abort_error(server, debugger, gm_for):
     assert events[-1]["payload"]["status"] == "aborted"
 
 
+def test_openai_before_gate_holds_with_no_request_in_flight(server, debugger, gm_for):
+    g = gm_for()
+    assert g.ready(3)
+    client, rec = openai_client([(200, chat_completion("after the pause"), False)])
+    g.instrument_openai(client)
+    debugger.breakpoint({"point": "before", "nodeId": "llm:step"})
+    result: dict[str, Any] = {}
+
+    def call():
+        with g.run("held") as ctx:
+            result["ctx"] = ctx
+            result["value"] = client.chat.completions.create(model="gpt-test", messages=[])
+
+    t = threading.Thread(target=call)
+    t.start()
+    _watch_first(debugger, result)
+    paused = debugger.next_event("exec.paused")
+    assert paused["payload"]["nodeId"] == "llm:step"
+    time.sleep(0.3)
+    assert rec.requests == [], "nothing may be in flight while the before gate holds"
+    debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], "continue")
+    t.join(10)
+    assert result["value"].choices[0].message.content == "after the pause" and len(rec.requests) == 1
+
+
+def _watch_first(debugger, result) -> None:
+    """Subscribes the viewer to the run the caller thread is starting."""
+    deadline = time.monotonic() + 10
+    while "ctx" not in result and time.monotonic() < deadline:
+        time.sleep(0.005)
+    debugger.watch(result["ctx"].run_id)
+
+
+def test_openai_async_gate_keeps_the_loop_running(server, debugger, gm_for):
+    g = gm_for()
+    assert g.ready(3)
+    client, rec = openai_client([(200, chat_completion("async after pause"), False)], is_async=True)
+    g.instrument_openai(client)
+    debugger.breakpoint({"point": "before", "nodeId": "llm:step"})
+    seen: dict[str, Any] = {}
+
+    async def main():
+        async with g.run("async-held") as ctx:
+            debugger.watch(ctx.run_id)
+            await asyncio.sleep(0.1)
+            task = asyncio.ensure_future(client.chat.completions.create(model="gpt-test", messages=[]))
+            ticks = 0
+            loop = asyncio.get_running_loop()
+            paused = await loop.run_in_executor(None, debugger.next_event, "exec.paused")
+            for _ in range(5):
+                await asyncio.sleep(0.02)
+                ticks += 1
+            seen["in_flight"] = len(rec.requests)
+            debugger.resume(ctx.run_id, paused["payload"]["pauseId"], "continue")
+            seen["reply"] = await asyncio.wait_for(task, 10)
+            seen["ticks"] = ticks
+
+    asyncio.run(main())
+    assert seen["ticks"] == 5 and seen["in_flight"] == 0
+    assert seen["reply"].choices[0].message.content == "async after pause" and len(rec.requests) == 1
+
+
+def test_disabled_graphmind_leaves_the_clients_untouched():
+    off = gm.GraphMind(enabled=False, env={})
+    client, rec = openai_client([(200, chat_completion("plain"), False)])
+    aclient, arec = anthropic_client([(200, anthropic_message([{"type": "text", "text": "plain"}]), False)])
+    assert off.instrument_openai(client) is client and off.instrument_anthropic(aclient) is aclient
+    assert not getattr(client.chat.completions.create, "__graphmind_wrapped__", False)
+    assert not getattr(aclient.messages.create, "__graphmind_wrapped__", False)
+    assert client.chat.completions.create(model="gpt-test", messages=[]).choices[0].message.content == "plain"
+    assert aclient.messages.create(model="claude-test", max_tokens=4, messages=[]).content[0].text == "plain"
+    assert len(rec.requests) == 1 and len(arec.requests) == 1
+    off.dispose()
+
+
+def test_an_agent_loop_is_one_coherent_graph(server, gm_for):
+    g = gm_for()
+    assert g.ready(3)
+    call = {"id": "call_1", "type": "function", "function": {"name": "search_flights", "arguments": '{"origin": "VIE"}'}}
+    client, _ = openai_client([
+        (200, chat_completion(None, tool_calls=[call], finish="tool_calls"), False),
+        (200, chat_completion("Booked TP1234."), False),
+    ])
+    g.instrument_openai(client)
+
+    @g.tool
+    def search_flights(origin: str) -> dict:
+        return {"flight": "TP1234", "from": origin}
+
+    tools = [{"type": "function", "function": {"name": "search_flights"}}]
+    messages: list[Any] = [{"role": "user", "content": "Book me out of Vienna"}]
+    with g.run("book-trip") as ctx:
+        first = client.chat.completions.create(model="gpt-test", messages=messages, tools=tools)
+        requested = first.choices[0].message.tool_calls[0]
+        found = search_flights(**json.loads(requested.function.arguments))
+        messages += [{"role": "tool", "tool_call_id": requested.id, "content": json.dumps(found)}]
+        client.chat.completions.create(model="gpt-test", messages=messages, tools=tools)
+    events = run_events(server, g, ctx.run_id)
+    started = of(events, "node.started")
+    assert [p["kind"] for p in started] == ["agent", "llm", "tool", "llm"]
+    assert [p["nodeId"] for p in started] == ["agent:book-trip", "llm:step", "tool:search_flights", "llm:step"]
+    assert started[2]["input"] == {"origin": "VIE"}
+    assert started[1]["instanceId"] != started[3]["instanceId"]
+    assert all(p["parentId"] == "agent:book-trip" for p in started if p["kind"] == "llm")
+    assert of(events, "node.finished", "llm:step")[1]["output"]["text"] == "Booked TP1234."
+
+
+def test_anthropic_stream_helper_abort_at_before(server, debugger, gm_for):
+    g = gm_for()
+    assert g.ready(3)
+    client, rec = anthropic_client([(200, ANTHROPIC_STREAM, True)])
+    g.instrument_anthropic(client)
+
+    def body():
+        with client.messages.stream(model="claude-test", max_tokens=8, messages=[]) as stream:
+            return list(stream.text_stream)
+
+    result = _drive_with_gate(server, debugger, g, body, "before", "abort")
+    assert isinstance(result.get("raised"), gm.GraphMindAbortError), result
+    assert rec.requests == []
+    events = run_events(server, g, result["ctx"].run_id)
+    assert of(events, "node.finished", "llm:step")[0]["status"] == "aborted"
+
+
 # -- Anthropic -------------------------------------------------------------------------------
 
 
