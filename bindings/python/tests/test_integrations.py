@@ -465,15 +465,19 @@ def test_openai_before_gate_holds_with_no_request_in_flight(server, debugger, gm
     g.instrument_openai(client)
     debugger.breakpoint({"point": "before", "nodeId": "llm:step"})
     result: dict[str, Any] = {}
+    go = threading.Event()
 
     def call():
         with g.run("held") as ctx:
             result["ctx"] = ctx
+            go.wait(5)
             result["value"] = client.chat.completions.create(model="gpt-test", messages=[])
 
     t = threading.Thread(target=call)
     t.start()
     _watch_first(debugger, result)
+    time.sleep(0.1)
+    go.set()
     paused = debugger.next_event("exec.paused")
     assert paused["payload"]["nodeId"] == "llm:step"
     time.sleep(0.3)
