@@ -586,6 +586,24 @@ def test_anthropic_stream_helper_abort_at_before(server, debugger, gm_for):
     assert of(events, "node.finished", "llm:step")[0]["status"] == "aborted"
 
 
+def test_hide_switches_apply_to_llm_steps(server, gm_for):
+    g = gm_for(hide_inputs=True, hide_outputs=True, token_interval=0)
+    assert g.ready(3)
+    client, _ = openai_client([(200, chat_completion("secret answer", usage={"prompt_tokens": 2, "completion_tokens": 2}), False), (200, CHAT_STREAM, True)])
+    g.instrument_openai(client)
+    with g.run("hidden") as ctx:
+        client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "secret prompt"}])
+        list(client.chat.completions.create(model="gpt-test", messages=[], stream=True))
+    events = run_events(server, g, ctx.run_id)
+    text = json.dumps([e["payload"] for e in events if e["payload"].get("nodeId") == "llm:step"])
+    assert "secret prompt" not in text and "secret answer" not in text and "Sunny" not in text
+    started = of(events, "node.started", "llm:step")[0]
+    assert started["input"] == "__REDACTED__" and started["redaction"]["keys"] == ["input"]
+    done = of(events, "node.finished", "llm:step")[0]
+    assert done["output"] == "__REDACTED__"
+    assert done["usage"] == {"inputTokens": 2, "outputTokens": 2, "inclusive": True}
+
+
 # -- Anthropic -------------------------------------------------------------------------------
 
 
