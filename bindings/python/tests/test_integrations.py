@@ -316,6 +316,49 @@ def test_openai_responses_api(server, gm_for):
     assert done["usage"] == {"inputTokens": 11, "outputTokens": 5, "inclusive": True, "cacheReadTokens": 0, "reasoningTokens": 2}
 
 
+def test_openai_responses_stream(server, gm_for):
+    g = gm_for(token_interval=0)
+    assert g.ready(3)
+    final = {
+        "id": "resp_2", "object": "response", "created_at": 1, "model": "gpt-test", "status": "completed",
+        "output": [
+            {"type": "message", "id": "msg_2", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Hi there", "annotations": []}]},
+            {"type": "function_call", "id": "fc_2", "call_id": "call_8", "name": "lookup", "arguments": '{"q": 1}'},
+        ],
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+        "usage": {"input_tokens": 6, "output_tokens": 4, "total_tokens": 10,
+                  "input_tokens_details": {"cached_tokens": 1}, "output_tokens_details": {"reasoning_tokens": 0}},
+    }
+    created = dict(final, status="in_progress", output=[], usage=None)
+    body = sse([
+        ("response.created", {"type": "response.created", "sequence_number": 0, "response": created}),
+        ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 1, "item_id": "msg_2", "output_index": 0, "content_index": 0, "delta": "Hi ", "logprobs": []}),
+        ("response.output_text.delta", {"type": "response.output_text.delta", "sequence_number": 2, "item_id": "msg_2", "output_index": 0, "content_index": 0, "delta": "there", "logprobs": []}),
+        ("response.function_call_arguments.delta", {"type": "response.function_call_arguments.delta", "sequence_number": 3, "item_id": "fc_2", "output_index": 1, "delta": '{"q": 1}'}),
+        ("response.completed", {"type": "response.completed", "sequence_number": 4, "response": final}),
+    ])
+    client, _ = openai_client([(200, body, True)])
+    g.instrument_openai(client)
+    with g.run("responses-stream") as ctx:
+        kinds = [event.type for event in client.responses.create(model="gpt-test", input="hi", stream=True)]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    events = run_events(server, g, ctx.run_id)
+    assert streamed(events, "llm:step") == "Hi there"
+    assert streamed(events, "llm:step", "tool-args") == '{"q": 1}'
+    done = of(events, "node.finished", "llm:step")[0]
+    assert done["streaming"] is True
+    assert done["output"] == {
+        "text": "Hi there",
+        "chunks": 5,
+        "toolCalls": [{"id": "call_8", "name": "lookup", "input": {"q": 1}}],
+        "finishReason": "tool-calls",
+        "rawFinishReason": "completed",
+        "status": "completed",
+    }
+    assert done["usage"] == {"inputTokens": 6, "outputTokens": 4, "inclusive": True, "cacheReadTokens": 1, "reasoningTokens": 0}
+
+
 @pytest.mark.parametrize("status", [400, 500])
 def test_openai_http_error_is_recorded_and_raised(server, gm_for, status):
     g = gm_for()
