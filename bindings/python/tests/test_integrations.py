@@ -359,6 +359,29 @@ def test_openai_responses_stream(server, gm_for):
     assert done["usage"] == {"inputTokens": 6, "outputTokens": 4, "inclusive": True, "cacheReadTokens": 1, "reasoningTokens": 0}
 
 
+def test_openai_parse_records_the_parsed_object(server, gm_for):
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        sunny: bool
+
+    g = gm_for()
+    assert g.ready(3)
+    client, rec = openai_client([(200, chat_completion('{"name": "Lisbon", "sunny": true}'), False)])
+    g.instrument_openai(client)
+    with g.run("parse") as ctx:
+        reply = client.chat.completions.parse(model="gpt-test", messages=[{"role": "user", "content": "x"}], response_format=City)
+    assert reply.choices[0].message.parsed == City(name="Lisbon", sunny=True)
+    assert rec.requests[0]["response_format"]["type"] == "json_schema"
+    events = run_events(server, g, ctx.run_id)
+    inp = of(events, "node.started", "llm:step")[0]["input"]
+    assert inp["response_format"] is not None  # the allow-listed parameter, as the app passed it
+    done = of(events, "node.finished", "llm:step")[0]
+    assert done["output"]["parsed"] == {"name": "Lisbon", "sunny": True}
+    assert done["output"]["text"] == '{"name": "Lisbon", "sunny": true}'
+
+
 @pytest.mark.parametrize("status", [400, 500])
 def test_openai_http_error_is_recorded_and_raised(server, gm_for, status):
     g = gm_for()
