@@ -1011,6 +1011,26 @@ def test_langchain_abort_at_a_gate_ends_the_chain(server, debugger, gm_for, flav
     assert of(events, "node.finished", node)[0]["status"] == "aborted"
 
 
+def test_langchain_retriever_node(server, gm_for):
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    class Shelf(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            return [Document(page_content=f"about {query}", metadata={"page": 3})]
+
+    g = gm_for()
+    assert g.ready(3)
+    with g.run("lc-retriever") as ctx:
+        docs = Shelf().invoke("tides", config={"callbacks": [g.callback_handler()]})
+    assert docs[0].page_content == "about tides"
+    events = run_events(server, g, ctx.run_id)
+    started = of(events, "node.started", "retriever:Shelf")[0]
+    assert started["kind"] == "retriever" and started["input"] == {"query": "tides"}
+    done = of(events, "node.finished", "retriever:Shelf")[0]
+    assert done["output"] == [{"pageContent": "about tides", "metadata": {"page": 3}}]
+
+
 def test_langchain_handler_classes_are_lazy_exports():
     from graphmind.integrations import langchain
 
