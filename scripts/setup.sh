@@ -57,7 +57,7 @@ if [ -f viewer/package-lock.json ] && have npm; then
   fi
 fi
 # Our Python package's venv: maturin builds it, pytest and the client libraries test it.
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import maturin, pytest, websockets, httpx, openai, opentelemetry.sdk' 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import maturin, pytest, websockets, httpx, openai, anthropic, langchain_core, opentelemetry.sdk' 2>/dev/null; then
   echo "setup: installing maturin, pytest and the Python test dependencies into .venv"
   python3 -m venv .venv
   .venv/bin/pip install -q maturin pytest websockets httpx openai anthropic langchain-core opentelemetry-sdk

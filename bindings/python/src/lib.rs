@@ -520,6 +520,11 @@ impl NativeSession {
         self.session.node_token(run_id, &node, channel, &text.to_string_lossy());
     }
 
+    /// One rate-limited warning (`key` groups repeats) through the session's log sink.
+    fn warn(&self, key: &str, message: &str) {
+        self.session.warn(key, message);
+    }
+
     /// `graph.hint`: each node a mapping with `nodeId`, `kind`, `name`, optional `parentId`.
     fn graph_hint(&self, run_id: Option<&str>, nodes: Vec<Bound<'_, PyAny>>) {
         let mut hints = Vec::new();

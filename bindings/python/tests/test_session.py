@@ -166,7 +166,11 @@ def test_every_action_at_every_point(server, debugger, gm_for, point, action, ex
     else:
         assert isinstance(result.get("raised"), want), result
     g.session.flush(2)
+    deadline = time.monotonic() + 10
     events = server.events(result["ctx"].run_id, 5)
+    while events[-1]["type"] != "run.finished" and time.monotonic() < deadline:
+        time.sleep(0.05)  # the gate events may be stored before the run's end
+        events = server.events(result["ctx"].run_id, 5)
     assert events[-1]["type"] == "run.finished"
     if action == "abort":
         assert events[-1]["payload"]["status"] == "aborted"
