@@ -6,6 +6,7 @@ pub mod args;
 pub mod commands;
 pub mod control_cli;
 pub mod export;
+pub mod export_html;
 pub mod import;
 pub mod retention;
 pub mod telemetry;
