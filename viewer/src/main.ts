@@ -335,6 +335,8 @@ function may(what: 'inject' | 'edit' | 'debug'): boolean {
   return true;
 }
 const NEEDS_TOKEN = 'Needs the viewer token: open the viewer from the link `graphmind serve` printed';
+/** A held card in an exported run: the reason and a note, no row of action buttons. */
+const RECORD_HELD_H = 150;
 const READ_ONLY = 'An exported run is a record: nothing is executing, so nothing here can be resumed or changed';
 
 function send(type: string, payload: Record<string, unknown>, runId = '*'): void {
@@ -599,7 +601,7 @@ function computeView(m: RunModel): View {
   const key = `${m.runId}|${m.shapeVersion}|${foldKey(f)}`;
   if (view && view.runId === m.runId && view.key === key) return view;
   const proj = project(m, f, tree);
-  const lay = layout({ visible: proj.visible, parent: proj.parent, height: (id) => (m.nodes.get(id)?.activePause ? HELD_H : CARD_H) });
+  const lay = layout({ visible: proj.visible, parent: proj.parent, height: (id) => (m.nodes.get(id)?.activePause ? (S.embedded ? RECORD_HELD_H : HELD_H) : CARD_H) });
   if (view && view.runId === m.runId) {
     const hint = anchorHint && view.lay.boxes.has(anchorHint) ? anchorHint : undefined;
     anchorHint = undefined;
