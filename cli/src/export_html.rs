@@ -88,6 +88,9 @@ fn inline_css(css: &str) -> String {
     replace_ci(css, "</style", "\\3c/style")
 }
 
+/// A tag's attributes: lower-cased names with their values (`None` for a bare attribute).
+type Attrs = Vec<(String, Option<String>)>;
+
 /// One start tag found in the page.
 #[derive(Debug)]
 struct Tag {
@@ -95,8 +98,8 @@ struct Tag {
     start: usize,
     /// Byte offset just after `>`.
     end: usize,
-    /// Lower-cased attribute names with their values (`None` for a bare attribute).
-    attrs: Vec<(String, Option<String>)>,
+    /// Its attributes.
+    attrs: Attrs,
 }
 
 impl Tag {
@@ -123,7 +126,7 @@ fn find_tag(html: &str, lower: &str, name: &str, from: usize) -> Option<Tag> {
 }
 
 /// Attributes from `i` up to the tag's `>`; returns them and the offset after `>`.
-fn parse_attrs(html: &str, mut i: usize) -> Option<(Vec<(String, Option<String>)>, usize)> {
+fn parse_attrs(html: &str, mut i: usize) -> Option<(Attrs, usize)> {
     let b = html.as_bytes();
     let mut attrs = Vec::new();
     loop {
