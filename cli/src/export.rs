@@ -1,5 +1,5 @@
 //! `graphmind record`: a run exported as NDJSON (default), OTLP/JSON (`--format otlp`)
-//! or one self-contained HTML page (`--html`, when a viewer build is available).
+//! or one self-contained HTML page with the viewer (`--html`, see [`crate::export_html`]).
 //!
 //! Secrets are redacted by default, as the reference does it: every value under a
 //! secret-looking KEY becomes `"__REDACTED__"`, at any depth; nothing is inferred from
@@ -246,13 +246,16 @@ pub fn record(db: &Path, a: &RecordArgs) -> i32 {
         }
     };
     let otlp = a.format.as_deref() == Some("otlp");
-    if a.html {
-        // The viewer bundle has no mode that loads an embedded run yet (it is being built
-        // on another branch); refusing is better than writing a page that shows nothing.
-        eprintln!("graphmind record: --html needs a viewer build that can open an embedded run, and this binary has none yet; export NDJSON (the default) or --format otlp instead");
-        return 1;
-    }
-    let (body, ext) = if otlp {
+    let (body, ext) = if a.html {
+        let title = format!("{} · GraphMind run {run_id}", run.app);
+        match crate::export_html::render(&run.to_json(false), &envelopes, &title) {
+            Ok(page) => (page, "html"),
+            Err(e) => {
+                eprintln!("graphmind record: --html: {e}");
+                return 1;
+            }
+        }
+    } else if otlp {
         let values: Vec<Value> = envelopes.iter().filter_map(|l| json::parse_str(l).ok()).collect();
         (crate::import::to_otlp(&run, &values), "otlp.json")
     } else {

@@ -30,6 +30,12 @@ pub const MAX_CLOSED_PAUSES: usize = 10_000;
 /// The server's version, as `hello.ack`, `welcome` and `/health` report it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The close code every socket gets when the server shuts down (1001, going away), as
+/// the reference closes its sockets.
+pub const SHUTDOWN_CLOSE_CODE: u16 = 1001;
+/// The close reason sent with [`SHUTDOWN_CLOSE_CODE`].
+pub const SHUTDOWN_CLOSE_REASON: &str = "server shutting down";
+
 /// Identifies one socket for the life of the process.
 pub type ConnId = u64;
 
@@ -344,6 +350,8 @@ pub struct HubState {
     throttle: HashMap<&'static str, (Instant, u64)>,
     policy: ControlPolicy,
     warned_tokenless: bool,
+    /// The server is going down: sockets get [`SHUTDOWN_CLOSE_CODE`], no run is abandoned.
+    shutting_down: bool,
     /// Bumped on every change a long-poll may wait for.
     pub version: u64,
 }
@@ -465,6 +473,7 @@ impl HubState {
             throttle: HashMap::new(),
             policy,
             warned_tokenless: false,
+            shutting_down: false,
             version: 0,
         };
         for b in breakpoints {
@@ -525,6 +534,9 @@ impl HubState {
     /// Registers a new app socket.
     pub fn add_ingest(&mut self, tx: Outbox) -> ConnId {
         let id = self.alloc();
+        if self.shutting_down {
+            let _ = tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
+        }
         self.ingest.insert(
             id,
             IngestConn {
@@ -675,9 +687,29 @@ impl HubState {
         changed
     }
 
+    /// The server is going down: every app and viewer socket (and any that connects from
+    /// now on) is sent close [`SHUTDOWN_CLOSE_CODE`], and no run is marked abandoned by
+    /// this process any more (the next start does that for the runs nobody re-claims).
+    /// Returns how many sockets were open.
+    pub fn begin_shutdown(&mut self) -> usize {
+        self.shutting_down = true;
+        for c in self.ingest.values() {
+            let _ = c.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
+        }
+        for u in self.ui.values() {
+            let _ = u.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
+        }
+        self.socket_count()
+    }
+
+    /// App and viewer sockets still registered.
+    pub fn socket_count(&self) -> usize {
+        self.ingest.len() + self.ui.len()
+    }
+
     /// An abandon timer fired: true when it is still current and nobody owns the run.
     pub fn abandon_due(&mut self, run: &str, gen: u64) -> bool {
-        if self.abandon_gen.get(run) != Some(&gen) {
+        if self.shutting_down || self.abandon_gen.get(run) != Some(&gen) {
             return false;
         }
         self.abandon_gen.remove(run);
@@ -695,6 +727,9 @@ impl HubState {
     /// `welcome`, which tells it what it may do.
     pub fn add_ui(&mut self, tx: Outbox, principal: Principal) -> ConnId {
         let id = self.alloc();
+        if self.shutting_down {
+            let _ = tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
+        }
         if principal == Principal::Anonymous && !self.warned_tokenless {
             self.warned_tokenless = true;
             log("ui: a viewer connected without a credential. Tokenless viewer sockets are deprecated: they can still continue, retry and abort, but never inject, edit inputs, or change breakpoints or step mode. Open the viewer from the #token= link or the redirect file `graphmind serve` prints.");

@@ -6,6 +6,7 @@ pub mod args;
 pub mod commands;
 pub mod control_cli;
 pub mod export;
+pub mod export_html;
 pub mod import;
 pub mod retention;
 pub mod telemetry;
@@ -200,7 +201,9 @@ fn serve(s: args::ServeArgs) -> i32 {
         .spawn(move || loop {
             std::thread::sleep(Duration::from_millis(50));
             if SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
-                // Store what is queued, remove the run files, leave.
+                // Close every socket with 1001, store what is queued, remove the run
+                // files, leave.
+                server::close_sockets(&shared, server::SHUTDOWN_CLOSE_GRACE);
                 let (tx, rx) = crossbeam_channel::bounded(1);
                 if shared.writer.send(writer::Op::Flush(tx)).is_ok() {
                     let _ = rx.recv_timeout(Duration::from_secs(5));

@@ -607,6 +607,27 @@ fn refuse_debug_state(shared: &Shared, conn: ConnId, say: &dyn Fn(String)) -> bo
     }
 }
 
+/// How long shutdown waits for the sockets to answer their close frame (the reference
+/// waits 500 ms, then drops the stragglers).
+pub const SHUTDOWN_CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+/// Shutdown, first step: sends every app and viewer socket close 1001 (going away) and
+/// waits up to `grace` for their threads to finish the closing handshake (an app's thread
+/// first lets the writer store what it sent). Returns the sockets still open after it.
+pub fn close_sockets(shared: &Shared, grace: Duration) -> usize {
+    if shared.lock().begin_shutdown() == 0 {
+        return 0;
+    }
+    let deadline = Instant::now() + grace;
+    loop {
+        let open = shared.lock().socket_count();
+        if open == 0 || Instant::now() >= deadline {
+            return open;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The one line `--json` prints once listening.
 pub fn json_line(port: u16) -> String {
     format!(

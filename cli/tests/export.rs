@@ -51,11 +51,125 @@ fn record_redacts_secret_keys_blanks_the_fingerprint_and_says_so() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(out, frames.iter().map(|f| format!("{f}\n")).collect::<String>(), "verbatim");
     assert!(!String::from_utf8_lossy(&o.stderr).contains("redacted "));
+}
 
-    // --html needs a viewer build this binary does not carry yet: a clear refusal.
-    let o = srv.cli(&["record", "run_x", "--html", "--db", &db], &[]);
+/// Every `src`/`href` attribute value in the page.
+fn references(html: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for attr in [" src=", " href="] {
+        let mut at = 0;
+        while let Some(p) = html[at..].find(attr) {
+            let v = &html[at + p + attr.len()..];
+            let v = v.trim_start_matches(['"', '\'']);
+            out.push(v.chars().take_while(|c| !matches!(c, '"' | '\'' | ' ' | '>')).collect());
+            at += p + attr.len();
+        }
+    }
+    out
+}
+
+/// The run JSON carried by the page.
+fn embedded_run(html: &str) -> Value {
+    let open = r#"<script type="application/json" id="graphmind-run">"#;
+    let start = html.find(open).expect("the run element") + open.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    parse_str(&html[start..end]).expect("the run element holds JSON")
+}
+
+#[test]
+fn record_html_is_one_self_contained_redacted_page() {
+    let srv = Server::start(&[], &[]);
+    let frames = secret_run(&srv);
+    let mut app = srv.ingest();
+    app.hello("exporter2", None);
+    app.event("run_y", "node.finished", r#"{"nodeId":"tool:x","instanceId":"i","durationMs":1,"status":"ok","output":"</script><script>alert(1)</script><!-- & \u2028"}"#);
+    srv.wait_run("run_y", |r| i(r, &["eventCount"]) == Some(1));
+    let db = srv.db.to_str().unwrap().to_owned();
+
+    // A small stand-in build, so this test does not depend on npm.
+    let dist = srv.dir.join("dist");
+    std::fs::create_dir_all(dist.join("assets")).unwrap();
+    std::fs::write(
+        dist.join("index.html"),
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\" /><title>GraphMind</title><link rel=\"icon\" href=\"data:,\" />\n<script type=\"module\" crossorigin src=\"./assets/index-T.js\"></script>\n<link rel=\"stylesheet\" crossorigin href=\"./assets/index-T.css\"></head><body><div id=\"bar\"></div></body></html>\n",
+    )
+    .unwrap();
+    std::fs::write(dist.join("assets/index-T.js"), "globalThis.__booted = document.getElementById('graphmind-run') !== null;").unwrap();
+    std::fs::write(dist.join("assets/index-T.css"), "body{background:#0a0a0c}").unwrap();
+    let out = srv.dir.join("run.html");
+    let out_s = out.to_str().unwrap();
+    let dist_s = dist.to_str().unwrap();
+    let o = srv.cli(&["record", "run_x", "--html", "--out", out_s, "--db", &db], &[("GRAPHMIND_VIEWER_DIST", dist_s)]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("redacted 5 values under 5 distinct keys (--no-redact-secrets keeps them)"), "{err}");
+    assert!(err.contains(&format!("→ {out_s}")), "{err}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(html.contains("globalThis.__booted") && html.contains("body{background:#0a0a0c}"), "JS and CSS inlined");
+    assert!(references(&html).iter().all(|r| r.starts_with("data:")), "self-contained: {:?}", references(&html));
+    assert!(!html.contains("<link rel=\"stylesheet\""));
+    assert!(html.contains("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';"));
+    assert!(html.contains("<title>exporter · GraphMind run run_x</title>"));
+    for secret in ["sk-live-1", "Bearer abc", "\"k2\"", "\"t3\"", "9f86d081884c7d65"] {
+        assert!(!html.contains(secret), "{secret} leaked");
+    }
+    let run = embedded_run(&html);
+    assert_eq!(s(&run, &["run", "id"]), Some("run_x"));
+    assert_eq!(s(&run, &["run", "app"]), Some("exporter"));
+    assert_eq!(s(&run, &["run", "status"]), Some("error"));
+    let events = run.get("events").and_then(Value::as_array).unwrap();
+    assert_eq!(events.len(), 5);
+    assert_eq!(s(&events[2], &["payload", "loop", "fingerprint"]), Some("__REDACTED__"));
+    assert_eq!(to_json(&events[4]), frames[4], "an untouched envelope is carried as stored");
+
+    // Payload text that would close the element is escaped; it reads back the same.
+    let o = srv.cli(&["record", "run_y", "--html", "--out", "-", "--db", &db], &[("GRAPHMIND_VIEWER_DIST", dist_s)]);
+    assert!(o.status.success());
+    let html = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(html.matches("</script>").count(), 2, "the data element and the bundle, nothing else");
+    assert!(!html.contains("<!-- &"));
+    let run = embedded_run(&html);
+    let events = run.get("events").and_then(Value::as_array).unwrap();
+    assert_eq!(s(&events[0], &["payload", "output"]), Some("</script><script>alert(1)</script><!-- & \u{2028}"));
+
+    // --no-redact-secrets keeps the values; the default file name is graphmind-run-<id>.html.
+    let o = srv.cli(&["record", "run_x", "--html", "--no-redact-secrets", "--db", &db], &[("GRAPHMIND_VIEWER_DIST", dist_s)]);
+    assert!(o.status.success());
+    let default_name = std::env::current_dir().unwrap().join("graphmind-run-run_x.html");
+    let raw = std::fs::read_to_string(&default_name).unwrap();
+    let _ = std::fs::remove_file(&default_name);
+    assert!(raw.contains("sk-live-1") && raw.contains("9f86d081884c7d65"));
+
+    // A folder that is not a viewer build, or a build that would load something: refused.
+    let o = srv.cli(&["record", "run_x", "--html", "--out", out_s, "--db", &db], &[("GRAPHMIND_VIEWER_DIST", srv.dir.join("nope").to_str().unwrap())]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--html needs a viewer build"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no viewer build"));
+    std::fs::write(dist.join("index.html"), std::fs::read_to_string(dist.join("index.html")).unwrap().replace("./assets/index-T.css", "https://cdn.example/x.css")).unwrap();
+    let o = srv.cli(&["record", "run_x", "--html", "--out", out_s, "--db", &db], &[("GRAPHMIND_VIEWER_DIST", dist_s)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a local file"));
+}
+
+/// With the real viewer build (when `make viewer` has run): the page carries the built
+/// bundle, and nothing in it is fetched.
+#[test]
+fn record_html_with_the_real_viewer_build() {
+    let dist = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../viewer/dist");
+    if !dist.join("index.html").is_file() {
+        eprintln!("viewer/dist not built: the browser test (viewer/test/export.test.mjs) covers it; make viewer");
+        return;
+    }
+    let srv = Server::start(&[], &[]);
+    secret_run(&srv);
+    let db = srv.db.to_str().unwrap().to_owned();
+    let o = srv.cli(&["record", "run_x", "--html", "--out", "-", "--db", &db], &[("GRAPHMIND_VIEWER_DIST", dist.to_str().unwrap())]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = String::from_utf8(o.stdout).unwrap();
+    assert!(references(&html).iter().all(|r| r.starts_with("data:")), "{:?}", references(&html));
+    assert!(html.contains("<script type=\"module\">") && html.contains("<style>"));
+    assert!(html.contains("graphmind-run"), "the bundle looks for the run element");
+    assert!(!html.contains("sk-live-1"));
+    assert_eq!(embedded_run(&html).get("events").and_then(Value::as_array).map(Vec::len), Some(5));
 }
 
 #[test]

@@ -210,3 +210,31 @@ fn telemetry_log_prints_and_sends_nothing_and_off_creates_nothing() {
     assert!(got.lock().unwrap().is_empty(), "log sends nothing");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// This build has no TLS client (docs/server.md, *Telemetry*): an `https://` endpoint, the
+/// default one included, gets no connection at all, and no install id is made for it.
+#[test]
+fn telemetry_to_an_https_endpoint_connects_nowhere_and_makes_no_id() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    let dir = temp_dir();
+    let home = dir.join("gmhome");
+    for url in [None, Some(format!("https://127.0.0.1:{port}/api/telemetry")), Some(format!("HTTPS://127.0.0.1:{port}/"))] {
+        let mut cmd = Command::new(BIN);
+        isolate(&mut cmd, &dir); // no GRAPHMIND_TELEMETRY_URL: the default https endpoint
+        cmd.env("GRAPHMIND_TELEMETRY", "1");
+        if let Some(u) = &url {
+            cmd.env("GRAPHMIND_TELEMETRY_URL", u);
+        }
+        let started = Instant::now();
+        let o = cmd.args(["runs", "--db"]).arg(dir.join("none.db")).output().unwrap();
+        assert!(o.status.success(), "{url:?}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{url:?}: the command is never held");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("telemetry"), "{url:?}: silent");
+        assert!(!home.join("telemetry-id").exists(), "{url:?}: no install id for a record that is not sent");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(l.accept().is_err(), "no connection was attempted to the https endpoint");
+    let _ = std::fs::remove_dir_all(dir);
+}

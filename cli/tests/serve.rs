@@ -438,3 +438,61 @@ fn an_app_that_releases_a_pause_and_leaves_at_once_still_answers_resumed() {
         assert_eq!(s(&result, &["outcome"]), Some("resumed"), "round {round}: {}", to_json(&result));
     }
 }
+
+/// Reads until the peer's close frame; returns its (code, reason).
+fn close_frame_of(ws: &mut Ws, within: Duration) -> Option<(u16, String)> {
+    let deadline = std::time::Instant::now() + within;
+    while std::time::Instant::now() < deadline {
+        match ws.ws.read() {
+            Ok(tungstenite::Message::Close(Some(f))) => return Some((u16::from(f.code), f.reason.to_string())),
+            Ok(tungstenite::Message::Close(None)) => return None,
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn shutdown_closes_every_socket_with_1001_and_abandons_nothing() {
+    for signal in [15, 2] {
+        // A zero abandon grace: a run whose app is closed by the shutdown would be marked
+        // abandoned at once if the shutdown let the timer fire.
+        let mut srv = Server::start(&[], &[("GRAPHMIND_ABANDON_GRACE_MS", "0")]);
+        let mut app = srv.ingest();
+        app.hello("going", None);
+        app.event("run_going", "run.started", r#"{"app":"going","sdk":{"name":"t","version":"0"}}"#);
+        srv.wait_run("run_going", |r| i(r, &["eventCount"]) == Some(1));
+        let mut viewer = srv.ui();
+        viewer.recv_type("welcome");
+        let mut anon = srv.ui_anon();
+        anon.recv_type("welcome");
+        let started = std::time::Instant::now();
+        unsafe { libc_kill(srv.child.id() as i32, signal) };
+        for (name, ws) in [("app", &mut app), ("viewer", &mut viewer), ("anonymous viewer", &mut anon)] {
+            let got = close_frame_of(ws, Duration::from_secs(5));
+            assert_eq!(got, Some((1001, "server shutting down".to_owned())), "{name} (signal {signal})");
+            let _ = ws.ws.flush(); // answer the close: the server waits for it, not its grace
+        }
+        let status = srv.child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "signal {signal}");
+        assert!(started.elapsed() < Duration::from_secs(3), "prompt exit: {:?}", started.elapsed());
+        // The run stays `running`: abandoning it is the next start's job (as the reference).
+        let status = run_status_from_cli(&srv.db, "run_going");
+        assert_eq!(status.as_deref(), Some("running"), "signal {signal}");
+        srv.stop();
+    }
+}
+
+/// The run's status as `graphmind runs` prints it, without starting a server.
+fn run_status_from_cli(db: &std::path::Path, run: &str) -> Option<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_graphmind")).args(["runs", "--db"]).arg(db).env("GRAPHMIND_TELEMETRY", "0").env("GRAPHMIND_RETENTION", "off").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines().find(|l| l.contains(run)).map(|l| l.split_whitespace().find(|w| ["running", "abandoned", "ok", "error", "aborted"].contains(w)).unwrap_or("").to_owned())
+}

@@ -69,6 +69,12 @@ const S = {
   cam: { x: 40, y: 40, k: 1 },
   follow: false,
   stress: false,
+  /** An exported run (`graphmind record --html`): read-only, no server, no network. */
+  embedded: false,
+  /** The exported run's last event time: "now" for the clocks of a frozen run. */
+  frozenAt: undefined as number | undefined,
+  /** Why the page's embedded run could not be read. */
+  embeddedError: undefined as string | undefined,
   lastSeenShape: new Map<string, string>(),
   principal: new Map<string, string>(),
 };
@@ -108,6 +114,10 @@ function fmtMs(ms: number | null | undefined): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
   const m = Math.floor(ms / 60_000);
   return `${m}m ${Math.round((ms % 60_000) / 1000)}s`;
+}
+/** The clock the durations read: the last recorded event for an exported run, else now. */
+function now(): number {
+  return S.frozenAt ?? Date.now();
 }
 function fmtAgo(ts: number): string {
   const s = Math.max(0, (Date.now() - ts) / 1000);
@@ -229,7 +239,7 @@ function focusHeld(m: RunModel): void {
 // Lazy run summaries (nodes, held time) for the rail, from the HTTP API.
 let summarizing = false;
 function summarizeSoon(): void {
-  if (summarizing || S.stress) return;
+  if (summarizing || S.stress || S.embedded) return;
   summarizing = true;
   setTimeout(async () => {
     try {
@@ -303,6 +313,7 @@ function readHash(): void {
   if (!m) return;
   const run = decodeURIComponent(m[1]);
   const node = m[2] ? decodeURIComponent(m[2]) : undefined;
+  if (S.embedded && !S.runs.has(run)) return;
   selectRun(run);
   if (node) {
     S.selectedNode = node;
@@ -324,10 +335,13 @@ function may(what: 'inject' | 'edit' | 'debug'): boolean {
   return true;
 }
 const NEEDS_TOKEN = 'Needs the viewer token: open the viewer from the link `graphmind serve` printed';
+/** A held card in an exported run: the reason and a note, no row of action buttons. */
+const RECORD_HELD_H = 150;
+const READ_ONLY = 'An exported run is a record: nothing is executing, so nothing here can be resumed or changed';
 
 function send(type: string, payload: Record<string, unknown>, runId = '*'): void {
-  if (S.stress) {
-    toast('a synthetic run cannot be controlled', 'warn');
+  if (S.stress || S.embedded) {
+    toast(S.embedded ? READ_ONLY : 'a synthetic run cannot be controlled', 'warn');
     return;
   }
   socket?.send(control(type, payload, runId));
@@ -439,9 +453,15 @@ function renderBar(): void {
   const brand = el('div', 'brand');
   brand.append(el('span', 'logo', '◆'), el('span', '', 'GraphMind'));
   bar.append(brand);
-  const conn = el('span', `conn conn-${S.stress ? 'synthetic' : S.conn}`, S.stress ? 'synthetic run' : S.conn === 'open' ? 'connected' : S.authNeeded ? 'token needed' : S.conn);
+  const conn = el('span', `conn conn-${S.embedded ? 'recorded' : S.stress ? 'synthetic' : S.conn}`, S.embedded ? 'recorded run' : S.stress ? 'synthetic run' : S.conn === 'open' ? 'connected' : S.authNeeded ? 'token needed' : S.conn);
   conn.dataset.testid = 'conn';
   bar.append(conn);
+  if (S.embedded) {
+    const ro = el('span', 'chip chip-hidden', 'read-only');
+    ro.dataset.testid = 'read-only';
+    ro.title = READ_ONLY;
+    bar.append(ro);
+  }
   if (!S.stress && S.conn === 'open' && S.control?.principal === 'anonymous') {
     const w = el('span', 'chip chip-hidden', 'watch-only');
     w.dataset.testid = 'watch-only';
@@ -456,7 +476,20 @@ function renderBar(): void {
   }
   const spacer = el('div', 'spacer');
   bar.append(spacer);
-  // Run / Step
+  if (!S.embedded) debugControls(bar);
+  const search = el('button', 'btn', '⌘K');
+  search.title = 'Command palette (⌘K or /)';
+  search.onclick = () => openPalette('');
+  const tl = el('button', `btn${S.showTimeline ? ' on' : ''}`, 'Timeline');
+  tl.onclick = () => toggleTimeline();
+  const theme = el('button', 'btn', S.theme === 'system' ? '◐' : S.theme === 'dark' ? '☾' : '☀');
+  theme.title = `Theme: ${S.theme} (D)`;
+  theme.onclick = cycleTheme;
+  bar.append(search, tl, theme);
+}
+
+/** Run / Step, Pause all and the breakpoint chips (a live server only). */
+function debugControls(bar: HTMLElement): void {
   const seg = el('div', 'seg');
   for (const mode of ['run', 'step'] as const) {
     const b = el('button', `seg-btn${S.mode === mode ? ' on' : ''}`, mode === 'run' ? 'Run' : 'Step');
@@ -486,15 +519,6 @@ function renderBar(): void {
     chips.append(c);
   }
   bar.append(chips);
-  const search = el('button', 'btn', '⌘K');
-  search.title = 'Command palette (⌘K or /)';
-  search.onclick = () => openPalette('');
-  const tl = el('button', `btn${S.showTimeline ? ' on' : ''}`, 'Timeline');
-  tl.onclick = () => toggleTimeline();
-  const theme = el('button', 'btn', S.theme === 'system' ? '◐' : S.theme === 'dark' ? '☾' : '☀');
-  theme.title = `Theme: ${S.theme} (D)`;
-  theme.onclick = cycleTheme;
-  bar.append(search, tl, theme);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -519,8 +543,8 @@ function renderRail(): void {
     const top = el('div', 'run-top');
     top.append(el('span', 'run-app', r.app), el('span', `pill st-${runStatus(r)}`, runStatus(r)));
     const m = S.models.get(r.id);
-    const sum = m && S.subscribed.has(r.id) ? { nodes: m.nodes.size, heldMs: runHeldMs(m), events: m.eventCount } : S.summaries.get(r.id);
-    const duration = r.durationMs ?? (r.status === 'running' ? Date.now() - r.startedAt : null);
+    const sum = m && S.subscribed.has(r.id) ? { nodes: m.nodes.size, heldMs: runHeldMs(m, now()), events: m.eventCount } : S.summaries.get(r.id);
+    const duration = r.durationMs ?? (r.status === 'running' ? now() - r.startedAt : null);
     const meta = el('div', 'run-meta');
     meta.append(
       el('span', '', fmtMs(duration)),
@@ -577,7 +601,7 @@ function computeView(m: RunModel): View {
   const key = `${m.runId}|${m.shapeVersion}|${foldKey(f)}`;
   if (view && view.runId === m.runId && view.key === key) return view;
   const proj = project(m, f, tree);
-  const lay = layout({ visible: proj.visible, parent: proj.parent, height: (id) => (m.nodes.get(id)?.activePause ? HELD_H : CARD_H) });
+  const lay = layout({ visible: proj.visible, parent: proj.parent, height: (id) => (m.nodes.get(id)?.activePause ? (S.embedded ? RECORD_HELD_H : HELD_H) : CARD_H) });
   if (view && view.runId === m.runId) {
     const hint = anchorHint && view.lay.boxes.has(anchorHint) ? anchorHint : undefined;
     anchorHint = undefined;
@@ -716,7 +740,7 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
   const stLabel = el('span', `st-text st-${st}`, st);
   sub.append(stLabel);
   if (last) {
-    const t = instanceTimes(last, m.endTs ?? Date.now());
+    const t = instanceTimes(last, m.endTs ?? now());
     sub.append(el('span', 'muted', last.status === 'running' ? fmtMs(t.total) : `ran ${fmtMs(t.ran)}${t.held ? ` · held ${fmtMs(t.held)}` : ''}`));
     if (last.usage) sub.append(el('span', 'muted', `${(last.usage.inputTokens ?? 0) + (last.usage.outputTokens ?? 0)} tok`));
   }
@@ -757,6 +781,14 @@ function heldBanner(m: RunModel, n: GNode, p: Pause): HTMLElement {
   b.dataset.testid = 'held';
   b.append(el('div', 'held-reason', pauseReasonText(p, n)));
   if (p.refused) b.append(el('div', 'held-refused', `refused: ${p.refused.code}${p.refused.message ? ` — ${p.refused.message}` : ''}`));
+  if (S.embedded) {
+    // A record: the gate was held when the run was exported; there is nothing to release.
+    const note = el('div', 'held-meta muted', `${heldMeta(p)} when exported · read-only record`);
+    note.dataset.testid = 'held-readonly';
+    note.title = READ_ONLY;
+    b.append(note);
+    return b;
+  }
   const row = el('div', 'held-actions');
   const mk = (label: string, key: string, cls: string, fn: () => void) => {
     const btn = el('button', `btn act ${cls}`);
@@ -786,13 +818,18 @@ function heldBanner(m: RunModel, n: GNode, p: Pause): HTMLElement {
 }
 
 function heldMeta(p: Pause): string {
-  return `${p.point} gate · held ${fmtMs(Math.max(0, Date.now() - p.ts))}`;
+  return `${p.point} gate · held ${fmtMs(Math.max(0, now() - p.ts))}`;
 }
 
 function emptyState(m: RunModel | undefined): HTMLElement {
   const box = el('div', 'empty-card');
+  if (S.embeddedError !== undefined) {
+    box.dataset.testid = 'empty';
+    box.append(el('h2', '', 'This exported run cannot be read'), el('p', 'muted', S.embeddedError));
+    return box;
+  }
   if (m && S.selectedRun) {
-    box.append(el('h2', '', 'Waiting for events…'), el('p', 'muted', `Run ${m.runId} has no nodes yet.`));
+    box.append(el('h2', '', S.embedded ? 'No nodes recorded' : 'Waiting for events…'), el('p', 'muted', S.embedded ? `The exported run ${m.runId} has no node events.` : `Run ${m.runId} has no nodes yet.`));
     return box;
   }
   box.dataset.testid = 'empty';
@@ -957,7 +994,7 @@ function renderInspector(): void {
   const bp = el('button', `btn small${bpOn ? ' on' : ''}`, bpOn ? '● Breakpoint before this node' : '○ Break before this node');
   bp.onclick = () => toggleBreakpoint({ kind: n.kind, name: n.name });
   if (!may('debug')) (bp.disabled = true), (bp.title = NEEDS_TOKEN);
-  box.append(bp);
+  if (!S.embedded) box.append(bp);
   const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
   if (pause?.active) box.append(heldBanner(m, n, pause));
   if (n.instances.length === 0) {
@@ -982,7 +1019,7 @@ function renderInspector(): void {
 
 function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
   const v = el('div', 'inst');
-  const t = instanceTimes(i, m.endTs ?? Date.now());
+  const t = instanceTimes(i, m.endTs ?? now());
   const times = el('div', 'times');
   times.dataset.testid = 'times';
   const holding = [...m.pauses.values()].find((p) => p.active && p.nodeId === n.id && p.instanceId === i.instanceId);
@@ -990,7 +1027,7 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
     i.status !== 'running'
       ? `ran ${fmtMs(t.ran)} · held ${fmtMs(t.held)}`
       : holding
-        ? `held ${fmtMs(Date.now() - holding.ts)} at the ${holding.point} gate · started ${fmtMs(t.total)} ago`
+        ? `held ${fmtMs(now() - holding.ts)} at the ${holding.point} gate · started ${fmtMs(t.total)} ago`
         : `running ${fmtMs(t.total)}`;
   v.append(times);
   const marks = el('div', 'marks');
@@ -1051,7 +1088,7 @@ function renderTimeline(): void {
   box.hidden = !S.showTimeline;
   const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
   if (!S.showTimeline || !m) return;
-  const tl = timeline(m);
+  const tl = timeline(m, now());
   const scroller = $('tl-scroll');
   const inner = $('tl-inner');
   const width = Math.max(200, (scroller.clientWidth - 200) * tlZoom);
@@ -1114,10 +1151,13 @@ function actions(): Item[] {
     { label: 'Copy a deep link to this view', hint: '⇧L', run: copyLink },
     { label: 'Toggle the run list', hint: 'B', run: toggleRail },
     { label: 'Cycle the theme', hint: 'D', run: cycleTheme },
-    { label: 'Mode: run', hint: '', run: () => setMode('run') },
-    { label: 'Mode: step', hint: '', run: () => setMode('step') },
-    { label: 'Pause all (hold before every node)', hint: '', run: () => toggleBreakpoint({}) },
   ];
+  if (!S.embedded)
+    a.push(
+      { label: 'Mode: run', hint: '', run: () => setMode('run') },
+      { label: 'Mode: step', hint: '', run: () => setMode('step') },
+      { label: 'Pause all (hold before every node)', hint: '', run: () => toggleBreakpoint({}) },
+    );
   for (const k of KINDS) a.push({ label: `Filter: kind ${k}`, hint: '', run: () => toggleKind(k) });
   return a;
 }
@@ -1330,7 +1370,7 @@ function onKey(e: KeyboardEvent): void {
       cycleTheme();
       return;
   }
-  if (!pause) return;
+  if (!pause || S.embedded) return;
   switch (e.key) {
     case 'c':
       resume(pause, 'continue');
@@ -1439,11 +1479,63 @@ function startStress(n: number, events: number | undefined): void {
   S.selectedRun = m.runId;
 }
 
+/** The run a `graphmind record --html` page carries, in
+ * `<script type="application/json" id="graphmind-run">{"run": RunInfo, "events": [...]}`;
+ * `undefined` on a page without one (served by `graphmind serve`). */
+const RUN_ELEMENT_ID = 'graphmind-run';
+function embeddedRun(): { run: Partial<RunInfo>; events: Envelope[] } | string | undefined {
+  const node = document.getElementById(RUN_ELEMENT_ID);
+  if (!node || node.tagName !== 'SCRIPT' || (node as HTMLScriptElement).type !== 'application/json') return undefined;
+  try {
+    const data = JSON.parse(node.textContent ?? '');
+    if (!data || typeof data !== 'object' || !Array.isArray(data.events)) return 'the embedded run has no "events" list';
+    return { run: data.run && typeof data.run === 'object' ? data.run : {}, events: data.events };
+  } catch (e) {
+    return `the embedded run is not valid JSON (${e instanceof Error ? e.message : String(e)})`;
+  }
+}
+
+/** Opens an exported run: every event applied at once, the clocks frozen at its last
+ * event, no socket, no HTTP, no controls. */
+function startEmbedded(data: { run: Partial<RunInfo>; events: Envelope[] }): void {
+  S.embedded = true;
+  S.conn = 'recorded';
+  const first = data.events.find((e) => e && typeof e.runId === 'string');
+  const id = typeof data.run.id === 'string' ? data.run.id : first?.runId;
+  if (!id) {
+    S.embeddedError = 'the embedded run names no run id';
+    return;
+  }
+  const m = newRun(id);
+  for (const e of data.events) if (e && e.runId === id) apply(m, e);
+  S.models.set(id, m);
+  S.frozenAt = m.endTs ?? m.lastTs ?? m.startTs;
+  const r = data.run;
+  S.runs.set(id, {
+    id,
+    app: typeof r.app === 'string' ? r.app : m.app ?? '',
+    startedAt: typeof r.startedAt === 'number' ? r.startedAt : m.startTs ?? 0,
+    finishedAt: typeof r.finishedAt === 'number' ? r.finishedAt : m.endTs ?? null,
+    status: typeof r.status === 'string' ? r.status : m.status,
+    eventCount: m.eventCount,
+    errorCount: typeof r.errorCount === 'number' ? r.errorCount : m.errorCount,
+    live: false,
+    durationMs: typeof r.durationMs === 'number' ? r.durationMs : null,
+    source: typeof r.source === 'string' ? r.source : undefined,
+  });
+  S.subscribed.add(id);
+  S.selectedRun = id;
+  const held = activePauses(m)[0];
+  if (held) S.selectedNode = held.nodeId;
+  document.title = `${S.runs.get(id)!.app} · GraphMind run ${id}`;
+}
+
 let lastAuthCheck = 0;
 const connLog: string[] = [];
 
 function main(): void {
-  captureToken();
+  const embedded = embeddedRun();
+  if (embedded === undefined) captureToken();
   try {
     const t = localStorage.getItem('graphmind.theme');
     if (t === 'dark' || t === 'light' || t === 'system') S.theme = t;
@@ -1456,7 +1548,15 @@ function main(): void {
   document.addEventListener('keydown', onKey);
   const params = new URLSearchParams(location.search);
   const stress = params.get('stress');
-  if (stress !== null) {
+  if (embedded !== undefined) {
+    if (typeof embedded === 'string') {
+      S.embedded = true;
+      S.conn = 'recorded';
+      S.embeddedError = embedded;
+    } else startEmbedded(embedded);
+    readHash();
+    window.addEventListener('hashchange', readHash);
+  } else if (stress !== null) {
     const n = Math.max(8, Math.min(4000, Number(stress) || 300));
     const ev = params.get('events');
     startStress(n, ev ? Math.max(n, Number(ev) || n * 16) : undefined);
@@ -1493,7 +1593,7 @@ function main(): void {
   // live clocks (running durations, held timers)
   setInterval(() => {
     const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
-    if (m && (m.status === 'running' || activePauses(m).length)) invalidate({ graph: true, inspector: !!S.selectedNode, rail: true });
+    if (m && !S.embedded && (m.status === 'running' || activePauses(m).length)) invalidate({ graph: true, inspector: !!S.selectedNode, rail: true });
   }, 1000);
   invalidate();
   (window as any).__gm = { S, connLog, fit, centerOn, get view() { return view; } };

@@ -14,7 +14,7 @@ export const viewerDir = resolve(here, '..');
 export const outDir = join(viewerDir, 'test-output');
 mkdirSync(outDir, { recursive: true });
 
-const BIN = process.env.GRAPHMIND_BIN ? resolve(viewerDir, process.env.GRAPHMIND_BIN) : resolve(viewerDir, '../target/debug/graphmind');
+export const BIN = process.env.GRAPHMIND_BIN ? resolve(viewerDir, process.env.GRAPHMIND_BIN) : resolve(viewerDir, '../target/debug/graphmind');
 // The reference Python SDK (graphmind-ai 0.5.1), installed by `make setup` into .venv-ref.
 export const PYTHON = process.env.GRAPHMIND_REF_PYTHON ?? [resolve(viewerDir, '../.venv-ref/bin/python'), '/work/main/.venv-ref/bin/python'].find((p) => existsSync(p)) ?? 'python3';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -62,6 +62,8 @@ export async function startServer(env = {}) {
   }
   return {
     port: info.port,
+    db: join(dir, 'test.db'),
+    home,
     url,
     viewerUrl,
     token: /#token=([^&]+)/.exec(viewerUrl)?.[1],
