@@ -49,18 +49,36 @@ fn sample() -> Value {
     json::parse_str(&text).unwrap()
 }
 
-/// Median over `rounds` of the mean per-node cost of `batch` nodes, in nanoseconds.
+/// The calling thread's CPU time: what "app-thread cost" means (wall time on a shared
+/// machine mostly measures who else was scheduled, the session's own worker included).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Values cloned ahead of one timed batch (warm in cache, as a binding's fresh values are).
+const VALUES_PER_BATCH: usize = 32;
+
+/// Median over `rounds` of the mean per-node app-thread CPU cost of `batch` nodes, in ns.
+/// The values are built outside the clock (a binding builds them from host objects).
 fn per_node(session: &Session, input: &Value, rounds: usize, batch: usize) -> f64 {
     let run = session.start_run("bench", None);
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
-        let started = Instant::now();
-        for _ in 0..batch {
-            let node = NodeRef::new(NodeKind::Tool, "search_files");
-            session.node_started(Some(&run.run_id), &node, None, Some(input.clone()));
-            session.node_finished(Some(&run.run_id), &node, Some(input.clone()), 0.5, false);
+        let mut spent = Duration::ZERO;
+        for _ in 0..batch / VALUES_PER_BATCH {
+            let values: Vec<(Value, Value)> = (0..VALUES_PER_BATCH).map(|_| (input.clone(), input.clone())).collect();
+            let started = thread_cpu();
+            for (i, o) in values {
+                let node = NodeRef::new(NodeKind::Tool, "search_files");
+                session.node_started(Some(&run.run_id), &node, None, Some(i));
+                session.node_finished(Some(&run.run_id), &node, Some(o), 0.5, false);
+            }
+            spent += thread_cpu() - started;
         }
-        samples.push(started.elapsed().as_nanos() as f64 / batch as f64);
+        samples.push(spent.as_nanos() as f64 / (batch / VALUES_PER_BATCH * VALUES_PER_BATCH) as f64);
         // Let the worker drain so the bounded channel never fills (we measure the app thread).
         session.flush(Duration::from_secs(30));
     }
@@ -72,13 +90,13 @@ fn serde_floor(text: &str, rounds: usize, batch: usize) -> f64 {
     let value: serde_json::Value = serde_json::from_str(text).unwrap();
     let mut samples = Vec::new();
     for _ in 0..rounds {
-        let started = Instant::now();
+        let started = thread_cpu();
         for _ in 0..batch {
-            let a = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","kind":"tool","name":"search_files","instanceId":"inst_0123456789ab","input":value.clone()})).unwrap();
-            let b = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","instanceId":"inst_0123456789ab","output":value.clone(),"durationMs":0.5,"status":"ok"})).unwrap();
+            let a = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","kind":"tool","name":"search_files","instanceId":"inst_0123456789ab","input":&value})).unwrap();
+            let b = serde_json::to_string(&serde_json::json!({"nodeId":"tool:search_files","instanceId":"inst_0123456789ab","output":&value,"durationMs":0.5,"status":"ok"})).unwrap();
             std::hint::black_box((a, b));
         }
-        samples.push(started.elapsed().as_nanos() as f64 / batch as f64);
+        samples.push((thread_cpu() - started).as_nanos() as f64 / batch as f64);
     }
     samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
     samples[samples.len() / 2]
@@ -89,10 +107,19 @@ struct Viewer {
 }
 
 impl Viewer {
-    fn connect(port: u16) -> Viewer {
+    /// A viewer with the server's viewer token (a viewer without one may only watch).
+    fn connect(dir: &std::path::Path, port: u16) -> Viewer {
+        let opener = std::fs::read_to_string(dir.join("run").join(format!("open-{port}.html"))).unwrap_or_default();
+        let token: String = opener
+            .split("#token=")
+            .nth(1)
+            .map(|t| t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
+            .unwrap_or_default();
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_nodelay(true).unwrap();
-        let (ws, _) = tungstenite::client(format!("ws://127.0.0.1:{port}/ws/ui"), stream).unwrap();
+        let mut request = tungstenite::client::IntoClientRequest::into_client_request(format!("ws://127.0.0.1:{port}/ws/ui")).unwrap();
+        request.headers_mut().insert("Sec-WebSocket-Protocol", format!("graphmind.v1, gm.auth.{token}").parse().unwrap());
+        let (ws, _) = tungstenite::client(request, stream).unwrap();
         Viewer { ws }
     }
 
@@ -141,13 +168,13 @@ fn main() {
     assert!(attached.ready(Duration::from_secs(5)), "attaches");
     let attached_ns = per_node(&attached, &input, rounds, batch);
     let floor_ns = serde_floor(&text, rounds, batch);
-    println!("one tool node (start + finish, 1 KB in and out), app thread, median of {rounds} x {batch}:");
+    println!("one tool node (start + finish, 1 KB in and out), app-thread CPU time, median of {rounds} x {batch}:");
     println!("  graphmind-core detached   {:>8.2} µs   (goal <= 2 µs)", detached_ns / 1000.0);
     println!("  graphmind-core attached   {:>8.2} µs   (goal <= 2 µs)", attached_ns / 1000.0);
     println!("  serde_json, same payloads {:>8.2} µs   (serializing alone, on the app thread)", floor_ns / 1000.0);
 
     // 2. Gate round trip.
-    let mut viewer = Viewer::connect(port);
+    let mut viewer = Viewer::connect(&dir, port);
     viewer.control("*", "breakpoint.set", r#"{"matcher":{"kind":"tool","name":"held"}}"#);
     std::thread::sleep(Duration::from_millis(300));
     let run = attached.start_run("round-trip", None);
@@ -192,7 +219,7 @@ fn main() {
             server = s;
             let session_round = session(&format!("ws://127.0.0.1:{p}/ingest"));
             assert!(session_round.ready(Duration::from_secs(5)));
-            let mut v = Viewer::connect(p);
+            let mut v = Viewer::connect(&dir, p);
             v.control("*", "breakpoint.set", r#"{"matcher":{}}"#);
             std::thread::sleep(Duration::from_millis(300));
             releases.push(release_after_kill(&session_round, &mut server));
