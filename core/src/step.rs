@@ -53,7 +53,10 @@ pub struct Step {
     node: NodeRef,
     started: Instant,
     editable: bool,
+    /// The input an edit merges into, kept only while a debugger that could edit it is
+    /// attached (copying 1 KB per call for nobody is most of a detached call's cost).
     live_input: Option<Value>,
+    kept_input: bool,
     finished: bool,
 }
 
@@ -68,7 +71,8 @@ impl Step {
         input: Option<Value>,
         editable: bool,
     ) -> Step {
-        let live_input = if editable { input.clone() } else { None };
+        let kept_input = editable && session.is_attached();
+        let live_input = if kept_input { input.clone() } else { None };
         session.node_started(run_id, &node, parent_id, input);
         Step {
             session: session.clone(),
@@ -77,6 +81,7 @@ impl Step {
             started: Instant::now(),
             editable,
             live_input,
+            kept_input,
             finished: false,
         }
     }
@@ -86,10 +91,13 @@ impl Step {
         &self.node
     }
 
+    /// A pause is offered as editable only when the step kept the live input (a debugger
+    /// that attaches mid-call sees this call's later pauses as not editable).
     fn gate(&self, point: PausePoint) -> Gate {
+        let offer = self.editable && self.kept_input && self.session.is_attached();
         let options = GateOptions {
-            editable: self.editable,
-            live_input: self.live_input.clone(),
+            editable: offer,
+            live_input: if offer { self.live_input.clone() } else { None },
         };
         self.session.gate(
             self.run_id.as_deref(),
@@ -123,6 +131,7 @@ impl Step {
     fn run_with(&mut self, input: Option<Value>) -> Next {
         if let Some(edited) = &input {
             self.live_input = Some(edited.clone());
+            self.kept_input = true;
         }
         Next::Run { input }
     }
@@ -225,7 +234,7 @@ impl Step {
         self.session.emit_event(
             self.run_id.as_deref(),
             MessageType::NodeFinished,
-            finished.to_value(),
+            finished.into_value(),
         );
     }
 }
