@@ -130,6 +130,19 @@ impl Debugger {
         panic!("no {kind} arrived");
     }
 
+    /// The next message of this top-level `type` (e.g. `resume.result`).
+    fn next_message(&mut self, kind: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(m) = self.ws.recv_within(Duration::from_millis(100)) {
+                if s(&m, &["type"]) == Some(kind) {
+                    return m;
+                }
+            }
+        }
+        panic!("no {kind} message arrived");
+    }
+
     fn resume(&mut self, paused: &Value, action: &str, extra: &str) {
         let run = s(paused, &["runId"]).unwrap().to_owned();
         let pause_id = s(paused, &["payload", "pauseId"]).unwrap().to_owned();
@@ -462,4 +475,256 @@ fn abort_answers_the_host_with_an_error_and_retry_re_sends_the_request() {
     let events = stored_events(&srv, s(&run, &["id"]).unwrap());
     let errors = events.iter().filter(|e| s(e, &["type"]) == Some("node.error") && s(e, &["payload", "nodeId"]) == Some("tool:read_text_file")).count();
     assert_eq!(errors, 2, "the retried request was answered twice by the server");
+}
+
+/// The text of the first content block of a `host.py call` answer.
+fn first_text(out: &Output) -> String {
+    let result = parse_str(text(&out.stdout).trim()).unwrap_or_else(|_| panic!("host printed JSON: {}", text(&out.stderr)));
+    s(&result.get("content").and_then(Value::as_array).unwrap()[0], &["text"]).unwrap().to_owned()
+}
+
+#[test]
+fn edited_arguments_at_the_before_gate_reach_the_server_and_the_host_gets_their_answer() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","name":"echo","point":"before"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["call", "echo", r#"{"message":"as the host sent it"}"#], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!((s(&paused, &["payload", "nodeId"]), s(&paused, &["payload", "point"])), (Some("tool:echo"), Some("before")));
+    assert_eq!(paused.get("payload").and_then(|p| p.get("editable")).and_then(Value::as_bool), Some(true), "a tools/call before gate is editable");
+    // The edit is merged into the request's params: `name` stays, `arguments` is replaced.
+    dbg.resume(&paused, "continue", r#","input":{"arguments":{"message":"edited by the debugger ✓"}}"#);
+    let answer = dbg.next_message("resume.result");
+    assert_eq!(s(&answer, &["outcome"]), Some("resumed"), "{}", to_json(&answer));
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // server-everything's echo answered the edited arguments: the server received them.
+    assert_eq!(first_text(&out), "Echo: edited by the debugger ✓");
+    let run = wait_finished_run(&srv);
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let of_echo = |t: &str| events.iter().find(|e| s(e, &["type"]) == Some(t) && s(e, &["payload", "nodeId"]) == Some("tool:echo")).cloned().unwrap();
+    assert_eq!(s(&of_echo("node.started"), &["payload", "input", "arguments", "message"]), Some("as the host sent it"));
+    let finished = of_echo("node.finished");
+    let output = s(&finished.get("payload").and_then(|p| p.get("output")).and_then(|o| o.get("content")).and_then(Value::as_array).unwrap()[0], &["text"]).map(str::to_owned);
+    assert_eq!(output.as_deref(), Some("Echo: edited by the debugger ✓"));
+}
+
+#[test]
+fn graphmind_disable_edit_input_makes_the_gate_non_editable() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","name":"echo","point":"before"}"#);
+    let port = srv.port.to_string();
+    let mut server = vec!["env".to_owned(), "GRAPHMIND_DISABLE_EDIT_INPUT=1".into()];
+    server.extend(proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    let client = std::thread::spawn(move || host(&["call", "echo", r#"{"message":"as the host sent it"}"#], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "nodeId"]), Some("tool:echo"));
+    assert_ne!(paused.get("payload").and_then(|p| p.get("editable")).and_then(Value::as_bool), Some(true), "not offered as editable");
+    dbg.resume(&paused, "continue", r#","input":{"arguments":{"message":"edited"}}"#);
+    let refused = dbg.next_message("resume.result");
+    assert_eq!((s(&refused, &["outcome"]), s(&refused, &["code"])), (Some("refused"), Some("not-editable")), "{}", to_json(&refused));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished(), "a refused edit leaves the call held");
+    dbg.resume(&paused, "continue", "");
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(first_text(&out), "Echo: as the host sent it");
+}
+
+/// Spawns the proxy with piped stdio; returns it, its stdin and a reader of its stdout lines.
+fn spawn_proxy(flags: &[&str], server: &[String], envs: &[(&str, &str)]) -> (std::process::Child, std::process::ChildStdin, std::io::BufReader<std::process::ChildStdout>) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("mcp-proxy").args(flags).arg("--").args(server);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, stdout)
+}
+
+/// Reads stdout lines until the answer to `id` arrives.
+fn answer_to(out: &mut std::io::BufReader<std::process::ChildStdout>, id: i64) -> Value {
+    use std::io::BufRead;
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the proxy closed stdout before answering #{id}");
+        if let Ok(v) = parse_str(line.trim()) {
+            if common::i(&v, &["id"]) == Some(id) && v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+}
+
+/// Closes the proxy's stdin, waits for it to exit, returns its stderr.
+fn finish(mut child: std::process::Child, stdin: std::process::ChildStdin) -> String {
+    drop(stdin);
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child.wait().unwrap();
+    err
+}
+
+#[test]
+fn trace_prints_one_line_per_frame_even_with_recording_off() {
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let port = closed_port().to_string();
+    for envs in [&[][..], &[("GRAPHMIND_DISABLED", "1")][..]] {
+        let (child, mut stdin, mut out) = spawn_proxy(&["--trace", "--port", &port], &everything(), envs);
+        writeln!(stdin, "{INIT}").unwrap();
+        assert!(answer_to(&mut out, 1).get("result").is_some());
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        writeln!(stdin, "not json\r").unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"nobody-asked","result":{{}}}}"#).unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"hi"}}}}}}"#).unwrap();
+        assert_eq!(s(&answer_to(&mut out, 2).get("result").and_then(|r| r.get("content")).and_then(Value::as_array).unwrap()[0], &["text"]), Some("Echo: hi"));
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"no-such-tool","arguments":{{}}}}}}"#).unwrap();
+        answer_to(&mut out, 3);
+        let err = finish(child, stdin);
+        for line in [
+            "[client->server] -> initialize #1",
+            "[server->client] <- initialize #1 ok",
+            "[client->server] ~> notifications/initialized (notification)",
+            "[client->server] non-JSON frame (9 bytes), relayed verbatim",
+            "[client->server] <- response #nobody-asked with no pending request",
+            "[client->server] -> tools/call #2",
+            "[server->client] <- tools/call #2 ok",
+            "[client->server] -> tools/call #3",
+            "[server->client] <- tools/call #3 ERROR",
+        ] {
+            assert!(err.lines().any(|l| l == line), "{envs:?}: missing trace line {line:?} in:\n{err}");
+        }
+        let traced = err.lines().filter(|l| l.starts_with("[client->server] ") || l.starts_with("[server->client] ")).count();
+        assert!(traced >= 9, "{err}");
+    }
+    // Without --trace: no frame lines.
+    let (child, mut stdin, mut out) = spawn_proxy(&["--port", &port], &everything(), &[]);
+    writeln!(stdin, "{INIT}").unwrap();
+    answer_to(&mut out, 1);
+    let err = finish(child, stdin);
+    assert!(!err.contains("[client->server]") && !err.contains("[server->client]"), "{err}");
+}
+
+#[test]
+fn the_third_identical_tools_call_is_held_as_a_loop_and_loop_allow_lets_it_through() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let port = srv.port.to_string();
+    let same = r#"{"message":"again"}"#;
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["calls", "echo", same, "echo", same, "echo", same], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!((s(&paused, &["payload", "nodeId"]), s(&paused, &["payload", "point"])), (Some("tool:echo"), Some("before")));
+    assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
+    assert_eq!(common::i(&paused, &["payload", "loop", "repeats"]), Some(3));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished(), "the third call is held");
+    dbg.resume(&paused, "continue", "");
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let calls = parse_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(calls.as_array().map(Vec::len), Some(3));
+
+    // GRAPHMIND_LOOP_ALLOW (in the proxy's environment): the same three calls run through.
+    let mut server = vec!["env".to_owned(), "GRAPHMIND_LOOP_ALLOW=echo".into()];
+    server.extend(proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    let out = host(&["calls", "echo", same, "echo", same, "echo", same], &server);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let all = loop {
+        let all = runs(&srv);
+        if all.len() >= 2 || Instant::now() > deadline {
+            break all;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(all.len(), 2);
+    let allowed = all.iter().find(|r| s(r, &["id"]) != s(&paused, &["runId"])).unwrap();
+    let run_id = s(allowed, &["id"]).unwrap().to_owned();
+    srv.wait_run(&run_id, |r| s(r, &["status"]) != Some("running"));
+    let events = stored_events(&srv, &run_id);
+    assert_eq!(events.iter().filter(|e| s(e, &["type"]) == Some("node.started") && s(e, &["payload", "nodeId"]) == Some("tool:echo")).count(), 3);
+    assert!(!events.iter().any(|e| s(e, &["type"]) == Some("exec.paused")), "an allowed tool is never held");
+}
+
+#[test]
+fn a_server_that_fails_to_start_reaches_the_graph() {
+    let srv = Server::start(&[], &[]);
+    let port = srv.port.to_string();
+    let t = Instant::now();
+    let out = run(Command::new(BIN).args(["mcp-proxy", "--port", &port, "--", "/nonexistent/mcp-server", "--flag"]), Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(127));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let run = wait_finished_run(&srv);
+    assert_eq!(s(&run, &["status"]), Some("error"));
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let error = events.iter().find(|e| s(e, &["type"]) == Some("node.error") && s(e, &["payload", "nodeId"]) == Some("mcp:session")).expect("the session node failed");
+    assert_eq!(s(error, &["payload", "error", "name"]), Some("McpServerSpawnFailed"));
+    assert!(s(error, &["payload", "error", "message"]).unwrap().starts_with("cannot run \"/nonexistent/mcp-server\": "));
+}
+
+#[test]
+fn a_debugger_that_dies_releases_the_held_request() {
+    let mut srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","name":"echo","point":"before"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["call", "echo", r#"{"message":"still answered"}"#], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "nodeId"]), Some("tool:echo"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished());
+    let t = Instant::now();
+    srv.stop();
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(first_text(&out), "Echo: still answered");
+    assert!(t.elapsed() < Duration::from_secs(5), "released promptly: {:?}", t.elapsed());
+}
+
+#[test]
+fn graphmind_help_lists_every_command_with_a_description() {
+    let out = run(Command::new(BIN).arg("--help"), Duration::from_secs(10));
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    let section: Vec<&str> = help.lines().skip_while(|l| *l != "Commands:").skip(1).take_while(|l| !l.is_empty()).collect();
+    // A command line is `  name  description`; continuation lines are indented deeper.
+    let mut listed = Vec::new();
+    for line in &section {
+        if line.starts_with("  ") && !line.starts_with("   ") {
+            let (name, description) = line.trim().split_once(char::is_whitespace).unwrap_or_else(|| panic!("{line:?} has a description"));
+            assert!(description.trim().len() > 10, "{name}: one-line description");
+            listed.push(name.to_owned());
+        }
+    }
+    let expected = ["serve", "runs", "record", "import", "pauses", "wait", "resume", "mcp", "mcp-proxy"];
+    assert_eq!(listed, expected, "the commands --help lists");
+    // Every listed command exists: given stray arguments, the command itself refuses them
+    // (an unknown word is "unknown command"). mcp and mcp-proxy are checked below.
+    let stray = |name: &str| {
+        let mut cmd = Command::new(BIN);
+        common::isolate(&mut cmd, &common::temp_dir());
+        let o = run(cmd.args([name, "stray-1", "stray-2", "stray-3", "stray-4"]), Duration::from_secs(10));
+        (o.status.code(), text(&o.stderr))
+    };
+    for name in &expected[..7] {
+        let (code, err) = stray(name);
+        assert!(code.is_some_and(|c| c != 0) && !err.contains("unknown command") && err.contains("stray-"), "graphmind {name}: {code:?} {err}");
+    }
+    let (code, err) = stray("no-such-command");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown command \"no-such-command\""), "{err}");
+    // mcp-proxy and mcp print their own usage on stderr (stdout is the protocol), exit 0.
+    for (name, needle) in [("mcp-proxy", "--trace"), ("mcp", "list_runs")] {
+        let o = run(Command::new(BIN).args([name, "--help"]), Duration::from_secs(10));
+        assert_eq!(o.status.code(), Some(0));
+        assert!(o.stdout.is_empty(), "{name} --help keeps stdout clean");
+        assert!(text(&o.stderr).contains(needle), "{name} --help: {}", text(&o.stderr));
+    }
 }
