@@ -728,3 +728,34 @@ fn graphmind_help_lists_every_command_with_a_description() {
         assert!(text(&o.stderr).contains(needle), "{name} --help: {}", text(&o.stderr));
     }
 }
+
+#[test]
+fn resources_prompts_and_a_server_sampling_request_are_recorded_and_sampling_can_be_injected() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"llm","point":"before"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["mapping"], &server));
+    // server-everything's trigger-sampling-request sends sampling/createMessage to the host:
+    // held at its before gate, answered by inject, the host's callback never runs.
+    let paused = dbg.next("exec.paused");
+    assert_eq!((s(&paused, &["payload", "nodeId"]), s(&paused, &["payload", "point"])), (Some("llm:sampling"), Some("before")));
+    dbg.resume(&paused, "inject", r#","output":"injected completion""#);
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = parse_str(text(&out.stdout).trim()).unwrap();
+    let sampled = s(&v, &["sampling"]).unwrap();
+    assert!(sampled.contains("injected completion") && sampled.contains("graphmind-injected"), "the server got the injected CreateMessageResult: {sampled}");
+    assert!(!sampled.contains("sampled by the host"));
+    let uri = s(&v, &["resource"]).unwrap().to_owned();
+    let run = wait_finished_run(&srv);
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let started = |node: &str| events.iter().find(|e| s(e, &["type"]) == Some("node.started") && s(e, &["payload", "nodeId"]) == Some(node)).cloned();
+    for (node, kind) in [(format!("resource:{uri}"), "resource"), ("prompt:simple-prompt".into(), "prompt"), ("llm:sampling".into(), "llm"), ("tool:trigger-sampling-request".into(), "tool")] {
+        let e = started(&node).unwrap_or_else(|| panic!("{node} recorded"));
+        assert_eq!(s(&e, &["payload", "kind"]), Some(kind), "{node}");
+        assert_eq!(s(&e, &["payload", "parentId"]), Some("mcp:session"), "{node}");
+    }
+    assert_eq!(s(&started("llm:sampling").unwrap(), &["payload", "input", "systemPrompt"]), Some("You are a helpful test server."));
+}
