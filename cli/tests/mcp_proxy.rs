@@ -759,3 +759,52 @@ fn resources_prompts_and_a_server_sampling_request_are_recorded_and_sampling_can
     }
     assert_eq!(s(&started("llm:sampling").unwrap(), &["payload", "input", "systemPrompt"]), Some("You are a helpful test server."));
 }
+
+#[test]
+fn a_response_held_at_after_can_be_replaced_by_inject_or_abort() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","point":"after"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["calls", "echo", r#"{"message":"real"}"#, "get-sum", r#"{"a":1,"b":2}"#], &server));
+    let first = dbg.next("exec.paused");
+    assert_eq!((s(&first, &["payload", "nodeId"]), s(&first, &["payload", "point"])), (Some("tool:echo"), Some("after")));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished(), "the host waits while the answer is held");
+    dbg.resume(&first, "inject", r#","output":"replaced by the debugger""#);
+    let second = dbg.next("exec.paused");
+    assert_eq!((s(&second, &["payload", "nodeId"]), s(&second, &["payload", "point"])), (Some("tool:get-sum"), Some("after")));
+    dbg.resume(&second, "abort", "");
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = parse_str(text(&out.stdout).trim()).unwrap();
+    let calls = v.as_array().unwrap();
+    assert_eq!(s(&calls[0].get("content").and_then(Value::as_array).unwrap()[0], &["text"]), Some("replaced by the debugger"));
+    assert_eq!(common::i(&calls[1], &["rpcError", "code"]), Some(-32099));
+    assert_eq!(s(&calls[1], &["rpcError", "message"]), Some("tools/call aborted by the GraphMind debugger"));
+}
+
+#[test]
+fn wait_for_attach_holds_the_first_frame_at_most_three_seconds() {
+    // A "server" that accepts the connection and never answers the handshake.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port().to_string();
+    let keep = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept() {
+            held.push(conn);
+            if held.len() > 20 {
+                break;
+            }
+        }
+    });
+    let t = Instant::now();
+    let out = host(&["call", "echo", r#"{"message":"late"}"#], &proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    let took = t.elapsed();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(first_text(&out), "Echo: late");
+    assert!(took >= Duration::from_millis(2900), "held up to the 3 s budget: {took:?}");
+    assert!(took < Duration::from_secs(12), "then starts detached: {took:?}");
+    drop(keep);
+}
