@@ -808,3 +808,39 @@ fn wait_for_attach_holds_the_first_frame_at_most_three_seconds() {
     assert!(took < Duration::from_secs(12), "then starts detached: {took:?}");
     drop(keep);
 }
+
+#[test]
+fn graphmind_mcp_get_node_keeps_the_25_most_recent_instances_with_previews() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let port = srv.port.to_string();
+    let big = "y".repeat(5000);
+    let mut calls: Vec<String> = Vec::new();
+    for i in 0..29 {
+        calls.extend(["echo".to_owned(), format!(r#"{{"message":"call {i}"}}"#)]);
+    }
+    calls.extend(["echo".to_owned(), format!(r#"{{"message":"{big}"}}"#)]);
+    let mode: Vec<&str> = std::iter::once("calls").chain(calls.iter().map(String::as_str)).collect();
+    let out = host(&mode, &proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = wait_finished_run(&srv);
+    let run_id = s(&run, &["id"]).unwrap().to_owned();
+    let mcp = vec![BIN.to_owned(), "mcp".into(), "--db".into(), srv.db.to_string_lossy().into_owned()];
+    let get_node = format!(r#"{{"runId":"{run_id}","nodeId":"tool:echo"}}"#);
+    let out = host(&["tools", "get_node", &get_node, "list_runs", r#"{"limit":1000}"#], &mcp);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = parse_str(text(&out.stdout).trim()).unwrap();
+    let calls = v.get("calls").and_then(Value::as_array).unwrap();
+    let body = |i: usize| parse_str(s(&calls[i].get("content").and_then(Value::as_array).unwrap()[0], &["text"]).unwrap()).unwrap();
+    let node = body(0);
+    assert_eq!(common::i(&node, &["executions"]), Some(30));
+    assert_eq!(common::i(&node, &["instancesOmitted"]), Some(5));
+    let instances = node.get("instances").and_then(Value::as_array).unwrap();
+    assert_eq!(instances.len(), 25, "the 25 most recent");
+    assert_eq!(s(&instances[0], &["input", "arguments", "message"]), Some("call 5"));
+    let last = &instances[24];
+    assert_eq!(last.get("input").and_then(|i| i.get("truncated")).and_then(Value::as_bool), Some(true));
+    assert_eq!(s(last, &["input", "preview"]).map(|p| p.chars().count()), Some(4000));
+    assert!(common::i(last, &["input", "chars"]).unwrap() > 5000);
+    assert_eq!(calls[1].get("isError").and_then(Value::as_bool), Some(false), "a limit over 100 is capped, not refused");
+    assert_eq!(common::i(&body(1), &["total"]), Some(1));
+}
