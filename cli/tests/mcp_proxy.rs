@@ -844,3 +844,29 @@ fn graphmind_mcp_get_node_keeps_the_25_most_recent_instances_with_previews() {
     assert_eq!(calls[1].get("isError").and_then(Value::as_bool), Some(false), "a limit over 100 is capped, not refused");
     assert_eq!(common::i(&body(1), &["total"]), Some(1));
 }
+
+#[test]
+fn hide_outputs_and_hide_tool_args_from_the_environment() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let dir = common::temp_dir();
+    std::fs::write(dir.join("note.txt"), "output-secret-text").unwrap();
+    let file = dir.canonicalize().unwrap().join("note.txt");
+    let args = format!(r#"{{"path":"{}"}}"#, file.display());
+    let port = srv.port.to_string();
+    let mut server = vec!["env".to_owned(), "GRAPHMIND_HIDE_OUTPUTS=1".into(), "GRAPHMIND_HIDE_TOOL_ARGS=1".into()];
+    server.extend(proxied(&["--port", &port, "--wait-for-attach"], &filesystem(&dir)));
+    let out = host(&["call", "read_text_file", &args], &server);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("output-secret-text"), "the host still gets the real answer");
+    let run = wait_finished_run(&srv);
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let all = events.iter().map(to_json).collect::<Vec<_>>().join("\n");
+    assert!(!all.contains("output-secret-text"), "no output recorded:\n{all}");
+    assert!(!all.contains("note.txt"), "no tool argument recorded:\n{all}");
+    assert!(!all.contains("Secure MCP Filesystem Server"), "the server's stderr log is an output:\n{all}");
+    let of = |t: &str, node: &str| events.iter().find(|e| s(e, &["type"]) == Some(t) && s(e, &["payload", "nodeId"]) == Some(node)).cloned().unwrap();
+    assert_eq!(s(&of("node.started", "tool:read_text_file"), &["payload", "input"]), Some("__REDACTED__"));
+    assert_eq!(s(&of("node.finished", "tool:read_text_file"), &["payload", "output"]), Some("__REDACTED__"));
+    // Only tool arguments are hidden: the handshake's params are kept.
+    assert_eq!(s(&of("node.started", "mcp:initialize"), &["payload", "input", "clientInfo", "name"]), Some("mcp"));
+}
