@@ -811,7 +811,7 @@ fn wait_for_attach_holds_the_first_frame_at_most_three_seconds() {
 
 #[test]
 fn graphmind_mcp_get_node_keeps_the_25_most_recent_instances_with_previews() {
-    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut srv = Server::start(&["--pause-on-error", "off"], &[]);
     let port = srv.port.to_string();
     let big = "y".repeat(5000);
     let mut calls: Vec<String> = Vec::new();
@@ -824,6 +824,8 @@ fn graphmind_mcp_get_node_keeps_the_25_most_recent_instances_with_previews() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let run = wait_finished_run(&srv);
     let run_id = s(&run, &["id"]).unwrap().to_owned();
+    // `graphmind mcp` needs no running server: the one that recorded the run is killed first.
+    srv.stop();
     let mcp = vec![BIN.to_owned(), "mcp".into(), "--db".into(), srv.db.to_string_lossy().into_owned()];
     let get_node = format!(r#"{{"runId":"{run_id}","nodeId":"tool:echo"}}"#);
     let out = host(&["tools", "get_node", &get_node, "list_runs", r#"{"limit":1000}"#], &mcp);
