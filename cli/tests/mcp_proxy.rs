@@ -366,6 +366,8 @@ fn a_frame_over_the_ceiling_degrades_to_a_raw_relay_and_the_session_keeps_workin
             && err.contains("buffered); relaying raw from here on — the graph will stop updating but the session keeps working (raise --max-frame-bytes)"),
         "{err}"
     );
+    // The server's answer (the echoed 5,000 characters) passes the ceiling too: its side says so.
+    assert!(err.contains("graphmind mcp-proxy: a server frame exceeded 1024 bytes ("), "{err}");
 }
 
 #[test]
@@ -599,6 +601,8 @@ fn trace_prints_one_line_per_frame_even_with_recording_off() {
         ] {
             assert!(err.lines().any(|l| l == line), "{envs:?}: missing trace line {line:?} in:\n{err}");
         }
+        assert!(err.contains("graphmind mcp-proxy: 1 response(s) arrived with no matching request id"), "{err}");
+        assert!(err.contains("graphmind mcp-proxy: 1 frame(s) were not JSON-RPC (relayed verbatim)"), "{err}");
         let traced = err.lines().filter(|l| l.starts_with("[client->server] ") || l.starts_with("[server->client] ")).count();
         assert!(traced >= 9, "{err}");
     }

@@ -266,6 +266,8 @@ pub struct Recorder {
     noise_recorded: AtomicUsize,
     noise_dropped: AtomicU64,
     unmatched: AtomicU64,
+    /// Lines in either direction that were not JSON (reported at the end).
+    unparseable: AtomicU64,
     ring: Mutex<StderrRing>,
 }
 
@@ -309,6 +311,7 @@ impl Recorder {
 
     fn handle(&self, sinks: &Sinks, dir: Direction, raw: &[u8]) -> Action {
         let Some((frame, value)) = classify(raw) else {
+            self.unparseable.fetch_add(1, Ordering::Relaxed);
             self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", raw.strip_suffix(b"\n").unwrap_or(raw).len()));
             if dir == Direction::ServerToHost {
                 self.note_noise(raw);
@@ -723,6 +726,7 @@ pub fn main(argv: &[String]) -> i32 {
             noise_recorded: AtomicUsize::new(0),
             noise_dropped: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
+            unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
         })
     });
@@ -834,6 +838,10 @@ pub fn main(argv: &[String]) -> i32 {
         if unmatched > 0 {
             log(&format!("{unmatched} response(s) arrived with no matching request id"));
         }
+        let unparseable = rec.unparseable.load(Ordering::Relaxed);
+        if unparseable > 0 {
+            log(&format!("{unparseable} frame(s) were not JSON-RPC (relayed verbatim)"));
+        }
         if session.is_attached() {
             session.flush(Duration::from_millis(1000));
         }
@@ -912,6 +920,7 @@ mod cost {
             noise_recorded: AtomicUsize::new(0),
             noise_dropped: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
+            unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
         };
         (session, run, rec)
