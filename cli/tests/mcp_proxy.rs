@@ -876,3 +876,16 @@ fn hide_outputs_and_hide_tool_args_from_the_environment() {
     // Only tool arguments are hidden: the handshake's params are kept.
     assert_eq!(s(&of("node.started", "mcp:initialize"), &["payload", "input", "clientInfo", "name"]), Some("mcp"));
 }
+
+#[test]
+fn mcp_and_mcp_proxy_record_their_command_for_telemetry() {
+    let home = common::temp_dir();
+    for (args, event) in [(&["mcp-proxy", "--port", "9", "--", "/nonexistent/mcp-server"][..], "mcp-proxy"), (&["mcp", "--db", "/nonexistent/x.db"][..], "mcp")] {
+        let mut cmd = Command::new(BIN);
+        common::isolate(&mut cmd, &home);
+        let out = run(cmd.args(args).env("GRAPHMIND_TELEMETRY", "log"), Duration::from_secs(10));
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("[graphmind telemetry] {{\"event\":\"{event}\",")), "{event}: {err}");
+        assert!(out.stdout.is_empty(), "telemetry never touches the protocol channel");
+    }
+}

@@ -625,6 +625,9 @@ pub fn main(argv: &[String]) -> i32 {
         eprint!("{}", usage(port));
         return 2;
     };
+    if let Ok(c) = crate::config::resolve(&graphmind_core::config::ServerFlags::default()) {
+        crate::telemetry::record_command("mcp-proxy", &c);
+    }
     let env = EnvSnapshot::from_process();
     let mut options = Options { sdk: Some(SdkInfo { name: "mcp-proxy".into(), version: crate::hub::VERSION.into() }), ..Default::default() };
     if let Some(p) = args.port {

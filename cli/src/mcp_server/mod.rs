@@ -524,7 +524,10 @@ pub fn main(argv: &[String]) -> i32 {
     // The same database rules as `serve` (--db, then GRAPHMIND_DB, then ~/.graphmind).
     let flags = graphmind_core::config::ServerFlags { db, ..Default::default() };
     let path: PathBuf = match crate::config::resolve(&flags) {
-        Ok(config) => config.db_path,
+        Ok(config) => {
+            crate::telemetry::record_command("mcp", &config);
+            config.db_path
+        }
         Err(e) => return usage_error(&e.to_string()),
     };
     let (tools, open_error) = match Tools::open(&path, port) {
