@@ -323,8 +323,9 @@ impl Recorder {
             Frame::Notification { method, params } => self.on_notification(dir, method, params),
             Frame::Response { id, result, error } => self.on_response(sinks, dir, raw, id, result, error),
             Frame::Batch => {
-                let n = value.as_array().map_or(0, Vec::len);
-                self.trace(dir, || format!("batch of {n} (relayed, not recorded)"));
+                let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                self.trace(dir, || format!("batch of {} (observed, not gated)", items.len()));
+                self.observe_batch(dir, items);
                 Action::Forward
             }
             Frame::Other => {
@@ -464,6 +465,45 @@ impl Recorder {
             _ => {
                 step.on_after(GateDecision::proceed(), None);
                 Action::Forward
+            }
+        }
+    }
+
+    /// A batch (JSON-RPC arrays, gone since MCP 2025-06-18) is relayed whole and never
+    /// gated, but each member is recorded like a lone frame, so the graph keeps the whole
+    /// conversation: a request opens its node (answered later, alone or in a batch), a
+    /// notification is a finished node, a response closes its request's node.
+    fn observe_batch(&self, dir: Direction, items: &[Value]) {
+        for item in items {
+            match classify_value(item) {
+                Frame::Request { id, method, params } => {
+                    let node = self.node(&method, params.as_ref());
+                    let step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), false);
+                    let mut raw = graphmind_core::json::to_string(item).into_bytes();
+                    raw.push(b'\n');
+                    self.remember(id_key(&id), dir, Pending { step, method, frame: item.clone(), raw, params, retries: 0 });
+                }
+                Frame::Notification { method, params } => {
+                    let node = self.node(&method, params.as_ref());
+                    let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+                    step.on_after(GateDecision::proceed(), None);
+                }
+                Frame::Response { id, result, error } => {
+                    let key = format!("{}|{}", dir.other().label(), id_key(&id));
+                    let Some(mut entry) = lock(&self.pending).remove(&key) else {
+                        self.unmatched.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    if error.is_some() || is_error_result(result.as_ref()) {
+                        let hide = self.hide.outputs || self.hide.tool_results;
+                        let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+                        self.session.node_error(Some(&self.run_id), entry.step.node(), ErrorInfo::new(name.as_str(), message.as_str()));
+                        entry.step.on_ungated_error(false);
+                    } else {
+                        entry.step.on_after(GateDecision::proceed(), result);
+                    }
+                }
+                Frame::Batch | Frame::Other => {}
             }
         }
     }
@@ -954,6 +994,17 @@ mod cost {
         assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}\n"), Action::Drop | Action::Forward));
         assert_eq!(lock(&rec.pending).len(), 0);
         assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
+        // A batch is relayed whole; its requests are remembered and its responses close them.
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}]"#;
+        assert!(matches!(rec.handle(&sinks, Direction::HostToServer, batch), Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 2);
+        let answers = br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":7,"result":{}}]"#;
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, answers), Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 1, "#1 answered, #2 still open");
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 2, "#7 matched nothing");
+        // The open batched request can still be answered alone.
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n"), Action::Drop | Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 0);
     }
 
     /// The CPU cost of recording one request/response pair on the relay threads, detached.

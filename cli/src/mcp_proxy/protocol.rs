@@ -58,6 +58,15 @@ pub fn classify(raw: &[u8]) -> Option<(Frame, Value)> {
     Some((frame, value))
 }
 
+/// Classifies one already-parsed value (a batch member): an object is a request,
+/// notification or response; anything else (a nested array included) is `Other`.
+pub fn classify_value(value: &Value) -> Frame {
+    match value {
+        Value::Object(m) => classify_object(m),
+        _ => Frame::Other,
+    }
+}
+
 fn classify_object(m: &Map) -> Frame {
     let id = m.get("id").filter(|v| matches!(v, Value::String(_) | Value::Number(_))).cloned();
     match (m.get("method").and_then(Value::as_str), id) {
