@@ -146,6 +146,11 @@ Commands:
   resume     Release a pause: resume <pauseId> --run <id> --action continue|retry|inject|abort
              [--output <json|@file>] [--input <json|@file>] [--operator <label>]
              [--timeout <s>] [--json]
+  mcp        Serve the recorded runs to a coding agent over stdio (read-only MCP server):
+             mcp [--db <path>] [--port <n>]
+  mcp-proxy  Debug any stdio MCP server, in any language, with no code changes:
+             mcp-proxy [--trace] [--wait-for-attach] [--port <n>] -- <command> [args...]
+             (graphmind mcp-proxy --help for the recipe)
 
 Options:
   --port <n>     Port to listen on / talk to (default 4747; always 127.0.0.1; 0 picks a free one)

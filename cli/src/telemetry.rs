@@ -88,7 +88,8 @@ pub fn record_json(event: &str, install_id: &str, version: &str, ts_ms: u64) -> 
     )
 }
 
-/// Records one command (`serve`, `runs`, `record`, `import`, `pauses`, `wait`, `resume`).
+/// Records one command (`serve`, `runs`, `record`, `import`, `pauses`, `wait`, `resume`,
+/// `mcp`, `mcp-proxy`).
 pub fn record_command(event: &str, cfg: &ServerConfig) {
     match cfg.telemetry {
         TelemetryMode::Off => {}

@@ -130,6 +130,19 @@ impl Debugger {
         panic!("no {kind} arrived");
     }
 
+    /// The next message of this top-level `type` (e.g. `resume.result`).
+    fn next_message(&mut self, kind: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(m) = self.ws.recv_within(Duration::from_millis(100)) {
+                if s(&m, &["type"]) == Some(kind) {
+                    return m;
+                }
+            }
+        }
+        panic!("no {kind} message arrived");
+    }
+
     fn resume(&mut self, paused: &Value, action: &str, extra: &str) {
         let run = s(paused, &["runId"]).unwrap().to_owned();
         let pause_id = s(paused, &["payload", "pauseId"]).unwrap().to_owned();
@@ -353,6 +366,8 @@ fn a_frame_over_the_ceiling_degrades_to_a_raw_relay_and_the_session_keeps_workin
             && err.contains("buffered); relaying raw from here on — the graph will stop updating but the session keeps working (raise --max-frame-bytes)"),
         "{err}"
     );
+    // The server's answer (the echoed 5,000 characters) passes the ceiling too: its side says so.
+    assert!(err.contains("graphmind mcp-proxy: a server frame exceeded 1024 bytes ("), "{err}");
 }
 
 #[test]
@@ -462,4 +477,415 @@ fn abort_answers_the_host_with_an_error_and_retry_re_sends_the_request() {
     let events = stored_events(&srv, s(&run, &["id"]).unwrap());
     let errors = events.iter().filter(|e| s(e, &["type"]) == Some("node.error") && s(e, &["payload", "nodeId"]) == Some("tool:read_text_file")).count();
     assert_eq!(errors, 2, "the retried request was answered twice by the server");
+}
+
+/// The text of the first content block of a `host.py call` answer.
+fn first_text(out: &Output) -> String {
+    let result = parse_str(text(&out.stdout).trim()).unwrap_or_else(|_| panic!("host printed JSON: {}", text(&out.stderr)));
+    s(&result.get("content").and_then(Value::as_array).unwrap()[0], &["text"]).unwrap().to_owned()
+}
+
+#[test]
+fn edited_arguments_at_the_before_gate_reach_the_server_and_the_host_gets_their_answer() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","name":"echo","point":"before"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["call", "echo", r#"{"message":"as the host sent it"}"#], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!((s(&paused, &["payload", "nodeId"]), s(&paused, &["payload", "point"])), (Some("tool:echo"), Some("before")));
+    assert_eq!(paused.get("payload").and_then(|p| p.get("editable")).and_then(Value::as_bool), Some(true), "a tools/call before gate is editable");
+    // The edit is merged into the request's params: `name` stays, `arguments` is replaced.
+    dbg.resume(&paused, "continue", r#","input":{"arguments":{"message":"edited by the debugger ✓"}}"#);
+    let answer = dbg.next_message("resume.result");
+    assert_eq!(s(&answer, &["outcome"]), Some("resumed"), "{}", to_json(&answer));
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // server-everything's echo answered the edited arguments: the server received them.
+    assert_eq!(first_text(&out), "Echo: edited by the debugger ✓");
+    let run = wait_finished_run(&srv);
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let of_echo = |t: &str| events.iter().find(|e| s(e, &["type"]) == Some(t) && s(e, &["payload", "nodeId"]) == Some("tool:echo")).cloned().unwrap();
+    assert_eq!(s(&of_echo("node.started"), &["payload", "input", "arguments", "message"]), Some("as the host sent it"));
+    let finished = of_echo("node.finished");
+    let output = s(&finished.get("payload").and_then(|p| p.get("output")).and_then(|o| o.get("content")).and_then(Value::as_array).unwrap()[0], &["text"]).map(str::to_owned);
+    assert_eq!(output.as_deref(), Some("Echo: edited by the debugger ✓"));
+}
+
+#[test]
+fn graphmind_disable_edit_input_makes_the_gate_non_editable() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","name":"echo","point":"before"}"#);
+    let port = srv.port.to_string();
+    let mut server = vec!["env".to_owned(), "GRAPHMIND_DISABLE_EDIT_INPUT=1".into()];
+    server.extend(proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    let client = std::thread::spawn(move || host(&["call", "echo", r#"{"message":"as the host sent it"}"#], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "nodeId"]), Some("tool:echo"));
+    assert_ne!(paused.get("payload").and_then(|p| p.get("editable")).and_then(Value::as_bool), Some(true), "not offered as editable");
+    dbg.resume(&paused, "continue", r#","input":{"arguments":{"message":"edited"}}"#);
+    let refused = dbg.next_message("resume.result");
+    assert_eq!((s(&refused, &["outcome"]), s(&refused, &["code"])), (Some("refused"), Some("not-editable")), "{}", to_json(&refused));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished(), "a refused edit leaves the call held");
+    dbg.resume(&paused, "continue", "");
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(first_text(&out), "Echo: as the host sent it");
+}
+
+/// Spawns the proxy with piped stdio; returns it, its stdin and a reader of its stdout lines.
+fn spawn_proxy(flags: &[&str], server: &[String], envs: &[(&str, &str)]) -> (std::process::Child, std::process::ChildStdin, std::io::BufReader<std::process::ChildStdout>) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("mcp-proxy").args(flags).arg("--").args(server);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, stdout)
+}
+
+/// Reads stdout lines until the answer to `id` arrives.
+fn answer_to(out: &mut std::io::BufReader<std::process::ChildStdout>, id: i64) -> Value {
+    use std::io::BufRead;
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "the proxy closed stdout before answering #{id}");
+        if let Ok(v) = parse_str(line.trim()) {
+            if common::i(&v, &["id"]) == Some(id) && v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+}
+
+/// Closes the proxy's stdin, waits for it to exit, returns its stderr.
+fn finish(mut child: std::process::Child, stdin: std::process::ChildStdin) -> String {
+    drop(stdin);
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child.wait().unwrap();
+    err
+}
+
+#[test]
+fn trace_prints_one_line_per_frame_even_with_recording_off() {
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let port = closed_port().to_string();
+    for envs in [&[][..], &[("GRAPHMIND_DISABLED", "1")][..]] {
+        let (child, mut stdin, mut out) = spawn_proxy(&["--trace", "--port", &port], &everything(), envs);
+        writeln!(stdin, "{INIT}").unwrap();
+        assert!(answer_to(&mut out, 1).get("result").is_some());
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).unwrap();
+        writeln!(stdin, "not json\r").unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":"nobody-asked","result":{{}}}}"#).unwrap();
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"hi"}}}}}}"#).unwrap();
+        assert_eq!(s(&answer_to(&mut out, 2).get("result").and_then(|r| r.get("content")).and_then(Value::as_array).unwrap()[0], &["text"]), Some("Echo: hi"));
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"no-such-tool","arguments":{{}}}}}}"#).unwrap();
+        answer_to(&mut out, 3);
+        let err = finish(child, stdin);
+        for line in [
+            "[client->server] -> initialize #1",
+            "[server->client] <- initialize #1 ok",
+            "[client->server] ~> notifications/initialized (notification)",
+            "[client->server] non-JSON frame (9 bytes), relayed verbatim",
+            "[client->server] <- response #nobody-asked with no pending request",
+            "[client->server] -> tools/call #2",
+            "[server->client] <- tools/call #2 ok",
+            "[client->server] -> tools/call #3",
+            "[server->client] <- tools/call #3 ERROR",
+        ] {
+            assert!(err.lines().any(|l| l == line), "{envs:?}: missing trace line {line:?} in:\n{err}");
+        }
+        assert!(err.contains("graphmind mcp-proxy: 1 response(s) arrived with no matching request id"), "{err}");
+        assert!(err.contains("graphmind mcp-proxy: 1 frame(s) were not JSON-RPC (relayed verbatim)"), "{err}");
+        let traced = err.lines().filter(|l| l.starts_with("[client->server] ") || l.starts_with("[server->client] ")).count();
+        assert!(traced >= 9, "{err}");
+    }
+    // Without --trace: no frame lines.
+    let (child, mut stdin, mut out) = spawn_proxy(&["--port", &port], &everything(), &[]);
+    writeln!(stdin, "{INIT}").unwrap();
+    answer_to(&mut out, 1);
+    let err = finish(child, stdin);
+    assert!(!err.contains("[client->server]") && !err.contains("[server->client]"), "{err}");
+}
+
+#[test]
+fn the_third_identical_tools_call_is_held_as_a_loop_and_loop_allow_lets_it_through() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let port = srv.port.to_string();
+    let same = r#"{"message":"again"}"#;
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["calls", "echo", same, "echo", same, "echo", same], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!((s(&paused, &["payload", "nodeId"]), s(&paused, &["payload", "point"])), (Some("tool:echo"), Some("before")));
+    assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
+    assert_eq!(common::i(&paused, &["payload", "loop", "repeats"]), Some(3));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished(), "the third call is held");
+    dbg.resume(&paused, "continue", "");
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let calls = parse_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(calls.as_array().map(Vec::len), Some(3));
+
+    // GRAPHMIND_LOOP_ALLOW (in the proxy's environment): the same three calls run through.
+    let mut server = vec!["env".to_owned(), "GRAPHMIND_LOOP_ALLOW=echo".into()];
+    server.extend(proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    let out = host(&["calls", "echo", same, "echo", same, "echo", same], &server);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let all = loop {
+        let all = runs(&srv);
+        if all.len() >= 2 || Instant::now() > deadline {
+            break all;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(all.len(), 2);
+    let allowed = all.iter().find(|r| s(r, &["id"]) != s(&paused, &["runId"])).unwrap();
+    let run_id = s(allowed, &["id"]).unwrap().to_owned();
+    srv.wait_run(&run_id, |r| s(r, &["status"]) != Some("running"));
+    let events = stored_events(&srv, &run_id);
+    assert_eq!(events.iter().filter(|e| s(e, &["type"]) == Some("node.started") && s(e, &["payload", "nodeId"]) == Some("tool:echo")).count(), 3);
+    assert!(!events.iter().any(|e| s(e, &["type"]) == Some("exec.paused")), "an allowed tool is never held");
+}
+
+#[test]
+fn a_server_that_fails_to_start_reaches_the_graph() {
+    let srv = Server::start(&[], &[]);
+    let port = srv.port.to_string();
+    let t = Instant::now();
+    let out = run(Command::new(BIN).args(["mcp-proxy", "--port", &port, "--", "/nonexistent/mcp-server", "--flag"]), Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(127));
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let run = wait_finished_run(&srv);
+    assert_eq!(s(&run, &["status"]), Some("error"));
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let error = events.iter().find(|e| s(e, &["type"]) == Some("node.error") && s(e, &["payload", "nodeId"]) == Some("mcp:session")).expect("the session node failed");
+    assert_eq!(s(error, &["payload", "error", "name"]), Some("McpServerSpawnFailed"));
+    assert!(s(error, &["payload", "error", "message"]).unwrap().starts_with("cannot run \"/nonexistent/mcp-server\": "));
+}
+
+#[test]
+fn a_debugger_that_dies_releases_the_held_request() {
+    let mut srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","name":"echo","point":"before"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["call", "echo", r#"{"message":"still answered"}"#], &server));
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "nodeId"]), Some("tool:echo"));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished());
+    let t = Instant::now();
+    srv.stop();
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(first_text(&out), "Echo: still answered");
+    assert!(t.elapsed() < Duration::from_secs(5), "released promptly: {:?}", t.elapsed());
+}
+
+#[test]
+fn graphmind_help_lists_every_command_with_a_description() {
+    let out = run(Command::new(BIN).arg("--help"), Duration::from_secs(10));
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    let section: Vec<&str> = help.lines().skip_while(|l| *l != "Commands:").skip(1).take_while(|l| !l.is_empty()).collect();
+    // A command line is `  name  description`; continuation lines are indented deeper.
+    let mut listed = Vec::new();
+    for line in &section {
+        if line.starts_with("  ") && !line.starts_with("   ") {
+            let (name, description) = line.trim().split_once(char::is_whitespace).unwrap_or_else(|| panic!("{line:?} has a description"));
+            assert!(description.trim().len() > 10, "{name}: one-line description");
+            listed.push(name.to_owned());
+        }
+    }
+    let expected = ["serve", "runs", "record", "import", "pauses", "wait", "resume", "mcp", "mcp-proxy"];
+    assert_eq!(listed, expected, "the commands --help lists");
+    // Every listed command exists: given stray arguments, the command itself refuses them
+    // (an unknown word is "unknown command"). mcp and mcp-proxy are checked below.
+    let stray = |name: &str| {
+        let mut cmd = Command::new(BIN);
+        common::isolate(&mut cmd, &common::temp_dir());
+        let o = run(cmd.args([name, "stray-1", "stray-2", "stray-3", "stray-4"]), Duration::from_secs(10));
+        (o.status.code(), text(&o.stderr))
+    };
+    for name in &expected[..7] {
+        let (code, err) = stray(name);
+        assert!(code.is_some_and(|c| c != 0) && !err.contains("unknown command") && err.contains("stray-"), "graphmind {name}: {code:?} {err}");
+    }
+    let (code, err) = stray("no-such-command");
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown command \"no-such-command\""), "{err}");
+    // mcp-proxy and mcp print their own usage on stderr (stdout is the protocol), exit 0.
+    for (name, needle) in [("mcp-proxy", "--trace"), ("mcp", "list_runs")] {
+        let o = run(Command::new(BIN).args([name, "--help"]), Duration::from_secs(10));
+        assert_eq!(o.status.code(), Some(0));
+        assert!(o.stdout.is_empty(), "{name} --help keeps stdout clean");
+        assert!(text(&o.stderr).contains(needle), "{name} --help: {}", text(&o.stderr));
+    }
+}
+
+#[test]
+fn resources_prompts_and_a_server_sampling_request_are_recorded_and_sampling_can_be_injected() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"llm","point":"before"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["mapping"], &server));
+    // server-everything's trigger-sampling-request sends sampling/createMessage to the host:
+    // held at its before gate, answered by inject, the host's callback never runs.
+    let paused = dbg.next("exec.paused");
+    assert_eq!((s(&paused, &["payload", "nodeId"]), s(&paused, &["payload", "point"])), (Some("llm:sampling"), Some("before")));
+    dbg.resume(&paused, "inject", r#","output":"injected completion""#);
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = parse_str(text(&out.stdout).trim()).unwrap();
+    let sampled = s(&v, &["sampling"]).unwrap();
+    assert!(sampled.contains("injected completion") && sampled.contains("graphmind-injected"), "the server got the injected CreateMessageResult: {sampled}");
+    assert!(!sampled.contains("sampled by the host"));
+    let uri = s(&v, &["resource"]).unwrap().to_owned();
+    let run = wait_finished_run(&srv);
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let started = |node: &str| events.iter().find(|e| s(e, &["type"]) == Some("node.started") && s(e, &["payload", "nodeId"]) == Some(node)).cloned();
+    for (node, kind) in [(format!("resource:{uri}"), "resource"), ("prompt:simple-prompt".into(), "prompt"), ("llm:sampling".into(), "llm"), ("tool:trigger-sampling-request".into(), "tool")] {
+        let e = started(&node).unwrap_or_else(|| panic!("{node} recorded"));
+        assert_eq!(s(&e, &["payload", "kind"]), Some(kind), "{node}");
+        assert_eq!(s(&e, &["payload", "parentId"]), Some("mcp:session"), "{node}");
+    }
+    assert_eq!(s(&started("llm:sampling").unwrap(), &["payload", "input", "systemPrompt"]), Some("You are a helpful test server."));
+}
+
+#[test]
+fn a_response_held_at_after_can_be_replaced_by_inject_or_abort() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    dbg.breakpoint(r#"{"kind":"tool","point":"after"}"#);
+    let port = srv.port.to_string();
+    let server = proxied(&["--port", &port, "--wait-for-attach"], &everything());
+    let client = std::thread::spawn(move || host(&["calls", "echo", r#"{"message":"real"}"#, "get-sum", r#"{"a":1,"b":2}"#], &server));
+    let first = dbg.next("exec.paused");
+    assert_eq!((s(&first, &["payload", "nodeId"]), s(&first, &["payload", "point"])), (Some("tool:echo"), Some("after")));
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!client.is_finished(), "the host waits while the answer is held");
+    dbg.resume(&first, "inject", r#","output":"replaced by the debugger""#);
+    let second = dbg.next("exec.paused");
+    assert_eq!((s(&second, &["payload", "nodeId"]), s(&second, &["payload", "point"])), (Some("tool:get-sum"), Some("after")));
+    dbg.resume(&second, "abort", "");
+    let out = client.join().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = parse_str(text(&out.stdout).trim()).unwrap();
+    let calls = v.as_array().unwrap();
+    assert_eq!(s(&calls[0].get("content").and_then(Value::as_array).unwrap()[0], &["text"]), Some("replaced by the debugger"));
+    assert_eq!(common::i(&calls[1], &["rpcError", "code"]), Some(-32099));
+    assert_eq!(s(&calls[1], &["rpcError", "message"]), Some("tools/call aborted by the GraphMind debugger"));
+}
+
+#[test]
+fn wait_for_attach_holds_the_first_frame_at_most_three_seconds() {
+    // A "server" that accepts the connection and never answers the handshake.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port().to_string();
+    let keep = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept() {
+            held.push(conn);
+            if held.len() > 20 {
+                break;
+            }
+        }
+    });
+    let t = Instant::now();
+    let out = host(&["call", "echo", r#"{"message":"late"}"#], &proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    let took = t.elapsed();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(first_text(&out), "Echo: late");
+    assert!(took >= Duration::from_millis(2900), "held up to the 3 s budget: {took:?}");
+    assert!(took < Duration::from_secs(12), "then starts detached: {took:?}");
+    drop(keep);
+}
+
+#[test]
+fn graphmind_mcp_get_node_keeps_the_25_most_recent_instances_with_previews() {
+    let mut srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let port = srv.port.to_string();
+    let big = "y".repeat(5000);
+    let mut calls: Vec<String> = Vec::new();
+    for i in 0..29 {
+        calls.extend(["echo".to_owned(), format!(r#"{{"message":"call {i}"}}"#)]);
+    }
+    calls.extend(["echo".to_owned(), format!(r#"{{"message":"{big}"}}"#)]);
+    let mode: Vec<&str> = std::iter::once("calls").chain(calls.iter().map(String::as_str)).collect();
+    let out = host(&mode, &proxied(&["--port", &port, "--wait-for-attach"], &everything()));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run = wait_finished_run(&srv);
+    let run_id = s(&run, &["id"]).unwrap().to_owned();
+    // `graphmind mcp` needs no running server: the one that recorded the run is killed first.
+    srv.stop();
+    let mcp = vec![BIN.to_owned(), "mcp".into(), "--db".into(), srv.db.to_string_lossy().into_owned()];
+    let get_node = format!(r#"{{"runId":"{run_id}","nodeId":"tool:echo"}}"#);
+    let out = host(&["tools", "get_node", &get_node, "list_runs", r#"{"limit":1000}"#], &mcp);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v = parse_str(text(&out.stdout).trim()).unwrap();
+    let calls = v.get("calls").and_then(Value::as_array).unwrap();
+    let body = |i: usize| parse_str(s(&calls[i].get("content").and_then(Value::as_array).unwrap()[0], &["text"]).unwrap()).unwrap();
+    let node = body(0);
+    assert_eq!(common::i(&node, &["executions"]), Some(30));
+    assert_eq!(common::i(&node, &["instancesOmitted"]), Some(5));
+    let instances = node.get("instances").and_then(Value::as_array).unwrap();
+    assert_eq!(instances.len(), 25, "the 25 most recent");
+    assert_eq!(s(&instances[0], &["input", "arguments", "message"]), Some("call 5"));
+    let last = &instances[24];
+    assert_eq!(last.get("input").and_then(|i| i.get("truncated")).and_then(Value::as_bool), Some(true));
+    assert_eq!(s(last, &["input", "preview"]).map(|p| p.chars().count()), Some(4000));
+    assert!(common::i(last, &["input", "chars"]).unwrap() > 5000);
+    assert_eq!(calls[1].get("isError").and_then(Value::as_bool), Some(false), "a limit over 100 is capped, not refused");
+    assert_eq!(common::i(&body(1), &["total"]), Some(1));
+}
+
+#[test]
+fn hide_outputs_and_hide_tool_args_from_the_environment() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let dir = common::temp_dir();
+    std::fs::write(dir.join("note.txt"), "output-secret-text").unwrap();
+    let file = dir.canonicalize().unwrap().join("note.txt");
+    let args = format!(r#"{{"path":"{}"}}"#, file.display());
+    let port = srv.port.to_string();
+    let mut server = vec!["env".to_owned(), "GRAPHMIND_HIDE_OUTPUTS=1".into(), "GRAPHMIND_HIDE_TOOL_ARGS=1".into()];
+    server.extend(proxied(&["--port", &port, "--wait-for-attach"], &filesystem(&dir)));
+    let out = host(&["call", "read_text_file", &args], &server);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("output-secret-text"), "the host still gets the real answer");
+    let run = wait_finished_run(&srv);
+    let events = stored_events(&srv, s(&run, &["id"]).unwrap());
+    let all = events.iter().map(to_json).collect::<Vec<_>>().join("\n");
+    assert!(!all.contains("output-secret-text"), "no output recorded:\n{all}");
+    assert!(!all.contains("note.txt"), "no tool argument recorded:\n{all}");
+    assert!(!all.contains("Secure MCP Filesystem Server"), "the server's stderr log is an output:\n{all}");
+    let of = |t: &str, node: &str| events.iter().find(|e| s(e, &["type"]) == Some(t) && s(e, &["payload", "nodeId"]) == Some(node)).cloned().unwrap();
+    assert_eq!(s(&of("node.started", "tool:read_text_file"), &["payload", "input"]), Some("__REDACTED__"));
+    assert_eq!(s(&of("node.finished", "tool:read_text_file"), &["payload", "output"]), Some("__REDACTED__"));
+    // Only tool arguments are hidden: the handshake's params are kept.
+    assert_eq!(s(&of("node.started", "mcp:initialize"), &["payload", "input", "clientInfo", "name"]), Some("mcp"));
+}
+
+#[test]
+fn mcp_and_mcp_proxy_record_their_command_for_telemetry() {
+    let home = common::temp_dir();
+    for (args, event) in [(&["mcp-proxy", "--port", "9", "--", "/nonexistent/mcp-server"][..], "mcp-proxy"), (&["mcp", "--db", "/nonexistent/x.db"][..], "mcp")] {
+        let mut cmd = Command::new(BIN);
+        common::isolate(&mut cmd, &home);
+        let out = run(cmd.args(args).env("GRAPHMIND_TELEMETRY", "log"), Duration::from_secs(10));
+        let err = text(&out.stderr);
+        assert!(err.contains(&format!("[graphmind telemetry] {{\"event\":\"{event}\",")), "{event}: {err}");
+        assert!(out.stdout.is_empty(), "telemetry never touches the protocol channel");
+    }
 }

@@ -55,6 +55,10 @@ pub struct ProxyArgs {
     pub max_frame_bytes: usize,
     /// `--port`.
     pub port: Option<u16>,
+    /// `--trace`: one line per frame on stderr.
+    pub trace: bool,
+    /// `--help` / `-h` before the command: print the recipe and exit 0.
+    pub help: bool,
     /// The server's command, if given.
     pub command: Option<String>,
     /// Its arguments.
@@ -63,7 +67,16 @@ pub struct ProxyArgs {
 
 /// Parses the arguments after `mcp-proxy`.
 pub fn parse_args(argv: &[String]) -> Result<ProxyArgs, String> {
-    let mut out = ProxyArgs { wait_for_attach: false, inherit_stderr: false, max_frame_bytes: DEFAULT_MAX_FRAME_BYTES, port: None, command: None, args: vec![] };
+    let mut out = ProxyArgs {
+        wait_for_attach: false,
+        inherit_stderr: false,
+        max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+        port: None,
+        trace: false,
+        help: false,
+        command: None,
+        args: vec![],
+    };
     let mut i = 0;
     while i < argv.len() {
         let a = &argv[i];
@@ -89,6 +102,8 @@ pub fn parse_args(argv: &[String]) -> Result<ProxyArgs, String> {
                 return Ok(out);
             }
             "--wait-for-attach" => out.wait_for_attach = true,
+            "--trace" => out.trace = true,
+            "--help" | "-h" => out.help = true,
             "--inherit-stderr" => out.inherit_stderr = true,
             "--max-frame-bytes" => {
                 let raw = value("--max-frame-bytes")?;
@@ -127,6 +142,7 @@ With no GraphMind server running it is a plain pipe.
 Try it:
   graphmind --port {port}                                   # terminal 1: the debugger
   graphmind mcp-proxy -- npx -y @modelcontextprotocol/server-everything
+  graphmind mcp-proxy --trace -- python -m my_server       # one stderr line per frame
 
 Wrap a server your host already starts: move its command behind `--`.
   before: {{ \"command\": \"node\", \"args\": [\"/abs/path/server.js\"] }}
@@ -134,6 +150,7 @@ Wrap a server your host already starts: move its command behind `--`.
   Claude Code: claude mcp add my-server-debug -- graphmind mcp-proxy -- node /abs/path/server.js
 
 Options:
+  --trace                  print one line per frame on stderr (works with no GraphMind running)
   --wait-for-attach        hold the first frame until the debugger attaches (up to 3 s)
   --inherit-stderr         give the server our stderr (its log is then not recorded)
   --max-frame-bytes <n>    frame ceiling, default {DEFAULT_MAX_FRAME_BYTES} (at least {MIN_MAX_FRAME_BYTES}); above it that
@@ -149,7 +166,11 @@ Nothing but the protocol is ever written to stdout.
 }
 
 fn log(line: &str) {
-    let _ = writeln!(std::io::stderr(), "graphmind mcp-proxy: {line}");
+    log_raw(&format!("graphmind mcp-proxy: {line}"));
+}
+
+fn log_raw(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -236,6 +257,8 @@ pub struct Recorder {
     run_id: String,
     hide: HideSwitches,
     viewer_url: String,
+    /// `--trace`: one stderr line per frame.
+    trace: bool,
     session_node: NodeRef,
     pending: Mutex<HashMap<String, Pending>>,
     order: Mutex<std::collections::VecDeque<String>>,
@@ -243,6 +266,8 @@ pub struct Recorder {
     noise_recorded: AtomicUsize,
     noise_dropped: AtomicU64,
     unmatched: AtomicU64,
+    /// Lines in either direction that were not JSON (reported at the end).
+    unparseable: AtomicU64,
     ring: Mutex<StderrRing>,
 }
 
@@ -257,6 +282,13 @@ impl Recorder {
         let (node_id, kind, name) = map_method(method, params);
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
         NodeRef { node_id, instance_id: format!("mcp_{n}"), kind, name }
+    }
+
+    /// `--trace`: `[client->server] <message>` on stderr, as the reference prints it.
+    fn trace(&self, dir: Direction, message: impl FnOnce() -> String) {
+        if self.trace {
+            let _ = writeln!(std::io::stderr(), "{}", trace_line(dir.label(), &message()));
+        }
     }
 
     fn wait(&self, gate: Gate, what: &str, point: &str) -> GateDecision {
@@ -279,6 +311,8 @@ impl Recorder {
 
     fn handle(&self, sinks: &Sinks, dir: Direction, raw: &[u8]) -> Action {
         let Some((frame, value)) = classify(raw) else {
+            self.unparseable.fetch_add(1, Ordering::Relaxed);
+            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", raw.strip_suffix(b"\n").unwrap_or(raw).len()));
             if dir == Direction::ServerToHost {
                 self.note_noise(raw);
             }
@@ -288,7 +322,16 @@ impl Recorder {
             Frame::Request { id, method, params } => self.on_request(sinks, dir, raw, id, method, params, value),
             Frame::Notification { method, params } => self.on_notification(dir, method, params),
             Frame::Response { id, result, error } => self.on_response(sinks, dir, raw, id, result, error),
-            Frame::Batch | Frame::Other => Action::Forward,
+            Frame::Batch => {
+                let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                self.trace(dir, || format!("batch of {} (observed, not gated)", items.len()));
+                self.observe_batch(dir, items);
+                Action::Forward
+            }
+            Frame::Other => {
+                self.trace(dir, || "unrecognised JSON-RPC frame, relayed verbatim".to_owned());
+                Action::Forward
+            }
         }
     }
 
@@ -297,7 +340,8 @@ impl Recorder {
         let node = self.node(&method, params.as_ref());
         let editable = method == "tools/call";
         let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), editable);
-        let what = format!("{method} #{}", graphmind_core::json::to_string(&id));
+        let what = format!("{method} #{}", id_text(&id));
+        self.trace(dir, || format!("-> {what}"));
         let decision = self.wait(step.before(), &what, "before");
         match step.on_before(decision) {
             Next::ReturnInjected(v) => {
@@ -313,6 +357,7 @@ impl Recorder {
             Next::Run { input } => {
                 let (raw, params, action) = match input {
                     Some(edited) => {
+                        let edited = edited_params(&method, params.as_ref(), edited);
                         let bytes = with_params(&frame, edited.clone());
                         (bytes.clone(), Some(edited), Action::Replace(bytes))
                     }
@@ -350,10 +395,12 @@ impl Recorder {
         let key = format!("{}|{}", origin.label(), id_key(&id));
         let Some(mut entry) = lock(&self.pending).remove(&key) else {
             self.unmatched.fetch_add(1, Ordering::Relaxed);
+            self.trace(dir, || format!("<- response #{} with no pending request", id_text(&id)));
             return Action::Forward;
         };
         let failed = error.is_some() || is_error_result(result.as_ref());
-        let what = format!("{} #{}", entry.method, graphmind_core::json::to_string(&id));
+        let what = format!("{} #{}", entry.method, id_text(&id));
+        self.trace(dir, || format!("<- {what} {}", if failed { "ERROR" } else { "ok" }));
         let next = if failed {
             let hide = self.hide.outputs || self.hide.tool_results;
             let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
@@ -382,10 +429,13 @@ impl Recorder {
             }
             Next::Run { input } => {
                 if let Some(edited) = input {
+                    let edited = edited_params(&entry.method, entry.params.as_ref(), edited);
                     entry.raw = with_params(&entry.frame, edited.clone());
                     entry.params = Some(edited);
                 }
                 entry.retries += 1;
+                let (retries, method) = (entry.retries, entry.method.clone());
+                self.trace(dir, || format!("retry #{retries} of {method} re-sent"));
                 let raw = entry.raw.clone();
                 self.remember(id_key(&id), origin, entry);
                 sinks.write(origin, &raw);
@@ -394,9 +444,10 @@ impl Recorder {
         }
     }
 
-    fn on_notification(&self, _dir: Direction, method: String, params: Option<Value>) -> Action {
+    fn on_notification(&self, dir: Direction, method: String, params: Option<Value>) -> Action {
         let node = self.node(&method, params.as_ref());
         let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+        self.trace(dir, || format!("~> {method} (notification)"));
         let d = self.wait(step.before(), &format!("{method} (notification)"), "before");
         match step.on_before(d) {
             Next::Abort => Action::Drop,
@@ -414,6 +465,45 @@ impl Recorder {
             _ => {
                 step.on_after(GateDecision::proceed(), None);
                 Action::Forward
+            }
+        }
+    }
+
+    /// A batch (JSON-RPC arrays, gone since MCP 2025-06-18) is relayed whole and never
+    /// gated, but each member is recorded like a lone frame, so the graph keeps the whole
+    /// conversation: a request opens its node (answered later, alone or in a batch), a
+    /// notification is a finished node, a response closes its request's node.
+    fn observe_batch(&self, dir: Direction, items: &[Value]) {
+        for item in items {
+            match classify_value(item) {
+                Frame::Request { id, method, params } => {
+                    let node = self.node(&method, params.as_ref());
+                    let step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), false);
+                    let mut raw = graphmind_core::json::to_string(item).into_bytes();
+                    raw.push(b'\n');
+                    self.remember(id_key(&id), dir, Pending { step, method, frame: item.clone(), raw, params, retries: 0 });
+                }
+                Frame::Notification { method, params } => {
+                    let node = self.node(&method, params.as_ref());
+                    let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+                    step.on_after(GateDecision::proceed(), None);
+                }
+                Frame::Response { id, result, error } => {
+                    let key = format!("{}|{}", dir.other().label(), id_key(&id));
+                    let Some(mut entry) = lock(&self.pending).remove(&key) else {
+                        self.unmatched.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    if error.is_some() || is_error_result(result.as_ref()) {
+                        let hide = self.hide.outputs || self.hide.tool_results;
+                        let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+                        self.session.node_error(Some(&self.run_id), entry.step.node(), ErrorInfo::new(name.as_str(), message.as_str()));
+                        entry.step.on_ungated_error(false);
+                    } else {
+                        entry.step.on_after(GateDecision::proceed(), result);
+                    }
+                }
+                Frame::Batch | Frame::Other => {}
             }
         }
     }
@@ -566,10 +656,18 @@ pub fn main(argv: &[String]) -> i32 {
         }
     };
     let port = args.port.unwrap_or(DEFAULT_PORT);
+    if args.help {
+        // stderr, never stdout: a host may already be reading our stdout as the protocol.
+        eprint!("{}", usage(port));
+        return 0;
+    }
     let Some(command) = args.command.clone() else {
         eprint!("{}", usage(port));
         return 2;
     };
+    if let Ok(c) = crate::config::resolve(&graphmind_core::config::ServerFlags::default()) {
+        crate::telemetry::record_command("mcp-proxy", &c);
+    }
     let env = EnvSnapshot::from_process();
     let mut options = Options { sdk: Some(SdkInfo { name: "mcp-proxy".into(), version: crate::hub::VERSION.into() }), ..Default::default() };
     if let Some(p) = args.port {
@@ -588,8 +686,17 @@ pub fn main(argv: &[String]) -> i32 {
     }
     config.app_name = label.clone();
     config.meta = Some(meta);
+    let reporting_to = config.url.clone();
     let session = Session::new(config, Arc::new(|line: &str| eprintln!("{line}")));
     let enabled = session.is_enabled();
+    let mut shown = vec![command.clone()];
+    shown.extend(args.args.iter().cloned());
+    log_raw(&format!("graphmind mcp-proxy v{}: proxying {}", crate::hub::VERSION, shown.join(" ")));
+    if enabled {
+        log(&format!("reporting to {reporting_to} (run `graphmind` to watch; nothing breaks if it is not up)"));
+    } else {
+        log("GRAPHMIND_DISABLED is set: relaying only, nothing is recorded");
+    }
     let viewer_url = format!("http://127.0.0.1:{port}");
     let session_node = NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: label.clone() };
     let session_input = {
@@ -645,13 +752,16 @@ pub fn main(argv: &[String]) -> i32 {
     if enabled && args.wait_for_attach {
         session.ready(Duration::from_millis(ATTACH_WAIT_MS));
     }
-    let run = if enabled { Some(start_run(&session)) } else { None };
+    // `--trace` needs the frames parsed even when recording is off (a disabled session
+    // records nothing and never holds).
+    let run = if enabled || args.trace { Some(start_run(&session)) } else { None };
     let recorder: Option<Arc<Recorder>> = run.as_ref().map(|run| {
         Arc::new(Recorder {
             session: session.clone(),
             run_id: run.run_id.clone(),
             hide,
             viewer_url: viewer_url.clone(),
+            trace: args.trace,
             session_node: session_node.clone(),
             pending: Mutex::new(HashMap::new()),
             order: Mutex::new(Default::default()),
@@ -659,6 +769,7 @@ pub fn main(argv: &[String]) -> i32 {
             noise_recorded: AtomicUsize::new(0),
             noise_dropped: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
+            unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
         })
     });
@@ -734,15 +845,9 @@ pub fn main(argv: &[String]) -> i32 {
         }
         let ring = lock(&rec.ring);
         if let Some(method) = first_method {
-            let tail = ring.tail(STDERR_TAIL_LINES);
-            if tail.is_empty() {
-                log(&format!("{reason} before answering {method} ({count} request(s) unanswered); it wrote nothing to stderr"));
-            } else {
-                log(&format!("{reason} before answering {method} ({count} request(s) unanswered); the last {} line(s) of its stderr:", tail.len()));
-                let mut err = std::io::stderr().lock();
-                for line in tail {
-                    let _ = writeln!(err, "  | {line}");
-                }
+            let mut err = std::io::stderr().lock();
+            for line in exit_notice(&reason, &method, count, &ring) {
+                let _ = writeln!(err, "{line}");
             }
         }
         let mut output = Map::new();
@@ -776,6 +881,10 @@ pub fn main(argv: &[String]) -> i32 {
         if unmatched > 0 {
             log(&format!("{unmatched} response(s) arrived with no matching request id"));
         }
+        let unparseable = rec.unparseable.load(Ordering::Relaxed);
+        if unparseable > 0 {
+            log(&format!("{unparseable} frame(s) were not JSON-RPC (relayed verbatim)"));
+        }
         if session.is_attached() {
             session.flush(Duration::from_millis(1000));
         }
@@ -804,6 +913,9 @@ mod tests {
         assert!(parse_args(&a(&["--bogus"])).is_err());
         assert_eq!(parse_args(&a(&["--inherit-stderr", "python", "-m", "x"])).unwrap().args, a(&["-m", "x"]));
         assert!(usage(4747).contains("graphmind mcp-proxy -- "));
+        let p = parse_args(&a(&["--trace", "-h", "node", "--trace"])).unwrap();
+        assert!(p.trace && p.help);
+        assert_eq!(p.args, a(&["--trace"]), "flags after the command are the server's");
     }
 
     #[test]
@@ -843,6 +955,7 @@ mod cost {
             run_id: run.run_id.clone(),
             hide: HideSwitches::default(),
             viewer_url: String::new(),
+            trace: false,
             session_node: NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: "x".into() },
             pending: Mutex::new(HashMap::new()),
             order: Mutex::new(Default::default()),
@@ -850,6 +963,7 @@ mod cost {
             noise_recorded: AtomicUsize::new(0),
             noise_dropped: AtomicU64::new(0),
             unmatched: AtomicU64::new(0),
+            unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
         };
         (session, run, rec)
@@ -880,6 +994,17 @@ mod cost {
         assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}\n"), Action::Drop | Action::Forward));
         assert_eq!(lock(&rec.pending).len(), 0);
         assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
+        // A batch is relayed whole; its requests are remembered and its responses close them.
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}]"#;
+        assert!(matches!(rec.handle(&sinks, Direction::HostToServer, batch), Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 2);
+        let answers = br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":7,"result":{}}]"#;
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, answers), Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 1, "#1 answered, #2 still open");
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 2, "#7 matched nothing");
+        // The open batched request can still be answered alone.
+        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n"), Action::Drop | Action::Forward));
+        assert_eq!(lock(&rec.pending).len(), 0);
     }
 
     /// The CPU cost of recording one request/response pair on the relay threads, detached.

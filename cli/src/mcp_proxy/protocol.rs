@@ -58,6 +58,15 @@ pub fn classify(raw: &[u8]) -> Option<(Frame, Value)> {
     Some((frame, value))
 }
 
+/// Classifies one already-parsed value (a batch member): an object is a request,
+/// notification or response; anything else (a nested array included) is `Other`.
+pub fn classify_value(value: &Value) -> Frame {
+    match value {
+        Value::Object(m) => classify_object(m),
+        _ => Frame::Other,
+    }
+}
+
 fn classify_object(m: &Map) -> Frame {
     let id = m.get("id").filter(|v| matches!(v, Value::String(_) | Value::Number(_))).cloned();
     match (m.get("method").and_then(Value::as_str), id) {
@@ -77,6 +86,15 @@ pub fn id_key(id: &Value) -> String {
     match id {
         Value::String(s) => format!("s:{}", s.to_string_lossy()),
         other => format!("n:{}", json::to_string(other)),
+    }
+}
+
+/// A request id as people read it (stderr notices, `--trace`): a string id as its text, a
+/// number in JavaScript's spelling (`7.0` reads `7`), as the reference prints `String(id)`.
+pub fn id_text(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.to_string_lossy().into_owned(),
+        other => json::to_string(other),
     }
 }
 
@@ -264,12 +282,17 @@ pub fn coerce_injected(method: &str, params: Option<&Value>, value: Value) -> Va
 }
 
 /// A response frame (with its trailing newline) answering `id` with `result`; a `result`
-/// that is itself a whole frame (has `jsonrpc`) is sent as it is.
+/// that is itself a whole frame (has `jsonrpc`) is sent as it is, except that its `id` is
+/// always the request's (kept in place when present, appended otherwise), so the
+/// requester can match it.
 pub fn result_frame(id: &Value, result: Value) -> Vec<u8> {
-    let frame = if result.get("jsonrpc").and_then(Value::as_str).is_some() {
-        result
-    } else {
-        obj(vec![("jsonrpc", Value::from("2.0")), ("id", id.clone()), ("result", result)])
+    let whole_frame = result.get("jsonrpc").and_then(Value::as_str).is_some();
+    let frame = match result {
+        Value::Object(mut whole) if whole_frame => {
+            whole.insert("id", id.clone());
+            Value::Object(whole)
+        }
+        result => obj(vec![("jsonrpc", Value::from("2.0")), ("id", id.clone()), ("result", result)]),
     };
     let mut out = json::to_string(&frame).into_bytes();
     out.push(b'\n');
@@ -294,6 +317,43 @@ pub fn with_params(original: &Value, params: Value) -> Vec<u8> {
     let mut out = json::to_string(&frame).into_bytes();
     out.push(b'\n');
     out
+}
+
+/// The params a `tools/call` runs with after an edit: the edited params, with the original
+/// `name` and `_meta` put back when the edit left them out (a hidden input is edited by full
+/// replacement, and a tool call without its name cannot run). Other methods: the edit as is.
+pub fn edited_params(method: &str, original: Option<&Value>, edited: Value) -> Value {
+    match edited {
+        Value::Object(mut out) if method == "tools/call" => {
+            for key in ["name", "_meta"] {
+                if !out.contains_key(key) {
+                    if let Some(v) = original.and_then(|o| o.get(key)) {
+                        out.insert(key, v.clone());
+                    }
+                }
+            }
+            Value::Object(out)
+        }
+        other => other,
+    }
+}
+
+/// What the terminal shows when the server exits with `count` requests unanswered (the
+/// first being `method`): one line, then the last [`STDERR_TAIL_LINES`] lines of its stderr.
+pub fn exit_notice(reason: &str, method: &str, count: usize, ring: &StderrRing) -> Vec<String> {
+    let tail = ring.tail(STDERR_TAIL_LINES);
+    let head = format!("graphmind mcp-proxy: {reason} before answering {method} ({count} request(s) unanswered)");
+    if tail.is_empty() {
+        return vec![format!("{head}; it wrote nothing to stderr")];
+    }
+    let mut out = vec![format!("{head}; the last {} line(s) of its stderr:", tail.len())];
+    out.extend(tail.iter().map(|l| format!("  | {l}")));
+    out
+}
+
+/// `--trace`: the line printed for one frame, `[client->server] -> tools/call #1`.
+pub fn trace_line(direction: &str, message: &str) -> String {
+    format!("[{direction}] {message}")
 }
 
 /// The first `max` bytes of `line` (cut on a character boundary) and whether it was cut.
@@ -463,9 +523,27 @@ mod tests {
         let r = coerce_injected("resources/read", Some(&p), Value::from("t"));
         assert_eq!(json::to_string(&r), r#"{"contents":[{"uri":"file:///x","text":"t"}]}"#);
         assert_eq!(coerce_injected("ping", None, Value::from(1i64)), Value::from(1i64));
+        let whole = json::parse_str(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#).unwrap();
+        assert_eq!(result_frame(&Value::from("q"), whole), b"{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"error\":{\"code\":-1,\"message\":\"m\"}}\n");
+        let no_id = json::parse_str(r#"{"jsonrpc":"2.0","result":{}}"#).unwrap();
+        assert_eq!(result_frame(&Value::from(3i64), no_id), b"{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":3}\n");
+        assert_eq!((id_text(&Value::from("three")), id_text(&json::parse_str("7.0").unwrap())), ("three".into(), "7".into()));
         let frame = result_frame(&Value::from(7i64), Value::from("x"));
         assert_eq!(frame, b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"x\"}\n");
         assert_eq!(error_frame(&Value::from("a"), -32099, "m"), b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32099,\"message\":\"m\"}}\n");
+    }
+
+    #[test]
+    fn edited_tool_params_keep_the_tool_name_and_trace_lines_name_the_direction() {
+        let original = json::parse_str(r#"{"name":"echo","arguments":{"message":"a"},"_meta":{"progressToken":1}}"#).unwrap();
+        let full = json::parse_str(r#"{"arguments":{"message":"b"}}"#).unwrap();
+        let out = edited_params("tools/call", Some(&original), full);
+        assert_eq!(json::to_string(&out), r#"{"arguments":{"message":"b"},"name":"echo","_meta":{"progressToken":1}}"#);
+        let renamed = json::parse_str(r#"{"name":"other","arguments":{},"_meta":null}"#).unwrap();
+        assert_eq!(edited_params("tools/call", Some(&original), renamed.clone()), renamed, "what the edit says stays");
+        let other = json::parse_str(r#"{"uri":"x"}"#).unwrap();
+        assert_eq!(edited_params("resources/read", Some(&original), other.clone()), other);
+        assert_eq!(trace_line("client->server", "-> tools/call #1"), "[client->server] -> tools/call #1");
     }
 
     #[test]
@@ -477,6 +555,11 @@ mod tests {
         assert_eq!(ring.len(), STDERR_RING_MAX_LINES);
         assert_eq!(ring.tail(1), vec!["line 249"]);
         assert_eq!(ring.dropped, 50);
+        let notice = exit_notice("the MCP server exited with code 1", "initialize", 1, &ring);
+        assert_eq!(notice.len(), 1 + STDERR_TAIL_LINES);
+        assert_eq!(notice[0], "graphmind mcp-proxy: the MCP server exited with code 1 before answering initialize (1 request(s) unanswered); the last 40 line(s) of its stderr:");
+        assert_eq!((notice[1].as_str(), notice[40].as_str()), ("  | line 210", "  | line 249"));
+        assert_eq!(exit_notice("r", "m", 2, &StderrRing::new()), vec!["graphmind mcp-proxy: r before answering m (2 request(s) unanswered); it wrote nothing to stderr"]);
         let mut big = StderrRing::new();
         for _ in 0..100 {
             big.push(&[b'x'; 1000]);

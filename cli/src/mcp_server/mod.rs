@@ -505,6 +505,11 @@ pub fn main(argv: &[String]) -> i32 {
         i += 1;
         let mut value = || inline.clone().or_else(|| argv.get(i).cloned().inspect(|_| i += 1));
         match name.as_str() {
+            "--help" | "-h" => {
+                // stderr: stdout is the protocol channel.
+                eprint!("{}", usage());
+                return 0;
+            }
             "--db" => match value() {
                 Some(v) => db = Some(v),
                 None => return usage_error("--db requires a value"),
@@ -519,7 +524,10 @@ pub fn main(argv: &[String]) -> i32 {
     // The same database rules as `serve` (--db, then GRAPHMIND_DB, then ~/.graphmind).
     let flags = graphmind_core::config::ServerFlags { db, ..Default::default() };
     let path: PathBuf = match crate::config::resolve(&flags) {
-        Ok(config) => config.db_path,
+        Ok(config) => {
+            crate::telemetry::record_command("mcp", &config);
+            config.db_path
+        }
         Err(e) => return usage_error(&e.to_string()),
     };
     let (tools, open_error) = match Tools::open(&path, port) {
@@ -546,6 +554,26 @@ pub fn main(argv: &[String]) -> i32 {
             }
         }
     }
+}
+
+/// What `graphmind mcp --help` prints (on stderr).
+pub fn usage() -> String {
+    format!(
+        "graphmind mcp: the runs GraphMind recorded, for a coding agent (read-only MCP server over stdio)
+
+Usage: graphmind mcp [--db <path>] [--port <n>]
+
+Tools: list_runs, get_run, get_node, find_errors. The database is opened read-only; no
+GraphMind server needs to be running.
+
+Options:
+  --db <path>   SQLite database (default ~/.graphmind/graphmind.db, or GRAPHMIND_DB)
+  --port <n>    port of the viewer the links point at (default {})
+
+Add it to Claude Code: claude mcp add graphmind -- graphmind mcp
+",
+        crate::config::DEFAULT_PORT
+    )
 }
 
 fn usage_error(msg: &str) -> i32 {

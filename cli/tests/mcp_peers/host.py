@@ -5,12 +5,21 @@ usage: host.py MODE [args...] -- COMMAND [ARGS...]
   call NAME JSON      initialize, call one tool, print its result
   calls N1 J1 N2 J2.. call several tools; a JSON-RPC error is printed as {"rpcError":...}
   tools NAME JSON     (graphmind mcp) list tools, then call NAME with JSON; print both
+  mapping             read the first resource, get "simple-prompt", call
+                      trigger-sampling-request (answered by this host's sampling callback);
+                      print {"resource": uri, "prompt": ..., "sampling": text}
 Nothing but the JSON answer goes to stdout.
 """
 import asyncio, json, re, sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.shared.exceptions import McpError
 from mcp.client.stdio import stdio_client
+from mcp import types
+
+
+async def sample(context, params):
+    """The host's answer to a server's sampling/createMessage (no real model)."""
+    return types.CreateMessageResult(role="assistant", model="host-model", content=types.TextContent(type="text", text="sampled by the host"), stopReason="endTurn")
 
 # Values for the arguments a schema alone does not make safe offline / quick.
 OVERRIDES = {
@@ -44,7 +53,7 @@ async def main():
     mode, rest, cmd = argv[0], argv[1:cut], argv[cut + 1:]
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=None)
     async with stdio_client(params) as (r, w):
-        async with ClientSession(r, w) as s:
+        async with ClientSession(r, w, sampling_callback=sample if mode == "mapping" else None) as s:
             await asyncio.wait_for(s.initialize(), 20)
             if mode == "everything":
                 tools = (await s.list_tools()).tools
@@ -68,6 +77,17 @@ async def main():
                     except McpError as e:
                         out.append({"rpcError": {"code": e.error.code, "message": e.error.message}})
                 print(json.dumps(out))
+            elif mode == "mapping":
+                uri = str((await s.list_resources()).resources[0].uri)
+                res = await asyncio.wait_for(s.read_resource(uri), 20)
+                prompt = await asyncio.wait_for(s.get_prompt("simple-prompt"), 20)
+                sampled = await asyncio.wait_for(s.call_tool("trigger-sampling-request", {"prompt": "hi", "maxTokens": 5}), 20)
+                print(json.dumps({
+                    "resource": uri,
+                    "resourceContents": len(res.contents),
+                    "prompt": len(prompt.messages),
+                    "sampling": sampled.content[0].text,
+                }))
             elif mode == "tools":
                 tools = (await s.list_tools()).tools
                 out = {"tools": [json.loads(t.model_dump_json()) for t in tools], "calls": []}
