@@ -14,6 +14,7 @@ use graphmind_core::json::{JsStr, Value as J};
 use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
 use graphmind_core::{canonical, fingerprint, json, shrink};
+use magnus::value::Lazy;
 use magnus::{function, method, prelude::*, Error, IntoValue, RArray, RHash, Ruby, Symbol, Value};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
@@ -278,7 +279,7 @@ impl RbStep {
         *self.step.borrow_mut() = Some(step);
         match next {
             Some(next) => next_to_ruby(ruby, &next),
-            None => Ok(ary(ruby, &[ruby.to_symbol("interrupted").as_value()])),
+            None => Ok(ruby.get_inner(&NEXT_INTERRUPTED)),
         }
     }
 
@@ -341,15 +342,28 @@ fn ary(ruby: &Ruby, items: &[Value]) -> RArray {
     a
 }
 
+/// A frozen one-element Array `[:sym]`, built once: the decisions without a value are
+/// returned to Ruby without allocating.
+fn frozen_tag(ruby: &Ruby, name: &str) -> RArray {
+    let a = ary(ruby, &[ruby.to_symbol(name).as_value()]);
+    a.freeze();
+    a
+}
+
+static NEXT_RUN: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "run"));
+static NEXT_RESULT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "result"));
+static NEXT_RERAISE: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "reraise"));
+static NEXT_ABORT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "abort"));
+static NEXT_INTERRUPTED: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "interrupted"));
+
 fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
-    let sym = |s: &str| ruby.to_symbol(s).as_value();
     Ok(match next {
-        Next::Run { input: None } => ary(ruby, &[sym("run")]),
-        Next::Run { input: Some(v) } => ary(ruby, &[sym("run"), from_value(ruby, v)?]),
-        Next::ReturnResult => ary(ruby, &[sym("result")]),
-        Next::ReturnInjected(v) => ary(ruby, &[sym("inject"), from_value(ruby, v)?]),
-        Next::Reraise => ary(ruby, &[sym("reraise")]),
-        Next::Abort => ary(ruby, &[sym("abort")]),
+        Next::Run { input: None } => ruby.get_inner(&NEXT_RUN),
+        Next::Run { input: Some(v) } => ary(ruby, &[ruby.to_symbol("run").as_value(), from_value(ruby, v)?]),
+        Next::ReturnResult => ruby.get_inner(&NEXT_RESULT),
+        Next::ReturnInjected(v) => ary(ruby, &[ruby.to_symbol("inject").as_value(), from_value(ruby, v)?]),
+        Next::Reraise => ruby.get_inner(&NEXT_RERAISE),
+        Next::Abort => ruby.get_inner(&NEXT_ABORT),
     })
 }
 
