@@ -20,6 +20,13 @@ use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// The extension's Rust allocations (the core's values and events) use mimalloc: a
+/// wrapped call's values are built on the Ruby thread and freed on the core's worker
+/// thread, a pattern glibc's malloc serves slowly (arena consolidation on every large
+/// request). Ruby's own objects keep Ruby's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Warnings waiting for the Ruby logger (the sink runs on the core's threads, which may not
 /// call Ruby).
 type WarnQueue = Arc<Mutex<Vec<String>>>;
