@@ -283,7 +283,13 @@ impl RbStep {
             return next_to_ruby(ruby, &Next::ReturnResult);
         };
         let next = self.decide(&mut step, point);
-        *self.step.borrow_mut() = Some(step);
+        if matches!(next, None | Some(Next::Run { .. })) {
+            *self.step.borrow_mut() = Some(step);
+        } else {
+            // The call has ended (its node is finished): the step, and the copy of the input
+            // it keeps for edits, is freed now rather than when Ruby's GC sweeps this object.
+            drop(step);
+        }
         match next {
             Some(next) => next_to_ruby(ruby, &next),
             None => Ok(ruby.get_inner(&NEXT_INTERRUPTED)),
