@@ -5,6 +5,7 @@
 //! means, when to gate, redaction, defaults, environment parsing) is the core's.
 
 mod convert;
+mod pure;
 mod wait;
 
 use convert::{from_value, to_rust_string, to_value};
@@ -505,6 +506,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_singleton_method("parse_json", function!(parse_json, 1))?;
     native.define_singleton_method("to_json", function!(to_json, 1))?;
     native.define_singleton_method("redact_events", function!(redact_events, 2))?;
+    pure::register(native)?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
 
     let session = native.define_class("Session", ruby.class_object())?;
