@@ -7,7 +7,11 @@
 use crate::convert::{from_value, to_value};
 use graphmind_core::json::{Map, Value as J};
 use graphmind_core::{edit_input, llm, smart};
-use magnus::{function, prelude::*, Error, RArray, RModule, Ruby, Value};
+use graphmind_core::loop_guard::{
+    default_node_name, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue, LoopVerdict, NodeStart,
+};
+use magnus::{function, method, prelude::*, Error, RArray, RModule, Ruby, Value};
+use std::cell::RefCell;
 
 fn opt(ruby: &Ruby, v: Value, absent: bool) -> Option<J> {
     if absent {
@@ -132,8 +136,145 @@ fn error_text_key(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     }
 }
 
+/// `Graphmind::Native::LoopGuard`: the core's loop guard on its own (a session runs the
+/// same one at every `before` gate), for the loop-guard conformance sequences.
+#[magnus::wrap(class = "Graphmind::Native::LoopGuard", free_immediately, size)]
+struct RbLoopGuard {
+    inner: RefCell<LoopGuard>,
+}
+
+fn as_js(v: Option<J>) -> Option<graphmind_core::json::JsStr> {
+    match v {
+        Some(J::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+impl RbLoopGuard {
+    /// `new(threshold, allow_nodes, ignore_keys, kinds)`: the default configuration, with
+    /// each non-nil argument replacing its field.
+    fn new(threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>) -> Self {
+        let mut config = LoopGuardConfig::default();
+        if let Some(t) = threshold {
+            config.threshold = t;
+        }
+        if let Some(a) = allow_nodes {
+            config.allow_nodes = a;
+        }
+        if let Some(k) = ignore_keys {
+            config.ignore_keys = k;
+        }
+        if let Some(k) = kinds {
+            config.kinds = k;
+        }
+        RbLoopGuard {
+            inner: RefCell::new(LoopGuard::new(config)),
+        }
+    }
+
+    /// `started(run_id, node_id, kind, name, instance_id, input, input_absent, unreadable,
+    /// seq)`: a node started (debugger attached); its fingerprint, or nil when not watched.
+    #[allow(clippy::too_many_arguments)]
+    fn started(
+        ruby: &Ruby,
+        rb_self: &Self,
+        run_id: String,
+        node_id: String,
+        kind: String,
+        name: Option<String>,
+        instance_id: Option<String>,
+        input: Value,
+        input_absent: bool,
+        unreadable: bool,
+        seq: u64,
+    ) -> Option<String> {
+        let input = opt(ruby, input, input_absent || unreadable);
+        let value = if unreadable {
+            LoopValue::Unreadable
+        } else {
+            LoopValue::Read(input.as_ref())
+        };
+        let mut start = NodeStart::new(&run_id, &node_id, &kind, value, seq);
+        if let Some(n) = name.as_deref() {
+            start = start.name(n);
+        }
+        if let Some(i) = instance_id.as_deref() {
+            start = start.instance(i);
+        }
+        rb_self.inner.borrow_mut().on_node_started(&start, true).fingerprint
+    }
+
+    /// `errored(run_id, node_id, instance_id, name, message)` (name/message: String or nil).
+    fn errored(ruby: &Ruby, rb_self: &Self, run_id: String, node_id: String, instance_id: Option<String>, name: Value, message: Value) {
+        let (name, message) = (as_js(opt(ruby, name, false)), as_js(opt(ruby, message, false)));
+        rb_self
+            .inner
+            .borrow_mut()
+            .on_node_error(&run_id, &node_id, instance_id.as_deref(), name.as_ref(), message.as_ref());
+    }
+
+    /// `finished(run_id, node_id, instance_id, status, output, output_absent)`.
+    #[allow(clippy::too_many_arguments)]
+    fn finished(
+        ruby: &Ruby,
+        rb_self: &Self,
+        run_id: String,
+        node_id: String,
+        instance_id: Option<String>,
+        status: Option<String>,
+        output: Value,
+        output_absent: bool,
+    ) {
+        let output = opt(ruby, output, output_absent);
+        rb_self.inner.borrow_mut().on_node_finished(
+            &run_id,
+            &node_id,
+            instance_id.as_deref(),
+            status.as_deref(),
+            LoopValue::Read(output.as_ref()),
+            true,
+        );
+    }
+
+    /// `consult_before(run_id, kind, node_id, name)`: the `before` gate's question (debugger
+    /// attached): `{kind, repeats, firstSeq, lastSeq, fingerprint[, period, laps]}` when the
+    /// guard holds the call, else nil.
+    fn consult_before(ruby: &Ruby, rb_self: &Self, run_id: String, kind: String, node_id: String, name: Option<String>) -> Result<Value, Error> {
+        let name = name.unwrap_or_else(|| default_node_name(&node_id).to_string());
+        let verdict = rb_self
+            .inner
+            .borrow_mut()
+            .consult_before(&run_id, &kind, &node_id, &name, true, LoopHide::default());
+        let LoopVerdict::Hold(info) = verdict else {
+            return Ok(ruby.qnil().as_value());
+        };
+        let mut m = Map::new();
+        let kind = match info.kind {
+            LoopKind::Repeat => "repeat",
+            LoopKind::Cycle { period, laps } => {
+                m.insert("period", J::from(period as i64));
+                m.insert("laps", J::from(laps as i64));
+                "cycle"
+            }
+            LoopKind::ErrorRepeat => "error-repeat",
+        };
+        m.insert("kind", J::from(kind));
+        m.insert("repeats", J::from(info.repeats as i64));
+        m.insert("firstSeq", J::from(info.first_seq as i64));
+        m.insert("lastSeq", J::from(info.last_seq as i64));
+        m.insert("fingerprint", J::from(info.fingerprint.as_str()));
+        from_value(ruby, &J::Object(m))
+    }
+}
+
 /// Adds these functions to `Graphmind::Native`.
-pub fn register(native: RModule) -> Result<(), Error> {
+pub fn register(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    let guard = native.define_class("LoopGuard", ruby.class_object())?;
+    guard.define_singleton_method("new", function!(RbLoopGuard::new, 4))?;
+    guard.define_method("started", method!(RbLoopGuard::started, 9))?;
+    guard.define_method("errored", method!(RbLoopGuard::errored, 5))?;
+    guard.define_method("finished", method!(RbLoopGuard::finished, 6))?;
+    guard.define_method("consult_before", method!(RbLoopGuard::consult_before, 4))?;
     native.define_singleton_method("finish_reason", function!(finish_reason, 3))?;
     native.define_singleton_method("tool_call", function!(tool_call, 4))?;
     native.define_singleton_method("schema_hash", function!(schema_hash, 1))?;

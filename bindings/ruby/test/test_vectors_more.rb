@@ -95,3 +95,75 @@ class TestVectorsMore < Minitest::Test
     assert_equal 55, n
   end
 end
+
+# The loop guard's sequences: one run, each start recorded then its before-gate consulted.
+class TestLoopGuardSequences < Minitest::Test
+  N = Graphmind::Native
+
+  def guard_for(seq) = N::LoopGuard.new(seq["threshold"], seq["allowNodes"], seq["ignoreKeys"], seq["kinds"])
+
+  def test_loop_guard_fixture_sequences
+    f = load_vector("reference/loop-guard-fixture.json")
+    refute_empty f["sequences"]
+    f["sequences"].each do |seq|
+      guard = guard_for(seq)
+      trips = []
+      seq["calls"].each_with_index do |call, i|
+        label = "#{seq['name']} call #{i}"
+        fp = guard.started("run-1", call["nodeId"], call["kind"], call["name"], nil, call["input"],
+                           call["inputAbsent"] == true || !call.key?("input"), call["unreadable"] == true, i)
+        want = seq["fingerprints"][i]
+        want.nil? ? assert_nil(fp, label) : assert_equal(want, fp, label)
+        hold = guard.consult_before("run-1", call["kind"], call["nodeId"], call["name"])
+        next unless hold
+
+        assert_equal "repeat", hold["kind"], label
+        assert_equal i, hold["lastSeq"], label
+        assert_equal seq["fingerprints"][i], hold["fingerprint"], label
+        trips << { "at" => i, "repeats" => hold["repeats"], "firstAt" => hold["firstSeq"] }
+        assert_nil guard.consult_before("run-1", call["kind"], call["nodeId"], call["name"]), "#{label} retry"
+      end
+      assert_equal seq["trips"], trips, seq["name"]
+      first = trips.first
+      [[seq["tripsAt"], first && first["at"]], [seq["repeatsAtTrip"], first && first["repeats"]]].each do |want, got|
+        want.nil? ? assert_nil(got, seq["name"]) : assert_equal(want, got, seq["name"])
+      end
+    end
+    assert_equal 32, f["sequences"].length
+  end
+
+  def test_loop_kinds_fixture_sequences
+    f = load_vector("reference/loop-kinds-fixture.json")
+    refute_empty f["sequences"]
+    f["sequences"].each do |seq|
+      guard = guard_for(seq)
+      holds = []
+      seq["events"].each_with_index do |e, i|
+        case e["event"]
+        when "start"
+          guard.started("run", e["nodeId"], e["kind"], e["name"], e["instanceId"], e["input"],
+                        e["inputAbsent"] == true || !e.key?("input"), e["unreadable"] == true, i)
+          hold = guard.consult_before("run", e["kind"], e["nodeId"], e["name"])
+          next unless hold
+
+          assert_equal i, hold["lastSeq"], "#{seq['name']} #{i}"
+          assert_equal 32, hold["fingerprint"].length
+          h = { "at" => i, "kind" => hold["kind"], "repeats" => hold["repeats"], "firstAt" => hold["firstSeq"] }
+          h.merge!("period" => hold["period"], "laps" => hold["laps"]) if hold.key?("period")
+          holds << h
+          assert_nil guard.consult_before("run", e["kind"], e["nodeId"], e["name"]), "#{seq['name']} retry at #{i}"
+        when "error" then guard.errored("run", e["nodeId"], e["instanceId"], e["name"], e["message"])
+        when "finish" then guard.finished("run", e["nodeId"], e["instanceId"], e["status"], e["output"], !e.key?("output"))
+        else flunk "unknown event #{e['event']}"
+        end
+      end
+      want = seq["holds"].map do |h|
+        o = { "at" => h["at"], "kind" => h["kind"], "repeats" => h["repeats"], "firstAt" => h["firstAt"] }
+        o.merge!("period" => h["period"], "laps" => h["laps"]) if h.key?("period")
+        o
+      end
+      assert_equal want, holds, seq["name"]
+    end
+    assert_equal 41, f["sequences"].length
+  end
+end
