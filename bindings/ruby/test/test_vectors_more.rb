@@ -167,3 +167,45 @@ class TestLoopGuardSequences < Minitest::Test
     assert_equal 41, f["sequences"].length
   end
 end
+
+# JSONTestSuite's test_parsing through the gem's parser entry point, and the loop guards'
+# documented defaults against an unconfigured configuration.
+class TestParsingAndDefaults < Minitest::Test
+  N = Graphmind::Native
+
+  def test_jsontestsuite
+    dir = File.join(VECTORS, "jsontestsuite/test_parsing")
+    counts = Hash.new(0)
+    Dir.children(dir).select { |n| n.end_with?(".json") }.sort.each do |name|
+      bytes = File.binread(File.join(dir, name))
+      kind = name[0, 2]
+      counts[kind] += 1
+      case kind
+      when "y_"
+        value = N.parse_json(bytes)
+        # Through Ruby and back: the same document.
+        text = N.to_json(value)
+        assert_equal text, N.to_json(N.parse_json(text)), name
+      when "n_"
+        assert_raises(ArgumentError, name) { N.parse_json(bytes) }
+      else
+        begin
+          N.parse_json(bytes)
+        rescue ArgumentError
+          nil # either verdict is allowed; never a crash
+        end
+      end
+    end
+    assert_equal({ "i_" => 35, "n_" => 188, "y_" => 95 }, counts)
+  end
+
+  def test_loop_guard_defaults_are_an_unconfigured_sessions
+    guard = N.resolve_config({}, {}, nil)["loopGuard"]
+    %w[reference/loop-guard-fixture.json reference/loop-kinds-fixture.json].each do |file|
+      defaults = load_vector(file)["defaults"]
+      %w[threshold mode kinds ignoreKeys].each do |key|
+        assert_equal defaults[key], guard[key], "#{file} defaults.#{key}"
+      end
+    end
+  end
+end
