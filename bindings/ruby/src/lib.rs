@@ -399,28 +399,26 @@ fn call_input(ruby: &Ruby, input: Value, absent: bool) -> Option<J> {
     }
 }
 
+/// Runs `f` with the ignore list: the core's default (no copy) when `None`.
+fn with_ignore<R>(ignore: Option<Vec<String>>, f: impl FnOnce(&[&str]) -> R) -> R {
+    match ignore {
+        None => f(canonical::DEFAULT_IGNORE_KEYS),
+        Some(keys) => f(&keys.iter().map(String::as_str).collect::<Vec<_>>()),
+    }
+}
+
 /// `canonical_call(node_id, input, absent, ignore_keys)`: the text a fingerprint hashes.
 fn canonical_call(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
-    canonical::canonical_call_js(
-        &node_id,
-        input.as_ref(),
-        &ignore.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
+    with_ignore(ignore, |keys| canonical::canonical_call_js(&node_id, input.as_ref(), keys))
 }
 
 /// `fingerprint(node_id, input, absent, ignore_keys)`.
 fn fingerprint_of(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
-    fingerprint::fingerprint_js_with(
-        &node_id,
-        input.as_ref(),
-        &ignore.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
+    with_ignore(ignore, |keys| fingerprint::fingerprint_js_with(&node_id, input.as_ref(), keys))
 }
 
 fn to_js(v: Value) -> JsStr {
@@ -506,7 +504,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_singleton_method("parse_json", function!(parse_json, 1))?;
     native.define_singleton_method("to_json", function!(to_json, 1))?;
     native.define_singleton_method("redact_events", function!(redact_events, 2))?;
-    pure::register(native)?;
+    pure::register(ruby, native)?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
 
     let session = native.define_class("Session", ruby.class_object())?;
