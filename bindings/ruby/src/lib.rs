@@ -5,6 +5,7 @@
 //! means, when to gate, redaction, defaults, environment parsing) is the core's.
 
 mod convert;
+mod pure;
 mod wait;
 
 use convert::{from_value, to_rust_string, to_value};
@@ -14,10 +15,18 @@ use graphmind_core::json::{JsStr, Value as J};
 use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
 use graphmind_core::{canonical, fingerprint, json, shrink};
+use magnus::value::Lazy;
 use magnus::{function, method, prelude::*, Error, IntoValue, RArray, RHash, Ruby, Symbol, Value};
 use std::cell::RefCell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The extension's Rust allocations (the core's values and events) use mimalloc: a
+/// wrapped call's values are built on the Ruby thread and freed on the core's worker
+/// thread, a pattern glibc's malloc serves slowly (arena consolidation on every large
+/// request). Ruby's own objects keep Ruby's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Warnings waiting for the Ruby logger (the sink runs on the core's threads, which may not
 /// call Ruby).
@@ -275,10 +284,16 @@ impl RbStep {
             return next_to_ruby(ruby, &Next::ReturnResult);
         };
         let next = self.decide(&mut step, point);
-        *self.step.borrow_mut() = Some(step);
+        if matches!(next, None | Some(Next::Run { .. })) {
+            *self.step.borrow_mut() = Some(step);
+        } else {
+            // The call has ended (its node is finished): the step, and the copy of the input
+            // it keeps for edits, is freed now rather than when Ruby's GC sweeps this object.
+            drop(step);
+        }
         match next {
             Some(next) => next_to_ruby(ruby, &next),
-            None => Ok(ary(ruby, &[ruby.to_symbol("interrupted").as_value()])),
+            None => Ok(ruby.get_inner(&NEXT_INTERRUPTED)),
         }
     }
 
@@ -341,15 +356,28 @@ fn ary(ruby: &Ruby, items: &[Value]) -> RArray {
     a
 }
 
+/// A frozen one-element Array `[:sym]`, built once: the decisions without a value are
+/// returned to Ruby without allocating.
+fn frozen_tag(ruby: &Ruby, name: &str) -> RArray {
+    let a = ary(ruby, &[ruby.to_symbol(name).as_value()]);
+    a.freeze();
+    a
+}
+
+static NEXT_RUN: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "run"));
+static NEXT_RESULT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "result"));
+static NEXT_RERAISE: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "reraise"));
+static NEXT_ABORT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "abort"));
+static NEXT_INTERRUPTED: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "interrupted"));
+
 fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
-    let sym = |s: &str| ruby.to_symbol(s).as_value();
     Ok(match next {
-        Next::Run { input: None } => ary(ruby, &[sym("run")]),
-        Next::Run { input: Some(v) } => ary(ruby, &[sym("run"), from_value(ruby, v)?]),
-        Next::ReturnResult => ary(ruby, &[sym("result")]),
-        Next::ReturnInjected(v) => ary(ruby, &[sym("inject"), from_value(ruby, v)?]),
-        Next::Reraise => ary(ruby, &[sym("reraise")]),
-        Next::Abort => ary(ruby, &[sym("abort")]),
+        Next::Run { input: None } => ruby.get_inner(&NEXT_RUN),
+        Next::Run { input: Some(v) } => ary(ruby, &[ruby.to_symbol("run").as_value(), from_value(ruby, v)?]),
+        Next::ReturnResult => ruby.get_inner(&NEXT_RESULT),
+        Next::ReturnInjected(v) => ary(ruby, &[ruby.to_symbol("inject").as_value(), from_value(ruby, v)?]),
+        Next::Reraise => ruby.get_inner(&NEXT_RERAISE),
+        Next::Abort => ruby.get_inner(&NEXT_ABORT),
     })
 }
 
@@ -371,28 +399,26 @@ fn call_input(ruby: &Ruby, input: Value, absent: bool) -> Option<J> {
     }
 }
 
+/// Runs `f` with the ignore list: the core's default (no copy) when `None`.
+fn with_ignore<R>(ignore: Option<Vec<String>>, f: impl FnOnce(&[&str]) -> R) -> R {
+    match ignore {
+        None => f(canonical::DEFAULT_IGNORE_KEYS),
+        Some(keys) => f(&keys.iter().map(String::as_str).collect::<Vec<_>>()),
+    }
+}
+
 /// `canonical_call(node_id, input, absent, ignore_keys)`: the text a fingerprint hashes.
 fn canonical_call(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
-    canonical::canonical_call_js(
-        &node_id,
-        input.as_ref(),
-        &ignore.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
+    with_ignore(ignore, |keys| canonical::canonical_call_js(&node_id, input.as_ref(), keys))
 }
 
 /// `fingerprint(node_id, input, absent, ignore_keys)`.
 fn fingerprint_of(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    let ignore = ignore.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|k| k.to_string()).collect());
-    fingerprint::fingerprint_js_with(
-        &node_id,
-        input.as_ref(),
-        &ignore.iter().map(String::as_str).collect::<Vec<_>>(),
-    )
+    with_ignore(ignore, |keys| fingerprint::fingerprint_js_with(&node_id, input.as_ref(), keys))
 }
 
 fn to_js(v: Value) -> JsStr {
@@ -478,6 +504,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_singleton_method("parse_json", function!(parse_json, 1))?;
     native.define_singleton_method("to_json", function!(to_json, 1))?;
     native.define_singleton_method("redact_events", function!(redact_events, 2))?;
+    pure::register(ruby, native)?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
 
     let session = native.define_class("Session", ruby.class_object())?;

@@ -5,14 +5,15 @@ module Graphmind
   # debugger aborts the run (or the app calls abort!): code GraphMind does not wrap can
   # poll it.
   class RunContext
-    attr_reader :native
+    attr_reader :native, :run_id, :name
 
+    # The id and name never change: read once (every wrapped call passes the id).
     def initialize(native)
       @native = native
+      @run_id = native.run_id.freeze
+      @name = native.name.freeze
     end
 
-    def run_id = @native.run_id
-    def name = @native.name
     def aborted? = @native.aborted?
     def reason = @native.reason
 

@@ -22,12 +22,15 @@ module Graphmind
       drive(client, step, ctx, output_for, inject_as, &body)
     end
 
+    # The hot path (detached, or attached without a pause) is straight-line: one native
+    # call per gate, a `while` instead of `loop`, and the gate's answer compared by its tag.
     def drive(client, step, ctx, output_for, inject_as, &body)
       result = nil
       error = nil
       edited = NO_EDIT
-      nxt = wait { step.before }
-      loop do
+      nxt = step.before
+      nxt = wait { step.before } if nxt[0] == :interrupted
+      while true # rubocop:disable Style/InfiniteLoop
         case nxt[0]
         when :run
           edited = nxt[1] if nxt.length > 1
@@ -37,10 +40,13 @@ module Graphmind
             raise unless gateable?(e)
 
             error = e
-            nxt = wait { step.error(e) }
+            nxt = step.error(e)
+            nxt = wait { step.error(e) } if nxt[0] == :interrupted
             next
           end
-          nxt = wait { step.after(output_for ? project(output_for, result) : result) }
+          output = output_for ? project(output_for, result) : result
+          nxt = step.after(output)
+          nxt = wait { step.after(output) } if nxt[0] == :interrupted
         when :result then return result
         when :inject then return coerce(inject_as, nxt[1])
         when :reraise then raise error
@@ -53,14 +59,14 @@ module Graphmind
       raise
     end
 
-    # A gate call; on [:interrupted] the core has released the gate and Ruby has an
-    # exception pending for this thread (Thread#raise, Timeout, Ctrl-C): let it raise.
+    # A gate call, repeated after an [:interrupted] answer: the core has released the gate
+    # and Ruby has an exception pending for this thread (Thread#raise, Timeout, Ctrl-C),
+    # which Thread.pass lets raise.
     def wait
       loop do
+        Thread.pass
         nxt = yield
         return nxt unless nxt[0] == :interrupted
-
-        Thread.pass
       end
     end
 
@@ -79,25 +85,39 @@ module Graphmind
     end
 
     # A node's input: arguments keyed by parameter name where the callable names them.
-    def describe(parameters, args, kwargs)
+    def describe(parameters, args, kwargs) = describe_planned(plan(parameters), args, kwargs)
+
+    # A callable's parameters read once for describe: [type, frozen key] pairs (a frozen
+    # key goes into the input Hash without the copy Hash#[]= makes of a mutable one).
+    def plan(parameters)
+      Array(parameters).map do |type, pname|
+        [type, (type == :rest ? (pname || :args) : pname).to_s.freeze]
+      end.freeze
+    rescue StandardError
+      [].freeze
+    end
+
+    # describe with the parameters already planned.
+    def describe_planned(plan, args, kwargs)
       out = {}
       index = 0
-      Array(parameters).each do |type, pname|
-        case type
-        when :req, :opt
-          break if index >= args.length
+      count = args.length
+      i = 0
+      while i < plan.length
+        type, key = plan[i]
+        if type == :req || type == :opt
+          break if index >= count
 
-          out[pname.to_s] = args[index]
+          out[key] = args[index]
           index += 1
-        when :rest
-          rest = args[index..] || []
-          out[(pname || :args).to_s] = rest unless rest.empty?
-          index = args.length
+        elsif type == :rest
+          out[key] = args[index..] if index < count
+          index = count
         end
+        i += 1
       end
-      leftover = args[index..] || []
-      out["args"] = leftover.first(MAX_ARGS_PREVIEW) unless leftover.empty?
-      kwargs.each { |k, v| out[k.to_s] = v }
+      out["args"] = args[index, MAX_ARGS_PREVIEW] if index < count
+      kwargs.each { |k, v| out[k.is_a?(Symbol) ? k.name : k.to_s] = v } unless kwargs.empty?
       out
     rescue StandardError
       { "args" => Array(args).first(MAX_ARGS_PREVIEW) }
@@ -188,13 +208,25 @@ module Graphmind
       @node_id = node_id
       @parent_id = parent_id
       @parameters = Wrap.parameters_of(callable)
+      @plan = Wrap.plan(@parameters)
     end
 
+    # Wrap.invoke inlined (this is the per-call path of every wrapped tool).
     def call(*args, **kwargs, &block)
-      Wrap.invoke(@client_of.call, kind: @kind, name: @name, node_id: @node_id, parent_id: @parent_id,
-                                   input: Wrap.describe(@parameters, args, kwargs), editable: true) do |edited|
-        a, k = edited.equal?(Wrap::NO_EDIT) ? [args, kwargs] : Wrap.arguments(@parameters, edited, args, kwargs)
-        k.empty? ? @original.call(*a, &block) : @original.call(*a, **k, &block)
+      client = @client_of.call
+      native = client&.native
+      return invoke_original(args, kwargs, block) if native.nil? || !native.enabled?
+
+      ctx = client.current_run
+      step = native.step(ctx&.run_id, @kind, @name, @node_id, @parent_id,
+                         Wrap.describe_planned(@plan, args, kwargs), true)
+      Wrap.drive(client, step, ctx, nil, nil) do |edited|
+        if edited.equal?(Wrap::NO_EDIT)
+          invoke_original(args, kwargs, block)
+        else
+          a, k = Wrap.arguments(@parameters, edited, args, kwargs)
+          invoke_original(a, k, block)
+        end
       end
     end
 
@@ -208,6 +240,10 @@ module Graphmind
 
     def respond_to_missing?(symbol, include_private = false)
       @original.respond_to?(symbol, include_private) || super
+    end
+
+    private def invoke_original(args, kwargs, block)
+      kwargs.empty? ? @original.call(*args, &block) : @original.call(*args, **kwargs, &block)
     end
 
     def method_missing(symbol, ...)

@@ -1,0 +1,211 @@
+# frozen_string_literal: true
+
+require_relative "test_helper"
+
+# The conformance vectors of the core's pure rules the wrappers rely on — LLM capture,
+# edit input, smart breakpoints — through the gem: every fixture value crosses the
+# Ruby -> core conversion, every answer the core -> Ruby one. Each file's every case runs.
+class TestVectorsMore < Minitest::Test
+  N = Graphmind::Native
+
+  def text(value) = N.to_json(value)
+
+  # assert_equal that also takes an expected nil.
+  def same(want, got, label)
+    want.nil? ? assert_nil(got, label) : assert_equal(want, got, label)
+  end
+
+  # Fails unless every case of a non-empty section ran.
+  def each_case(cases, label)
+    assert_kind_of Array, cases, label
+    refute_empty cases, label
+    cases.each_with_index { |c, i| yield c, "#{label} #{c.is_a?(Hash) ? (c['name'] || i) : i}" }
+    cases.length
+  end
+
+  def test_llm_fixture
+    f = load_vector("reference/llm-fixture.json")
+    n = each_case(f["finishReasons"], "finishReasons") do |(raw, has_calls, want), label|
+      same want, N.finish_reason(raw, false, has_calls), label
+    end
+    n += each_case(f["toolCalls"], "toolCalls") do |c, label|
+      i = c["in"]
+      mask = (i.key?("id") ? 0 : 1) | (i.key?("name") ? 0 : 2) | (i.key?("args") ? 0 : 4)
+      assert_equal text(c["out"]), text(N.tool_call(i["id"], i["name"], i["args"], mask)), label
+    end
+    n += each_case(f["schemaHashes"], "schemaHashes") do |c, label|
+      assert_equal c["hash"], N.schema_hash(c["in"]), label
+    end
+    n += each_case(f["toolDefinitions"], "toolDefinitions") do |c, label|
+      out = N.sanitize_tool_definition(c["in"])
+      assert_equal text(c["out"]), text(out), label
+      assert_equal c["hash"], N.schema_hash(out), label
+    end
+    n += each_case(f["usage"], "usage") do |c, label|
+      assert_equal text(c["out"]), text(N.provider_usage(c["provider"], c["raw"])), label
+    end
+    assert_equal f["samplingParams"], N.sampling_param_keys
+    assert_equal 107, n
+  end
+
+  def test_edit_input_fixture
+    f = load_vector("reference/edit-input-fixture.json")
+    assert_equal f["maxRefusalMessage"], N::MAX_REFUSAL_MESSAGE
+    assert_equal f["placeholder"], N::REDACTED
+    n = each_case(f["proposedValue"], "proposedValue") do |c, label|
+      same c["refusal"], N.proposed_value_refusal(c["value"]), label
+    end
+    n += each_case(f["prototypeKeys"], "prototypeKeys") do |c, label|
+      assert_equal c["refused"], N.prototype_key_refused?(c["value"]), label
+    end
+    n += each_case(f["normalizeValidation"], "normalizeValidation") do |c, label|
+      assert_equal text(c["expected"]), text(N.normalize_validation(c["result"], !c.key?("result"))), label
+    end
+    n += each_case(f["sanitizeShortText"], "sanitizeShortText") do |c, label|
+      assert_equal text(c["expected"]), text(N.sanitize_short_text(c["input"], !c.key?("input"))), label
+    end
+    n += each_case(f["mergeToolInput"], "mergeToolInput") do |c, label|
+      mask = (c.key?("live") ? 0 : 1) | (c.key?("proposed") ? 0 : 2)
+      merged, refusal = N.merge_edited_input(c["live"], c["proposed"], c["inputHidden"] == true, mask)
+      want = c["expected"]
+      if want["ok"]
+        assert_nil refusal, label
+        assert_equal text(want["value"]), text(merged), label
+      else
+        assert_equal want["code"], refusal, label
+      end
+    end
+    assert_equal 124, n
+  end
+
+  def test_loop_kinds_smart_breakpoint_rules
+    f = load_vector("reference/loop-kinds-fixture.json")
+    n = each_case(f["errorResult"], "errorResult") do |c, label|
+      same c["shape"], N.error_result_shape(c["result"]), label
+    end
+    n += each_case(f["truncated"], "truncated") do |c, label|
+      assert_equal text(c["fires"]), text(N.truncated_tool_call(c["result"])), label
+    end
+    n += each_case(f["errorText"], "errorText") do |c, label|
+      assert_equal c["key"], N.error_text_key(c["text"]), label
+    end
+    n += each_case(f["breakOnEnv"], "breakOnEnv") do |c, label|
+      assert_equal c["on"], N.parse_break_on(c["raw"]), label
+    end
+    assert_equal 55, n
+  end
+end
+
+# The loop guard's sequences: one run, each start recorded then its before-gate consulted.
+class TestLoopGuardSequences < Minitest::Test
+  N = Graphmind::Native
+
+  def guard_for(seq) = N::LoopGuard.new(seq["threshold"], seq["allowNodes"], seq["ignoreKeys"], seq["kinds"])
+
+  def test_loop_guard_fixture_sequences
+    f = load_vector("reference/loop-guard-fixture.json")
+    refute_empty f["sequences"]
+    f["sequences"].each do |seq|
+      guard = guard_for(seq)
+      trips = []
+      seq["calls"].each_with_index do |call, i|
+        label = "#{seq['name']} call #{i}"
+        fp = guard.started("run-1", call["nodeId"], call["kind"], call["name"], nil, call["input"],
+                           call["inputAbsent"] == true || !call.key?("input"), call["unreadable"] == true, i)
+        want = seq["fingerprints"][i]
+        want.nil? ? assert_nil(fp, label) : assert_equal(want, fp, label)
+        hold = guard.consult_before("run-1", call["kind"], call["nodeId"], call["name"])
+        next unless hold
+
+        assert_equal "repeat", hold["kind"], label
+        assert_equal i, hold["lastSeq"], label
+        assert_equal seq["fingerprints"][i], hold["fingerprint"], label
+        trips << { "at" => i, "repeats" => hold["repeats"], "firstAt" => hold["firstSeq"] }
+        assert_nil guard.consult_before("run-1", call["kind"], call["nodeId"], call["name"]), "#{label} retry"
+      end
+      assert_equal seq["trips"], trips, seq["name"]
+      first = trips.first
+      [[seq["tripsAt"], first && first["at"]], [seq["repeatsAtTrip"], first && first["repeats"]]].each do |want, got|
+        want.nil? ? assert_nil(got, seq["name"]) : assert_equal(want, got, seq["name"])
+      end
+    end
+    assert_equal 32, f["sequences"].length
+  end
+
+  def test_loop_kinds_fixture_sequences
+    f = load_vector("reference/loop-kinds-fixture.json")
+    refute_empty f["sequences"]
+    f["sequences"].each do |seq|
+      guard = guard_for(seq)
+      holds = []
+      seq["events"].each_with_index do |e, i|
+        case e["event"]
+        when "start"
+          guard.started("run", e["nodeId"], e["kind"], e["name"], e["instanceId"], e["input"],
+                        e["inputAbsent"] == true || !e.key?("input"), e["unreadable"] == true, i)
+          hold = guard.consult_before("run", e["kind"], e["nodeId"], e["name"])
+          next unless hold
+
+          assert_equal i, hold["lastSeq"], "#{seq['name']} #{i}"
+          assert_equal 32, hold["fingerprint"].length
+          h = { "at" => i, "kind" => hold["kind"], "repeats" => hold["repeats"], "firstAt" => hold["firstSeq"] }
+          h.merge!("period" => hold["period"], "laps" => hold["laps"]) if hold.key?("period")
+          holds << h
+          assert_nil guard.consult_before("run", e["kind"], e["nodeId"], e["name"]), "#{seq['name']} retry at #{i}"
+        when "error" then guard.errored("run", e["nodeId"], e["instanceId"], e["name"], e["message"])
+        when "finish" then guard.finished("run", e["nodeId"], e["instanceId"], e["status"], e["output"], !e.key?("output"))
+        else flunk "unknown event #{e['event']}"
+        end
+      end
+      want = seq["holds"].map do |h|
+        o = { "at" => h["at"], "kind" => h["kind"], "repeats" => h["repeats"], "firstAt" => h["firstAt"] }
+        o.merge!("period" => h["period"], "laps" => h["laps"]) if h.key?("period")
+        o
+      end
+      assert_equal want, holds, seq["name"]
+    end
+    assert_equal 41, f["sequences"].length
+  end
+end
+
+# JSONTestSuite's test_parsing through the gem's parser entry point, and the loop guards'
+# documented defaults against an unconfigured configuration.
+class TestParsingAndDefaults < Minitest::Test
+  N = Graphmind::Native
+
+  def test_jsontestsuite
+    dir = File.join(VECTORS, "jsontestsuite/test_parsing")
+    counts = Hash.new(0)
+    Dir.children(dir).select { |n| n.end_with?(".json") }.sort.each do |name|
+      bytes = File.binread(File.join(dir, name))
+      kind = name[0, 2]
+      counts[kind] += 1
+      case kind
+      when "y_"
+        value = N.parse_json(bytes)
+        # Through Ruby and back: the same document.
+        text = N.to_json(value)
+        assert_equal text, N.to_json(N.parse_json(text)), name
+      when "n_"
+        assert_raises(ArgumentError, name) { N.parse_json(bytes) }
+      else
+        begin
+          N.parse_json(bytes)
+        rescue ArgumentError
+          nil # either verdict is allowed; never a crash
+        end
+      end
+    end
+    assert_equal({ "i_" => 35, "n_" => 188, "y_" => 95 }, counts)
+  end
+
+  def test_loop_guard_defaults_are_an_unconfigured_sessions
+    guard = N.resolve_config({}, {}, nil)["loopGuard"]
+    %w[reference/loop-guard-fixture.json reference/loop-kinds-fixture.json].each do |file|
+      defaults = load_vector(file)["defaults"]
+      %w[threshold mode kinds ignoreKeys].each do |key|
+        assert_equal defaults[key], guard[key], "#{file} defaults.#{key}"
+      end
+    end
+  end
+end
