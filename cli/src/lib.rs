@@ -2,6 +2,7 @@
 //! to (`/ingest`), that viewers watch and steer (`/ws/ui`), with an HTTP API and SQLite
 //! storage — plus the `runs` and `record` commands.
 
+mod conn;
 pub mod args;
 pub mod commands;
 pub mod control_cli;

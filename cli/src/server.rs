@@ -1,6 +1,7 @@
 //! `graphmind serve`: one port on 127.0.0.1 for HTTP and the two WebSocket endpoints.
 //! A thread per connection; a writer thread for SQLite and fan-out; a timer thread.
 
+use crate::conn::Conn;
 use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_ID};
 use crate::http;
 use crate::security;
@@ -232,8 +233,8 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     if stream.write_all(resp.as_bytes()).is_err() {
         return;
     }
-    let _ = stream.set_read_timeout(Some(POLL_INTERVAL));
-    // A peer that accepts nothing for this long is dropped (it cannot stall its thread).
+    // Reads never block from here on (crate::conn); a peer that accepts nothing for this
+    // long is dropped (it cannot stall its thread).
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     // Small per-socket buffers (tungstenite's default is 128 KiB each way): a thousand
     // idle apps then cost a thousand small buffers, not 256 MB; big frames still grow them.
@@ -242,7 +243,7 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         .max_message_size(Some(MAX_FRAME_BYTES))
         .read_buffer_size(SOCKET_BUFFER_BYTES)
         .write_buffer_size(0);
-    let ws = WebSocket::from_partially_read(stream, leftover, Role::Server, Some(config));
+    let ws = WebSocket::from_partially_read(Conn(stream), leftover, Role::Server, Some(config));
     if req.path == "/ingest" {
         ingest_session(ws, shared);
     } else {
@@ -274,8 +275,8 @@ fn wait_ready(sock: i32, wake: Option<&crate::hub::Wake>, timeout: Duration) {
 ///
 /// The thread sleeps in `poll` on the socket and the outbox's eventfd, so an idle
 /// connection costs nothing; when woken it writes what is queued and reads every frame
-/// already available (the socket's short read timeout ends a read burst).
-fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, outbox: &Outbox, mut on_text: impl FnMut(&str)) {
+/// already available (reads never block: see [`crate::conn`]).
+fn pump(ws: &mut WebSocket<Conn>, rx: &Receiver<Out>, outbox: &Outbox, mut on_text: impl FnMut(&str)) {
     use std::os::unix::io::AsRawFd;
     let sock = ws.get_ref().as_raw_fd();
     let mut closing = false;
@@ -349,10 +350,10 @@ fn pump(ws: &mut WebSocket<TcpStream>, rx: &Receiver<Out>, outbox: &Outbox, mut 
 
 /// A frame above `MAX_FRAME_BYTES`: close 1009 without reading the rest, then drop the
 /// socket (tungstenite must not be read again after a capacity error).
-fn refuse_oversize(ws: &mut WebSocket<TcpStream>) {
+fn refuse_oversize(ws: &mut WebSocket<Conn>) {
     let _ = ws.close(Some(CloseFrame { code: CloseCode::Size, reason: "frame exceeds 16 MiB".into() }));
     let _ = ws.flush();
-    let stream = ws.get_mut();
+    let stream = &mut ws.get_mut().0;
     let _ = stream.shutdown(Shutdown::Write);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
     let deadline = Instant::now() + Duration::from_millis(500);
@@ -370,7 +371,7 @@ fn refuse_oversize(ws: &mut WebSocket<TcpStream>) {
 /// How long a closing app socket waits for the writer to store what it sent.
 const DISCONNECT_FLUSH_WAIT: Duration = Duration::from_secs(2);
 
-fn ingest_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>) {
+fn ingest_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>) {
     let (tx, rx) = Outbox::new();
     let conn = shared.lock().add_ingest(tx.clone());
     let mut owned_here: HashSet<String> = HashSet::new();
@@ -505,7 +506,7 @@ fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> String {
     }
 }
 
-fn ui_session(mut ws: WebSocket<TcpStream>, shared: Arc<Shared>, principal: Principal) {
+fn ui_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>, principal: Principal) {
     let (tx, rx) = Outbox::new();
     let conn = shared.lock().add_ui(tx.clone(), principal);
     pump(&mut ws, &rx, &tx.clone(), |text| ui_frame(&shared, conn, &tx, text));

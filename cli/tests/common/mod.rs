@@ -266,6 +266,9 @@ impl Ws {
     ) -> Result<Ws, tungstenite::Error> {
         use tungstenite::client::IntoClientRequest;
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        // As every real client does: without it, Nagle holds a small frame for the peer's
+        // delayed ACK (~40 ms) and every timing a test observes is that, not the server.
+        stream.set_nodelay(true).unwrap();
         let mut req = format!("ws://127.0.0.1:{port}{path}")
             .into_client_request()
             .unwrap();
