@@ -23,7 +23,7 @@ use crate::gate::{
     PendingGate, ResumeAction, RunMode,
 };
 use crate::json::{JsStr, Map, Value};
-use crate::loop_guard::{LoopGuard, LoopHide, LoopValue, LoopVerdict, NodeStart};
+use crate::loop_guard::{LoopGuard, LoopHide, LoopValue, LoopVerdict, LoopWarning, NodeStart};
 use crate::transport::{self, LinkReader, LinkWriter};
 use crate::warn::{WarnSink, Warner};
 use crate::{buffer, config, edit_input, event, redact, shrink, wire};
@@ -48,6 +48,10 @@ const MAX_BATCH: usize = 4096;
 /// waking anybody (no syscall per event). Gate traffic, flushes and a filling queue wake it
 /// at once.
 pub const WORKER_LINGER: Duration = Duration::from_millis(1);
+
+/// How long the first loop-guard update after an attach waits for the worker to apply the
+/// ones it deferred while detached.
+const LOOP_BACKLOG_WAIT: Duration = Duration::from_millis(100);
 
 /// A queue this full wakes a lingering worker at once.
 const WAKE_BACKLOG: usize = OUTBOX_CAPACITY / 8;
@@ -236,6 +240,8 @@ struct OutEvent {
     node_kind: Option<NodeKind>,
     /// For `exec.resumed`: how long the gate was held, credited to the node's execution.
     held: Option<(String, f64)>,
+    /// The worker feeds this event to the loop guard (no debugger was attached).
+    loop_deferred: bool,
 }
 
 /// Deltas of one node execution collected for at most `tokenIntervalMs`, then sent as one
@@ -261,7 +267,6 @@ struct Shared {
     engine_attached: bool,
     hub_capabilities: Option<Vec<String>>,
     session_token: Option<String>,
-    loop_guard: LoopGuard,
     implicit_run: Option<Run>,
     runs: HashMap<String, Arc<RunSignal>>,
     /// Editable pauses: the live input an edit merges into.
@@ -288,6 +293,13 @@ struct Inner {
     outbox_full: AtomicU64,
     /// The receiving end, taken by the worker when it starts.
     inbox: Mutex<Option<Receiver<Outgoing>>>,
+    /// The loop guard. Lock order: `shared` before `loop_guard`; the worker takes only this.
+    loop_guard: Mutex<LoopGuard>,
+    /// Whether the loop guard watches anything at all (mode not off, threshold > 0).
+    loop_watch: bool,
+    /// Loop-guard updates handed to the worker and not yet applied (see
+    /// [`Session::emit_typed`]).
+    loop_backlog: AtomicU64,
 }
 
 /// A GraphMind session. Cheap to clone (all clones are the same session).
@@ -327,6 +339,7 @@ impl Session {
         }
         let engine = GateEngine::new(config.pause_timeout_ms.map(millis));
         let loop_guard = LoopGuard::new(config.loop_guard.clone());
+        let loop_watch = loop_guard.enabled();
         let inner = Inner {
             warner,
             attached: AtomicBool::new(false),
@@ -338,7 +351,6 @@ impl Session {
                 engine_attached: false,
                 hub_capabilities: None,
                 session_token: None,
-                loop_guard,
                 implicit_run: None,
                 runs: HashMap::new(),
                 editable: HashMap::new(),
@@ -354,6 +366,9 @@ impl Session {
             pending_gaps: AtomicU64::new(0),
             outbox_full: AtomicU64::new(0),
             inbox: Mutex::new(Some(rx)),
+            loop_guard: Mutex::new(loop_guard),
+            loop_watch,
+            loop_backlog: AtomicU64::new(0),
             config,
         };
         Session {
@@ -459,7 +474,7 @@ impl Session {
     pub fn finish_run(&self, run: &Run, outcome: RunOutcome) {
         let mut shared = self.inner.shared.lock();
         shared.runs.remove(&run.run_id);
-        shared.loop_guard.forget(&run.run_id);
+        self.inner.loop_guard.lock().forget(&run.run_id);
         if !self.inner.config.enabled || shared.disposed {
             return;
         }
@@ -556,32 +571,75 @@ impl Session {
         self.emit_typed(run_id, event_type, payload)
     }
 
+    /// Hands an app event to the worker. `node.started`, `node.finished` and `node.error`
+    /// also feed the loop guard: at once while a debugger is attached (its before-gate may
+    /// hold this very call), on the worker while none is (then a loop can only be warned
+    /// about, and keying a kilobyte of input and output twice per node is most of what a
+    /// node would cost the application thread). Order is kept across the switch: the first
+    /// attached update waits (briefly, never holding the session lock) for the worker to
+    /// apply the deferred ones.
     fn emit_typed(
         &self,
         run_id: Option<&str>,
         event_type: MessageType,
         payload: Value,
     ) -> Option<u64> {
+        let loop_event = self.inner.loop_watch
+            && matches!(
+                event_type,
+                MessageType::NodeStarted | MessageType::NodeFinished | MessageType::NodeError
+            );
+        if loop_event && self.inner.attached.load(Ordering::Acquire) {
+            self.wait_loop_backlog();
+        }
         let mut shared = self.recording()?;
         self.flush_tokens_locked(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let seq = shared.seq;
-        match event_type {
-            MessageType::NodeStarted => self.note_loop_start(&mut shared, &run_id, &payload, seq),
-            MessageType::NodeFinished => {
-                note_loop_finish(&mut shared.loop_guard, &run_id, &payload)
+        let defer = loop_event && !shared.engine_attached;
+        if loop_event && !defer {
+            let attached = shared.engine_attached;
+            let warning = note_loop(
+                &mut self.inner.loop_guard.lock(),
+                &run_id,
+                event_type,
+                &payload,
+                seq,
+                attached,
+            );
+            if let Some(w) = warning {
+                self.inner.warner.warn(&w.key, &w.message);
             }
-            MessageType::NodeError => note_loop_error(&mut shared.loop_guard, &run_id, &payload),
-            _ => {}
         }
-        let emitted = self.enqueue(&mut shared, &run_id, event_type, payload, None, None);
-        if emitted.is_none() && event_type == MessageType::NodeStarted {
-            // Never reached the wire: it is not "the call right before" the next one.
-            shared
-                .loop_guard
-                .on_unidentified_start(&run_id, "tool", seq);
+        if defer {
+            self.inner.loop_backlog.fetch_add(1, Ordering::AcqRel);
+        }
+        let emitted = self.enqueue_event(&mut shared, &run_id, event_type, payload, defer);
+        if emitted.is_none() {
+            if defer {
+                self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
+            }
+            if loop_event && event_type == MessageType::NodeStarted {
+                // Never reached the wire: it is not "the call right before" the next one.
+                self.inner
+                    .loop_guard
+                    .lock()
+                    .on_unidentified_start(&run_id, "tool", seq);
+            }
         }
         emitted
+    }
+
+    /// Waits until the worker applied every deferred loop-guard update (at most
+    /// [`LOOP_BACKLOG_WAIT`]; only right after an attach is there anything to wait for).
+    fn wait_loop_backlog(&self) {
+        if self.inner.loop_backlog.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let deadline = Instant::now() + LOOP_BACKLOG_WAIT;
+        while self.inner.loop_backlog.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(100));
+        }
     }
 
     /// `node.started` for `node` with `input`, in `run_id` (or the implicit run).
@@ -740,7 +798,7 @@ impl Session {
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let loop_hold = if point == PausePoint::Before {
             let hide = self.loop_hide(&node.kind);
-            match shared.loop_guard.consult_before(
+            match self.inner.loop_guard.lock().consult_before(
                 &run_id,
                 &node.kind,
                 &node.node_id,
@@ -903,13 +961,17 @@ impl Session {
     /// [`Session::after_fork_parent`] or [`Session::after_fork_child`].
     pub fn before_fork(&self) {
         std::mem::forget(self.inner.shared.lock());
+        std::mem::forget(self.inner.loop_guard.lock());
     }
 
     /// Fork protocol, in the parent after `fork()`: releases the lock taken by
     /// [`Session::before_fork`].
     pub fn after_fork_parent(&self) {
         // SAFETY: before_fork locked it on this thread and forgot the guard.
-        unsafe { self.inner.shared.force_unlock() };
+        unsafe {
+            self.inner.loop_guard.force_unlock();
+            self.inner.shared.force_unlock();
+        }
     }
 
     /// Fork protocol, in the child after `fork()`: the parent's worker and socket do not
@@ -922,7 +984,10 @@ impl Session {
         unsafe {
             reset_mutex(&self.inner.shared);
             reset_mutex(&self.inner.inbox);
+            reset_mutex(&self.inner.loop_guard);
         }
+        // The parent's queue, with its deferred loop-guard updates, does not exist here.
+        self.inner.loop_backlog.store(0, Ordering::Release);
         event::reseed_ids();
         let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
         let mut shared = self.inner.shared.lock();
@@ -1018,15 +1083,42 @@ impl Session {
         node_kind: Option<NodeKind>,
         held: Option<(String, f64)>,
     ) -> Option<u64> {
-        let seq = shared.seq;
         let event = OutEvent {
-            seq,
+            seq: shared.seq,
             run_id: run_id.to_string(),
             event_type,
             payload,
             node_kind,
             held,
+            loop_deferred: false,
         };
+        self.send_event(shared, event)
+    }
+
+    /// [`Session::enqueue`] for a node event whose loop-guard update the worker applies
+    /// when `loop_deferred`.
+    fn enqueue_event(
+        &self,
+        shared: &mut Shared,
+        run_id: &str,
+        event_type: MessageType,
+        payload: Value,
+        loop_deferred: bool,
+    ) -> Option<u64> {
+        let event = OutEvent {
+            seq: shared.seq,
+            run_id: run_id.to_string(),
+            event_type,
+            payload,
+            node_kind: None,
+            held: None,
+            loop_deferred,
+        };
+        self.send_event(shared, event)
+    }
+
+    fn send_event(&self, shared: &mut Shared, event: OutEvent) -> Option<u64> {
+        let (seq, event_type) = (event.seq, event.event_type);
         match shared.outbox.try_send(Outgoing::Event(event)) {
             Ok(()) => {
                 shared.seq += 1;
@@ -1044,35 +1136,6 @@ impl Session {
                 None
             }
             Err(TrySendError::Disconnected(_)) => None,
-        }
-    }
-
-    fn note_loop_start(&self, shared: &mut Shared, run_id: &str, payload: &Value, seq: u64) {
-        let attached = shared.engine_attached;
-        let text = |key: &str| payload.get(key).and_then(Value::as_str);
-        let (Some(kind), Some(node_id)) = (text("kind"), text("nodeId")) else {
-            if let Some(kind) = text("kind") {
-                shared.loop_guard.on_unidentified_start(run_id, kind, seq);
-            }
-            return;
-        };
-        let mut start = NodeStart::new(
-            run_id,
-            node_id,
-            kind,
-            LoopValue::Read(payload.get("input")),
-            seq,
-        );
-        if let Some(name) = text("name") {
-            start = start.name(name);
-        }
-        if let Some(instance) = text("instanceId") {
-            start = start.instance(instance);
-        }
-        if let LoopVerdict::Warn(warning) =
-            shared.loop_guard.observe_start(&start, attached).verdict
-        {
-            self.inner.warner.warn(&warning.key, &warning.message);
         }
     }
 
@@ -1364,6 +1427,59 @@ pub fn normalize_duration(ms: f64) -> f64 {
     }
 }
 
+/// Applies one node event to the loop guard (`attached`: whether a debugger would hold);
+/// returns the warning to print once the guard's lock is released (a binding's warning sink
+/// may need its interpreter lock).
+fn note_loop(
+    guard: &mut LoopGuard,
+    run_id: &str,
+    event_type: MessageType,
+    payload: &Value,
+    seq: u64,
+    attached: bool,
+) -> Option<LoopWarning> {
+    match event_type {
+        MessageType::NodeStarted => return note_loop_start(guard, run_id, payload, seq, attached),
+        MessageType::NodeFinished => note_loop_finish(guard, run_id, payload),
+        MessageType::NodeError => note_loop_error(guard, run_id, payload),
+        _ => {}
+    }
+    None
+}
+
+fn note_loop_start(
+    guard: &mut LoopGuard,
+    run_id: &str,
+    payload: &Value,
+    seq: u64,
+    attached: bool,
+) -> Option<LoopWarning> {
+    let text = |key: &str| payload.get(key).and_then(Value::as_str);
+    let (Some(kind), Some(node_id)) = (text("kind"), text("nodeId")) else {
+        if let Some(kind) = text("kind") {
+            guard.on_unidentified_start(run_id, kind, seq);
+        }
+        return None;
+    };
+    let mut start = NodeStart::new(
+        run_id,
+        node_id,
+        kind,
+        LoopValue::Read(payload.get("input")),
+        seq,
+    );
+    if let Some(name) = text("name") {
+        start = start.name(name);
+    }
+    if let Some(instance) = text("instanceId") {
+        start = start.instance(instance);
+    }
+    match guard.observe_start(&start, attached).verdict {
+        LoopVerdict::Warn(warning) => Some(warning),
+        _ => None,
+    }
+}
+
 fn note_loop_finish(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
     let Some(node_id) = payload.get("nodeId").and_then(Value::as_str) else {
         return;
@@ -1566,6 +1682,22 @@ impl Worker {
     /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
     /// event.
     fn process(&mut self, mut event: OutEvent) {
+        if event.loop_deferred {
+            // Before redaction: the guard compares values as the integration handed them over.
+            let inner = self.inner();
+            let warning = note_loop(
+                &mut inner.loop_guard.lock(),
+                &event.run_id,
+                event.event_type,
+                &event.payload,
+                event.seq,
+                false,
+            );
+            inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
+            if let Some(w) = warning {
+                inner.warner.warn(&w.key, &w.message);
+            }
+        }
         let type_name = event.event_type.as_str();
         let context = redact::EventContext {
             run_id: &event.run_id,

@@ -179,7 +179,8 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
             }
             Value::Array(items) => {
                 if depth > MAX_CANONICAL_DEPTH {
-                    return Ok(depth_marker(h));
+                    depth_marker(h);
+                    return Ok(());
                 }
                 h.word(TAG_ARRAY);
                 for item in items {
@@ -190,7 +191,8 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
             }
             Value::Object(map) => {
                 if depth > MAX_CANONICAL_DEPTH {
-                    return Ok(depth_marker(h));
+                    depth_marker(h);
+                    return Ok(());
                 }
                 // Members are hashed apart and summed: the sum does not depend on order.
                 let (mut sum_a, mut sum_b, mut count) = (0u64, 0u64, 0u64);
