@@ -26,8 +26,41 @@ const DUMP_METHODS: [&str; 3] = ["model_dump", "dict", "to_dict"];
 #[derive(Debug)]
 pub struct Unreadable;
 
+// `PyUnicode_AsUTF8AndSize` is in the limited API from 3.10 on only, but every CPython 3
+// exports it with this signature; pyo3 hides it under `abi3-py39`. On Windows an abi3
+// module links `python3.dll`, which lists it only from 3.10, so it is not used there.
+#[cfg(not(windows))]
+extern "C" {
+    fn PyUnicode_AsUTF8AndSize(unicode: *mut pyo3::ffi::PyObject, size: *mut pyo3::ffi::Py_ssize_t) -> *const std::os::raw::c_char;
+}
+
+/// The UTF-8 text of a `str` without an intermediate `bytes` object: CPython hands out a
+/// compact ASCII string's own buffer (and caches the UTF-8 of any other). `None` when the
+/// string holds a lone surrogate (the raised `UnicodeEncodeError` is cleared).
+#[cfg(not(windows))]
+fn utf8_of<'a>(s: &'a Bound<'_, PyString>) -> Option<&'a str> {
+    let mut size: pyo3::ffi::Py_ssize_t = 0;
+    // SAFETY: `s` is a live `str` and the GIL is held; the returned buffer belongs to the
+    // string object and lives as long as it does (borrowed for `'a`).
+    let data = unsafe { PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut size) };
+    if data.is_null() {
+        let _ = PyErr::take(s.py());
+        return None;
+    }
+    // SAFETY: CPython guarantees `size` bytes of valid UTF-8 at `data`.
+    Some(unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(data.cast::<u8>(), size as usize)) })
+}
+
+#[cfg(windows)]
+fn utf8_of<'a>(_s: &'a Bound<'_, PyString>) -> Option<&'a str> {
+    None
+}
+
 /// A Python `str` as a [`JsStr`], lone surrogates kept.
 pub fn py_str(s: &Bound<'_, PyString>) -> JsStr {
+    if let Some(text) = utf8_of(s) {
+        return JsStr::from(text);
+    }
     if let Ok(text) = s.to_cow() {
         return JsStr::from(text.as_ref());
     }
@@ -142,6 +175,23 @@ fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
+    // Exact built-in types first: one pointer comparison each (the checks below call
+    // `PyType_GetFlags` under the limited API); subclasses take the general path.
+    if let Ok(s) = obj.cast_exact::<PyString>() {
+        return Ok(Value::String(py_str(s)));
+    }
+    if let Ok(d) = obj.cast_exact::<PyDict>() {
+        return dict_value(d, depth);
+    }
+    if let Ok(l) = obj.cast_exact::<PyList>() {
+        return list_value(l, depth);
+    }
+    if let Ok(i) = obj.cast_exact::<PyInt>() {
+        return int_value(i);
+    }
+    if let Ok(f) = obj.cast_exact::<PyFloat>() {
+        return Ok(Value::Number(Number::Float(f.value())));
+    }
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Value::String(py_str(s)));
     }
@@ -155,25 +205,10 @@ fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
         return Ok(Value::Number(Number::Float(f.value())));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Map::with_capacity(d.len());
-        for (k, v) in d.iter() {
-            let value = convert(&v, depth + 1)?;
-            // A dict's `str` keys are unique already; a key spelled from another type may
-            // collide with one (1 and "1"), so only those take the checked insert.
-            if let Ok(s) = k.cast::<PyString>() {
-                map.push_unique(py_str(s), value);
-            } else {
-                map.insert(key_of(&k)?, value);
-            }
-        }
-        return Ok(Value::Object(map));
+        return dict_value(d, depth);
     }
     if let Ok(l) = obj.cast::<PyList>() {
-        let mut out = Vec::with_capacity(l.len());
-        for item in l.iter() {
-            out.push(convert(&item, depth + 1)?);
-        }
-        return Ok(Value::Array(out));
+        return list_value(l, depth);
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
         let mut out = Vec::with_capacity(t.len());
@@ -183,6 +218,29 @@ fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
         return Ok(Value::Array(out));
     }
     fallback(obj, depth)
+}
+
+fn dict_value(d: &Bound<'_, PyDict>, depth: usize) -> Result<Value, Unreadable> {
+    let mut map = Map::with_capacity(d.len());
+    for (k, v) in d.iter() {
+        let value = convert(&v, depth + 1)?;
+        // A dict's `str` keys are unique already; a key spelled from another type may
+        // collide with one (1 and "1"), so only those take the checked insert.
+        if let Ok(s) = k.cast::<PyString>() {
+            map.push_unique(py_str(s), value);
+        } else {
+            map.insert(key_of(&k)?, value);
+        }
+    }
+    Ok(Value::Object(map))
+}
+
+fn list_value(l: &Bound<'_, PyList>, depth: usize) -> Result<Value, Unreadable> {
+    let mut out = Vec::with_capacity(l.len());
+    for item in l.iter() {
+        out.push(convert(&item, depth + 1)?);
+    }
+    Ok(Value::Array(out))
 }
 
 fn fallback(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {

@@ -11,6 +11,12 @@
 mod convert;
 mod pure;
 
+/// The module's Rust allocations (the values handed to the core, freed on its worker
+/// thread) go through mimalloc: glibc's malloc serialises those cross-thread frees on the
+/// caller's arena lock, which made malloc/free a third of a tool call's cost.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use convert::{py_str, to_py, to_value, to_value_or_marker};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
