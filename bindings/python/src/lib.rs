@@ -557,6 +557,7 @@ impl NativeSession {
     }
 
     /// `node.token` with one delta (`channel`: text, reasoning, tool-args).
+    #[allow(clippy::too_many_arguments)]
     fn token(&self, run_id: Option<&str>, kind: &str, name: &str, node_id: &str, instance_id: &str, channel: &str, text: &Bound<'_, PyString>) {
         let node = NodeRef { node_id: node_id.into(), instance_id: instance_id.into(), kind: kind_of(kind), name: name.into() };
         let channel = TokenChannel::parse(channel).unwrap_or(TokenChannel::Text);
