@@ -141,6 +141,36 @@ def test_builtin_subclasses_and_positional_calls_are_recorded_as_their_values(se
     assert payloads(events, "node.finished")[0]["output"] == ["t\ud800", {"k": 3}]
 
 
+def test_a_value_that_changes_its_container_while_read_never_raises(server, gm_for):
+    # model_dump() adds a key to the dict being read: CPython's own iteration would raise,
+    # pyo3's iterator panicked; the call must go on and still be recorded.
+    g = gm_for()
+    assert g.ready(3)
+
+    class Grows:
+        def __init__(self, d):
+            self.d = d
+
+        def model_dump(self):
+            self.d["extra"] = len(self.d)
+            return {"grown": True}
+
+    @g.tool
+    def f(x):
+        return "done"
+
+    payload: dict = {"a": 1}
+    payload["g"] = Grows(payload)
+    with g.run("mutates") as ctx:
+        assert f(payload) == "done"
+        assert gm.canonical_json({"n": 1}) == '{"n":1}'
+    g.session.flush(2)
+    events = server.events(ctx.run_id, 6)
+    tool = payloads(events, "node.started")[1]
+    assert tool["nodeId"] == "tool:f" and tool["input"]["x"]["a"] == 1
+    assert payloads(events, "node.finished")[0]["output"] == "done"
+
+
 @pytest.mark.parametrize(
     "point,action,expect",
     [
