@@ -58,6 +58,8 @@ class _Arguments:
 
     def describe(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, bool]:
         """``(input, bound)``: the input, and whether it maps names to arguments."""
+        if self.plain and not kwargs and len(args) == len(self.names):
+            return dict(zip(self.names, args)), True
         if self.plain and len(args) <= len(self.names):
             out: dict[str, Any] = {}
             used = 0
@@ -179,12 +181,8 @@ def _ordinary(exc: BaseException) -> bool:
 
 def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    native = session._native
     call_input, bound = spec.arguments.describe(args, kwargs)
-    step = native.step(
-        ctx.run_id if ctx is not None else None,
-        spec.kind, spec.name, spec.node_id, spec.parent_id, call_input, bound,
-    )
+    step = session._native.start(ctx._native if ctx is not None else None, spec.node, call_input, bound)
     while True:
         code, value = step.before()
         if code == WAIT:
@@ -228,12 +226,8 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
 
 async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    native = session._native
     call_input, bound = spec.arguments.describe(args, kwargs)
-    step = native.step(
-        ctx.run_id if ctx is not None else None,
-        spec.kind, spec.name, spec.node_id, spec.parent_id, call_input, bound,
-    )
+    step = session._native.start(ctx._native if ctx is not None else None, spec.node, call_input, bound)
     while True:
         code, value = step.before()
         if code == WAIT:
@@ -276,7 +270,7 @@ async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], a
 
 
 class _Wrapper:
-    __slots__ = ("arguments", "kind", "name", "node_id", "parent_id", "session_of")
+    __slots__ = ("arguments", "kind", "name", "node", "node_id", "parent_id", "session_of")
 
     def __init__(self, session_of: Callable[[], Session | None], name: str, kind: str, node_id: str | None, parent_id: str | None, fn: Any) -> None:
         self.session_of = session_of
@@ -284,6 +278,7 @@ class _Wrapper:
         self.kind = kind
         self.node_id = node_id
         self.parent_id = parent_id
+        self.node = _native.NodeSpec(kind, name, node_id, parent_id)
         self.arguments = _Arguments(fn)
 
 

@@ -10,7 +10,9 @@
 
 use graphmind_core::json::{JsStr, Map, Number, Value};
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::Borrowed;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PySlice, PyString, PyTuple};
 
 /// How deep a host value may nest before it counts as a cycle (the core parser's limit).
@@ -26,8 +28,41 @@ const DUMP_METHODS: [&str; 3] = ["model_dump", "dict", "to_dict"];
 #[derive(Debug)]
 pub struct Unreadable;
 
+// `PyUnicode_AsUTF8AndSize` is in the limited API from 3.10 on only, but every CPython 3
+// exports it with this signature; pyo3 hides it under `abi3-py39`. On Windows an abi3
+// module links `python3.dll`, which lists it only from 3.10, so it is not used there.
+#[cfg(not(windows))]
+extern "C" {
+    fn PyUnicode_AsUTF8AndSize(unicode: *mut pyo3::ffi::PyObject, size: *mut pyo3::ffi::Py_ssize_t) -> *const std::os::raw::c_char;
+}
+
+/// The UTF-8 text of a `str` without an intermediate `bytes` object: CPython hands out a
+/// compact ASCII string's own buffer (and caches the UTF-8 of any other). `None` when the
+/// string holds a lone surrogate (the raised `UnicodeEncodeError` is cleared).
+#[cfg(not(windows))]
+fn utf8_of<'a>(s: &'a Bound<'_, PyString>) -> Option<&'a str> {
+    let mut size: pyo3::ffi::Py_ssize_t = 0;
+    // SAFETY: `s` is a live `str` and the GIL is held; the returned buffer belongs to the
+    // string object and lives as long as it does (borrowed for `'a`).
+    let data = unsafe { PyUnicode_AsUTF8AndSize(s.as_ptr(), &mut size) };
+    if data.is_null() {
+        let _ = PyErr::take(s.py());
+        return None;
+    }
+    // SAFETY: CPython guarantees `size` bytes of valid UTF-8 at `data`.
+    Some(unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(data.cast::<u8>(), size as usize)) })
+}
+
+#[cfg(windows)]
+fn utf8_of<'a>(_s: &'a Bound<'_, PyString>) -> Option<&'a str> {
+    None
+}
+
 /// A Python `str` as a [`JsStr`], lone surrogates kept.
 pub fn py_str(s: &Bound<'_, PyString>) -> JsStr {
+    if let Some(text) = utf8_of(s) {
+        return JsStr::from(text);
+    }
     if let Ok(text) = s.to_cow() {
         return JsStr::from(text.as_ref());
     }
@@ -74,8 +109,12 @@ pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
         return v;
     }
     let Ok(d) = obj.cast::<PyDict>() else { return unserializable_marker() };
-    let mut map = Map::with_capacity(d.len());
-    for (k, v) in d.iter() {
+    // A snapshot of the items: reading a field may run Python code that changes the dict
+    // (pyo3's iterator panics then, which would raise into the app).
+    let items = d.items();
+    let mut map = Map::with_capacity(items.len());
+    for pair in items.iter() {
+        let Ok((k, v)) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>() else { continue };
         let Ok(key) = key_of(&k) else { continue };
         let value = match convert(&v, 1) {
             Ok(value) => value,
@@ -142,6 +181,23 @@ fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
+    // Exact built-in types first: one pointer comparison each (the checks below call
+    // `PyType_GetFlags` under the limited API); subclasses take the general path.
+    if let Ok(s) = obj.cast_exact::<PyString>() {
+        return Ok(Value::String(py_str(s)));
+    }
+    if let Ok(d) = obj.cast_exact::<PyDict>() {
+        return dict_value(d, depth);
+    }
+    if let Ok(l) = obj.cast_exact::<PyList>() {
+        return list_value(l, depth);
+    }
+    if let Ok(i) = obj.cast_exact::<PyInt>() {
+        return int_value(i);
+    }
+    if let Ok(f) = obj.cast_exact::<PyFloat>() {
+        return Ok(Value::Number(Number::Float(f.value())));
+    }
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(Value::String(py_str(s)));
     }
@@ -155,25 +211,10 @@ fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
         return Ok(Value::Number(Number::Float(f.value())));
     }
     if let Ok(d) = obj.cast::<PyDict>() {
-        let mut map = Map::with_capacity(d.len());
-        for (k, v) in d.iter() {
-            let value = convert(&v, depth + 1)?;
-            // A dict's `str` keys are unique already; a key spelled from another type may
-            // collide with one (1 and "1"), so only those take the checked insert.
-            if let Ok(s) = k.cast::<PyString>() {
-                map.push_unique(py_str(s), value);
-            } else {
-                map.insert(key_of(&k)?, value);
-            }
-        }
-        return Ok(Value::Object(map));
+        return dict_value(d, depth);
     }
     if let Ok(l) = obj.cast::<PyList>() {
-        let mut out = Vec::with_capacity(l.len());
-        for item in l.iter() {
-            out.push(convert(&item, depth + 1)?);
-        }
-        return Ok(Value::Array(out));
+        return list_value(l, depth);
     }
     if let Ok(t) = obj.cast::<PyTuple>() {
         let mut out = Vec::with_capacity(t.len());
@@ -183,6 +224,114 @@ fn convert(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
         return Ok(Value::Array(out));
     }
     fallback(obj, depth)
+}
+
+/// An exact `str`, `int`, `float`, `bool` or `None`: read without running any Python code,
+/// so a reference borrowed from its container stays valid. `None` for anything else.
+fn scalar(obj: &Bound<'_, PyAny>) -> Option<Result<Value, Unreadable>> {
+    if let Ok(s) = obj.cast_exact::<PyString>() {
+        return Some(Ok(Value::String(py_str(s))));
+    }
+    if let Ok(i) = obj.cast_exact::<PyInt>() {
+        return Some(int_value(i));
+    }
+    if let Ok(f) = obj.cast_exact::<PyFloat>() {
+        return Some(Ok(Value::Number(Number::Float(f.value()))));
+    }
+    if obj.is_none() {
+        return Some(Ok(Value::Null));
+    }
+    if let Ok(b) = obj.cast_exact::<PyBool>() {
+        return Some(Ok(Value::Bool(b.is_true())));
+    }
+    None
+}
+
+/// [`scalar`] for an item of a container at `depth` (past the depth limit, `convert`
+/// reports it unreadable as before).
+fn scalar_within(obj: &Bound<'_, PyAny>, depth: usize) -> Option<Result<Value, Unreadable>> {
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    scalar(obj)
+}
+
+/// A dict's entries through `PyDict_Next`. Exact `str` keys and scalar values are read
+/// borrowed (no reference count traffic); anything that may run Python code (a nested
+/// container, a fallback method) is converted from an owned reference, and a dict whose
+/// size changes meanwhile is unreadable (CPython's own iteration raises there).
+fn dict_value(d: &Bound<'_, PyDict>, depth: usize) -> Result<Value, Unreadable> {
+    let py = d.py();
+    let len = d.len();
+    let mut map = Map::with_capacity(len);
+    let mut pos: ffi::Py_ssize_t = 0;
+    let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+    let mut item: *mut ffi::PyObject = std::ptr::null_mut();
+    // SAFETY: the GIL is held and the caller keeps `d` alive; `PyDict_Next` hands out
+    // borrowed references that stay valid while the dict is unchanged, which holds until
+    // Python code runs: they are used borrowed only before that, and owned otherwise.
+    while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut key, &mut item) } != 0 {
+        let k = unsafe { Borrowed::from_ptr(py, key) };
+        let v = unsafe { Borrowed::from_ptr(py, item) };
+        // A dict's `str` keys are unique already; a key spelled from another type may
+        // collide with one (1 and "1"), so only those take the checked insert.
+        if let Ok(s) = k.cast_exact::<PyString>() {
+            let name = py_str(&s);
+            let value = match scalar_within(&v, depth) {
+                Some(value) => value?,
+                None => {
+                    let owned = v.to_owned();
+                    let value = convert(&owned, depth + 1)?;
+                    if d.len() != len {
+                        return Err(Unreadable);
+                    }
+                    value
+                }
+            };
+            map.push_unique(name, value);
+        } else {
+            let k = k.to_owned();
+            let v = v.to_owned();
+            let value = convert(&v, depth + 1)?;
+            if d.len() != len {
+                return Err(Unreadable);
+            }
+            match k.cast::<PyString>() {
+                Ok(s) => map.push_unique(py_str(s), value),
+                Err(_) => {
+                    map.insert(key_of(&k)?, value);
+                }
+            }
+        }
+    }
+    Ok(Value::Object(map))
+}
+
+/// A list's items by index (`PyList_GetItem` is borrowed): scalars are read borrowed, the
+/// rest owned; the length is read again at each step, as Python's own iteration does.
+fn list_value(l: &Bound<'_, PyList>, depth: usize) -> Result<Value, Unreadable> {
+    let py = l.py();
+    let mut out = Vec::with_capacity(l.len());
+    let mut i = 0;
+    while i < l.len() {
+        // SAFETY: GIL held, `i` within the current length; the borrowed item is used
+        // borrowed only by `scalar` (no Python code runs), and owned otherwise.
+        let item = unsafe { ffi::PyList_GetItem(l.as_ptr(), i as ffi::Py_ssize_t) };
+        if item.is_null() {
+            let _ = PyErr::take(py);
+            break;
+        }
+        let v = unsafe { Borrowed::from_ptr(py, item) };
+        match scalar_within(&v, depth) {
+            Some(value) => out.push(value?),
+            None => {
+                let owned = v.to_owned();
+                out.push(convert(&owned, depth + 1)?);
+            }
+        }
+        i += 1;
+    }
+    Ok(Value::Array(out))
 }
 
 fn fallback(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {

@@ -11,6 +11,12 @@
 mod convert;
 mod pure;
 
+/// The module's Rust allocations (the values handed to the core, freed on its worker
+/// thread) go through mimalloc: glibc's malloc serialises those cross-thread frees on the
+/// caller's arena lock, which made malloc/free a third of a tool call's cost.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use convert::{py_str, to_py, to_value, to_value_or_marker};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
@@ -315,6 +321,35 @@ impl NativeStep {
     }
 }
 
+/// A wrapped callable's node, read once when it is wrapped: `NativeSession.start` then
+/// takes no string from Python per call (under `abi3-py39` each `&str` argument costs a
+/// temporary `bytes` object and a copy).
+#[pyclass(module = "graphmind._native", frozen)]
+pub struct NodeSpec {
+    kind: NodeKind,
+    name: String,
+    node_id: Option<String>,
+    parent_id: Option<String>,
+}
+
+#[pymethods]
+impl NodeSpec {
+    #[new]
+    #[pyo3(signature = (kind, name, node_id=None, parent_id=None))]
+    fn new(kind: &str, name: &str, node_id: Option<&str>, parent_id: Option<&str>) -> Self {
+        NodeSpec { kind: kind_of(kind), name: name.to_string(), node_id: node_id.map(str::to_string), parent_id: parent_id.map(str::to_string) }
+    }
+}
+
+impl NodeSpec {
+    fn node_ref(&self) -> NodeRef {
+        match &self.node_id {
+            Some(id) => NodeRef::with_id(self.kind, &self.name, id),
+            None => NodeRef::new(self.kind, &self.name),
+        }
+    }
+}
+
 // -- runs ------------------------------------------------------------------------------------
 
 /// A run started in the core: id, name and abort signal.
@@ -499,6 +534,15 @@ impl NativeSession {
         NativeStep { step: Mutex::new(step), session: self.session.clone() }
     }
 
+    /// `step` for a prepared node in `run` (`None`: the implicit run).
+    #[pyo3(signature = (run, node, input=None, editable=false))]
+    fn start(&self, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> NativeStep {
+        let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
+        let run_id = run.map(|r| r.run.run_id.as_str());
+        let step = Step::start(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
+        NativeStep { step: Mutex::new(step), session: self.session.clone() }
+    }
+
     /// A bare gate at `point` (`before`, `after`, `error`) of a node: `None` when nothing
     /// holds, else the held gate (the caller applies the decision itself).
     fn gate(&self, run_id: Option<&str>, point: &str, node_id: &str, kind: &str, name: &str) -> Option<HeldGate> {
@@ -513,6 +557,7 @@ impl NativeSession {
     }
 
     /// `node.token` with one delta (`channel`: text, reasoning, tool-args).
+    #[allow(clippy::too_many_arguments)]
     fn token(&self, run_id: Option<&str>, kind: &str, name: &str, node_id: &str, instance_id: &str, channel: &str, text: &Bound<'_, PyString>) {
         let node = NodeRef { node_id: node_id.into(), instance_id: instance_id.into(), kind: kind_of(kind), name: name.into() };
         let channel = TokenChannel::parse(channel).unwrap_or(TokenChannel::Text);
@@ -604,6 +649,7 @@ fn resume_actions() -> Vec<&'static str> {
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeSession>()?;
     m.add_class::<NativeRun>()?;
+    m.add_class::<NodeSpec>()?;
     m.add_class::<NativeStep>()?;
     m.add_class::<HeldGate>()?;
     m.add_class::<Decision>()?;

@@ -102,6 +102,75 @@ def test_non_json_values_follow_the_reference_fallback(server, gm_for):
     assert out == {"1": "int key", "null": "none key", "1.5": "bytes", "nan": None}
 
 
+def test_builtin_subclasses_and_positional_calls_are_recorded_as_their_values(server, gm_for):
+    # The converter reads exact built-in types by pointer and everything else through the
+    # general path; both must record what json.dumps would write. A call whose positional
+    # arguments fill the signature exactly takes the binder's shortcut.
+    import collections
+    import enum
+
+    g = gm_for()
+    assert g.ready(3)
+
+    class Color(str, enum.Enum):
+        RED = "red"
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Tag(str):
+        pass
+
+    class Bag(dict):
+        pass
+
+    class Items(list):
+        pass
+
+    @g.tool(name="lookup", parent_id="agent:values")
+    def f(a, b, c, d, e, h, i):
+        return Items([Tag("t\ud800"), Bag(k=Level.HIGH)])
+
+    with g.run("values") as ctx:
+        f(Color.RED, Level.HIGH, Tag("é"), Bag(x=True), Items([1.5, False]), collections.OrderedDict(z=1, a=None), "ü\ud83d")
+    g.session.flush(2)
+    events = server.events(ctx.run_id, 6)
+    tool = payloads(events, "node.started")[1]
+    assert tool["nodeId"] == "tool:lookup" and tool["name"] == "lookup" and tool["parentId"] == "agent:values"
+    assert tool["input"] == {"a": "red", "b": 3, "c": "é", "d": {"x": True}, "e": [1.5, False], "h": {"z": 1, "a": None}, "i": "ü\ud83d"}
+    assert payloads(events, "node.finished")[0]["output"] == ["t\ud800", {"k": 3}]
+
+
+def test_a_value_that_changes_its_container_while_read_never_raises(server, gm_for):
+    # model_dump() adds a key to the dict being read: CPython's own iteration would raise,
+    # pyo3's iterator panicked; the call must go on and still be recorded.
+    g = gm_for()
+    assert g.ready(3)
+
+    class Grows:
+        def __init__(self, d):
+            self.d = d
+
+        def model_dump(self):
+            self.d["extra"] = len(self.d)
+            return {"grown": True}
+
+    @g.tool
+    def f(x):
+        return "done"
+
+    payload: dict = {"a": 1}
+    payload["g"] = Grows(payload)
+    with g.run("mutates") as ctx:
+        assert f(payload) == "done"
+        assert gm.canonical_json({"n": 1}) == '{"n":1}'
+    g.session.flush(2)
+    events = server.events(ctx.run_id, 6)
+    tool = payloads(events, "node.started")[1]
+    assert tool["nodeId"] == "tool:f" and tool["input"]["x"]["a"] == 1
+    assert payloads(events, "node.finished")[0]["output"] == "done"
+
+
 @pytest.mark.parametrize(
     "point,action,expect",
     [
