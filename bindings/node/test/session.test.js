@@ -181,3 +181,18 @@ test('warnings go to the logger option', async () => {
   assert.ok(lines.some((l) => l.startsWith('[graphmind] bufferSize')), JSON.stringify(lines));
   await session.dispose();
 });
+
+test('past the call-site limit a wrapped call is still recorded (the stepStart path)', async () => {
+  // Detached (nothing listens on port 9): each call is node.started + node.finished.
+  const session = gm.createSession({ url: 'ws://127.0.0.1:9/ingest', env: {}, bufferSize: 20_000, logger: () => {} });
+  const names = 4096 + 3;
+  for (let i = 0; i < names; i += 1) {
+    const wrapped = session.wrapCall('tool', `t${i}`, async (x) => x.n + i);
+    assert.equal(await wrapped({ n: 1 }), 1 + i);
+    assert.equal(await wrapped({ n: 2 }), 2 + i, 'a second call of the same wrapper');
+  }
+  session.flushSync(5000);
+  // run.started of the implicit run, then two events per call.
+  assert.equal(session.stats().seq, 1 + names * 2 * 2);
+  await session.dispose();
+});
