@@ -413,7 +413,7 @@ impl NativeLoopGuard {
                         m.insert("laps", Value::from(laps as i64));
                         "cycle"
                     }
-                    graphmind_core::loop_guard::LoopKind::ErrorRepeat { .. } => "error-repeat",
+                    graphmind_core::loop_guard::LoopKind::ErrorRepeat => "error-repeat",
                 };
                 m.insert("kind", Value::from(kind));
                 m.insert("repeats", Value::from(info.repeats as i64));
