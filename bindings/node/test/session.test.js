@@ -114,14 +114,21 @@ test('a held gate never blocks the event loop, and the run signal aborts it', as
     dbg.watch(ctx.runId);
     return slow({});
   }).then((v) => ({ value: v }), (e) => ({ error: e }));
-  await dbg.next('exec.paused');
-  const before = ticks;
-  await sleep(300);
-  assert.ok(ticks - before >= 10, `the interval kept ticking while held (${ticks - before} ticks)`);
-  assert.equal(session.stats().heldGates, 1);
-  ctxSeen.abortController.abort();
-  const got = await outcome;
-  clearInterval(timer);
+  let got;
+  try {
+    await dbg.next('exec.paused');
+    const before = ticks;
+    await sleep(300);
+    assert.ok(ticks - before >= 10, `the interval kept ticking while held (${ticks - before} ticks)`);
+    assert.equal(session.stats().heldGates, 1);
+    ctxSeen.abortController.abort();
+    got = await outcome;
+  } finally {
+    // A failed assertion must fail the test, not keep the process alive on this interval
+    // (or on a gate still held: aborting the run releases it).
+    clearInterval(timer);
+    if (ctxSeen) ctxSeen.abortController.abort();
+  }
   assert.equal(got.error.name, 'AbortError');
   const resumed = await dbg.next('exec.resumed');
   assert.equal(resumed.payload.action, 'continue', 'a discarded gate is released as continue');
