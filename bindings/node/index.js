@@ -91,6 +91,8 @@ function inertNative() {
 
 class Session {
   #native;
+  /** The kill switch's verdict, fixed for the session's life (read once, not per call). */
+  #enabled = false;
   #als = new AsyncLocalStorage();
   #waiters = new Map();
   #disposed = null;
@@ -111,6 +113,7 @@ class Session {
       safeWarn(`[graphmind] session disabled: ${error && error.message}`);
       this.#native = inertNative();
     }
+    this.#enabled = this.#native.enabled;
   }
 
   /** Whether this session records (the kill switch's verdict). */
@@ -209,9 +212,22 @@ class Session {
    */
   wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v } = {}) {
     const session = this;
+    const nodeName = String(name);
+    // The node is registered with the core on the first call (`null`: it could not be).
+    let site;
     return function graphmindWrapped(...args) {
-      return session.#callStep(kind, String(name), fn, this, args, editable, input, output);
+      if (site === undefined) site = session.#callSite(kind, nodeName, editable);
+      return session.#callStep(site, kind, nodeName, fn, this, args, editable, input, output);
     };
+  }
+
+  #callSite(kind, name, editable) {
+    if (!this.#enabled) return null;
+    try {
+      return this.#native.callSite(kind, name, Boolean(editable));
+    } catch {
+      return null;
+    }
   }
 
   /** Runs `fn` as an ungated node `kind:name` (`node.started`, then `node.finished` ok/error/aborted). */
@@ -275,17 +291,30 @@ class Session {
     }
   }
 
-  async #callStep(kind, name, fn, thisArg, args, editable, inputOf, outputOf) {
+  async #callStep(site, kind, name, fn, thisArg, args, editable, inputOf, outputOf) {
+    if (!this.#enabled) return fn.apply(thisArg, args);
     const n = this.#native;
-    if (!n.enabled) return fn.apply(thisArg, args);
     const ctx = this.#als.getStore();
     let handle;
-    try {
-      handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, null, toJson(inputOf(args)), editable);
-    } catch {
-      return fn.apply(thisArg, args);
+    let code;
+    if (site !== null) {
+      // node.started and the `before` gate in one crossing: `handle * 8 + code`.
+      let packed;
+      try {
+        packed = n.stepCall(site, ctx ? ctx.runId : null, toJson(inputOf(args)));
+      } catch {
+        return fn.apply(thisArg, args);
+      }
+      handle = Math.floor(packed / 8);
+      code = packed - handle * 8;
+    } else {
+      try {
+        handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, null, toJson(inputOf(args)), editable);
+      } catch {
+        return fn.apply(thisArg, args);
+      }
+      code = n.stepBefore(handle);
     }
-    let code = n.stepBefore(handle);
     let callArgs = args;
     let result;
     let failure;

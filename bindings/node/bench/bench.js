@@ -6,7 +6,8 @@ const crypto = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
-const gm = require('..');
+// GRAPHMIND_NODE_PACKAGE: measure another build of the package (e.g. an older one) with this bench.
+const gm = require(process.env.GRAPHMIND_NODE_PACKAGE || '..');
 const { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter } = require('@opentelemetry/sdk-trace-base');
 const canonicalize = require('canonicalize').default || require('canonicalize');
 const { canonicalize: jsonCanonicalize } = require('json-canonicalize');
@@ -15,24 +16,57 @@ const stableStringify = require('safe-stable-stringify');
 const sample = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'bench', 'sample-1k.json'), 'utf8'));
 const output = { ...sample, echoed: true };
 
-function perCallUs(fn, n) {
-  for (let i = 0; i < Math.min(n, 2000); i += 1) fn();
-  const t = performance.now();
-  for (let i = 0; i < n; i += 1) fn();
-  return ((performance.now() - t) * 1000) / n;
+// CPU time of this (the JavaScript) thread in microseconds: utime + stime of
+// /proc/thread-self/stat (clock ticks, 10 ms; the figures run >= 2 s each). `null` off Linux.
+function threadCpuUs() {
+  try {
+    const f = fs.readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10_000;
+  } catch {
+    return null;
+  }
 }
 
-async function perCallAsyncUs(fn, n) {
-  for (let i = 0; i < 2000; i += 1) await fn(i);
-  const t = performance.now();
-  for (let i = 0; i < n; i += 1) await fn(i);
-  return ((performance.now() - t) * 1000) / n;
+// The variants run interleaved in blocks of ~100 ms, `rounds` times each, so a swing of the
+// machine's load hits them alike. Per call: wall time, process CPU time (every thread:
+// the JS thread and the session's worker) and the JS thread's own CPU time.
+async function interleaved(variants, { rounds = 25, blockMs = 100, isAsync = true } = {}) {
+  const acc = new Map(Object.keys(variants).map((k) => [k, { n: 0, wall: 0, cpu: 0, js: 0 }]));
+  for (const fn of Object.values(variants)) for (let i = 0; i < 2000; i += 1) if (isAsync) await fn(); else fn();
+  for (let r = 0; r < rounds; r += 1) {
+    for (const [name, fn] of Object.entries(variants)) {
+      const a = acc.get(name);
+      const t0 = performance.now();
+      const c0 = process.cpuUsage();
+      const j0 = threadCpuUs();
+      const end = t0 + blockMs;
+      let n = 0;
+      while (performance.now() < end) {
+        if (isAsync) for (let i = 0; i < 100; i += 1) await fn();
+        else for (let i = 0; i < 100; i += 1) fn();
+        n += 100;
+      }
+      const c = process.cpuUsage(c0);
+      const j1 = threadCpuUs();
+      a.n += n;
+      a.wall += (performance.now() - t0) * 1000;
+      a.cpu += c.user + c.system;
+      a.js = j0 === null || a.js === null ? null : a.js + (j1 - j0);
+    }
+  }
+  const out = {};
+  for (const [name, a] of acc) out[name] = { wall: a.wall / a.n, cpu: a.cpu / a.n, js: a.js === null ? null : a.js / a.n, n: a.n };
+  return out;
 }
 
-const row = (name, us, goal) => console.log(`  ${name.padEnd(52)} ${us.toFixed(2).padStart(8)} µs${goal ? `   (goal <= ${goal} µs: ${us <= goal ? 'met' : 'NOT met'})` : ''}`);
+const fmt = (us) => (us === null ? 'n/a' : us.toFixed(2)).padStart(8);
+const header = () => console.log(`  ${''.padEnd(56)} ${'wall'.padStart(8)}    ${'cpu'.padStart(8)}    ${'JS thr'.padStart(8)}`);
+const row = (name, m, goal) => {
+  const judged = m.js ?? m.cpu;
+  console.log(`  ${name.padEnd(56)} ${fmt(m.wall)} µs ${fmt(m.cpu)} µs ${fmt(m.js)} µs${goal ? `   (goal <= ${goal} µs: ${judged <= goal ? 'met' : 'NOT met'})` : ''}`);
+};
 
 async function main() {
-  const N = 20_000;
   console.log(`graphmind node bench (node ${process.version}), ${JSON.stringify(sample).length} B sample`);
 
   // -- a wrapped tool call, detached ---------------------------------------------------
@@ -49,14 +83,16 @@ async function main() {
     span.end();
     return out;
   };
-  console.log('\nwrapped tool call, 1 KB in and out, detached (awaited one by one):');
-  const baseline = await perCallAsyncUs(() => bare(sample), N);
-  const ours = await perCallAsyncUs(() => tool(sample), N);
-  const otel = await perCallAsyncUs(() => otelCall(sample), N);
-  row('plain async call (baseline)', baseline);
-  row('graphmind wrapCall (core Step, node.started+finished)', ours, 5);
-  row('@opentelemetry/sdk-trace-base span, same JSON', otel);
-  row('graphmind overhead over the baseline', ours - baseline);
+  console.log('\nwrapped tool call, 1 KB in and out, detached (awaited one by one), per call:');
+  header();
+  const w = await interleaved({ baseline: () => bare(sample), ours: () => tool(sample), otel: () => otelCall(sample) });
+  row('plain async call (baseline)', w.baseline);
+  row('graphmind wrapCall (core Step, node.started+finished)', w.ours, 5);
+  row('@opentelemetry/sdk-trace-base span, same JSON', w.otel);
+  const over = (a, b) => ({ wall: a.wall - b.wall, cpu: a.cpu - b.cpu, js: a.js === null ? null : a.js - b.js });
+  row('graphmind overhead over the baseline', over(w.ours, w.baseline));
+  row('OpenTelemetry overhead over the baseline', over(w.otel, w.baseline));
+  console.log(`  ratio graphmind / OpenTelemetry: wall ${(w.ours.wall / w.otel.wall).toFixed(2)}x, cpu ${(w.ours.cpu / w.otel.cpu).toFixed(2)}x${w.ours.js === null ? '' : `, JS thread ${(w.ours.js / w.otel.js).toFixed(2)}x`}`);
   session.flushSync(5000);
   await session.dispose();
   await provider.shutdown();
@@ -89,15 +125,26 @@ async function main() {
 
   // -- fingerprint ---------------------------------------------------------------------
   const sha = (text) => crypto.createHash('sha256').update(text).digest('hex').slice(0, 32);
-  console.log('\nfingerprint of bench/sample-1k.json:');
-  row('graphmind fingerprint (canonical + SHA-256, core)', perCallUs(() => gm.fingerprint('tool:x', sample), N), 8);
-  row('graphmind canonicalJson only', perCallUs(() => gm.canonicalJson(sample), N));
-  row('canonicalize (npm) + sha256', perCallUs(() => sha(canonicalize(['tool:x', sample])), N));
-  row('json-canonicalize (npm) + sha256', perCallUs(() => sha(jsonCanonicalize(['tool:x', sample])), N));
-  row('safe-stable-stringify (npm) + sha256', perCallUs(() => sha(stableStringify(['tool:x', sample])), N));
-  row('canonicalize (npm) text only', perCallUs(() => canonicalize(sample), N));
-  row('json-canonicalize (npm) text only', perCallUs(() => jsonCanonicalize(sample), N));
-  row('safe-stable-stringify (npm) text only', perCallUs(() => stableStringify(sample), N));
+  console.log('\nfingerprint of bench/sample-1k.json, per call:');
+  header();
+  const f = await interleaved({
+    fp: () => gm.fingerprint('tool:x', sample),
+    canon: () => gm.canonicalJson(sample),
+    c1: () => sha(canonicalize(['tool:x', sample])),
+    c2: () => sha(jsonCanonicalize(['tool:x', sample])),
+    c3: () => sha(stableStringify(['tool:x', sample])),
+    t1: () => canonicalize(sample),
+    t2: () => jsonCanonicalize(sample),
+    t3: () => stableStringify(sample),
+  }, { rounds: 20, isAsync: false });
+  row('graphmind fingerprint (canonical + SHA-256, core)', f.fp, 8);
+  row('graphmind canonicalJson only', f.canon);
+  row('canonicalize (npm) + sha256', f.c1);
+  row('json-canonicalize (npm) + sha256', f.c2);
+  row('safe-stable-stringify (npm) + sha256', f.c3);
+  row('canonicalize (npm) text only', f.t1);
+  row('json-canonicalize (npm) text only', f.t2);
+  row('safe-stable-stringify (npm) text only', f.t3);
   console.log(`\nload average: ${require('node:os').loadavg().map((x) => x.toFixed(1)).join(' ')} (2 cores shared)`);
 }
 

@@ -1,10 +1,13 @@
 //! GraphMind for Node.js: `graphmind-core` through napi-rs.
 //!
 //! This crate only translates. Values cross as JSON text (JavaScript's own
-//! `JSON.stringify`, which escapes lone surrogates, into the core's WTF-8 parser; the core's
-//! writer back into `JSON.parse`), gates deliver their decision through one unref'd
-//! `ThreadsafeFunction` per session, and every wrapped call is a [`Step`] addressed by a
-//! small integer handle. What an action means, when to gate, how to redact: all in the core.
+//! `JSON.stringify`, which escapes lone surrogates, into the core's WTF-8 parser, read
+//! through a reused buffer (`text.rs`); the core's writer back into `JSON.parse`), gates
+//! deliver their decision through one unref'd `ThreadsafeFunction` per session, and every
+//! wrapped call is a [`Step`] addressed by a small integer handle. A wrapped function's node
+//! (`kind:name`) is registered once as a call site, so a call that nobody holds crosses
+//! into Rust twice (`stepCall`, `stepAfter`) with one JSON text each. What an action means,
+//! when to gate, how to redact: all in the core.
 
 #![deny(clippy::all)]
 
@@ -23,6 +26,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod pure;
+mod text;
+
+/// The addon's own allocator. Every wrapped call builds its input and output as
+/// `json::Value` trees on the JS thread, and the session's worker thread drops them once
+/// sent or buffered: with glibc's malloc those cross-thread frees land in the JS thread's
+/// arena under its lock, and the JS thread's next allocations pay for consolidating them
+/// (about a third of its time in the 1 KB tool-call benchmark). mimalloc frees into the
+/// owning page's thread-free list instead. It serves only this library's Rust allocations.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use napi::JsString;
+use text::parse_js_opt;
 
 /// The dispatcher: called on the JS thread with the token of a gate whose decision arrived.
 type Dispatch = ThreadsafeFunction<u32, (), u32, Status, false, true>;
@@ -87,6 +103,20 @@ struct StepSlot {
     output: Option<Value>,
 }
 
+/// A wrapped function's node, registered once (`callSite`).
+struct CallSite {
+    kind: NodeKind,
+    name: String,
+    editable: bool,
+}
+
+/// At most this many distinct call sites are kept (a wrapper made per call with ever new
+/// names falls back to `stepStart`, which names the node on every call).
+const MAX_CALL_SITES: usize = 4096;
+
+/// `stepCall` packs the step's handle and its first code as `handle * CODE_SPAN + code`.
+const CODE_SPAN: f64 = 8.0;
+
 struct NodeSlot {
     node: NodeRef,
     run_id: Option<String>,
@@ -121,6 +151,10 @@ pub struct NativeSession {
     values: HashMap<u32, Value>,
     nodes: HashMap<u32, NodeSlot>,
     runs: HashMap<String, Run>,
+    sites: Vec<CallSite>,
+    site_ids: HashMap<(String, String, bool), u32>,
+    /// The buffer JSON text from JavaScript is read into (reused across calls).
+    scratch: Vec<u8>,
 }
 
 /// `ready()` off the JS thread.
@@ -198,6 +232,9 @@ impl NativeSession {
             values: HashMap::new(),
             nodes: HashMap::new(),
             runs: HashMap::new(),
+            sites: Vec::new(),
+            site_ids: HashMap::new(),
+            scratch: Vec::new(),
         })
     }
 
@@ -275,8 +312,8 @@ impl NativeSession {
 
     /// Emits one raw event; returns its `seq`, or `null` when nothing was emitted.
     #[napi]
-    pub fn emit(&self, run_id: Option<String>, event_type: String, payload_json: String) -> Result<Option<f64>> {
-        let payload = parse_json(&payload_json)?;
+    pub fn emit(&mut self, run_id: Option<String>, event_type: String, payload_json: JsString<'_>) -> Result<Option<f64>> {
+        let payload = text::parse_js(&payload_json, &mut self.scratch)?;
         Ok(self.session.emit(run_id.as_deref(), &event_type, payload).map(|s| s as f64))
     }
 
@@ -344,10 +381,10 @@ impl NativeSession {
         kind: String,
         name: String,
         editable: bool,
-        live_input_json: Option<String>,
+        live_input_json: Option<JsString<'_>>,
     ) -> Result<u32> {
         let node = graphmind_core::gate::GateNode { node_id, kind, name };
-        let options = GateOptions { editable, live_input: parse_opt(live_input_json)? };
+        let options = GateOptions { editable, live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)? };
         match self.session.gate(run_id.as_deref(), point_of(&point)?, &node, options) {
             Gate::Continue => Ok(0),
             Gate::Held(pending) => {
@@ -385,10 +422,10 @@ impl NativeSession {
         name: String,
         node_id: Option<String>,
         parent_id: Option<String>,
-        input_json: Option<String>,
+        input_json: Option<JsString<'_>>,
         editable: bool,
     ) -> Result<u32> {
-        let input = parse_opt(input_json)?;
+        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?;
         let kind = kind_of(&kind);
         let node = match node_id {
             Some(id) => NodeRef::with_id(kind, &name, &id),
@@ -398,6 +435,44 @@ impl NativeSession {
         let handle = self.token();
         self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });
         Ok(handle)
+    }
+
+    /// Registers a wrapped function's node `kind:name` (same arguments, same number), or
+    /// `null` past [`MAX_CALL_SITES`].
+    #[napi]
+    pub fn call_site(&mut self, kind: String, name: String, editable: bool) -> Option<u32> {
+        let key = (kind, name, editable);
+        if let Some(&id) = self.site_ids.get(&key) {
+            return Some(id);
+        }
+        if self.sites.len() >= MAX_CALL_SITES {
+            return None;
+        }
+        let id = self.sites.len() as u32;
+        self.sites.push(CallSite { kind: kind_of(&key.0), name: key.1.clone(), editable });
+        self.site_ids.insert(key, id);
+        Some(id)
+    }
+
+    /// `stepStart` and `stepBefore` of a call of `site`, in one crossing: returns
+    /// `handle * 8 + code` (the step's handle and what to do first).
+    #[napi]
+    pub fn step_call(&mut self, env: Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>) -> Result<f64> {
+        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?;
+        let site = self.sites.get(site as usize).ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
+        let node = NodeRef::new(site.kind, &site.name);
+        let step = Step::start(&self.session, run_id.as_deref(), node, None, input, site.editable);
+        let gate = step.before();
+        let handle = self.token();
+        self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });
+        match self.step_gate(&env, handle, gate) {
+            Ok(code) => Ok(handle as f64 * CODE_SPAN + code as f64),
+            Err(e) => {
+                // The step ends `aborted` as it drops; the caller runs the function unrecorded.
+                self.steps.remove(&handle);
+                Err(e)
+            }
+        }
     }
 
     fn next_code(&mut self, handle: u32, next: Next) -> i32 {
@@ -456,8 +531,8 @@ impl NativeSession {
 
     /// The call returned `output` (JSON): the gate after it.
     #[napi]
-    pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<String>) -> Result<i32> {
-        let output = parse_opt(output_json)?;
+    pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<JsString<'_>>) -> Result<i32> {
+        let output = parse_js_opt(output_json.as_ref(), &mut self.scratch)?;
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::After;
         slot.output = output;
@@ -497,8 +572,8 @@ impl NativeSession {
 
     /// Starts an ungated node (a run's agent node): `node.started`. Returns its handle.
     #[napi]
-    pub fn node_start(&mut self, run_id: Option<String>, kind: String, name: String, input_json: Option<String>) -> Result<u32> {
-        let input = parse_opt(input_json)?;
+    pub fn node_start(&mut self, run_id: Option<String>, kind: String, name: String, input_json: Option<JsString<'_>>) -> Result<u32> {
+        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?;
         let node = NodeRef::new(kind_of(&kind), &name);
         self.session.node_started(run_id.as_deref(), &node, None, input);
         let handle = self.token();

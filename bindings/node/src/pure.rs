@@ -7,6 +7,7 @@ use graphmind_core::json::{self, Value};
 use graphmind_core::redact::{EventContext, HideSwitches, RedactOutcome, Redactor};
 use graphmind_core::{canonical, fingerprint, llm, shrink, smart};
 use napi::bindgen_prelude::*;
+use napi::JsString;
 use napi_derive::napi;
 
 fn parse(text: &str) -> Result<Value> {
@@ -31,8 +32,8 @@ fn keys(ignore: &Option<Vec<String>>) -> Vec<&str> {
 /// The canonical JSON text of a value (sorted keys by UTF-16 units, `_meta` ignored unless
 /// `ignoreKeys` says otherwise).
 #[napi]
-pub fn canonical_json(value_json: String, ignore_keys: Option<Vec<String>>) -> Result<String> {
-    let value = parse(&value_json)?;
+pub fn canonical_json(value_json: JsString<'_>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+    let value = crate::text::parse_js_opt_scratch(Some(&value_json))?.unwrap_or(Value::Null);
     Ok(canonical::canonical_json_with(&value, &keys(&ignore_keys)))
 }
 
@@ -54,9 +55,9 @@ fn js_str(text: &str) -> Result<graphmind_core::json::JsStr> {
 
 /// The fingerprint of a call: 32 hex characters of SHA-256 over its canonical text.
 #[napi]
-pub fn fingerprint(node_id_json: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+pub fn fingerprint(node_id_json: String, input_json: Option<JsString<'_>>, ignore_keys: Option<Vec<String>>) -> Result<String> {
     let node_id = js_str(&node_id_json)?;
-    let input = parse_opt(input_json)?;
+    let input = crate::text::parse_js_opt_scratch(input_json.as_ref())?;
     Ok(fingerprint::fingerprint_js_with(&node_id, input.as_ref(), &keys(&ignore_keys)))
 }
 
@@ -412,7 +413,7 @@ impl NativeLoopGuard {
                         m.insert("laps", Value::from(laps as i64));
                         "cycle"
                     }
-                    graphmind_core::loop_guard::LoopKind::ErrorRepeat { .. } => "error-repeat",
+                    graphmind_core::loop_guard::LoopKind::ErrorRepeat => "error-repeat",
                 };
                 m.insert("kind", Value::from(kind));
                 m.insert("repeats", Value::from(info.repeats as i64));

@@ -114,14 +114,21 @@ test('a held gate never blocks the event loop, and the run signal aborts it', as
     dbg.watch(ctx.runId);
     return slow({});
   }).then((v) => ({ value: v }), (e) => ({ error: e }));
-  await dbg.next('exec.paused');
-  const before = ticks;
-  await sleep(300);
-  assert.ok(ticks - before >= 10, `the interval kept ticking while held (${ticks - before} ticks)`);
-  assert.equal(session.stats().heldGates, 1);
-  ctxSeen.abortController.abort();
-  const got = await outcome;
-  clearInterval(timer);
+  let got;
+  try {
+    await dbg.next('exec.paused');
+    const before = ticks;
+    await sleep(300);
+    assert.ok(ticks - before >= 10, `the interval kept ticking while held (${ticks - before} ticks)`);
+    assert.equal(session.stats().heldGates, 1);
+    ctxSeen.abortController.abort();
+    got = await outcome;
+  } finally {
+    // A failed assertion must fail the test, not keep the process alive on this interval
+    // (or on a gate still held: aborting the run releases it).
+    clearInterval(timer);
+    if (ctxSeen) ctxSeen.abortController.abort();
+  }
   assert.equal(got.error.name, 'AbortError');
   const resumed = await dbg.next('exec.resumed');
   assert.equal(resumed.payload.action, 'continue', 'a discarded gate is released as continue');
@@ -179,5 +186,20 @@ test('warnings go to the logger option', async () => {
   const session = gm.createSession({ url: srv.url, env: {}, bufferSize: 'lots', logger: (l) => lines.push(l) });
   for (let i = 0; i < 50 && lines.length === 0; i += 1) await sleep(10);
   assert.ok(lines.some((l) => l.startsWith('[graphmind] bufferSize')), JSON.stringify(lines));
+  await session.dispose();
+});
+
+test('past the call-site limit a wrapped call is still recorded (the stepStart path)', async () => {
+  // Detached (nothing listens on port 9): each call is node.started + node.finished.
+  const session = gm.createSession({ url: 'ws://127.0.0.1:9/ingest', env: {}, bufferSize: 20_000, logger: () => {} });
+  const names = 4096 + 3;
+  for (let i = 0; i < names; i += 1) {
+    const wrapped = session.wrapCall('tool', `t${i}`, async (x) => x.n + i);
+    assert.equal(await wrapped({ n: 1 }), 1 + i);
+    assert.equal(await wrapped({ n: 2 }), 2 + i, 'a second call of the same wrapper');
+  }
+  session.flushSync(5000);
+  // run.started of the implicit run, then two events per call.
+  assert.equal(session.stats().seq, 1 + names * 2 * 2);
   await session.dispose();
 });
