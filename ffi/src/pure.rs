@@ -9,8 +9,8 @@
 //! `ptr` is NULL when the result is "none", and fallible calls return `gm_error *`.
 
 use super::{
-    err, gm_code, gm_error, gm_str, gm_string, guard, guard_value, handle_mut,
-    js_text, json_value, put, required_text, str_view, text, R,
+    err, gm_code, gm_error, gm_str, gm_string, guard, guard_value, handle_mut, js_text, json_value,
+    put, required_text, str_view, text, R,
 };
 use graphmind_core::edit_input::{self, InputValidation};
 use graphmind_core::json::{self, Map, Value};
@@ -146,10 +146,7 @@ pub unsafe extern "C" fn gm_redactor_redact(
         if outcome.is_null() || out.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "outcome/out: NULL"));
         }
-        let ctx = EventContext {
-            run_id,
-            node_kind,
-        };
+        let ctx = EventContext { run_id, node_kind };
         let (code, keep) = match r.inner.redact_in(&ctx, event_type, &mut payload) {
             RedactOutcome::Unchanged => (gm_redact_outcome::GM_REDACT_UNCHANGED, true),
             RedactOutcome::Redacted { .. } => (gm_redact_outcome::GM_REDACT_REDACTED, true),
@@ -363,7 +360,11 @@ pub unsafe extern "C" fn gm_error_text_key(
     guard(|| {
         let s = js_text(text_ptr, len, "text")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "text: NULL"))?;
-        put(out, owned(value_text(&Value::String(smart::error_text_key(&s)))), "out")
+        put(
+            out,
+            owned(value_text(&Value::String(smart::error_text_key(&s)))),
+            "out",
+        )
     })
 }
 
@@ -411,7 +412,8 @@ pub unsafe extern "C" fn gm_tool_call(
         let id = json_value(id_json, id_len, "id")?;
         let name = json_value(name_json, name_len, "name")?;
         let args = json_value(args_json, args_len, "args")?;
-        let call = llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()).map(|v| value_text(&v));
+        let call =
+            llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()).map(|v| value_text(&v));
         put(out, maybe(call), "out")
     })
 }
@@ -445,7 +447,11 @@ pub unsafe extern "C" fn gm_sanitize_tool_definition(
 ) -> *mut gm_error {
     guard(|| {
         let v = required_json(definition_json, len, "definition")?;
-        put(out, owned(value_text(&llm::sanitize_tool_definition(&v))), "out")
+        put(
+            out,
+            owned(value_text(&llm::sanitize_tool_definition(&v))),
+            "out",
+        )
     })
 }
 
@@ -466,10 +472,17 @@ pub unsafe extern "C" fn gm_provider_usage(
     guard(|| {
         let name = required_text(provider, provider_len, "provider")?;
         let p = llm::UsageProvider::from_name(name).ok_or_else(|| {
-            err(gm_code::GM_INVALID_ARGUMENT, format!("provider: unknown {name:?}"))
+            err(
+                gm_code::GM_INVALID_ARGUMENT,
+                format!("provider: unknown {name:?}"),
+            )
         })?;
         let raw = required_json(raw_json, raw_len, "raw")?;
-        put(out, maybe(llm::provider_usage(p, &raw).map(|v| value_text(&v))), "out")
+        put(
+            out,
+            maybe(llm::provider_usage(p, &raw).map(|v| value_text(&v))),
+            "out",
+        )
     })
 }
 
@@ -481,7 +494,12 @@ pub unsafe extern "C" fn gm_provider_usage(
 #[no_mangle]
 pub unsafe extern "C" fn gm_sampling_param_keys(out: *mut gm_string) -> *mut gm_error {
     guard(|| {
-        let keys = Value::Array(llm::SAMPLING_PARAM_KEYS.iter().map(|k| Value::from(*k)).collect());
+        let keys = Value::Array(
+            llm::SAMPLING_PARAM_KEYS
+                .iter()
+                .map(|k| Value::from(*k))
+                .collect(),
+        );
         put(out, owned(value_text(&keys)), "out")
     })
 }
@@ -499,7 +517,11 @@ pub unsafe extern "C" fn gm_pick_params(
 ) -> *mut gm_error {
     guard(|| {
         let v = required_json(source_json, len, "source")?;
-        put(out, owned(value_text(&Value::Object(llm::pick_params(&v)))), "out")
+        put(
+            out,
+            owned(value_text(&Value::Object(llm::pick_params(&v)))),
+            "out",
+        )
     })
 }
 
@@ -537,11 +559,17 @@ fn string_list(v: &Value, what: &str) -> R<Vec<String>> {
             .iter()
             .map(|i| {
                 i.as_str().map(str::to_string).ok_or_else(|| {
-                    err(gm_code::GM_INVALID_ARGUMENT, format!("{what}: not an array of strings"))
+                    err(
+                        gm_code::GM_INVALID_ARGUMENT,
+                        format!("{what}: not an array of strings"),
+                    )
                 })
             })
             .collect(),
-        _ => Err(err(gm_code::GM_INVALID_ARGUMENT, format!("{what}: not an array"))),
+        _ => Err(err(
+            gm_code::GM_INVALID_ARGUMENT,
+            format!("{what}: not an array"),
+        )),
     }
 }
 
@@ -563,10 +591,12 @@ pub unsafe extern "C" fn gm_loop_guard_new(
             None | Some(Value::Null) => {}
             Some(Value::Object(m)) => {
                 if let Some(t) = m.get("threshold").filter(|v| !matches!(v, Value::Null)) {
-                    config.threshold = t
-                        .as_i64()
-                        .and_then(|t| u32::try_from(t).ok())
-                        .ok_or_else(|| err(gm_code::GM_INVALID_ARGUMENT, "threshold: not a count"))?;
+                    config.threshold =
+                        t.as_i64()
+                            .and_then(|t| u32::try_from(t).ok())
+                            .ok_or_else(|| {
+                                err(gm_code::GM_INVALID_ARGUMENT, "threshold: not a count")
+                            })?;
                 }
                 if let Some(a) = m.get("allowNodes").filter(|v| !matches!(v, Value::Null)) {
                     config.allow_nodes = string_list(a, "allowNodes")?;
@@ -758,30 +788,31 @@ pub unsafe extern "C" fn gm_loop_guard_consult_before(
         if out.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
         }
-        let held = match g
-            .inner
-            .consult_before(run_id, kind, node_id, name, attached, LoopHide::default())
-        {
-            LoopVerdict::Hold(info) => {
-                let mut m = Map::new();
-                let kind = match info.kind {
-                    LoopKind::Repeat => "repeat",
-                    LoopKind::Cycle { period, laps } => {
-                        m.insert("period", Value::from(period as i64));
-                        m.insert("laps", Value::from(laps as i64));
-                        "cycle"
-                    }
-                    LoopKind::ErrorRepeat { .. } => "error-repeat",
-                };
-                m.insert("kind", Value::from(kind));
-                m.insert("repeats", Value::from(info.repeats as i64));
-                m.insert("firstSeq", Value::from(info.first_seq as i64));
-                m.insert("lastSeq", Value::from(info.last_seq as i64));
-                m.insert("fingerprint", Value::from(info.fingerprint.as_str()));
-                Some(value_text(&Value::Object(m)))
-            }
-            _ => None,
-        };
+        let held =
+            match g
+                .inner
+                .consult_before(run_id, kind, node_id, name, attached, LoopHide::default())
+            {
+                LoopVerdict::Hold(info) => {
+                    let mut m = Map::new();
+                    let kind = match info.kind {
+                        LoopKind::Repeat => "repeat",
+                        LoopKind::Cycle { period, laps } => {
+                            m.insert("period", Value::from(period as i64));
+                            m.insert("laps", Value::from(laps as i64));
+                            "cycle"
+                        }
+                        LoopKind::ErrorRepeat => "error-repeat",
+                    };
+                    m.insert("kind", Value::from(kind));
+                    m.insert("repeats", Value::from(info.repeats as i64));
+                    m.insert("firstSeq", Value::from(info.first_seq as i64));
+                    m.insert("lastSeq", Value::from(info.last_seq as i64));
+                    m.insert("fingerprint", Value::from(info.fingerprint.as_str()));
+                    Some(value_text(&Value::Object(m)))
+                }
+                _ => None,
+            };
         put(out, maybe(held), "out")
     })
 }
