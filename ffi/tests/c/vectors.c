@@ -5,7 +5,15 @@
  *   - shrink-fixture.json: the generator expanded here, in C, then gm_serialize_payload
  *     (large results compared by length and SHA-256, computed here);
  *   - ours/environment.json and ours/kill-switch.json: options + env through
- *     gm_options_from_json / gm_env_from_json / gm_config_resolve_json.
+ *     gm_options_from_json / gm_env_from_json / gm_config_resolve_json;
+ *   - jcs/ (input -> output, es6-numbers-1k.txt): gm_canonicalize_text, gm_format_number;
+ *   - jsontestsuite/test_parsing: y_ parse, n_ refused, i_ never crash (gm_json_parse);
+ *   - differential.json redaction (+ lone surrogates), redaction-fixture.json: gm_redactor_*;
+ *   - edit-input-fixture.json, llm-fixture.json, loop-kinds-fixture.json (errorResult,
+ *     truncated, errorText, breakOnEnv): the edit-input, smart and llm pure functions;
+ *   - loop-guard-fixture.json and loop-kinds-fixture.json sequences: gm_loop_guard_*.
+ * Not run here: ours/server-environment.json (server-side, no app-side C function) and
+ * reference/wire-schema.json (envelopes are built inside the session; core/tests/wire.rs).
  * JSON is read with the library's gm_json_doc (the fixtures hold lone surrogates).
  * Usage: vectors <tests/vectors dir>. Exit status 1 on the first failing file.
  */
@@ -1182,7 +1190,7 @@ int main(int argc, char **argv) {
     if (!str_at(diff, "/redactionLoneSurrogates", &lone)) die("redactionLoneSurrogates");
     check_ok(gm_json_parse(lone.ptr, lone.len, &lone_doc), "redactionLoneSurrogates");
     before = g_failures;
-    total += report("differential.json redactionLoneSurrogates", run_redaction("differential.json", lone_doc, ""), before);
+    total += report("differential.json redactionLoneSurrogates", run_redaction("differential.json lone", lone_doc, ""), before);
     gm_json_doc_free(lone_doc);
     gm_string_free(&lone);
     gm_json_doc_free(diff);
