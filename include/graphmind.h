@@ -238,6 +238,28 @@ typedef enum {
 } gm_json_type;
 
 /**
+ * What one redaction did (`gm_redactor_redact`).
+ */
+typedef enum {
+  /**
+   * Nothing was hidden; the payload is the input's.
+   */
+  GM_REDACT_UNCHANGED = 0,
+  /**
+   * Some fields were replaced by the placeholder.
+   */
+  GM_REDACT_REDACTED = 1,
+  /**
+   * Redaction failed; the payload is the core's safe fallback.
+   */
+  GM_REDACT_FAILED = 2,
+  /**
+   * The event must not be sent (no payload).
+   */
+  GM_REDACT_DROPPED = 3,
+} gm_redact_outcome;
+
+/**
  * A gate's decision: an action, and an injected output / an edited input (JSON).
  */
 typedef struct gm_decision gm_decision;
@@ -264,6 +286,13 @@ typedef struct gm_gate gm_gate;
 typedef struct gm_json_doc gm_json_doc;
 
 /**
+ * The loop guard on its own (a session runs the same one at every `before` gate), for
+ * conformance sequences and hosts that drive it themselves. Opaque; one thread at a time;
+ * free with `gm_loop_guard_free`.
+ */
+typedef struct gm_loop_guard gm_loop_guard;
+
+/**
  * One node execution (its node id `kind:name` and a fresh instance id). Immutable: any
  * thread may use it.
  */
@@ -274,6 +303,12 @@ typedef struct gm_node gm_node;
  * `pauseTimeoutMs`, `loopGuard`, ...), built with typed setters or from JSON text.
  */
 typedef struct gm_options gm_options;
+
+/**
+ * The coarse redactor (the four hide switches), stateful across one run's events. Opaque;
+ * one thread at a time; free with `gm_redactor_free`.
+ */
+typedef struct gm_redactor gm_redactor;
 
 /**
  * A run: its id, name and abort signal. Thread-safe to read from any thread.
@@ -1224,6 +1259,349 @@ bool gm_json_doc_key(const gm_json_doc *doc,
  * `doc` is NULL or a document from this library, not yet freed.
  */
 void gm_json_doc_free(gm_json_doc *doc);
+
+/**
+ * RFC 8785 (JCS) canonical text of the JSON bytes `json` (parsed by the core's strict
+ * parser: numbers and lone surrogates as written; no key is removed) into `*out`.
+ * `GM_INVALID_JSON` when they do not parse. Pure; any thread.
+ *
+ * # Safety
+ * `json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_canonicalize_text(const char *json, size_t len, gm_string *out);
+
+/**
+ * The double `value` as ECMAScript (JSON.stringify) spells it into `*out` (`null` for NaN
+ * and infinities). Pure; any thread.
+ *
+ * # Safety
+ * `out` is a valid pointer.
+ */
+gm_error *gm_format_number(double value, gm_string *out);
+
+/**
+ * A redactor for the switches `hideInputs`, `hideOutputs`, `hideToolArgs`,
+ * `hideToolResults`. Never NULL; free with `gm_redactor_free`. Any thread.
+ */
+gm_redactor *gm_redactor_new(bool hide_inputs,
+                             bool hide_outputs,
+                             bool hide_tool_args,
+                             bool hide_tool_results);
+
+/**
+ * Redacts one event (`event_type`, `run_id`, `node_kind` (NULL: none), UTF-8) whose payload
+ * is the JSON text `payload_json`: `*outcome` says what happened and `*out` receives the
+ * payload to send (JSON; `ptr` NULL when dropped). One thread at a time per redactor.
+ *
+ * # Safety
+ * `redactor` is live; text pointers point to their lengths' bytes or are NULL; `outcome`
+ * and `out` are valid pointers.
+ */
+gm_error *gm_redactor_redact(gm_redactor *redactor,
+                             const char *event_type,
+                             size_t event_type_len,
+                             const char *run_id,
+                             size_t run_id_len,
+                             const char *node_kind,
+                             size_t node_kind_len,
+                             const char *payload_json,
+                             size_t payload_len,
+                             gm_redact_outcome *outcome,
+                             gm_string *out);
+
+/**
+ * Frees a redactor; accepts NULL.
+ *
+ * # Safety
+ * `redactor` is NULL or came from `gm_redactor_new` and is not used again.
+ */
+void gm_redactor_free(gm_redactor *redactor);
+
+/**
+ * The placeholder that replaces hidden values (`REDACTED`), borrowed static text.
+ */
+gm_str gm_redacted_placeholder(void);
+
+/**
+ * The longest refusal message shown (`MAX_REFUSAL_MESSAGE`, in characters).
+ */
+size_t gm_max_refusal_message(void);
+
+/**
+ * The refusal code of a proposed edited value `value_json` (a placeholder or truncation
+ * marker) into `*out` as plain text; `ptr` NULL when the value is acceptable. Pure; any thread.
+ *
+ * # Safety
+ * `value_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_proposed_value_refusal(const char *value_json, size_t len, gm_string *out);
+
+/**
+ * A refusal `{ok:false, code, message}` (JSON) into `*out` when `value_json` carries a
+ * prototype-polluting key; `ptr` NULL otherwise. Pure; any thread.
+ *
+ * # Safety
+ * `value_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_prototype_key_refusal(const char *value_json, size_t len, gm_string *out);
+
+/**
+ * A validator's verdict `result_json` (NULL: the validator returned nothing) normalised to
+ * `{ok:true,value}` or `{ok:false,code,message}` (JSON) into `*out`. Pure; any thread.
+ *
+ * # Safety
+ * `result_json` points to `len` bytes or is NULL; `out` is a valid pointer.
+ */
+gm_error *gm_normalize_validation(const char *result_json, size_t len, gm_string *out);
+
+/**
+ * A short message `message_json` (any JSON value; NULL: absent) made safe to show, as a
+ * JSON string into `*out`; `ptr` NULL when there is nothing to show. Pure; any thread.
+ *
+ * # Safety
+ * `message_json` points to `len` bytes or is NULL; `out` is a valid pointer.
+ */
+gm_error *gm_sanitize_short_text(const char *message_json, size_t len, gm_string *out);
+
+/**
+ * Tool arguments edited at a pause (`proposed_json`) merged into the live ones
+ * (`live_json`; either NULL: absent), as a verdict `{ok:true,value}` /
+ * `{ok:false,code,message}` (JSON) into `*out`. Pure; any thread.
+ *
+ * # Safety
+ * Text pointers point to their lengths' bytes or are NULL; `out` is a valid pointer.
+ */
+gm_error *gm_merge_tool_input(const char *live_json,
+                              size_t live_len,
+                              const char *proposed_json,
+                              size_t proposed_len,
+                              bool input_hidden,
+                              gm_string *out);
+
+/**
+ * The error shape of a tool result `result_json` (`isError`, `success`, ...) as plain text
+ * into `*out`; `ptr` NULL when it is not error-shaped. Pure; any thread.
+ *
+ * # Safety
+ * `result_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_error_result_shape(const char *result_json, size_t len, gm_string *out);
+
+/**
+ * `{finishReason, toolCalls, unparsed}` (JSON) into `*out` when the LLM result
+ * `result_json` was truncated mid tool call; `ptr` NULL otherwise. Pure; any thread.
+ *
+ * # Safety
+ * `result_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_truncated_tool_call(const char *result_json, size_t len, gm_string *out);
+
+/**
+ * Whether a raw `GRAPHMIND_BREAK_ON_*` value (UTF-8; NULL: unset) turns the rule on.
+ * Pure; any thread; false on invalid UTF-8.
+ *
+ * # Safety
+ * `raw` points to `len` bytes or is NULL.
+ */
+bool gm_parse_break_on(const char *raw, size_t len);
+
+/**
+ * The key that makes two error texts "the same error": `text` is UTF-8/WTF-8 (lone
+ * surrogates kept); `*out` receives the key as a JSON string. Pure; any thread.
+ *
+ * # Safety
+ * `text_ptr` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_error_text_key(const char *text_ptr, size_t len, gm_string *out);
+
+/**
+ * A provider's finish reason `raw_json` (NULL: absent) normalised, as plain text into
+ * `*out`; `ptr` NULL when there is none. Pure; any thread.
+ *
+ * # Safety
+ * `raw_json` points to `len` bytes or is NULL; `out` is a valid pointer.
+ */
+gm_error *gm_normalize_finish_reason(const char *raw_json,
+                                     size_t len,
+                                     bool has_tool_calls,
+                                     gm_string *out);
+
+/**
+ * One recorded tool call `{id, name, args}` (JSON) into `*out` from its raw parts (each
+ * JSON text or NULL: absent); `ptr` NULL when the parts do not make a call. Pure; any thread.
+ *
+ * # Safety
+ * Text pointers point to their lengths' bytes or are NULL; `out` is a valid pointer.
+ */
+gm_error *gm_tool_call(const char *id_json,
+                       size_t id_len,
+                       const char *name_json,
+                       size_t name_len,
+                       const char *args_json,
+                       size_t args_len,
+                       gm_string *out);
+
+/**
+ * The hash of a tool schema `definition_json` (plain text) into `*out`. Pure; any thread.
+ *
+ * # Safety
+ * `definition_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_schema_hash(const char *definition_json, size_t len, gm_string *out);
+
+/**
+ * A tool definition with secrets and noise removed, as recorded (JSON) into `*out`. Pure;
+ * any thread.
+ *
+ * # Safety
+ * `definition_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_sanitize_tool_definition(const char *definition_json, size_t len, gm_string *out);
+
+/**
+ * Token usage (JSON) into `*out` from a provider's raw usage object `raw_json`, for the
+ * provider named `provider` (UTF-8: `anthropic`, `openai-chat`, ...; unknown:
+ * `GM_INVALID_ARGUMENT`); `ptr` NULL when there is no usage. Pure; any thread.
+ *
+ * # Safety
+ * Text pointers point to their lengths' bytes; `out` is a valid pointer.
+ */
+gm_error *gm_provider_usage(const char *provider,
+                            size_t provider_len,
+                            const char *raw_json,
+                            size_t raw_len,
+                            gm_string *out);
+
+/**
+ * The allow-listed sampling parameter names, in order, as a JSON array into `*out`. Pure;
+ * any thread.
+ *
+ * # Safety
+ * `out` is a valid pointer.
+ */
+gm_error *gm_sampling_param_keys(gm_string *out);
+
+/**
+ * The allow-listed sampling parameters of the request body `source_json` (a JSON object)
+ * into `*out`. Pure; any thread.
+ *
+ * # Safety
+ * `source_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_pick_params(const char *source_json, size_t len, gm_string *out);
+
+/**
+ * What an LLM node records (JSON) for a Vercel AI SDK `doGenerate` result `result_json`.
+ * Pure; any thread.
+ *
+ * # Safety
+ * `result_json` points to `len` bytes; `out` is a valid pointer.
+ */
+gm_error *gm_ai_sdk_step_output(const char *result_json, size_t len, gm_string *out);
+
+/**
+ * A loop guard with the default configuration, overridden by the members of `config_json`
+ * (NULL: none): `threshold` (integer), `allowNodes`, `ignoreKeys`, `kinds` (arrays of
+ * strings; `null` members are ignored). `*out` is freed with `gm_loop_guard_free`. Any thread.
+ *
+ * # Safety
+ * `config_json` points to `len` bytes or is NULL; `out` is a valid pointer.
+ */
+gm_error *gm_loop_guard_new(const char *config_json, size_t len, gm_loop_guard **out);
+
+/**
+ * A node started (`run_id`, `node_id`, `kind`, `name` (NULL: derived from the id),
+ * `instance_id` (NULL: none), UTF-8) with input `input_json` (NULL: no input; ignored when
+ * `unreadable`: the input could not be read), at sequence `seq`. `*out` receives its
+ * fingerprint (`ptr` NULL when the guard does not watch it). One thread at a time.
+ *
+ * # Safety
+ * `guard_ptr` is live; text pointers point to their lengths' bytes or are NULL; `out` is valid.
+ */
+gm_error *gm_loop_guard_started(gm_loop_guard *guard_ptr,
+                                const char *run_id,
+                                size_t run_id_len,
+                                const char *node_id,
+                                size_t node_id_len,
+                                const char *kind,
+                                size_t kind_len,
+                                const char *name,
+                                size_t name_len,
+                                const char *instance_id,
+                                size_t instance_id_len,
+                                const char *input_json,
+                                size_t input_len,
+                                bool unreadable,
+                                uint64_t seq,
+                                bool attached,
+                                gm_string *out);
+
+/**
+ * A node failed: `name_json` and `message_json` are JSON strings (or NULL / non-strings:
+ * none). One thread at a time.
+ *
+ * # Safety
+ * `guard_ptr` is live; text pointers point to their lengths' bytes or are NULL.
+ */
+gm_error *gm_loop_guard_errored(gm_loop_guard *guard_ptr,
+                                const char *run_id,
+                                size_t run_id_len,
+                                const char *node_id,
+                                size_t node_id_len,
+                                const char *instance_id,
+                                size_t instance_id_len,
+                                const char *name_json,
+                                size_t name_len,
+                                const char *message_json,
+                                size_t message_len);
+
+/**
+ * A node finished with `status` (UTF-8; NULL: none) and output `output_json` (NULL:
+ * none). One thread at a time.
+ *
+ * # Safety
+ * `guard_ptr` is live; text pointers point to their lengths' bytes or are NULL.
+ */
+gm_error *gm_loop_guard_finished(gm_loop_guard *guard_ptr,
+                                 const char *run_id,
+                                 size_t run_id_len,
+                                 const char *node_id,
+                                 size_t node_id_len,
+                                 const char *instance_id,
+                                 size_t instance_id_len,
+                                 const char *status,
+                                 size_t status_len,
+                                 const char *output_json,
+                                 size_t output_len);
+
+/**
+ * The `before` gate's question for a call (`run_id`, `kind`, `node_id`, `name` (NULL:
+ * derived from the id), UTF-8): `*out` receives `{kind, repeats, firstSeq, lastSeq,
+ * fingerprint}` (plus `period`, `laps` for a cycle) as JSON when the guard holds the call,
+ * `ptr` NULL otherwise. One thread at a time.
+ *
+ * # Safety
+ * `guard_ptr` is live; text pointers point to their lengths' bytes or are NULL; `out` is valid.
+ */
+gm_error *gm_loop_guard_consult_before(gm_loop_guard *guard_ptr,
+                                       const char *run_id,
+                                       size_t run_id_len,
+                                       const char *kind,
+                                       size_t kind_len,
+                                       const char *node_id,
+                                       size_t node_id_len,
+                                       const char *name,
+                                       size_t name_len,
+                                       bool attached,
+                                       gm_string *out);
+
+/**
+ * Frees a loop guard; accepts NULL.
+ *
+ * # Safety
+ * `guard_ptr` is NULL or came from `gm_loop_guard_new` and is not used again.
+ */
+void gm_loop_guard_free(gm_loop_guard *guard_ptr);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -26,9 +26,11 @@ use std::time::Duration;
 
 mod fork;
 mod jsondoc;
+mod pure;
 
 pub use fork::*;
 pub use jsondoc::*;
+pub use pure::*;
 
 /// The C ABI's contract version. A caller checks `gm_abi_version() == GM_ABI_VERSION` (the
 /// header's value) at start-up; it changes whenever a declaration changes incompatibly.

@@ -5,11 +5,22 @@
  *   - shrink-fixture.json: the generator expanded here, in C, then gm_serialize_payload
  *     (large results compared by length and SHA-256, computed here);
  *   - ours/environment.json and ours/kill-switch.json: options + env through
- *     gm_options_from_json / gm_env_from_json / gm_config_resolve_json.
+ *     gm_options_from_json / gm_env_from_json / gm_config_resolve_json;
+ *   - jcs/ (input -> output, es6-numbers-1k.txt): gm_canonicalize_text, gm_format_number;
+ *   - jsontestsuite/test_parsing: y_ parse, n_ refused, i_ never crash (gm_json_parse);
+ *   - differential.json redaction (+ lone surrogates), redaction-fixture.json: gm_redactor_*;
+ *   - edit-input-fixture.json, llm-fixture.json, loop-kinds-fixture.json (errorResult,
+ *     truncated, errorText, breakOnEnv): the edit-input, smart and llm pure functions;
+ *   - loop-guard-fixture.json and loop-kinds-fixture.json sequences: gm_loop_guard_*.
+ * Not run here: ours/server-environment.json (server-side, no app-side C function) and
+ * reference/wire-schema.json (envelopes are built inside the session; core/tests/wire.rs).
  * JSON is read with the library's gm_json_doc (the fixtures hold lone surrogates).
  * Usage: vectors <tests/vectors dir>. Exit status 1 on the first failing file.
  */
+#define _POSIX_C_SOURCE 200809L /* opendir */
 #include "graphmind.h"
+
+#include <dirent.h>
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -486,6 +497,646 @@ static int run_config(const char *file) {
     return (int)n;
 }
 
+/* ---- helpers for the pure-function fixtures ---- */
+
+/* The JSON text at a printf-built pointer ({NULL,0} when absent). */
+static gm_string J(const gm_json_doc *d, const char *fmt, ...) {
+    char p[1024];
+    gm_string s = {NULL, 0};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof p, fmt, ap);
+    va_end(ap);
+    gm_json_doc_get(d, p, strlen(p), &s);
+    return s;
+}
+
+/* The raw (WTF-8) string at a printf-built pointer ({NULL,0} when absent or not a string). */
+static gm_string S(const gm_json_doc *d, const char *fmt, ...) {
+    char p[1024];
+    gm_string s = {NULL, 0};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof p, fmt, ap);
+    va_end(ap);
+    gm_json_doc_get_str(d, p, strlen(p), &s);
+    return s;
+}
+
+static bool truthy(const gm_json_doc *d, const char *p) {
+    gm_string s = {NULL, 0};
+    bool on = json_at(d, p, &s) && strcmp(s.ptr, "true") == 0;
+    gm_string_free(&s);
+    return on;
+}
+
+/* Byte equality of two optional texts (both absent: equal). */
+static bool same(const gm_string *a, const gm_string *b) {
+    if (a->ptr == NULL || b->ptr == NULL) return a->ptr == NULL && b->ptr == NULL;
+    return a->len == b->len && memcmp(a->ptr, b->ptr, a->len) == 0;
+}
+
+/* got (optional text) against the JSON value at want_ptr taken as text: a JSON string is
+ * compared by its raw content, null/absent as "no value". */
+static void expect_plain(const char *file, const char *label, const char *what, gm_string *got, const gm_json_doc *d,
+                         const char *want_ptr) {
+    gm_string want = {NULL, 0};
+    gm_json_doc_get_str(d, want_ptr, strlen(want_ptr), &want);
+    if (!same(got, &want)) fail(file, label, what, got->ptr, want.ptr);
+    gm_string_free(&want);
+}
+
+/* got (optional JSON text) against the JSON at want_ptr (null/absent: no value), byte for byte. */
+static void expect_json(const char *file, const char *label, const char *what, gm_string *got, const gm_json_doc *d,
+                        const char *want_ptr) {
+    gm_string want = {NULL, 0};
+    if (gm_json_doc_get(d, want_ptr, strlen(want_ptr), &want) && strcmp(want.ptr, "null") == 0) gm_string_free(&want);
+    if (!same(got, &want)) fail(file, label, what, got->ptr, want.ptr);
+    gm_string_free(&want);
+}
+
+static const char *label_of(const gm_json_doc *d, const char *base, long i, gm_string *name, char *buf64) {
+    *name = S(d, "%s/%ld/name", base, i);
+    if (name->ptr != NULL) return name->ptr;
+    snprintf(buf64, 64, "%s #%ld", base, i);
+    return buf64;
+}
+
+/* ---- JCS (RFC 8785) and the ES6 number spellings ---- */
+static int run_jcs(void) {
+    char dirpath[4096], rel[1024];
+    DIR *dir;
+    struct dirent *e;
+    int n = 0;
+    snprintf(dirpath, sizeof dirpath, "%s/jcs/input", g_dir);
+    dir = opendir(dirpath);
+    if (dir == NULL) die("cannot open jcs/input");
+    while ((e = readdir(dir)) != NULL) {
+        size_t l = strlen(e->d_name), in_len, want_len;
+        char *in, *want;
+        gm_string got = {NULL, 0};
+        if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
+        snprintf(rel, sizeof rel, "jcs/input/%s", e->d_name);
+        in = read_file(rel, &in_len);
+        snprintf(rel, sizeof rel, "jcs/output/%s", e->d_name);
+        want = read_file(rel, &want_len);
+        check_ok(gm_canonicalize_text(in, in_len, &got), e->d_name);
+        if (got.len != want_len || memcmp(got.ptr, want, want_len) != 0) fail("jcs", e->d_name, "canonical", got.ptr, want);
+        gm_string_free(&got);
+        free(in);
+        free(want);
+        n++;
+    }
+    closedir(dir);
+    if (n == 0) die("no jcs cases");
+    return n;
+}
+
+static int run_es6_numbers(void) {
+    size_t len;
+    char *text = read_file("jcs/es6-numbers-1k.txt", &len), *line = text, *next;
+    int n = 0;
+    for (; line < text + len && *line; line = next) {
+        char *comma, *nl = strchr(line, '\n');
+        unsigned long long bits;
+        double v;
+        gm_string got = {NULL, 0};
+        next = nl ? nl + 1 : text + len;
+        if (nl) *nl = '\0';
+        if (*line == '\0') continue;
+        comma = strchr(line, ',');
+        if (comma == NULL) die("es6 numbers: no comma");
+        *comma = '\0';
+        bits = strtoull(line, NULL, 16);
+        memcpy(&v, &bits, sizeof v);
+        check_ok(gm_format_number(v, &got), "format_number");
+        if (strcmp(got.ptr, comma + 1) != 0) fail("es6-numbers-1k.txt", line, "spelling", got.ptr, comma + 1);
+        gm_string_free(&got);
+        n++;
+    }
+    free(text);
+    if (n == 0) die("no es6 numbers");
+    return n;
+}
+
+/* ---- JSONTestSuite: y_ parse, n_ are refused, i_ never crash ---- */
+static int run_jsontestsuite(void) {
+    char dirpath[4096], rel[1024];
+    DIR *dir;
+    struct dirent *e;
+    int n = 0;
+    snprintf(dirpath, sizeof dirpath, "%s/jsontestsuite/test_parsing", g_dir);
+    dir = opendir(dirpath);
+    if (dir == NULL) die("cannot open jsontestsuite/test_parsing");
+    while ((e = readdir(dir)) != NULL) {
+        size_t l = strlen(e->d_name), in_len;
+        char *in;
+        gm_json_doc *doc = NULL;
+        gm_error *perr;
+        gm_string canon = {NULL, 0};
+        gm_error *cerr;
+        if (l < 6 || strcmp(e->d_name + l - 5, ".json") != 0) continue;
+        snprintf(rel, sizeof rel, "jsontestsuite/test_parsing/%s", e->d_name);
+        in = read_file(rel, &in_len);
+        perr = gm_json_parse(in, in_len, &doc);
+        cerr = gm_canonicalize_text(in, in_len, &canon);
+        if ((perr == NULL) != (cerr == NULL)) fail("jsontestsuite", e->d_name, "parse and canonicalize disagree", NULL, NULL);
+        if (e->d_name[0] == 'y' && perr != NULL) fail("jsontestsuite", e->d_name, "y_ refused", NULL, NULL);
+        if (e->d_name[0] == 'n' && perr == NULL) fail("jsontestsuite", e->d_name, "n_ accepted", NULL, NULL);
+        if (perr != NULL && gm_error_code(perr) != GM_INVALID_JSON) fail("jsontestsuite", e->d_name, "error code", NULL, NULL);
+        gm_error_free(perr);
+        gm_error_free(cerr);
+        gm_json_doc_free(doc);
+        gm_string_free(&canon);
+        free(in);
+        n++;
+    }
+    closedir(dir);
+    if (n == 0) die("no jsontestsuite cases");
+    return n;
+}
+
+/* ---- redaction: cases[] of {switches, in[], out[]} under base ---- */
+static int run_redaction(const char *file, const gm_json_doc *d, const char *base) {
+    long n = len_at(d, base), i, k;
+    if (n <= 0) die("no redaction cases");
+    for (i = 0; i < n; i++) {
+        char lb[64];
+        gm_string name;
+        const char *label = label_of(d, base, i, &name, lb);
+        gm_redactor *r = gm_redactor_new(truthy(d, ptr("%s/%ld/switches/hideInputs", base, i)),
+                                         truthy(d, ptr("%s/%ld/switches/hideOutputs", base, i)),
+                                         truthy(d, ptr("%s/%ld/switches/hideToolArgs", base, i)),
+                                         truthy(d, ptr("%s/%ld/switches/hideToolResults", base, i)));
+        long events = len_at(d, ptr("%s/%ld/in", base, i));
+        if (events != len_at(d, ptr("%s/%ld/out", base, i))) die("redaction: in/out lengths differ");
+        for (k = 0; k < events; k++) {
+            gm_string type = S(d, "%s/%ld/in/%ld/type", base, i, k), run = S(d, "%s/%ld/in/%ld/runId", base, i, k);
+            gm_string kind = S(d, "%s/%ld/in/%ld/nodeKind", base, i, k), payload = J(d, "%s/%ld/in/%ld/payload", base, i, k);
+            gm_string got = {NULL, 0};
+            gm_redact_outcome outcome;
+            const char *pl = payload.ptr ? payload.ptr : "null";
+            check_ok(gm_redactor_redact(r, type.ptr, type.len, run.ptr ? run.ptr : "", run.len, kind.ptr, kind.len, pl, strlen(pl),
+                                        &outcome, &got),
+                     "redact");
+            if (truthy(d, ptr("%s/%ld/out/%ld/dropped", base, i, k))) {
+                if (outcome != GM_REDACT_DROPPED || got.ptr != NULL) fail(file, label, ptr("#%ld not dropped", k), got.ptr, NULL);
+            } else if (outcome == GM_REDACT_DROPPED) {
+                fail(file, label, ptr("#%ld dropped", k), NULL, NULL);
+            } else {
+                gm_string want = J(d, "%s/%ld/out/%ld/payload", base, i, k);
+                if (!same(&got, &want)) fail(file, label, ptr("#%ld payload", k), got.ptr, want.ptr);
+                gm_string_free(&want);
+            }
+            gm_string_free(&type);
+            gm_string_free(&run);
+            gm_string_free(&kind);
+            gm_string_free(&payload);
+            gm_string_free(&got);
+        }
+        gm_redactor_free(r);
+        gm_string_free(&name);
+    }
+    return (int)n;
+}
+
+/* ---- edit-input-fixture.json ---- */
+static int run_edit_input(void) {
+    const char *file = "edit-input-fixture.json";
+    gm_json_doc *d = load("reference/edit-input-fixture.json");
+    long n, i;
+    int total = 0;
+    char lb[64];
+    gm_string name;
+    if (num_at(d, "/maxRefusalMessage") != (long long)gm_max_refusal_message()) fail(file, "maxRefusalMessage", "constant", NULL, NULL);
+
+    n = len_at(d, "/proposedValue");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/proposedValue", i, &name, lb);
+        gm_string v = J(d, "/proposedValue/%ld/value", i), got = {NULL, 0};
+        const char *vt = v.ptr ? v.ptr : "null";
+        check_ok(gm_proposed_value_refusal(vt, strlen(vt), &got), "proposed_value_refusal");
+        expect_plain(file, label, "refusal", &got, d, ptr("/proposedValue/%ld/refusal", i));
+        gm_string_free(&v);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/prototypeKeys");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/prototypeKeys", i, &name, lb);
+        gm_string v = J(d, "/prototypeKeys/%ld/value", i), got = {NULL, 0};
+        const char *vt = v.ptr ? v.ptr : "null";
+        check_ok(gm_prototype_key_refusal(vt, strlen(vt), &got), "prototype_key_refusal");
+        if ((got.ptr != NULL) != truthy(d, ptr("/prototypeKeys/%ld/refused", i))) fail(file, label, "refused", got.ptr, NULL);
+        gm_string_free(&v);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/normalizeValidation");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/normalizeValidation", i, &name, lb);
+        gm_string v = J(d, "/normalizeValidation/%ld/result", i), got = {NULL, 0};
+        check_ok(gm_normalize_validation(v.ptr, v.len, &got), "normalize_validation");
+        expect_json(file, label, "verdict", &got, d, ptr("/normalizeValidation/%ld/expected", i));
+        gm_string_free(&v);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/sanitizeShortText");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/sanitizeShortText", i, &name, lb);
+        gm_string v = J(d, "/sanitizeShortText/%ld/input", i), got = {NULL, 0};
+        check_ok(gm_sanitize_short_text(v.ptr, v.len, &got), "sanitize_short_text");
+        expect_json(file, label, "text", &got, d, ptr("/sanitizeShortText/%ld/expected", i));
+        gm_string_free(&v);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/mergeToolInput");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/mergeToolInput", i, &name, lb);
+        gm_string live = J(d, "/mergeToolInput/%ld/live", i), prop = J(d, "/mergeToolInput/%ld/proposed", i), got = {NULL, 0};
+        check_ok(gm_merge_tool_input(live.ptr, live.len, prop.ptr, prop.len, truthy(d, ptr("/mergeToolInput/%ld/inputHidden", i)),
+                                     &got),
+                 "merge_tool_input");
+        expect_json(file, label, "verdict", &got, d, ptr("/mergeToolInput/%ld/expected", i));
+        gm_string_free(&live);
+        gm_string_free(&prop);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+    gm_json_doc_free(d);
+    return total;
+}
+
+/* ---- llm-fixture.json ---- */
+static int run_llm(void) {
+    const char *file = "llm-fixture.json";
+    gm_json_doc *d = load("reference/llm-fixture.json");
+    long n, i;
+    int total = 0;
+    char lb[64];
+    gm_string name, got = {NULL, 0};
+
+    n = len_at(d, "/finishReasons");
+    for (i = 0; i < n; i++) {
+        gm_string raw = J(d, "/finishReasons/%ld/0", i);
+        snprintf(lb, sizeof lb, "finishReasons #%ld", i);
+        check_ok(gm_normalize_finish_reason(raw.ptr, raw.len, truthy(d, ptr("/finishReasons/%ld/1", i)), &got), "finish_reason");
+        expect_plain(file, lb, "reason", &got, d, ptr("/finishReasons/%ld/2", i));
+        gm_string_free(&raw);
+        gm_string_free(&got);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/toolCalls");
+    for (i = 0; i < n; i++) {
+        gm_string id = J(d, "/toolCalls/%ld/in/id", i), nm = J(d, "/toolCalls/%ld/in/name", i), args = J(d, "/toolCalls/%ld/in/args", i);
+        snprintf(lb, sizeof lb, "toolCalls #%ld", i);
+        check_ok(gm_tool_call(id.ptr, id.len, nm.ptr, nm.len, args.ptr, args.len, &got), "tool_call");
+        expect_json(file, lb, "call", &got, d, ptr("/toolCalls/%ld/out", i));
+        gm_string_free(&id);
+        gm_string_free(&nm);
+        gm_string_free(&args);
+        gm_string_free(&got);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/schemaHashes");
+    for (i = 0; i < n; i++) {
+        gm_string in = J(d, "/schemaHashes/%ld/in", i);
+        snprintf(lb, sizeof lb, "schemaHashes #%ld", i);
+        check_ok(gm_schema_hash(in.ptr, in.len, &got), "schema_hash");
+        expect_plain(file, lb, "hash", &got, d, ptr("/schemaHashes/%ld/hash", i));
+        gm_string_free(&in);
+        gm_string_free(&got);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/toolDefinitions");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/toolDefinitions", i, &name, lb);
+        gm_string in = J(d, "/toolDefinitions/%ld/in", i), hash = {NULL, 0};
+        check_ok(gm_sanitize_tool_definition(in.ptr, in.len, &got), "sanitize_tool_definition");
+        expect_json(file, label, "definition", &got, d, ptr("/toolDefinitions/%ld/out", i));
+        check_ok(gm_schema_hash(got.ptr, got.len, &hash), "schema_hash");
+        expect_plain(file, label, "hash", &hash, d, ptr("/toolDefinitions/%ld/hash", i));
+        gm_string_free(&in);
+        gm_string_free(&hash);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/usage");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/usage", i, &name, lb);
+        gm_string prov = S(d, "/usage/%ld/provider", i), raw = J(d, "/usage/%ld/raw", i);
+        check_ok(gm_provider_usage(prov.ptr, prov.len, raw.ptr, raw.len, &got), "provider_usage");
+        expect_json(file, label, "usage", &got, d, ptr("/usage/%ld/out", i));
+        gm_string_free(&prov);
+        gm_string_free(&raw);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    check_ok(gm_sampling_param_keys(&got), "sampling_param_keys");
+    expect_json(file, "samplingParams", "keys", &got, d, "/samplingParams");
+    gm_string_free(&got);
+    total += 1;
+    gm_json_doc_free(d);
+    return total;
+}
+
+/* ---- loop-kinds-fixture.json: errorResult, truncated, errorText, breakOnEnv ---- */
+static int run_smart(void) {
+    const char *file = "loop-kinds-fixture.json";
+    gm_json_doc *d = load("reference/loop-kinds-fixture.json");
+    long n, i;
+    int total = 0;
+    char lb[64];
+    gm_string name, got = {NULL, 0};
+
+    n = len_at(d, "/errorResult");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/errorResult", i, &name, lb);
+        gm_string r = J(d, "/errorResult/%ld/result", i);
+        const char *rt = r.ptr ? r.ptr : "null";
+        check_ok(gm_error_result_shape(rt, strlen(rt), &got), "error_result_shape");
+        expect_plain(file, label, "shape", &got, d, ptr("/errorResult/%ld/shape", i));
+        gm_string_free(&r);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/truncated");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/truncated", i, &name, lb);
+        gm_string r = J(d, "/truncated/%ld/result", i), want = J(d, "/truncated/%ld/fires", i);
+        const char *rt = r.ptr ? r.ptr : "null";
+        check_ok(gm_truncated_tool_call(rt, strlen(rt), &got), "truncated_tool_call");
+        if (want.ptr == NULL || strcmp(want.ptr, "null") == 0) {
+            if (got.ptr != NULL) fail(file, label, "fires", got.ptr, "null");
+        } else if (got.ptr == NULL || !same_canonical(&got, &want)) {
+            fail(file, label, "fires", got.ptr, want.ptr);
+        }
+        gm_string_free(&r);
+        gm_string_free(&want);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/errorText");
+    for (i = 0; i < n; i++) {
+        const char *label = label_of(d, "/errorText", i, &name, lb);
+        gm_string t = S(d, "/errorText/%ld/text", i);
+        if (t.ptr == NULL) die("errorText: text is not a string");
+        check_ok(gm_error_text_key(t.ptr, t.len, &got), "error_text_key");
+        expect_json(file, label, "key", &got, d, ptr("/errorText/%ld/key", i));
+        gm_string_free(&t);
+        gm_string_free(&got);
+        gm_string_free(&name);
+    }
+    total += (int)n;
+
+    n = len_at(d, "/breakOnEnv");
+    for (i = 0; i < n; i++) {
+        gm_string raw = S(d, "/breakOnEnv/%ld/raw", i);
+        bool on = gm_parse_break_on(raw.ptr, raw.len);
+        if (on != truthy(d, ptr("/breakOnEnv/%ld/on", i))) {
+            gm_string rj = J(d, "/breakOnEnv/%ld/raw", i);
+            fail(file, "breakOnEnv", rj.ptr, on ? "true" : "false", NULL);
+            gm_string_free(&rj);
+        }
+        gm_string_free(&raw);
+    }
+    total += (int)n;
+    gm_json_doc_free(d);
+    return total;
+}
+
+/* ---- loop guard sequences ---- */
+
+/* A guard configured from the sequence's threshold / allowNodes / ignoreKeys / kinds. */
+static gm_loop_guard *guard_for(const gm_json_doc *d, const char *seq) {
+    static const char *keys[4] = {"threshold", "allowNodes", "ignoreKeys", "kinds"};
+    buf cfg = {NULL, 0, 0};
+    gm_loop_guard *g = NULL;
+    int k, first = 1;
+    buf_puts(&cfg, "{");
+    for (k = 0; k < 4; k++) {
+        gm_string v = J(d, "%s/%s", seq, keys[k]);
+        if (v.ptr != NULL) {
+            if (!first) buf_puts(&cfg, ",");
+            buf_puts(&cfg, "\"");
+            buf_puts(&cfg, keys[k]);
+            buf_puts(&cfg, "\":");
+            buf_put(&cfg, v.ptr, v.len);
+            first = 0;
+        }
+        gm_string_free(&v);
+    }
+    buf_puts(&cfg, "}");
+    check_ok(gm_loop_guard_new(cfg.p, cfg.len, &g), "loop_guard_new");
+    free(cfg.p);
+    return g;
+}
+
+/* Starts the node at ev (a call or start event) as seq i; its fingerprint into *fp. */
+static void guard_start(gm_loop_guard *g, const gm_json_doc *d, const char *ev, const char *run, long i, gm_string *fp) {
+    gm_string id = S(d, "%s/nodeId", ev), kind = S(d, "%s/kind", ev), name = S(d, "%s/name", ev);
+    gm_string inst = S(d, "%s/instanceId", ev), input = {NULL, 0};
+    bool unreadable = truthy(d, ptr("%s/unreadable", ev)), absent = truthy(d, ptr("%s/inputAbsent", ev));
+    if (!unreadable && !absent) input = J(d, "%s/input", ev);
+    check_ok(gm_loop_guard_started(g, run, strlen(run), id.ptr, id.len, kind.ptr, kind.len, name.ptr, name.len, inst.ptr, inst.len,
+                                   input.ptr, input.len, unreadable, (uint64_t)i, true, fp),
+             "loop_guard_started");
+    gm_string_free(&id);
+    gm_string_free(&kind);
+    gm_string_free(&name);
+    gm_string_free(&inst);
+    gm_string_free(&input);
+}
+
+/* The before gate for ev; when held, appends the hold to holds (as the fixture writes it)
+ * and checks lastSeq, the fingerprint and that the retry runs on. */
+static void guard_consult(gm_loop_guard *g, const gm_json_doc *d, const char *ev, const char *run, long i, const gm_string *fp,
+                          bool with_kind, buf *holds, const char *file, const char *label) {
+    gm_string id = S(d, "%s/nodeId", ev), kind = S(d, "%s/kind", ev), name = S(d, "%s/name", ev), hold = {NULL, 0};
+    check_ok(gm_loop_guard_consult_before(g, run, strlen(run), kind.ptr, kind.len, id.ptr, id.len, name.ptr, name.len, true, &hold),
+             "consult_before");
+    if (hold.ptr != NULL) {
+        gm_json_doc *h = NULL;
+        gm_string again = {NULL, 0}, hk = {NULL, 0}, hfp = {NULL, 0};
+        char tmp[160];
+        check_ok(gm_json_parse(hold.ptr, hold.len, &h), "hold");
+        if (num_at(h, "/lastSeq") != i) fail(file, label, "lastSeq", hold.ptr, NULL);
+        str_at(h, "/fingerprint", &hfp);
+        if (hfp.ptr == NULL || hfp.len != 32 || (fp != NULL && (fp->ptr == NULL || strcmp(hfp.ptr, fp->ptr) != 0)))
+            fail(file, label, "hold fingerprint", hfp.ptr, fp ? fp->ptr : NULL);
+        str_at(h, "/kind", &hk);
+        if (holds->len > 1) buf_puts(holds, ",");
+        if (with_kind) {
+            snprintf(tmp, sizeof tmp, "{\"at\":%ld,\"kind\":\"%s\",\"repeats\":%lld,\"firstAt\":%lld", i, hk.ptr, num_at(h, "/repeats"),
+                     num_at(h, "/firstSeq"));
+            buf_puts(holds, tmp);
+            if (type_at(h, "/period") == GM_JSON_NUMBER) {
+                snprintf(tmp, sizeof tmp, ",\"period\":%lld,\"laps\":%lld", num_at(h, "/period"), num_at(h, "/laps"));
+                buf_puts(holds, tmp);
+            }
+            buf_puts(holds, "}");
+        } else {
+            if (strcmp(hk.ptr, "repeat") != 0) fail(file, label, "hold kind", hk.ptr, "repeat");
+            snprintf(tmp, sizeof tmp, "{\"at\":%ld,\"repeats\":%lld,\"firstAt\":%lld}", i, num_at(h, "/repeats"), num_at(h, "/firstSeq"));
+            buf_puts(holds, tmp);
+        }
+        check_ok(gm_loop_guard_consult_before(g, run, strlen(run), kind.ptr, kind.len, id.ptr, id.len, name.ptr, name.len, true, &again),
+                 "consult_before (retry)");
+        if (again.ptr != NULL) fail(file, label, ptr("retry at %ld held again", i), again.ptr, NULL);
+        gm_string_free(&again);
+        gm_string_free(&hk);
+        gm_string_free(&hfp);
+        gm_json_doc_free(h);
+    }
+    gm_string_free(&id);
+    gm_string_free(&kind);
+    gm_string_free(&name);
+    gm_string_free(&hold);
+}
+
+static void expect_same_json(const char *file, const char *label, const char *what, const char *got_text, const gm_json_doc *d,
+                             const char *want_ptr) {
+    gm_string got = {NULL, 0}, want = {NULL, 0};
+    got.ptr = (char *)got_text;
+    got.len = strlen(got_text);
+    if (!json_at(d, want_ptr, &want)) { /* absent: null */
+        if (strcmp(got_text, "null") != 0) fail(file, label, what, got_text, "null (absent)");
+    } else if (!same_canonical(&got, &want)) {
+        fail(file, label, what, got_text, want.ptr);
+    }
+    gm_string_free(&want);
+}
+
+static int run_loop_guard_sequences(void) {
+    const char *file = "loop-guard-fixture.json";
+    gm_json_doc *d = load("reference/loop-guard-fixture.json");
+    long n = len_at(d, "/sequences"), i, k;
+    if (n <= 0) die("no loop-guard sequences");
+    for (i = 0; i < n; i++) {
+        char lb[64], seq[64], ev[128];
+        gm_string name;
+        const char *label = label_of(d, "/sequences", i, &name, lb);
+        gm_loop_guard *g;
+        buf holds = {NULL, 0, 0};
+        long calls = len_at(d, ptr("/sequences/%ld/calls", i));
+        gm_json_doc *trips = NULL;
+        snprintf(seq, sizeof seq, "/sequences/%ld", i);
+        g = guard_for(d, seq);
+        buf_puts(&holds, "[");
+        for (k = 0; k < calls; k++) {
+            gm_string fp = {NULL, 0};
+            snprintf(ev, sizeof ev, "/sequences/%ld/calls/%ld", i, k);
+            guard_start(g, d, ev, "run-1", k, &fp);
+            expect_plain(file, label, ptr("fingerprint %ld", k), &fp, d, ptr("/sequences/%ld/fingerprints/%ld", i, k));
+            guard_consult(g, d, ev, "run-1", k, &fp, false, &holds, file, label);
+            gm_string_free(&fp);
+        }
+        buf_puts(&holds, "]");
+        expect_same_json(file, label, "trips", holds.p, d, ptr("/sequences/%ld/trips", i));
+        check_ok(gm_json_parse(holds.p, holds.len, &trips), "trips");
+        {
+            gm_string at = {NULL, 0}, reps = {NULL, 0};
+            const char *none = "null";
+            json_at(trips, "/0/at", &at);
+            json_at(trips, "/0/repeats", &reps);
+            expect_same_json(file, label, "tripsAt", at.ptr ? at.ptr : none, d, ptr("/sequences/%ld/tripsAt", i));
+            expect_same_json(file, label, "repeatsAtTrip", reps.ptr ? reps.ptr : none, d, ptr("/sequences/%ld/repeatsAtTrip", i));
+            gm_string_free(&at);
+            gm_string_free(&reps);
+        }
+        gm_json_doc_free(trips);
+        free(holds.p);
+        gm_loop_guard_free(g);
+        gm_string_free(&name);
+    }
+    gm_json_doc_free(d);
+    return (int)n;
+}
+
+static int run_loop_kinds_sequences(void) {
+    const char *file = "loop-kinds-fixture.json";
+    gm_json_doc *d = load("reference/loop-kinds-fixture.json");
+    long n = len_at(d, "/sequences"), i, k;
+    if (n <= 0) die("no loop-kinds sequences");
+    for (i = 0; i < n; i++) {
+        char lb[64], seq[64], ev[128];
+        gm_string name;
+        const char *label = label_of(d, "/sequences", i, &name, lb);
+        gm_loop_guard *g;
+        buf holds = {NULL, 0, 0};
+        long events = len_at(d, ptr("/sequences/%ld/events", i));
+        snprintf(seq, sizeof seq, "/sequences/%ld", i);
+        g = guard_for(d, seq);
+        buf_puts(&holds, "[");
+        for (k = 0; k < events; k++) {
+            gm_string event;
+            snprintf(ev, sizeof ev, "/sequences/%ld/events/%ld", i, k);
+            event = S(d, "%s/event", ev);
+            if (event.ptr == NULL) die("loop-kinds: event without a type");
+            if (strcmp(event.ptr, "start") == 0) {
+                gm_string fp = {NULL, 0};
+                guard_start(g, d, ev, "run", k, &fp);
+                guard_consult(g, d, ev, "run", k, NULL, true, &holds, file, label);
+                gm_string_free(&fp);
+            } else if (strcmp(event.ptr, "error") == 0) {
+                gm_string id = S(d, "%s/nodeId", ev), inst = S(d, "%s/instanceId", ev);
+                gm_string nm = J(d, "%s/name", ev), msg = J(d, "%s/message", ev);
+                check_ok(gm_loop_guard_errored(g, "run", 3, id.ptr, id.len, inst.ptr, inst.len, nm.ptr, nm.len, msg.ptr, msg.len), "errored");
+                gm_string_free(&id);
+                gm_string_free(&inst);
+                gm_string_free(&nm);
+                gm_string_free(&msg);
+            } else if (strcmp(event.ptr, "finish") == 0) {
+                gm_string id = S(d, "%s/nodeId", ev), inst = S(d, "%s/instanceId", ev);
+                gm_string st = S(d, "%s/status", ev), out = J(d, "%s/output", ev);
+                check_ok(gm_loop_guard_finished(g, "run", 3, id.ptr, id.len, inst.ptr, inst.len, st.ptr, st.len, out.ptr, out.len), "finished");
+                gm_string_free(&id);
+                gm_string_free(&inst);
+                gm_string_free(&st);
+                gm_string_free(&out);
+            } else {
+                die("loop-kinds: unknown event");
+            }
+            gm_string_free(&event);
+        }
+        buf_puts(&holds, "]");
+        expect_same_json(file, label, "holds", holds.p, d, ptr("/sequences/%ld/holds", i));
+        free(holds.p);
+        gm_loop_guard_free(g);
+        gm_string_free(&name);
+    }
+    gm_json_doc_free(d);
+    return (int)n;
+}
+
+/* Runs one file's cases and prints its count. */
+static int report(const char *what, int count, int before) {
+    printf("%s: %d cases%s\n", what, count, g_failures > before ? " (FAILED)" : "");
+    return count;
+}
+
 int main(int argc, char **argv) {
     gm_json_doc *lg, *diff, *lone_doc;
     gm_string lone = {NULL, 0};
@@ -525,6 +1176,48 @@ int main(int argc, char **argv) {
     count = run_config("ours/kill-switch.json");
     printf("kill-switch.json: %d cases\n", count);
     total += count;
+
+    before = g_failures;
+    total += report("jcs input/output", run_jcs(), before);
+    before = g_failures;
+    total += report("jcs es6-numbers-1k.txt", run_es6_numbers(), before);
+    before = g_failures;
+    total += report("jsontestsuite test_parsing", run_jsontestsuite(), before);
+
+    diff = load("reference/differential.json");
+    before = g_failures;
+    total += report("differential.json redaction", run_redaction("differential.json", diff, "/redaction"), before);
+    if (!str_at(diff, "/redactionLoneSurrogates", &lone)) die("redactionLoneSurrogates");
+    check_ok(gm_json_parse(lone.ptr, lone.len, &lone_doc), "redactionLoneSurrogates");
+    before = g_failures;
+    total += report("differential.json redactionLoneSurrogates", run_redaction("differential.json lone", lone_doc, ""), before);
+    gm_json_doc_free(lone_doc);
+    gm_string_free(&lone);
+    gm_json_doc_free(diff);
+
+    {
+        gm_json_doc *red = load("reference/redaction-fixture.json");
+        gm_string placeholder = {NULL, 0};
+        gm_str ours = gm_redacted_placeholder();
+        str_at(red, "/placeholder", &placeholder);
+        if (placeholder.ptr == NULL || placeholder.len != ours.len || memcmp(placeholder.ptr, ours.ptr, ours.len) != 0)
+            fail("redaction-fixture.json", "placeholder", "REDACTED", NULL, placeholder.ptr);
+        before = g_failures;
+        total += report("redaction-fixture.json", run_redaction("redaction-fixture.json", red, "/cases"), before);
+        gm_string_free(&placeholder);
+        gm_json_doc_free(red);
+    }
+
+    before = g_failures;
+    total += report("edit-input-fixture.json", run_edit_input(), before);
+    before = g_failures;
+    total += report("llm-fixture.json", run_llm(), before);
+    before = g_failures;
+    total += report("loop-kinds-fixture.json errorResult/truncated/errorText/breakOnEnv", run_smart(), before);
+    before = g_failures;
+    total += report("loop-guard-fixture.json sequences", run_loop_guard_sequences(), before);
+    before = g_failures;
+    total += report("loop-kinds-fixture.json sequences", run_loop_kinds_sequences(), before);
 
     printf("%d cases, %d failures\n", total, g_failures);
     return g_failures ? 1 : 0;
