@@ -106,7 +106,7 @@ fn bench(c: &mut Criterion) {
                     }
                     total += thread_cpu() - started;
                     drained += batch;
-                    if drained >= 8192 {
+                    if drained >= 512 {
                         session.flush(Duration::from_secs(60));
                         drained = 0;
                     }

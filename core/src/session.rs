@@ -53,6 +53,10 @@ pub const WORKER_LINGER: Duration = Duration::from_millis(1);
 /// ones it deferred while detached.
 const LOOP_BACKLOG_WAIT: Duration = Duration::from_millis(100);
 
+/// The fewest events queued for the worker before a detached session drops new ones (see
+/// [`Session::send_event`]); a larger `bufferSize` raises it.
+const MIN_DETACHED_QUEUE: usize = 1024;
+
 /// A queue this full wakes a lingering worker at once.
 const WAKE_BACKLOG: usize = OUTBOX_CAPACITY / 8;
 
@@ -1119,7 +1123,19 @@ impl Session {
 
     fn send_event(&self, shared: &mut Shared, event: OutEvent) -> Option<u64> {
         let (seq, event_type) = (event.seq, event.event_type);
-        match shared.outbox.try_send(Outgoing::Event(event)) {
+        // Detached, the replay buffer keeps only the newest `bufferSize` events: a worker
+        // more than that far behind would only queue events (and their memory) that the
+        // buffer then pushes out again. Drop here instead, counted like a full queue, so an
+        // app that outpaces its worker with no debugger attached keeps a bounded footprint.
+        let detached_backlog = !shared.engine_attached
+            && !is_gate_event(event_type)
+            && shared.outbox.len() >= self.inner.config.buffer_size.max(MIN_DETACHED_QUEUE);
+        let sent = if detached_backlog {
+            Err(TrySendError::Full(Outgoing::Event(event)))
+        } else {
+            shared.outbox.try_send(Outgoing::Event(event))
+        };
+        match sent {
             Ok(()) => {
                 shared.seq += 1;
                 if is_gate_event(event_type) || shared.outbox.len() >= WAKE_BACKLOG {
