@@ -321,6 +321,11 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// The root node of `run`: `agent:<name>`, instance id the run id.
+fn agent_node(run: &Run) -> NodeRef {
+    NodeRef { instance_id: run.run_id.clone(), ..NodeRef::new(NodeKind::Agent, &run.name) }
+}
+
 fn millis(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
@@ -501,6 +506,31 @@ impl Session {
             None,
             None,
         );
+    }
+
+    /// The run's root node started: `agent:<name>` (kind `agent`), its instance id the run
+    /// id, no input. Every SDK's run scope records it (the reference's clients do), so a
+    /// run's graph has one root its calls hang under.
+    pub fn agent_node_started(&self, run: &Run) -> Option<u64> {
+        self.node_started(Some(&run.run_id), &agent_node(run), None, None)
+    }
+
+    /// The run's root node finished after `duration_ms`: `node.error` first when the run
+    /// raised (`error`), then `node.finished` with the run's status (an aborted signal wins).
+    pub fn agent_node_finished(&self, run: &Run, duration_ms: f64, outcome: &RunOutcome) {
+        let node = agent_node(run);
+        let run_id = Some(run.run_id.as_str());
+        let status = match (outcome, run.signal.is_aborted()) {
+            (_, true) | (RunOutcome::Aborted, _) => RunStatus::Aborted,
+            (RunOutcome::Ok, false) => RunStatus::Ok,
+            (RunOutcome::Error(error), false) => {
+                self.node_error(run_id, &node, error.clone());
+                RunStatus::Error
+            }
+        };
+        let mut finished = NodeFinished::new(node.node_id.as_str(), normalize_duration(duration_ms), status);
+        finished.instance_id = Some(node.instance_id.as_str().into());
+        self.emit_typed(run_id, MessageType::NodeFinished, finished.into_value());
     }
 
     /// The implicit run that events outside any run share (started on first use).

@@ -481,8 +481,7 @@ impl NativeSession {
 
     /// The run's root node (`agent:<name>`) started, with the run id as instance id.
     fn run_node_started(&self, run: &NativeRun) {
-        let node = NodeRef { instance_id: run.run.run_id.clone(), ..NodeRef::new(NodeKind::Agent, &run.run.name) };
-        self.session.node_started(Some(&run.run.run_id), &node, None, None);
+        self.session.agent_node_started(&run.run);
     }
 
     /// The run's root node finished (`status`), after an error when given.
@@ -496,18 +495,13 @@ impl NativeSession {
         message: Option<&Bound<'_, PyString>>,
         stack: Option<&Bound<'_, PyString>>,
     ) {
-        let node = NodeRef { instance_id: run.run.run_id.clone(), ..NodeRef::new(NodeKind::Agent, &run.run.name) };
-        let run_id = Some(run.run.run_id.as_str());
-        if let (Some(n), Some(m)) = (name, message) {
-            self.session.node_error(run_id, &node, error_info(n, m, stack));
-        }
-        let mut finished = graphmind_core::event::NodeFinished::new(
-            node.node_id.as_str(),
-            graphmind_core::session::normalize_duration(duration_ms),
-            graphmind_core::event::RunStatus::parse(status).unwrap_or(graphmind_core::event::RunStatus::Ok),
-        );
-        finished.instance_id = Some(node.instance_id.as_str().into());
-        self.session.emit(run_id, "node.finished", finished.to_value());
+        let outcome = match (status, name, message) {
+            ("aborted", _, _) => RunOutcome::Aborted,
+            (_, Some(n), Some(m)) => RunOutcome::Error(error_info(n, m, stack)),
+            ("error", _, _) => RunOutcome::Error(graphmind_core::event::ErrorInfo::new("Error", "")),
+            _ => RunOutcome::Ok,
+        };
+        self.session.agent_node_finished(&run.run, duration_ms, &outcome);
     }
 
     /// Starts one gated call: `node.started` with `input` (converted; unreadable parts

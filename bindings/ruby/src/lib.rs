@@ -135,6 +135,22 @@ impl RbSession {
         self.session.finish_run(&run.run, outcome);
     }
 
+    /// The run's root node (`agent:<name>`) started.
+    fn agent_node_started(&self, run: &RbRun) {
+        self.session.agent_node_started(&run.run);
+    }
+
+    /// `agent_node_finished(run, duration_ms, status, error)`: the run's root node ended
+    /// (`:ok`, `:error` with the exception, `:aborted`).
+    fn agent_node_finished(&self, run: &RbRun, duration_ms: f64, status: Symbol, error: Value) {
+        let outcome = match status.name().as_deref() {
+            Ok("aborted") => RunOutcome::Aborted,
+            Ok("error") => RunOutcome::Error(error_info(error)),
+            _ => RunOutcome::Ok,
+        };
+        self.session.agent_node_finished(&run.run, duration_ms, &outcome);
+    }
+
     fn emit(ruby: &Ruby, rb_self: &Self, run_id: Option<String>, event_type: String, payload: Value) -> Option<u64> {
         rb_self
             .session
@@ -517,6 +533,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     session.define_method("start_run", method!(RbSession::start_run, 2))?;
     session.define_method("implicit_run", method!(RbSession::implicit_run, 0))?;
     session.define_method("finish_run", method!(RbSession::finish_run, 3))?;
+    session.define_method("agent_node_started", method!(RbSession::agent_node_started, 1))?;
+    session.define_method("agent_node_finished", method!(RbSession::agent_node_finished, 4))?;
     session.define_method("emit", method!(RbSession::emit, 3))?;
     session.define_method("step", method!(RbSession::step, 7))?;
     session.define_method("stats", method!(RbSession::stats, 0))?;

@@ -49,11 +49,16 @@ class TestLive < Minitest::Test
     end
     assert_equal 3, result
     assert gm.flush(2.0)
-    events = @server.events(run_id, count: 6)
+    events = @server.events(run_id, count: 8)
     types = events.map { |e| e["type"] }
     assert_equal "run.started", types.first
     started = events.select { |e| e["type"] == "node.started" }.map { |e| e.dig("payload", "nodeId") }
-    assert_equal %w[chain:plan tool:add], started
+    # The run's root node comes first, as the reference gem records it.
+    assert_equal %w[agent:store chain:plan tool:add], started
+    agent_end = events.find { |e| e["type"] == "node.finished" && e.dig("payload", "nodeId") == "agent:store" }
+    assert_equal run_id, agent_end.dig("payload", "instanceId")
+    assert_equal "ok", agent_end.dig("payload", "status")
+    assert_equal "node.finished", types[-2], "the agent node ends right before run.finished"
     assert_equal({ "a" => 1, "b" => 2 }, events.find { |e| e.dig("payload", "nodeId") == "tool:add" }.dig("payload", "input"))
     assert_equal 7, events.first.dig("payload", "meta", "ticket")
     assert_equal "ok", @server.run(run_id) { |r| r["status"] == "ok" }["status"]

@@ -46,16 +46,23 @@ module Graphmind
       ctx = RunContext.new(native_run)
       previous = Thread.current[RUN_KEY]
       Thread.current[RUN_KEY] = ctx
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      @native.agent_node_started(native_run)
       finished = false
       begin
         yield ctx
       rescue Exception => e # rubocop:disable Lint/RescueException
-        @native.finish_run(native_run, e.is_a?(AbortError) ? :aborted : :error, e)
+        status = e.is_a?(AbortError) ? :aborted : :error
+        @native.agent_node_finished(native_run, elapsed_ms(started), status, e)
+        @native.finish_run(native_run, status, e)
         finished = true
         raise
       ensure
         Thread.current[RUN_KEY] = previous
-        @native.finish_run(native_run, :ok, nil) unless finished
+        unless finished
+          @native.agent_node_finished(native_run, elapsed_ms(started), :ok, nil)
+          @native.finish_run(native_run, :ok, nil)
+        end
         flush_warnings
       end
     end
@@ -157,6 +164,11 @@ module Graphmind
       end
     rescue StandardError
       "ruby"
+    end
+
+    # Milliseconds since the monotonic `started`.
+    def elapsed_ms(started)
+      (Process.clock_gettime(Process::CLOCK_MONOTONIC) - started) * 1000.0
     end
   end
 end
