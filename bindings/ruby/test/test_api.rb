@@ -79,8 +79,8 @@ class TestApi < Minitest::Test
       assert_equal 1, wrapped.(3, 2)
       assert_equal "HI", class_with_tools.new.shout("hi")
     end
-    events = recorded(run_id, 12)
-    assert_equal %w[tool:lookup tool:adder tool:adder tool:minus tool:shout], node_ids(events)
+    events = recorded(run_id, 14)
+    assert_equal %w[agent:wraps tool:lookup tool:adder tool:adder tool:minus tool:shout], node_ids(events)
     add = events.find { |e| e.dig("payload", "nodeId") == "tool:adder" }
     assert_equal({ "x" => 2 }, add.dig("payload", "input"))
     shout = events.find { |e| e.dig("payload", "nodeId") == "tool:shout" }
@@ -149,8 +149,8 @@ class TestApi < Minitest::Test
       assert_equal "hi", client.chat(parameters: { model: "m", messages: [{ role: "user", content: "yo" }] }).dig("choices", 0, "message", "content")
       assert_equal "resp_1", client.responses.create(parameters: { model: "m", input: "you" })["id"]
     end
-    events = recorded(run_id, 6)
-    started = events.select { |e| e["type"] == "node.started" }
+    events = recorded(run_id, 8)
+    started = events.select { |e| e["type"] == "node.started" && e.dig("payload", "kind") != "agent" }
     assert_equal %w[llm llm], started.map { |e| e.dig("payload", "kind") }
     assert_equal "chat.completions", started[0].dig("payload", "input", "operation")
     assert_equal [{ "role" => "user", "content" => "yo" }], started[0].dig("payload", "input", "messages")
@@ -205,8 +205,8 @@ class TestApi < Minitest::Test
       chat.ask("weather?")
     end
     assert_equal "it is sunny in Cairo", reply.content
-    events = recorded(run_id, 6)
-    assert_equal %w[llm:step tool:weather], node_ids(events)
+    events = recorded(run_id, 8)
+    assert_equal %w[agent:ruby_llm llm:step tool:weather], node_ids(events)
     llm = events.find { |e| e["type"] == "node.started" && e.dig("payload", "kind") == "llm" }
     assert_equal "model-x", llm.dig("payload", "input", "model")
     assert_equal ["weather"], llm.dig("payload", "input", "tools")
