@@ -233,8 +233,9 @@ fn head_word(bytes: &[u8]) -> u64 {
     word
 }
 
+/// Whether an object member with `key` is left out (exact match against `ignore`).
 #[inline]
-fn is_ignored<K: AsRef<str>>(key: &JsStr, ignore: &[K]) -> bool {
+pub(crate) fn is_ignored<K: AsRef<str>>(key: &JsStr, ignore: &[K]) -> bool {
     let bytes = key.as_bytes();
     ignore.iter().any(|k| k.as_ref().as_bytes() == bytes)
 }

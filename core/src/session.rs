@@ -323,7 +323,10 @@ impl std::fmt::Debug for Session {
 
 /// The root node of `run`: `agent:<name>`, instance id the run id.
 fn agent_node(run: &Run) -> NodeRef {
-    NodeRef { instance_id: run.run_id.clone(), ..NodeRef::new(NodeKind::Agent, &run.name) }
+    NodeRef {
+        instance_id: run.run_id.clone(),
+        ..NodeRef::new(NodeKind::Agent, &run.name)
+    }
 }
 
 fn millis(ms: u64) -> Duration {
@@ -528,7 +531,11 @@ impl Session {
                 RunStatus::Error
             }
         };
-        let mut finished = NodeFinished::new(node.node_id.as_str(), normalize_duration(duration_ms), status);
+        let mut finished = NodeFinished::new(
+            node.node_id.as_str(),
+            normalize_duration(duration_ms),
+            status,
+        );
         finished.instance_id = Some(node.instance_id.as_str().into());
         self.emit_typed(run_id, MessageType::NodeFinished, finished.into_value());
     }

@@ -22,8 +22,8 @@
 //! Keys never leave the process: what the guard reports (a v3 fingerprint, a lap digest)
 //! is still SHA-256 of canonical text or a salted HMAC.
 
-use crate::canonical::{write_number, DEPTH_MARKER, MAX_CANONICAL_DEPTH};
-use crate::json::{JsStr, Number, Value};
+use crate::canonical::{is_ignored, write_number, DEPTH_MARKER, MAX_CANONICAL_DEPTH};
+use crate::json::{Number, Value};
 
 /// A 128-bit loop-guard key.
 pub(crate) type Key = [u8; 16];
@@ -223,12 +223,6 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
 fn depth_marker(h: &mut Hasher) {
     h.word(TAG_STRING);
     h.bytes(DEPTH_MARKER.as_bytes());
-}
-
-#[inline]
-fn is_ignored<K: AsRef<str>>(key: &JsStr, ignore: &[K]) -> bool {
-    let bytes = key.as_bytes();
-    ignore.iter().any(|k| k.as_ref().as_bytes() == bytes)
 }
 
 /// Hashes a number so that two numbers agree exactly when their canonical spellings do.
