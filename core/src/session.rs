@@ -655,7 +655,16 @@ impl Session {
         if defer {
             self.inner.loop_backlog.fetch_add(1, Ordering::AcqRel);
         }
-        let emitted = self.enqueue_event(&mut shared, &run_id, event_type, payload, defer);
+        let event = OutEvent {
+            seq: shared.seq,
+            run_id: run_id.clone(),
+            event_type,
+            payload,
+            node_kind: None,
+            held: None,
+            loop_deferred: defer,
+        };
+        let emitted = self.send_event(&mut shared, event);
         if emitted.is_none() {
             if defer {
                 self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
@@ -1136,28 +1145,8 @@ impl Session {
         self.send_event(shared, event)
     }
 
-    /// [`Session::enqueue`] for a node event whose loop-guard update the worker applies
-    /// when `loop_deferred`.
-    fn enqueue_event(
-        &self,
-        shared: &mut Shared,
-        run_id: &str,
-        event_type: MessageType,
-        payload: Value,
-        loop_deferred: bool,
-    ) -> Option<u64> {
-        let event = OutEvent {
-            seq: shared.seq,
-            run_id: run_id.to_string(),
-            event_type,
-            payload,
-            node_kind: None,
-            held: None,
-            loop_deferred,
-        };
-        self.send_event(shared, event)
-    }
-
+    /// Hands `event` (built with `shared.seq`) to the worker and advances the seq: the one place
+    /// every event goes through.
     fn send_event(&self, shared: &mut Shared, event: OutEvent) -> Option<u64> {
         let (seq, event_type) = (event.seq, event.event_type);
         // Detached, the replay buffer keeps only the newest `bufferSize` events: a worker
