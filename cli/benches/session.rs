@@ -9,6 +9,10 @@
 //! Run: `cargo bench -p graphmind-cli --bench session`. Goals (issue 3): <= 2 µs per node,
 //! round trip p99 <= 1 ms, release <= 20 ms.
 
+#[path = "../../core/benches/support/cpu_time.rs"]
+mod cpu_time;
+
+use cpu_time::thread_cpu;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
 use graphmind_core::event::NodeKind;
 use graphmind_core::gate::PausePoint;
@@ -49,14 +53,6 @@ fn sample() -> Value {
     json::parse_str(&text).unwrap()
 }
 
-/// The calling thread's CPU time: what "app-thread cost" means (wall time on a shared
-/// machine mostly measures who else was scheduled, the session's own worker included).
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
 
 /// Values cloned ahead of one timed batch (warm in cache, as a binding's fresh values are).
 const VALUES_PER_BATCH: usize = 32;

@@ -7,6 +7,10 @@
 //! machine wall time mostly measures who else was scheduled (the session's own worker
 //! included, which runs on another core on any real machine).
 
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
+
+use cpu_time::thread_cpu;
 use criterion::{criterion_group, criterion_main, Criterion};
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
 use graphmind_core::event::NodeKind;
@@ -28,16 +32,6 @@ fn sample_text() -> String {
     .unwrap()
 }
 
-/// The calling thread's CPU time.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
 
 /// Times `iters` calls of `f` in thread CPU time, in batches; `between` runs after each
 /// batch outside the clock.

@@ -3,6 +3,10 @@
 //! (the C program ffi/benches/tool_node.c, path in GM_C_BENCH; `make bench-c` builds it),
 //! printed side by side. Goal: the C ABI costs at most 10% more.
 
+#[path = "../../core/benches/support/cpu_time.rs"]
+mod cpu_time;
+
+use cpu_time::thread_cpu;
 use criterion::{black_box, Criterion};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::json::{self, Value};
@@ -57,13 +61,6 @@ fn one_node_from_text(session: &Session, run_id: &str, text: &[u8]) {
     black_box(step.on_after(d, Some(json::parse(text).unwrap())));
 }
 
-/// The calling thread's CPU time (as the C program measures it).
-fn thread_cpu_ns() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid out-pointer; CLOCK_THREAD_CPUTIME_ID exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
-}
 
 /// Best of 5 rounds of 10,000 calls, app-thread CPU time per call; the session is flushed
 /// between rounds so its queue never fills (nothing dropped, nothing cheaper than real).
@@ -74,11 +71,11 @@ fn measure(session: &Session, mut f: impl FnMut()) -> f64 {
     session.flush(Duration::from_secs(60));
     let mut best = f64::MAX;
     for _ in 0..5 {
-        let t0 = thread_cpu_ns();
+        let t0 = thread_cpu();
         for _ in 0..10_000 {
             f();
         }
-        best = best.min((thread_cpu_ns() - t0) / 10_000.0);
+        best = best.min((thread_cpu() - t0).as_nanos() as f64 / 10_000.0);
         session.flush(Duration::from_secs(60));
     }
     best
