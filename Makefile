@@ -19,7 +19,10 @@ test-viewer:
 	$(CARGO) build --release -p graphmind-cli
 	cd viewer && GRAPHMIND_BIN=../target/release/graphmind npm test
 
+## Builds first: `cargo test` links the tests against the rlib only, and the ABI test
+## inspects the shared library (libgraphmind.so) that only `cargo build` produces.
 test-rust:
+	$(CARGO) build --workspace --release
 	$(CARGO) test --workspace --release
 
 ## The Ruby gem (bindings/ruby) against a real `graphmind serve`.
