@@ -7,6 +7,7 @@ use common::*;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, NodeKind};
 use graphmind_core::gate::{GateDecision, PausePoint, ResumeAction};
+use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{parse_str, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
@@ -512,6 +513,63 @@ fn a_step_applies_each_decision_the_way_the_reference_wrappers_do() {
     assert_eq!(worker.join().unwrap(), Err("raised after 1".into()));
     let finished = dbg.next("node.finished");
     assert_eq!(s(&finished, &["payload", "status"]), Some("error"));
+    session.dispose(Duration::from_secs(2));
+}
+
+/// One call through a `Step` with its input and output as JSON text (how the Node binding
+/// and C callers hand values over); `edit` is the debugger's edit at a held `before` gate.
+fn text_step(session: &Session, run_id: &str, input: &[u8], output: &[u8]) -> Next {
+    let node = NodeRef::new(NodeKind::Tool, "search");
+    let mut step = Step::start_host(session, Some(run_id), node, None, Some(HostValue::Text(input.to_vec())), true);
+    let next = step.on_before(step.before().wait());
+    assert!(matches!(next, Next::Run { .. }), "{next:?}");
+    let ran = next;
+    let after = step.after().wait();
+    assert_eq!(step.on_after_host(after, Some(HostValue::Text(output.to_vec()))), Next::ReturnResult);
+    ran
+}
+
+#[test]
+fn json_text_from_a_binding_is_recorded_alike_detached_and_attached() {
+    let dir = temp_dir();
+    let port = free_port();
+    let input = r#"{"q":"é \ud800 😀","n":[1,2.50,1e3]}"#;
+    let recorded = r#"{"q":"é \ud800 😀","n":[1,2.5,1000]}"#;
+    // Detached (nothing listens yet): the worker parses the text; the replay delivers it.
+    let (session, lines) = session_for(port, |_| {}, &[]);
+    let run = session.start_run("text", None);
+    text_step(&session, &run.run_id, input.as_bytes(), br#"["found",1]"#);
+    // Text that is not JSON is kept as a string, with a warning, not lost.
+    text_step(&session, &run.run_id, b"{\"q\":2}", b"{not json");
+    assert!(session.flush(Duration::from_secs(2)));
+    assert!(lines.lock().unwrap().iter().any(|l| l.contains("not valid JSON")), "{:?}", lines.lock().unwrap());
+
+    let srv = Server::start_in(dir, &["--port", &port.to_string()], &[]);
+    assert!(session.ready(Duration::from_secs(5)), "attaches to the server started late");
+    // Attached with a breakpoint: the text is parsed on the calling thread, the pause is
+    // editable (the step kept the live input) and an edit merges into it.
+    let mut dbg = Debugger::new(&srv);
+    dbg.watch(&run.run_id);
+    dbg.breakpoint(r#"{"name":"search","point":"before"}"#);
+    settle();
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let caller = std::thread::spawn(move || text_step(&s2, &id, input.as_bytes(), br#"{"ok":true}"#));
+    let paused = dbg.next("exec.paused");
+    assert_eq!(paused.get("payload").unwrap().get("editable").and_then(Value::as_bool), Some(true), "{}", to_json(&paused));
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "continue", r#","input":{"n":[7]}"#);
+    match caller.join().unwrap() {
+        Next::Run { input: Some(edited) } => assert_eq!(to_json(&edited), r#"{"q":"é \ud800 😀","n":[7]}"#),
+        other => panic!("the edit did not reach the call: {other:?}"),
+    }
+    session.finish_run(&run, RunOutcome::Ok);
+    assert!(session.flush(Duration::from_secs(2)));
+    let events = stored(&srv, &run.run_id, 10);
+    let payloads = |kind: &str, key: &str| -> Vec<String> {
+        events.iter().filter(|e| s(e, &["type"]) == Some(kind)).filter_map(|e| e.get("payload").unwrap().get(key).map(to_json)).collect()
+    };
+    assert_eq!(payloads("node.started", "input"), [recorded, r#"{"q":2}"#, recorded]);
+    assert_eq!(payloads("node.finished", "output"), [r#"["found",1]"#, r#""{not json""#, r#"{"ok":true}"#]);
     session.dispose(Duration::from_secs(2));
 }
 

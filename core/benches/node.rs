@@ -15,6 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
 use graphmind_core::event::NodeKind;
 use graphmind_core::fingerprint::fingerprint;
+use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Value};
 use graphmind_core::loop_guard::{LoopGuard, LoopGuardConfig, LoopValue};
 use graphmind_core::session::{NodeRef, Session};
@@ -31,7 +32,6 @@ fn sample_text() -> String {
     ))
     .unwrap()
 }
-
 
 /// Times `iters` calls of `f` in thread CPU time, in batches; `between` runs after each
 /// batch outside the clock.
@@ -72,6 +72,52 @@ fn bench(c: &mut Criterion) {
     let serde_value: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut group = c.benchmark_group("one tool node, 1 KB in and out (thread CPU)");
     group.measurement_time(Duration::from_secs(4));
+    let text_bytes = text.as_bytes().to_vec();
+    let session = session_with(true);
+    let run = session.start_run("bench", None);
+    group.bench_function(
+        "session (detached), start + finish, input and output as JSON text",
+        |b| {
+            // How the Node binding and C callers hand values over: the worker parses them.
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                let mut left = iters;
+                let mut drained = 0;
+                while left > 0 {
+                    let batch = left.min(VALUES_PER_BATCH);
+                    let texts: Vec<(Vec<u8>, Vec<u8>)> = (0..batch)
+                        .map(|_| (text_bytes.clone(), text_bytes.clone()))
+                        .collect();
+                    let started = thread_cpu();
+                    for (i, o) in texts {
+                        let node = NodeRef::new(NodeKind::Tool, "search_files");
+                        session.node_started_host(
+                            Some(&run.run_id),
+                            &node,
+                            None,
+                            Some(HostValue::Text(i)),
+                        );
+                        session.node_finished_host(
+                            Some(&run.run_id),
+                            &node,
+                            Some(HostValue::Text(o)),
+                            0.5,
+                            false,
+                        );
+                    }
+                    total += thread_cpu() - started;
+                    drained += batch;
+                    if drained >= 512 {
+                        session.flush(Duration::from_secs(60));
+                        drained = 0;
+                    }
+                    left -= batch;
+                }
+                total
+            })
+        },
+    );
+    session.dispose(Duration::from_secs(5));
     for (label, guard) in [
         ("session (detached), start + finish", true),
         ("same, loop guard off", false),

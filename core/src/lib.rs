@@ -11,6 +11,7 @@ pub mod edit_input;
 pub mod event;
 pub mod fingerprint;
 pub mod gate;
+pub mod host_value;
 pub mod json;
 pub mod llm;
 pub mod loop_guard;

@@ -22,6 +22,7 @@ use crate::gate::{
     BreakpointMatcher, GateDecision, GateEngine, GateNode, HeldGate, PausePoint, PauseReason,
     PendingGate, ResumeAction, RunMode,
 };
+use crate::host_value::{HostValue, INVALID_TEXT_WARNING};
 use crate::json::{JsStr, Map, Value};
 use crate::loop_guard::{LoopGuard, LoopHide, LoopValue, LoopVerdict, LoopWarning, NodeStart};
 use crate::transport::{self, LinkReader, LinkWriter};
@@ -246,6 +247,35 @@ struct OutEvent {
     held: Option<(String, f64)>,
     /// The worker feeds this event to the loop guard (no debugger was attached).
     loop_deferred: bool,
+    /// A payload member still in JSON text, parsed by the worker before anything else.
+    deferred_member: Option<DeferredMember>,
+}
+
+/// A member of an event's payload (a node's `input` or `output`) handed over as JSON text
+/// while no debugger was attached: the worker parses it into the placeholder at `key`.
+struct DeferredMember {
+    key: &'static str,
+    text: Vec<u8>,
+}
+
+impl DeferredMember {
+    /// Parses the text into `payload[key]`; returns whether the text was not JSON.
+    fn resolve_into(self, payload: &mut Value) -> bool {
+        let resolved = HostValue::Text(self.text).into_value();
+        if let Some(map) = payload.as_object_mut() {
+            map.insert(self.key, resolved.value);
+        }
+        resolved.invalid_text
+    }
+}
+
+/// Splits a host value into what goes into the payload now (the value, or a `null`
+/// placeholder keeping the member's place) and the text left for later.
+fn split_host_value(value: HostValue, key: &'static str) -> (Value, Option<DeferredMember>) {
+    match value {
+        HostValue::Built(value) => (value, None),
+        HostValue::Text(text) => (Value::Null, Some(DeferredMember { key, text })),
+    }
 }
 
 /// Deltas of one node execution collected for at most `tokenIntervalMs`, then sent as one
@@ -601,17 +631,6 @@ impl Session {
         self.emit_typed(run_id, kind, payload)
     }
 
-    /// Emits an app event of a known type (no check of the type's direction: the core's own
-    /// modules call it with the right ones).
-    pub(crate) fn emit_event(
-        &self,
-        run_id: Option<&str>,
-        event_type: MessageType,
-        payload: Value,
-    ) -> Option<u64> {
-        self.emit_typed(run_id, event_type, payload)
-    }
-
     /// Hands an app event to the worker. `node.started`, `node.finished` and `node.error`
     /// also feed the loop guard: at once while a debugger is attached (its before-gate may
     /// hold this very call), on the worker while none is (then a loop can only be warned
@@ -625,6 +644,22 @@ impl Session {
         event_type: MessageType,
         payload: Value,
     ) -> Option<u64> {
+        self.emit_with(run_id, event_type, payload, None)
+    }
+
+    /// [`Session::emit_typed`] with one payload member possibly still in JSON text. It stays
+    /// text (parsed by the worker) while no debugger is attached; attached, it is parsed here
+    /// first, since the loop guard and the gates read it on this thread.
+    fn emit_with(
+        &self,
+        run_id: Option<&str>,
+        event_type: MessageType,
+        mut payload: Value,
+        mut deferred_member: Option<DeferredMember>,
+    ) -> Option<u64> {
+        if deferred_member.is_some() && self.inner.attached.load(Ordering::Acquire) {
+            self.resolve_member_now(&mut payload, deferred_member.take());
+        }
         let loop_event = self.inner.loop_watch
             && matches!(
                 event_type,
@@ -634,6 +669,10 @@ impl Session {
             self.wait_loop_backlog();
         }
         let mut shared = self.recording()?;
+        if deferred_member.is_some() && shared.engine_attached {
+            // Attached between the check above and the lock: rare, parse under the lock.
+            self.resolve_member_now(&mut payload, deferred_member.take());
+        }
         self.flush_tokens_locked(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let seq = shared.seq;
@@ -663,6 +702,7 @@ impl Session {
             node_kind: None,
             held: None,
             loop_deferred: defer,
+            deferred_member,
         };
         let emitted = self.send_event(&mut shared, event);
         if emitted.is_none() {
@@ -692,6 +732,13 @@ impl Session {
         }
     }
 
+    /// Parses a deferred member on the application thread (a debugger is attached).
+    fn resolve_member_now(&self, payload: &mut Value, member: Option<DeferredMember>) {
+        if member.is_some_and(|m| m.resolve_into(payload)) {
+            self.inner.warner.warn("json-text", INVALID_TEXT_WARNING);
+        }
+    }
+
     /// `node.started` for `node` with `input`, in `run_id` (or the implicit run).
     pub fn node_started(
         &self,
@@ -700,6 +747,18 @@ impl Session {
         parent_id: Option<&str>,
         input: Option<Value>,
     ) -> Option<u64> {
+        self.node_started_host(run_id, node, parent_id, input.map(HostValue::Built))
+    }
+
+    /// [`Session::node_started`] with the input as a binding hands it over: JSON text is
+    /// parsed by the worker while no debugger is attached (see [`HostValue`]).
+    pub fn node_started_host(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        parent_id: Option<&str>,
+        input: Option<HostValue>,
+    ) -> Option<u64> {
         let mut started = NodeStarted::new(
             node.node_id.as_str(),
             node.kind,
@@ -707,8 +766,20 @@ impl Session {
             node.instance_id.as_str(),
         );
         started.parent_id = parent_id.map(JsStr::from);
+        let (input, deferred) = match input {
+            Some(value) => {
+                let (value, deferred) = split_host_value(value, "input");
+                (Some(value), deferred)
+            }
+            None => (None, None),
+        };
         started.input = input;
-        self.emit_typed(run_id, MessageType::NodeStarted, started.into_value())
+        self.emit_with(
+            run_id,
+            MessageType::NodeStarted,
+            started.into_value(),
+            deferred,
+        )
     }
 
     /// `node.finished` for `node`.
@@ -720,17 +791,59 @@ impl Session {
         duration_ms: f64,
         injected: bool,
     ) -> Option<u64> {
+        self.node_finished_host(
+            run_id,
+            node,
+            output.map(HostValue::Built),
+            duration_ms,
+            injected,
+        )
+    }
+
+    /// [`Session::node_finished`] with the output as a binding hands it over (JSON text is
+    /// parsed by the worker while no debugger is attached).
+    pub fn node_finished_host(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        output: Option<HostValue>,
+        duration_ms: f64,
+        injected: bool,
+    ) -> Option<u64> {
         let mut finished = NodeFinished::new(
             node.node_id.as_str(),
             normalize_duration(duration_ms),
             RunStatus::Ok,
         );
         finished.instance_id = Some(node.instance_id.as_str().into());
-        finished.output = output;
         if injected {
             finished.injected = Some(true);
         }
-        self.emit_typed(run_id, MessageType::NodeFinished, finished.into_value())
+        self.emit_finished(run_id, finished, output)
+    }
+
+    /// Emits `finished` with its `output` as a binding handed it over (JSON text parsed by
+    /// the worker while no debugger is attached).
+    pub(crate) fn emit_finished(
+        &self,
+        run_id: Option<&str>,
+        mut finished: NodeFinished,
+        output: Option<HostValue>,
+    ) -> Option<u64> {
+        let deferred = match output {
+            Some(value) => {
+                let (value, deferred) = split_host_value(value, "output");
+                finished.output = Some(value);
+                deferred
+            }
+            None => None,
+        };
+        self.emit_with(
+            run_id,
+            MessageType::NodeFinished,
+            finished.into_value(),
+            deferred,
+        )
     }
 
     /// `node.error` for `node`.
@@ -1141,6 +1254,7 @@ impl Session {
             node_kind,
             held,
             loop_deferred: false,
+            deferred_member: None,
         };
         self.send_event(shared, event)
     }
@@ -1724,6 +1838,11 @@ impl Worker {
     /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
     /// event.
     fn process(&mut self, mut event: OutEvent) {
+        if let Some(member) = event.deferred_member.take() {
+            if member.resolve_into(&mut event.payload) {
+                self.inner().warner.warn("json-text", INVALID_TEXT_WARNING);
+            }
+        }
         if event.loop_deferred {
             // Before redaction: the guard compares values as the integration handed them over.
             let inner = self.inner();

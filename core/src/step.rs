@@ -21,8 +21,9 @@
 //! | inject   | skip, return output   | return output instead     | swallow, return output (`recoveredFromError`) |
 //! | abort    | abort the run         | abort the run             | abort the run                      |
 
-use crate::event::{ErrorInfo, Message, MessageType, NodeFinished, NodeKind, RunStatus};
+use crate::event::{ErrorInfo, NodeFinished, NodeKind, RunStatus};
 use crate::gate::{GateDecision, PausePoint, ResumeAction};
+use crate::host_value::{HostValue, INVALID_TEXT_WARNING};
 use crate::json::Value;
 use crate::session::{normalize_duration, Gate, GateOptions, NodeRef, Session};
 use std::time::Instant;
@@ -71,9 +72,39 @@ impl Step {
         input: Option<Value>,
         editable: bool,
     ) -> Step {
+        Step::start_host(
+            session,
+            run_id,
+            node,
+            parent_id,
+            input.map(HostValue::Built),
+            editable,
+        )
+    }
+
+    /// [`Step::start`] with the input as the binding hands it over: JSON text costs this
+    /// thread only its bytes while no debugger is attached (the worker parses it).
+    pub fn start_host(
+        session: &Session,
+        run_id: Option<&str>,
+        node: NodeRef,
+        parent_id: Option<&str>,
+        input: Option<HostValue>,
+        editable: bool,
+    ) -> Step {
         let kept_input = editable && session.is_attached();
-        let live_input = if kept_input { input.clone() } else { None };
-        session.node_started(run_id, &node, parent_id, input);
+        let (input, live_input) = match input {
+            Some(input) if kept_input => {
+                let resolved = input.into_value();
+                if resolved.invalid_text {
+                    session.warn("json-text", INVALID_TEXT_WARNING);
+                }
+                let live = resolved.value.clone();
+                (Some(HostValue::Built(resolved.value)), Some(live))
+            }
+            other => (other, None),
+        };
+        session.node_started_host(run_id, &node, parent_id, input);
         Step {
             session: session.clone(),
             run_id: run_id.map(str::to_string),
@@ -121,7 +152,7 @@ impl Step {
             }
             ResumeAction::Inject => {
                 let output = decision.output.unwrap_or(Value::Null);
-                self.finish(Some(output.clone()), RunStatus::Ok, true, false);
+                self.finish(Some(output.clone().into()), RunStatus::Ok, true, false);
                 Next::ReturnInjected(output)
             }
             ResumeAction::Continue | ResumeAction::Retry => self.run_with(decision.input),
@@ -143,6 +174,12 @@ impl Step {
 
     /// What the `after` decision means; `output` is the function's result as recorded.
     pub fn on_after(&mut self, decision: GateDecision, output: Option<Value>) -> Next {
+        self.on_after_host(decision, output.map(HostValue::Built))
+    }
+
+    /// [`Step::on_after`] with the output as the binding hands it over (see
+    /// [`Step::start_host`]).
+    pub fn on_after_host(&mut self, decision: GateDecision, output: Option<HostValue>) -> Next {
         match decision.action {
             ResumeAction::Continue => {
                 self.finish(output, RunStatus::Ok, false, false);
@@ -151,7 +188,7 @@ impl Step {
             ResumeAction::Retry => self.run_with(decision.input),
             ResumeAction::Inject => {
                 let injected = decision.output.unwrap_or(Value::Null);
-                self.finish(Some(injected.clone()), RunStatus::Ok, true, false);
+                self.finish(Some(injected.clone().into()), RunStatus::Ok, true, false);
                 Next::ReturnInjected(injected)
             }
             ResumeAction::Abort => {
@@ -175,7 +212,7 @@ impl Step {
         match decision.action {
             ResumeAction::Inject => {
                 let output = decision.output.unwrap_or(Value::Null);
-                self.finish(Some(output.clone()), RunStatus::Ok, true, true);
+                self.finish(Some(output.clone().into()), RunStatus::Ok, true, true);
                 Next::ReturnInjected(output)
             }
             ResumeAction::Retry => self.run_with(decision.input),
@@ -208,7 +245,7 @@ impl Step {
 
     fn finish(
         &mut self,
-        output: Option<Value>,
+        output: Option<HostValue>,
         status: RunStatus,
         injected: bool,
         recovered: bool,
@@ -224,18 +261,14 @@ impl Step {
             status,
         );
         finished.instance_id = Some(self.node.instance_id.as_str().into());
-        finished.output = output;
         if injected {
             finished.injected = Some(true);
         }
         if recovered {
             finished.recovered_from_error = Some(true);
         }
-        self.session.emit_event(
-            self.run_id.as_deref(),
-            MessageType::NodeFinished,
-            finished.into_value(),
-        );
+        self.session
+            .emit_finished(self.run_id.as_deref(), finished, output);
     }
 }
 

@@ -14,6 +14,7 @@
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatus};
 use graphmind_core::gate::{GateDecision, PausePoint};
+use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Map, Value};
 use graphmind_core::session::{normalize_duration, Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
@@ -38,7 +39,7 @@ mod text;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use napi::JsString;
-use text::parse_js_opt;
+use text::{host_text_opt, parse_js_opt};
 
 /// The dispatcher: called on the JS thread with the token of a gate whose decision arrived.
 type Dispatch = ThreadsafeFunction<u32, (), u32, Status, false, true>;
@@ -100,7 +101,7 @@ struct StepSlot {
     /// The point of the gate being waited on.
     point: PausePoint,
     /// The output recorded at the `after` gate being waited on.
-    output: Option<Value>,
+    output: Option<HostValue>,
 }
 
 /// A wrapped function's node, registered once (`callSite`).
@@ -458,10 +459,10 @@ impl NativeSession {
     /// `handle * 8 + code` (the step's handle and what to do first).
     #[napi]
     pub fn step_call(&mut self, env: Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>) -> Result<f64> {
-        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?;
+        let input = host_text_opt(input_json.as_ref())?;
         let site = self.sites.get(site as usize).ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
         let node = NodeRef::new(site.kind, &site.name);
-        let step = Step::start(&self.session, run_id.as_deref(), node, None, input, site.editable);
+        let step = Step::start_host(&self.session, run_id.as_deref(), node, None, input, site.editable);
         let gate = step.before();
         let handle = self.token();
         self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });
@@ -513,7 +514,7 @@ impl NativeSession {
             PausePoint::Before => slot.step.on_before(decision),
             PausePoint::After => {
                 let output = slot.output.take();
-                slot.step.on_after(decision, output)
+                slot.step.on_after_host(decision, output)
             }
             PausePoint::Error => slot.step.on_error(decision),
         };
@@ -532,7 +533,7 @@ impl NativeSession {
     /// The call returned `output` (JSON): the gate after it.
     #[napi]
     pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<JsString<'_>>) -> Result<i32> {
-        let output = parse_js_opt(output_json.as_ref(), &mut self.scratch)?;
+        let output = host_text_opt(output_json.as_ref())?;
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::After;
         slot.output = output;

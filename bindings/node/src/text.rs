@@ -8,6 +8,7 @@
 //! `JSON.stringify` never leaves unescaped anyway, would become U+FFFD), and the core's
 //! parser takes bytes.
 
+use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Value};
 use napi::bindgen_prelude::*;
 use napi::{sys, JsString, JsValue};
@@ -54,6 +55,17 @@ pub(crate) fn parse_js(s: &JsString<'_>, buf: &mut Vec<u8>) -> Result<Value> {
 /// [`parse_js`] of an optional text (`null`/`undefined`: absent).
 pub(crate) fn parse_js_opt(s: Option<&JsString<'_>>, buf: &mut Vec<u8>) -> Result<Option<Value>> {
     s.map(|s| parse_js(s, buf)).transpose()
+}
+
+/// An optional JSON text as the core takes it from a binding: the bytes only, parsed by the
+/// session's worker while no debugger is attached (no parse on the JavaScript thread).
+pub(crate) fn host_text_opt(s: Option<&JsString<'_>>) -> Result<Option<HostValue>> {
+    s.map(|s| {
+        let mut bytes = Vec::new();
+        read_utf8(s, &mut bytes)?;
+        Ok(HostValue::Text(bytes))
+    })
+    .transpose()
 }
 
 thread_local! {

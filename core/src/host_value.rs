@@ -1,0 +1,93 @@
+//! A value handed to the session by a binding: either already built as a [`Value`], or as
+//! the JSON text the host's own encoder wrote (`JSON.stringify` in Node, a C caller's
+//! buffer).
+//!
+//! Text is parsed where it is first needed. With no debugger attached nothing on the
+//! application thread reads a node's input or output (the loop guard is fed by the worker,
+//! gates cannot hold, edits cannot happen), so the session hands the text to its worker and
+//! the application thread pays only for a copy of the bytes. With a debugger attached the
+//! value is parsed at once, as a gate may need it.
+
+use crate::json::{self, Value};
+
+/// A node's input or output as a binding hands it over.
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostValue {
+    /// Already a core value.
+    Built(Value),
+    /// UTF-8 JSON text, parsed later.
+    Text(Vec<u8>),
+}
+
+/// What [`HostValue::into_value`] made of the value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// The value (for text that is not JSON: that text as a string).
+    pub value: Value,
+    /// The text was not valid JSON (the binding broke its contract; worth a warning).
+    pub invalid_text: bool,
+}
+
+impl HostValue {
+    /// The core value: built values as they are, text parsed. Text that is not valid JSON
+    /// is kept as a JSON string of its (lossily decoded) characters rather than lost.
+    pub fn into_value(self) -> Resolved {
+        match self {
+            HostValue::Built(value) => Resolved {
+                value,
+                invalid_text: false,
+            },
+            HostValue::Text(bytes) => match json::parse(&bytes) {
+                Ok(value) => Resolved {
+                    value,
+                    invalid_text: false,
+                },
+                Err(_) => Resolved {
+                    value: Value::from(String::from_utf8_lossy(&bytes).as_ref()),
+                    invalid_text: true,
+                },
+            },
+        }
+    }
+
+    /// Whether this is still unparsed text.
+    pub fn is_text(&self) -> bool {
+        matches!(self, HostValue::Text(_))
+    }
+}
+
+impl From<Value> for HostValue {
+    fn from(value: Value) -> Self {
+        HostValue::Built(value)
+    }
+}
+
+/// The warning for text that was not JSON.
+pub const INVALID_TEXT_WARNING: &str =
+    "a value handed over as JSON text was not valid JSON; it was recorded as a string";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_parses_to_the_same_value_as_built() {
+        let text = br#"{"a":[1,2.5,"x\u00e9"],"b":null}"#.to_vec();
+        let built = json::parse(&text).unwrap();
+        assert_eq!(HostValue::Text(text).into_value().value, built);
+        assert_eq!(
+            HostValue::Built(crate::json!({"k": true})).into_value(),
+            Resolved {
+                value: crate::json!({"k": true}),
+                invalid_text: false
+            }
+        );
+    }
+
+    #[test]
+    fn invalid_text_is_kept_as_a_string_and_flagged() {
+        let out = HostValue::Text(b"{not json".to_vec()).into_value();
+        assert!(out.invalid_text);
+        assert_eq!(out.value, Value::from("{not json"));
+    }
+}
