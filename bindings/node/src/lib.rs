@@ -459,7 +459,7 @@ impl NativeSession {
     /// `handle * 8 + code` (the step's handle and what to do first).
     #[napi]
     pub fn step_call(&mut self, env: Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>) -> Result<f64> {
-        let input = host_text_opt(input_json.as_ref())?;
+        let input = host_text_opt(input_json.as_ref(), &mut self.scratch)?;
         let site = self.sites.get(site as usize).ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
         let node = NodeRef::new(site.kind, &site.name);
         let step = Step::start_host(&self.session, run_id.as_deref(), node, None, input, site.editable);
@@ -533,7 +533,7 @@ impl NativeSession {
     /// The call returned `output` (JSON): the gate after it.
     #[napi]
     pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<JsString<'_>>) -> Result<i32> {
-        let output = host_text_opt(output_json.as_ref())?;
+        let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?;
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::After;
         slot.output = output;

@@ -59,11 +59,13 @@ pub(crate) fn parse_js_opt(s: Option<&JsString<'_>>, buf: &mut Vec<u8>) -> Resul
 
 /// An optional JSON text as the core takes it from a binding: the bytes only, parsed by the
 /// session's worker while no debugger is attached (no parse on the JavaScript thread).
-pub(crate) fn host_text_opt(s: Option<&JsString<'_>>) -> Result<Option<HostValue>> {
+/// V8 writes into the reused `buf` (sized for the worst case, 3 bytes per UTF-16 unit);
+/// the core gets an exact-size copy, so a call allocates ~1x its text, not 3x, in memory
+/// the worker frees.
+pub(crate) fn host_text_opt(s: Option<&JsString<'_>>, buf: &mut Vec<u8>) -> Result<Option<HostValue>> {
     s.map(|s| {
-        let mut bytes = Vec::new();
-        read_utf8(s, &mut bytes)?;
-        Ok(HostValue::Text(bytes))
+        read_utf8(s, buf)?;
+        Ok(HostValue::Text(buf.as_slice().to_vec()))
     })
     .transpose()
 }
