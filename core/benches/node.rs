@@ -17,7 +17,7 @@ use graphmind_core::event::NodeKind;
 use graphmind_core::fingerprint::fingerprint;
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Value};
-use graphmind_core::loop_guard::{LoopGuard, LoopGuardConfig, LoopValue};
+use graphmind_core::loop_guard::{LoopGuard, LoopGuardConfig, LoopValue, NodeStart};
 use graphmind_core::session::{NodeRef, Session};
 use std::sync::Arc;
 use std::time::Duration;
@@ -156,6 +156,63 @@ fn bench(c: &mut Criterion) {
             })
         });
         session.dispose(Duration::from_secs(5));
+    }
+    for (label, distinct) in [
+        (
+            "of which: the loop guard's updates, start + finish (the same call repeated)",
+            false,
+        ),
+        (
+            "of which: the loop guard's updates, a different input each call",
+            true,
+        ),
+    ] {
+        let mut guard = LoopGuard::new(LoopGuardConfig::default());
+        let inputs: Vec<Value> = (0..64)
+            .map(|n| {
+                let mut v = input.clone();
+                if let Some(map) = v.as_object_mut() {
+                    map.insert("nonce", Value::from(n as i64));
+                }
+                v
+            })
+            .collect();
+        let mut seq = 0u64;
+        group.bench_function(label, |b| {
+            b.iter_custom(|iters| {
+                cpu_iters(
+                    iters,
+                    || {
+                        seq += 1;
+                        let value = if distinct {
+                            &inputs[(seq % 64) as usize]
+                        } else {
+                            &input
+                        };
+                        let instance = format!("inst_{seq}");
+                        let start = NodeStart::new(
+                            "run_bench",
+                            "tool:search_files",
+                            "tool",
+                            LoopValue::Read(Some(value)),
+                            seq,
+                        )
+                        .name("search_files")
+                        .instance(&instance);
+                        std::hint::black_box(guard.observe_start(&start, true));
+                        guard.on_node_finished(
+                            "run_bench",
+                            "tool:search_files",
+                            Some(&instance),
+                            Some("ok"),
+                            LoopValue::Read(Some(value)),
+                            true,
+                        );
+                    },
+                    || {},
+                )
+            })
+        });
     }
     let guard = LoopGuard::new(LoopGuardConfig::default());
     group.bench_function("of which: the loop guard's key of the input", |b| {
