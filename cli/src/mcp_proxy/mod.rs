@@ -5,8 +5,15 @@
 //!
 //! Threads: one relay per direction, one for the child's stderr, the main thread waits for
 //! the child. A relay thread only ever blocks on the debugger inside a held gate; every
-//! other session call is an enqueue. With no debugger (or a disabled session) the relays
-//! are a plain pipe; a panic while observing a frame forwards that frame unchanged.
+//! other session call is an enqueue. With `GRAPHMIND_DISABLED` the relays are a plain
+//! pipe; a panic while observing a frame forwards that frame unchanged.
+//!
+//! Forward first, record after: when no gate could hold a frame (no debugger attached, or
+//! one attached with nothing armed that could match: [`Session::may_hold`]) the relay
+//! writes the frame on before it parses and records it, so neither peer waits on our
+//! bookkeeping. Only when something could hold does a frame take the gated path (parse,
+//! record, wait at the gate, then write). The two relays record in the order their frames
+//! were forwarded ([`Turns`]), so a response is never recorded before its request.
 
 pub mod protocol;
 
@@ -20,6 +27,7 @@ use protocol::*;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::{ChildStdin, Command, Stdio};
+use graphmind_core::gate::PausePoint;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -43,6 +51,11 @@ pub const HOLD_NOTICE_MS: u64 = 250;
 pub const MAX_PENDING: usize = 10_000;
 /// Default GraphMind port.
 pub const DEFAULT_PORT: u16 = 4747;
+/// Longest a relay waits for the other relay to record a frame it forwarded earlier (the
+/// recording itself takes microseconds; this bounds the pathological case of the other
+/// relay being stuck in a write to a peer that stopped reading). Past it the frame is
+/// recorded anyway: order in the graph may then be off, the relay never stalls for good.
+pub const TURN_WAIT_MAX_MS: u64 = 50;
 
 /// Parsed `graphmind mcp-proxy` command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -173,6 +186,11 @@ fn log_raw(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// A frame's length without its newline, as `--trace` reports it.
+fn frame_body_len(raw: &[u8]) -> usize {
+    raw.strip_suffix(b"\n").unwrap_or(raw).len()
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -242,6 +260,96 @@ impl Sinks {
     }
 }
 
+/// Keeps the two relays' recordings in forwarding order. A relay that forwards before it
+/// records takes a ticket before its write and holds it until its frame is recorded; a
+/// relay about to record waits (at most [`TURN_WAIT_MAX_MS`]) while the other direction
+/// holds an older ticket. So whatever a frame causes on the other side (a response, the
+/// host's next request) is recorded after it.
+pub struct Turns {
+    next: AtomicU64,
+    /// Per direction: the ticket of the frame forwarded and not yet recorded, or `IDLE`.
+    open: [AtomicU64; 2],
+}
+
+impl Turns {
+    const IDLE: u64 = u64::MAX;
+
+    fn new() -> Turns {
+        Turns { next: AtomicU64::new(0), open: [AtomicU64::new(Self::IDLE), AtomicU64::new(Self::IDLE)] }
+    }
+
+    fn slot(dir: Direction) -> usize {
+        match dir {
+            Direction::HostToServer => 0,
+            Direction::ServerToHost => 1,
+        }
+    }
+
+    /// Takes a ticket for a frame of `dir` about to be forwarded.
+    fn take(&self, dir: Direction) -> u64 {
+        let t = self.next.fetch_add(1, Ordering::AcqRel);
+        self.open[Self::slot(dir)].store(t, Ordering::SeqCst);
+        t
+    }
+
+    /// The frame of `dir` is recorded.
+    fn done(&self, dir: Direction) {
+        self.open[Self::slot(dir)].store(Self::IDLE, Ordering::Release);
+    }
+
+    /// Waits while the other direction holds a ticket older than `ticket` (`IDLE`: any
+    /// ticket). Spins for the first few microseconds (a recording takes that long), then
+    /// sleeps, and gives up after [`TURN_WAIT_MAX_MS`].
+    fn wait(&self, dir: Direction, ticket: u64) {
+        let other = &self.open[Self::slot(dir.other())];
+        let clear = || {
+            let o = other.load(Ordering::SeqCst);
+            o == Self::IDLE || o > ticket
+        };
+        if clear() {
+            return;
+        }
+        let start = Instant::now();
+        let mut spins = 0u32;
+        while !clear() {
+            let waited = start.elapsed();
+            if waited >= Duration::from_millis(TURN_WAIT_MAX_MS) {
+                return;
+            }
+            spins = spins.wrapping_add(1);
+            if waited >= Duration::from_micros(200) {
+                std::thread::sleep(Duration::from_micros(50));
+            } else if spins % 16 == 0 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+}
+
+/// Our stdout as the bare file descriptor: a frame is one `write(2)` (std's `Stdout` adds
+/// a line buffer and a reentrant lock we do not need; frames are written whole under the
+/// sink's lock). Never closes fd 1.
+struct RawStdout(std::mem::ManuallyDrop<std::fs::File>);
+
+impl RawStdout {
+    fn new() -> RawStdout {
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop never closes it.
+        RawStdout(std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) }))
+    }
+}
+
+impl Write for RawStdout {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 struct Pending {
     step: Step,
     method: String,
@@ -269,6 +377,8 @@ pub struct Recorder {
     /// Lines in either direction that were not JSON (reported at the end).
     unparseable: AtomicU64,
     ring: Mutex<StderrRing>,
+    /// Recording order across the two relays.
+    turns: Turns,
 }
 
 enum Action {
@@ -309,10 +419,75 @@ impl Recorder {
         }
     }
 
+    /// Whether a frame of `dir` may be forwarded before it is recorded: no gate could hold
+    /// it (recording off, no debugger attached, or nothing armed that a request, a
+    /// notification or a response could match). Attached, the other relay's earlier
+    /// frames are recorded first, so the loop guard judges with the history as it is.
+    fn forward_first(&self, dir: Direction) -> bool {
+        if !self.session.is_enabled() || !self.session.is_attached() {
+            return true;
+        }
+        self.turns.wait(dir, Turns::IDLE);
+        ![PausePoint::Before, PausePoint::After, PausePoint::Error].into_iter().any(|p| self.session.may_hold(&self.run_id, p))
+    }
+
+    /// Records a frame already forwarded: the events the gated path records when every
+    /// gate continues (a request opens its node and is remembered, a notification is a
+    /// finished node, a response closes its request's node), and the same `--trace` lines.
+    fn observe(&self, dir: Direction, raw: &[u8]) {
+        let Some((frame, value)) = classify(raw) else {
+            self.unparseable.fetch_add(1, Ordering::Relaxed);
+            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", frame_body_len(raw)));
+            if dir == Direction::ServerToHost {
+                self.note_noise(raw);
+            }
+            return;
+        };
+        match frame {
+            Frame::Request { id, method, params } => {
+                let node = self.node(&method, params.as_ref());
+                let editable = method == "tools/call";
+                self.trace(dir, || format!("-> {method} #{}", id_text(&id)));
+                let step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), editable);
+                self.remember(id_key(&id), dir, Pending { step, method, frame: value, raw: raw.to_vec(), params, retries: 0 });
+            }
+            Frame::Notification { method, params } => {
+                let node = self.node(&method, params.as_ref());
+                self.trace(dir, || format!("~> {method} (notification)"));
+                let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+                step.on_after(GateDecision::proceed(), None);
+            }
+            Frame::Response { id, result, error } => {
+                let key = format!("{}|{}", dir.other().label(), id_key(&id));
+                let Some(mut entry) = lock(&self.pending).remove(&key) else {
+                    self.unmatched.fetch_add(1, Ordering::Relaxed);
+                    self.trace(dir, || format!("<- response #{} with no pending request", id_text(&id)));
+                    return;
+                };
+                let failed = error.is_some() || is_error_result(result.as_ref());
+                self.trace(dir, || format!("<- {} #{} {}", entry.method, id_text(&id), if failed { "ERROR" } else { "ok" }));
+                if failed {
+                    let hide = self.hide.outputs || self.hide.tool_results;
+                    let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+                    self.session.node_error(Some(&self.run_id), entry.step.node(), ErrorInfo::new(name.as_str(), message.as_str()));
+                    entry.step.on_ungated_error(false);
+                } else {
+                    entry.step.on_after(GateDecision::proceed(), result);
+                }
+            }
+            Frame::Batch => {
+                let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                self.trace(dir, || format!("batch of {} (observed, not gated)", items.len()));
+                self.observe_batch(dir, items);
+            }
+            Frame::Other => self.trace(dir, || "unrecognised JSON-RPC frame, relayed verbatim".to_owned()),
+        }
+    }
+
     fn handle(&self, sinks: &Sinks, dir: Direction, raw: &[u8]) -> Action {
         let Some((frame, value)) = classify(raw) else {
             self.unparseable.fetch_add(1, Ordering::Relaxed);
-            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", raw.strip_suffix(b"\n").unwrap_or(raw).len()));
+            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", frame_body_len(raw)));
             if dir == Direction::ServerToHost {
                 self.note_noise(raw);
             }
@@ -569,20 +744,28 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
         let mut start = 0;
         while let Some(pos) = buf[start..n].iter().position(|&b| b == b'\n') {
             let end = start + pos + 1;
-            let line: Vec<u8> = if frame.is_empty() {
-                buf[start..end].to_vec()
-            } else {
+            // A frame that arrived whole is relayed from the read buffer (no copy); one
+            // that spanned reads is assembled in `frame`.
+            if !frame.is_empty() {
                 frame.extend_from_slice(&buf[start..end]);
-                std::mem::take(&mut frame)
-            };
-            start = end;
-            if line.len() > max_frame {
-                let mut pending = line;
-                pending.extend_from_slice(&buf[start..n]);
+            }
+            let len = if frame.is_empty() { end - start } else { frame.len() };
+            if len > max_frame {
+                let mut pending = if frame.is_empty() { buf[start..end].to_vec() } else { std::mem::take(&mut frame) };
+                pending.extend_from_slice(&buf[end..n]);
                 degrade(&pending, &mut src, &mut buf);
                 return;
             }
-            deliver(dir, sinks, recorder, line);
+            if frame.is_empty() {
+                deliver(dir, sinks, recorder, &buf[start..end]);
+            } else {
+                deliver(dir, sinks, recorder, &frame);
+                frame.clear();
+                if frame.capacity() > 1 << 20 {
+                    frame = Vec::new(); // one huge frame does not pin its buffer
+                }
+            }
+            start = end;
         }
         frame.extend_from_slice(&buf[start..n]);
         if frame.len() > max_frame {
@@ -596,19 +779,30 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
     }
 }
 
-fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: Vec<u8>) {
+fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: &[u8]) {
     let Some(rec) = recorder else {
-        sinks.write(dir, &line);
+        sinks.write(dir, line);
         return;
     };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.handle(sinks, dir, &line)));
+    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(dir))).unwrap_or(true);
+    if fast {
+        let ticket = rec.turns.take(dir);
+        sinks.write(dir, line);
+        rec.turns.wait(dir, ticket);
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.observe(dir, line))).is_err() {
+            log(&format!("internal error observing a {} frame (it was relayed unchanged)", dir.side()));
+        }
+        rec.turns.done(dir);
+        return;
+    }
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.handle(sinks, dir, line)));
     match outcome {
-        Ok(Action::Forward) => sinks.write(dir, &line),
+        Ok(Action::Forward) => sinks.write(dir, line),
         Ok(Action::Replace(bytes)) => sinks.write(dir, &bytes),
         Ok(Action::Drop) => {}
         Err(_) => {
             log(&format!("internal error observing a {} frame; relayed unchanged", dir.side()));
-            sinks.write(dir, &line);
+            sinks.write(dir, line);
         }
     }
 }
@@ -771,11 +965,12 @@ pub fn main(argv: &[String]) -> i32 {
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
+            turns: Turns::new(),
         })
     });
     let sinks = Arc::new(Sinks {
         to_server: Mutex::new(Some(Box::new(child_stdin))),
-        to_host: Mutex::new(Box::new(std::io::stdout())),
+        to_host: Mutex::new(Box::new(RawStdout::new())),
         server_gone: AtomicUsize::new(0),
     });
     let max = args.max_frame_bytes;
@@ -965,6 +1160,7 @@ mod cost {
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
+            turns: Turns::new(),
         };
         (session, run, rec)
     }
