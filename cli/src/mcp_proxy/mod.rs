@@ -186,6 +186,13 @@ fn log_raw(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// Whether `raw` could be a failed response (a JSON-RPC `error` or a result with
+/// `isError`): both need the letters `rror` in a key, unless a key is spelled with a
+/// `\u` escape. A byte scan, no parse; `false` is certain.
+fn may_be_error(raw: &[u8]) -> bool {
+    raw.windows(4).any(|w| w == b"rror") || raw.windows(2).any(|w| w == b"\\u")
+}
+
 /// A frame's length without its newline, as `--trace` reports it.
 fn frame_body_len(raw: &[u8]) -> usize {
     raw.strip_suffix(b"\n").unwrap_or(raw).len()
@@ -423,12 +430,16 @@ impl Recorder {
     /// it (recording off, no debugger attached, or nothing armed that a request, a
     /// notification or a response could match). Attached, the other relay's earlier
     /// frames are recorded first, so the loop guard judges with the history as it is.
-    fn forward_first(&self, dir: Direction) -> bool {
+    ///
+    /// The `error` gate (armed by default: the debugger's pause-on-error) only sees failed
+    /// responses, so a frame that cannot be one ([`may_be_error`]) passes it by.
+    fn forward_first(&self, dir: Direction, raw: &[u8]) -> bool {
         if !self.session.is_enabled() || !self.session.is_attached() {
             return true;
         }
         self.turns.wait(dir, Turns::IDLE);
-        ![PausePoint::Before, PausePoint::After, PausePoint::Error].into_iter().any(|p| self.session.may_hold(&self.run_id, p))
+        let may = |p| self.session.may_hold(&self.run_id, p);
+        !(may(PausePoint::Before) || may(PausePoint::After) || (may_be_error(raw) && may(PausePoint::Error)))
     }
 
     /// Records a frame already forwarded: the events the gated path records when every
@@ -784,7 +795,7 @@ fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: &[u
         sinks.write(dir, line);
         return;
     };
-    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(dir))).unwrap_or(true);
+    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(dir, line))).unwrap_or(true);
     if fast {
         let ticket = rec.turns.take(dir);
         sinks.write(dir, line);
@@ -1111,6 +1122,19 @@ mod tests {
         let p = parse_args(&a(&["--trace", "-h", "node", "--trace"])).unwrap();
         assert!(p.trace && p.help);
         assert_eq!(p.args, a(&["--trace"]), "flags after the command are the server's");
+    }
+
+    #[test]
+    fn only_frames_spelling_rror_or_an_escape_may_be_errors() {
+        assert!(!may_be_error(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}"#));
+        assert!(may_be_error(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}"#));
+        assert!(may_be_error(br#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}"#));
+        // Keys spelled with escapes still decode to `error` / `isError`.
+        for frame in [&br#"{"jsonrpc":"2.0","id":1,"e\u0072ror":{"code":1,"message":"x"}}"#[..], br#"{"id":2,"result":{"isE\u0072ror":true}}"#] {
+            let Some((Frame::Response { error, result, .. }, _)) = classify(frame) else { panic!("a response") };
+            assert!(error.is_some() || is_error_result(result.as_ref()));
+            assert!(may_be_error(frame));
+        }
     }
 
     #[test]
