@@ -12,8 +12,8 @@
 //! one attached with nothing armed that could match: [`Session::may_hold`]) the relay
 //! writes the frame on before it parses and records it, so neither peer waits on our
 //! bookkeeping. Only when something could hold does a frame take the gated path (parse,
-//! record, wait at the gate, then write). The two relays record in the order their frames
-//! were forwarded ([`Turns`]), so a response is never recorded before its request.
+//! record, wait at the gate, then write). Frames forwarded first are recorded in the order
+//! they were forwarded (a [`Journal`]), so a response is never recorded before its request.
 
 pub mod protocol;
 
@@ -51,11 +51,6 @@ pub const HOLD_NOTICE_MS: u64 = 250;
 pub const MAX_PENDING: usize = 10_000;
 /// Default GraphMind port.
 pub const DEFAULT_PORT: u16 = 4747;
-/// Longest a relay waits for the other relay to record a frame it forwarded earlier (the
-/// recording itself takes microseconds; this bounds the pathological case of the other
-/// relay being stuck in a write to a peer that stopped reading). Past it the frame is
-/// recorded anyway: order in the graph may then be off, the relay never stalls for good.
-pub const TURN_WAIT_MAX_MS: u64 = 50;
 
 /// Parsed `graphmind mcp-proxy` command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -267,71 +262,28 @@ impl Sinks {
     }
 }
 
-/// Keeps the two relays' recordings in forwarding order. A relay that forwards before it
-/// records takes a ticket before its write and holds it until its frame is recorded; a
-/// relay about to record waits (at most [`TURN_WAIT_MAX_MS`]) while the other direction
-/// holds an older ticket. So whatever a frame causes on the other side (a response, the
-/// host's next request) is recorded after it.
-pub struct Turns {
-    next: AtomicU64,
-    /// Per direction: the ticket of the frame forwarded and not yet recorded, or `IDLE`.
-    open: [AtomicU64; 2],
+/// The frames forwarded before they were recorded, in forwarding order. A relay appends
+/// its frame before it writes it (so whatever the frame causes on the other side, a
+/// response or the host's next request, is appended after it), writes, then records the
+/// journal up to its end unless the other relay is already doing so, in which case that
+/// one records this frame too. Nobody waits for anybody on this path.
+struct Journal {
+    state: Mutex<JournalState>,
+    idle: std::sync::Condvar,
 }
 
-impl Turns {
-    const IDLE: u64 = u64::MAX;
+#[derive(Default)]
+struct JournalState {
+    queue: std::collections::VecDeque<(Direction, Vec<u8>)>,
+    /// A relay is recording the queue.
+    busy: bool,
+    /// Relays waiting in [`Recorder::settle`].
+    waiters: usize,
+}
 
-    fn new() -> Turns {
-        Turns { next: AtomicU64::new(0), open: [AtomicU64::new(Self::IDLE), AtomicU64::new(Self::IDLE)] }
-    }
-
-    fn slot(dir: Direction) -> usize {
-        match dir {
-            Direction::HostToServer => 0,
-            Direction::ServerToHost => 1,
-        }
-    }
-
-    /// Takes a ticket for a frame of `dir` about to be forwarded.
-    fn take(&self, dir: Direction) -> u64 {
-        let t = self.next.fetch_add(1, Ordering::AcqRel);
-        self.open[Self::slot(dir)].store(t, Ordering::SeqCst);
-        t
-    }
-
-    /// The frame of `dir` is recorded.
-    fn done(&self, dir: Direction) {
-        self.open[Self::slot(dir)].store(Self::IDLE, Ordering::Release);
-    }
-
-    /// Waits while the other direction holds a ticket older than `ticket` (`IDLE`: any
-    /// ticket). Spins for the first few microseconds (a recording takes that long), then
-    /// sleeps, and gives up after [`TURN_WAIT_MAX_MS`].
-    fn wait(&self, dir: Direction, ticket: u64) {
-        let other = &self.open[Self::slot(dir.other())];
-        let clear = || {
-            let o = other.load(Ordering::SeqCst);
-            o == Self::IDLE || o > ticket
-        };
-        if clear() {
-            return;
-        }
-        let start = Instant::now();
-        let mut spins = 0u32;
-        while !clear() {
-            let waited = start.elapsed();
-            if waited >= Duration::from_millis(TURN_WAIT_MAX_MS) {
-                return;
-            }
-            spins = spins.wrapping_add(1);
-            if waited >= Duration::from_micros(200) {
-                std::thread::sleep(Duration::from_micros(50));
-            } else if spins % 16 == 0 {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+impl Journal {
+    fn new() -> Journal {
+        Journal { state: Mutex::new(JournalState::default()), idle: std::sync::Condvar::new() }
     }
 }
 
@@ -384,8 +336,8 @@ pub struct Recorder {
     /// Lines in either direction that were not JSON (reported at the end).
     unparseable: AtomicU64,
     ring: Mutex<StderrRing>,
-    /// Recording order across the two relays.
-    turns: Turns,
+    /// Frames forwarded and not yet recorded.
+    journal: Journal,
 }
 
 enum Action {
@@ -428,18 +380,65 @@ impl Recorder {
 
     /// Whether a frame of `dir` may be forwarded before it is recorded: no gate could hold
     /// it (recording off, no debugger attached, or nothing armed that a request, a
-    /// notification or a response could match). Attached, the other relay's earlier
-    /// frames are recorded first, so the loop guard judges with the history as it is.
+    /// notification or a response could match). Attached, the frames forwarded earlier
+    /// are recorded first, so the loop guard judges with the history as it is.
     ///
     /// The `error` gate (armed by default: the debugger's pause-on-error) only sees failed
     /// responses, so a frame that cannot be one ([`may_be_error`]) passes it by.
-    fn forward_first(&self, dir: Direction, raw: &[u8]) -> bool {
+    fn forward_first(&self, raw: &[u8]) -> bool {
         if !self.session.is_enabled() || !self.session.is_attached() {
             return true;
         }
-        self.turns.wait(dir, Turns::IDLE);
+        self.settle();
         let may = |p| self.session.may_hold(&self.run_id, p);
         !(may(PausePoint::Before) || may(PausePoint::After) || (may_be_error(raw) && may(PausePoint::Error)))
+    }
+
+    /// Appends a frame about to be forwarded to the journal.
+    fn log(&self, dir: Direction, raw: &[u8]) {
+        lock(&self.journal.state).queue.push_back((dir, raw.to_vec()));
+    }
+
+    /// Records the journal in order up to its end, unless another relay is recording it
+    /// (that one then records whatever was appended, before it stops).
+    fn drain(&self) {
+        let mut st = lock(&self.journal.state);
+        if st.busy {
+            return;
+        }
+        st.busy = true;
+        while let Some((dir, raw)) = st.queue.pop_front() {
+            drop(st);
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.observe(dir, &raw))).is_err() {
+                log(&format!("internal error observing a {} frame (it was relayed unchanged)", dir.side()));
+            }
+            st = lock(&self.journal.state);
+        }
+        st.busy = false;
+        if st.waiters > 0 {
+            self.journal.idle.notify_all();
+        }
+    }
+
+    /// Returns once every frame in the journal is recorded (before a frame takes the gated
+    /// path, or before the gates are judged): records them, or waits for the relay that
+    /// is recording them (it only enqueues to the session, so it finishes).
+    fn settle(&self) {
+        let mut st = lock(&self.journal.state);
+        loop {
+            if !st.busy {
+                if st.queue.is_empty() {
+                    return;
+                }
+                drop(st);
+                self.drain();
+                st = lock(&self.journal.state);
+                continue;
+            }
+            st.waiters += 1;
+            st = self.journal.idle.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waiters -= 1;
+        }
     }
 
     /// Records a frame already forwarded: the events the gated path records when every
@@ -795,17 +794,15 @@ fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: &[u
         sinks.write(dir, line);
         return;
     };
-    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(dir, line))).unwrap_or(true);
+    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(line))).unwrap_or(true);
     if fast {
-        let ticket = rec.turns.take(dir);
+        rec.log(dir, line);
         sinks.write(dir, line);
-        rec.turns.wait(dir, ticket);
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.observe(dir, line))).is_err() {
-            log(&format!("internal error observing a {} frame (it was relayed unchanged)", dir.side()));
-        }
-        rec.turns.done(dir);
+        rec.drain();
         return;
     }
+    // The gated path records before it writes; what was forwarded earlier comes first.
+    rec.settle();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.handle(sinks, dir, line)));
     match outcome {
         Ok(Action::Forward) => sinks.write(dir, line),
@@ -976,7 +973,7 @@ pub fn main(argv: &[String]) -> i32 {
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
-            turns: Turns::new(),
+            journal: Journal::new(),
         })
     });
     let sinks = Arc::new(Sinks {
@@ -1040,6 +1037,7 @@ pub fn main(argv: &[String]) -> i32 {
             None => format!("the MCP server exited with code {code}"),
         };
         lock(&rec.ring).finish();
+        rec.settle();
         let unanswered: Vec<Pending> = lock(&rec.pending).drain().map(|(_, p)| p).collect();
         let mut first_method = None;
         let count = unanswered.len();
@@ -1184,7 +1182,7 @@ mod cost {
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
-            turns: Turns::new(),
+            journal: Journal::new(),
         };
         (session, run, rec)
     }
@@ -1225,6 +1223,37 @@ mod cost {
         // The open batched request can still be answered alone.
         assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n"), Action::Drop | Action::Forward));
         assert_eq!(lock(&rec.pending).len(), 0);
+    }
+
+    /// Two relays forwarding first: each response is appended after its request (the host
+    /// side appends before it "writes"), whichever thread records, so none is unmatched.
+    #[test]
+    fn the_journal_records_in_forwarding_order_across_threads() {
+        let (_session, _run, rec) = detached_recorder();
+        let rec = Arc::new(rec);
+        let (to_server, server_reads) = std::sync::mpsc::channel::<u32>();
+        let server = {
+            let rec = rec.clone();
+            std::thread::spawn(move || {
+                for i in server_reads {
+                    let resp = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{}}}}\n");
+                    rec.log(Direction::ServerToHost, resp.as_bytes());
+                    rec.drain();
+                }
+            })
+        };
+        for i in 0..2000u32 {
+            let req = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\"}}}}\n");
+            rec.log(Direction::HostToServer, req.as_bytes());
+            to_server.send(i).unwrap(); // the write: the server answers from now on
+            rec.drain();
+        }
+        drop(to_server);
+        server.join().unwrap();
+        rec.settle();
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 0);
+        assert_eq!(lock(&rec.pending).len(), 0);
+        assert!(lock(&rec.journal.state).queue.is_empty());
     }
 
     /// The CPU cost of recording one request/response pair on the relay threads, detached.
