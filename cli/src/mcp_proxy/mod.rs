@@ -19,7 +19,7 @@ pub mod protocol;
 
 use graphmind_core::config::{resolve, EnvSnapshot, HideSwitches, Options, SdkFlavor, SdkInfo};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
-use graphmind_core::gate::GateDecision;
+use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::json::{Map, Value};
 use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
@@ -27,7 +27,6 @@ use protocol::*;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::{ChildStdin, Command, Stdio};
-use graphmind_core::gate::PausePoint;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -378,7 +377,7 @@ impl Recorder {
         }
     }
 
-    /// Whether a frame of `dir` may be forwarded before it is recorded: no gate could hold
+    /// Whether the frame `raw` may be forwarded before it is recorded: no gate could hold
     /// it (recording off, no debugger attached, or nothing armed that a request, a
     /// notification or a response could match). Attached, the frames forwarded earlier
     /// are recorded first, so the loop guard judges with the history as it is.
