@@ -762,6 +762,9 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
             if len > max_frame {
                 let mut pending = if frame.is_empty() { buf[start..end].to_vec() } else { std::mem::take(&mut frame) };
                 pending.extend_from_slice(&buf[end..n]);
+                if let Some(rec) = recorder {
+                    rec.drain();
+                }
                 degrade(&pending, &mut src, &mut buf);
                 return;
             }
@@ -775,6 +778,10 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
                 }
             }
             start = end;
+        }
+        // Every frame of this read is forwarded: now record the ones forwarded first.
+        if let Some(rec) = recorder {
+            rec.drain();
         }
         frame.extend_from_slice(&buf[start..n]);
         if frame.len() > max_frame {
@@ -795,9 +802,9 @@ fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: &[u
     };
     let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(line))).unwrap_or(true);
     if fast {
+        // Recorded by `drain` once the whole chunk read with it is forwarded.
         rec.log(dir, line);
         sinks.write(dir, line);
-        rec.drain();
         return;
     }
     // The gated path records before it writes; what was forwarded earlier comes first.
@@ -1253,6 +1260,18 @@ mod cost {
         assert_eq!(rec.unmatched.load(Ordering::Relaxed), 0);
         assert_eq!(lock(&rec.pending).len(), 0);
         assert!(lock(&rec.journal.state).queue.is_empty());
+    }
+
+    /// Frames read together are all forwarded, then recorded (none left in the journal).
+    #[test]
+    fn a_chunk_of_frames_is_forwarded_then_recorded() {
+        let (_session, _run, rec) = detached_recorder();
+        let sinks = null_sinks();
+        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\nnot json\n";
+        relay(&input[..], Direction::HostToServer, &sinks, Some(&rec), 1 << 20);
+        assert!(lock(&rec.journal.state).queue.is_empty());
+        assert_eq!(lock(&rec.pending).len(), 2);
+        assert_eq!(rec.unparseable.load(Ordering::Relaxed), 1);
     }
 
     /// The CPU cost of recording one request/response pair on the relay threads, detached.
