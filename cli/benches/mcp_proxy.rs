@@ -1,9 +1,14 @@
 //! What `graphmind mcp-proxy` adds to a request/response pair: 10,000 `tools/call` echoes
 //! to the real `@modelcontextprotocol/server-everything`, one at a time, measured from the
-//! host's side (write the request line, read until its answer). Three sessions in the same
-//! run: direct, through a detached proxy (no GraphMind listening) and through a proxy
-//! attached to a real `graphmind` server (recording every call, nothing armed).
+//! host's side (write the request line, read until its answer). Four sessions in the same
+//! run: direct, through the proxy as a plain pipe (`GRAPHMIND_DISABLED=1`), through a
+//! detached proxy (no GraphMind listening) and through a proxy attached to a real
+//! `graphmind` server (recording every call, nothing armed).
 //! p50 / p99 of each and the difference to the direct session. Goal: <= 50 µs added at p50.
+//!
+//! The sessions run side by side and take turns in rounds of `CALLS / ROUNDS` calls (the
+//! order rotating each round), so a shared machine's changing load falls on all of them
+//! alike instead of on whichever session ran while another build was busy.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -12,6 +17,7 @@ use std::time::{Duration, Instant};
 
 const CALLS: usize = 10_000;
 const WARMUP: usize = 500;
+const ROUNDS: usize = 50;
 const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
 
 fn peer() -> String {
@@ -102,28 +108,49 @@ fn main() {
     let (mut gm, port) = start_server(&dir);
 
     let direct = vec!["node".to_owned(), server.clone()];
-    let proxy = |flags: Vec<String>| {
-        let mut v = vec![BIN.to_owned(), "mcp-proxy".to_owned()];
+    let proxy_of = |bin: &str, flags: Vec<String>| {
+        let mut v = vec![bin.to_owned(), "mcp-proxy".to_owned()];
         v.extend(flags);
         v.push("--".into());
         v.extend(direct.iter().cloned());
         v
     };
+    let proxy = |flags: Vec<String>| proxy_of(BIN, flags);
     let off: &[(&str, &str)] = &[("GRAPHMIND_DISABLED", "1")];
     type Session<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
-    let sessions: Vec<Session> = vec![
+    let mut sessions: Vec<Session> = vec![
         ("direct", direct.clone(), &[]),
         ("proxy, plain pipe", proxy(vec![]), off),
         ("proxy, detached", proxy(vec!["--port".into(), closed.to_string()]), &[]),
         ("proxy, attached", proxy(vec!["--port".into(), port.to_string(), "--wait-for-attach".into()]), &[]),
     ];
-    println!("mcp-proxy: {CALLS} tools/call echoes per session to server-everything (after {WARMUP} warm-up calls)");
+    // GRAPHMIND_BENCH_BEFORE=<another graphmind binary>: its proxy runs alongside, for a
+    // before/after comparison under the same load.
+    let before = std::env::var("GRAPHMIND_BENCH_BEFORE").ok();
+    if let Some(bin) = before.as_deref() {
+        sessions.push(("before: plain pipe", proxy_of(bin, vec![]), off));
+        sessions.push(("before: detached", proxy_of(bin, vec!["--port".into(), closed.to_string()]), &[]));
+        sessions.push(("before: attached", proxy_of(bin, vec!["--port".into(), port.to_string(), "--wait-for-attach".into()]), &[]));
+    }
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').take(3).collect::<Vec<_>>().join(" ");
+    let load_before = load();
+    let mut peers: Vec<(&str, Peer)> = sessions.into_iter().map(|(name, cmd, env)| (name, Peer::start(&cmd, env))).collect();
+    for (_, p) in peers.iter_mut() {
+        p.measure(WARMUP, 1);
+    }
+    let mut samples: Vec<Vec<Duration>> = vec![Vec::with_capacity(CALLS); peers.len()];
+    let per_round = CALLS / ROUNDS;
+    for round in 0..ROUNDS {
+        for k in 0..peers.len() {
+            let s = (round + k) % peers.len();
+            let base = 1 + WARMUP + round * per_round;
+            samples[s].extend(peers[s].1.measure(per_round, base));
+        }
+    }
+    println!("mcp-proxy: {CALLS} tools/call echoes per session to server-everything (after {WARMUP} warm-up calls), sessions interleaved in {ROUNDS} rounds; load average {load_before} before, {} after", load());
     println!("{:<18} {:>10} {:>10} {:>14} {:>14}", "session", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs");
     let mut base: Option<(f64, f64)> = None;
-    for (name, cmd, env) in sessions {
-        let mut p = Peer::start(&cmd, env);
-        p.measure(WARMUP, 1);
-        let mut samples = p.measure(CALLS, 1 + WARMUP);
+    for ((name, p), mut samples) in peers.into_iter().zip(samples) {
         p.stop();
         samples.sort();
         let (p50, p99) = (pct(&samples, 0.50), pct(&samples, 0.99));

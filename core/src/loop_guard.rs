@@ -597,6 +597,30 @@ impl LoopGuard {
         state.histories[kind].push(CallEntry::unknown(None, seq));
     }
 
+    /// Whether [`LoopGuard::consult_before`] could hold the next watched start in `run_id`
+    /// (any node, any input) while `attached`: conservative, for a caller that wants to act
+    /// before it records the start. `false` when the guard is not in mode pause, when no
+    /// streak is one call short of the threshold and no history could trip a cycle or an
+    /// error repeat.
+    pub fn may_hold_next(&self, run_id: &str, attached: bool) -> bool {
+        if self.config.mode != LoopMode::Pause || !attached || !self.enabled() {
+            return false;
+        }
+        if self.config.threshold <= 1 {
+            return true;
+        }
+        let Some((_, state)) = self.runs.iter().find(|(id, _)| id == run_id) else {
+            return false;
+        };
+        let threshold = self.config.threshold;
+        state
+            .streaks
+            .iter()
+            .flatten()
+            .any(|s| s.repeats.saturating_add(1) >= threshold)
+            || state.histories.iter().any(|h| h.may_detect())
+    }
+
     /// The before-gate of a call (consulted only in mode pause while `attached`): hold when
     /// this start is the Nth identical back-to-back call, else the start of a cycle's next
     /// lap, else the call after identical failures. Each start holds at most once: a retry

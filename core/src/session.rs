@@ -1009,6 +1009,37 @@ impl Session {
         Gate::Held(pending)
     }
 
+    /// Whether a gate at `point` in `run_id` could hold now, for any node: `false` means
+    /// that with the session as it is (detached; or attached with no step mode, no
+    /// breakpoint at `point` and, before a call, no loop-guard rule the next start could
+    /// trip) [`Session::gate`] returns [`Gate::Continue`]. Conservative (`true` does not
+    /// mean it will hold); for a caller that forwards a message before recording it.
+    pub fn may_hold(&self, run_id: &str, point: PausePoint) -> bool {
+        if !self.inner.config.enabled || !self.inner.attached.load(Ordering::Acquire) {
+            return false;
+        }
+        let watch = point == PausePoint::Before && self.inner.loop_watch;
+        if watch && self.inner.loop_backlog.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        let shared = self.inner.shared.lock();
+        if !shared.engine_attached || shared.disposed {
+            return false;
+        }
+        if shared.engine.mode() == RunMode::Step && point != PausePoint::After {
+            return true;
+        }
+        if shared
+            .engine
+            .breakpoints()
+            .iter()
+            .any(|m| m.point.unwrap_or(PausePoint::Before) == point)
+        {
+            return true;
+        }
+        watch && self.inner.loop_guard.lock().may_hold_next(run_id, true)
+    }
+
     fn loop_hide(&self, kind: &str) -> LoopHide {
         let h = self.inner.config.hide;
         LoopHide::for_node(

@@ -5,14 +5,21 @@
 //!
 //! Threads: one relay per direction, one for the child's stderr, the main thread waits for
 //! the child. A relay thread only ever blocks on the debugger inside a held gate; every
-//! other session call is an enqueue. With no debugger (or a disabled session) the relays
-//! are a plain pipe; a panic while observing a frame forwards that frame unchanged.
+//! other session call is an enqueue. With `GRAPHMIND_DISABLED` the relays are a plain
+//! pipe; a panic while observing a frame forwards that frame unchanged.
+//!
+//! Forward first, record after: when no gate could hold a frame (no debugger attached, or
+//! one attached with nothing armed that could match: [`Session::may_hold`]) the relay
+//! writes the frame on before it parses and records it, so neither peer waits on our
+//! bookkeeping. Only when something could hold does a frame take the gated path (parse,
+//! record, wait at the gate, then write). Frames forwarded first are recorded in the order
+//! they were forwarded (a [`Journal`]), so a response is never recorded before its request.
 
 pub mod protocol;
 
 use graphmind_core::config::{resolve, EnvSnapshot, HideSwitches, Options, SdkFlavor, SdkInfo};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
-use graphmind_core::gate::GateDecision;
+use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::json::{Map, Value};
 use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
@@ -173,6 +180,18 @@ fn log_raw(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// Whether `raw` could be a failed response (a JSON-RPC `error` or a result with
+/// `isError`): both need the letters `rror` in a key, unless a key is spelled with a
+/// `\u` escape. A byte scan, no parse; `false` is certain.
+fn may_be_error(raw: &[u8]) -> bool {
+    raw.windows(4).any(|w| w == b"rror") || raw.windows(2).any(|w| w == b"\\u")
+}
+
+/// A frame's length without its newline, as `--trace` reports it.
+fn frame_body_len(raw: &[u8]) -> usize {
+    raw.strip_suffix(b"\n").unwrap_or(raw).len()
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -242,6 +261,53 @@ impl Sinks {
     }
 }
 
+/// The frames forwarded before they were recorded, in forwarding order. A relay appends
+/// its frame before it writes it (so whatever the frame causes on the other side, a
+/// response or the host's next request, is appended after it), writes, then records the
+/// journal up to its end unless the other relay is already doing so, in which case that
+/// one records this frame too. Nobody waits for anybody on this path.
+struct Journal {
+    state: Mutex<JournalState>,
+    idle: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct JournalState {
+    queue: std::collections::VecDeque<(Direction, Vec<u8>)>,
+    /// A relay is recording the queue.
+    busy: bool,
+    /// Relays waiting in [`Recorder::settle`].
+    waiters: usize,
+}
+
+impl Journal {
+    fn new() -> Journal {
+        Journal { state: Mutex::new(JournalState::default()), idle: std::sync::Condvar::new() }
+    }
+}
+
+/// Our stdout as the bare file descriptor: a frame is one `write(2)` (std's `Stdout` adds
+/// a line buffer and a reentrant lock we do not need; frames are written whole under the
+/// sink's lock). Never closes fd 1.
+struct RawStdout(std::mem::ManuallyDrop<std::fs::File>);
+
+impl RawStdout {
+    fn new() -> RawStdout {
+        use std::os::fd::FromRawFd;
+        // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop never closes it.
+        RawStdout(std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) }))
+    }
+}
+
+impl Write for RawStdout {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.write(b)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 struct Pending {
     step: Step,
     method: String,
@@ -269,6 +335,8 @@ pub struct Recorder {
     /// Lines in either direction that were not JSON (reported at the end).
     unparseable: AtomicU64,
     ring: Mutex<StderrRing>,
+    /// Frames forwarded and not yet recorded.
+    journal: Journal,
 }
 
 enum Action {
@@ -309,10 +377,126 @@ impl Recorder {
         }
     }
 
+    /// Whether the frame `raw` may be forwarded before it is recorded: no gate could hold
+    /// it (recording off, no debugger attached, or nothing armed that a request, a
+    /// notification or a response could match). Attached, the frames forwarded earlier
+    /// are recorded first, so the loop guard judges with the history as it is.
+    ///
+    /// The `error` gate (armed by default: the debugger's pause-on-error) only sees failed
+    /// responses, so a frame that cannot be one ([`may_be_error`]) passes it by.
+    fn forward_first(&self, raw: &[u8]) -> bool {
+        if !self.session.is_enabled() || !self.session.is_attached() {
+            return true;
+        }
+        self.settle();
+        let may = |p| self.session.may_hold(&self.run_id, p);
+        !(may(PausePoint::Before) || may(PausePoint::After) || (may_be_error(raw) && may(PausePoint::Error)))
+    }
+
+    /// Appends a frame about to be forwarded to the journal.
+    fn log(&self, dir: Direction, raw: &[u8]) {
+        lock(&self.journal.state).queue.push_back((dir, raw.to_vec()));
+    }
+
+    /// Records the journal in order up to its end, unless another relay is recording it
+    /// (that one then records whatever was appended, before it stops).
+    fn drain(&self) {
+        let mut st = lock(&self.journal.state);
+        if st.busy {
+            return;
+        }
+        st.busy = true;
+        while let Some((dir, raw)) = st.queue.pop_front() {
+            drop(st);
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.observe(dir, &raw))).is_err() {
+                log(&format!("internal error observing a {} frame (it was relayed unchanged)", dir.side()));
+            }
+            st = lock(&self.journal.state);
+        }
+        st.busy = false;
+        if st.waiters > 0 {
+            self.journal.idle.notify_all();
+        }
+    }
+
+    /// Returns once every frame in the journal is recorded (before a frame takes the gated
+    /// path, or before the gates are judged): records them, or waits for the relay that
+    /// is recording them (it only enqueues to the session, so it finishes).
+    fn settle(&self) {
+        let mut st = lock(&self.journal.state);
+        loop {
+            if !st.busy {
+                if st.queue.is_empty() {
+                    return;
+                }
+                drop(st);
+                self.drain();
+                st = lock(&self.journal.state);
+                continue;
+            }
+            st.waiters += 1;
+            st = self.journal.idle.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.waiters -= 1;
+        }
+    }
+
+    /// Records a frame already forwarded: the events the gated path records when every
+    /// gate continues (a request opens its node and is remembered, a notification is a
+    /// finished node, a response closes its request's node), and the same `--trace` lines.
+    fn observe(&self, dir: Direction, raw: &[u8]) {
+        let Some((frame, value)) = classify(raw) else {
+            self.unparseable.fetch_add(1, Ordering::Relaxed);
+            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", frame_body_len(raw)));
+            if dir == Direction::ServerToHost {
+                self.note_noise(raw);
+            }
+            return;
+        };
+        match frame {
+            Frame::Request { id, method, params } => {
+                let node = self.node(&method, params.as_ref());
+                let editable = method == "tools/call";
+                self.trace(dir, || format!("-> {method} #{}", id_text(&id)));
+                let step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), editable);
+                self.remember(id_key(&id), dir, Pending { step, method, frame: value, raw: raw.to_vec(), params, retries: 0 });
+            }
+            Frame::Notification { method, params } => {
+                let node = self.node(&method, params.as_ref());
+                self.trace(dir, || format!("~> {method} (notification)"));
+                let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+                step.on_after(GateDecision::proceed(), None);
+            }
+            Frame::Response { id, result, error } => {
+                let key = format!("{}|{}", dir.other().label(), id_key(&id));
+                let Some(mut entry) = lock(&self.pending).remove(&key) else {
+                    self.unmatched.fetch_add(1, Ordering::Relaxed);
+                    self.trace(dir, || format!("<- response #{} with no pending request", id_text(&id)));
+                    return;
+                };
+                let failed = error.is_some() || is_error_result(result.as_ref());
+                self.trace(dir, || format!("<- {} #{} {}", entry.method, id_text(&id), if failed { "ERROR" } else { "ok" }));
+                if failed {
+                    let hide = self.hide.outputs || self.hide.tool_results;
+                    let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+                    self.session.node_error(Some(&self.run_id), entry.step.node(), ErrorInfo::new(name.as_str(), message.as_str()));
+                    entry.step.on_ungated_error(false);
+                } else {
+                    entry.step.on_after(GateDecision::proceed(), result);
+                }
+            }
+            Frame::Batch => {
+                let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                self.trace(dir, || format!("batch of {} (observed, not gated)", items.len()));
+                self.observe_batch(dir, items);
+            }
+            Frame::Other => self.trace(dir, || "unrecognised JSON-RPC frame, relayed verbatim".to_owned()),
+        }
+    }
+
     fn handle(&self, sinks: &Sinks, dir: Direction, raw: &[u8]) -> Action {
         let Some((frame, value)) = classify(raw) else {
             self.unparseable.fetch_add(1, Ordering::Relaxed);
-            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", raw.strip_suffix(b"\n").unwrap_or(raw).len()));
+            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", frame_body_len(raw)));
             if dir == Direction::ServerToHost {
                 self.note_noise(raw);
             }
@@ -569,20 +753,35 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
         let mut start = 0;
         while let Some(pos) = buf[start..n].iter().position(|&b| b == b'\n') {
             let end = start + pos + 1;
-            let line: Vec<u8> = if frame.is_empty() {
-                buf[start..end].to_vec()
-            } else {
+            // A frame that arrived whole is relayed from the read buffer (no copy); one
+            // that spanned reads is assembled in `frame`.
+            if !frame.is_empty() {
                 frame.extend_from_slice(&buf[start..end]);
-                std::mem::take(&mut frame)
-            };
-            start = end;
-            if line.len() > max_frame {
-                let mut pending = line;
-                pending.extend_from_slice(&buf[start..n]);
+            }
+            let len = if frame.is_empty() { end - start } else { frame.len() };
+            if len > max_frame {
+                let mut pending = if frame.is_empty() { buf[start..end].to_vec() } else { std::mem::take(&mut frame) };
+                pending.extend_from_slice(&buf[end..n]);
+                if let Some(rec) = recorder {
+                    rec.drain();
+                }
                 degrade(&pending, &mut src, &mut buf);
                 return;
             }
-            deliver(dir, sinks, recorder, line);
+            if frame.is_empty() {
+                deliver(dir, sinks, recorder, &buf[start..end]);
+            } else {
+                deliver(dir, sinks, recorder, &frame);
+                frame.clear();
+                if frame.capacity() > 1 << 20 {
+                    frame = Vec::new(); // one huge frame does not pin its buffer
+                }
+            }
+            start = end;
+        }
+        // Every frame of this read is forwarded: now record the ones forwarded first.
+        if let Some(rec) = recorder {
+            rec.drain();
         }
         frame.extend_from_slice(&buf[start..n]);
         if frame.len() > max_frame {
@@ -596,19 +795,28 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
     }
 }
 
-fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: Vec<u8>) {
+fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: &[u8]) {
     let Some(rec) = recorder else {
-        sinks.write(dir, &line);
+        sinks.write(dir, line);
         return;
     };
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.handle(sinks, dir, &line)));
+    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(line))).unwrap_or(true);
+    if fast {
+        // Recorded by `drain` once the whole chunk read with it is forwarded.
+        rec.log(dir, line);
+        sinks.write(dir, line);
+        return;
+    }
+    // The gated path records before it writes; what was forwarded earlier comes first.
+    rec.settle();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.handle(sinks, dir, line)));
     match outcome {
-        Ok(Action::Forward) => sinks.write(dir, &line),
+        Ok(Action::Forward) => sinks.write(dir, line),
         Ok(Action::Replace(bytes)) => sinks.write(dir, &bytes),
         Ok(Action::Drop) => {}
         Err(_) => {
             log(&format!("internal error observing a {} frame; relayed unchanged", dir.side()));
-            sinks.write(dir, &line);
+            sinks.write(dir, line);
         }
     }
 }
@@ -771,11 +979,12 @@ pub fn main(argv: &[String]) -> i32 {
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
+            journal: Journal::new(),
         })
     });
     let sinks = Arc::new(Sinks {
         to_server: Mutex::new(Some(Box::new(child_stdin))),
-        to_host: Mutex::new(Box::new(std::io::stdout())),
+        to_host: Mutex::new(Box::new(RawStdout::new())),
         server_gone: AtomicUsize::new(0),
     });
     let max = args.max_frame_bytes;
@@ -834,6 +1043,7 @@ pub fn main(argv: &[String]) -> i32 {
             None => format!("the MCP server exited with code {code}"),
         };
         lock(&rec.ring).finish();
+        rec.settle();
         let unanswered: Vec<Pending> = lock(&rec.pending).drain().map(|(_, p)| p).collect();
         let mut first_method = None;
         let count = unanswered.len();
@@ -919,6 +1129,19 @@ mod tests {
     }
 
     #[test]
+    fn only_frames_spelling_rror_or_an_escape_may_be_errors() {
+        assert!(!may_be_error(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}"#));
+        assert!(may_be_error(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}"#));
+        assert!(may_be_error(br#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}"#));
+        // Keys spelled with escapes still decode to `error` / `isError`.
+        for frame in [&br#"{"jsonrpc":"2.0","id":1,"e\u0072ror":{"code":1,"message":"x"}}"#[..], br#"{"id":2,"result":{"isE\u0072ror":true}}"#] {
+            let Some((Frame::Response { error, result, .. }, _)) = classify(frame) else { panic!("a response") };
+            assert!(error.is_some() || is_error_result(result.as_ref()));
+            assert!(may_be_error(frame));
+        }
+    }
+
+    #[test]
     fn relays_bytes_and_degrades_past_the_ceiling() {
         struct Buf(Arc<Mutex<Vec<u8>>>);
         impl Write for Buf {
@@ -965,6 +1188,7 @@ mod cost {
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
+            journal: Journal::new(),
         };
         (session, run, rec)
     }
@@ -1005,6 +1229,49 @@ mod cost {
         // The open batched request can still be answered alone.
         assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n"), Action::Drop | Action::Forward));
         assert_eq!(lock(&rec.pending).len(), 0);
+    }
+
+    /// Two relays forwarding first: each response is appended after its request (the host
+    /// side appends before it "writes"), whichever thread records, so none is unmatched.
+    #[test]
+    fn the_journal_records_in_forwarding_order_across_threads() {
+        let (_session, _run, rec) = detached_recorder();
+        let rec = Arc::new(rec);
+        let (to_server, server_reads) = std::sync::mpsc::channel::<u32>();
+        let server = {
+            let rec = rec.clone();
+            std::thread::spawn(move || {
+                for i in server_reads {
+                    let resp = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"result\":{{}}}}\n");
+                    rec.log(Direction::ServerToHost, resp.as_bytes());
+                    rec.drain();
+                }
+            })
+        };
+        for i in 0..2000u32 {
+            let req = format!("{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\"}}}}\n");
+            rec.log(Direction::HostToServer, req.as_bytes());
+            to_server.send(i).unwrap(); // the write: the server answers from now on
+            rec.drain();
+        }
+        drop(to_server);
+        server.join().unwrap();
+        rec.settle();
+        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 0);
+        assert_eq!(lock(&rec.pending).len(), 0);
+        assert!(lock(&rec.journal.state).queue.is_empty());
+    }
+
+    /// Frames read together are all forwarded, then recorded (none left in the journal).
+    #[test]
+    fn a_chunk_of_frames_is_forwarded_then_recorded() {
+        let (_session, _run, rec) = detached_recorder();
+        let sinks = null_sinks();
+        let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\nnot json\n";
+        relay(&input[..], Direction::HostToServer, &sinks, Some(&rec), 1 << 20);
+        assert!(lock(&rec.journal.state).queue.is_empty());
+        assert_eq!(lock(&rec.pending).len(), 2);
+        assert_eq!(rec.unparseable.load(Ordering::Relaxed), 1);
     }
 
     /// The CPU cost of recording one request/response pair on the relay threads, detached.

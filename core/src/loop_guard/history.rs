@@ -158,6 +158,29 @@ impl KindHistory {
         })
     }
 
+    /// Whether the next watched start of this (run, kind) could trip a verdict, for any
+    /// node and input: conservative (`true` does not mean it will), exact enough to be
+    /// `false` for calls that do not repeat and do not fail alike.
+    pub(crate) fn may_detect(&self) -> bool {
+        let len = self.ring.len();
+        if self.completed >= self.cycle_quiet_until {
+            for k in CYCLE_MIN_PERIOD..=CYCLE_MAX_PERIOD {
+                let span = CYCLE_LAPS * k;
+                if len < span {
+                    break;
+                }
+                let base = len - span;
+                if (1..CYCLE_LAPS).all(|lap| self.laps_equal(base, base + lap * k, k)) {
+                    return true;
+                }
+            }
+        }
+        self.ring.iter().any(|e| match (&e.node_id, e.outcome) {
+            (Some(id), Some(Outcome::Fail)) => self.detect_error_repeat(id, 0, &[0; 32]).is_some(),
+            _ => false,
+        })
+    }
+
     /// A cycle whose next lap starts with this call, if any (see the module comment).
     pub(crate) fn detect_cycle(
         &mut self,

@@ -1,0 +1,194 @@
+//! `LoopGuard::may_hold_next` is conservative: replaying every reference loop fixture, no
+//! start holds at its before-gate unless the guard said beforehand that the next start
+//! could; and calls that neither repeat nor fail alike are never flagged.
+
+use graphmind_core::json::{self, Value};
+use graphmind_core::loop_guard::{
+    LoopGuard, LoopGuardConfig, LoopHide, LoopMode, LoopValue, LoopVerdict, NodeStart,
+};
+use std::path::PathBuf;
+
+fn load(rel: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors")
+        .join(rel);
+    json::parse(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn config_for(seq: &Value) -> LoopGuardConfig {
+    let mut config = LoopGuardConfig::default();
+    if let Some(t) = seq.get("threshold").and_then(Value::as_i64) {
+        config.threshold = t as u32;
+    }
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect()
+    };
+    if let Some(a) = seq.get("allowNodes") {
+        config.allow_nodes = strings(a);
+    }
+    if let Some(k) = seq.get("ignoreKeys") {
+        config.ignore_keys = strings(k);
+    }
+    if let Some(k) = seq.get("kinds") {
+        config.kinds = strings(k);
+    }
+    config
+}
+
+fn start_of<'a>(run: &'a str, call: &'a Value, seq: u64) -> NodeStart<'a> {
+    let input = if call.get("unreadable") == Some(&Value::Bool(true)) {
+        LoopValue::Unreadable
+    } else if call.get("inputAbsent") == Some(&Value::Bool(true)) {
+        LoopValue::Read(None)
+    } else {
+        LoopValue::Read(call.get("input"))
+    };
+    let node_id = str_of(call, "nodeId").unwrap();
+    let mut start = NodeStart::new(run, node_id, str_of(call, "kind").unwrap(), input, seq);
+    if let Some(name) = str_of(call, "name") {
+        start = start.name(name);
+    }
+    if let Some(instance) = str_of(call, "instanceId") {
+        start = start.instance(instance);
+    }
+    start
+}
+
+/// Starts `start`, consults its before-gate, and checks the prediction made before it.
+/// Returns (predicted, held).
+fn start_and_check(guard: &mut LoopGuard, start: &NodeStart<'_>, name: &str) -> (bool, bool) {
+    let predicted = guard.may_hold_next(start.run_id, true);
+    guard.on_node_started(start, true);
+    let verdict = guard.consult_before(
+        start.run_id,
+        start.kind,
+        start.node_id,
+        start.name,
+        true,
+        LoopHide::default(),
+    );
+    let held = matches!(verdict, LoopVerdict::Hold(_));
+    assert!(
+        predicted || !held,
+        "{name}: seq {} held though may_hold_next said it could not",
+        start.seq
+    );
+    (predicted, held)
+}
+
+#[test]
+fn never_false_before_a_hold_in_any_fixture() {
+    let (mut quiet, mut holds) = (0, 0);
+    let v3 = load("reference/loop-guard-fixture.json");
+    for seq in v3.get("sequences").unwrap().as_array().unwrap() {
+        let name = str_of(seq, "name").unwrap();
+        let mut guard = LoopGuard::new(config_for(seq));
+        for (i, call) in seq
+            .get("calls")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let (predicted, held) =
+                start_and_check(&mut guard, &start_of("run-1", call, i as u64), name);
+            quiet += usize::from(!predicted);
+            holds += usize::from(held);
+        }
+    }
+    let kinds = load("reference/loop-kinds-fixture.json");
+    for seq in kinds.get("sequences").unwrap().as_array().unwrap() {
+        let name = str_of(seq, "name").unwrap();
+        let mut guard = LoopGuard::new(config_for(seq));
+        for (i, event) in seq
+            .get("events")
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let node_id = str_of(event, "nodeId").unwrap();
+            let instance = str_of(event, "instanceId");
+            match str_of(event, "event").unwrap() {
+                "start" => {
+                    let (predicted, held) =
+                        start_and_check(&mut guard, &start_of("run", event, i as u64), name);
+                    quiet += usize::from(!predicted);
+                    holds += usize::from(held);
+                }
+                "error" => guard.on_node_error(
+                    "run",
+                    node_id,
+                    instance,
+                    event.get("name").and_then(Value::as_js_str),
+                    event.get("message").and_then(Value::as_js_str),
+                ),
+                "finish" => guard.on_node_finished(
+                    "run",
+                    node_id,
+                    instance,
+                    str_of(event, "status"),
+                    LoopValue::Read(event.get("output")),
+                    true,
+                ),
+                other => panic!("{name}: unknown event {other}"),
+            }
+        }
+    }
+    assert!(holds > 20, "the fixtures hold ({holds})");
+    assert!(
+        quiet > 50,
+        "and the prediction is not always `true` ({quiet})"
+    );
+}
+
+#[test]
+fn distinct_calls_never_may_hold_and_only_mode_pause_attached_can() {
+    let mut guard = LoopGuard::new(LoopGuardConfig::default());
+    for i in 0..200u64 {
+        let input = json::parse(format!("{{\"message\":\"call {i}\"}}").as_bytes()).unwrap();
+        let start = NodeStart::new("r", "tool:echo", "tool", LoopValue::Read(Some(&input)), i);
+        assert!(!guard.may_hold_next("r", true), "call {i}");
+        guard.on_node_started(&start, true);
+        guard.on_node_finished(
+            "r",
+            "tool:echo",
+            None,
+            Some("ok"),
+            LoopValue::Read(Some(&input)),
+            true,
+        );
+    }
+    // Two identical calls: a third could hold (threshold 3), but not while detached.
+    let same = json::parse(b"{\"message\":\"again\"}").unwrap();
+    for i in 0..2 {
+        guard.on_node_started(
+            &NodeStart::new(
+                "r",
+                "tool:echo",
+                "tool",
+                LoopValue::Read(Some(&same)),
+                300 + i,
+            ),
+            true,
+        );
+    }
+    assert!(guard.may_hold_next("r", true));
+    assert!(!guard.may_hold_next("r", false));
+    assert!(!guard.may_hold_next("other-run", true));
+    let warn = LoopGuard::new(LoopGuardConfig {
+        mode: LoopMode::Warn,
+        ..LoopGuardConfig::default()
+    });
+    assert!(!warn.may_hold_next("r", true));
+}
