@@ -44,7 +44,12 @@ fn start_server(dir: &std::path::Path) -> (Child, u16) {
 }
 
 fn session(url: &str) -> Session {
-    let options = Options { url: Some(url.to_string()), app_name: Some("bench".into()), ..Options::default() };
+    session_with(url, |_| {})
+}
+
+fn session_with(url: &str, configure: impl FnOnce(&mut Options)) -> Session {
+    let mut options = Options { url: Some(url.to_string()), app_name: Some("bench".into()), ..Options::default() };
+    configure(&mut options);
     let config = config::resolve(&options, &EnvSnapshot::new(), SdkFlavor::Native);
     Session::new(config, Arc::new(|_: &str| {}))
 }
@@ -181,11 +186,17 @@ fn main() {
     let attached = session(&format!("ws://127.0.0.1:{port}/ingest"));
     assert!(attached.ready(Duration::from_secs(5)), "attaches");
     let attached_ns = per_node(&attached, &input, rounds, batch);
+    // The same attached, without the loop guard: what keying input and output costs.
+    let unguarded = session_with(&format!("ws://127.0.0.1:{port}/ingest"), |o| o.loop_guard = Some(config::LoopGuardOption::Off));
+    assert!(unguarded.ready(Duration::from_secs(5)), "attaches");
+    let unguarded_ns = per_node(&unguarded, &input, rounds, batch);
+    unguarded.dispose(Duration::from_secs(2));
     let floor_ns = serde_floor(&text, rounds, batch);
     println!("one tool node (start + finish, 1 KB in and out), app-thread CPU time, median of {rounds} x {batch}:");
     println!("  graphmind-core detached   {:>8.2} µs   (goal <= 2 µs)", detached_ns / 1000.0);
     println!("  same, values as JSON text {:>8.2} µs   (goal <= 2 µs; parsed by the worker)", detached_text_ns / 1000.0);
     println!("  graphmind-core attached   {:>8.2} µs   (goal <= 2 µs)", attached_ns / 1000.0);
+    println!("  same, loop guard off      {:>8.2} µs   (the rest is keying input and output for the guard)", unguarded_ns / 1000.0);
     println!("  serde_json, same payloads {:>8.2} µs   (serializing alone, on the app thread)", floor_ns / 1000.0);
 
     // 2. Gate round trip.
