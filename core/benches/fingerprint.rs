@@ -46,6 +46,16 @@ fn bench(c: &mut Criterion) {
         })
     });
     group.finish();
+
+    // What a binding handing JSON text over pays first: parsing it.
+    let mut group = c.benchmark_group("parse sample-1k");
+    group.bench_function("graphmind_core::json::parse", |b| {
+        b.iter(|| graphmind_core::json::parse(black_box(&bytes)).unwrap())
+    });
+    group.bench_function("serde_json::from_slice to Value", |b| {
+        b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(&bytes)).unwrap())
+    });
+    group.finish();
 }
 
 criterion_group!(benches, bench);

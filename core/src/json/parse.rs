@@ -224,11 +224,7 @@ impl<'a> Parser<'a> {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    map = Map::with_capacity(entries.len());
-                    for (k, v) in entries {
-                        map.push_unique(k, v);
-                    }
-                    return Ok(Value::Object(map));
+                    return Ok(Value::Object(Map::from_unique_entries(entries)));
                 }
                 _ => return Err(self.unexpected()),
             }
@@ -244,8 +240,8 @@ impl<'a> Parser<'a> {
                 b'"' => {
                     let s = &self.bytes[start..self.pos];
                     self.pos += 1;
-                    // Valid UTF-8 was checked up front.
-                    return Ok(JsStr::from(std::str::from_utf8(s).unwrap_or_default()));
+                    // Valid UTF-8 was checked up front, and quotes are char boundaries.
+                    return Ok(JsStr::from_utf8_checked_elsewhere(s));
                 }
                 b'\\' => break,
                 0x00..=0x1F => return Err(self.error(ParseErrorKind::ControlCharacter)),

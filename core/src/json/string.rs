@@ -30,6 +30,13 @@ impl JsStr {
         builder.finish()
     }
 
+    /// A string from bytes the caller already knows to be UTF-8 (the parser validates its
+    /// whole input once, then slices it at ASCII quotes, which are always char boundaries).
+    pub(crate) fn from_utf8_checked_elsewhere(bytes: &[u8]) -> Self {
+        debug_assert!(std::str::from_utf8(bytes).is_ok());
+        JsStr(bytes.into())
+    }
+
     /// Wraps WTF-8 bytes, checking that they are well-formed WTF-8.
     pub fn from_wtf8(bytes: &[u8]) -> Option<Self> {
         if is_wtf8(bytes) {

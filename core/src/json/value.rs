@@ -51,6 +51,12 @@ impl Map {
         }
     }
 
+    /// A map over `entries` as they are; the caller guarantees that no key repeats (the
+    /// parser, which resolved repeats already).
+    pub(crate) fn from_unique_entries(entries: Vec<(JsStr, Value)>) -> Self {
+        Map { entries }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
