@@ -25,6 +25,13 @@ fn to_json(value: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(json::to_string(&readable(value)?))
 }
 
+/// What a tool call records for `value` (`JSON.stringify` of the converted value, a read
+/// that raises degraded to the marker): the converter's output, for the tests.
+#[pyfunction]
+fn _recorded_json(value: &Bound<'_, PyAny>) -> String {
+    json::to_string(&to_value_or_marker(value))
+}
+
 /// Parses JSON with the core's strict parser (lone surrogates and key order kept).
 #[pyfunction]
 fn parse_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -254,6 +261,7 @@ fn merge_edited_input<'py>(py: Python<'py>, live: Option<&Bound<'_, PyAny>>, pro
 /// Adds this module's functions to `_native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_recorded_json, m)?)?;
     m.add_function(wrap_pyfunction!(parse_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_call, m)?)?;
