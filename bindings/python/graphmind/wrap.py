@@ -179,12 +179,20 @@ def _ordinary(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not is_abort_error(exc)
 
 
+def _enter(session: Session, spec: _Wrapper, run: Any, args: Any, kwargs: Any) -> Any:
+    """``node.started`` and the ``before`` gate: ``(step, code, value)``."""
+    if not kwargs and len(args) == spec.arity:
+        # Positional arguments that fill the signature: the module builds the input
+        # from the parameter names itself (no dict, no binding).
+        return session._native.enter_args(run, spec.node, args)
+    call_input, bound = spec.arguments.describe(args, kwargs)
+    return session._native.enter(run, spec.node, call_input, bound)
+
+
 def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    call_input, bound = spec.arguments.describe(args, kwargs)
-    step = session._native.start(ctx._native if ctx is not None else None, spec.node, call_input, bound)
+    step, code, value = _enter(session, spec, ctx._native if ctx is not None else None, args, kwargs)
     while True:
-        code, value = step.before()
         if code == WAIT:
             code, value = step.on_before(value.wait())
         if code == INJECT:
@@ -210,6 +218,7 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
                 raise session.abort_error(ctx) from None
             if value is not None:
                 args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+            code, value = step.before()
             continue
         code, value = step.after(result)
         if code == WAIT:
@@ -222,14 +231,13 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
             raise session.abort_error(ctx)
         if value is not None:
             args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+        code, value = step.before()
 
 
 async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    call_input, bound = spec.arguments.describe(args, kwargs)
-    step = session._native.start(ctx._native if ctx is not None else None, spec.node, call_input, bound)
+    step, code, value = _enter(session, spec, ctx._native if ctx is not None else None, args, kwargs)
     while True:
-        code, value = step.before()
         if code == WAIT:
             code, value = step.on_before(await await_gate(value))
         if code == INJECT:
@@ -255,6 +263,7 @@ async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], a
                 raise session.abort_error(ctx) from None
             if value is not None:
                 args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+            code, value = step.before()
             continue
         code, value = step.after(result)
         if code == WAIT:
@@ -267,10 +276,11 @@ async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], a
             raise session.abort_error(ctx)
         if value is not None:
             args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+        code, value = step.before()
 
 
 class _Wrapper:
-    __slots__ = ("arguments", "kind", "name", "node", "node_id", "parent_id", "session_of")
+    __slots__ = ("arguments", "arity", "kind", "name", "node", "node_id", "parent_id", "session_of")
 
     def __init__(self, session_of: Callable[[], Session | None], name: str, kind: str, node_id: str | None, parent_id: str | None, fn: Any) -> None:
         self.session_of = session_of
@@ -278,8 +288,11 @@ class _Wrapper:
         self.kind = kind
         self.node_id = node_id
         self.parent_id = parent_id
-        self.node = _native.NodeSpec(kind, name, node_id, parent_id)
         self.arguments = _Arguments(fn)
+        plain = self.arguments.plain
+        #: How many positional arguments fill the signature (-1: never taken as a shortcut).
+        self.arity = len(self.arguments.names) if plain else -1
+        self.node = _native.NodeSpec(kind, name, node_id, parent_id, self.arguments.names if plain else None)
 
 
 def gate_callable(

@@ -282,14 +282,56 @@ pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
     for pair in items.iter() {
         let Ok((k, v)) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>() else { continue };
         let Ok(key) = key_of(&k) else { continue };
-        let value = match convert(&v, 1) {
-            Ok(value) => value,
-            Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => Value::Array(Vec::new()),
-            Err(_) => unserializable_marker(),
-        };
-        map.insert(key, value);
+        map.insert(key, field_value(&v));
     }
     Value::Object(map)
+}
+
+/// What [`to_value_or_marker`] records for the dict `{names[i]: values[i], ...}` (distinct
+/// `str` names), without making the dict: every field is read in order until one cannot
+/// be; then, as for the dict, every field is read again and only the failing ones degrade
+/// (reading twice matters when reading has side effects, e.g. a `model_dump()` that
+/// changes a container the first read was walking).
+pub fn fields_value(names: &[JsStr], values: &Bound<'_, PyTuple>) -> Value {
+    let mut map = Map::with_capacity(names.len());
+    let mut readable = true;
+    for (name, v) in names.iter().zip(values.iter()) {
+        // SAFETY: the GIL is held and the tuple keeps `v` alive for the whole call.
+        let value = match unsafe { fast(v.as_ptr(), 1) } {
+            Ok(value) => value,
+            Err(GiveUp) => match convert(&v, 1) {
+                Ok(value) => value,
+                Err(Unreadable) => {
+                    readable = false;
+                    break;
+                }
+            },
+        };
+        map.push_unique(name.clone(), value);
+    }
+    if readable {
+        return Value::Object(map);
+    }
+    let mut map = Map::with_capacity(names.len());
+    for (name, v) in names.iter().zip(values.iter()) {
+        map.push_unique(name.clone(), field_value(&v));
+    }
+    Value::Object(map)
+}
+
+/// A mapping's field as [`to_value_or_marker`] records it once the mapping as a whole could
+/// not be read (one level down): its value, or `[]` for a list or tuple that cannot be
+/// read, or the marker.
+fn field_value(v: &Bound<'_, PyAny>) -> Value {
+    // SAFETY: the GIL is held and the caller keeps `v` alive for the whole call.
+    if let Ok(value) = unsafe { fast(v.as_ptr(), 1) } {
+        return value;
+    }
+    match convert(v, 1) {
+        Ok(value) => value,
+        Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => Value::Array(Vec::new()),
+        Err(_) => unserializable_marker(),
+    }
 }
 
 /// What stands for a value that could not be written (graphmind-ai's degraded field).

@@ -17,18 +17,17 @@ mod pure;
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use convert::{py_str, to_py, to_value, to_value_or_marker};
+use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
-use graphmind_core::event::Message;
-use graphmind_core::json::Value;
+use graphmind_core::json::{JsStr, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -323,21 +322,29 @@ impl NativeStep {
 
 /// A wrapped callable's node, read once when it is wrapped: `NativeSession.start` then
 /// takes no string from Python per call (under `abi3-py39` each `&str` argument costs a
-/// temporary `bytes` object and a copy).
+/// temporary `bytes` object and a copy). `params`: the names of a signature made only of
+/// named parameters, for `NativeSession.enter_args`.
 #[pyclass(module = "graphmind._native", frozen)]
 pub struct NodeSpec {
     kind: NodeKind,
     name: String,
     node_id: Option<String>,
     parent_id: Option<String>,
+    params: Option<Vec<JsStr>>,
 }
 
 #[pymethods]
 impl NodeSpec {
     #[new]
-    #[pyo3(signature = (kind, name, node_id=None, parent_id=None))]
-    fn new(kind: &str, name: &str, node_id: Option<&str>, parent_id: Option<&str>) -> Self {
-        NodeSpec { kind: kind_of(kind), name: name.to_string(), node_id: node_id.map(str::to_string), parent_id: parent_id.map(str::to_string) }
+    #[pyo3(signature = (kind, name, node_id=None, parent_id=None, params=None))]
+    fn new(kind: &str, name: &str, node_id: Option<&str>, parent_id: Option<&str>, params: Option<Vec<Bound<'_, PyString>>>) -> Self {
+        NodeSpec {
+            kind: kind_of(kind),
+            name: name.to_string(),
+            node_id: node_id.map(str::to_string),
+            parent_id: parent_id.map(str::to_string),
+            params: params.map(|names| names.iter().map(py_str).collect()),
+        }
     }
 }
 
@@ -537,6 +544,25 @@ impl NativeSession {
         NativeStep { step: Mutex::new(step), session: self.session.clone() }
     }
 
+    /// `start` then the `before` gate, in one call: `(step, code, value)`, `code` and
+    /// `value` as `NativeStep.before` returns them.
+    fn enter(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> PyResult<(Py<NativeStep>, u8, Py<PyAny>)> {
+        let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
+        self.enter_with(py, run, node, input, editable)
+    }
+
+    /// `enter` for a call whose positional arguments fill the node's `params` exactly (no
+    /// keyword arguments): the recorded input `{param: argument, ...}` is built here, field
+    /// by field as converting that dict would (`convert::fields_value`). Editable.
+    fn enter_args(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, args: &Bound<'_, PyTuple>) -> PyResult<(Py<NativeStep>, u8, Py<PyAny>)> {
+        let params = match &node.params {
+            Some(p) if p.len() == args.len() => p,
+            _ => return Err(pyo3::exceptions::PyValueError::new_err("the arguments do not fill the node's parameters")),
+        };
+        let input = fields_value(params, args);
+        self.enter_with(py, run, node, Some(input), true)
+    }
+
     /// A bare gate at `point` (`before`, `after`, `error`) of a node: `None` when nothing
     /// holds, else the held gate (the caller applies the decision itself).
     fn gate(&self, run_id: Option<&str>, point: &str, node_id: &str, kind: &str, name: &str) -> Option<HeldGate> {
@@ -624,6 +650,17 @@ impl NativeSession {
     /// See `before_fork`.
     fn after_fork_child(&self) {
         self.session.after_fork_child();
+    }
+}
+
+impl NativeSession {
+    fn enter_with(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<Value>, editable: bool) -> PyResult<(Py<NativeStep>, u8, Py<PyAny>)> {
+        let run_id = run.map(|r| r.run.run_id.as_str());
+        let step = Step::start(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
+        let step = NativeStep { step: Mutex::new(step), session: self.session.clone() };
+        let gate = step.step.lock().before();
+        let (code, value) = step.waiting(py, gate, |s, d| s.on_before(d))?;
+        Ok((Py::new(py, step)?, code, value))
     }
 }
 

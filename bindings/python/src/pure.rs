@@ -2,7 +2,7 @@
 //! the conformance vectors, which the Python test suite runs through this module so that
 //! every value crosses the Python <-> core conversion both ways.
 
-use crate::convert::{parse_to_py, py_str, to_py, to_value, to_value_or_marker};
+use crate::convert::{fields_value, parse_to_py, py_str, to_py, to_value, to_value_or_marker};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::json::{self, Value};
 use graphmind_core::redact::{EventContext, HideSwitches, Redactor};
@@ -30,6 +30,17 @@ fn to_json(value: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 fn _recorded_json(value: &Bound<'_, PyAny>) -> String {
     json::to_string(&to_value_or_marker(value))
+}
+
+/// What a tool call whose positional arguments fill its parameters records as its input
+/// (`convert::fields_value`, the dict-less path of `NativeSession.enter_args`), for the tests.
+#[pyfunction]
+fn _recorded_args_json(names: Vec<Bound<'_, PyString>>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<String> {
+    if names.len() != args.len() {
+        return Err(PyValueError::new_err("one name per argument"));
+    }
+    let names: Vec<json::JsStr> = names.iter().map(py_str).collect();
+    Ok(json::to_string(&fields_value(&names, args)))
 }
 
 /// Parses JSON with the core's strict parser (lone surrogates and key order kept).
@@ -262,6 +273,7 @@ fn merge_edited_input<'py>(py: Python<'py>, live: Option<&Bound<'_, PyAny>>, pro
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_json, m)?)?;
     m.add_function(wrap_pyfunction!(_recorded_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_recorded_args_json, m)?)?;
     m.add_function(wrap_pyfunction!(parse_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_call, m)?)?;

@@ -333,3 +333,38 @@ def test_the_converter_is_stable_across_repeated_reads():
         assert _native._recorded_json(value) == first
     after = [sys.getrefcount(v) for v in (value, value["a"], value["a"][5], value["e"])]
     assert before == after
+
+
+class Grows:
+    """``model_dump()`` adds a key to the dict being read (only the first time)."""
+
+    def __init__(self, d):
+        self.d = d
+
+    def model_dump(self):
+        self.d["extra"] = len(self.d)
+        return {"grown": True}
+
+
+def _growing():
+    d: dict = {"a": 1}
+    d["g"] = Grows(d)
+    return d
+
+
+def test_positional_arguments_record_what_the_bound_dict_records():
+    # A call whose positional arguments fill the signature builds its input field by
+    # field in the module (no dict): it must record what converting {name: arg} records,
+    # including a field that is unreadable the first time and readable the second.
+    from graphmind import _native
+
+    names = list(cases())
+    for i, name in enumerate(names):
+        other = names[(i + 7) % len(names)]
+        a, b = cases(), cases()
+        expected = _native._recorded_json({"x": a[name], "y": a[other]})
+        assert _native._recorded_args_json(["x", "y"], (b[name], b[other])) == expected, (name, other)
+    assert _native._recorded_args_json([], ()) == _native._recorded_json({}) == "{}"
+    expected = _native._recorded_json({"p": _growing(), "q": [1]})
+    assert _native._recorded_args_json(["p", "q"], (_growing(), [1])) == expected
+    assert '"a":1' in expected and '"extra":' in expected
