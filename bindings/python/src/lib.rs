@@ -8,6 +8,7 @@
 //! [`SIGNAL_SLICE`] only to run the interpreter's signal handlers, so Ctrl-C works; an
 //! asyncio waiter hands the core a completion callback instead and never blocks its loop.
 
+mod alloc;
 mod convert;
 mod pure;
 
@@ -15,7 +16,7 @@ mod pure;
 /// thread) go through mimalloc: glibc's malloc serialises those cross-thread frees on the
 /// caller's arena lock, which made malloc/free a third of a tool call's cost.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: alloc::Mi = alloc::Mi;
 
 use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
