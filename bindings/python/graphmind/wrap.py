@@ -179,19 +179,15 @@ def _ordinary(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not is_abort_error(exc)
 
 
-def _enter(session: Session, spec: _Wrapper, run: Any, args: Any, kwargs: Any) -> Any:
-    """``node.started`` and the ``before`` gate: ``(step, code, value)``."""
-    if not kwargs and len(args) == spec.arity:
-        # Positional arguments that fill the signature: the module builds the input
-        # from the parameter names itself (no dict, no binding).
-        return session._native.enter_args(run, spec.node, args)
-    call_input, bound = spec.arguments.describe(args, kwargs)
-    return session._native.enter(run, spec.node, call_input, bound)
-
-
 def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    step, code, value = _enter(session, spec, ctx._native if ctx is not None else None, args, kwargs)
+    # node.started and the before gate in one call. Positional arguments that fill the
+    # signature: the module builds the input from the parameter names (no dict, no binding).
+    if not kwargs and len(args) == spec.arity:
+        step, code, value = session._native.enter_args(ctx._native if ctx is not None else None, spec.node, args)
+    else:
+        call_input, bound = spec.arguments.describe(args, kwargs)
+        step, code, value = session._native.enter(ctx._native if ctx is not None else None, spec.node, call_input, bound)
     while True:
         if code == WAIT:
             code, value = step.on_before(value.wait())
@@ -236,7 +232,13 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
 
 async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    step, code, value = _enter(session, spec, ctx._native if ctx is not None else None, args, kwargs)
+    # node.started and the before gate in one call. Positional arguments that fill the
+    # signature: the module builds the input from the parameter names (no dict, no binding).
+    if not kwargs and len(args) == spec.arity:
+        step, code, value = session._native.enter_args(ctx._native if ctx is not None else None, spec.node, args)
+    else:
+        call_input, bound = spec.arguments.describe(args, kwargs)
+        step, code, value = session._native.enter(ctx._native if ctx is not None else None, spec.node, call_input, bound)
     while True:
         if code == WAIT:
             code, value = step.on_before(await await_gate(value))
