@@ -199,12 +199,61 @@ unsafe fn fast_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Re
     if depth > MAX_DEPTH {
         return Err(GiveUp);
     }
+    match fast_scalar(t, obj) {
+        Some(value) => value,
+        None => fast_container(t, obj, depth),
+    }
+}
+
+/// An item of a container at `depth` (scalars read in place, without a call).
+#[inline(always)]
+unsafe fn fast_item(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+    match fast_scalar(t, obj) {
+        Some(value) => value,
+        None => fast_container(t, obj, depth),
+    }
+}
+
+/// An exact `str`, `int`, `float`, `None` or `bool`; `None` for anything else.
+#[inline(always)]
+unsafe fn fast_scalar(t: &ExactTypes, obj: *mut ffi::PyObject) -> Option<Result<Value, GiveUp>> {
     let ty = ffi::Py_TYPE(obj);
     if ty == t.str_ {
-        return Ok(Value::String(fast_str(obj)?));
+        return Some(fast_str(obj).map(Value::String));
     }
+    if ty == t.int {
+        let mut overflow: std::os::raw::c_int = 0;
+        let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+            ffi::PyErr_Clear();
+            return Some(Err(GiveUp));
+        }
+        return Some(Ok(Value::Number(Number::Int(v as i64))));
+    }
+    if ty == t.float {
+        return Some(Ok(Value::Number(Number::Float(ffi::PyFloat_AsDouble(obj)))));
+    }
+    if obj == t.none {
+        return Some(Ok(Value::Null));
+    }
+    if ty == t.bool_ {
+        return Some(Ok(Value::Bool(obj == t.true_)));
+    }
+    None
+}
+
+/// An exact `dict` (exact `str` keys), `list` or `tuple` at `depth` (within the limit);
+/// gives up on anything else. Its items are at `depth + 1`: past the limit, any item
+/// gives up, as [`fast_with`] would for it.
+#[inline(never)]
+unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+    let ty = ffi::Py_TYPE(obj);
+    let inner = depth + 1;
     if ty == t.dict {
         let len = ffi::PyDict_Size(obj);
+        if len > 0 && inner > MAX_DEPTH {
+            return Err(GiveUp);
+        }
         let mut map = Map::with_capacity(len.max(0) as usize);
         let mut pos: ffi::Py_ssize_t = 0;
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();
@@ -214,55 +263,30 @@ unsafe fn fast_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Re
                 return Err(GiveUp);
             }
             let name = fast_str(key)?;
-            map.push_unique(name, fast_with(t, item, depth + 1)?);
+            map.push_unique(name, fast_item(t, item, inner)?);
         }
         return Ok(Value::Object(map));
     }
-    if ty == t.list {
-        let len = ffi::PyList_Size(obj);
-        let mut out = Vec::with_capacity(len.max(0) as usize);
-        for i in 0..len {
-            let item = ffi::PyList_GetItem(obj, i);
-            if item.is_null() {
-                ffi::PyErr_Clear();
-                return Err(GiveUp);
-            }
-            out.push(fast_with(t, item, depth + 1)?);
-        }
-        return Ok(Value::Array(out));
+    let (len, get): (ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject) = if ty == t.list {
+        (ffi::PyList_Size(obj), ffi::PyList_GetItem)
+    } else if ty == t.tuple {
+        (ffi::PyTuple_Size(obj), ffi::PyTuple_GetItem)
+    } else {
+        return Err(GiveUp);
+    };
+    if len > 0 && inner > MAX_DEPTH {
+        return Err(GiveUp);
     }
-    if ty == t.int {
-        let mut overflow: std::os::raw::c_int = 0;
-        let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
-        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+    let mut out = Vec::with_capacity(len.max(0) as usize);
+    for i in 0..len {
+        let item = get(obj, i);
+        if item.is_null() {
             ffi::PyErr_Clear();
             return Err(GiveUp);
         }
-        return Ok(Value::Number(Number::Int(v as i64)));
+        out.push(fast_item(t, item, inner)?);
     }
-    if ty == t.float {
-        return Ok(Value::Number(Number::Float(ffi::PyFloat_AsDouble(obj))));
-    }
-    if obj == t.none {
-        return Ok(Value::Null);
-    }
-    if ty == t.bool_ {
-        return Ok(Value::Bool(obj == t.true_));
-    }
-    if ty == t.tuple {
-        let len = ffi::PyTuple_Size(obj);
-        let mut out = Vec::with_capacity(len.max(0) as usize);
-        for i in 0..len {
-            let item = ffi::PyTuple_GetItem(obj, i);
-            if item.is_null() {
-                ffi::PyErr_Clear();
-                return Err(GiveUp);
-            }
-            out.push(fast_with(t, item, depth + 1)?);
-        }
-        return Ok(Value::Array(out));
-    }
-    Err(GiveUp)
+    Ok(Value::Array(out))
 }
 
 /// Converts a host value that must be readable: a read that raises becomes the reference's
