@@ -181,13 +181,14 @@ def _ordinary(exc: BaseException) -> bool:
 
 def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    # node.started and the before gate in one call. Positional arguments that fill the
-    # signature: the module builds the input from the parameter names (no dict, no binding).
-    if not kwargs and len(args) == spec.arity:
-        step, code, value = session._native.enter_args(ctx._native if ctx is not None else None, spec.node, args)
-    else:
+    # node.started and the before gate in one call. A signature of named parameters is
+    # bound in the module (no dict, no `describe`) unless the call needs more than that.
+    run = ctx._native if ctx is not None else None
+    entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
+    if entered is None:
         call_input, bound = spec.arguments.describe(args, kwargs)
-        step, code, value = session._native.enter(ctx._native if ctx is not None else None, spec.node, call_input, bound)
+        entered = session._native.enter(run, spec.node, call_input, bound)
+    step, code, value = entered
     while True:
         if code == WAIT:
             code, value = step.on_before(value.wait())
@@ -232,13 +233,14 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
 
 async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    # node.started and the before gate in one call. Positional arguments that fill the
-    # signature: the module builds the input from the parameter names (no dict, no binding).
-    if not kwargs and len(args) == spec.arity:
-        step, code, value = session._native.enter_args(ctx._native if ctx is not None else None, spec.node, args)
-    else:
+    # node.started and the before gate in one call. A signature of named parameters is
+    # bound in the module (no dict, no `describe`) unless the call needs more than that.
+    run = ctx._native if ctx is not None else None
+    entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
+    if entered is None:
         call_input, bound = spec.arguments.describe(args, kwargs)
-        step, code, value = session._native.enter(ctx._native if ctx is not None else None, spec.node, call_input, bound)
+        entered = session._native.enter(run, spec.node, call_input, bound)
+    step, code, value = entered
     while True:
         if code == WAIT:
             code, value = step.on_before(await await_gate(value))
@@ -282,7 +284,7 @@ async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], a
 
 
 class _Wrapper:
-    __slots__ = ("arguments", "arity", "kind", "name", "node", "node_id", "parent_id", "session_of")
+    __slots__ = ("arguments", "kind", "name", "node", "node_id", "parent_id", "plain", "session_of")
 
     def __init__(self, session_of: Callable[[], Session | None], name: str, kind: str, node_id: str | None, parent_id: str | None, fn: Any) -> None:
         self.session_of = session_of
@@ -291,10 +293,9 @@ class _Wrapper:
         self.node_id = node_id
         self.parent_id = parent_id
         self.arguments = _Arguments(fn)
-        plain = self.arguments.plain
-        #: How many positional arguments fill the signature (-1: never taken as a shortcut).
-        self.arity = len(self.arguments.names) if plain else -1
-        self.node = _native.NodeSpec(kind, name, node_id, parent_id, self.arguments.names if plain else None)
+        #: Whether the module binds the call's arguments itself (`enter_call`).
+        self.plain = self.arguments.plain
+        self.node = _native.NodeSpec(kind, name, node_id, parent_id, self.arguments.names if self.plain else None)
 
 
 def gate_callable(

@@ -316,14 +316,14 @@ pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
 /// be; then, as for the dict, every field is read again and only the failing ones degrade
 /// (reading twice matters when reading has side effects, e.g. a `model_dump()` that
 /// changes a container the first read was walking).
-pub fn fields_value(names: &[JsStr], values: &Bound<'_, PyTuple>) -> Value {
-    let mut map = Map::with_capacity(names.len());
+pub fn fields_value(fields: &[(&JsStr, Bound<'_, PyAny>)]) -> Value {
+    let mut map = Map::with_capacity(fields.len());
     let mut readable = true;
-    for (name, v) in names.iter().zip(values.iter()) {
-        // SAFETY: the GIL is held and the tuple keeps `v` alive for the whole call.
+    for (name, v) in fields {
+        // SAFETY: the GIL is held and `fields` owns a reference to `v`.
         let value = match unsafe { fast(v.as_ptr(), 1) } {
             Ok(value) => value,
-            Err(GiveUp) => match convert(&v, 1) {
+            Err(GiveUp) => match convert(v, 1) {
                 Ok(value) => value,
                 Err(Unreadable) => {
                     readable = false;
@@ -331,14 +331,14 @@ pub fn fields_value(names: &[JsStr], values: &Bound<'_, PyTuple>) -> Value {
                 }
             },
         };
-        map.push_unique(name.clone(), value);
+        map.push_unique((*name).clone(), value);
     }
     if readable {
         return Value::Object(map);
     }
-    let mut map = Map::with_capacity(names.len());
-    for (name, v) in names.iter().zip(values.iter()) {
-        map.push_unique(name.clone(), field_value(&v));
+    let mut map = Map::with_capacity(fields.len());
+    for (name, v) in fields {
+        map.push_unique((*name).clone(), field_value(v));
     }
     Value::Object(map)
 }

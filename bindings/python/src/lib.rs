@@ -28,7 +28,7 @@ use graphmind_core::step::{Next, Step};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -324,18 +324,30 @@ impl NativeStep {
 /// A wrapped callable's node, read once when it is wrapped: `NativeSession.start` then
 /// takes no string from Python per call (under `abi3-py39` each `&str` argument costs a
 /// temporary `bytes` object and a copy). `params`: the names of a signature made only of
-/// named parameters, for `NativeSession.enter_args`.
+/// named parameters, for `NativeSession.enter_call`.
 #[pyclass(module = "graphmind._native", frozen)]
 pub struct NodeSpec {
     kind: NodeKind,
     name: String,
     node_id: Option<String>,
     parent_id: Option<String>,
-    params: Option<Vec<JsStr>>,
+    params: Option<Vec<Param>>,
+}
+
+/// One named parameter: as recorded, and the `str` to look it up among keyword arguments.
+struct Param {
+    name: JsStr,
+    key: Py<PyString>,
 }
 
 #[pymethods]
 impl NodeSpec {
+    /// What `NativeSession.enter_call` records as the input of this call (`None`: it
+    /// leaves the call to `describe`), for the tests.
+    fn _recorded_call_json(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: &Bound<'_, PyDict>, defaults: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
+        Ok(self.bind(py, args, kwargs, defaults)?.map(|fields| graphmind_core::json::to_string(&fields_value(&fields))))
+    }
+
     #[new]
     #[pyo3(signature = (kind, name, node_id=None, parent_id=None, params=None))]
     fn new(kind: &str, name: &str, node_id: Option<&str>, parent_id: Option<&str>, params: Option<Vec<Bound<'_, PyString>>>) -> Self {
@@ -344,12 +356,49 @@ impl NodeSpec {
             name: name.to_string(),
             node_id: node_id.map(str::to_string),
             parent_id: parent_id.map(str::to_string),
-            params: params.map(|names| names.iter().map(py_str).collect()),
+            params: params.map(|names| names.iter().map(|n| Param { name: py_str(n), key: n.clone().unbind() }).collect()),
         }
     }
 }
 
 impl NodeSpec {
+    /// The call's arguments bound to the node's `params` as `wrap._Arguments.describe`
+    /// binds a signature of named parameters: `args` in order, then each remaining name
+    /// from `kwargs`, else from `defaults`, else left out. `None` where `describe` goes
+    /// past that (no `params`, more positional arguments than names, a name given both
+    /// ways, a keyword that names no parameter).
+    fn bind<'a, 'py>(
+        &'a self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: &Bound<'py, PyDict>,
+        defaults: &Bound<'py, PyDict>,
+    ) -> PyResult<Option<Vec<(&'a JsStr, Bound<'py, PyAny>)>>> {
+        let Some(params) = &self.params else { return Ok(None) };
+        let n = args.len();
+        if n > params.len() {
+            return Ok(None);
+        }
+        let keywords = kwargs.len();
+        let mut used = 0;
+        let mut fields = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let key = p.key.bind(py);
+            if i < n {
+                if keywords > 0 && kwargs.contains(key)? {
+                    return Ok(None);
+                }
+                fields.push((&p.name, args.get_item(i)?));
+            } else if let Some(v) = if keywords > 0 { kwargs.get_item(key)? } else { None } {
+                fields.push((&p.name, v));
+                used += 1;
+            } else if let Some(v) = defaults.get_item(key)? {
+                fields.push((&p.name, v));
+            }
+        }
+        Ok(if used == keywords { Some(fields) } else { None })
+    }
+
     fn node_ref(&self) -> NodeRef {
         match &self.node_id {
             Some(id) => NodeRef::with_id(self.kind, &self.name, id),
@@ -552,16 +601,25 @@ impl NativeSession {
         self.enter_with(py, run, node, input, editable)
     }
 
-    /// `enter` for a call whose positional arguments fill the node's `params` exactly (no
-    /// keyword arguments): the recorded input `{param: argument, ...}` is built here, field
-    /// by field as converting that dict would (`convert::fields_value`). Editable.
-    fn enter_args(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, args: &Bound<'_, PyTuple>) -> PyResult<(Py<NativeStep>, u8, Py<PyAny>)> {
-        let params = match &node.params {
-            Some(p) if p.len() == args.len() => p,
-            _ => return Err(pyo3::exceptions::PyValueError::new_err("the arguments do not fill the node's parameters")),
-        };
-        let input = fields_value(params, args);
-        self.enter_with(py, run, node, Some(input), true)
+    /// `enter` for a call of a signature made only of named parameters (the node's
+    /// `params`), binding `args`, then `kwargs`, then `defaults` (name -> default) to the
+    /// names in order, as `wrap._Arguments.describe` does, and building the recorded input
+    /// `{param: value, ...}` field by field as converting that dict would
+    /// (`convert::fields_value`). `None` where `describe` would go past that simple binding
+    /// (more positional arguments than names, a name given twice, an unknown keyword):
+    /// the caller describes the call itself then. Editable.
+    fn enter_call(
+        &self,
+        py: Python<'_>,
+        run: Option<&NativeRun>,
+        node: &NodeSpec,
+        args: &Bound<'_, PyTuple>,
+        kwargs: &Bound<'_, PyDict>,
+        defaults: &Bound<'_, PyDict>,
+    ) -> PyResult<Option<(Py<NativeStep>, u8, Py<PyAny>)>> {
+        let Some(fields) = node.bind(py, args, kwargs, defaults)? else { return Ok(None) };
+        let input = fields_value(&fields);
+        self.enter_with(py, run, node, Some(input), true).map(Some)
     }
 
     /// A bare gate at `point` (`before`, `after`, `error`) of a node: `None` when nothing

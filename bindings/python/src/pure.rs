@@ -33,14 +33,15 @@ fn _recorded_json(value: &Bound<'_, PyAny>) -> String {
 }
 
 /// What a tool call whose positional arguments fill its parameters records as its input
-/// (`convert::fields_value`, the dict-less path of `NativeSession.enter_args`), for the tests.
+/// (`convert::fields_value`, the dict-less path of `NativeSession.enter_call`), for the tests.
 #[pyfunction]
 fn _recorded_args_json(names: Vec<Bound<'_, PyString>>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<String> {
     if names.len() != args.len() {
         return Err(PyValueError::new_err("one name per argument"));
     }
     let names: Vec<json::JsStr> = names.iter().map(py_str).collect();
-    Ok(json::to_string(&fields_value(&names, args)))
+    let fields: Vec<_> = names.iter().zip(args.iter()).collect();
+    Ok(json::to_string(&fields_value(&fields)))
 }
 
 /// Parses JSON with the core's strict parser (lone surrogates and key order kept).

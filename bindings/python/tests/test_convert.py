@@ -368,3 +368,56 @@ def test_positional_arguments_record_what_the_bound_dict_records():
     expected = _native._recorded_json({"p": _growing(), "q": [1]})
     assert _native._recorded_args_json(["p", "q"], (_growing(), [1])) == expected
     assert '"a":1' in expected and '"extra":' in expected
+
+
+def test_calls_bound_in_the_module_record_what_describe_records():
+    # enter_call binds a signature of named parameters itself (positional, keyword and
+    # mixed calls, defaults filled in); it must record what converting describe()'s dict
+    # records, and hand every call it does not bind back to describe().
+    from graphmind import _native
+    from graphmind.wrap import _Arguments
+
+    def f(a, b=2, c=(3, Model()), *, d=None, e="é"):
+        return a
+
+    def g():
+        return None
+
+    def h(a, *rest, **more):
+        return a
+
+    calls = [
+        (f, (1,), {}),
+        (f, (1, 5), {}),
+        (f, (1, 5, [6]), {}),
+        (f, (1, 5, 6, 7), {}),
+        (f, (1, 5, 6, 7, 8), {}),
+        (f, (1, 5, 6, 7, 8, 9), {}),
+        (f, (), {"a": 1}),
+        (f, (), {"e": "x", "a": {"k": Model()}}),
+        (f, (1,), {"d": GetattrRaises()}),
+        (f, (1,), {"c": cyclic_list(), "d": {"ok": 1}}),
+        (f, (), {}),
+        (f, (1,), {"a": 2}),
+        (f, (1,), {"zzz": 2}),
+        (f, (_growing(),), {"b": 1}),
+        (g, (), {}),
+        (g, (1,), {}),
+        (g, (), {"x": 1}),
+        (h, (1, 2), {"k": 3}),
+    ]
+    bound_by_module = 0
+    for fn, args, kwargs in calls:
+        spec = _Arguments(fn)
+        node = _native.NodeSpec("tool", fn.__name__, None, None, spec.names if spec.plain else None)
+        got = node._recorded_call_json(args, dict(kwargs), spec.defaults)
+        described, bound = spec.describe(args, dict(kwargs))
+        if got is None:
+            continue
+        bound_by_module += 1
+        assert bound, (fn.__name__, args, kwargs)
+        # Fresh objects for the side-effecting case: each path reads its own.
+        if args and isinstance(args[0], dict) and "g" in args[0]:
+            described, _ = spec.describe((_growing(),), dict(kwargs))
+        assert got == _native._recorded_json(described), (fn.__name__, args, kwargs)
+    assert bound_by_module == 12
