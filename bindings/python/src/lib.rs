@@ -334,6 +334,12 @@ pub struct NodeSpec {
     params: Option<Vec<Param>>,
 }
 
+/// A call's arguments bound to parameter names, in order.
+type BoundFields<'a, 'py> = Vec<(&'a JsStr, Bound<'py, PyAny>)>;
+
+/// What entering a step answers: the step, then `(code, value)` as `NativeStep.before`.
+type Entered = (Py<NativeStep>, u8, Py<PyAny>);
+
 /// One named parameter: as recorded, and the `str` to look it up among keyword arguments.
 struct Param {
     name: JsStr,
@@ -373,7 +379,7 @@ impl NodeSpec {
         args: &Bound<'py, PyTuple>,
         kwargs: &Bound<'py, PyDict>,
         defaults: &Bound<'py, PyDict>,
-    ) -> PyResult<Option<Vec<(&'a JsStr, Bound<'py, PyAny>)>>> {
+    ) -> PyResult<Option<BoundFields<'a, 'py>>> {
         let Some(params) = &self.params else { return Ok(None) };
         let n = args.len();
         if n > params.len() {
@@ -596,7 +602,7 @@ impl NativeSession {
 
     /// `start` then the `before` gate, in one call: `(step, code, value)`, `code` and
     /// `value` as `NativeStep.before` returns them.
-    fn enter(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> PyResult<(Py<NativeStep>, u8, Py<PyAny>)> {
+    fn enter(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> PyResult<Entered> {
         let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
         self.enter_with(py, run, node, input, editable)
     }
@@ -616,7 +622,7 @@ impl NativeSession {
         args: &Bound<'_, PyTuple>,
         kwargs: &Bound<'_, PyDict>,
         defaults: &Bound<'_, PyDict>,
-    ) -> PyResult<Option<(Py<NativeStep>, u8, Py<PyAny>)>> {
+    ) -> PyResult<Option<Entered>> {
         let Some(fields) = node.bind(py, args, kwargs, defaults)? else { return Ok(None) };
         let input = fields_value(&fields);
         self.enter_with(py, run, node, Some(input), true).map(Some)
@@ -713,7 +719,7 @@ impl NativeSession {
 }
 
 impl NativeSession {
-    fn enter_with(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<Value>, editable: bool) -> PyResult<(Py<NativeStep>, u8, Py<PyAny>)> {
+    fn enter_with(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<Value>, editable: bool) -> PyResult<Entered> {
         let run_id = run.map(|r| r.run.run_id.as_str());
         let step = Step::start(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
         let step = NativeStep { step: Mutex::new(step), session: self.session.clone() };
