@@ -181,10 +181,15 @@ def _ordinary(exc: BaseException) -> bool:
 
 def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    call_input, bound = spec.arguments.describe(args, kwargs)
-    step = session._native.start(ctx._native if ctx is not None else None, spec.node, call_input, bound)
+    # node.started and the before gate in one call. A signature of named parameters is
+    # bound in the module (no dict, no `describe`) unless the call needs more than that.
+    run = ctx._native if ctx is not None else None
+    entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
+    if entered is None:
+        call_input, bound = spec.arguments.describe(args, kwargs)
+        entered = session._native.enter(run, spec.node, call_input, bound)
+    step, code, value = entered
     while True:
-        code, value = step.before()
         if code == WAIT:
             code, value = step.on_before(value.wait())
         if code == INJECT:
@@ -210,6 +215,7 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
                 raise session.abort_error(ctx) from None
             if value is not None:
                 args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+            code, value = step.before()
             continue
         code, value = step.after(result)
         if code == WAIT:
@@ -222,14 +228,20 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
             raise session.abort_error(ctx)
         if value is not None:
             args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+        code, value = step.before()
 
 
 async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
     ctx = _current_run.get()
-    call_input, bound = spec.arguments.describe(args, kwargs)
-    step = session._native.start(ctx._native if ctx is not None else None, spec.node, call_input, bound)
+    # node.started and the before gate in one call. A signature of named parameters is
+    # bound in the module (no dict, no `describe`) unless the call needs more than that.
+    run = ctx._native if ctx is not None else None
+    entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
+    if entered is None:
+        call_input, bound = spec.arguments.describe(args, kwargs)
+        entered = session._native.enter(run, spec.node, call_input, bound)
+    step, code, value = entered
     while True:
-        code, value = step.before()
         if code == WAIT:
             code, value = step.on_before(await await_gate(value))
         if code == INJECT:
@@ -255,6 +267,7 @@ async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], a
                 raise session.abort_error(ctx) from None
             if value is not None:
                 args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+            code, value = step.before()
             continue
         code, value = step.after(result)
         if code == WAIT:
@@ -267,10 +280,11 @@ async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], a
             raise session.abort_error(ctx)
         if value is not None:
             args, kwargs = spec.arguments.rebuild(value, args, kwargs)
+        code, value = step.before()
 
 
 class _Wrapper:
-    __slots__ = ("arguments", "kind", "name", "node", "node_id", "parent_id", "session_of")
+    __slots__ = ("arguments", "kind", "name", "node", "node_id", "parent_id", "plain", "session_of")
 
     def __init__(self, session_of: Callable[[], Session | None], name: str, kind: str, node_id: str | None, parent_id: str | None, fn: Any) -> None:
         self.session_of = session_of
@@ -278,8 +292,10 @@ class _Wrapper:
         self.kind = kind
         self.node_id = node_id
         self.parent_id = parent_id
-        self.node = _native.NodeSpec(kind, name, node_id, parent_id)
         self.arguments = _Arguments(fn)
+        #: Whether the module binds the call's arguments itself (`enter_call`).
+        self.plain = self.arguments.plain
+        self.node = _native.NodeSpec(kind, name, node_id, parent_id, self.arguments.names if self.plain else None)
 
 
 def gate_callable(

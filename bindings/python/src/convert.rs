@@ -95,8 +95,198 @@ pub fn js_str_to_py<'py>(py: Python<'py>, s: &JsStr) -> Bound<'py, PyAny> {
 }
 
 /// Converts a host value; [`Unreadable`] when reading it raised or it nests too deep.
+///
+/// A value made only of exact built-in JSON types (the common case: a tool's arguments and
+/// result) is read by [`fast`], borrowed and without running any Python code; anything
+/// else (a subclass, a non-`str` key, a big int, a lone surrogate, an object, a tuple
+/// nesting past the limit) makes it give up, and the whole value is read again by the
+/// general path, which alone decides what such values become.
 pub fn to_value(obj: &Bound<'_, PyAny>) -> Result<Value, Unreadable> {
+    // SAFETY: the GIL is held and the caller keeps `obj` alive for the whole call.
+    if let Ok(v) = unsafe { fast(obj.as_ptr(), 0) } {
+        return Ok(v);
+    }
     convert(obj, 0)
+}
+
+/// [`fast`] met something only the general path reads.
+struct GiveUp;
+
+/// The type pointers [`fast`] dispatches on.
+struct ExactTypes {
+    str_: *mut ffi::PyTypeObject,
+    dict: *mut ffi::PyTypeObject,
+    list: *mut ffi::PyTypeObject,
+    tuple: *mut ffi::PyTypeObject,
+    int: *mut ffi::PyTypeObject,
+    float: *mut ffi::PyTypeObject,
+    bool_: *mut ffi::PyTypeObject,
+    none: *mut ffi::PyObject,
+    true_: *mut ffi::PyObject,
+}
+
+impl ExactTypes {
+    #[inline]
+    fn get() -> ExactTypes {
+        // SAFETY: addresses of the interpreter's static type objects and singletons.
+        unsafe {
+            ExactTypes {
+                str_: &raw mut ffi::PyUnicode_Type,
+                dict: &raw mut ffi::PyDict_Type,
+                list: &raw mut ffi::PyList_Type,
+                tuple: &raw mut ffi::PyTuple_Type,
+                int: &raw mut ffi::PyLong_Type,
+                float: &raw mut ffi::PyFloat_Type,
+                bool_: &raw mut ffi::PyBool_Type,
+                none: ffi::Py_None(),
+                true_: ffi::Py_True(),
+            }
+        }
+    }
+}
+
+/// The UTF-8 of an exact `str`, borrowed from the string object (CPython keeps it); `None`
+/// for a lone surrogate (the error is cleared) or where the call is not linked (Windows).
+///
+/// # Safety
+/// GIL held, `s` a live exact `str`.
+#[inline]
+unsafe fn utf8_raw<'a>(s: *mut ffi::PyObject) -> Option<&'a [u8]> {
+    #[cfg(not(windows))]
+    {
+        let mut size: ffi::Py_ssize_t = 0;
+        let data = PyUnicode_AsUTF8AndSize(s, &mut size);
+        if data.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(std::slice::from_raw_parts(data.cast::<u8>(), size as usize))
+    }
+    #[cfg(windows)]
+    {
+        let _ = s;
+        None
+    }
+}
+
+/// An exact `str` key or value as a [`JsStr`] (valid UTF-8, copied once).
+///
+/// # Safety
+/// As [`utf8_raw`].
+#[inline]
+unsafe fn fast_str(s: *mut ffi::PyObject) -> Result<JsStr, GiveUp> {
+    match utf8_raw(s) {
+        // SAFETY: CPython hands out valid UTF-8 (a lone surrogate fails instead).
+        Some(bytes) => Ok(JsStr::from(std::str::from_utf8_unchecked(bytes))),
+        None => Err(GiveUp),
+    }
+}
+
+/// Reads a value made only of exact `dict` (with exact `str` keys), `list`, `tuple`, `str`,
+/// `int` (64-bit), `float`, `bool` and `None`, through borrowed references. Every call
+/// here is a C read of a built-in object that runs no Python code, so no container can
+/// change (or be freed) while it is read. Anything else gives up: the caller reads the
+/// whole value again with the general path, so the answer is the general path's.
+///
+/// # Safety
+/// GIL held, `obj` a live object kept alive by the caller.
+unsafe fn fast(obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+    let t = ExactTypes::get();
+    fast_with(&t, obj, depth)
+}
+
+unsafe fn fast_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+    if depth > MAX_DEPTH {
+        return Err(GiveUp);
+    }
+    match fast_scalar(t, obj) {
+        Some(value) => value,
+        None => fast_container(t, obj, depth),
+    }
+}
+
+/// An item of a container at `depth` (scalars read in place, without a call).
+#[inline(always)]
+unsafe fn fast_item(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+    match fast_scalar(t, obj) {
+        Some(value) => value,
+        None => fast_container(t, obj, depth),
+    }
+}
+
+/// An exact `str`, `int`, `float`, `None` or `bool`; `None` for anything else.
+#[inline(always)]
+unsafe fn fast_scalar(t: &ExactTypes, obj: *mut ffi::PyObject) -> Option<Result<Value, GiveUp>> {
+    let ty = ffi::Py_TYPE(obj);
+    if ty == t.str_ {
+        return Some(fast_str(obj).map(Value::String));
+    }
+    if ty == t.int {
+        let mut overflow: std::os::raw::c_int = 0;
+        let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+            ffi::PyErr_Clear();
+            return Some(Err(GiveUp));
+        }
+        return Some(Ok(Value::Number(Number::Int(v as i64))));
+    }
+    if ty == t.float {
+        return Some(Ok(Value::Number(Number::Float(ffi::PyFloat_AsDouble(obj)))));
+    }
+    if obj == t.none {
+        return Some(Ok(Value::Null));
+    }
+    if ty == t.bool_ {
+        return Some(Ok(Value::Bool(obj == t.true_)));
+    }
+    None
+}
+
+/// An exact `dict` (exact `str` keys), `list` or `tuple` at `depth` (within the limit);
+/// gives up on anything else. Its items are at `depth + 1`: past the limit, any item
+/// gives up, as [`fast_with`] would for it.
+#[inline(never)]
+unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+    let ty = ffi::Py_TYPE(obj);
+    let inner = depth + 1;
+    if ty == t.dict {
+        let len = ffi::PyDict_Size(obj);
+        if len > 0 && inner > MAX_DEPTH {
+            return Err(GiveUp);
+        }
+        let mut map = Map::with_capacity(len.max(0) as usize);
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut item: *mut ffi::PyObject = std::ptr::null_mut();
+        while ffi::PyDict_Next(obj, &mut pos, &mut key, &mut item) != 0 {
+            if ffi::Py_TYPE(key) != t.str_ {
+                return Err(GiveUp);
+            }
+            let name = fast_str(key)?;
+            map.push_unique(name, fast_item(t, item, inner)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    let (len, get): (ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject) = if ty == t.list {
+        (ffi::PyList_Size(obj), ffi::PyList_GetItem)
+    } else if ty == t.tuple {
+        (ffi::PyTuple_Size(obj), ffi::PyTuple_GetItem)
+    } else {
+        return Err(GiveUp);
+    };
+    if len > 0 && inner > MAX_DEPTH {
+        return Err(GiveUp);
+    }
+    let mut out = Vec::with_capacity(len.max(0) as usize);
+    for i in 0..len {
+        let item = get(obj, i);
+        if item.is_null() {
+            ffi::PyErr_Clear();
+            return Err(GiveUp);
+        }
+        out.push(fast_item(t, item, inner)?);
+    }
+    Ok(Value::Array(out))
 }
 
 /// Converts a host value that must be readable: a read that raises becomes the reference's
@@ -116,14 +306,56 @@ pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
     for pair in items.iter() {
         let Ok((k, v)) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>() else { continue };
         let Ok(key) = key_of(&k) else { continue };
-        let value = match convert(&v, 1) {
-            Ok(value) => value,
-            Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => Value::Array(Vec::new()),
-            Err(_) => unserializable_marker(),
-        };
-        map.insert(key, value);
+        map.insert(key, field_value(&v));
     }
     Value::Object(map)
+}
+
+/// What [`to_value_or_marker`] records for the dict `{names[i]: values[i], ...}` (distinct
+/// `str` names), without making the dict: every field is read in order until one cannot
+/// be; then, as for the dict, every field is read again and only the failing ones degrade
+/// (reading twice matters when reading has side effects, e.g. a `model_dump()` that
+/// changes a container the first read was walking).
+pub fn fields_value(fields: &[(&JsStr, Bound<'_, PyAny>)]) -> Value {
+    let mut map = Map::with_capacity(fields.len());
+    let mut readable = true;
+    for (name, v) in fields {
+        // SAFETY: the GIL is held and `fields` owns a reference to `v`.
+        let value = match unsafe { fast(v.as_ptr(), 1) } {
+            Ok(value) => value,
+            Err(GiveUp) => match convert(v, 1) {
+                Ok(value) => value,
+                Err(Unreadable) => {
+                    readable = false;
+                    break;
+                }
+            },
+        };
+        map.push_unique((*name).clone(), value);
+    }
+    if readable {
+        return Value::Object(map);
+    }
+    let mut map = Map::with_capacity(fields.len());
+    for (name, v) in fields {
+        map.push_unique((*name).clone(), field_value(v));
+    }
+    Value::Object(map)
+}
+
+/// A mapping's field as [`to_value_or_marker`] records it once the mapping as a whole could
+/// not be read (one level down): its value, or `[]` for a list or tuple that cannot be
+/// read, or the marker.
+fn field_value(v: &Bound<'_, PyAny>) -> Value {
+    // SAFETY: the GIL is held and the caller keeps `v` alive for the whole call.
+    if let Ok(value) = unsafe { fast(v.as_ptr(), 1) } {
+        return value;
+    }
+    match convert(v, 1) {
+        Ok(value) => value,
+        Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => Value::Array(Vec::new()),
+        Err(_) => unserializable_marker(),
+    }
 }
 
 /// What stands for a value that could not be written (graphmind-ai's degraded field).

@@ -8,6 +8,7 @@
 //! [`SIGNAL_SLICE`] only to run the interpreter's signal handlers, so Ctrl-C works; an
 //! asyncio waiter hands the core a completion callback instead and never blocks its loop.
 
+mod alloc;
 mod convert;
 mod pure;
 
@@ -15,20 +16,19 @@ mod pure;
 /// thread) go through mimalloc: glibc's malloc serialises those cross-thread frees on the
 /// caller's arena lock, which made malloc/free a third of a tool call's cost.
 #[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOC: alloc::Mi = alloc::Mi;
 
-use convert::{py_str, to_py, to_value, to_value_or_marker};
+use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
-use graphmind_core::event::Message;
-use graphmind_core::json::Value;
+use graphmind_core::json::{JsStr, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyDict, PyString, PyTuple};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -323,25 +323,88 @@ impl NativeStep {
 
 /// A wrapped callable's node, read once when it is wrapped: `NativeSession.start` then
 /// takes no string from Python per call (under `abi3-py39` each `&str` argument costs a
-/// temporary `bytes` object and a copy).
+/// temporary `bytes` object and a copy). `params`: the names of a signature made only of
+/// named parameters, for `NativeSession.enter_call`.
 #[pyclass(module = "graphmind._native", frozen)]
 pub struct NodeSpec {
     kind: NodeKind,
     name: String,
     node_id: Option<String>,
     parent_id: Option<String>,
+    params: Option<Vec<Param>>,
+}
+
+/// A call's arguments bound to parameter names, in order.
+type BoundFields<'a, 'py> = Vec<(&'a JsStr, Bound<'py, PyAny>)>;
+
+/// What entering a step answers: the step, then `(code, value)` as `NativeStep.before`.
+type Entered = (Py<NativeStep>, u8, Py<PyAny>);
+
+/// One named parameter: as recorded, and the `str` to look it up among keyword arguments.
+struct Param {
+    name: JsStr,
+    key: Py<PyString>,
 }
 
 #[pymethods]
 impl NodeSpec {
+    /// What `NativeSession.enter_call` records as the input of this call (`None`: it
+    /// leaves the call to `describe`), for the tests.
+    fn _recorded_call_json(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: &Bound<'_, PyDict>, defaults: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
+        Ok(self.bind(py, args, kwargs, defaults)?.map(|fields| graphmind_core::json::to_string(&fields_value(&fields))))
+    }
+
     #[new]
-    #[pyo3(signature = (kind, name, node_id=None, parent_id=None))]
-    fn new(kind: &str, name: &str, node_id: Option<&str>, parent_id: Option<&str>) -> Self {
-        NodeSpec { kind: kind_of(kind), name: name.to_string(), node_id: node_id.map(str::to_string), parent_id: parent_id.map(str::to_string) }
+    #[pyo3(signature = (kind, name, node_id=None, parent_id=None, params=None))]
+    fn new(kind: &str, name: &str, node_id: Option<&str>, parent_id: Option<&str>, params: Option<Vec<Bound<'_, PyString>>>) -> Self {
+        NodeSpec {
+            kind: kind_of(kind),
+            name: name.to_string(),
+            node_id: node_id.map(str::to_string),
+            parent_id: parent_id.map(str::to_string),
+            params: params.map(|names| names.iter().map(|n| Param { name: py_str(n), key: n.clone().unbind() }).collect()),
+        }
     }
 }
 
 impl NodeSpec {
+    /// The call's arguments bound to the node's `params` as `wrap._Arguments.describe`
+    /// binds a signature of named parameters: `args` in order, then each remaining name
+    /// from `kwargs`, else from `defaults`, else left out. `None` where `describe` goes
+    /// past that (no `params`, more positional arguments than names, a name given both
+    /// ways, a keyword that names no parameter).
+    fn bind<'a, 'py>(
+        &'a self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: &Bound<'py, PyDict>,
+        defaults: &Bound<'py, PyDict>,
+    ) -> PyResult<Option<BoundFields<'a, 'py>>> {
+        let Some(params) = &self.params else { return Ok(None) };
+        let n = args.len();
+        if n > params.len() {
+            return Ok(None);
+        }
+        let keywords = kwargs.len();
+        let mut used = 0;
+        let mut fields = Vec::with_capacity(params.len());
+        for (i, p) in params.iter().enumerate() {
+            let key = p.key.bind(py);
+            if i < n {
+                if keywords > 0 && kwargs.contains(key)? {
+                    return Ok(None);
+                }
+                fields.push((&p.name, args.get_item(i)?));
+            } else if let Some(v) = if keywords > 0 { kwargs.get_item(key)? } else { None } {
+                fields.push((&p.name, v));
+                used += 1;
+            } else if let Some(v) = defaults.get_item(key)? {
+                fields.push((&p.name, v));
+            }
+        }
+        Ok(if used == keywords { Some(fields) } else { None })
+    }
+
     fn node_ref(&self) -> NodeRef {
         match &self.node_id {
             Some(id) => NodeRef::with_id(self.kind, &self.name, id),
@@ -537,6 +600,34 @@ impl NativeSession {
         NativeStep { step: Mutex::new(step), session: self.session.clone() }
     }
 
+    /// `start` then the `before` gate, in one call: `(step, code, value)`, `code` and
+    /// `value` as `NativeStep.before` returns them.
+    fn enter(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> PyResult<Entered> {
+        let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
+        self.enter_with(py, run, node, input, editable)
+    }
+
+    /// `enter` for a call of a signature made only of named parameters (the node's
+    /// `params`), binding `args`, then `kwargs`, then `defaults` (name -> default) to the
+    /// names in order, as `wrap._Arguments.describe` does, and building the recorded input
+    /// `{param: value, ...}` field by field as converting that dict would
+    /// (`convert::fields_value`). `None` where `describe` would go past that simple binding
+    /// (more positional arguments than names, a name given twice, an unknown keyword):
+    /// the caller describes the call itself then. Editable.
+    fn enter_call(
+        &self,
+        py: Python<'_>,
+        run: Option<&NativeRun>,
+        node: &NodeSpec,
+        args: &Bound<'_, PyTuple>,
+        kwargs: &Bound<'_, PyDict>,
+        defaults: &Bound<'_, PyDict>,
+    ) -> PyResult<Option<Entered>> {
+        let Some(fields) = node.bind(py, args, kwargs, defaults)? else { return Ok(None) };
+        let input = fields_value(&fields);
+        self.enter_with(py, run, node, Some(input), true).map(Some)
+    }
+
     /// A bare gate at `point` (`before`, `after`, `error`) of a node: `None` when nothing
     /// holds, else the held gate (the caller applies the decision itself).
     fn gate(&self, run_id: Option<&str>, point: &str, node_id: &str, kind: &str, name: &str) -> Option<HeldGate> {
@@ -624,6 +715,17 @@ impl NativeSession {
     /// See `before_fork`.
     fn after_fork_child(&self) {
         self.session.after_fork_child();
+    }
+}
+
+impl NativeSession {
+    fn enter_with(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<Value>, editable: bool) -> PyResult<Entered> {
+        let run_id = run.map(|r| r.run.run_id.as_str());
+        let step = Step::start(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
+        let step = NativeStep { step: Mutex::new(step), session: self.session.clone() };
+        let gate = step.step.lock().before();
+        let (code, value) = step.waiting(py, gate, |s, d| s.on_before(d))?;
+        Ok((Py::new(py, step)?, code, value))
     }
 }
 

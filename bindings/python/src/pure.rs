@@ -2,7 +2,7 @@
 //! the conformance vectors, which the Python test suite runs through this module so that
 //! every value crosses the Python <-> core conversion both ways.
 
-use crate::convert::{parse_to_py, py_str, to_py, to_value, to_value_or_marker};
+use crate::convert::{fields_value, parse_to_py, py_str, to_py, to_value, to_value_or_marker};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::json::{self, Value};
 use graphmind_core::redact::{EventContext, HideSwitches, Redactor};
@@ -23,6 +23,25 @@ fn opt_value(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
 #[pyfunction]
 fn to_json(value: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(json::to_string(&readable(value)?))
+}
+
+/// What a tool call records for `value` (`JSON.stringify` of the converted value, a read
+/// that raises degraded to the marker): the converter's output, for the tests.
+#[pyfunction]
+fn _recorded_json(value: &Bound<'_, PyAny>) -> String {
+    json::to_string(&to_value_or_marker(value))
+}
+
+/// What a tool call whose positional arguments fill its parameters records as its input
+/// (`convert::fields_value`, the dict-less path of `NativeSession.enter_call`), for the tests.
+#[pyfunction]
+fn _recorded_args_json(names: Vec<Bound<'_, PyString>>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<String> {
+    if names.len() != args.len() {
+        return Err(PyValueError::new_err("one name per argument"));
+    }
+    let names: Vec<json::JsStr> = names.iter().map(py_str).collect();
+    let fields: Vec<_> = names.iter().zip(args.iter()).collect();
+    Ok(json::to_string(&fields_value(&fields)))
 }
 
 /// Parses JSON with the core's strict parser (lone surrogates and key order kept).
@@ -254,6 +273,8 @@ fn merge_edited_input<'py>(py: Python<'py>, live: Option<&Bound<'_, PyAny>>, pro
 /// Adds this module's functions to `_native`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_recorded_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_recorded_args_json, m)?)?;
     m.add_function(wrap_pyfunction!(parse_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_call, m)?)?;
