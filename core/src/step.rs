@@ -125,6 +125,10 @@ impl Step {
     /// A pause is offered as editable only when the step kept the live input (a debugger
     /// that attaches mid-call sees this call's later pauses as not editable).
     fn gate(&self, point: PausePoint) -> Gate {
+        if !self.session.is_attached() {
+            // What `Session::gate` answers at once too, without building the gate identity.
+            return Gate::Continue;
+        }
         let offer = self.editable && self.kept_input && self.session.is_attached();
         let options = GateOptions {
             editable: offer,

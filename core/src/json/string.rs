@@ -371,12 +371,14 @@ fn encode_wtf8(cp: u32, out: &mut Vec<u8>) {
 }
 
 impl From<&str> for JsStr {
+    #[inline]
     fn from(s: &str) -> Self {
         JsStr(s.as_bytes().into())
     }
 }
 
 impl From<String> for JsStr {
+    #[inline]
     fn from(s: String) -> Self {
         JsStr(s.into_bytes().into_boxed_slice())
     }

@@ -38,6 +38,7 @@ pub struct Map {
 
 impl Map {
     /// An empty object.
+    #[inline]
     pub fn new() -> Self {
         Map {
             entries: Vec::new(),
@@ -45,15 +46,17 @@ impl Map {
     }
 
     /// An empty object with room for `n` entries.
+    #[inline]
     pub fn with_capacity(n: usize) -> Self {
         Map {
             entries: Vec::with_capacity(n),
         }
     }
 
-    /// A map over `entries` as they are; the caller guarantees that no key repeats (the
-    /// parser, which resolved repeats already).
-    pub(crate) fn from_unique_entries(entries: Vec<(JsStr, Value)>) -> Self {
+    /// A map over `entries` as they are, in their order; the caller guarantees that no key
+    /// repeats (a parser or a binding that resolved repeats already).
+    #[inline]
+    pub fn from_unique_entries(entries: Vec<(JsStr, Value)>) -> Self {
         Map { entries }
     }
 
@@ -103,6 +106,7 @@ impl Map {
 
     /// Appends an entry without checking for an existing key; the caller guarantees that
     /// the key is new (used by parsers and builders that already know).
+    #[inline]
     pub fn push_unique(&mut self, key: JsStr, value: Value) {
         self.entries.push((key, value));
     }
