@@ -175,7 +175,7 @@ impl<'a> Parser<'a> {
             return Err(self.error(ParseErrorKind::TooDeep));
         }
         self.pos += 1; // '{'
-        let mut map = Map::new();
+        let map = Map::new();
         // Duplicate keys: the last value wins at the first key's place (JSON.parse). A linear
         // scan per key is quadratic; past a few keys an index finds a repeat in O(1).
         let mut index: Option<std::collections::HashMap<JsStr, usize>> = None;

@@ -12,13 +12,74 @@ use std::cmp::Ordering;
 use std::fmt;
 
 /// An immutable WTF-8 string (UTF-8 plus lone surrogates).
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct JsStr(Box<[u8]>);
+///
+/// Strings up to [`INLINE_BYTES`] bytes (most object keys and many values) are stored in
+/// the value itself, without an allocation: a kilobyte of JSON holds dozens of them, and
+/// their allocations (made on the application thread, freed on the session's worker) were
+/// a good part of what converting a host value cost.
+#[derive(Clone)]
+pub struct JsStr(Repr);
+
+/// The longest string stored inline (the size of the heap form's pointer and length, plus
+/// the enum's spare bytes: a `JsStr` is 24 bytes either way).
+pub const INLINE_BYTES: usize = 22;
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE_BYTES] },
+    Heap(Box<[u8]>),
+}
+
+impl Repr {
+    #[inline]
+    fn of(bytes: &[u8]) -> Repr {
+        if bytes.len() <= INLINE_BYTES {
+            let mut inline = [0u8; INLINE_BYTES];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            Repr::Inline {
+                len: bytes.len() as u8,
+                bytes: inline,
+            }
+        } else {
+            Repr::Heap(bytes.into())
+        }
+    }
+
+    #[inline]
+    fn of_vec(bytes: Vec<u8>) -> Repr {
+        if bytes.len() <= INLINE_BYTES {
+            Repr::of(&bytes)
+        } else {
+            Repr::Heap(bytes.into_boxed_slice())
+        }
+    }
+}
+
+impl PartialEq for JsStr {
+    #[inline]
+    fn eq(&self, other: &JsStr) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for JsStr {}
+
+impl std::hash::Hash for JsStr {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl Default for JsStr {
+    fn default() -> Self {
+        JsStr::new()
+    }
+}
 
 impl JsStr {
     /// The empty string.
     pub fn new() -> Self {
-        JsStr(Box::new([]))
+        JsStr(Repr::of(&[]))
     }
 
     /// Builds a string from UTF-16 code units; unpaired surrogates are kept as they are.
@@ -34,26 +95,30 @@ impl JsStr {
     /// whole input once, then slices it at ASCII quotes, which are always char boundaries).
     pub(crate) fn from_utf8_checked_elsewhere(bytes: &[u8]) -> Self {
         debug_assert!(std::str::from_utf8(bytes).is_ok());
-        JsStr(bytes.into())
+        JsStr(Repr::of(bytes))
     }
 
     /// Wraps WTF-8 bytes, checking that they are well-formed WTF-8.
     pub fn from_wtf8(bytes: &[u8]) -> Option<Self> {
         if is_wtf8(bytes) {
-            Some(JsStr(bytes.into()))
+            Some(JsStr(Repr::of(bytes)))
         } else {
             None
         }
     }
 
     /// The WTF-8 bytes.
+    #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..*len as usize],
+            Repr::Heap(bytes) => bytes,
+        }
     }
 
     /// The string as `&str` when it holds no lone surrogate.
     pub fn as_str(&self) -> Option<&str> {
-        std::str::from_utf8(&self.0).ok()
+        std::str::from_utf8(self.as_bytes()).ok()
     }
 
     /// The string with every lone surrogate replaced by U+FFFD.
@@ -71,12 +136,12 @@ impl JsStr {
     /// Length in WTF-8 bytes; equals the UTF-8 length JavaScript's `Buffer.byteLength`
     /// reports (a lone surrogate counts 3, as its replacement character does).
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.as_bytes().len()
     }
 
     /// Whether the string is empty.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.as_bytes().is_empty()
     }
 
     /// Whether the string contains a lone surrogate.
@@ -87,7 +152,7 @@ impl JsStr {
     /// Code points, lone surrogates included (as 0xD800..=0xDFFF).
     pub fn code_points(&self) -> CodePoints<'_> {
         CodePoints {
-            bytes: &self.0,
+            bytes: self.as_bytes(),
             pos: 0,
         }
     }
@@ -111,12 +176,12 @@ impl JsStr {
 
     /// Length in UTF-16 code units (JavaScript's `length`).
     pub fn utf16_len(&self) -> usize {
-        utf16_len_of_wtf8(&self.0)
+        utf16_len_of_wtf8(self.as_bytes())
     }
 
     /// Compares by UTF-16 code units, the order of JavaScript's default `sort`.
     pub fn cmp_utf16(&self, other: &JsStr) -> Ordering {
-        cmp_utf16_bytes(&self.0, &other.0)
+        cmp_utf16_bytes(self.as_bytes(), other.as_bytes())
     }
 
     /// JavaScript's `slice(start, end)` in UTF-16 units; may split a surrogate pair, which
@@ -345,7 +410,7 @@ impl JsStrBuilder {
     /// The finished string.
     pub fn finish(mut self) -> JsStr {
         self.flush_high();
-        JsStr(self.bytes.into_boxed_slice())
+        JsStr(Repr::of_vec(self.bytes))
     }
 }
 
@@ -373,26 +438,26 @@ fn encode_wtf8(cp: u32, out: &mut Vec<u8>) {
 impl From<&str> for JsStr {
     #[inline]
     fn from(s: &str) -> Self {
-        JsStr(s.as_bytes().into())
+        JsStr(Repr::of(s.as_bytes()))
     }
 }
 
 impl From<String> for JsStr {
     #[inline]
     fn from(s: String) -> Self {
-        JsStr(s.into_bytes().into_boxed_slice())
+        JsStr(Repr::of_vec(s.into_bytes()))
     }
 }
 
 impl PartialEq<str> for JsStr {
     fn eq(&self, other: &str) -> bool {
-        &*self.0 == other.as_bytes()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for JsStr {
     fn eq(&self, other: &&str) -> bool {
-        &*self.0 == other.as_bytes()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
