@@ -1193,6 +1193,10 @@ function openPalette(initial: string): void {
 }
 function closePalette(): void {
   $('palette').hidden = true;
+  // Give the keyboard back at once: a hidden input keeps focus until the browser's next
+  // focus fixup, and a shortcut typed right after closing (B, T, ...) went into it.
+  const focused = document.activeElement as HTMLElement | null;
+  if (focused && $('palette').contains(focused)) focused.blur();
 }
 function refreshPalette(): void {
   const q = ($('pal-input') as HTMLInputElement).value;
