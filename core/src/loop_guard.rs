@@ -747,6 +747,14 @@ impl LoopGuard {
         state.histories[call.kind].push(entry);
     }
 
+    /// How many calls of `run_id` are open (started, not yet finished): diagnostics.
+    pub fn open_calls(&self, run_id: &str) -> usize {
+        self.runs
+            .iter()
+            .find(|(id, _)| id == run_id)
+            .map_or(0, |(_, s)| s.open.len())
+    }
+
     /// Drops everything remembered about a run.
     pub fn forget(&mut self, run_id: &str) {
         self.runs.retain(|(id, _)| id != run_id);

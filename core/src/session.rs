@@ -230,6 +230,9 @@ pub struct SessionStats {
 
 enum Outgoing {
     Event(OutEvent),
+    /// A dropped node event whose loop-guard update the worker still makes, in order
+    /// (its `input` / `output` already stripped).
+    LoopOnly(OutEvent),
     Kick,
     Detached(u64),
     Flush(Sender<()>),
@@ -605,6 +608,12 @@ impl Session {
         }
     }
 
+    /// How many watched calls of `run_id` the loop guard holds open (started, not finished):
+    /// diagnostics, e.g. to check that dropped events do not leak them.
+    pub fn loop_open_calls(&self, run_id: &str) -> usize {
+        self.inner.loop_guard.lock().open_calls(run_id)
+    }
+
     /// The abort signal of a live run (`None` when it is unknown or finished).
     pub fn run_signal(&self, run_id: &str) -> Option<Arc<RunSignal>> {
         self.inner.shared.lock().runs.get(run_id).cloned()
@@ -704,20 +713,50 @@ impl Session {
             loop_deferred: defer,
             deferred_member,
         };
-        let emitted = self.send_event(&mut shared, event);
-        if emitted.is_none() {
-            if defer {
-                self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
+        match self.send_or_return(&mut shared, event) {
+            Ok(seq) => Some(seq),
+            Err(Some(event)) if defer => {
+                self.defer_dropped(&mut shared, event);
+                None
             }
-            if loop_event && event_type == MessageType::NodeStarted {
-                // Never reached the wire: it is not "the call right before" the next one.
-                self.inner
-                    .loop_guard
-                    .lock()
-                    .on_unidentified_start(&run_id, "tool", seq);
+            Err(_) => {
+                if defer {
+                    self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
+                }
+                if loop_event && event_type == MessageType::NodeStarted {
+                    // Never reached the wire: it is not "the call right before" the next one.
+                    self.inner
+                        .loop_guard
+                        .lock()
+                        .on_unidentified_start(&run_id, "tool", seq);
+                }
+                None
             }
         }
-        emitted
+    }
+
+    /// A node event dropped while its loop-guard update was deferred: the update still has
+    /// to happen, after the updates queued before it (a dropped finish whose start is still
+    /// queued would otherwise find nothing to close, and leak an open call). The worker
+    /// makes it from the event's head (its input or output stripped, so the queue keeps no
+    /// payload of a dropped event); with the queue itself full, this thread makes it.
+    fn defer_dropped(&self, shared: &mut Shared, mut event: OutEvent) {
+        if let Some(map) = event.payload.as_object_mut() {
+            map.remove("input");
+            map.remove("output");
+        }
+        event.deferred_member = None;
+        match shared.outbox.try_send(Outgoing::LoopOnly(event)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(Outgoing::LoopOnly(event)))
+            | Err(TrySendError::Disconnected(Outgoing::LoopOnly(event))) => {
+                self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
+                note_dropped(&mut self.inner.loop_guard.lock(), &event);
+            }
+            Err(_) => {
+                self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
     }
 
     /// Waits until the worker applied every deferred loop-guard update (at most
@@ -1293,6 +1332,16 @@ impl Session {
     /// Hands `event` (built with `shared.seq`) to the worker and advances the seq: the one place
     /// every event goes through.
     fn send_event(&self, shared: &mut Shared, event: OutEvent) -> Option<u64> {
+        self.send_or_return(shared, event).ok()
+    }
+
+    /// [`Session::send_event`], handing a dropped event back (`None` once the worker is
+    /// gone) so the caller can still account for it.
+    fn send_or_return(
+        &self,
+        shared: &mut Shared,
+        event: OutEvent,
+    ) -> Result<u64, Option<OutEvent>> {
         let (seq, event_type) = (event.seq, event.event_type);
         // Detached, the replay buffer keeps only the newest `bufferSize` events: a worker
         // more than that far behind would only queue events (and their memory) that the
@@ -1312,17 +1361,20 @@ impl Session {
                 if is_gate_event(event_type) || shared.outbox.len() >= WAKE_BACKLOG {
                     Self::wake_worker(shared);
                 }
-                Some(seq)
+                Ok(seq)
             }
-            Err(TrySendError::Full(_)) => {
+            Err(TrySendError::Full(returned)) => {
                 self.inner.outbox_full.fetch_add(1, Ordering::Relaxed);
                 self.inner.warner.warn(
                     "outbox-full",
                     "dropped events because the GraphMind worker fell behind; the recorded run is incomplete",
                 );
-                None
+                match returned {
+                    Outgoing::Event(event) => Err(Some(event)),
+                    _ => Err(None),
+                }
             }
-            Err(TrySendError::Disconnected(_)) => None,
+            Err(TrySendError::Disconnected(_)) => Err(None),
         }
     }
 
@@ -1634,6 +1686,35 @@ fn note_loop(
     None
 }
 
+/// Keeps the loop guard's books for a watched event that was dropped (the worker fell
+/// behind): a start that never reached the wire is not "the call right before" the next
+/// one; a finish closes its open call as a call that equals nothing (without keying its
+/// output: dropping must stay cheap); an error still marks its open call.
+fn note_dropped(guard: &mut LoopGuard, event: &OutEvent) {
+    let run_id = event.run_id.as_str();
+    let payload = &event.payload;
+    let text = |key: &str| payload.get(key).and_then(Value::as_str);
+    match event.event_type {
+        MessageType::NodeStarted => {
+            guard.on_unidentified_start(run_id, text("kind").unwrap_or("tool"), event.seq)
+        }
+        MessageType::NodeFinished => {
+            if let Some(node_id) = text("nodeId") {
+                guard.on_node_finished(
+                    run_id,
+                    node_id,
+                    text("instanceId"),
+                    text("status"),
+                    LoopValue::Unreadable,
+                    false,
+                );
+            }
+        }
+        MessageType::NodeError => note_loop_error(guard, run_id, payload),
+        _ => {}
+    }
+}
+
 fn note_loop_start(
     guard: &mut LoopGuard,
     run_id: &str,
@@ -1831,6 +1912,11 @@ impl Worker {
     fn handle(&mut self, message: Outgoing) -> bool {
         match message {
             Outgoing::Event(event) => self.process(event),
+            Outgoing::LoopOnly(event) => {
+                let inner = self.inner();
+                note_dropped(&mut inner.loop_guard.lock(), &event);
+                inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
+            }
             Outgoing::Kick => {
                 if self.link.is_none() {
                     self.next_attempt = Some(Instant::now());

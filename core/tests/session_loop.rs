@@ -69,3 +69,53 @@ fn a_detached_loop_is_warned_about_once_from_the_worker() {
     assert_eq!(loop_warnings(&lines), 1);
     session.dispose(Duration::from_secs(2));
 }
+
+#[test]
+fn events_dropped_while_the_worker_is_behind_keep_the_guard_s_books() {
+    // A flood outpaces the worker: past the detached queue's bound, node events are
+    // dropped. Their loop-guard updates are made on the calling thread instead (a dropped
+    // finish closes its call), so the guard neither leaks open calls nor misses a loop.
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let session = detached(lines.clone());
+    let run = session.start_run("flood", None);
+    let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(4096));
+    let mut attempts = 0;
+    while session.stats().lost == 0 && attempts < 20 {
+        for n in 0..5_000 {
+            call(
+                &session,
+                &run.run_id,
+                &big.replace("blob", &format!("b{n}")),
+            );
+        }
+        attempts += 1;
+    }
+    assert!(
+        session.stats().lost > 0,
+        "the flood never outpaced the worker"
+    );
+    assert!(session.flush(Duration::from_secs(30)));
+    assert_eq!(
+        session.loop_open_calls(&run.run_id),
+        0,
+        "every finished call closed, dropped or not"
+    );
+    let before = loop_warnings(&lines);
+    for _ in 0..3 {
+        call(&session, &run.run_id, r#"{"q":"after the flood"}"#);
+    }
+    assert!(session.flush(Duration::from_secs(5)));
+    assert_eq!(
+        loop_warnings(&lines),
+        before + 1,
+        "the guard still sees the third identical call: {:?}",
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .rev()
+            .take(3)
+            .collect::<Vec<_>>()
+    );
+    session.dispose(Duration::from_secs(2));
+}

@@ -335,7 +335,11 @@ mod tests {
             }
             let mut padded = base.clone();
             padded.push(0);
-            assert_ne!(key_of(&padded), key_of(&base), "a NUL appended to {len} bytes");
+            assert_ne!(
+                key_of(&padded),
+                key_of(&base),
+                "a NUL appended to {len} bytes"
+            );
         }
     }
 
