@@ -254,6 +254,14 @@ struct OutEvent {
     deferred_member: Option<DeferredMember>,
 }
 
+/// What became of an event handed to the worker.
+enum Handed {
+    /// Queued with this seq.
+    Sent(u64),
+    /// Dropped (the worker is behind), given back when it still exists.
+    Dropped(Option<Box<OutEvent>>),
+}
+
 /// A member of an event's payload (a node's `input` or `output`) handed over as JSON text
 /// while no debugger was attached: the worker parses it into the placeholder at `key`.
 struct DeferredMember {
@@ -714,12 +722,12 @@ impl Session {
             deferred_member,
         };
         match self.send_or_return(&mut shared, event) {
-            Ok(seq) => Some(seq),
-            Err(Some(event)) if defer => {
-                self.defer_dropped(&mut shared, event);
+            Handed::Sent(seq) => Some(seq),
+            Handed::Dropped(Some(event)) if defer => {
+                self.defer_dropped(&mut shared, *event);
                 None
             }
-            Err(_) => {
+            Handed::Dropped(_) => {
                 if defer {
                     self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
                 }
@@ -1332,16 +1340,15 @@ impl Session {
     /// Hands `event` (built with `shared.seq`) to the worker and advances the seq: the one place
     /// every event goes through.
     fn send_event(&self, shared: &mut Shared, event: OutEvent) -> Option<u64> {
-        self.send_or_return(shared, event).ok()
+        match self.send_or_return(shared, event) {
+            Handed::Sent(seq) => Some(seq),
+            Handed::Dropped(_) => None,
+        }
     }
 
     /// [`Session::send_event`], handing a dropped event back (`None` once the worker is
     /// gone) so the caller can still account for it.
-    fn send_or_return(
-        &self,
-        shared: &mut Shared,
-        event: OutEvent,
-    ) -> Result<u64, Option<OutEvent>> {
+    fn send_or_return(&self, shared: &mut Shared, event: OutEvent) -> Handed {
         let (seq, event_type) = (event.seq, event.event_type);
         // Detached, the replay buffer keeps only the newest `bufferSize` events: a worker
         // more than that far behind would only queue events (and their memory) that the
@@ -1361,7 +1368,7 @@ impl Session {
                 if is_gate_event(event_type) || shared.outbox.len() >= WAKE_BACKLOG {
                     Self::wake_worker(shared);
                 }
-                Ok(seq)
+                Handed::Sent(seq)
             }
             Err(TrySendError::Full(returned)) => {
                 self.inner.outbox_full.fetch_add(1, Ordering::Relaxed);
@@ -1370,11 +1377,11 @@ impl Session {
                     "dropped events because the GraphMind worker fell behind; the recorded run is incomplete",
                 );
                 match returned {
-                    Outgoing::Event(event) => Err(Some(event)),
-                    _ => Err(None),
+                    Outgoing::Event(event) => Handed::Dropped(Some(Box::new(event))),
+                    _ => Handed::Dropped(None),
                 }
             }
-            Err(TrySendError::Disconnected(_)) => Err(None),
+            Err(TrySendError::Disconnected(_)) => Handed::Dropped(None),
         }
     }
 
