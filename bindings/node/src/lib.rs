@@ -10,6 +10,9 @@
 //! when to gate, how to redact: all in the core.
 
 #![deny(clippy::all)]
+// napi-rs registers the exported functions only outside `cfg(test)`: in the test build
+// they look unused.
+#![cfg_attr(test, allow(dead_code))]
 
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatus};
