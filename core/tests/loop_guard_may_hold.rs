@@ -6,61 +6,10 @@ use graphmind_core::json::{self, Value};
 use graphmind_core::loop_guard::{
     LoopGuard, LoopGuardConfig, LoopHide, LoopMode, LoopValue, LoopVerdict, NodeStart,
 };
-use std::path::PathBuf;
 
-fn load(rel: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/vectors")
-        .join(rel);
-    json::parse(&std::fs::read(&path).unwrap()).unwrap()
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn config_for(seq: &Value) -> LoopGuardConfig {
-    let mut config = LoopGuardConfig::default();
-    if let Some(t) = seq.get("threshold").and_then(Value::as_i64) {
-        config.threshold = t as u32;
-    }
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_owned())
-            .collect()
-    };
-    if let Some(a) = seq.get("allowNodes") {
-        config.allow_nodes = strings(a);
-    }
-    if let Some(k) = seq.get("ignoreKeys") {
-        config.ignore_keys = strings(k);
-    }
-    if let Some(k) = seq.get("kinds") {
-        config.kinds = strings(k);
-    }
-    config
-}
-
-fn start_of<'a>(run: &'a str, call: &'a Value, seq: u64) -> NodeStart<'a> {
-    let input = if call.get("unreadable") == Some(&Value::Bool(true)) {
-        LoopValue::Unreadable
-    } else if call.get("inputAbsent") == Some(&Value::Bool(true)) {
-        LoopValue::Read(None)
-    } else {
-        LoopValue::Read(call.get("input"))
-    };
-    let node_id = str_of(call, "nodeId").unwrap();
-    let mut start = NodeStart::new(run, node_id, str_of(call, "kind").unwrap(), input, seq);
-    if let Some(name) = str_of(call, "name") {
-        start = start.name(name);
-    }
-    if let Some(instance) = str_of(call, "instanceId") {
-        start = start.instance(instance);
-    }
-    start
-}
+#[path = "support/loop_fixture.rs"]
+mod loop_fixture;
+use loop_fixture::{config_for, load, start_of, str_of};
 
 /// Starts `start`, consults its before-gate, and checks the prediction made before it.
 /// Returns (predicted, held).

@@ -1,0 +1,66 @@
+//! Reading the reference loop fixtures: shared by the loop-guard test files (`#[path]`).
+
+use graphmind_core::json::{self, Value};
+use graphmind_core::loop_guard::{LoopGuardConfig, LoopValue, NodeStart};
+use std::path::PathBuf;
+
+pub fn load(rel: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors")
+        .join(rel);
+    json::parse(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+pub fn strings(v: Option<&Value>) -> Option<Vec<String>> {
+    v.map(|v| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect()
+    })
+}
+
+pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+pub fn int_of(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_i64).map(|i| i as u64)
+}
+
+pub fn config_for(seq: &Value) -> LoopGuardConfig {
+    let mut config = LoopGuardConfig::default();
+    if let Some(t) = int_of(seq, "threshold") {
+        config.threshold = t as u32;
+    }
+    if let Some(a) = strings(seq.get("allowNodes")) {
+        config.allow_nodes = a;
+    }
+    if let Some(k) = strings(seq.get("ignoreKeys")) {
+        config.ignore_keys = k;
+    }
+    if let Some(k) = strings(seq.get("kinds")) {
+        config.kinds = k;
+    }
+    config
+}
+
+pub fn start_of<'a>(run: &'a str, call: &'a Value, seq: u64) -> NodeStart<'a> {
+    let node_id = str_of(call, "nodeId").unwrap();
+    let input = if call.get("unreadable") == Some(&Value::Bool(true)) {
+        LoopValue::Unreadable
+    } else if call.get("inputAbsent") == Some(&Value::Bool(true)) {
+        LoopValue::Read(None)
+    } else {
+        LoopValue::Read(call.get("input"))
+    };
+    let mut start = NodeStart::new(run, node_id, str_of(call, "kind").unwrap(), input, seq);
+    if let Some(name) = str_of(call, "name") {
+        start = start.name(name);
+    }
+    if let Some(instance) = str_of(call, "instanceId") {
+        start = start.instance(instance);
+    }
+    start
+}
