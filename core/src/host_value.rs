@@ -49,11 +49,6 @@ impl HostValue {
             },
         }
     }
-
-    /// Whether this is still unparsed text.
-    pub fn is_text(&self) -> bool {
-        matches!(self, HostValue::Text(_))
-    }
 }
 
 impl From<Value> for HostValue {

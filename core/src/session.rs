@@ -269,23 +269,16 @@ struct DeferredMember {
     text: Vec<u8>,
 }
 
-impl DeferredMember {
-    /// Parses the text into `payload[key]`; returns whether the text was not JSON.
-    fn resolve_into(self, payload: &mut Value) -> bool {
-        let resolved = HostValue::Text(self.text).into_value();
-        if let Some(map) = payload.as_object_mut() {
-            map.insert(self.key, resolved.value);
-        }
-        resolved.invalid_text
-    }
-}
-
-/// Splits a host value into what goes into the payload now (the value, or a `null`
-/// placeholder keeping the member's place) and the text left for later.
-fn split_host_value(value: HostValue, key: &'static str) -> (Value, Option<DeferredMember>) {
+/// Splits an optional host value into what goes into the payload now (the value, or a
+/// `null` placeholder keeping the member's place) and the text left for later.
+fn split_host_value(
+    value: Option<HostValue>,
+    key: &'static str,
+) -> (Option<Value>, Option<DeferredMember>) {
     match value {
-        HostValue::Built(value) => (value, None),
-        HostValue::Text(text) => (Value::Null, Some(DeferredMember { key, text })),
+        None => (None, None),
+        Some(HostValue::Built(value)) => (Some(value), None),
+        Some(HostValue::Text(text)) => (Some(Value::Null), Some(DeferredMember { key, text })),
     }
 }
 
@@ -675,7 +668,7 @@ impl Session {
         mut deferred_member: Option<DeferredMember>,
     ) -> Option<u64> {
         if deferred_member.is_some() && self.inner.attached.load(Ordering::Acquire) {
-            self.resolve_member_now(&mut payload, deferred_member.take());
+            self.resolve_member(&mut payload, deferred_member.take());
         }
         let loop_event = self.inner.loop_watch
             && matches!(
@@ -688,7 +681,7 @@ impl Session {
         let mut shared = self.recording()?;
         if deferred_member.is_some() && shared.engine_attached {
             // Attached between the check above and the lock: rare, parse under the lock.
-            self.resolve_member_now(&mut payload, deferred_member.take());
+            self.resolve_member(&mut payload, deferred_member.take());
         }
         self.flush_tokens_locked(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
@@ -779,10 +772,24 @@ impl Session {
         }
     }
 
-    /// Parses a deferred member on the application thread (a debugger is attached).
-    fn resolve_member_now(&self, payload: &mut Value, member: Option<DeferredMember>) {
-        if member.is_some_and(|m| m.resolve_into(payload)) {
+    /// The core value of `value`, warning (rate-limited) when it was text that is not JSON.
+    pub(crate) fn resolve(&self, value: HostValue) -> Value {
+        let resolved = value.into_value();
+        if resolved.invalid_text {
             self.inner.warner.warn("json-text", INVALID_TEXT_WARNING);
+        }
+        resolved.value
+    }
+
+    /// Parses a deferred member into its placeholder (on the application thread when a
+    /// debugger is attached, else on the worker).
+    fn resolve_member(&self, payload: &mut Value, member: Option<DeferredMember>) {
+        let Some(member) = member else {
+            return;
+        };
+        let value = self.resolve(HostValue::Text(member.text));
+        if let Some(map) = payload.as_object_mut() {
+            map.insert(member.key, value);
         }
     }
 
@@ -813,13 +820,7 @@ impl Session {
             node.instance_id.as_str(),
         );
         started.parent_id = parent_id.map(JsStr::from);
-        let (input, deferred) = match input {
-            Some(value) => {
-                let (value, deferred) = split_host_value(value, "input");
-                (Some(value), deferred)
-            }
-            None => (None, None),
-        };
+        let (input, deferred) = split_host_value(input, "input");
         started.input = input;
         self.emit_with(
             run_id,
@@ -877,14 +878,8 @@ impl Session {
         mut finished: NodeFinished,
         output: Option<HostValue>,
     ) -> Option<u64> {
-        let deferred = match output {
-            Some(value) => {
-                let (value, deferred) = split_host_value(value, "output");
-                finished.output = Some(value);
-                deferred
-            }
-            None => None,
-        };
+        let (output, deferred) = split_host_value(output, "output");
+        finished.output = output;
         self.emit_with(
             run_id,
             MessageType::NodeFinished,
@@ -1962,11 +1957,8 @@ impl Worker {
     /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
     /// event.
     fn process(&mut self, mut event: OutEvent) {
-        if let Some(member) = event.deferred_member.take() {
-            if member.resolve_into(&mut event.payload) {
-                self.inner().warner.warn("json-text", INVALID_TEXT_WARNING);
-            }
-        }
+        self.session
+            .resolve_member(&mut event.payload, event.deferred_member.take());
         if event.loop_deferred {
             // Before redaction: the guard compares values as the integration handed them over.
             let inner = self.inner();

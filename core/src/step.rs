@@ -23,7 +23,7 @@
 
 use crate::event::{ErrorInfo, NodeFinished, NodeKind, RunStatus};
 use crate::gate::{GateDecision, PausePoint, ResumeAction};
-use crate::host_value::{HostValue, INVALID_TEXT_WARNING};
+use crate::host_value::HostValue;
 use crate::json::Value;
 use crate::session::{normalize_duration, Gate, GateOptions, NodeRef, Session};
 use std::time::Instant;
@@ -95,12 +95,9 @@ impl Step {
         let kept_input = editable && session.is_attached();
         let (input, live_input) = match input {
             Some(input) if kept_input => {
-                let resolved = input.into_value();
-                if resolved.invalid_text {
-                    session.warn("json-text", INVALID_TEXT_WARNING);
-                }
-                let live = resolved.value.clone();
-                (Some(HostValue::Built(resolved.value)), Some(live))
+                let value = session.resolve(input);
+                let live = value.clone();
+                (Some(HostValue::Built(value)), Some(live))
             }
             other => (other, None),
         };
