@@ -51,6 +51,36 @@ fn cpu_iters(iters: u64, mut f: impl FnMut(), mut between: impl FnMut()) -> Dura
     total
 }
 
+/// Thread CPU time of `iters` tool nodes (start + finish) with input and output from
+/// `make`. Only the application thread is timed; the worker drains between batches so the
+/// bounded channel never fills and nothing is dropped. The values are made outside the
+/// clock: a binding builds them from host objects, timed there.
+fn node_cpu(session: &Session, run_id: &str, iters: u64, make: impl Fn() -> HostValue) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = iters;
+    let mut drained = 0;
+    while left > 0 {
+        // Small batches: the values a binding hands over were just built and sit in cache,
+        // as they do here (a long batch would measure misses).
+        let batch = left.min(VALUES_PER_BATCH);
+        let values: Vec<(HostValue, HostValue)> = (0..batch).map(|_| (make(), make())).collect();
+        let started = thread_cpu();
+        for (i, o) in values {
+            let node = NodeRef::new(NodeKind::Tool, "search_files");
+            session.node_started_host(Some(run_id), &node, None, Some(i));
+            session.node_finished_host(Some(run_id), &node, Some(o), 0.5, false);
+        }
+        total += thread_cpu() - started;
+        drained += batch;
+        if drained >= 512 {
+            session.flush(Duration::from_secs(60));
+            drained = 0;
+        }
+        left -= batch;
+    }
+    total
+}
+
 fn session_with(loop_guard: bool) -> Session {
     // Port 9 (discard) on loopback: nothing listens, the worker stays detached.
     let mut options = Options {
@@ -73,87 +103,23 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("one tool node, 1 KB in and out (thread CPU)");
     group.measurement_time(Duration::from_secs(4));
     let text_bytes = text.as_bytes().to_vec();
-    let session = session_with(true);
-    let run = session.start_run("bench", None);
-    group.bench_function(
-        "session (detached), start + finish, input and output as JSON text",
-        |b| {
-            // How the Node binding and C callers hand values over: the worker parses them.
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut left = iters;
-                let mut drained = 0;
-                while left > 0 {
-                    let batch = left.min(VALUES_PER_BATCH);
-                    let texts: Vec<(Vec<u8>, Vec<u8>)> = (0..batch)
-                        .map(|_| (text_bytes.clone(), text_bytes.clone()))
-                        .collect();
-                    let started = thread_cpu();
-                    for (i, o) in texts {
-                        let node = NodeRef::new(NodeKind::Tool, "search_files");
-                        session.node_started_host(
-                            Some(&run.run_id),
-                            &node,
-                            None,
-                            Some(HostValue::Text(i)),
-                        );
-                        session.node_finished_host(
-                            Some(&run.run_id),
-                            &node,
-                            Some(HostValue::Text(o)),
-                            0.5,
-                            false,
-                        );
-                    }
-                    total += thread_cpu() - started;
-                    drained += batch;
-                    if drained >= 512 {
-                        session.flush(Duration::from_secs(60));
-                        drained = 0;
-                    }
-                    left -= batch;
-                }
-                total
-            })
-        },
-    );
-    session.dispose(Duration::from_secs(5));
-    for (label, guard) in [
-        ("session (detached), start + finish", true),
-        ("same, loop guard off", false),
+    let as_text = || HostValue::Text(text_bytes.clone());
+    let built = || HostValue::Built(input.clone());
+    for (label, guard, text_values) in [
+        // How the Node binding and C callers hand values over: the worker parses them.
+        (
+            "session (detached), start + finish, input and output as JSON text",
+            true,
+            true,
+        ),
+        ("session (detached), start + finish", true, false),
+        ("same, loop guard off", false, false),
     ] {
         let session = session_with(guard);
         let run = session.start_run("bench", None);
+        let make = || if text_values { as_text() } else { built() };
         group.bench_function(label, |b| {
-            // Only the application thread is timed; the worker drains between batches so the
-            // bounded channel never fills and nothing is dropped. The values are cloned
-            // outside the clock: a binding builds them from host objects, timed there.
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                let mut left = iters;
-                let mut drained = 0;
-                while left > 0 {
-                    // Small batches: the values a binding hands over were just built and
-                    // sit in cache, as they do here (a long batch would measure misses).
-                    let batch = left.min(VALUES_PER_BATCH);
-                    let values: Vec<(Value, Value)> =
-                        (0..batch).map(|_| (input.clone(), input.clone())).collect();
-                    let started = thread_cpu();
-                    for (i, o) in values {
-                        let node = NodeRef::new(NodeKind::Tool, "search_files");
-                        session.node_started(Some(&run.run_id), &node, None, Some(i));
-                        session.node_finished(Some(&run.run_id), &node, Some(o), 0.5, false);
-                    }
-                    total += thread_cpu() - started;
-                    drained += batch;
-                    if drained >= 512 {
-                        session.flush(Duration::from_secs(60));
-                        drained = 0;
-                    }
-                    left -= batch;
-                }
-                total
-            })
+            b.iter_custom(|iters| node_cpu(&session, &run.run_id, iters, make))
         });
         session.dispose(Duration::from_secs(5));
     }
