@@ -304,3 +304,63 @@ fn c_agent_under_valgrind_has_no_errors_and_no_leaks() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The fork hooks through the C ABI (`ffi/tests/c/fork.c`): after `fork()` the child does
+/// not believe itself attached, records through a fresh worker and link of its own, and
+/// both its run and the parent's (recorded before and after the fork) are stored whole.
+#[test]
+fn forked_c_child_reconnects_and_both_runs_are_stored() {
+    let dir = temp_dir();
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let exe = dir.join("fork-c");
+    build("ffi/tests/c/fork.c", false, true, &exe);
+    let out = Command::new(&exe)
+        .env(
+            "GRAPHMIND_URL",
+            format!("ws://127.0.0.1:{}/ingest", srv.port),
+        )
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env_remove("GRAPHMIND")
+        .env_remove("GRAPHMIND_ENABLED")
+        .output()
+        .expect("run the fork program");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "fork.c failed: {}\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let field = |label: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(label))
+            .unwrap_or_else(|| panic!("no {label:?} line in {stdout}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    let parent = field("PARENT ");
+    let child = field("CHILD ");
+    assert_eq!(
+        child[1..],
+        ["attached-after-fork=0".to_string(), "ready=1".to_string()],
+        "the child starts detached and reconnects: {stdout}"
+    );
+    assert_eq!(field("PARENT-AFTER "), ["attached=1"], "the parent's link survives: {stdout}");
+    assert_ne!(parent[0], child[0], "each side has its own run");
+    for run_id in [&parent[0], &child[0]] {
+        let events = stored(&srv, run_id, "run.finished");
+        let types: Vec<&str> = events.iter().filter_map(|e| s(e, &["type"])).collect();
+        assert_eq!(
+            types,
+            ["run.started", "node.started", "node.finished", "run.finished"],
+            "run {run_id}"
+        );
+        assert_eq!(
+            s(&srv.wait_run(run_id, |r| s(r, &["status"]) == Some("ok")), &["status"]),
+            Some("ok")
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
