@@ -55,6 +55,12 @@ fn bench(c: &mut Criterion) {
     group.bench_function("serde_json::from_slice to Value", |b| {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(&bytes)).unwrap())
     });
+    group.bench_function("graphmind_core::json::validate (no value built)", |b| {
+        b.iter(|| graphmind_core::json::validate(black_box(&bytes)).unwrap())
+    });
+    group.bench_function("serde_json::from_slice to IgnoredAny", |b| {
+        b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&bytes)).unwrap())
+    });
     group.finish();
 }
 

@@ -7,7 +7,7 @@ mod string;
 mod value;
 mod write;
 
-pub use parse::{parse, parse_str, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
+pub use parse::{parse, parse_str, validate, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
 pub use value::{Map, Number, Value};
 pub use write::{to_string, write_f64, write_number, write_string, write_value};

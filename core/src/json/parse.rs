@@ -1,9 +1,14 @@
-//! A strict JSON parser (RFC 8259, as JavaScript's `JSON.parse` reads it) into [`Value`].
+//! A strict JSON parser (RFC 8259, as JavaScript's `JSON.parse` reads it) into [`Value`],
+//! and [`validate`], the same grammar without building anything.
 //!
 //! It never panics and never overflows the stack: nesting deeper than [`MAX_JSON_DEPTH`]
 //! is refused with an error. Escaped lone surrogates (`"\ud800"`) are kept, as JavaScript
 //! keeps them. A repeated key keeps its first position and its last value, as in
 //! JavaScript.
+//!
+//! One grammar serves both: [`Parser`] is generic over a [`Sink`] that either builds the
+//! values ([`Build`]) or drops them ([`Check`]), so `validate(x).is_ok() == parse(x).is_ok()`
+//! by construction (and `core/tests/json_validate.rs` checks it on JSONTestSuite).
 
 use super::string::{JsStr, JsStrBuilder};
 use super::value::{Map, Number, Value};
@@ -57,15 +62,32 @@ pub enum ParseErrorKind {
 
 /// Parses one JSON document from UTF-8 bytes.
 pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
+    document::<Build>(input)
+}
+
+/// Parses one JSON document from a string.
+pub fn parse_str(input: &str) -> Result<Value, ParseError> {
+    parse(input.as_bytes())
+}
+
+/// Checks that `input` is one JSON document [`parse`] accepts, with the same error it would
+/// give, without building the value (no allocation): for callers that hand the text on and
+/// have it parsed later, elsewhere, but must refuse bad text now.
+pub fn validate(input: &[u8]) -> Result<(), ParseError> {
+    document::<Check>(input)
+}
+
+fn document<S: Sink>(input: &[u8]) -> Result<S::Value, ParseError> {
     if let Err(e) = std::str::from_utf8(input) {
         return Err(ParseError {
             kind: ParseErrorKind::InvalidUtf8,
             offset: e.valid_up_to(),
         });
     }
-    let mut parser = Parser {
+    let mut parser = Parser::<S> {
         bytes: input,
         pos: 0,
+        sink: std::marker::PhantomData,
     };
     parser.skip_ws();
     let value = parser.value(0)?;
@@ -76,17 +98,179 @@ pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
     Ok(value)
 }
 
-/// Parses one JSON document from a string.
-pub fn parse_str(input: &str) -> Result<Value, ParseError> {
-    parse(input.as_bytes())
+/// What the parser makes of each piece it reads.
+trait Sink {
+    type Value;
+    type Str;
+    /// A string with escapes, being decoded.
+    type StrAcc;
+    type Array;
+    type Object;
+    fn null() -> Self::Value;
+    fn boolean(b: bool) -> Self::Value;
+    fn string(s: Self::Str) -> Self::Value;
+    /// A string without escapes (valid UTF-8, checked up front).
+    fn plain_str(bytes: &[u8]) -> Self::Str;
+    /// Starts decoding a string whose escape-free prefix is `prefix`.
+    fn str_acc(prefix: &[u8], spare: usize) -> Self::StrAcc;
+    fn push_utf8(acc: &mut Self::StrAcc, bytes: &[u8]);
+    fn push_unit(acc: &mut Self::StrAcc, unit: u16);
+    fn finish_str(acc: Self::StrAcc) -> Self::Str;
+    /// A number of valid grammar; `None` when it cannot be represented.
+    fn number(text: &str, is_integer: bool) -> Option<Self::Value>;
+    fn array() -> Self::Array;
+    fn array_push(array: &mut Self::Array, item: Self::Value);
+    fn array_end(array: Self::Array) -> Self::Value;
+    fn object() -> Self::Object;
+    fn object_insert(object: &mut Self::Object, key: Self::Str, value: Self::Value);
+    fn object_end(object: Self::Object) -> Self::Value;
 }
 
-struct Parser<'a> {
+/// Builds [`Value`]s.
+enum Build {}
+
+/// An object being parsed: its members in first-seen order, and past
+/// [`OBJECT_INDEX_AFTER`] keys an index to find a repeated key in O(1).
+#[derive(Default)]
+struct ObjectEntries {
+    entries: Vec<(JsStr, Value)>,
+    index: Option<std::collections::HashMap<JsStr, usize>>,
+}
+
+impl Sink for Build {
+    type Value = Value;
+    type Str = JsStr;
+    type StrAcc = JsStrBuilder;
+    type Array = Vec<Value>;
+    type Object = ObjectEntries;
+    #[inline]
+    fn null() -> Value {
+        Value::Null
+    }
+    #[inline]
+    fn boolean(b: bool) -> Value {
+        Value::Bool(b)
+    }
+    #[inline]
+    fn string(s: JsStr) -> Value {
+        Value::String(s)
+    }
+    #[inline]
+    fn plain_str(bytes: &[u8]) -> JsStr {
+        JsStr::from_utf8_checked_elsewhere(bytes)
+    }
+    #[inline]
+    fn str_acc(prefix: &[u8], spare: usize) -> JsStrBuilder {
+        let mut out = JsStrBuilder::with_capacity(prefix.len() + spare);
+        out.push_utf8_bytes(prefix);
+        out
+    }
+    #[inline]
+    fn push_utf8(acc: &mut JsStrBuilder, bytes: &[u8]) {
+        acc.push_utf8_bytes(bytes);
+    }
+    #[inline]
+    fn push_unit(acc: &mut JsStrBuilder, unit: u16) {
+        acc.push_utf16_unit(unit);
+    }
+    #[inline]
+    fn finish_str(acc: JsStrBuilder) -> JsStr {
+        acc.finish()
+    }
+    #[inline]
+    fn number(text: &str, is_integer: bool) -> Option<Value> {
+        if is_integer {
+            if let Ok(i) = text.parse::<i64>() {
+                return Some(Value::Number(Number::Int(i)));
+            }
+        }
+        text.parse::<f64>().ok().map(|f| Value::Number(Number::Float(f)))
+    }
+    #[inline]
+    fn array() -> Vec<Value> {
+        Vec::new()
+    }
+    #[inline]
+    fn array_push(array: &mut Vec<Value>, item: Value) {
+        array.push(item);
+    }
+    #[inline]
+    fn array_end(array: Vec<Value>) -> Value {
+        Value::Array(array)
+    }
+    #[inline]
+    fn object() -> ObjectEntries {
+        ObjectEntries::default()
+    }
+    /// Duplicate keys: the last value wins at the first key's place (JSON.parse). A linear
+    /// scan per key is quadratic; past a few keys an index finds a repeat in O(1).
+    #[inline]
+    fn object_insert(object: &mut ObjectEntries, key: JsStr, value: Value) {
+        let entries = &mut object.entries;
+        if entries.len() < OBJECT_INDEX_AFTER {
+            match entries.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = value,
+                None => entries.push((key, value)),
+            }
+            return;
+        }
+        let idx = object.index.get_or_insert_with(|| {
+            entries
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.clone(), i))
+                .collect()
+        });
+        match idx.get(&key) {
+            Some(&i) => entries[i].1 = value,
+            None => {
+                idx.insert(key.clone(), entries.len());
+                entries.push((key, value));
+            }
+        }
+    }
+    #[inline]
+    fn object_end(object: ObjectEntries) -> Value {
+        Value::Object(Map::from_unique_entries(object.entries))
+    }
+}
+
+/// Builds nothing: [`validate`].
+enum Check {}
+
+impl Sink for Check {
+    type Value = ();
+    type Str = ();
+    type StrAcc = ();
+    type Array = ();
+    type Object = ();
+    fn null() {}
+    fn boolean(_: bool) {}
+    fn string(_: ()) {}
+    fn plain_str(_: &[u8]) {}
+    fn str_acc(_: &[u8], _: usize) {}
+    fn push_utf8(_: &mut (), _: &[u8]) {}
+    fn push_unit(_: &mut (), _: u16) {}
+    fn finish_str(_: ()) {}
+    fn number(_: &str, _: bool) -> Option<()> {
+        // Every number of valid grammar parses (an overflowing one as an infinity).
+        Some(())
+    }
+    fn array() {}
+    fn array_push(_: &mut (), _: ()) {}
+    fn array_end(_: ()) {}
+    fn object() {}
+    fn object_insert(_: &mut (), _: (), _: ()) {}
+    fn object_end(_: ()) {}
+}
+
+struct Parser<'a, S> {
     bytes: &'a [u8],
     pos: usize,
+    sink: std::marker::PhantomData<S>,
 }
 
-impl<'a> Parser<'a> {
+impl<'a, S: Sink> Parser<'a, S> {
     fn error(&self, kind: ParseErrorKind) -> ParseError {
         ParseError {
             kind,
@@ -120,23 +304,23 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn expect_literal(&mut self, literal: &[u8], value: Value) -> Result<Value, ParseError> {
+    fn expect_literal(&mut self, literal: &[u8]) -> Result<(), ParseError> {
         for &expected in literal {
             if self.peek() != Some(expected) {
                 return Err(self.unexpected());
             }
             self.pos += 1;
         }
-        Ok(value)
+        Ok(())
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
+    fn value(&mut self, depth: usize) -> Result<S::Value, ParseError> {
         match self.peek() {
             None => Err(self.error(ParseErrorKind::UnexpectedEnd)),
-            Some(b'n') => self.expect_literal(b"null", Value::Null),
-            Some(b't') => self.expect_literal(b"true", Value::Bool(true)),
-            Some(b'f') => self.expect_literal(b"false", Value::Bool(false)),
-            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b'n') => self.expect_literal(b"null").map(|()| S::null()),
+            Some(b't') => self.expect_literal(b"true").map(|()| S::boolean(true)),
+            Some(b'f') => self.expect_literal(b"false").map(|()| S::boolean(false)),
+            Some(b'"') => Ok(S::string(self.string()?)),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(b'[') => self.array(depth + 1),
             Some(b'{') => self.object(depth + 1),
@@ -144,46 +328,43 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
+    fn array(&mut self, depth: usize) -> Result<S::Value, ParseError> {
         if depth > MAX_JSON_DEPTH {
             return Err(self.error(ParseErrorKind::TooDeep));
         }
         self.pos += 1; // '['
-        let mut items = Vec::new();
+        let mut items = S::array();
         self.skip_ws();
         if self.peek() == Some(b']') {
             self.pos += 1;
-            return Ok(Value::Array(items));
+            return Ok(S::array_end(items));
         }
         loop {
             self.skip_ws();
-            items.push(self.value(depth)?);
+            let item = self.value(depth)?;
+            S::array_push(&mut items, item);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(S::array_end(items));
                 }
                 _ => return Err(self.unexpected()),
             }
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
+    fn object(&mut self, depth: usize) -> Result<S::Value, ParseError> {
         if depth > MAX_JSON_DEPTH {
             return Err(self.error(ParseErrorKind::TooDeep));
         }
         self.pos += 1; // '{'
-        let map = Map::new();
-        // Duplicate keys: the last value wins at the first key's place (JSON.parse). A linear
-        // scan per key is quadratic; past a few keys an index finds a repeat in O(1).
-        let mut index: Option<std::collections::HashMap<JsStr, usize>> = None;
-        let mut entries: Vec<(JsStr, Value)> = Vec::new();
+        let mut object = S::object();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
-            return Ok(Value::Object(map));
+            return Ok(S::object_end(object));
         }
         loop {
             self.skip_ws();
@@ -198,72 +379,53 @@ impl<'a> Parser<'a> {
             self.pos += 1;
             self.skip_ws();
             let value = self.value(depth)?;
-            if entries.len() < OBJECT_INDEX_AFTER {
-                match entries.iter_mut().find(|(k, _)| *k == key) {
-                    Some(slot) => slot.1 = value,
-                    None => entries.push((key, value)),
-                }
-            } else {
-                let idx = index.get_or_insert_with(|| {
-                    entries
-                        .iter()
-                        .enumerate()
-                        .map(|(i, (k, _))| (k.clone(), i))
-                        .collect()
-                });
-                match idx.get(&key) {
-                    Some(&i) => entries[i].1 = value,
-                    None => {
-                        idx.insert(key.clone(), entries.len());
-                        entries.push((key, value));
-                    }
-                }
-            }
+            S::object_insert(&mut object, key, value);
             self.skip_ws();
             match self.peek() {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(Map::from_unique_entries(entries)));
+                    return Ok(S::object_end(object));
                 }
                 _ => return Err(self.unexpected()),
             }
         }
     }
 
-    fn string(&mut self) -> Result<JsStr, ParseError> {
+    fn string(&mut self) -> Result<S::Str, ParseError> {
         self.pos += 1; // opening quote
         let start = self.pos;
         // Fast path: no escapes.
+        self.skip_plain_string_bytes();
         while let Some(b) = self.peek() {
             match b {
                 b'"' => {
                     let s = &self.bytes[start..self.pos];
                     self.pos += 1;
                     // Valid UTF-8 was checked up front, and quotes are char boundaries.
-                    return Ok(JsStr::from_utf8_checked_elsewhere(s));
+                    return Ok(S::plain_str(s));
                 }
                 b'\\' => break,
                 0x00..=0x1F => return Err(self.error(ParseErrorKind::ControlCharacter)),
                 _ => self.pos += 1,
             }
         }
-        let mut out = JsStrBuilder::with_capacity(self.pos - start + 16);
-        out.push_utf8_bytes(&self.bytes[start..self.pos]);
+        let mut out = S::str_acc(&self.bytes[start..self.pos], 16);
         loop {
             let run_start = self.pos;
+            self.skip_plain_string_bytes();
             while let Some(b) = self.peek() {
                 if b == b'"' || b == b'\\' || b < 0x20 {
                     break;
                 }
                 self.pos += 1;
             }
-            out.push_utf8_bytes(&self.bytes[run_start..self.pos]);
+            S::push_utf8(&mut out, &self.bytes[run_start..self.pos]);
             match self.peek() {
                 None => return Err(self.error(ParseErrorKind::UnexpectedEnd)),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out.finish());
+                    return Ok(S::finish_str(out));
                 }
                 Some(b'\\') => {
                     self.pos += 1;
@@ -272,27 +434,49 @@ impl<'a> Parser<'a> {
                         Some(e) => e,
                     };
                     self.pos += 1;
-                    match escaped {
-                        b'"' => out.push_utf16_unit(b'"' as u16),
-                        b'\\' => out.push_utf16_unit(b'\\' as u16),
-                        b'/' => out.push_utf16_unit(b'/' as u16),
-                        b'b' => out.push_utf16_unit(0x08),
-                        b'f' => out.push_utf16_unit(0x0C),
-                        b'n' => out.push_utf16_unit(b'\n' as u16),
-                        b'r' => out.push_utf16_unit(b'\r' as u16),
-                        b't' => out.push_utf16_unit(b'\t' as u16),
-                        b'u' => {
-                            let unit = self.hex4()?;
-                            out.push_utf16_unit(unit);
-                        }
+                    let unit = match escaped {
+                        b'"' => b'"' as u16,
+                        b'\\' => b'\\' as u16,
+                        b'/' => b'/' as u16,
+                        b'b' => 0x08,
+                        b'f' => 0x0C,
+                        b'n' => b'\n' as u16,
+                        b'r' => b'\r' as u16,
+                        b't' => b'\t' as u16,
+                        b'u' => self.hex4()?,
                         _ => {
                             self.pos -= 1;
                             return Err(self.error(ParseErrorKind::InvalidEscape));
                         }
-                    }
+                    };
+                    S::push_unit(&mut out, unit);
                 }
                 Some(_) => return Err(self.error(ParseErrorKind::ControlCharacter)),
             }
+        }
+    }
+
+    /// Skips string content that needs no attention (no `"`, `\\` or control character)
+    /// eight bytes at a time; stops at or before the first byte that does.
+    #[inline]
+    fn skip_plain_string_bytes(&mut self) {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGHS: u64 = 0x8080_8080_8080_8080;
+        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
+            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+            let quote = w ^ (ONES * u64::from(b'"'));
+            let backslash = w ^ (ONES * u64::from(b'\\'));
+            // A byte's high bit is set when it is zero (or below 0x20): exact for the lowest
+            // such byte, which is all that is used.
+            let found = (quote.wrapping_sub(ONES) & !quote
+                | backslash.wrapping_sub(ONES) & !backslash
+                | w.wrapping_sub(ONES * 0x20) & !w)
+                & HIGHS;
+            if found != 0 {
+                self.pos += (found.trailing_zeros() / 8) as usize;
+                return;
+            }
+            self.pos += 8;
         }
     }
 
@@ -312,7 +496,7 @@ impl<'a> Parser<'a> {
         Ok(unit)
     }
 
-    fn number(&mut self) -> Result<Value, ParseError> {
+    fn number(&mut self) -> Result<S::Value, ParseError> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -352,18 +536,10 @@ impl<'a> Parser<'a> {
         }
         // The slice is ASCII by construction.
         let text = std::str::from_utf8(&self.bytes[start..self.pos]).unwrap_or("0");
-        if is_integer {
-            if let Ok(i) = text.parse::<i64>() {
-                return Ok(Value::Number(Number::Int(i)));
-            }
-        }
-        match text.parse::<f64>() {
-            Ok(f) => Ok(Value::Number(Number::Float(f))),
-            Err(_) => Err(ParseError {
-                kind: ParseErrorKind::InvalidNumber,
-                offset: start,
-            }),
-        }
+        S::number(text, is_integer).ok_or(ParseError {
+            kind: ParseErrorKind::InvalidNumber,
+            offset: start,
+        })
     }
 }
 
