@@ -15,6 +15,7 @@ use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, NodeKind, TokenChannel};
 use graphmind_core::fingerprint;
 use graphmind_core::gate::{GateDecision, PausePoint, PendingGate, ResumeAction};
+use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, JsStr, Map, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::shrink;
@@ -176,6 +177,27 @@ unsafe fn json_value(ptr: *const c_char, len: usize, what: &str) -> R<Option<Val
         Some(b) => json::parse(b)
             .map(Some)
             .map_err(|e| err(gm_code::GM_INVALID_JSON, format!("{what}: {e}"))),
+    }
+}
+
+/// A node's input or output given as JSON text: bad text is refused now (`GM_INVALID_JSON`,
+/// as [`json_value`] refuses it), but it is parsed now only while a debugger is attached
+/// (gates, edits and the loop guard read it on this thread). Detached, the checked text is
+/// handed to the core as it is and parsed on its worker thread.
+unsafe fn json_host_value(
+    ptr: *const c_char,
+    len: usize,
+    what: &str,
+    session: &Session,
+) -> R<Option<HostValue>> {
+    let Some(b) = bytes(ptr, len) else {
+        return Ok(None);
+    };
+    let refused = |e: json::ParseError| err(gm_code::GM_INVALID_JSON, format!("{what}: {e}"));
+    if session.is_attached() {
+        json::parse(b).map(|v| Some(HostValue::Built(v))).map_err(refused)
+    } else {
+        json::validate(b).map(|()| Some(HostValue::Text(b.to_vec()))).map_err(refused)
     }
 }
 
@@ -1172,8 +1194,8 @@ pub unsafe extern "C" fn gm_session_node_started(
         let s = handle(session, "session")?;
         let n = handle(node, "node")?;
         let parent = text(parent_id, parent_id_len, "parent_id")?;
-        let input = json_value(input_json, input_len, "input")?;
-        s.session.node_started(run_id(run), &n.node, parent, input);
+        let input = json_host_value(input_json, input_len, "input", &s.session)?;
+        s.session.node_started_host(run_id(run), &n.node, parent, input);
         Ok(())
     })
 }
@@ -1235,9 +1257,9 @@ pub unsafe extern "C" fn gm_session_node_finished(
     guard(|| {
         let s = handle(session, "session")?;
         let n = handle(node, "node")?;
-        let output = json_value(output_json, output_len, "output")?;
+        let output = json_host_value(output_json, output_len, "output", &s.session)?;
         s.session
-            .node_finished(run_id(run), &n.node, output, duration_ms, injected);
+            .node_finished_host(run_id(run), &n.node, output, duration_ms, injected);
         Ok(())
     })
 }
@@ -1713,11 +1735,11 @@ pub unsafe extern "C" fn gm_step_start(
         let kind = node_kind(kind, kind_len)?;
         let name = required_text(name, name_len, "name")?;
         let parent = text(parent_id, parent_id_len, "parent_id")?;
-        let input = json_value(input_json, input_len, "input")?;
+        let input = json_host_value(input_json, input_len, "input", &s.session)?;
         if out.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
         }
-        let step = Step::start(
+        let step = Step::start_host(
             &s.session,
             run_id(run),
             NodeRef::new(kind, name),
@@ -1833,8 +1855,8 @@ pub unsafe extern "C" fn gm_step_on_after(
     guard(|| {
         let st = handle_mut(step, "step")?;
         let d = handle(decision, "decision")?.decision.clone();
-        let output = json_value(output_json, output_len, "output")?;
-        put(out, next_out(st.step.on_after(d, output)), "out")
+        let output = json_host_value(output_json, output_len, "output", &st.session)?;
+        put(out, next_out(st.step.on_after_host(d, output)), "out")
     })
 }
 
