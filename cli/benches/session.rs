@@ -186,6 +186,18 @@ fn main() {
     let attached = session(&format!("ws://127.0.0.1:{port}/ingest"));
     assert!(attached.ready(Duration::from_secs(5)), "attaches");
     let attached_ns = per_node(&attached, &input, rounds, batch);
+    // The same attached, each call with its own input and output (the bench above repeats
+    // one call, a loop the guard flags, and so records it as one).
+    let counter = std::cell::Cell::new(0i64);
+    let distinct = || {
+        counter.set(counter.get() + 1);
+        let mut value = input.clone();
+        if let Some(map) = value.as_object_mut() {
+            map.insert(json::JsStr::from("id"), Value::Number(json::Number::Int(counter.get())));
+        }
+        (HostValue::Built(value.clone()), HostValue::Built(value))
+    };
+    let attached_distinct_ns = per_node_with(&attached, rounds, batch, distinct);
     // The same attached, without the loop guard: what keying input and output costs.
     let unguarded = session_with(&format!("ws://127.0.0.1:{port}/ingest"), |o| o.loop_guard = Some(config::LoopGuardOption::Off));
     assert!(unguarded.ready(Duration::from_secs(5)), "attaches");
@@ -196,6 +208,7 @@ fn main() {
     println!("  graphmind-core detached   {:>8.2} µs   (goal <= 2 µs)", detached_ns / 1000.0);
     println!("  same, values as JSON text {:>8.2} µs   (goal <= 2 µs; parsed by the worker)", detached_text_ns / 1000.0);
     println!("  graphmind-core attached   {:>8.2} µs   (goal <= 2 µs)", attached_ns / 1000.0);
+    println!("  attached, distinct calls  {:>8.2} µs   (goal <= 2 µs; each call its own input, no loop)", attached_distinct_ns / 1000.0);
     println!("  same, loop guard off      {:>8.2} µs   (the rest is keying input and output for the guard)", unguarded_ns / 1000.0);
     println!("  serde_json, same payloads {:>8.2} µs   (serializing alone, on the app thread)", floor_ns / 1000.0);
 
