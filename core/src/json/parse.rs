@@ -548,6 +548,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_word_scan_stops_exactly_at_the_first_byte_that_needs_attention() {
+        // Against a byte-at-a-time scan: every special byte (quote, backslash, each control
+        // character) at every position of strings up to 40 bytes, among plain ASCII and
+        // UTF-8 continuation bytes (>= 0x80, which must never look special).
+        let fillers: [&[u8]; 3] = [b"abcdefgh", "é✓😀ünï".as_bytes(), b"\x7f~ !#[]"];
+        let specials: Vec<u8> = (0u8..0x20).chain([b'"', b'\\']).collect();
+        for filler in fillers {
+            for len in 0..40usize {
+                let plain: Vec<u8> = (0..len).map(|i| filler[i % filler.len()]).collect();
+                let mut cases = vec![(plain.clone(), len)];
+                for at in 0..len {
+                    for &s in &specials {
+                        let mut bytes = plain.clone();
+                        bytes[at] = s;
+                        cases.push((bytes, at));
+                    }
+                }
+                for (bytes, first) in cases {
+                    let mut p = Parser::<Check> { bytes: &bytes, pos: 0, sink: std::marker::PhantomData };
+                    p.skip_plain_string_bytes();
+                    assert!(p.pos <= first, "{bytes:?}: skipped past byte {first} to {}", p.pos);
+                    assert!(p.pos == first || bytes.len() - p.pos < 8, "{bytes:?}: stopped early at {}", p.pos);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn parses_nested_documents_in_order() {
         let v = parse_str(r#"{"b":[1,2.5,"x"],"a":{"c":null,"d":true}}"#).unwrap();
         let keys: Vec<_> = v

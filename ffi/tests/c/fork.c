@@ -50,6 +50,7 @@ int main(void) {
     gm_session *s = NULL;
     pid_t child;
     int status = 0;
+    alarm(60);
     failed(gm_options_set_app_name(opts, S("c-fork")), "app name");
     if (failed(gm_session_new(opts, NULL, GM_FLAVOR_NATIVE, NULL, NULL, &s), "session")) return 1;
     gm_options_free(opts);
@@ -71,7 +72,9 @@ int main(void) {
         return 1;
     }
     if (child == 0) {
-        int attached_after_fork = gm_session_is_attached(s) ? 1 : 0;
+        int attached_after_fork;
+        alarm(60); /* alarms are not inherited */
+        attached_after_fork = gm_session_is_attached(s) ? 1 : 0;
         int bad = one_run(s, "CHILD", S("child"));
         int ready = gm_session_ready(s, 5000) ? 1 : 0;
         printf(" attached-after-fork=%d ready=%d\n", attached_after_fork, ready);
@@ -85,9 +88,14 @@ int main(void) {
         fprintf(stderr, "fork: the child failed (status %d)\n", status);
         return 1;
     }
-    printf("PARENT-AFTER attached=%d\n", gm_session_is_attached(s) ? 1 : 0);
+    /* The parent's locks were released after the fork: it records and flushes as before. */
+    if (one_run(s, "PARENT-AFTER", S("parent-after"))) return 1;
+    printf(" attached=%d\n", gm_session_is_attached(s) ? 1 : 0);
     fflush(stdout);
-    gm_session_flush(s, 2000);
+    if (!gm_session_flush(s, 5000)) {
+        fprintf(stderr, "fork: the parent could not flush after the fork\n");
+        return 1;
+    }
     gm_session_dispose(s, 2000);
     gm_session_free(s);
     return 0;
