@@ -4,10 +4,12 @@
 use crate::{gm_session, guard_value};
 use graphmind_core::session::Session;
 use parking_lot::Mutex;
-use std::sync::Once;
+use std::sync::OnceLock;
 
 static SESSIONS: Mutex<Vec<Session>> = Mutex::new(Vec::new());
-static INSTALL: Once = Once::new();
+/// Whether the hooks were installed (tried once per process; the answer is kept, so a
+/// failed install is reported to every later caller too).
+static INSTALLED: OnceLock<bool> = OnceLock::new();
 
 extern "C" {
     fn pthread_atfork(
@@ -62,8 +64,7 @@ pub unsafe extern "C" fn gm_atfork_register(session: *const gm_session) -> bool 
         let Some(s) = session.as_ref() else {
             return false;
         };
-        let mut ok = true;
-        INSTALL.call_once(|| ok = pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0);
+        let ok = *INSTALLED.get_or_init(|| pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0);
         if ok {
             let mut list = SESSIONS.lock();
             if !list.iter().any(|x| x.same_as(&s.session)) {
