@@ -720,16 +720,14 @@ impl Session {
                 self.defer_dropped(&mut shared, *event);
                 None
             }
-            Handed::Dropped(_) => {
+            Handed::Dropped(returned) => {
                 if defer {
                     self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
                 }
-                if loop_event && event_type == MessageType::NodeStarted {
-                    // Never reached the wire: it is not "the call right before" the next one.
-                    self.inner
-                        .loop_guard
-                        .lock()
-                        .on_unidentified_start(&run_id, "tool", seq);
+                if let Some(event) = returned.filter(|_| loop_event && event_type == MessageType::NodeStarted) {
+                    // Never reached the wire: it is not "the call right before" the next
+                    // one of its kind (the same books as a dropped deferred start).
+                    note_dropped(&mut self.inner.loop_guard.lock(), &event);
                 }
                 None
             }
