@@ -43,6 +43,7 @@ const TAG_ARRAY_END: u64 = 8;
 const TAG_ARRAY: u64 = 9;
 const TAG_OBJECT: u64 = 10;
 const TAG_MEMBER: u64 = 11;
+const TAG_LABEL: u64 = 12;
 
 const MUL_A: u64 = 0x9E37_79B9_7F4A_7C15;
 const MUL_B: u64 = 0xC2B2_AE3D_27D4_EB4F;
@@ -77,15 +78,16 @@ impl Hasher {
         self.b = (self.b ^ w).wrapping_mul(MUL_B).rotate_left(31);
     }
 
-    /// The length, then the bytes as 64-bit words. The last word is read without copying
-    /// the tail into a buffer (a `memcpy` whose wide re-read stalled on store forwarding,
-    /// most of a key's time, as keys and short strings are all tail): past 8 bytes it is the
-    /// last 8 bytes (overlapping the word before), below that two overlapping reads. With
-    /// the length hashed first, every byte string still maps to exactly one word sequence.
+    /// One token: its tag and length in one word (the length above the tag's byte), then
+    /// the bytes as 64-bit words. The last word is read without copying the tail into a
+    /// buffer (a `memcpy` whose wide re-read stalled on store forwarding, most of a key's
+    /// time, as keys and short strings are all tail): past 8 bytes it is the last 8 bytes
+    /// (overlapping the word before), below that two overlapping reads. With the tag and
+    /// length hashed first, every (tag, byte string) still maps to exactly one word sequence.
     #[inline]
-    fn bytes(&mut self, bytes: &[u8]) {
+    fn tagged_bytes(&mut self, tag: u64, bytes: &[u8]) {
         let len = bytes.len();
-        self.word(len as u64);
+        self.word(((len as u64) << 8) | tag);
         let mut chunks = bytes.chunks_exact(8);
         for chunk in &mut chunks {
             self.word(read_u64(chunk, 0));
@@ -120,6 +122,10 @@ pub(crate) struct KeyWalker<'i, K: AsRef<str>> {
     /// Characters of string content left (UTF-16 units of every string and key plus one per string, key and array element, as the reference counts them), or
     /// `None` when unbounded.
     budget: Option<usize>,
+    /// An upper bound of what the budget would count, summed as the walk goes.
+    upper_bound: usize,
+    /// Canonical digits of a number keyed by its text (kept between numbers of one walk).
+    digits: Vec<u8>,
 }
 
 /// The budget ran out.
@@ -133,6 +139,8 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
             seed: (lane(0) ^ lane(16), lane(8) ^ lane(24)),
             ignore,
             budget: None,
+            upper_bound: 0,
+            digits: Vec::new(),
         }
     }
 
@@ -140,8 +148,7 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
     pub(crate) fn call_key(mut self, node_id: &[u8], input: Option<&Value>) -> Key {
         let mut h = Hasher::new(self.seed);
         h.word(TAG_ARRAY);
-        h.word(TAG_STRING);
-        h.bytes(node_id);
+        h.tagged_bytes(TAG_STRING, node_id);
         match input {
             None => h.word(TAG_NULL),
             Some(v) => {
@@ -163,17 +170,32 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
         budget: usize,
     ) -> Option<Key> {
         let mut h = Hasher::new(self.seed);
-        h.bytes(label);
-        self.budget = Some(budget);
-        match value {
-            None => h.word(TAG_NULL),
-            Some(v) => self.value(&mut h, v, 0).ok()?,
+        h.tagged_bytes(TAG_LABEL, label);
+        let Some(v) = value else {
+            h.word(TAG_NULL);
+            return Some(to_key(h.finish()));
+        };
+        // UTF-8 bytes bound UTF-16 units from above: a value whose bound fits the budget
+        // fits it, and is keyed in one walk without counting characters. Only a value past
+        // the bound (hundreds of kilobytes) is walked again, counting exactly.
+        let start = h;
+        self.upper_bound = 0;
+        let _ = self.value(&mut h, v, 0);
+        if self.upper_bound <= budget {
+            return Some(to_key(h.finish()));
         }
+        let mut h = start;
+        self.budget = Some(budget);
+        self.value(&mut h, v, 0).ok()?;
         Some(to_key(h.finish()))
     }
 
+    /// Counts one string, key or array element against the budget: `bound` (its UTF-8
+    /// bytes + 1, never less than the exact count) always, the exact `chars` only when a
+    /// budget is being enforced.
     #[inline]
-    fn spend(&mut self, chars: impl FnOnce() -> usize) -> Result<(), OverBudget> {
+    fn spend(&mut self, bound: usize, chars: impl FnOnce() -> usize) -> Result<(), OverBudget> {
+        self.upper_bound += bound;
         if let Some(left) = self.budget {
             self.budget = Some(left.checked_sub(chars()).ok_or(OverBudget)?);
         }
@@ -185,11 +207,10 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
             Value::Null => h.word(TAG_NULL),
             Value::Bool(true) => h.word(TAG_TRUE),
             Value::Bool(false) => h.word(TAG_FALSE),
-            Value::Number(n) => number(h, n),
+            Value::Number(n) => number(h, n, &mut self.digits),
             Value::String(s) => {
-                self.spend(|| s.utf16_len() + 1)?;
-                h.word(TAG_STRING);
-                h.bytes(s.as_bytes());
+                self.spend(s.as_bytes().len() + 1, || s.utf16_len() + 1)?;
+                h.tagged_bytes(TAG_STRING, s.as_bytes());
             }
             Value::Array(items) => {
                 if depth > MAX_CANONICAL_DEPTH {
@@ -198,7 +219,7 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
                 }
                 h.word(TAG_ARRAY);
                 for item in items {
-                    self.spend(|| 1)?;
+                    self.spend(1, || 1)?;
                     self.value(h, item, depth + 1)?;
                 }
                 h.word(TAG_ARRAY_END);
@@ -214,10 +235,9 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
                     if is_ignored(k, self.ignore) {
                         continue;
                     }
-                    self.spend(|| k.utf16_len() + 1)?;
+                    self.spend(k.as_bytes().len() + 1, || k.utf16_len() + 1)?;
                     let mut member = Hasher::new(self.seed);
-                    member.word(TAG_MEMBER);
-                    member.bytes(k.as_bytes());
+                    member.tagged_bytes(TAG_MEMBER, k.as_bytes());
                     self.value(&mut member, v, depth + 1)?;
                     let (a, b) = member.finish();
                     sum_a = sum_a.wrapping_add(a);
@@ -251,12 +271,11 @@ fn read_u32(bytes: &[u8], at: usize) -> u32 {
 }
 
 fn depth_marker(h: &mut Hasher) {
-    h.word(TAG_STRING);
-    h.bytes(DEPTH_MARKER.as_bytes());
+    h.tagged_bytes(TAG_STRING, DEPTH_MARKER.as_bytes());
 }
 
 /// Hashes a number so that two numbers agree exactly when their canonical spellings do.
-fn number(h: &mut Hasher, n: &Number) {
+fn number(h: &mut Hasher, n: &Number, scratch: &mut Vec<u8>) {
     match n {
         Number::Int(i) if (*i as f64).abs() < EXACT_INTEGER_LIMIT => integer(h, *i),
         Number::Float(f) if !f.is_finite() => h.word(TAG_NULL),
@@ -270,24 +289,24 @@ fn number(h: &mut Hasher, n: &Number) {
             Ok(i) if (i as f64).abs() < EXACT_INTEGER_LIMIT && i.to_string() == **digits => {
                 integer(h, i)
             }
-            _ => number_text(h, n),
+            _ => number_text(h, n, scratch),
         },
-        _ => number_text(h, n),
+        _ => number_text(h, n, scratch),
     }
 }
 
+/// An integer below 2^53 in magnitude, with its tag in one word: shifting it 8 bits left
+/// drops only copies of its sign bit, so no two such integers share a word.
 #[inline]
 fn integer(h: &mut Hasher, i: i64) {
-    h.word(TAG_INTEGER);
-    h.word(i as u64);
+    h.word(((i as u64) << 8) | TAG_INTEGER);
 }
 
-/// A number by its canonical digits (rare: integers past 2^53).
-fn number_text(h: &mut Hasher, n: &Number) {
-    let mut text = Vec::with_capacity(24);
-    write_number(n, &mut text);
-    h.word(TAG_NUMBER_TEXT);
-    h.bytes(&text);
+/// A number by its canonical digits (rare: integers past 2^53), spelled into `digits`.
+fn number_text(h: &mut Hasher, n: &Number, digits: &mut Vec<u8>) {
+    digits.clear();
+    write_number(n, digits);
+    h.tagged_bytes(TAG_NUMBER_TEXT, digits);
 }
 
 fn to_key((a, b): (u64, u64)) -> Key {
@@ -502,9 +521,19 @@ mod tests {
             walker().outcome_key(b"out", Some(&v), 11),
             walker().outcome_key(b"res", Some(&v), 11)
         );
+        // Within its byte bound (one walk) and only within its exact count (two walks),
+        // the same value has the same key.
+        assert_eq!(
+            walker().outcome_key(b"out", Some(&v), 11),
+            walker().outcome_key(b"out", Some(&v), 1_000)
+        );
         let v = parse_str(r#"{"ab":"xyz","c":[1,2]}"#).unwrap();
         // keys 3 + 2, string 4, elements 2 = 11
         assert!(walker().outcome_key(b"out", Some(&v), 11).is_some());
         assert!(walker().outcome_key(b"out", Some(&v), 10).is_none());
+        // Astral characters: 4 bytes, 2 UTF-16 units each ("😀😀" 4+1, key "k" 1+1 = 7).
+        let v = parse_str(r#"{"k":"😀😀"}"#).unwrap();
+        assert!(walker().outcome_key(b"out", Some(&v), 7).is_some());
+        assert!(walker().outcome_key(b"out", Some(&v), 6).is_none());
     }
 }
