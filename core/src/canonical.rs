@@ -24,7 +24,9 @@
 //! The writer is generic over a byte [`Sink`] so that the fingerprint can stream the text
 //! straight into SHA-256 without building a `String`.
 
-use crate::json::{cmp_utf16_bytes, JsStr, Number, Value};
+use crate::json::{self, cmp_utf16_bytes, JsStr, Number, ParseError, Value};
+
+mod text;
 
 /// Keys removed at every depth unless the caller passes its own list: MCP's per-request
 /// `_meta` (clients put a fresh `progressToken` in it on every call).
@@ -93,6 +95,43 @@ pub fn canonical_call_js(node_id: &JsStr, input: Option<&Value>, ignore_keys: &[
     let mut out = Vec::with_capacity(128);
     write_canonical_call(node_id.as_bytes(), input, ignore_keys, &mut out);
     into_string(out)
+}
+
+/// The canonical JSON of JSON `text` (UTF-8), removing `ignore_keys` at every depth: the
+/// same as parsing it and calling [`canonical_json_with`], faster for text whose tokens
+/// are already canonical (as `JSON.stringify` writes them), which is copied with only its
+/// members reordered (see `canonical/text.rs`).
+pub fn canonical_json_text<K: AsRef<str>>(text: &[u8], ignore_keys: &[K]) -> Result<String, ParseError> {
+    let prepared = Prepared::new(text, ignore_keys)?;
+    let mut out = Vec::with_capacity(text.len() + 2);
+    prepared.write(ignore_keys, &mut out);
+    Ok(into_string(out))
+}
+
+/// JSON text made ready to be written canonically: its checked tokens when they are
+/// already canonical, else its parsed value. Preparing finds every error, so writing
+/// cannot fail half-way.
+pub(crate) enum Prepared<'t> {
+    Tokens(text::Tape<'t>),
+    Parsed(Value),
+}
+
+impl<'t> Prepared<'t> {
+    /// Prepares `text` for [`Prepared::write`] with the same `ignore_keys`.
+    pub(crate) fn new<K: AsRef<str>>(text: &'t [u8], ignore_keys: &[K]) -> Result<Self, ParseError> {
+        match text::canonical_tokens(text, ignore_keys) {
+            Some(tape) => Ok(Prepared::Tokens(tape)),
+            None => json::parse(text).map(Prepared::Parsed),
+        }
+    }
+
+    /// Writes the canonical text.
+    pub(crate) fn write<S: Sink, K: AsRef<str>>(&self, ignore_keys: &[K], sink: &mut S) {
+        match self {
+            Prepared::Tokens(tape) => tape.write(sink),
+            Prepared::Parsed(value) => write_canonical(value, ignore_keys, sink),
+        }
+    }
 }
 
 /// Writes the canonical JSON of `value` into `sink`.

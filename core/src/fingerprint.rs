@@ -8,8 +8,8 @@
 //! The salted digests of the 0.6 loop kinds (outputs, errors, laps) are HMAC-SHA-256 with a
 //! per-process key; [`salted_digest`] computes them.
 
-use crate::canonical::{self, Sink, DEFAULT_IGNORE_KEYS};
-use crate::json::{JsStr, Value};
+use crate::canonical::{self, Prepared, Sink, DEFAULT_IGNORE_KEYS};
+use crate::json::{JsStr, ParseError, Value};
 use sha2::{Digest, Sha256};
 
 /// Hex characters kept of the SHA-256 (16 bytes of it).
@@ -29,6 +29,28 @@ pub fn fingerprint_with(node_id: &str, input: Option<&Value>, ignore_keys: &[&st
 /// [`fingerprint_with`] for a node id that may hold lone surrogates.
 pub fn fingerprint_js_with(node_id: &JsStr, input: Option<&Value>, ignore_keys: &[&str]) -> String {
     fingerprint_wtf8(node_id.as_bytes(), input, ignore_keys)
+}
+
+/// The fingerprint of a call whose input is JSON `text` (UTF-8; `None`: no input), the same
+/// as parsing it and calling [`fingerprint_js_with`]; text whose tokens are already
+/// canonical (what `JSON.stringify` writes) is hashed without building a value
+/// ([`canonical::canonical_json_text`]).
+pub fn fingerprint_text_js<K: AsRef<str>>(
+    node_id: &JsStr,
+    input_text: Option<&[u8]>,
+    ignore_keys: &[K],
+) -> Result<String, ParseError> {
+    let input = input_text.map(|t| Prepared::new(t, ignore_keys)).transpose()?;
+    let mut sink = HashSink::new(Sha256::new());
+    sink.put(b"[");
+    canonical::write_escaped(node_id.as_bytes(), &mut sink);
+    sink.put(b",");
+    match &input {
+        None => sink.put(b"null"),
+        Some(prepared) => prepared.write(ignore_keys, &mut sink),
+    }
+    sink.put(b"]");
+    Ok(hex32(&sink.finish()))
 }
 
 fn fingerprint_wtf8(node_id: &[u8], input: Option<&Value>, ignore_keys: &[&str]) -> String {

@@ -2,10 +2,11 @@
 //! property tests.
 
 use graphmind_core::canonical::{
-    canonical_call, canonical_call_js, canonical_json, canonical_json_with, DEFAULT_IGNORE_KEYS,
+    canonical_call, canonical_call_js, canonical_json, canonical_json_text, canonical_json_with,
+    DEFAULT_IGNORE_KEYS,
 };
 use graphmind_core::fingerprint::{
-    fingerprint, fingerprint_js_with, fingerprint_with, sha256_hex32,
+    fingerprint, fingerprint_js_with, fingerprint_text_js, fingerprint_with, sha256_hex32,
 };
 use graphmind_core::json::{self, JsStr, Map, Number, Value};
 use proptest::prelude::*;
@@ -320,4 +321,67 @@ fn benchmark_sample_matches_the_python_reference() {
         fingerprint("tool:search_files", Some(&v)),
         "64d02db96e16511cfce8f8920cf29d44"
     );
+}
+
+// -- from JSON text -----------------------------------------------------------------------
+
+/// Canonical text and fingerprint taken from JSON text agree with parsing it first, errors
+/// included (the text path copies already-canonical tokens and parses everything else).
+fn text_agrees_with_parsing(text: &[u8], ignore: &[&str]) -> Result<(), String> {
+    let parsed = json::parse(text);
+    let slow = parsed.as_ref().map(|v| canonical_json_with(v, ignore)).map_err(Clone::clone);
+    let fast = canonical_json_text(text, ignore);
+    if fast != slow {
+        return Err(format!("canonical {fast:?} != {slow:?} for {:?}", String::from_utf8_lossy(text)));
+    }
+    let id = JsStr::from("tool:x");
+    let slow = parsed.as_ref().map(|v| fingerprint_js_with(&id, Some(v), ignore)).map_err(Clone::clone);
+    let fast = fingerprint_text_js(&id, Some(text), ignore);
+    if fast != slow {
+        return Err(format!("fingerprint {fast:?} != {slow:?} for {:?}", String::from_utf8_lossy(text)));
+    }
+    Ok(())
+}
+
+#[test]
+fn from_text_agrees_with_parsing_on_every_vector_file_and_prefix() {
+    let mut files = Vec::new();
+    for dir in ["jsontestsuite/test_parsing", "jcs/input", "reference"] {
+        for entry in std::fs::read_dir(vectors().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|x| x == "json") {
+                files.push(std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    assert!(files.len() > 300);
+    for bytes in &files {
+        for ignore in [&[][..], DEFAULT_IGNORE_KEYS] {
+            text_agrees_with_parsing(bytes, ignore).unwrap();
+            // Written back as JSON.stringify would (the text path's common case).
+            if let Ok(v) = json::parse(bytes) {
+                text_agrees_with_parsing(json::to_string(&v).as_bytes(), ignore).unwrap();
+            }
+        }
+        if bytes.len() < 4096 {
+            for end in 0..bytes.len() {
+                text_agrees_with_parsing(&bytes[..end], &[]).unwrap();
+            }
+        }
+    }
+    assert_eq!(fingerprint_text_js(&JsStr::from("n"), None, DEFAULT_IGNORE_KEYS), Ok(fingerprint("n", None)));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn from_text_agrees_with_parsing_on_random_values(v in arb_value()) {
+        let text = json::to_string(&v);
+        text_agrees_with_parsing(text.as_bytes(), DEFAULT_IGNORE_KEYS).map_err(TestCaseError::fail)?;
+        text_agrees_with_parsing(json::to_string(&reversed(&v)).as_bytes(), &[]).map_err(TestCaseError::fail)?;
+        if json_safe(&v) {
+            prop_assert_eq!(canonical_json_text(text.as_bytes(), DEFAULT_IGNORE_KEYS).unwrap(), canonical_json(&v));
+        }
+    }
 }

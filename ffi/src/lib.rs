@@ -1978,13 +1978,10 @@ pub unsafe extern "C" fn gm_canonical_json(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
-        let v = json_value(json, len, "json")?
-            .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
-        put(
-            out,
-            gm_string::from_string(canonical::canonical_json(&v)),
-            "out",
-        )
+        let text = bytes(json, len).ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
+        let canonical = canonical::canonical_json_text(text, canonical::DEFAULT_IGNORE_KEYS)
+            .map_err(|e| err(gm_code::GM_INVALID_JSON, format!("json: {e}")))?;
+        put(out, gm_string::from_string(canonical), "out")
     })
 }
 
@@ -2039,17 +2036,15 @@ pub unsafe extern "C" fn gm_fingerprint(
     guard(|| {
         let id = js_text(node_id, node_id_len, "node_id")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "node_id: NULL"))?;
-        let input = json_value(input_json, input_len, "input")?;
         let ignore = ignore_list(ignore_keys_json, ignore_len)?;
         let keys: Vec<&str> = match &ignore {
             Some(list) => list.iter().map(String::as_str).collect(),
             None => canonical::DEFAULT_IGNORE_KEYS.to_vec(),
         };
-        put(
-            out,
-            gm_string::from_string(fingerprint::fingerprint_js_with(&id, input.as_ref(), &keys)),
-            "out",
-        )
+        // From the text: tokens already canonical are hashed as they stand (no parse).
+        let digest = fingerprint::fingerprint_text_js(&id, bytes(input_json, input_len), &keys)
+            .map_err(|e| err(gm_code::GM_INVALID_JSON, format!("input: {e}")))?;
+        put(out, gm_string::from_string(digest), "out")
     })
 }
 

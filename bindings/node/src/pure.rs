@@ -33,8 +33,13 @@ fn keys(ignore: &Option<Vec<String>>) -> Vec<&str> {
 /// `ignoreKeys` says otherwise).
 #[napi]
 pub fn canonical_json(value_json: JsString<'_>, ignore_keys: Option<Vec<String>>) -> Result<String> {
-    let value = crate::text::parse_js_opt_scratch(Some(&value_json))?.unwrap_or(Value::Null);
-    Ok(canonical::canonical_json_with(&value, &keys(&ignore_keys)))
+    crate::text::with_js_text(&value_json, |text| {
+        canonical::canonical_json_text(text, &keys(&ignore_keys)).map_err(invalid_json)
+    })?
+}
+
+fn invalid_json(e: json::ParseError) -> Error {
+    Error::from_reason(format!("graphmind: invalid JSON from the binding: {e}"))
 }
 
 /// The canonical text of a call (`nodeId` + input), as the loop guard hashes it.
@@ -57,8 +62,14 @@ fn js_str(text: &str) -> Result<graphmind_core::json::JsStr> {
 #[napi]
 pub fn fingerprint(node_id_json: String, input_json: Option<JsString<'_>>, ignore_keys: Option<Vec<String>>) -> Result<String> {
     let node_id = js_str(&node_id_json)?;
-    let input = crate::text::parse_js_opt_scratch(input_json.as_ref())?;
-    Ok(fingerprint::fingerprint_js_with(&node_id, input.as_ref(), &keys(&ignore_keys)))
+    let keys = keys(&ignore_keys);
+    match input_json {
+        // The text as JSON.stringify wrote it is hashed without being parsed.
+        Some(text) => crate::text::with_js_text(&text, |bytes| {
+            fingerprint::fingerprint_text_js(&node_id, Some(bytes), &keys).map_err(invalid_json)
+        })?,
+        None => fingerprint::fingerprint_text_js(&node_id, None, &keys).map_err(invalid_json),
+    }
 }
 
 /// Canonical JSON (RFC 8785 for JSON input) of raw JSON bytes parsed by the core's own

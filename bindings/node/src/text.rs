@@ -74,10 +74,19 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// [`parse_js_opt`] with the JS thread's own buffer (for the pure functions).
-pub(crate) fn parse_js_opt_scratch(s: Option<&JsString<'_>>) -> Result<Option<Value>> {
+/// Calls `f` with `s`'s UTF-8 bytes, read into the JS thread's own buffer (for the pure
+/// functions).
+pub(crate) fn with_js_text<T>(s: &JsString<'_>, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
     SCRATCH.with(|b| match b.try_borrow_mut() {
-        Ok(mut buf) => parse_js_opt(s, &mut buf),
-        Err(_) => parse_js_opt(s, &mut Vec::new()),
+        Ok(mut buf) => {
+            read_utf8(s, &mut buf)?;
+            Ok(f(&buf))
+        }
+        Err(_) => {
+            let mut buf = Vec::new();
+            read_utf8(s, &mut buf)?;
+            Ok(f(&buf))
+        }
     })
 }
+

@@ -66,6 +66,37 @@ test('canonical JSON and fingerprints: loop-guard fixture and differential (with
   assert.ok(n > 400);
 });
 
+test('fingerprint of random JavaScript values: the unparsed-text path agrees with parsing', () => {
+  // fingerprint() hashes JSON.stringify's text without parsing it when its tokens are
+  // already canonical; canonicalCall() parses. Same SHA-256 on every value.
+  let seed = 7;
+  const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  const strings = ['', 'a', '_meta', 'é', '😀', '\uff61', '\ud800', 'x\ny"z\\', '\u0001\u007f', 'ａ', 'b'];
+  const numbers = [0, -0, 1, -1, 0.1, 1e21, 1e-7, 123456789012345680000, 2 ** 53 + 1, -3.14159, NaN, Infinity, 5e-324];
+  const value = (depth) => {
+    switch (rand(depth > 4 ? 4 : 7)) {
+      case 0: return numbers[rand(numbers.length)];
+      case 1: return strings[rand(strings.length)];
+      case 2: return [null, true, false, undefined][rand(4)];
+      case 3: return rand(1000) - 500;
+      case 4: return Array.from({ length: rand(5) }, () => value(depth + 1));
+      default: {
+        const o = {};
+        for (let i = rand(6); i > 0; i -= 1) o[strings[rand(strings.length)] + (rand(3) ? '' : String(i))] = value(depth + 1);
+        return o;
+      }
+    }
+  };
+  const hash = (text) => crypto.createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 32);
+  const cases = Array.from({ length: 500 }, () => value(0));
+  check('random values', cases, (v) => {
+    const canonical = native.canonicalCall(json('tool:x'), json(v) ?? 'null', null);
+    assert.equal(gm.fingerprint('tool:x', v), hash(canonical));
+    const body = canonical.slice('["tool:x",'.length, -1);
+    assert.equal(gm.canonicalJson(v), body);
+  });
+});
+
 test('JCS (RFC 8785): every input canonicalised byte for byte, and the ES6 number spellings', () => {
   const dir = path.join(VECTORS, 'jcs');
   const names = fs.readdirSync(path.join(dir, 'input')).filter((f) => f.endsWith('.json'));

@@ -8,6 +8,7 @@ mod value;
 mod write;
 
 pub use parse::{parse, parse_str, validate, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
+pub(crate) use parse::{number_value, skip_plain_string_bytes};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
 pub use value::{Map, Number, Value};
 pub use write::{to_string, write_f64, write_number, write_string, write_value};

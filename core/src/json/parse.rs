@@ -179,12 +179,7 @@ impl Sink for Build {
     }
     #[inline]
     fn number(text: &str, is_integer: bool) -> Option<Value> {
-        if is_integer {
-            if let Ok(i) = text.parse::<i64>() {
-                return Some(Value::Number(Number::Int(i)));
-            }
-        }
-        text.parse::<f64>().ok().map(|f| Value::Number(Number::Float(f)))
+        number_value(text, is_integer).map(Value::Number)
     }
     #[inline]
     fn array() -> Vec<Value> {
@@ -460,24 +455,7 @@ impl<'a, S: Sink> Parser<'a, S> {
     /// eight bytes at a time; stops at or before the first byte that does.
     #[inline]
     fn skip_plain_string_bytes(&mut self) {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGHS: u64 = 0x8080_8080_8080_8080;
-        while let Some(chunk) = self.bytes.get(self.pos..self.pos + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            let quote = w ^ (ONES * u64::from(b'"'));
-            let backslash = w ^ (ONES * u64::from(b'\\'));
-            // A byte's high bit is set when it is zero (or below 0x20): exact for the lowest
-            // such byte, which is all that is used.
-            let found = (quote.wrapping_sub(ONES) & !quote
-                | backslash.wrapping_sub(ONES) & !backslash
-                | w.wrapping_sub(ONES * 0x20) & !w)
-                & HIGHS;
-            if found != 0 {
-                self.pos += (found.trailing_zeros() / 8) as usize;
-                return;
-            }
-            self.pos += 8;
-        }
+        self.pos = skip_plain_string_bytes(self.bytes, self.pos);
     }
 
     fn hex4(&mut self) -> Result<u16, ParseError> {
@@ -541,6 +519,44 @@ impl<'a, S: Sink> Parser<'a, S> {
             offset: start,
         })
     }
+}
+
+/// The number a token of valid JSON number grammar stands for: an integer literal that fits
+/// an `i64` is an [`Number::Int`], anything else the nearest double (`None` if Rust cannot
+/// read it, which valid grammar never gives).
+#[inline]
+pub(crate) fn number_value(text: &str, is_integer: bool) -> Option<Number> {
+    if is_integer {
+        if let Ok(i) = text.parse::<i64>() {
+            return Some(Number::Int(i));
+        }
+    }
+    text.parse::<f64>().ok().map(Number::Float)
+}
+
+/// From `pos`, skips string content that needs no attention (no `"`, `\\` or byte below
+/// 0x20) eight bytes at a time; returns a position at or before the first byte that does
+/// (the caller looks at the remaining bytes one by one).
+#[inline]
+pub(crate) fn skip_plain_string_bytes(bytes: &[u8], mut pos: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = bytes.get(pos..pos + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let quote = w ^ (ONES * u64::from(b'"'));
+        let backslash = w ^ (ONES * u64::from(b'\\'));
+        // A byte's high bit is set when it is zero (or below 0x20): exact for the lowest
+        // such byte, which is all that is used.
+        let found = (quote.wrapping_sub(ONES) & !quote
+            | backslash.wrapping_sub(ONES) & !backslash
+            | w.wrapping_sub(ONES * 0x20) & !w)
+            & HIGHS;
+        if found != 0 {
+            return pos + (found.trailing_zeros() / 8) as usize;
+        }
+        pos += 8;
+    }
+    pos
 }
 
 #[cfg(test)]
