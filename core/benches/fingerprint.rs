@@ -27,6 +27,7 @@ fn bench(c: &mut Criterion) {
     let ours = graphmind_core::json::parse(&bytes).expect("sample parses");
     let theirs: serde_json::Value =
         serde_json::from_slice(&bytes).expect("sample parses with serde_json");
+    let theirs_value = theirs.clone();
     let call = serde_json::Value::Array(vec![serde_json::Value::from(NODE_ID), theirs]);
 
     let mut group = c.benchmark_group("fingerprint sample-1k");
@@ -87,6 +88,16 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("serde_json::from_slice to IgnoredAny", |b| {
         b.iter(|| serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&bytes)).unwrap())
+    });
+    group.finish();
+
+    // What the session's worker pays to serialize an event's payload.
+    let mut group = c.benchmark_group("write sample-1k");
+    group.bench_function("graphmind_core::json::to_string", |b| {
+        b.iter(|| graphmind_core::json::to_string(black_box(&ours)))
+    });
+    group.bench_function("serde_json::to_string", |b| {
+        b.iter(|| serde_json::to_string(black_box(&theirs_value)).unwrap())
     });
     group.finish();
 }

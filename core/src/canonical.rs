@@ -327,24 +327,9 @@ fn write_f64<S: Sink>(f: f64, sink: &mut S) {
 /// The crate's one table of JSON string escapes (0 nothing, 1 a two-character escape,
 /// 2 a `\u00XX` escape, 3 maybe a lone surrogate).
 use crate::json::ESCAPE_CLASS as ESCAPE;
+use crate::json::{is_plain, needs_attention};
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// Whether any byte of `word` is below 0x20, `"`, `\\` or 0xED (SWAR; may not say which).
-#[inline]
-fn needs_attention(word: u64) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    #[inline]
-    fn has_zero(x: u64) -> u64 {
-        x.wrapping_sub(ONES) & !x & HIGHS
-    }
-    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    let quote = has_zero(word ^ (ONES * b'"' as u64));
-    let backslash = has_zero(word ^ (ONES * b'\\' as u64));
-    let ed = has_zero(word ^ (ONES * 0xED));
-    (below_space | quote | backslash | ed) != 0
-}
 
 /// Writes WTF-8 `bytes` as a quoted JSON string with `JSON.stringify`'s escapes.
 #[inline]
@@ -361,33 +346,6 @@ fn write_escaped_then<S: Sink>(bytes: &[u8], after: &[u8], sink: &mut S) {
         write_escaped_slow(bytes, sink);
         sink.put(after);
     }
-}
-
-/// No byte of `bytes` needs an escape (checked eight at a time).
-#[inline]
-fn is_plain(bytes: &[u8]) -> bool {
-    let mut chunks = bytes.chunks_exact(8);
-    for chunk in &mut chunks {
-        if needs_attention(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
-            return false;
-        }
-    }
-    // The tail (0..=7 bytes) as overlapping fixed-size loads, padded with a plain byte:
-    // every byte is looked at, some twice, none is copied.
-    let rest = chunks.remainder();
-    let n = rest.len();
-    const PLAIN: u32 = u32::from_le_bytes([b'a'; 4]);
-    let word = if n >= 4 {
-        let lo = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        let hi = u32::from_le_bytes([rest[n - 4], rest[n - 3], rest[n - 2], rest[n - 1]]);
-        lo as u64 | (hi as u64) << 32
-    } else if n > 0 {
-        let lo = u32::from_le_bytes([rest[0], rest[n / 2], rest[n - 1], b'a']);
-        lo as u64 | (PLAIN as u64) << 32
-    } else {
-        return true;
-    };
-    !needs_attention(word)
 }
 
 fn write_escaped_slow<S: Sink>(bytes: &[u8], sink: &mut S) {

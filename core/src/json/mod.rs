@@ -12,4 +12,4 @@ pub(crate) use parse::{number_value, skip_plain_string_bytes};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
 pub use value::{Map, Number, Value};
 pub use write::{to_string, write_f64, write_number, write_string, write_value};
-pub(crate) use write::{ESCAPE_CLASS, ESCAPE_SHORT, ESCAPE_UNICODE};
+pub(crate) use write::{is_plain, needs_attention, ESCAPE_CLASS, ESCAPE_SHORT, ESCAPE_UNICODE};

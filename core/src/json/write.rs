@@ -48,27 +48,28 @@ pub fn write_value(value: &Value, out: &mut String) {
 
 /// Appends a number in ECMAScript's `Number.prototype.toString` spelling (`1e+21`, `1e-7`,
 /// `-0` as `0`); NaN and infinities become `null`, as `JSON.stringify` writes them.
-/// Integers beyond 64 bits keep all their digits.
+/// Integers beyond 64 bits keep all their digits. (The canonical writer's spelling: one
+/// rule for both.)
 pub fn write_number(n: &Number, out: &mut String) {
-    match n {
-        Number::Int(i) => {
-            use std::fmt::Write;
-            let _ = write!(out, "{i}");
-        }
-        Number::Float(f) => write_f64(*f, out),
-        Number::BigInt(digits) => out.push_str(digits),
-    }
+    crate::canonical::write_number(n, &mut AsciiSink(out));
 }
 
 /// Appends a double in ECMAScript spelling, `null` when not finite.
 pub fn write_f64(f: f64, out: &mut String) {
-    if !f.is_finite() {
-        out.push_str("null");
-    } else if f == 0.0 {
-        out.push('0');
-    } else {
-        let mut buf = ryu_js::Buffer::new();
-        out.push_str(buf.format_finite(f));
+    write_number(&Number::Float(f), out);
+}
+
+/// Appends the ASCII the number writer produces to a `String`.
+struct AsciiSink<'a>(&'a mut String);
+
+impl crate::canonical::Sink for AsciiSink<'_> {
+    #[inline]
+    fn put(&mut self, bytes: &[u8]) {
+        // Numbers are spelled in ASCII only; anything else would be a bug, shown as U+FFFD.
+        match std::str::from_utf8(bytes) {
+            Ok(s) => self.0.push_str(s),
+            Err(_) => self.0.push('\u{FFFD}'),
+        }
     }
 }
 
@@ -107,10 +108,60 @@ pub(crate) const ESCAPE_UNICODE: u8 = 2;
 /// [`ESCAPE_CLASS`]: 0xED, a lone surrogate's lead byte when the next byte is >= 0xA0.
 pub(crate) const ESCAPE_MAYBE_SURROGATE: u8 = 3;
 
+/// Whether any byte of `word` is below 0x20, `"`, `\\` or 0xED (SWAR; may not say which).
+#[inline]
+pub(crate) fn needs_attention(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    #[inline]
+    fn has_zero(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGHS
+    }
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    let quote = has_zero(word ^ (ONES * b'"' as u64));
+    let backslash = has_zero(word ^ (ONES * b'\\' as u64));
+    let ed = has_zero(word ^ (ONES * 0xED));
+    (below_space | quote | backslash | ed) != 0
+}
+
+/// No byte of `bytes` needs an escape (checked eight at a time).
+#[inline]
+pub(crate) fn is_plain(bytes: &[u8]) -> bool {
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        if needs_attention(u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]))) {
+            return false;
+        }
+    }
+    // The tail (0..=7 bytes) as overlapping fixed-size loads, padded with a plain byte:
+    // every byte is looked at, some twice, none is copied.
+    let rest = chunks.remainder();
+    let n = rest.len();
+    const PLAIN: u32 = u32::from_le_bytes([b'a'; 4]);
+    let word = if n >= 4 {
+        let lo = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let hi = u32::from_le_bytes([rest[n - 4], rest[n - 3], rest[n - 2], rest[n - 1]]);
+        lo as u64 | (hi as u64) << 32
+    } else if n > 0 {
+        let lo = u32::from_le_bytes([rest[0], rest[n / 2], rest[n - 1], b'a']);
+        lo as u64 | (PLAIN as u64) << 32
+    } else {
+        return true;
+    };
+    !needs_attention(word)
+}
+
 /// Appends `s` as a quoted JSON string with `JSON.stringify`'s escapes.
 pub fn write_string(s: &JsStr, out: &mut String) {
-    out.push('"');
     let bytes = s.as_bytes();
+    if is_plain(bytes) {
+        // Most strings need no escape: found eight bytes at a time, copied in one piece.
+        out.push('"');
+        push_utf8(out, bytes);
+        out.push('"');
+        return;
+    }
+    out.push('"');
     let mut run_start = 0;
     let mut i = 0;
     while i < bytes.len() {
@@ -190,6 +241,42 @@ mod tests {
         assert_eq!(f(0.1 + 0.2), "0.30000000000000004");
         assert_eq!(f(f64::NAN), "null");
         assert_eq!(f(f64::NEG_INFINITY), "null");
+    }
+
+    #[test]
+    fn every_special_byte_at_every_position_is_escaped_whether_the_word_scan_or_the_bytes_see_it() {
+        // The plain-string shortcut (eight bytes at a time) against the canonical writer's
+        // escapes, for each character that needs one (and 0xED's ordinary and surrogate
+        // uses) at every position of strings up to 24 characters.
+        let specials: Vec<u16> = (0u16..0x20)
+            .chain([b'"' as u16, b'\\' as u16, 0xD7FF, 0xD800, 0xDFFF, 0xE9, 0x7F])
+            .collect();
+        for filler in ["abcdefgh", "é✓😀ün"] {
+            let chars: Vec<char> = filler.chars().collect();
+            for len in 0..24usize {
+                for special in &specials {
+                    for at in 0..=len {
+                        let mut units: Vec<u16> = Vec::new();
+                        for i in 0..len {
+                            if i == at {
+                                units.push(*special);
+                            }
+                            let mut buf = [0u16; 2];
+                            units.extend_from_slice(chars[i % chars.len()].encode_utf16(&mut buf));
+                        }
+                        if at == len {
+                            units.push(*special);
+                        }
+                        let s = JsStr::from_utf16(&units);
+                        let mut ours = String::new();
+                        write_string(&s, &mut ours);
+                        let mut theirs = Vec::new();
+                        crate::canonical::write_escaped(s.as_bytes(), &mut theirs);
+                        assert_eq!(ours.as_bytes(), &theirs[..], "{units:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]
