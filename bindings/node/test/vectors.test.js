@@ -63,6 +63,12 @@ test('canonical JSON and fingerprints: loop-guard fixture and differential (with
     });
   }
   assert.equal(gm.canonicalJson({ b: 1, a: [true, null], _meta: 1 }), '{"a":[true,null],"b":1}');
+  // Key order is JavaScript's own sort (UTF-16 units), also where a lone surrogate meets a
+  // pair that starts with it.
+  const keys = ['\ud83d\ue000', '\ud83d\ude00', 'a', '\uffff', '\ud800', '\ud83d', 'é', '\ue000'];
+  const obj = Object.fromEntries(keys.map((k, i) => [k, i]));
+  const sorted = [...keys].sort();
+  assert.equal(gm.canonicalJson(obj), `{${sorted.map((k) => `${JSON.stringify(k)}:${obj[k]}`).join(',')}}`);
   assert.ok(n > 400);
 });
 

@@ -17,9 +17,14 @@
 use super::{cmp_keys, head_word, write_number, Sink, MAX_CANONICAL_DEPTH};
 use crate::json::{number_value, skip_plain_string_bytes, ESCAPE_CLASS, ESCAPE_SHORT};
 
-/// Integer literals of at most this many digits are canonical as written (they fit an
-/// `i64`, which the canonical form writes with all its digits).
+/// Integer literals of at most this many digits are canonical as written without a
+/// further check (they fit an `i64` with room to spare, and the canonical form writes an
+/// `i64` with all its digits); longer ones are converted and written back to be sure.
 const PLAIN_INTEGER_DIGITS: usize = 15;
+
+/// `DBL_DIG`: a decimal of at most this many significant digits survives the round trip
+/// through a double, so no two such decimals round to the same double.
+const DOUBLE_DECIMAL_DIGITS: usize = 15;
 
 /// One value of the text, in document order.
 #[derive(Clone, Copy)]
@@ -202,7 +207,11 @@ impl Scan<'_> {
             return None;
         }
         let at = self.tokens.len();
-        self.tokens.push(Token::Array { next: 0 });
+        self.tokens.push(Token::Object {
+            next: 0,
+            first: 0,
+            last: 0,
+        });
         let open_from = self.open.len();
         self.pos += 1;
         self.skip_white_space();
@@ -246,7 +255,9 @@ impl Scan<'_> {
         let members = &mut self.open[open_from..];
         if members.len() > 1 {
             members.sort_unstable_by(|a, b| cmp_keys(a.head, key(a), b.head, key(b)));
-            // A repeated key: the parser's rule (first place, last value) decides.
+            // A repeated key: the parser's rule (first place, last value) decides. Checked
+            // before ignored keys are dropped, on purpose: a repeated `_meta` is parsed too
+            // (rare, and then nothing about repeats is left to reason about here).
             if members.windows(2).any(|w| key(&w[0]) == key(&w[1])) {
                 return None;
             }
@@ -381,7 +392,7 @@ impl Scan<'_> {
 
 /// Whether `integer.fraction` (valid grammar, no exponent) is how ECMAScript spells the
 /// double it stands for, decided without converting it: with at most
-/// [`PLAIN_INTEGER_DIGITS`] significant digits (`DBL_DIG`), two different decimals never
+/// [`DOUBLE_DECIMAL_DIGITS`] significant digits, two different decimals never
 /// round to the same double, so such a decimal is its double's shortest spelling as long
 /// as it has no trailing zero, and ECMAScript writes it in this plain form when it is at
 /// least 1e-6 (at most five zeros after `0.`) and below 1e21.
@@ -391,9 +402,9 @@ fn is_plain_decimal(integer: &[u8], fraction: &[u8]) -> bool {
     }
     if integer == b"0" {
         let zeros = fraction.iter().take_while(|&&d| d == b'0').count();
-        zeros <= 5 && fraction.len() - zeros <= PLAIN_INTEGER_DIGITS
+        zeros <= 5 && fraction.len() - zeros <= DOUBLE_DECIMAL_DIGITS
     } else {
-        integer.len() + fraction.len() <= PLAIN_INTEGER_DIGITS
+        integer.len() + fraction.len() <= DOUBLE_DECIMAL_DIGITS
     }
 }
 

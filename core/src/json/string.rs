@@ -230,20 +230,27 @@ pub fn cmp_utf16_bytes(a: &[u8], b: &[u8]) -> Ordering {
             (Some(_), None) => return Ordering::Greater,
             (Some(x), Some(y)) if x == y => continue,
             (Some(x), Some(y)) => {
-                return utf16_first_unit(x)
-                    .cmp(&utf16_first_unit(y))
-                    .then(x.cmp(&y))
+                // From the first different code point on, compare the UTF-16 units. Their
+                // first units can tie (a lone high surrogate against a pair that starts
+                // with it): the next units, which may belong to the next code point,
+                // decide.
+                let a_units = std::iter::once(x).chain(ia).flat_map(utf16_units);
+                let b_units = std::iter::once(y).chain(ib).flat_map(utf16_units);
+                return a_units.cmp(b_units);
             }
         }
     }
 }
 
-fn utf16_first_unit(cp: u32) -> u32 {
-    if cp >= 0x10000 {
-        0xD800 | ((cp - 0x10000) >> 10)
+/// The one or two UTF-16 units of a code point (a lone surrogate is one unit).
+fn utf16_units(cp: u32) -> impl Iterator<Item = u32> {
+    let (units, n) = if cp >= 0x10000 {
+        let c = cp - 0x10000;
+        ([0xD800 | (c >> 10), 0xDC00 | (c & 0x3FF)], 2)
     } else {
-        cp
-    }
+        ([cp, 0], 1)
+    };
+    units.into_iter().take(n)
 }
 
 fn utf16_len_of_wtf8(bytes: &[u8]) -> usize {
@@ -476,6 +483,48 @@ impl fmt::Display for JsStr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_order_is_utf16_unit_order_even_where_a_lone_surrogate_meets_a_pair() {
+        // Found in review: U+D83D U+E000 sorts after U+1F600 (D83D DE00) in UTF-16 order.
+        let lone = JsStr::from_utf16(&[0xD83D, 0xE000]);
+        let pair = JsStr::from_utf16(&[0xD83D, 0xDE00]);
+        assert_eq!(
+            cmp_utf16_bytes(lone.as_bytes(), pair.as_bytes()),
+            Ordering::Greater
+        );
+        assert_eq!(
+            cmp_utf16_bytes(pair.as_bytes(), lone.as_bytes()),
+            Ordering::Less
+        );
+        // Against the order of the unit sequences themselves, on every pair of short
+        // sequences over units that meet at those boundaries.
+        let alphabet = [
+            0x41u16, 0xD7FF, 0xD83D, 0xD800, 0xDBFF, 0xDC00, 0xDE00, 0xDFFF, 0xE000, 0xFFFF,
+        ];
+        let mut seqs: Vec<Vec<u16>> = vec![vec![]];
+        for len in 1..=3 {
+            let mut next = Vec::new();
+            for s in seqs.iter().filter(|s| s.len() == len - 1) {
+                for &u in &alphabet {
+                    let mut t = s.clone();
+                    t.push(u);
+                    next.push(t);
+                }
+            }
+            seqs.extend(next);
+        }
+        for a in &seqs {
+            for b in &seqs {
+                let (x, y) = (JsStr::from_utf16(a), JsStr::from_utf16(b));
+                assert_eq!(
+                    cmp_utf16_bytes(x.as_bytes(), y.as_bytes()),
+                    a.cmp(b),
+                    "{a:x?} vs {b:x?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn lone_surrogates_round_trip_through_utf16() {
