@@ -8,7 +8,7 @@
 //! A value whose reading raises (or a cycle) is reported as [`Unreadable`]; the caller
 //! decides what the event carries then, and no exception reaches the app.
 
-use graphmind_core::json::{JsStr, Map, Number, Value};
+use graphmind_core::json::{self, JsStr, Map, Number, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -287,6 +287,117 @@ unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) 
         out.push(fast_item(t, item, inner)?);
     }
     Ok(Value::Array(out))
+}
+
+/// How deep a value written as JSON text may nest (well inside the parser's limit); a
+/// deeper one is converted instead.
+const TEXT_MAX_DEPTH: usize = 128;
+
+/// Appends the JSON text of a value made only of the types [`fast`] reads (exact `dict` with
+/// `str` keys, `list`, `tuple`, `str`, 64-bit `int`, finite `float`, `bool`, `None`) to
+/// `out`, reading it as [`fast`] does (borrowed, no Python code run); the core parses the
+/// text into exactly what [`to_value`] would have built. `false` when anything else is met
+/// (`out` then holds a partial text): the caller converts the value instead.
+pub fn write_json_text(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> bool {
+    let t = ExactTypes::get();
+    // SAFETY: the GIL is held and the caller keeps `obj` alive for the whole call.
+    unsafe { text_with(&t, obj.as_ptr(), 0, out).is_ok() }
+}
+
+/// [`write_json_text`] of the dict `{names[i]: values[i], ...}` (distinct names) without
+/// making it, as [`fields_value`] reads it when every field is readable.
+pub fn write_fields_json_text(fields: &[(&JsStr, Bound<'_, PyAny>)], out: &mut Vec<u8>) -> bool {
+    let t = ExactTypes::get();
+    out.push(b'{');
+    for (i, (name, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        json::write_str_bytes(name.as_bytes(), out);
+        out.push(b':');
+        // SAFETY: the GIL is held and `fields` owns a reference to `v`.
+        if unsafe { text_with(&t, v.as_ptr(), 1, out) }.is_err() {
+            return false;
+        }
+    }
+    out.push(b'}');
+    true
+}
+
+/// # Safety
+/// GIL held, `obj` a live object kept alive by the caller.
+unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: &mut Vec<u8>) -> Result<(), GiveUp> {
+    let ty = ffi::Py_TYPE(obj);
+    if ty == t.str_ {
+        json::write_str_bytes(utf8_raw(obj).ok_or(GiveUp)?, out);
+        return Ok(());
+    }
+    if ty == t.int {
+        let mut overflow: std::os::raw::c_int = 0;
+        let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+            ffi::PyErr_Clear();
+            return Err(GiveUp);
+        }
+        json::write_i64_bytes(v as i64, out);
+        return Ok(());
+    }
+    if ty == t.float {
+        return if json::write_f64_bytes(ffi::PyFloat_AsDouble(obj), out) { Ok(()) } else { Err(GiveUp) };
+    }
+    if obj == t.none {
+        out.extend_from_slice(b"null");
+        return Ok(());
+    }
+    if ty == t.bool_ {
+        out.extend_from_slice(if obj == t.true_ { b"true" } else { b"false" });
+        return Ok(());
+    }
+    if depth >= TEXT_MAX_DEPTH {
+        return Err(GiveUp);
+    }
+    if ty == t.dict {
+        out.push(b'{');
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut item: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut first = true;
+        while ffi::PyDict_Next(obj, &mut pos, &mut key, &mut item) != 0 {
+            if ffi::Py_TYPE(key) != t.str_ {
+                return Err(GiveUp);
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            json::write_str_bytes(utf8_raw(key).ok_or(GiveUp)?, out);
+            out.push(b':');
+            text_with(t, item, depth + 1, out)?;
+        }
+        out.push(b'}');
+        return Ok(());
+    }
+    let (len, get): (ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject) = if ty == t.list {
+        (ffi::PyList_Size(obj), ffi::PyList_GetItem)
+    } else if ty == t.tuple {
+        (ffi::PyTuple_Size(obj), ffi::PyTuple_GetItem)
+    } else {
+        return Err(GiveUp);
+    };
+    out.push(b'[');
+    for i in 0..len {
+        let item = get(obj, i);
+        if item.is_null() {
+            ffi::PyErr_Clear();
+            return Err(GiveUp);
+        }
+        if i > 0 {
+            out.push(b',');
+        }
+        text_with(t, item, depth + 1, out)?;
+    }
+    out.push(b']');
+    Ok(())
 }
 
 /// Converts a host value that must be readable: a read that raises becomes the reference's

@@ -18,10 +18,11 @@ mod pure;
 #[global_allocator]
 static ALLOC: alloc::Mi = alloc::Mi;
 
-use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker};
+use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_json_text, write_json_text};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
+use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{JsStr, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
@@ -29,6 +30,7 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -273,8 +275,8 @@ impl NativeStep {
         let gate = self.step.lock().after();
         match held(&self.session, gate) {
             None => {
-                let value = to_value_or_marker(output);
-                let next = self.step.lock().on_after(GateDecision::proceed(), Some(value));
+                let value = host_value(&self.session, output);
+                let next = self.step.lock().on_after_host(GateDecision::proceed(), Some(value));
                 next_to_py(py, next)
             }
             Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
@@ -315,8 +317,8 @@ impl NativeStep {
 
     /// Ends a span: `output` recorded unless `None`.
     fn finish(&self, py: Python<'_>, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
-        let value = if output.is_none() { None } else { Some(to_value_or_marker(output)) };
-        let next = self.step.lock().on_after(GateDecision::proceed(), value);
+        let value = if output.is_none() { None } else { Some(host_value(&self.session, output)) };
+        let next = self.step.lock().on_after_host(GateDecision::proceed(), value);
         next_to_py(py, next)
     }
 }
@@ -603,7 +605,7 @@ impl NativeSession {
     /// `start` then the `before` gate, in one call: `(step, code, value)`, `code` and
     /// `value` as `NativeStep.before` returns them.
     fn enter(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> PyResult<Entered> {
-        let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
+        let input = input.filter(|i| !i.is_none()).map(|i| host_value(&self.session, i));
         self.enter_with(py, run, node, input, editable)
     }
 
@@ -624,7 +626,12 @@ impl NativeSession {
         defaults: &Bound<'_, PyDict>,
     ) -> PyResult<Option<Entered>> {
         let Some(fields) = node.bind(py, args, kwargs, defaults)? else { return Ok(None) };
-        let input = fields_value(&fields);
+        let input = if self.session.is_attached() {
+            None
+        } else {
+            with_text_buffer(|buf| write_fields_json_text(&fields, buf))
+        };
+        let input = input.unwrap_or_else(|| HostValue::Built(fields_value(&fields)));
         self.enter_with(py, run, node, Some(input), true).map(Some)
     }
 
@@ -719,14 +726,52 @@ impl NativeSession {
 }
 
 impl NativeSession {
-    fn enter_with(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<Value>, editable: bool) -> PyResult<Entered> {
+    fn enter_with(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<HostValue>, editable: bool) -> PyResult<Entered> {
         let run_id = run.map(|r| r.run.run_id.as_str());
-        let step = Step::start(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
+        let step = Step::start_host(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
         let step = NativeStep { step: Mutex::new(step), session: self.session.clone() };
         let gate = step.step.lock().before();
         let (code, value) = step.waiting(py, gate, |s, d| s.on_before(d))?;
         Ok((Py::new(py, step)?, code, value))
     }
+}
+
+/// Text buffers above this size are not kept between calls.
+const KEEP_TEXT_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// The calling thread's buffer for writing values as JSON text.
+    static TEXT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `write` on the thread's text buffer; its text (an exact-size copy) when it wrote
+/// one, `None` when it gave up.
+fn with_text_buffer(write: impl FnOnce(&mut Vec<u8>) -> bool) -> Option<HostValue> {
+    let run = |buf: &mut Vec<u8>| {
+        buf.clear();
+        let text = write(buf).then(|| HostValue::Text(buf.as_slice().to_vec()));
+        if buf.capacity() > KEEP_TEXT_BYTES {
+            *buf = Vec::new();
+        }
+        text
+    };
+    TEXT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => run(&mut buf),
+        Err(_) => run(&mut Vec::new()),
+    })
+}
+
+/// A node's input or output as the core takes it. While no debugger is attached nothing on
+/// this thread reads it, so a value made only of JSON types is written as JSON text, which
+/// the session's worker parses (one buffer, no value tree built here); otherwise, or when
+/// the value holds anything else, it is converted here.
+fn host_value(session: &Session, obj: &Bound<'_, PyAny>) -> HostValue {
+    if !session.is_attached() {
+        if let Some(text) = with_text_buffer(|buf| write_json_text(obj, buf)) {
+            return text;
+        }
+    }
+    HostValue::Built(to_value_or_marker(obj))
 }
 
 /// Called by the package's `atexit` hook: warnings stop calling into Python.

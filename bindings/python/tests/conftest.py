@@ -22,7 +22,7 @@ VECTORS = ROOT / "tests" / "vectors"
 
 
 class Server:
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, port: int = 0) -> None:
         self.dir = tempfile.mkdtemp(prefix="gm-py-")
         run_env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMIND_")}
         run_env["GRAPHMIND_PAUSE_ON_ERROR"] = "off"
@@ -32,7 +32,7 @@ class Server:
         run_env["GRAPHMIND_TELEMETRY"] = "0"
         run_env.update(env or {})
         self.proc = subprocess.Popen(
-            [str(BIN), "--port", "0", "--json", "--no-open", "--db", os.path.join(self.dir, "g.db")],
+            [str(BIN), "--port", str(port), "--json", "--no-open", "--db", os.path.join(self.dir, "g.db")],
             stdout=subprocess.PIPE,
             env=run_env,
         )

@@ -4,6 +4,7 @@ gate point, the GIL and the event loop while a gate holds, cancellation, fork, C
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import threading
@@ -100,6 +101,66 @@ def test_non_json_values_follow_the_reference_fallback(server, gm_for):
     assert tool["input"]["h"] == 2**70
     out = payloads(events, "node.finished")[0]["output"]
     assert out == {"1": "int key", "null": "none key", "1.5": "bytes", "nan": None}
+
+
+def test_values_recorded_detached_are_stored_as_the_same_values_recorded_attached():
+    # Detached, a value made only of JSON types crosses to the core as JSON text (parsed by
+    # the session's worker); attached, or for anything else, it is converted on the calling
+    # thread. Both must store the same thing: one run recorded before the server exists
+    # (replayed when it starts), the same calls again attached.
+    import socket
+
+    from conftest import Server
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    deep: object = "bottom"
+    for _ in range(200):
+        deep = [deep]
+    values = [
+        {"f": 1.0, "neg0": -0.0, "big": 1e21, "tiny": 5e-324, "third": 1 / 3, "huge": 2.0**60},
+        {"imax": 2**63 - 1, "imin": -(2**63), "bigint": 2**70, "nan": float("nan"), "inf": float("inf")},
+        {"s": 'q"\\\n\x01\x7f\u2028é😀', "lone": "x\ud800y", 'k"ey\n': True, "none": None},
+        ("tuple", [1, {"k": None}, []], {}),
+        deep,
+        ["plain", "list", 3, False],
+        "a bare string",
+        {"nested": {"dict": {"of": {"dicts": [1.5, -2, "x" * 40]}}}},
+    ]
+    g = gm.GraphMind(url=f"ws://127.0.0.1:{port}/ingest", env={}, app="py-test", loop_guard=False, retry_interval=0.2)
+
+    @g.tool
+    def echo(value):
+        return value
+
+    assert not g.session.attached
+    with g.run("detached") as detached:
+        for v in values:
+            assert echo(v) is v
+    srv = Server(port=port)
+    try:
+        assert g.ready(10)
+        with g.run("attached") as attached:
+            for v in values:
+                echo(v)
+        assert g.session.flush(5)
+        count = 2 + 2 * (1 + len(values))
+        runs = [srv.events(r.run_id, count) for r in (detached, attached)]
+        recorded = [
+            [(e["type"], e["payload"].get("input"), e["payload"].get("output")) for e in events if e["type"] in ("node.started", "node.finished")]
+            for events in runs
+        ]
+        assert len(recorded[0]) == 2 * (1 + len(values)), recorded[0]
+        assert json.dumps(recorded[0]) == json.dumps(recorded[1])
+        tool_inputs = [inp for (t, inp, _) in recorded[0] if t == "node.started"][1:]
+        # Doubles are stored in ECMAScript spelling (2**60 as 1152921504606847000).
+        assert tool_inputs[0] == {"value": {"f": 1, "neg0": 0, "big": 1e21, "tiny": 5e-324, "third": 1 / 3, "huge": 1152921504606847000}}
+        assert tool_inputs[1]["value"]["bigint"] == 2**70 and tool_inputs[1]["value"]["nan"] is None
+        assert tool_inputs[2]["value"]["lone"] == "x\ud800y" and tool_inputs[2]["value"]['k"ey\n'] is True
+    finally:
+        g.dispose()
+        srv.stop()
 
 
 def test_builtin_subclasses_and_positional_calls_are_recorded_as_their_values(server, gm_for):

@@ -11,5 +11,8 @@ pub use parse::{parse, parse_str, validate, ParseError, ParseErrorKind, MAX_JSON
 pub(crate) use parse::{number_value, skip_plain_string_bytes};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
 pub use value::{Map, Number, Value};
-pub use write::{to_string, write_f64, write_number, write_string, write_value};
+pub use write::{
+    to_string, write_f64, write_f64_bytes, write_i64_bytes, write_number, write_str_bytes, write_string,
+    write_value,
+};
 pub(crate) use write::{is_plain, needs_attention, ESCAPE_CLASS, ESCAPE_SHORT, ESCAPE_UNICODE};

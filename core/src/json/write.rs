@@ -59,6 +59,39 @@ pub fn write_f64(f: f64, out: &mut String) {
     write_number(&Number::Float(f), out);
 }
 
+/// Appends `s` (UTF-8, or WTF-8 with lone surrogates) to `out` as a quoted JSON string with
+/// `JSON.stringify`'s escapes: for bindings that write a host value as JSON text for the
+/// core to parse later (`HostValue::Text`).
+pub fn write_str_bytes(s: &[u8], out: &mut Vec<u8>) {
+    crate::canonical::write_escaped(s, out);
+}
+
+/// Appends an integer's digits to `out` (the parser reads them back as the same
+/// `Number::Int`).
+pub fn write_i64_bytes(i: i64, out: &mut Vec<u8>) {
+    crate::canonical::write_number(&Number::Int(i), out);
+}
+
+/// Appends JSON text for `f` that the parser reads back as the same `Number::Float`: the
+/// ECMAScript spelling (shortest round trip), with `.0` after an integral one so that it is
+/// not read as an integer. `false`, writing nothing, for NaN and the infinities, which
+/// JSON cannot spell.
+pub fn write_f64_bytes(f: f64, out: &mut Vec<u8>) -> bool {
+    if !f.is_finite() {
+        return false;
+    }
+    if f == 0.0 && f.is_sign_negative() {
+        out.extend_from_slice(b"-0.0"); // ECMAScript spells it `0`
+        return true;
+    }
+    let start = out.len();
+    crate::canonical::write_number(&Number::Float(f), out);
+    if !out[start..].iter().any(|&b| matches!(b, b'.' | b'e')) {
+        out.extend_from_slice(b".0");
+    }
+    true
+}
+
 /// Appends the ASCII the number writer produces to a `String`.
 struct AsciiSink<'a>(&'a mut String);
 
@@ -276,6 +309,37 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn byte_writers_are_read_back_as_the_same_values() {
+        let floats = [
+            0.0, -0.0, 1.0, -1.0, 0.5, 1e21, 1e-7, 5e-324, 1.7976931348623157e308, 2f64.powi(60),
+            -2f64.powi(63), 123456789012345680000.0, 0.1 + 0.2, 1e15, 1e16,
+        ];
+        for f in floats {
+            let mut out = Vec::new();
+            assert!(write_f64_bytes(f, &mut out));
+            let v = crate::json::parse(&out).unwrap();
+            match v {
+                Value::Number(Number::Float(g)) => assert_eq!(g.to_bits(), f.to_bits(), "{f}"),
+                other => panic!("{f} read back as {other:?}"),
+            }
+        }
+        for f in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let mut out = Vec::new();
+            assert!(!write_f64_bytes(f, &mut out) && out.is_empty());
+        }
+        for i in [0i64, -1, 42, i64::MAX, i64::MIN] {
+            let mut out = Vec::new();
+            write_i64_bytes(i, &mut out);
+            assert_eq!(crate::json::parse(&out).unwrap(), Value::Number(Number::Int(i)));
+        }
+        for s in ["", "plain", "é😀\"\\\n\u{1}\u{7f}\u{2028}"] {
+            let mut out = Vec::new();
+            write_str_bytes(s.as_bytes(), &mut out);
+            assert_eq!(crate::json::parse(&out).unwrap(), Value::from(s));
         }
     }
 
