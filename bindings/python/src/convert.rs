@@ -8,6 +8,7 @@
 //! A value whose reading raises (or a cycle) is reported as [`Unreadable`]; the caller
 //! decides what the event carries then, and no exception reaches the app.
 
+use graphmind_core::canonical::Sink;
 use graphmind_core::json::{self, JsStr, Map, Number, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -293,12 +294,63 @@ unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) 
 /// deeper one is converted instead.
 const TEXT_MAX_DEPTH: usize = 128;
 
+/// Pieces up to this many bytes are copied with fixed-size moves.
+const SHORT_PIECE: usize = 16;
+
+/// The buffer JSON text is written into: a `Vec<u8>` whose short pieces (most keys, values,
+/// quotes and punctuation) are copied with fixed-size moves into room reserved ahead,
+/// rather than through a `memcpy` call each.
+pub struct TextBuf {
+    /// The text written so far.
+    pub bytes: Vec<u8>,
+}
+
+impl TextBuf {
+    /// Appends one byte.
+    #[inline(always)]
+    fn byte(&mut self, b: u8) {
+        self.bytes.push(b);
+    }
+}
+
+impl Sink for TextBuf {
+    #[inline(always)]
+    fn put(&mut self, piece: &[u8]) {
+        let n = piece.len();
+        if n > SHORT_PIECE {
+            self.bytes.extend_from_slice(piece);
+            return;
+        }
+        self.bytes.reserve(SHORT_PIECE);
+        let at = self.bytes.len();
+        // SAFETY: `reserve` left room for at least SHORT_PIECE bytes past `at`; every
+        // copy below writes inside `at..at + n` (n <= SHORT_PIECE) from inside `piece`,
+        // and the new length covers exactly the bytes written.
+        unsafe {
+            let dst = self.bytes.as_mut_ptr().add(at);
+            let src = piece.as_ptr();
+            if n >= 8 {
+                std::ptr::copy_nonoverlapping(src, dst, 8);
+                std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
+            } else if n >= 4 {
+                std::ptr::copy_nonoverlapping(src, dst, 4);
+                std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
+            } else {
+                for i in 0..n {
+                    *dst.add(i) = *src.add(i);
+                }
+            }
+            self.bytes.set_len(at + n);
+        }
+    }
+}
+
 /// Appends the JSON text of a value made only of the types [`fast`] reads (exact `dict` with
 /// `str` keys, `list`, `tuple`, `str`, 64-bit `int`, finite `float`, `bool`, `None`) to
 /// `out`, reading it as [`fast`] does (borrowed, no Python code run); the core parses the
 /// text into exactly what [`to_value`] would have built. `false` when anything else is met
 /// (`out` then holds a partial text): the caller converts the value instead.
-pub fn write_json_text(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> bool {
+pub fn write_json_text(obj: &Bound<'_, PyAny>, out: &mut TextBuf) -> bool {
     let t = ExactTypes::get();
     // SAFETY: the GIL is held and the caller keeps `obj` alive for the whole call.
     unsafe { text_with(&t, obj.as_ptr(), 0, out).is_ok() }
@@ -306,27 +358,27 @@ pub fn write_json_text(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>) -> bool {
 
 /// [`write_json_text`] of the dict `{names[i]: values[i], ...}` (distinct names) without
 /// making it, as [`fields_value`] reads it when every field is readable.
-pub fn write_fields_json_text(fields: &[(&JsStr, Bound<'_, PyAny>)], out: &mut Vec<u8>) -> bool {
+pub fn write_fields_json_text(fields: &[(&JsStr, Bound<'_, PyAny>)], out: &mut TextBuf) -> bool {
     let t = ExactTypes::get();
-    out.push(b'{');
+    out.byte(b'{');
     for (i, (name, v)) in fields.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.byte(b',');
         }
         json::write_str_bytes(name.as_bytes(), out);
-        out.push(b':');
+        out.byte(b':');
         // SAFETY: the GIL is held and `fields` owns a reference to `v`.
         if unsafe { text_with(&t, v.as_ptr(), 1, out) }.is_err() {
             return false;
         }
     }
-    out.push(b'}');
+    out.byte(b'}');
     true
 }
 
 /// # Safety
 /// GIL held, `obj` a live object kept alive by the caller.
-unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: &mut Vec<u8>) -> Result<(), GiveUp> {
+unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: &mut TextBuf) -> Result<(), GiveUp> {
     let ty = ffi::Py_TYPE(obj);
     if ty == t.str_ {
         json::write_str_bytes(utf8_raw(obj).ok_or(GiveUp)?, out);
@@ -346,18 +398,18 @@ unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: 
         return if json::write_f64_bytes(ffi::PyFloat_AsDouble(obj), out) { Ok(()) } else { Err(GiveUp) };
     }
     if obj == t.none {
-        out.extend_from_slice(b"null");
+        out.put(b"null");
         return Ok(());
     }
     if ty == t.bool_ {
-        out.extend_from_slice(if obj == t.true_ { b"true" } else { b"false" });
+        out.put(if obj == t.true_ { b"true" } else { b"false" });
         return Ok(());
     }
     if depth >= TEXT_MAX_DEPTH {
         return Err(GiveUp);
     }
     if ty == t.dict {
-        out.push(b'{');
+        out.byte(b'{');
         let mut pos: ffi::Py_ssize_t = 0;
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();
         let mut item: *mut ffi::PyObject = std::ptr::null_mut();
@@ -367,14 +419,14 @@ unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: 
                 return Err(GiveUp);
             }
             if !first {
-                out.push(b',');
+                out.byte(b',');
             }
             first = false;
             json::write_str_bytes(utf8_raw(key).ok_or(GiveUp)?, out);
-            out.push(b':');
+            out.byte(b':');
             text_with(t, item, depth + 1, out)?;
         }
-        out.push(b'}');
+        out.byte(b'}');
         return Ok(());
     }
     let (len, get): (ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject) = if ty == t.list {
@@ -384,7 +436,7 @@ unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: 
     } else {
         return Err(GiveUp);
     };
-    out.push(b'[');
+    out.byte(b'[');
     for i in 0..len {
         let item = get(obj, i);
         if item.is_null() {
@@ -392,11 +444,11 @@ unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: 
             return Err(GiveUp);
         }
         if i > 0 {
-            out.push(b',');
+            out.byte(b',');
         }
         text_with(t, item, depth + 1, out)?;
     }
-    out.push(b']');
+    out.byte(b']');
     Ok(())
 }
 

@@ -18,7 +18,7 @@ mod pure;
 #[global_allocator]
 static ALLOC: alloc::Mi = alloc::Mi;
 
-use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_json_text, write_json_text};
+use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_json_text, write_json_text, TextBuf};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
@@ -741,23 +741,23 @@ const KEEP_TEXT_BYTES: usize = 1 << 20;
 
 thread_local! {
     /// The calling thread's buffer for writing values as JSON text.
-    static TEXT: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static TEXT: RefCell<TextBuf> = const { RefCell::new(TextBuf { bytes: Vec::new() }) };
 }
 
 /// Runs `write` on the thread's text buffer; its text (an exact-size copy) when it wrote
 /// one, `None` when it gave up.
-fn with_text_buffer(write: impl FnOnce(&mut Vec<u8>) -> bool) -> Option<HostValue> {
-    let run = |buf: &mut Vec<u8>| {
-        buf.clear();
-        let text = write(buf).then(|| HostValue::Text(buf.as_slice().to_vec()));
-        if buf.capacity() > KEEP_TEXT_BYTES {
-            *buf = Vec::new();
+fn with_text_buffer(write: impl FnOnce(&mut TextBuf) -> bool) -> Option<HostValue> {
+    let run = |buf: &mut TextBuf| {
+        buf.bytes.clear();
+        let text = write(buf).then(|| HostValue::Text(buf.bytes.as_slice().to_vec()));
+        if buf.bytes.capacity() > KEEP_TEXT_BYTES {
+            buf.bytes = Vec::new();
         }
         text
     };
     TEXT.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buf) => run(&mut buf),
-        Err(_) => run(&mut Vec::new()),
+        Err(_) => run(&mut TextBuf { bytes: Vec::new() }),
     })
 }
 

@@ -3,6 +3,7 @@
 //! escaped as lowercase `\uXXXX`, numbers in ECMAScript's shortest round-trip spelling, and
 //! non-finite numbers as `null`.
 
+use crate::canonical::Sink;
 use super::string::JsStr;
 use super::value::{Number, Value};
 
@@ -62,13 +63,13 @@ pub fn write_f64(f: f64, out: &mut String) {
 /// Appends `s` (UTF-8, or WTF-8 with lone surrogates) to `out` as a quoted JSON string with
 /// `JSON.stringify`'s escapes: for bindings that write a host value as JSON text for the
 /// core to parse later (`HostValue::Text`).
-pub fn write_str_bytes(s: &[u8], out: &mut Vec<u8>) {
+pub fn write_str_bytes<S: Sink>(s: &[u8], out: &mut S) {
     crate::canonical::write_escaped(s, out);
 }
 
 /// Appends an integer's digits to `out` (the parser reads them back as the same
 /// `Number::Int`).
-pub fn write_i64_bytes(i: i64, out: &mut Vec<u8>) {
+pub fn write_i64_bytes<S: Sink>(i: i64, out: &mut S) {
     crate::canonical::write_number(&Number::Int(i), out);
 }
 
@@ -76,26 +77,27 @@ pub fn write_i64_bytes(i: i64, out: &mut Vec<u8>) {
 /// ECMAScript spelling (shortest round trip), with `.0` after an integral one so that it is
 /// not read as an integer. `false`, writing nothing, for NaN and the infinities, which
 /// JSON cannot spell.
-pub fn write_f64_bytes(f: f64, out: &mut Vec<u8>) -> bool {
+pub fn write_f64_bytes<S: Sink>(f: f64, out: &mut S) -> bool {
     if !f.is_finite() {
         return false;
     }
     if f == 0.0 && f.is_sign_negative() {
-        out.extend_from_slice(b"-0.0"); // ECMAScript spells it `0`
+        out.put(b"-0.0"); // ECMAScript spells it `0`
         return true;
     }
-    let start = out.len();
-    crate::canonical::write_number(&Number::Float(f), out);
-    if !out[start..].iter().any(|&b| matches!(b, b'.' | b'e')) {
-        out.extend_from_slice(b".0");
+    let mut spelled: Vec<u8> = Vec::with_capacity(32);
+    crate::canonical::write_number(&Number::Float(f), &mut spelled);
+    if !spelled.iter().any(|&b| matches!(b, b'.' | b'e')) {
+        spelled.extend_from_slice(b".0");
     }
+    out.put(&spelled);
     true
 }
 
 /// Appends the ASCII the number writer produces to a `String`.
 struct AsciiSink<'a>(&'a mut String);
 
-impl crate::canonical::Sink for AsciiSink<'_> {
+impl Sink for AsciiSink<'_> {
     #[inline]
     fn put(&mut self, bytes: &[u8]) {
         // Numbers are spelled in ASCII only; anything else would be a bug, shown as U+FFFD.
