@@ -32,6 +32,20 @@ fn _recorded_json(value: &Bound<'_, PyAny>) -> String {
     json::to_string(&to_value_or_marker(value))
 }
 
+/// What a detached tool call records for `value` when it crosses as JSON text
+/// (`convert::write_json_text`, parsed back by the core and written as the recording
+/// would be); `None` when the value is converted instead. For the tests: it must equal
+/// [`_recorded_json`] wherever it is not `None`.
+#[pyfunction]
+fn _detached_json(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let mut buf = crate::convert::TextBuf { bytes: Vec::new() };
+    if !crate::convert::write_json_text(value, &mut buf) {
+        return Ok(None);
+    }
+    let parsed = json::parse(&buf.bytes).map_err(|e| PyValueError::new_err(format!("the text path wrote invalid JSON: {e}")))?;
+    Ok(Some(json::to_string(&parsed)))
+}
+
 /// What a tool call whose positional arguments fill its parameters records as its input
 /// (`convert::fields_value`, the dict-less path of `NativeSession.enter_call`), for the tests.
 #[pyfunction]
@@ -274,6 +288,7 @@ fn merge_edited_input<'py>(py: Python<'py>, live: Option<&Bound<'_, PyAny>>, pro
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_json, m)?)?;
     m.add_function(wrap_pyfunction!(_recorded_json, m)?)?;
+    m.add_function(wrap_pyfunction!(_detached_json, m)?)?;
     m.add_function(wrap_pyfunction!(_recorded_args_json, m)?)?;
     m.add_function(wrap_pyfunction!(parse_json, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_json, m)?)?;

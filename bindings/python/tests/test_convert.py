@@ -319,6 +319,38 @@ def test_the_converter_writes_every_tricky_value_as_before():
         assert got[name] == EXPECTED[name], name
 
 
+def test_the_detached_text_path_records_what_the_converter_records():
+    # Detached, a value made only of JSON types crosses as JSON text written in one
+    # borrowed pass; everything else is converted. Wherever the text path writes, the core
+    # must read back what the converter would have built: every special character at many
+    # positions of strings up to 40 characters (the writer's eight-byte scan and its short
+    # copies), as values and as keys, and every pinned tricky case.
+    import json
+
+    from graphmind import _native
+
+    specials = [chr(c) for c in range(0x20)] + ['"', "\\", "\x7f", "é", "😀", "\ud7ff", "\u2028", "\ue000"]
+    strings = []
+    for length in range(0, 41):
+        base = "".join("abcdefghé✓"[i % 10] for i in range(length))
+        strings.append(base)
+        for special in specials:
+            for at in range(0, length + 1, max(1, length // 6)):
+                strings.append(base[:at] + special + base[at:])
+    taken = 0
+    for value in strings + [{s: s} for s in strings[:200]] + list(cases().values()):
+        text = _native._detached_json(value)
+        if text is not None:
+            taken += 1
+            assert text == _native._recorded_json(value), repr(value)[:120]
+    assert taken > len(strings)
+    assert _native._detached_json("x\ud800") is None  # a lone surrogate: converted
+    assert _native._detached_json(2**70) is None and _native._detached_json(float("nan")) is None
+    for f in (1.0, -0.0, 1e21, 5e-324, 2.0**60, -3.14159):
+        assert _native._detached_json(f) == _native._recorded_json(f)
+    assert json.loads(_native._detached_json({"k": [1, 2.5, None, True]})) == {"k": [1, 2.5, None, True]}
+
+
 def test_the_converter_is_stable_across_repeated_reads():
     # The fast path reads borrowed references: converting the same objects many times
     # must neither leak nor free them (reference counts unchanged) and give one answer.
