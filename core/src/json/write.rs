@@ -3,9 +3,9 @@
 //! escaped as lowercase `\uXXXX`, numbers in ECMAScript's shortest round-trip spelling, and
 //! non-finite numbers as `null`.
 
-use crate::canonical::Sink;
 use super::string::JsStr;
 use super::value::{Number, Value};
+use crate::canonical::Sink;
 
 /// The compact JSON text of `value`.
 pub fn to_string(value: &Value) -> String {
@@ -85,6 +85,9 @@ pub fn write_f64_bytes<S: Sink>(f: f64, out: &mut S) -> bool {
         out.put(b"-0.0"); // ECMAScript spells it `0`
         return true;
     }
+    if let Some(()) = write_short_decimal(f, out) {
+        return true;
+    }
     let mut spelled: Vec<u8> = Vec::with_capacity(32);
     crate::canonical::write_number(&Number::Float(f), &mut spelled);
     if !spelled.iter().any(|&b| matches!(b, b'.' | b'e')) {
@@ -92,6 +95,45 @@ pub fn write_f64_bytes<S: Sink>(f: f64, out: &mut S) -> bool {
     }
     out.put(&spelled);
     true
+}
+
+/// Powers of ten up to 10^8, exact as doubles.
+const POW10: [f64; 9] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8];
+
+/// Writes `f` as `digits.digits` when it is `m / 10^k` for an integer `|m| < 2^53` and
+/// `k <= 8` (0.25, -3.14159, 2.5, 42.0: most doubles an app holds), without the shortest-
+/// spelling search. Exact: 10^k is exact, IEEE division rounds `m / 10^k` correctly, and
+/// so does the parser reading the decimal, so both give the same double. `None` (nothing
+/// written) for any other double.
+fn write_short_decimal<S: Sink>(f: f64, out: &mut S) -> Option<()> {
+    const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0; // 2^53
+    let (k, m) = POW10.iter().enumerate().find_map(|(k, &p)| {
+        let m = (f * p).round();
+        (m.abs() < EXACT_INTEGERS && m / p == f).then_some((k, m))
+    })?;
+    let mut digits = [0u8; 24];
+    let mut end = digits.len();
+    let mut rest = m.abs() as u64;
+    let mut written = 0;
+    // At least k + 1 digits, so that there is one before the point.
+    while rest > 0 || written <= k {
+        end -= 1;
+        digits[end] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        written += 1;
+    }
+    if f.is_sign_negative() {
+        out.put(b"-");
+    }
+    let point = digits.len() - k;
+    out.put(&digits[end..point]);
+    out.put(b".");
+    if k == 0 {
+        out.put(b"0");
+    } else {
+        out.put(&digits[point..]);
+    }
+    Some(())
 }
 
 /// Appends the ASCII the number writer produces to a `String`.
@@ -284,7 +326,15 @@ mod tests {
         // escapes, for each character that needs one (and 0xED's ordinary and surrogate
         // uses) at every position of strings up to 24 characters.
         let specials: Vec<u16> = (0u16..0x20)
-            .chain([b'"' as u16, b'\\' as u16, 0xD7FF, 0xD800, 0xDFFF, 0xE9, 0x7F])
+            .chain([
+                b'"' as u16,
+                b'\\' as u16,
+                0xD7FF,
+                0xD800,
+                0xDFFF,
+                0xE9,
+                0x7F,
+            ])
             .collect();
         for filler in ["abcdefgh", "é✓😀ün"] {
             let chars: Vec<char> = filler.chars().collect();
@@ -317,8 +367,21 @@ mod tests {
     #[test]
     fn byte_writers_are_read_back_as_the_same_values() {
         let floats = [
-            0.0, -0.0, 1.0, -1.0, 0.5, 1e21, 1e-7, 5e-324, 1.7976931348623157e308, 2f64.powi(60),
-            -2f64.powi(63), 123456789012345680000.0, 0.1 + 0.2, 1e15, 1e16,
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            1e21,
+            1e-7,
+            5e-324,
+            1.7976931348623157e308,
+            2f64.powi(60),
+            -2f64.powi(63),
+            123456789012345680000.0,
+            0.1 + 0.2,
+            1e15,
+            1e16,
         ];
         for f in floats {
             let mut out = Vec::new();
@@ -336,12 +399,40 @@ mod tests {
         for i in [0i64, -1, 42, i64::MAX, i64::MIN] {
             let mut out = Vec::new();
             write_i64_bytes(i, &mut out);
-            assert_eq!(crate::json::parse(&out).unwrap(), Value::Number(Number::Int(i)));
+            assert_eq!(
+                crate::json::parse(&out).unwrap(),
+                Value::Number(Number::Int(i))
+            );
         }
         for s in ["", "plain", "é😀\"\\\n\u{1}\u{7f}\u{2028}"] {
             let mut out = Vec::new();
             write_str_bytes(s.as_bytes(), &mut out);
             assert_eq!(crate::json::parse(&out).unwrap(), Value::from(s));
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+
+        /// Any double, and decimals of up to eight places (the short path), read back as the
+        /// very same double (bits, sign of zero included).
+        #[test]
+        fn every_double_written_as_bytes_reads_back_exactly(
+            bits in proptest::prelude::any::<u64>(),
+            m in -9_007_199_254_740_991i64..9_007_199_254_740_991i64,
+            k in 0usize..=10,
+        ) {
+            for f in [f64::from_bits(bits), m as f64 / 10f64.powi(k as i32)] {
+                let mut out = Vec::new();
+                if write_f64_bytes(f, &mut out) {
+                    match crate::json::parse(&out) {
+                        Ok(Value::Number(Number::Float(g))) => proptest::prop_assert_eq!(g.to_bits(), f.to_bits(), "{}", String::from_utf8_lossy(&out)),
+                        other => proptest::prop_assert!(false, "{f} as {:?} read back as {other:?}", String::from_utf8_lossy(&out)),
+                    }
+                } else {
+                    proptest::prop_assert!(!f.is_finite());
+                }
+            }
         }
     }
 
