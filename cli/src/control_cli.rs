@@ -59,14 +59,21 @@ fn request(port: u16, method: &str, path: &str, headers: &str, body: &str, timeo
     );
     s.write_all(req.as_bytes()).map_err(|e| format!("could not reach GraphMind on port {port} ({e})"))?;
     let mut raw = Vec::new();
+    let closed = || format!("the GraphMind server on port {port} closed the connection without answering (did it stop?)");
     if let Err(e) = s.read_to_end(&mut raw) {
         if raw.is_empty() {
-            return Err(if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) {
-                format!("the GraphMind server on port {port} did not answer in time")
-            } else {
-                format!("could not reach GraphMind on port {port} ({e})")
+            return Err(match e.kind() {
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                    format!("the GraphMind server on port {port} did not answer in time")
+                }
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => closed(),
+                _ => format!("could not reach GraphMind on port {port} ({e})"),
             });
         }
+    }
+    if raw.is_empty() {
+        // A server that stops (Ctrl-C, a crash) while a long-poll waits hangs up on it.
+        return Err(closed());
     }
     let text = String::from_utf8_lossy(&raw);
     let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);

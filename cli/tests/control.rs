@@ -329,6 +329,26 @@ fn resume_at_the_default_level_is_refused_with_exit_5() {
 }
 
 #[test]
+fn wait_reports_a_server_that_stops_while_it_waits_as_unreachable() {
+    // `graphmind wait` long-polls; the server is stopped (SIGTERM, as Ctrl-C) meanwhile.
+    let srv = Server::start(&[], &[]);
+    let mut cmd = std::process::Command::new(BIN);
+    isolate(&mut cmd, &srv.dir);
+    cmd.args(["wait", "--port", &srv.port.to_string(), "--timeout", "30"]);
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let waiting = cmd.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let stopped = std::process::Command::new("kill").args(["-TERM", &srv.child.id().to_string()]).status().unwrap();
+    assert!(stopped.success());
+    let t = Instant::now();
+    let o = waiting.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10), "wait noticed the server stop at once");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("closed the connection without answering (did it stop?)"), "{err}");
+}
+
+#[test]
 fn a_long_poll_whose_client_hangs_up_frees_its_slot() {
     let srv = Server::start(&[], &[]);
     // Fill every slot, then hang up; a new long-poll must still be accepted.
