@@ -101,7 +101,10 @@ pub fn canonical_call_js(node_id: &JsStr, input: Option<&Value>, ignore_keys: &[
 /// same as parsing it and calling [`canonical_json_with`], faster for text whose tokens
 /// are already canonical (as `JSON.stringify` writes them), which is copied with only its
 /// members reordered (see `canonical/text.rs`).
-pub fn canonical_json_text<K: AsRef<str>>(text: &[u8], ignore_keys: &[K]) -> Result<String, ParseError> {
+pub fn canonical_json_text<K: AsRef<str>>(
+    text: &[u8],
+    ignore_keys: &[K],
+) -> Result<String, ParseError> {
     let prepared = Prepared::new(text, ignore_keys)?;
     let mut out = Vec::with_capacity(text.len() + 2);
     prepared.write(ignore_keys, &mut out);
@@ -118,7 +121,10 @@ pub(crate) enum Prepared<'t> {
 
 impl<'t> Prepared<'t> {
     /// Prepares `text` for [`Prepared::write`] with the same `ignore_keys`.
-    pub(crate) fn new<K: AsRef<str>>(text: &'t [u8], ignore_keys: &[K]) -> Result<Self, ParseError> {
+    pub(crate) fn new<K: AsRef<str>>(
+        text: &'t [u8],
+        ignore_keys: &[K],
+    ) -> Result<Self, ParseError> {
         match text::canonical_tokens(text, ignore_keys) {
             Some(tape) => Ok(Prepared::Tokens(tape)),
             None => json::parse(text).map(Prepared::Parsed),
@@ -151,13 +157,31 @@ pub(crate) fn write_canonical_call<S: Sink, K: AsRef<str>>(
     ignore_keys: &[K],
     sink: &mut S,
 ) {
+    write_call(node_id, sink, |sink| match input {
+        None => sink.put(b"null"),
+        Some(v) => write_canonical(v, ignore_keys, sink),
+    });
+}
+
+/// [`write_canonical_call`] with the input as prepared JSON text.
+pub(crate) fn write_canonical_call_prepared<S: Sink, K: AsRef<str>>(
+    node_id: &[u8],
+    input: Option<&Prepared<'_>>,
+    ignore_keys: &[K],
+    sink: &mut S,
+) {
+    write_call(node_id, sink, |sink| match input {
+        None => sink.put(b"null"),
+        Some(prepared) => prepared.write(ignore_keys, sink),
+    });
+}
+
+/// `[nodeId,` then what `input` writes, then `]`.
+fn write_call<S: Sink>(node_id: &[u8], sink: &mut S, input: impl FnOnce(&mut S)) {
     sink.put(b"[");
     write_escaped(node_id, sink);
     sink.put(b",");
-    match input {
-        None => sink.put(b"null"),
-        Some(v) => write_canonical(v, ignore_keys, sink),
-    }
+    input(sink);
     sink.put(b"]");
 }
 

@@ -40,16 +40,16 @@ pub fn fingerprint_text_js<K: AsRef<str>>(
     input_text: Option<&[u8]>,
     ignore_keys: &[K],
 ) -> Result<String, ParseError> {
-    let input = input_text.map(|t| Prepared::new(t, ignore_keys)).transpose()?;
+    let input = input_text
+        .map(|t| Prepared::new(t, ignore_keys))
+        .transpose()?;
     let mut sink = HashSink::new(Sha256::new());
-    sink.put(b"[");
-    canonical::write_escaped(node_id.as_bytes(), &mut sink);
-    sink.put(b",");
-    match &input {
-        None => sink.put(b"null"),
-        Some(prepared) => prepared.write(ignore_keys, &mut sink),
-    }
-    sink.put(b"]");
+    canonical::write_canonical_call_prepared(
+        node_id.as_bytes(),
+        input.as_ref(),
+        ignore_keys,
+        &mut sink,
+    );
     Ok(hex32(&sink.finish()))
 }
 
