@@ -223,13 +223,7 @@ unsafe fn fast_scalar(t: &ExactTypes, obj: *mut ffi::PyObject) -> Option<Result<
         return Some(fast_str(obj).map(Value::String));
     }
     if ty == t.int {
-        let mut overflow: std::os::raw::c_int = 0;
-        let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
-        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
-            ffi::PyErr_Clear();
-            return Some(Err(GiveUp));
-        }
-        return Some(Ok(Value::Number(Number::Int(v as i64))));
+        return Some(exact_i64(obj).map(|v| Value::Number(Number::Int(v))));
     }
     if ty == t.float {
         return Some(Ok(Value::Number(Number::Float(ffi::PyFloat_AsDouble(obj)))));
@@ -241,6 +235,42 @@ unsafe fn fast_scalar(t: &ExactTypes, obj: *mut ffi::PyObject) -> Option<Result<
         return Some(Ok(Value::Bool(obj == t.true_)));
     }
     None
+}
+
+/// An exact `int` that fits 64 bits; gives up on a bigger one.
+///
+/// # Safety
+/// GIL held, `obj` a live exact `int`.
+#[inline(always)]
+unsafe fn exact_i64(obj: *mut ffi::PyObject) -> Result<i64, GiveUp> {
+    let mut overflow: std::os::raw::c_int = 0;
+    let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
+    if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
+        ffi::PyErr_Clear();
+        return Err(GiveUp);
+    }
+    Ok(v as i64)
+}
+
+/// How an exact `list` or `tuple` is read: its length and its borrowed-item getter; gives
+/// up on anything else.
+///
+/// # Safety
+/// GIL held, `obj` a live object.
+#[allow(clippy::type_complexity)]
+#[inline(always)]
+unsafe fn exact_sequence(
+    t: &ExactTypes,
+    obj: *mut ffi::PyObject,
+) -> Result<(ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject), GiveUp> {
+    let ty = ffi::Py_TYPE(obj);
+    if ty == t.list {
+        Ok((ffi::PyList_Size(obj), ffi::PyList_GetItem))
+    } else if ty == t.tuple {
+        Ok((ffi::PyTuple_Size(obj), ffi::PyTuple_GetItem))
+    } else {
+        Err(GiveUp)
+    }
 }
 
 /// An exact `dict` (exact `str` keys), `list` or `tuple` at `depth` (within the limit);
@@ -268,13 +298,7 @@ unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) 
         }
         return Ok(Value::Object(map));
     }
-    let (len, get): (ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject) = if ty == t.list {
-        (ffi::PyList_Size(obj), ffi::PyList_GetItem)
-    } else if ty == t.tuple {
-        (ffi::PyTuple_Size(obj), ffi::PyTuple_GetItem)
-    } else {
-        return Err(GiveUp);
-    };
+    let (len, get) = exact_sequence(t, obj)?;
     if len > 0 && inner > MAX_DEPTH {
         return Err(GiveUp);
     }
@@ -385,13 +409,7 @@ unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: 
         return Ok(());
     }
     if ty == t.int {
-        let mut overflow: std::os::raw::c_int = 0;
-        let v = ffi::PyLong_AsLongLongAndOverflow(obj, &mut overflow);
-        if overflow != 0 || (v == -1 && !ffi::PyErr_Occurred().is_null()) {
-            ffi::PyErr_Clear();
-            return Err(GiveUp);
-        }
-        json::write_i64_bytes(v as i64, out);
+        json::write_i64_bytes(exact_i64(obj)?, out);
         return Ok(());
     }
     if ty == t.float {
@@ -429,13 +447,7 @@ unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: 
         out.byte(b'}');
         return Ok(());
     }
-    let (len, get): (ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject) = if ty == t.list {
-        (ffi::PyList_Size(obj), ffi::PyList_GetItem)
-    } else if ty == t.tuple {
-        (ffi::PyTuple_Size(obj), ffi::PyTuple_GetItem)
-    } else {
-        return Err(GiveUp);
-    };
+    let (len, get) = exact_sequence(t, obj)?;
     out.byte(b'[');
     for i in 0..len {
         let item = get(obj, i);

@@ -626,12 +626,7 @@ impl NativeSession {
         defaults: &Bound<'_, PyDict>,
     ) -> PyResult<Option<Entered>> {
         let Some(fields) = node.bind(py, args, kwargs, defaults)? else { return Ok(None) };
-        let input = if self.session.is_attached() {
-            None
-        } else {
-            with_text_buffer(|buf| write_fields_json_text(&fields, buf))
-        };
-        let input = input.unwrap_or_else(|| HostValue::Built(fields_value(&fields)));
+        let input = host_value_of(&self.session, |buf| write_fields_json_text(&fields, buf), || fields_value(&fields));
         self.enter_with(py, run, node, Some(input), true).map(Some)
     }
 
@@ -766,12 +761,17 @@ fn with_text_buffer(write: impl FnOnce(&mut TextBuf) -> bool) -> Option<HostValu
 /// the session's worker parses (one buffer, no value tree built here); otherwise, or when
 /// the value holds anything else, it is converted here.
 fn host_value(session: &Session, obj: &Bound<'_, PyAny>) -> HostValue {
+    host_value_of(session, |buf| write_json_text(obj, buf), || to_value_or_marker(obj))
+}
+
+/// [`host_value`] of a value written as text by `write` or converted by `convert`.
+fn host_value_of(session: &Session, write: impl FnOnce(&mut TextBuf) -> bool, convert: impl FnOnce() -> Value) -> HostValue {
     if !session.is_attached() {
-        if let Some(text) = with_text_buffer(|buf| write_json_text(obj, buf)) {
+        if let Some(text) = with_text_buffer(write) {
             return text;
         }
     }
-    HostValue::Built(to_value_or_marker(obj))
+    HostValue::Built(convert())
 }
 
 /// Called by the package's `atexit` hook: warnings stop calling into Python.
