@@ -28,6 +28,15 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// `cmd` set to run a C program against `srv`: its ingest URL, the library's folder, and
+/// none of the caller's GraphMind switches.
+fn against<'c>(cmd: &'c mut Command, srv: &Server) -> &'c mut Command {
+    cmd.env("GRAPHMIND_URL", format!("ws://127.0.0.1:{}/ingest", srv.port))
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env_remove("GRAPHMIND")
+        .env_remove("GRAPHMIND_ENABLED")
+}
+
 fn lib_dir() -> PathBuf {
     let profile = if cfg!(debug_assertions) {
         "debug"
@@ -135,15 +144,7 @@ fn drive(srv: &Server, exe: &Path, wrapper: &[&str]) {
                 .collect(),
         ),
     };
-    let mut child = Command::new(program)
-        .args(&args)
-        .env(
-            "GRAPHMIND_URL",
-            format!("ws://127.0.0.1:{}/ingest", srv.port),
-        )
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .env_remove("GRAPHMIND")
-        .env_remove("GRAPHMIND_ENABLED")
+    let mut child = against(Command::new(program).args(&args), srv)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -314,14 +315,7 @@ fn forked_c_child_reconnects_and_both_runs_are_stored() {
     let srv = Server::start(&["--pause-on-error", "off"], &[]);
     let exe = dir.join("fork-c");
     build("ffi/tests/c/fork.c", false, true, &exe);
-    let out = Command::new(&exe)
-        .env(
-            "GRAPHMIND_URL",
-            format!("ws://127.0.0.1:{}/ingest", srv.port),
-        )
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .env_remove("GRAPHMIND")
-        .env_remove("GRAPHMIND_ENABLED")
+    let out = against(&mut Command::new(&exe), &srv)
         .output()
         .expect("run the fork program");
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();

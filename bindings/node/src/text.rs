@@ -77,16 +77,13 @@ thread_local! {
 /// Calls `f` with `s`'s UTF-8 bytes, read into the JS thread's own buffer (for the pure
 /// functions).
 pub(crate) fn with_js_text<T>(s: &JsString<'_>, f: impl FnOnce(&[u8]) -> T) -> Result<T> {
+    let run = |buf: &mut Vec<u8>| {
+        read_utf8(s, buf)?;
+        Ok(f(buf))
+    };
     SCRATCH.with(|b| match b.try_borrow_mut() {
-        Ok(mut buf) => {
-            read_utf8(s, &mut buf)?;
-            Ok(f(&buf))
-        }
-        Err(_) => {
-            let mut buf = Vec::new();
-            read_utf8(s, &mut buf)?;
-            Ok(f(&buf))
-        }
+        Ok(mut buf) => run(&mut buf),
+        Err(_) => run(&mut Vec::new()),
     })
 }
 
