@@ -5,6 +5,9 @@
 //! detached proxy (no GraphMind listening) and through a proxy attached to a real
 //! `graphmind` server (recording every call, nothing armed).
 //! p50 / p99 of each and the difference to the direct session. Goal: <= 50 µs added at p50.
+//! A fifth session is the floor: this bench binary itself as a bare relay (one blocking
+//! read/write loop per direction, nothing else), which is what any process in the middle
+//! costs on this machine, however little it does.
 //!
 //! The sessions run side by side and take turns in rounds of `CALLS / ROUNDS` calls (the
 //! order rotating each round), so a shared machine's changing load falls on all of them
@@ -31,6 +34,7 @@ struct Peer {
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     line: String,
+    out: Vec<u8>,
 }
 
 impl Peer {
@@ -38,7 +42,7 @@ impl Peer {
         let mut child = Command::new(&cmd[0]).args(&cmd[1..]).envs(env.iter().copied()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
-        let mut p = Peer { child, stdin, stdout, line: String::new() };
+        let mut p = Peer { child, stdin, stdout, line: String::new(), out: Vec::new() };
         p.call(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#, "\"id\":0");
         p.stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
         p
@@ -46,9 +50,12 @@ impl Peer {
 
     /// Writes one request line and reads lines until the one carrying `id_marker`.
     fn call(&mut self, frame: &str, id_marker: &str) {
-        self.stdin.write_all(frame.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
+        // One write per line, as MCP hosts send a frame (two writes would wake the relay
+        // twice per request).
+        self.out.clear();
+        self.out.extend_from_slice(frame.as_bytes());
+        self.out.push(b'\n');
+        self.stdin.write_all(&self.out).unwrap();
         loop {
             self.line.clear();
             assert!(self.stdout.read_line(&mut self.line).unwrap() > 0, "peer closed");
@@ -97,8 +104,33 @@ fn start_server(dir: &Path) -> (Child, u16) {
     (child, port)
 }
 
+/// The floor: the least any relay process in the middle can cost. `bench --relay -- CMD`
+/// starts CMD and copies bytes both ways with one blocking thread per direction, nothing
+/// else (no parsing, no locks, no recording).
+fn bare_relay(cmd: &[String]) {
+    let mut child = Command::new(&cmd[0]).args(&cmd[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut to_child = child.stdin.take().unwrap();
+    let mut from_child = child.stdout.take().unwrap();
+    fn pump(from: &mut impl std::io::Read, to: &mut impl Write) {
+        let mut buf = vec![0u8; 64 * 1024];
+        while let Ok(n) = from.read(&mut buf) {
+            if n == 0 || to.write_all(&buf[..n]).is_err() {
+                return;
+            }
+        }
+    }
+    std::thread::spawn(move || pump(&mut std::io::stdin().lock(), &mut to_child));
+    std::thread::spawn(move || pump(&mut from_child, &mut std::io::stdout().lock()));
+    let _ = child.wait();
+}
+
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--relay") {
+        bare_relay(&args[at + 2..]); // after `--relay --`
+        return;
+    }
+    if args.iter().any(|a| a == "--list") {
         return;
     }
     let server = peer();
@@ -118,8 +150,11 @@ fn main() {
     let proxy = |flags: Vec<String>| proxy_of(BIN, flags);
     let off: &[(&str, &str)] = &[("GRAPHMIND_DISABLED", "1")];
     type Session<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
+    let mut bare = vec![std::env::current_exe().unwrap().to_string_lossy().into_owned(), "--relay".into(), "--".into()];
+    bare.extend(direct.iter().cloned());
     let mut sessions: Vec<Session> = vec![
         ("direct", direct.clone(), &[]),
+        ("bare relay (floor)", bare, &[]),
         ("proxy, plain pipe", proxy(vec![]), off),
         ("proxy, detached", proxy(vec!["--port".into(), closed.to_string()]), &[]),
         ("proxy, attached", proxy(vec!["--port".into(), port.to_string(), "--wait-for-attach".into()]), &[]),
@@ -148,7 +183,7 @@ fn main() {
         }
     }
     println!("mcp-proxy: {CALLS} tools/call echoes per session to server-everything (after {WARMUP} warm-up calls), sessions interleaved in {ROUNDS} rounds; load average {load_before} before, {} after", load());
-    println!("{:<18} {:>10} {:>10} {:>14} {:>14}", "session", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs");
+    println!("{:<20} {:>10} {:>10} {:>14} {:>14}", "session", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs");
     let mut base: Option<(f64, f64)> = None;
     for ((name, p), mut samples) in peers.into_iter().zip(samples) {
         p.stop();
@@ -161,7 +196,7 @@ fn main() {
             }
             Some((b50, b99)) => (format!("{:+.1}", p50 - b50), format!("{:+.1}", p99 - b99)),
         };
-        println!("{name:<18} {p50:>10.1} {p99:>10.1} {a50:>14} {a99:>14}");
+        println!("{name:<20} {p50:>10.1} {p99:>10.1} {a50:>14} {a99:>14}");
     }
     let _ = gm.kill();
     let _ = gm.wait();
