@@ -231,7 +231,7 @@ impl<'v, S: Sink, K: AsRef<str>> Walker<'v, '_, '_, S, K> {
                 let start = self.scratch.len();
                 let ignore = self.ignore;
                 for (k, v) in map.iter() {
-                    if !is_ignored(k, ignore) {
+                    if !is_ignored(k.as_bytes(), ignore) {
                         self.scratch.push((head_word(k.as_bytes()), k, v));
                     }
                 }
@@ -296,11 +296,11 @@ fn head_word(bytes: &[u8]) -> u64 {
     word
 }
 
-/// Whether an object member with `key` is left out (exact match against `ignore`).
+/// Whether an object member whose key has these bytes is left out (exact match against
+/// `ignore`).
 #[inline]
-pub(crate) fn is_ignored<K: AsRef<str>>(key: &JsStr, ignore: &[K]) -> bool {
-    let bytes = key.as_bytes();
-    ignore.iter().any(|k| k.as_ref().as_bytes() == bytes)
+pub(crate) fn is_ignored<K: AsRef<str>>(key: &[u8], ignore: &[K]) -> bool {
+    ignore.iter().any(|k| k.as_ref().as_bytes() == key)
 }
 
 /// Writes a number in the canonical spelling: integers with all their digits, doubles as
@@ -315,23 +315,15 @@ pub(crate) fn write_number<S: Sink>(n: &Number, sink: &mut S) {
 
 #[inline]
 fn write_i64<S: Sink>(i: i64, sink: &mut S) {
-    let mut buf = [0u8; 20];
-    let mut pos = buf.len();
-    let negative = i < 0;
-    let mut n = i.unsigned_abs();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+    if (0..10).contains(&i) {
+        sink.put(&DIGITS[i as usize..i as usize + 1]); // most integers an app holds
+        return;
     }
-    if negative {
-        sink.put(b"-");
-    }
-    sink.put(&buf[pos..]);
+    sink.put(itoa::Buffer::new().format(i).as_bytes());
 }
+
+/// The ten decimal digits, for one-digit numbers.
+const DIGITS: &[u8; 10] = b"0123456789";
 
 #[inline]
 fn write_f64<S: Sink>(f: f64, sink: &mut S) {

@@ -14,7 +14,7 @@
 //! a container nested deeper than [`MAX_CANONICAL_DEPTH`] (written as a marker), invalid
 //! UTF-8, and anything that is not JSON. White space between tokens is skipped.
 
-use super::{cmp_keys, head_word, write_number, Sink, MAX_CANONICAL_DEPTH};
+use super::{cmp_keys, head_word, is_ignored, write_number, Sink, MAX_CANONICAL_DEPTH};
 use crate::json::{number_value, skip_plain_string_bytes, ESCAPE_CLASS, ESCAPE_SHORT};
 
 /// Integer literals of at most this many digits are canonical as written without a
@@ -71,6 +71,7 @@ pub(crate) fn canonical_tokens<'t, K: AsRef<str>>(
         tokens: Vec::with_capacity(text.len() / 8 + 4),
         members: Vec::with_capacity(text.len() / 16 + 4),
         open: Vec::with_capacity(16),
+        white: 0,
     };
     scan.value(0, ignore)?;
     scan.skip_white_space();
@@ -137,6 +138,9 @@ struct Scan<'t> {
     /// Members of the objects being scanned, stacked (an inner object's after its
     /// parent's).
     open: Vec<Member>,
+    /// White-space bytes skipped so far: a container that saw none inside is copied as
+    /// one piece when nothing in it moves (see [`Scan::verbatim`]).
+    white: usize,
 }
 
 impl Scan<'_> {
@@ -149,6 +153,7 @@ impl Scan<'_> {
     fn skip_white_space(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.pos += 1;
+            self.white += 1;
         }
     }
 
@@ -177,14 +182,17 @@ impl Scan<'_> {
             return None;
         }
         let at = self.tokens.len();
+        let (start, white) = (self.pos, self.white);
         self.tokens.push(Token::Array { next: 0 });
         self.pos += 1;
         self.skip_white_space();
+        let mut elements = 0;
         if self.peek()? == b']' {
             self.pos += 1;
         } else {
             loop {
                 self.value(depth + 1, ignore)?;
+                elements += 1;
                 self.skip_white_space();
                 match self.peek()? {
                     b',' => self.pos += 1,
@@ -195,6 +203,9 @@ impl Scan<'_> {
                     _ => return None,
                 }
             }
+        }
+        if self.verbatim(at, elements, start, white) {
+            return Some(());
         }
         self.tokens[at] = Token::Array {
             next: self.tokens.len() as u32,
@@ -207,6 +218,7 @@ impl Scan<'_> {
             return None;
         }
         let at = self.tokens.len();
+        let (start, white) = (self.pos, self.white);
         self.tokens.push(Token::Object {
             next: 0,
             first: 0,
@@ -252,9 +264,21 @@ impl Scan<'_> {
         }
         let text = self.text;
         let key = |m: &Member| &text[m.key_start as usize..m.key_end as usize];
+        let order = |a: &Member, b: &Member| cmp_keys(a.head, key(a), b.head, key(b));
         let members = &mut self.open[open_from..];
-        if members.len() > 1 {
-            members.sort_unstable_by(|a, b| cmp_keys(a.head, key(a), b.head, key(b)));
+        // Written in canonical order already (strictly: no key repeats), none ignored:
+        // copied as written when its values are too.
+        let sorted = members.windows(2).all(|w| order(&w[0], &w[1]).is_lt());
+        if sorted && !members.iter().any(|m| is_ignored(key(m), ignore)) {
+            let count = members.len();
+            if self.verbatim(at, count, start, white) {
+                self.open.truncate(open_from);
+                return Some(());
+            }
+        }
+        let members = &mut self.open[open_from..];
+        if !sorted {
+            members.sort_unstable_by(order);
             // A repeated key: the parser's rule (first place, last value) decides. Checked
             // before ignored keys are dropped, on purpose: a repeated `_meta` is parsed too
             // (rare, and then nothing about repeats is left to reason about here).
@@ -264,8 +288,7 @@ impl Scan<'_> {
         }
         let first = self.members.len() as u32;
         for m in self.open.drain(open_from..) {
-            let k = key(&m);
-            if !ignore.iter().any(|i| i.as_ref().as_bytes() == k) {
+            if !is_ignored(key(&m), ignore) {
                 self.members.push(m);
             }
         }
@@ -319,6 +342,24 @@ impl Scan<'_> {
             }
             _ => None,
         }
+    }
+
+    /// A container whose token is `at`, opened at byte `start` when `white` bytes of white
+    /// space had been skipped, has just closed with `children` values. If every value is a
+    /// single token (nothing in it moves) and no white space was skipped inside, its
+    /// canonical text is its text as written: it becomes one scalar token spanning it, so
+    /// it is written in one copy. The caller has checked that its members (if any) are in
+    /// canonical order and none is ignored.
+    fn verbatim(&mut self, at: usize, children: usize, start: usize, white: usize) -> bool {
+        if self.white != white || self.tokens.len() != at + 1 + children {
+            return false;
+        }
+        self.tokens.truncate(at);
+        self.tokens.push(Token::Scalar {
+            start: start as u32,
+            end: self.pos as u32,
+        });
+        true
     }
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {
@@ -529,6 +570,29 @@ mod tests {
                 Some(got) => assert_eq!(got, written, "{text}"),
                 None => assert_ne!(written, text, "{text} is canonical but was refused"),
             }
+        }
+    }
+
+    #[test]
+    fn a_container_already_in_canonical_order_is_one_copied_piece() {
+        let count = |text: &str, ignore: &[&str]| canonical_tokens(text.as_bytes(), ignore).unwrap().tokens.len();
+        // Canonical as written: the whole text is one piece.
+        assert_eq!(count(r#"{"a":[1,{"p":2,"q":"é"}],"b":{"c":null}}"#, &[]), 1);
+        // The root moves ("a" before "b"), its two values are copied whole.
+        assert_eq!(count(r#"{"b":{"x":[1,{"p":2}],"y":"z"},"a":1}"#, &[]), 3);
+        // Not copied: white space inside, an ignored member, a member out of order below,
+        // keys in UTF-8 byte order that UTF-16 order swaps (U+1F600 sorts before U+FF41).
+        let moved = [
+            r#"{"a":{"c":1, "d":2}}"#,
+            r#"{"a":[1,2 ]}"#,
+            r#"{"a":{"_meta":1,"b":2}}"#,
+            r#"[{"b":1,"a":2}]"#,
+            r#"[[[{"z":1,"y":2}]]]"#,
+            "{\"\u{FF41}\":1,\"\u{1F600}\":2}",
+        ];
+        for text in moved {
+            assert!(count(&text, &["_meta"]) > 1, "{text}");
+            assert_eq!(fast(&text, &["_meta"]).unwrap(), slow(&text, &["_meta"]), "{text}");
         }
     }
 

@@ -108,8 +108,14 @@ const POW10: [f64; 9] = [1.0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8];
 fn write_short_decimal<S: Sink>(f: f64, out: &mut S) -> Option<()> {
     const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0; // 2^53
     let (k, m) = POW10.iter().enumerate().find_map(|(k, &p)| {
-        let m = (f * p).round();
-        (m.abs() < EXACT_INTEGERS && m / p == f).then_some((k, m))
+        let scaled = f * p;
+        if scaled.abs() >= EXACT_INTEGERS {
+            return None;
+        }
+        // Rounded half away from zero by truncating (one instruction, where `round` is a
+        // libm call): `scaled` is below 2^53, so the `i64` holds it exactly.
+        let m = (scaled + 0.5f64.copysign(scaled)) as i64 as f64;
+        (m / p == f).then_some((k, m))
     })?;
     let mut digits = [0u8; 24];
     let mut end = digits.len();

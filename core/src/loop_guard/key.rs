@@ -232,7 +232,7 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
                 // Members are hashed apart and summed: the sum does not depend on order.
                 let (mut sum_a, mut sum_b, mut count) = (0u64, 0u64, 0u64);
                 for (k, v) in map.iter() {
-                    if is_ignored(k, self.ignore) {
+                    if is_ignored(k.as_bytes(), self.ignore) {
                         continue;
                     }
                     self.spend(k.as_bytes().len() + 1, || k.utf16_len() + 1)?;
