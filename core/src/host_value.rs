@@ -1,8 +1,8 @@
-//! A value handed to the session by a binding: either already built as a [`Value`], or as
-//! the JSON text the host's own encoder wrote (`JSON.stringify` in Node, a C caller's
-//! buffer).
+//! A value handed to the session by a binding: already built as a [`Value`], as the JSON
+//! text the host's own encoder wrote (`JSON.stringify` in Node, a C caller's buffer), or
+//! packed by the binding ([`crate::json::packed`], Python).
 //!
-//! Text is parsed where it is first needed. With no debugger attached nothing on the
+//! Text and packed values are read where they are first needed. With no debugger attached nothing on the
 //! application thread reads a node's input or output (the loop guard is fed by the worker,
 //! gates cannot hold, edits cannot happen), so the session hands the text to its worker and
 //! the application thread pays only for a copy of the bytes. With a debugger attached the
@@ -17,6 +17,8 @@ pub enum HostValue {
     Built(Value),
     /// UTF-8 JSON text, parsed later.
     Text(Vec<u8>),
+    /// A packed value ([`crate::json::packed`]), decoded later.
+    Packed(Vec<u8>),
 }
 
 /// What [`HostValue::into_value`] made of the value.
@@ -24,7 +26,8 @@ pub enum HostValue {
 pub struct Resolved {
     /// The value (for text that is not JSON: that text as a string).
     pub value: Value,
-    /// The text was not valid JSON (the binding broke its contract; worth a warning).
+    /// The text was not valid JSON, or the packed bytes not a packed value (the binding
+    /// broke its contract; worth a warning).
     pub invalid_text: bool,
 }
 
@@ -47,6 +50,16 @@ impl HostValue {
                     invalid_text: true,
                 },
             },
+            HostValue::Packed(bytes) => match json::packed::decode(&bytes) {
+                Ok(value) => Resolved {
+                    value,
+                    invalid_text: false,
+                },
+                Err(e) => Resolved {
+                    value: Value::from(format!("[graphmind: unreadable packed value: {e}]")),
+                    invalid_text: true,
+                },
+            },
         }
     }
 }
@@ -57,7 +70,7 @@ impl From<Value> for HostValue {
     }
 }
 
-/// The warning for text that was not JSON.
+/// The warning for text that was not JSON (or packed bytes that were not a packed value).
 pub const INVALID_TEXT_WARNING: &str =
     "a value handed over as JSON text was not valid JSON; it was recorded as a string";
 
@@ -77,6 +90,17 @@ mod tests {
                 invalid_text: false
             }
         );
+    }
+
+    #[test]
+    fn packed_bytes_decode_and_bad_ones_are_flagged() {
+        let mut w = json::packed::PackedWriter::new();
+        assert!(w.object(1) && w.key(b"k"));
+        w.int(7);
+        let out = HostValue::Packed(w.as_bytes().to_vec()).into_value();
+        assert_eq!(out, Resolved { value: crate::json!({"k": 7i64}), invalid_text: false });
+        let bad = HostValue::Packed(vec![42]).into_value();
+        assert!(bad.invalid_text && bad.value.as_str().unwrap().contains("unreadable packed value"));
     }
 
     #[test]

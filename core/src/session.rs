@@ -263,10 +263,11 @@ enum Handed {
 }
 
 /// A member of an event's payload (a node's `input` or `output`) handed over as JSON text
-/// while no debugger was attached: the worker parses it into the placeholder at `key`.
+/// or packed while no debugger was attached: the worker reads it into the placeholder at
+/// `key`.
 struct DeferredMember {
     key: &'static str,
-    text: Vec<u8>,
+    value: HostValue,
 }
 
 /// Splits an optional host value into what goes into the payload now (the value, or a
@@ -278,7 +279,7 @@ fn split_host_value(
     match value {
         None => (None, None),
         Some(HostValue::Built(value)) => (Some(value), None),
-        Some(HostValue::Text(text)) => (Some(Value::Null), Some(DeferredMember { key, text })),
+        Some(value) => (Some(Value::Null), Some(DeferredMember { key, value })),
     }
 }
 
@@ -785,7 +786,7 @@ impl Session {
         let Some(member) = member else {
             return;
         };
-        let value = self.resolve(HostValue::Text(member.text));
+        let value = self.resolve(member.value);
         if let Some(map) = payload.as_object_mut() {
             map.insert(member.key, value);
         }

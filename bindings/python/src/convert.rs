@@ -8,8 +8,8 @@
 //! A value whose reading raises (or a cycle) is reported as [`Unreadable`]; the caller
 //! decides what the event carries then, and no exception reaches the app.
 
-use graphmind_core::canonical::Sink;
-use graphmind_core::json::{self, JsStr, Map, Number, Value};
+use graphmind_core::json::packed::PackedWriter;
+use graphmind_core::json::{JsStr, Map, Number, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -314,154 +314,111 @@ unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) 
     Ok(Value::Array(out))
 }
 
-/// How deep a value written as JSON text may nest (well inside the parser's limit); a
+/// How deep a value written packed may nest (well inside the core reader's limit); a
 /// deeper one is converted instead.
-const TEXT_MAX_DEPTH: usize = 128;
+const PACKED_MAX_DEPTH: usize = 128;
 
-/// Pieces up to this many bytes are copied with fixed-size moves.
-const SHORT_PIECE: usize = 16;
-
-/// The buffer JSON text is written into: a `Vec<u8>` whose short pieces (most keys, values,
-/// quotes and punctuation) are copied with fixed-size moves into room reserved ahead,
-/// rather than through a `memcpy` call each.
-pub struct TextBuf {
-    /// The text written so far.
-    pub bytes: Vec<u8>,
-}
-
-impl TextBuf {
-    /// Appends one byte.
-    #[inline(always)]
-    fn byte(&mut self, b: u8) {
-        self.bytes.push(b);
-    }
-}
-
-impl Sink for TextBuf {
-    #[inline(always)]
-    fn put(&mut self, piece: &[u8]) {
-        let n = piece.len();
-        if n > SHORT_PIECE {
-            self.bytes.extend_from_slice(piece);
-            return;
-        }
-        self.bytes.reserve(SHORT_PIECE);
-        let at = self.bytes.len();
-        // SAFETY: `reserve` left room for at least SHORT_PIECE bytes past `at`; every
-        // copy below writes inside `at..at + n` (n <= SHORT_PIECE) from inside `piece`,
-        // and the new length covers exactly the bytes written.
-        unsafe {
-            let dst = self.bytes.as_mut_ptr().add(at);
-            let src = piece.as_ptr();
-            if n >= 8 {
-                std::ptr::copy_nonoverlapping(src, dst, 8);
-                std::ptr::copy_nonoverlapping(src.add(n - 8), dst.add(n - 8), 8);
-            } else if n >= 4 {
-                std::ptr::copy_nonoverlapping(src, dst, 4);
-                std::ptr::copy_nonoverlapping(src.add(n - 4), dst.add(n - 4), 4);
-            } else {
-                for i in 0..n {
-                    *dst.add(i) = *src.add(i);
-                }
-            }
-            self.bytes.set_len(at + n);
-        }
-    }
-}
-
-/// Appends the JSON text of a value made only of the types [`fast`] reads (exact `dict` with
-/// `str` keys, `list`, `tuple`, `str`, 64-bit `int`, finite `float`, `bool`, `None`) to
-/// `out`, reading it as [`fast`] does (borrowed, no Python code run); the core parses the
-/// text into exactly what [`to_value`] would have built. `false` when anything else is met
-/// (`out` then holds a partial text): the caller converts the value instead.
-pub fn write_json_text(obj: &Bound<'_, PyAny>, out: &mut TextBuf) -> bool {
+/// Packs a value made only of the types [`fast`] reads (exact `dict` with `str` keys,
+/// `list`, `tuple`, `str`, 64-bit `int`, finite `float`, `bool`, `None`) into `out`
+/// ([`graphmind_core::json::packed`]), reading it as [`fast`] does (borrowed, no Python
+/// code run); the core decodes it into exactly what [`to_value`] would have built. `false`
+/// when anything else is met (`out` then holds a partial value): the caller converts the
+/// value instead.
+pub fn write_packed(obj: &Bound<'_, PyAny>, out: &mut PackedWriter) -> bool {
     let t = ExactTypes::get();
     // SAFETY: the GIL is held and the caller keeps `obj` alive for the whole call.
-    unsafe { text_with(&t, obj.as_ptr(), 0, out).is_ok() }
+    unsafe { pack_with(&t, obj.as_ptr(), 0, out).is_ok() }
 }
 
-/// [`write_json_text`] of the dict `{names[i]: values[i], ...}` (distinct names) without
+/// [`write_packed`] of the dict `{names[i]: values[i], ...}` (distinct names) without
 /// making it, as [`fields_value`] reads it when every field is readable.
-pub fn write_fields_json_text(fields: &[(&JsStr, Bound<'_, PyAny>)], out: &mut TextBuf) -> bool {
+pub fn write_fields_packed(fields: &[(&JsStr, Bound<'_, PyAny>)], out: &mut PackedWriter) -> bool {
     let t = ExactTypes::get();
-    out.byte(b'{');
-    for (i, (name, v)) in fields.iter().enumerate() {
-        if i > 0 {
-            out.byte(b',');
+    if !out.object(fields.len()) {
+        return false;
+    }
+    for (name, v) in fields {
+        // A name is a Python identifier's UTF-8 (never a lone surrogate).
+        if name.as_str().is_none() || !out.key(name.as_bytes()) {
+            return false;
         }
-        json::write_str_bytes(name.as_bytes(), out);
-        out.byte(b':');
         // SAFETY: the GIL is held and `fields` owns a reference to `v`.
-        if unsafe { text_with(&t, v.as_ptr(), 1, out) }.is_err() {
+        if unsafe { pack_with(&t, v.as_ptr(), 1, out) }.is_err() {
             return false;
         }
     }
-    out.byte(b'}');
     true
 }
 
 /// # Safety
 /// GIL held, `obj` a live object kept alive by the caller.
-unsafe fn text_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: &mut TextBuf) -> Result<(), GiveUp> {
+unsafe fn pack_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: &mut PackedWriter) -> Result<(), GiveUp> {
     let ty = ffi::Py_TYPE(obj);
     if ty == t.str_ {
-        json::write_str_bytes(utf8_raw(obj).ok_or(GiveUp)?, out);
-        return Ok(());
+        return ok_or_give_up(out.string(utf8_raw(obj).ok_or(GiveUp)?));
     }
     if ty == t.int {
-        json::write_i64_bytes(exact_i64(obj)?, out);
+        out.int(exact_i64(obj)?);
         return Ok(());
     }
     if ty == t.float {
-        return if json::write_f64_bytes(ffi::PyFloat_AsDouble(obj), out) { Ok(()) } else { Err(GiveUp) };
+        return ok_or_give_up(out.float(ffi::PyFloat_AsDouble(obj)));
     }
     if obj == t.none {
-        out.put(b"null");
+        out.null();
         return Ok(());
     }
     if ty == t.bool_ {
-        out.put(if obj == t.true_ { b"true" } else { b"false" });
+        out.bool(obj == t.true_);
         return Ok(());
     }
-    if depth >= TEXT_MAX_DEPTH {
+    if depth >= PACKED_MAX_DEPTH {
         return Err(GiveUp);
     }
     if ty == t.dict {
-        out.byte(b'{');
+        let len = ffi::PyDict_Size(obj);
+        if len < 0 || !out.object(len as usize) {
+            ffi::PyErr_Clear();
+            return Err(GiveUp);
+        }
         let mut pos: ffi::Py_ssize_t = 0;
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();
         let mut item: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut first = true;
+        let mut members = 0;
         while ffi::PyDict_Next(obj, &mut pos, &mut key, &mut item) != 0 {
-            if ffi::Py_TYPE(key) != t.str_ {
+            if ffi::Py_TYPE(key) != t.str_ || !out.key(utf8_raw(key).ok_or(GiveUp)?) {
                 return Err(GiveUp);
             }
-            if !first {
-                out.byte(b',');
-            }
-            first = false;
-            json::write_str_bytes(utf8_raw(key).ok_or(GiveUp)?, out);
-            out.byte(b':');
-            text_with(t, item, depth + 1, out)?;
+            pack_with(t, item, depth + 1, out)?;
+            members += 1;
         }
-        out.byte(b'}');
-        return Ok(());
+        // No Python code runs while the dict is walked, so its size cannot change; the
+        // count written ahead must match all the same.
+        return if members == len { Ok(()) } else { Err(GiveUp) };
     }
     let (len, get) = exact_sequence(t, obj)?;
-    out.byte(b'[');
+    if !out.array(len.max(0) as usize) {
+        return Err(GiveUp);
+    }
     for i in 0..len {
         let item = get(obj, i);
         if item.is_null() {
             ffi::PyErr_Clear();
             return Err(GiveUp);
         }
-        if i > 0 {
-            out.byte(b',');
-        }
-        text_with(t, item, depth + 1, out)?;
+        pack_with(t, item, depth + 1, out)?;
     }
-    out.byte(b']');
     Ok(())
+}
+
+/// `Ok` when the writer took the value, else give up (the value is converted instead).
+#[inline]
+fn ok_or_give_up(written: bool) -> Result<(), GiveUp> {
+    if written {
+        Ok(())
+    } else {
+        Err(GiveUp)
+    }
 }
 
 /// Converts a host value that must be readable: a read that raises becomes the reference's

@@ -18,11 +18,12 @@ mod pure;
 #[global_allocator]
 static ALLOC: alloc::Mi = alloc::Mi;
 
-use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_json_text, write_json_text, TextBuf};
+use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_packed, write_packed};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
 use graphmind_core::host_value::HostValue;
+use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::json::{JsStr, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
@@ -626,7 +627,7 @@ impl NativeSession {
         defaults: &Bound<'_, PyDict>,
     ) -> PyResult<Option<Entered>> {
         let Some(fields) = node.bind(py, args, kwargs, defaults)? else { return Ok(None) };
-        let input = host_value_of(&self.session, |buf| write_fields_json_text(&fields, buf), || fields_value(&fields));
+        let input = host_value_of(&self.session, |buf| write_fields_packed(&fields, buf), || fields_value(&fields));
         self.enter_with(py, run, node, Some(input), true).map(Some)
     }
 
@@ -731,44 +732,45 @@ impl NativeSession {
     }
 }
 
-/// Text buffers above this size are not kept between calls.
-const KEEP_TEXT_BYTES: usize = 1 << 20;
+/// Packing buffers above this size are not kept between calls.
+const KEEP_PACKED_BYTES: usize = 1 << 20;
 
 thread_local! {
-    /// The calling thread's buffer for writing values as JSON text.
-    static TEXT: RefCell<TextBuf> = const { RefCell::new(TextBuf { bytes: Vec::new() }) };
+    /// The calling thread's buffer for packing values.
+    static PACKED: RefCell<PackedWriter> = const { RefCell::new(PackedWriter::new()) };
 }
 
-/// Runs `write` on the thread's text buffer; its text (an exact-size copy) when it wrote
-/// one, `None` when it gave up.
-fn with_text_buffer(write: impl FnOnce(&mut TextBuf) -> bool) -> Option<HostValue> {
-    let run = |buf: &mut TextBuf| {
-        buf.bytes.clear();
-        let text = write(buf).then(|| HostValue::Text(buf.bytes.as_slice().to_vec()));
-        if buf.bytes.capacity() > KEEP_TEXT_BYTES {
-            buf.bytes = Vec::new();
+/// Runs `write` on the thread's packing buffer; what it packed (an exact-size copy) when
+/// it packed the value, `None` when it gave up.
+fn with_packed_buffer(write: impl FnOnce(&mut PackedWriter) -> bool) -> Option<HostValue> {
+    let run = |buf: &mut PackedWriter| {
+        buf.clear();
+        let packed = write(buf).then(|| HostValue::Packed(buf.as_bytes().to_vec()));
+        if buf.capacity() > KEEP_PACKED_BYTES {
+            *buf = PackedWriter::new();
         }
-        text
+        packed
     };
-    TEXT.with(|cell| match cell.try_borrow_mut() {
+    PACKED.with(|cell| match cell.try_borrow_mut() {
         Ok(mut buf) => run(&mut buf),
-        Err(_) => run(&mut TextBuf { bytes: Vec::new() }),
+        Err(_) => run(&mut PackedWriter::new()),
     })
 }
 
 /// A node's input or output as the core takes it. While no debugger is attached nothing on
-/// this thread reads it, so a value made only of JSON types is written as JSON text, which
-/// the session's worker parses (one buffer, no value tree built here); otherwise, or when
-/// the value holds anything else, it is converted here.
+/// this thread reads it, so a value made only of JSON types is packed
+/// ([`graphmind_core::json::packed`]: one buffer, no value tree, no text to escape or
+/// numbers to spell here), and the session's worker decodes it; otherwise, or when the
+/// value holds anything else, it is converted here.
 fn host_value(session: &Session, obj: &Bound<'_, PyAny>) -> HostValue {
-    host_value_of(session, |buf| write_json_text(obj, buf), || to_value_or_marker(obj))
+    host_value_of(session, |buf| write_packed(obj, buf), || to_value_or_marker(obj))
 }
 
-/// [`host_value`] of a value written as text by `write` or converted by `convert`.
-fn host_value_of(session: &Session, write: impl FnOnce(&mut TextBuf) -> bool, convert: impl FnOnce() -> Value) -> HostValue {
+/// [`host_value`] of a value packed by `write` or converted by `convert`.
+fn host_value_of(session: &Session, write: impl FnOnce(&mut PackedWriter) -> bool, convert: impl FnOnce() -> Value) -> HostValue {
     if !session.is_attached() {
-        if let Some(text) = with_text_buffer(write) {
-            return text;
+        if let Some(packed) = with_packed_buffer(write) {
+            return packed;
         }
     }
     HostValue::Built(convert())

@@ -32,18 +32,18 @@ fn _recorded_json(value: &Bound<'_, PyAny>) -> String {
     json::to_string(&to_value_or_marker(value))
 }
 
-/// What a detached tool call records for `value` when it crosses as JSON text
-/// (`convert::write_json_text`, parsed back by the core and written as the recording
-/// would be); `None` when the value is converted instead. For the tests: it must equal
+/// What a detached tool call records for `value` when it crosses packed
+/// (`convert::write_packed`, decoded by the core and written as the recording would be);
+/// `None` when the value is converted instead. For the tests: it must equal
 /// [`_recorded_json`] wherever it is not `None`.
 #[pyfunction]
 fn _detached_json(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
-    let mut buf = crate::convert::TextBuf { bytes: Vec::new() };
-    if !crate::convert::write_json_text(value, &mut buf) {
+    let mut buf = json::packed::PackedWriter::new();
+    if !crate::convert::write_packed(value, &mut buf) {
         return Ok(None);
     }
-    let parsed = json::parse(&buf.bytes).map_err(|e| PyValueError::new_err(format!("the text path wrote invalid JSON: {e}")))?;
-    Ok(Some(json::to_string(&parsed)))
+    let decoded = json::packed::decode(buf.as_bytes()).map_err(|e| PyValueError::new_err(format!("the packed path wrote an unreadable value: {e}")))?;
+    Ok(Some(json::to_string(&decoded)))
 }
 
 /// What a tool call whose positional arguments fill its parameters records as its input

@@ -2,17 +2,18 @@
 //! keys and numbers of every host type, a strict parser that never panics, and a writer that
 //! spells everything as JavaScript's `JSON.stringify` does.
 
+pub mod packed;
 mod parse;
 mod string;
 mod value;
 mod write;
 
 pub use parse::{parse, parse_str, validate, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
-pub(crate) use parse::{number_value, skip_plain_string_bytes};
+pub(crate) use parse::{number_value, skip_plain_string_bytes, ObjectEntries};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
 pub use value::{Map, Number, Value};
 pub use write::{
-    to_string, write_f64, write_f64_bytes, write_i64_bytes, write_number, write_str_bytes, write_string,
+    to_string, write_f64, write_number, write_string,
     write_value,
 };
 pub(crate) use write::{is_plain, needs_attention, ESCAPE_CLASS, ESCAPE_SHORT, ESCAPE_UNICODE};

@@ -132,9 +132,54 @@ enum Build {}
 /// An object being parsed: its members in first-seen order, and past
 /// [`OBJECT_INDEX_AFTER`] keys an index to find a repeated key in O(1).
 #[derive(Default)]
-struct ObjectEntries {
+pub(crate) struct ObjectEntries {
     entries: Vec<(JsStr, Value)>,
     index: Option<std::collections::HashMap<JsStr, usize>>,
+}
+
+impl ObjectEntries {
+    /// Room for `n` members.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        ObjectEntries {
+            entries: Vec::with_capacity(n),
+            index: None,
+        }
+    }
+
+    /// Adds a member. A repeated key: the last value wins at the first key's place
+    /// (JSON.parse). A linear scan per key is quadratic; past a few keys an index finds a
+    /// repeat in O(1).
+    #[inline]
+    pub(crate) fn insert(&mut self, key: JsStr, value: Value) {
+        let entries = &mut self.entries;
+        if entries.len() < OBJECT_INDEX_AFTER {
+            match entries.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => slot.1 = value,
+                None => entries.push((key, value)),
+            }
+            return;
+        }
+        let idx = self.index.get_or_insert_with(|| {
+            entries
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.clone(), i))
+                .collect()
+        });
+        match idx.get(&key) {
+            Some(&i) => entries[i].1 = value,
+            None => {
+                idx.insert(key.clone(), entries.len());
+                entries.push((key, value));
+            }
+        }
+    }
+
+    /// The object.
+    #[inline]
+    pub(crate) fn into_value(self) -> Value {
+        Value::Object(Map::from_unique_entries(self.entries))
+    }
 }
 
 impl Sink for Build {
@@ -197,36 +242,13 @@ impl Sink for Build {
     fn object() -> ObjectEntries {
         ObjectEntries::default()
     }
-    /// Duplicate keys: the last value wins at the first key's place (JSON.parse). A linear
-    /// scan per key is quadratic; past a few keys an index finds a repeat in O(1).
     #[inline]
     fn object_insert(object: &mut ObjectEntries, key: JsStr, value: Value) {
-        let entries = &mut object.entries;
-        if entries.len() < OBJECT_INDEX_AFTER {
-            match entries.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = value,
-                None => entries.push((key, value)),
-            }
-            return;
-        }
-        let idx = object.index.get_or_insert_with(|| {
-            entries
-                .iter()
-                .enumerate()
-                .map(|(i, (k, _))| (k.clone(), i))
-                .collect()
-        });
-        match idx.get(&key) {
-            Some(&i) => entries[i].1 = value,
-            None => {
-                idx.insert(key.clone(), entries.len());
-                entries.push((key, value));
-            }
-        }
+        object.insert(key, value);
     }
     #[inline]
     fn object_end(object: ObjectEntries) -> Value {
-        Value::Object(Map::from_unique_entries(object.entries))
+        object.into_value()
     }
 }
 
