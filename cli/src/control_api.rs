@@ -39,6 +39,14 @@ fn answer(status: u16, body: String) -> Option<Answer> {
     Some((status, JSON_TYPE, body, String::new()))
 }
 
+/// How often a resume waiting for the app's answer checks whether the server is going down.
+const SHUTDOWN_CHECK: Duration = Duration::from_millis(100);
+
+/// The answer to a long-poll cut short by the server going down.
+fn shutting_down() -> Option<Answer> {
+    error(503, "shutting-down", "the GraphMind server is shutting down")
+}
+
 fn error(status: u16, code: &str, message: &str) -> Option<Answer> {
     answer(status, format!("{{\"error\":{},\"message\":{}}}", js(code), js(message)))
 }
@@ -183,6 +191,9 @@ fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Ans
         loop {
             if ready() {
                 break;
+            }
+            if shared.lock().is_shutting_down() {
+                return shutting_down();
             }
             let now = Instant::now();
             if now >= deadline {
@@ -370,9 +381,24 @@ fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8
         ResumeStart::Answered(o) => o,
         ResumeStart::Forwarded { request_id, timer } => {
             shared.arm(Duration::from_millis(RESOLVING_TIMEOUT_MS), timer);
-            match rx.recv_timeout(Duration::from_millis(wait_ms)) {
-                Ok(o) => o,
-                Err(_) => {
+            let deadline = Instant::now() + Duration::from_millis(wait_ms);
+            // In slices, so that a server going down answers instead of leaving the caller
+            // with a dropped connection.
+            let answer = loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rx.recv_timeout(left.min(SHUTDOWN_CHECK)) {
+                    Ok(o) => break Some(o),
+                    Err(_) if shared.lock().is_shutting_down() => {
+                        shared.lock().resume_gave_up(run, pause, &request_id);
+                        return shutting_down();
+                    }
+                    Err(_) if Instant::now() < deadline => continue,
+                    Err(_) => break None,
+                }
+            };
+            match answer {
+                Some(o) => o,
+                None => {
                     shared.lock().resume_gave_up(run, pause, &request_id);
                     Outcome {
                         outcome: "timeout",

@@ -235,6 +235,10 @@ pub fn wait(a: &ControlArgs) -> i32 {
             std::thread::sleep(Duration::from_secs(1));
             continue;
         }
+        if reply.status == 503 {
+            eprintln!("graphmind wait: the GraphMind server on port {port} is shutting down; nothing is held any more");
+            return EXIT_UNREACHABLE;
+        }
         if reply.status != 200 {
             eprintln!("graphmind wait: the server answered {}", reply.status);
             return EXIT_USAGE_CONTROL;
@@ -458,7 +462,11 @@ pub fn resume(a: &ControlArgs) -> i32 {
         if !a.json {
             eprintln!("graphmind resume: {}", if message.is_empty() { format!("the server answered {}", reply.status) } else { message });
         }
-        return if reply.status == 429 { EXIT_TIMEOUT } else { EXIT_USAGE_CONTROL };
+        return match reply.status {
+            429 => EXIT_TIMEOUT,
+            503 => EXIT_UNREACHABLE, // the server is shutting down
+            _ => EXIT_USAGE_CONTROL,
+        };
     };
     let place = format!("pause {pause} (run {run})");
     let say = |line: String, err: bool| {

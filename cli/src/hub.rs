@@ -379,6 +379,9 @@ pub struct Shared {
     pub changes: (Mutex<u64>, Condvar),
     /// Long-polls in flight (at most `MAX_CONCURRENT_WAITS`).
     pub active_waits: AtomicUsize,
+    /// Plain HTTP requests being answered (their answer not yet written): shutdown waits
+    /// for them, so a long-poll it cut short still gets its answer.
+    pub http_in_flight: AtomicUsize,
     /// The writer queue's budget (see `writer::Budget`).
     pub budget: crate::writer::Budget,
     /// Path of the database (for read connections).
@@ -700,6 +703,11 @@ impl HubState {
             let _ = u.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
         }
         self.socket_count()
+    }
+
+    /// Whether [`HubState::begin_shutdown`] ran: long-polls answer 503 `shutting-down`.
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down
     }
 
     /// App and viewer sockets still registered.

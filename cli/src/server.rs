@@ -18,7 +18,7 @@ use std::cmp::Reverse;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::protocol::frame::coding::CloseCode;
@@ -92,6 +92,7 @@ impl Server {
             policy: cfg.policy,
             changes: (Mutex::new(0), Condvar::new()),
             active_waits: AtomicUsize::new(0),
+            http_in_flight: AtomicUsize::new(0),
             budget: Default::default(),
             db_path: cfg.db_path,
         });
@@ -184,6 +185,7 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     }
     let is_upgrade = req.header_has("upgrade", "websocket");
     if !is_upgrade {
+        let _answering = InFlight::enter(&shared.http_in_flight);
         let (status, ctype, body, extra) = match crate::control_api::route(&shared, &req, &mut stream, &leftover) {
             Some((status, ctype, body, extra)) => (status, ctype, body.into_bytes(), extra),
             None => {
@@ -612,20 +614,38 @@ fn refuse_debug_state(shared: &Shared, conn: ConnId, say: &dyn Fn(String)) -> bo
 /// waits 500 ms, then drops the stragglers).
 pub const SHUTDOWN_CLOSE_GRACE: Duration = Duration::from_millis(500);
 
-/// Shutdown, first step: sends every app and viewer socket close 1001 (going away) and
-/// waits up to `grace` for their threads to finish the closing handshake (an app's thread
-/// first lets the writer store what it sent). Returns the sockets still open after it.
+/// Shutdown, first step: sends every app and viewer socket close 1001 (going away), wakes
+/// the long-polls (which answer 503 `shutting-down`), and waits up to `grace` for the
+/// sockets' threads to finish the closing handshake (an app's thread first lets the writer
+/// store what it sent) and for every HTTP answer to be written. Returns the sockets still
+/// open after it.
 pub fn close_sockets(shared: &Shared, grace: Duration) -> usize {
-    if shared.lock().begin_shutdown() == 0 {
-        return 0;
-    }
+    shared.lock().begin_shutdown();
+    shared.notify();
     let deadline = Instant::now() + grace;
     loop {
         let open = shared.lock().socket_count();
-        if open == 0 || Instant::now() >= deadline {
+        let answering = shared.http_in_flight.load(Ordering::SeqCst);
+        if (open == 0 && answering == 0) || Instant::now() >= deadline {
             return open;
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Counts a request as being answered for as long as it lives.
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl<'a> InFlight<'a> {
+    fn enter(count: &'a AtomicUsize) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        InFlight(count)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

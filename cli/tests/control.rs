@@ -345,7 +345,24 @@ fn wait_reports_a_server_that_stops_while_it_waits_as_unreachable() {
     assert!(t.elapsed() < Duration::from_secs(10), "wait noticed the server stop at once");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{err}");
-    assert!(err.contains("closed the connection without answering (did it stop?)"), "{err}");
+    assert!(err.contains(&format!("the GraphMind server on port {} is shutting down", srv.port)), "{err}");
+}
+
+#[test]
+fn a_long_poll_is_answered_503_when_the_server_stops() {
+    // The raw HTTP side of the test above: the long-poll gets an answer, not a dropped
+    // connection.
+    let srv = Server::start(&[], &[]);
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    use std::io::{Read, Write};
+    s.write_all(format!("GET /api/pauses?wait=60 HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n", srv.port).as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(std::process::Command::new("kill").args(["-TERM", &srv.child.id().to_string()]).status().unwrap().success());
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains(r#""error":"shutting-down""#), "{answer}");
 }
 
 #[test]
