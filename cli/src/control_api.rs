@@ -18,6 +18,7 @@ use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::tokens::{self, Credential, Principal};
 use crate::util::{js, num};
 use graphmind_core::json::{self, Map, Value};
+use crossbeam_channel::RecvTimeoutError;
 use std::io::Read;
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
@@ -388,6 +389,8 @@ fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8
                 let left = deadline.saturating_duration_since(Instant::now());
                 match rx.recv_timeout(left.min(SHUTDOWN_CHECK)) {
                     Ok(o) => break Some(o),
+                    // Nobody will answer any more (the pause was replaced): give up now.
+                    Err(RecvTimeoutError::Disconnected) => break None,
                     Err(_) if shared.lock().is_shutting_down() => {
                         shared.lock().resume_gave_up(run, pause, &request_id);
                         return shutting_down();

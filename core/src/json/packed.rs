@@ -28,6 +28,9 @@ const TAG_STRING: u8 = 5;
 const TAG_ARRAY: u8 = 6;
 const TAG_OBJECT: u8 = 7;
 
+/// The most items the reader reserves room for ahead of a container.
+const PREALLOCATED_ITEMS: usize = 64;
+
 /// Strings up to this many bytes are copied with fixed-size moves rather than a `memcpy`
 /// call (most keys and many values).
 const SHORT_STRING: usize = 16;
@@ -230,11 +233,16 @@ impl<'b> Reader<'b> {
         Ok(JsStr::from_utf8_checked_elsewhere(bytes))
     }
 
-    /// Room to reserve for `count` items, each at least one byte: never more than the bytes
-    /// left, so a corrupt count cannot make it allocate.
+    /// Room to reserve ahead for a container of `count` items of at least `item_bytes`
+    /// bytes each: no more than the bytes left could hold, and never more than
+    /// [`PREALLOCATED_ITEMS`] (a longer container grows as it is read), so a corrupt count,
+    /// even at every level of a deep nest, cannot make the reader allocate more than a
+    /// small multiple of its input.
     #[inline]
-    fn room(&self, count: usize) -> usize {
-        count.min(self.bytes.len() - self.pos)
+    fn room(&self, count: usize, item_bytes: usize) -> usize {
+        count
+            .min((self.bytes.len() - self.pos) / item_bytes)
+            .min(PREALLOCATED_ITEMS)
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, PackedError> {
@@ -255,7 +263,7 @@ impl<'b> Reader<'b> {
             TAG_ARRAY | TAG_OBJECT if depth >= MAX_JSON_DEPTH => return Err(PackedError::TooDeep),
             TAG_ARRAY => {
                 let n = self.count()?;
-                let mut items = Vec::with_capacity(self.room(n));
+                let mut items = Vec::with_capacity(self.room(n, 1));
                 for _ in 0..n {
                     items.push(self.value(depth + 1)?);
                 }
@@ -263,7 +271,8 @@ impl<'b> Reader<'b> {
             }
             TAG_OBJECT => {
                 let n = self.count()?;
-                let mut members = ObjectEntries::with_capacity(self.room(n));
+                // A member is at least a key's length and a value's tag.
+                let mut members = ObjectEntries::with_capacity(self.room(n, 5));
                 for _ in 0..n {
                     let key = self.string()?;
                     let value = self.value(depth + 1)?;
@@ -372,8 +381,20 @@ mod tests {
         let mut nan = vec![TAG_FLOAT];
         nan.extend_from_slice(&f64::NAN.to_le_bytes());
         assert_eq!(decode(&nan), Err(PackedError::NotFinite));
-        // A huge count with nothing behind it: an error, and no huge allocation.
+        // A huge count with nothing behind it: an error, and no huge allocation, even with
+        // such a count at every level of a deep nest (each level reserves at most
+        // PREALLOCATED_ITEMS).
         assert_eq!(decode(&[TAG_ARRAY, 0xFF, 0xFF, 0xFF, 0xFF]), Err(PackedError::Truncated));
+        for tag in [TAG_ARRAY, TAG_OBJECT] {
+            let mut nest = Vec::new();
+            for _ in 0..MAX_JSON_DEPTH - 1 {
+                nest.extend_from_slice(&[tag, 0xFF, 0xFF, 0xFF, 0xFF]);
+                if tag == TAG_OBJECT {
+                    nest.extend_from_slice(&[0, 0, 0, 0]); // an empty key
+                }
+            }
+            assert_eq!(decode(&nest), Err(PackedError::Truncated));
+        }
         let mut deep = Vec::new();
         for _ in 0..=MAX_JSON_DEPTH {
             deep.extend_from_slice(&[TAG_ARRAY, 1, 0, 0, 0]);
