@@ -460,7 +460,11 @@ pub fn resume(a: &ControlArgs) -> i32 {
     }
     let Some(outcome) = text(answer, "outcome") else {
         if !a.json {
-            eprintln!("graphmind resume: {}", if message.is_empty() { format!("the server answered {}", reply.status) } else { message });
+            if reply.status == 503 {
+                eprintln!("graphmind resume: the GraphMind server on port {port} is shutting down before the app answered; the app releases what it holds when its server goes away, so the pause ends either way");
+            } else {
+                eprintln!("graphmind resume: {}", if message.is_empty() { format!("the server answered {}", reply.status) } else { message });
+            }
         }
         return match reply.status {
             429 => EXIT_TIMEOUT,
