@@ -206,7 +206,10 @@ impl<'b> Reader<'b> {
     #[inline]
     fn take(&mut self, n: usize) -> Result<&'b [u8], PackedError> {
         let end = self.pos.checked_add(n).ok_or(PackedError::Truncated)?;
-        let piece = self.bytes.get(self.pos..end).ok_or(PackedError::Truncated)?;
+        let piece = self
+            .bytes
+            .get(self.pos..end)
+            .ok_or(PackedError::Truncated)?;
         self.pos = end;
         Ok(piece)
     }
@@ -321,7 +324,11 @@ mod tests {
 
     #[test]
     fn values_read_back_as_written() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/sample-1k.json")).unwrap();
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../bench/sample-1k.json"
+        ))
+        .unwrap();
         let sample = json::parse_str(&text).unwrap();
         assert_eq!(round_trip(&sample), sample);
         for text in [
@@ -339,7 +346,9 @@ mod tests {
         // -0.0 stays a negative zero, 1.0 a double.
         let back = round_trip(&json::parse_str("[-0.0,1.0]").unwrap());
         let items = back.as_array().unwrap();
-        assert!(matches!(items[0], Value::Number(Number::Float(f)) if f == 0.0 && f.is_sign_negative()));
+        assert!(
+            matches!(items[0], Value::Number(Number::Float(f)) if f == 0.0 && f.is_sign_negative())
+        );
         assert!(matches!(items[1], Value::Number(Number::Float(f)) if f == 1.0));
     }
 
@@ -351,7 +360,11 @@ mod tests {
             let mut out = PackedWriter::new();
             assert!(out.object(1) && out.key(s.as_bytes()) && out.string(s.as_bytes()));
             let back = decode(out.as_bytes()).unwrap();
-            assert_eq!(back.as_object().unwrap().get(&s).and_then(Value::as_str), Some(s.as_str()), "{n}");
+            assert_eq!(
+                back.as_object().unwrap().get(&s).and_then(Value::as_str),
+                Some(s.as_str()),
+                "{n}"
+            );
         }
     }
 
@@ -367,7 +380,10 @@ mod tests {
     #[test]
     fn bad_bytes_are_an_error_never_a_panic() {
         let mut good = PackedWriter::new();
-        assert!(pack(&json::parse_str(r#"{"k":[1,2.5,"s",null,true]}"#).unwrap(), &mut good));
+        assert!(pack(
+            &json::parse_str(r#"{"k":[1,2.5,"s",null,true]}"#).unwrap(),
+            &mut good
+        ));
         let good = good.as_bytes().to_vec();
         // Every truncation is an error.
         for end in 0..good.len() {
@@ -377,14 +393,20 @@ mod tests {
         trailing.push(TAG_NULL);
         assert_eq!(decode(&trailing), Err(PackedError::Trailing));
         assert_eq!(decode(&[9]), Err(PackedError::UnknownTag(9)));
-        assert_eq!(decode(&[TAG_STRING, 1, 0, 0, 0, 0xFF]), Err(PackedError::NotUtf8));
+        assert_eq!(
+            decode(&[TAG_STRING, 1, 0, 0, 0, 0xFF]),
+            Err(PackedError::NotUtf8)
+        );
         let mut nan = vec![TAG_FLOAT];
         nan.extend_from_slice(&f64::NAN.to_le_bytes());
         assert_eq!(decode(&nan), Err(PackedError::NotFinite));
         // A huge count with nothing behind it: an error, and no huge allocation, even with
         // such a count at every level of a deep nest (each level reserves at most
         // PREALLOCATED_ITEMS).
-        assert_eq!(decode(&[TAG_ARRAY, 0xFF, 0xFF, 0xFF, 0xFF]), Err(PackedError::Truncated));
+        assert_eq!(
+            decode(&[TAG_ARRAY, 0xFF, 0xFF, 0xFF, 0xFF]),
+            Err(PackedError::Truncated)
+        );
         for tag in [TAG_ARRAY, TAG_OBJECT] {
             let mut nest = Vec::new();
             for _ in 0..MAX_JSON_DEPTH - 1 {
@@ -419,6 +441,9 @@ mod tests {
             assert!(out.key(k.as_bytes()));
             out.int(v);
         }
-        assert_eq!(decode(out.as_bytes()).unwrap(), json::parse_str(r#"{"a":1,"b":2,"a":3}"#).unwrap());
+        assert_eq!(
+            decode(out.as_bytes()).unwrap(),
+            json::parse_str(r#"{"a":1,"b":2,"a":3}"#).unwrap()
+        );
     }
 }
