@@ -589,17 +589,17 @@ impl NativeSession {
             Some(id) => NodeRef::with_id(kind, name, id),
             None => NodeRef::new(kind, name),
         };
-        let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
-        let step = Step::start(&self.session, run_id, node, parent_id, input, editable);
+        let input = input.filter(|i| !i.is_none()).map(|i| host_value(&self.session, i));
+        let step = Step::start_host(&self.session, run_id, node, parent_id, input, editable);
         NativeStep { step: Mutex::new(step), session: self.session.clone() }
     }
 
     /// `step` for a prepared node in `run` (`None`: the implicit run).
     #[pyo3(signature = (run, node, input=None, editable=false))]
     fn start(&self, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> NativeStep {
-        let input = input.filter(|i| !i.is_none()).map(to_value_or_marker);
+        let input = input.filter(|i| !i.is_none()).map(|i| host_value(&self.session, i));
         let run_id = run.map(|r| r.run.run_id.as_str());
-        let step = Step::start(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
+        let step = Step::start_host(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
         NativeStep { step: Mutex::new(step), session: self.session.clone() }
     }
 

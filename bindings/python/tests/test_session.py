@@ -104,10 +104,10 @@ def test_non_json_values_follow_the_reference_fallback(server, gm_for):
 
 
 def test_values_recorded_detached_are_stored_as_the_same_values_recorded_attached():
-    # Detached, a value made only of JSON types crosses to the core as JSON text (parsed by
-    # the session's worker); attached, or for anything else, it is converted on the calling
+    # Detached, a value made only of JSON types crosses to the core packed (decoded by the
+    # session's worker); attached, or for anything else, it is converted on the calling
     # thread. Both must store the same thing: one run recorded before the server exists
-    # (replayed when it starts), the same calls again attached.
+    # (replayed when it starts), the same calls again attached, through a tool and a span.
     import socket
 
     from conftest import Server
@@ -134,26 +134,32 @@ def test_values_recorded_detached_are_stored_as_the_same_values_recorded_attache
     def echo(value):
         return value
 
-    assert not g.session.attached
-    with g.run("detached") as detached:
+    def record_all():
         for v in values:
             assert echo(v) is v
+            with g.span("passthrough", input=v) as sp:
+                sp.set_output(v)
+
+    assert not g.session.attached
+    with g.run("detached") as detached:
+        record_all()
     srv = Server(port=port)
     try:
         assert g.ready(10)
         with g.run("attached") as attached:
-            for v in values:
-                echo(v)
+            record_all()
         assert g.session.flush(5)
-        count = 2 + 2 * (1 + len(values))
+        count = 2 + 2 * (1 + 2 * len(values))
         runs = [srv.events(r.run_id, count) for r in (detached, attached)]
         recorded = [
             [(e["type"], e["payload"].get("input"), e["payload"].get("output")) for e in events if e["type"] in ("node.started", "node.finished")]
             for events in runs
         ]
-        assert len(recorded[0]) == 2 * (1 + len(values)), recorded[0]
+        assert len(recorded[0]) == 2 * (1 + 2 * len(values)), recorded[0]
         assert json.dumps(recorded[0]) == json.dumps(recorded[1])
-        tool_inputs = [inp for (t, inp, _) in recorded[0] if t == "node.started"][1:]
+        starts = [inp for (t, inp, _) in recorded[0] if t == "node.started"][1:]
+        tool_inputs, span_inputs = starts[0::2], starts[1::2]
+        assert [{"value": s} for s in span_inputs] == tool_inputs
         # Doubles are stored in ECMAScript spelling (2**60 as 1152921504606847000).
         assert tool_inputs[0] == {"value": {"f": 1, "neg0": 0, "big": 1e21, "tiny": 5e-324, "third": 1 / 3, "huge": 1152921504606847000}}
         assert tool_inputs[1]["value"]["bigint"] == 2**70 and tool_inputs[1]["value"]["nan"] is None
