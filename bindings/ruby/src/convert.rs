@@ -7,6 +7,7 @@
 //! `inspect` (at most [`MAX_INSPECT_CHARS`] characters), else its class name. A read that
 //! raises never reaches the app: the value becomes its class name.
 
+use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::json::{JsStr, Map, Number, Value as J};
 use magnus::{prelude::*, rb_sys::AsRawValue, rb_sys::FromRawValue, Error, Integer, RHash, RString, Ruby, Symbol, Value};
 use rb_sys::{ruby_coderange_type, ruby_value_type as T, st_retval, VALUE};
@@ -25,32 +26,54 @@ pub fn rstring_to_js(s: RString) -> JsStr {
 
 /// [`rstring_to_js`] on a raw `VALUE` known to be a `T_STRING`.
 ///
-/// A string whose code range Ruby already knows to be 7-bit (any encoding), or valid in
-/// UTF-8 or US-ASCII, is valid UTF-8 without a second scan; anything else is checked here.
-///
 /// # Safety
 /// `raw` must be a live `T_STRING`, and no Ruby code may run while the slice is read.
 unsafe fn raw_string_to_js(raw: VALUE) -> JsStr {
+    let bytes = string_bytes(raw);
+    if let Some(text) = utf8_text(raw, bytes) {
+        return JsStr::from(text);
+    }
+    JsStr::from_wtf8(bytes).unwrap_or_else(|| JsStr::from(String::from_utf8_lossy(bytes).as_ref()))
+}
+
+/// The bytes of a `T_STRING`.
+///
+/// # Safety
+/// `raw` must be a live `T_STRING`, and no Ruby code may run while the slice is used.
+unsafe fn string_bytes<'a>(raw: VALUE) -> &'a [u8] {
     let len = rb_sys::RSTRING_LEN(raw) as usize;
     if len == 0 {
-        return JsStr::new();
+        return &[];
     }
-    let bytes = std::slice::from_raw_parts(rb_sys::RSTRING_PTR(raw) as *const u8, len);
+    std::slice::from_raw_parts(rb_sys::RSTRING_PTR(raw) as *const u8, len)
+}
+
+/// A string's bytes as UTF-8 text, when they are (`None`: WTF-8 or other bytes).
+///
+/// # Safety
+/// `raw` must be the live `T_STRING` whose bytes `bytes` are.
+unsafe fn utf8_text(raw: VALUE, bytes: &[u8]) -> Option<&str> {
+    known_utf8_text(raw, bytes).or_else(|| std::str::from_utf8(bytes).ok())
+}
+
+/// A string's bytes as UTF-8 text when Ruby already knows them to be: its code range is
+/// 7-bit (any encoding), or valid in UTF-8 or US-ASCII. No scan.
+///
+/// # Safety
+/// `raw` must be the live `T_STRING` whose bytes `bytes` are.
+unsafe fn known_utf8_text(raw: VALUE, bytes: &[u8]) -> Option<&str> {
+    if bytes.is_empty() {
+        return Some("");
+    }
     let range = rb_sys::rb_enc_str_coderange(raw) as u32;
     let known_utf8 = range == ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
         || (range == ruby_coderange_type::RUBY_ENC_CODERANGE_VALID as u32 && {
             let index = rb_sys::rb_enc_get_index(raw);
             index == rb_sys::rb_utf8_encindex() || index == rb_sys::rb_usascii_encindex()
         });
-    if known_utf8 {
-        // SAFETY: Ruby's code range says these bytes are ASCII or valid UTF-8 (Ruby's
-        // UTF-8 rejects surrogates and overlong forms, as Rust's does).
-        return JsStr::from(std::str::from_utf8_unchecked(bytes));
-    }
-    match std::str::from_utf8(bytes) {
-        Ok(text) => JsStr::from(text),
-        Err(_) => JsStr::from_wtf8(bytes).unwrap_or_else(|| JsStr::from(String::from_utf8_lossy(bytes).as_ref())),
-    }
+    // SAFETY: Ruby's code range says these bytes are ASCII or valid UTF-8 (Ruby's UTF-8
+    // rejects surrogates and overlong forms, as Rust's does).
+    known_utf8.then(|| std::str::from_utf8_unchecked(bytes))
 }
 
 /// A Ruby string (or anything with `to_s`) as a Rust `String`.
@@ -265,6 +288,106 @@ unsafe extern "C" fn hash_walk(args: VALUE) -> VALUE {
     // SAFETY: `args` carries (hash, &mut HashState) from `Walk::hash`.
     let (hash, state) = *(args as *const (VALUE, *mut HashState));
     rb_sys::rb_hash_foreach(hash, Some(hash_pair), state as VALUE);
+    rb_sys::Qnil as VALUE
+}
+
+/// How deep a value packed may nest; a deeper one is converted instead.
+const PACKED_MAX_DEPTH: usize = 128;
+
+/// The packing walk met something it leaves to [`to_value`].
+struct GiveUp;
+
+/// Packs a value made only of plain data ([`graphmind_core::json::packed`]): `nil`,
+/// `true`/`false`, an Integer that fits 64 bits, a finite Float, a String that is UTF-8
+/// text, a Symbol, an Array, a Hash with String or Symbol keys. No Ruby code runs while it
+/// reads. `false` when anything else is met (`out` then holds a partial value): the caller
+/// converts the value with [`to_value`] instead, which alone decides what such values
+/// become; where this walk packs, the core decodes exactly what [`to_value`] builds.
+pub fn write_packed(v: Value, out: &mut PackedWriter) -> bool {
+    // SAFETY: `v` is a live Ruby value held by the caller; the walk runs no Ruby code.
+    unsafe { pack_raw(v.as_raw(), 0, out).is_ok() }
+}
+
+/// # Safety
+/// `raw` is a live Ruby value reachable from the walk's root; no Ruby code runs.
+unsafe fn pack_raw(raw: VALUE, depth: usize, out: &mut PackedWriter) -> Result<(), GiveUp> {
+    let taken = |written: bool| if written { Ok(()) } else { Err(GiveUp) };
+    match rb_sys::RB_TYPE(raw) {
+        T::RUBY_T_NIL => out.null(),
+        T::RUBY_T_TRUE => out.bool(true),
+        T::RUBY_T_FALSE => out.bool(false),
+        T::RUBY_T_FIXNUM => out.int(rb_sys::FIX2LONG(raw) as i64),
+        T::RUBY_T_FLOAT => return taken(out.float(rb_sys::rb_float_value(raw))),
+        T::RUBY_T_STRING | T::RUBY_T_SYMBOL => return taken(out.string(name_text(raw)?.as_bytes())),
+        T::RUBY_T_ARRAY if depth < PACKED_MAX_DEPTH => {
+            let len = rb_sys::RARRAY_LEN(raw).max(0);
+            taken(out.array(len as usize))?;
+            for i in 0..len {
+                pack_raw(rb_sys::RARRAY_AREF(raw, i as _), depth + 1, out)?;
+            }
+        }
+        T::RUBY_T_HASH if depth < PACKED_MAX_DEPTH => {
+            taken(out.object(rb_sys::RHASH_SIZE(raw) as usize))?;
+            let mut state = PackState { out, depth, members: 0, gave_up: false };
+            let args: (VALUE, *mut PackState) = (raw, &mut state);
+            let mut failed: c_int = 0;
+            // No Ruby code runs, so nothing can restructure the Hash; protected all the
+            // same, as a raise must never unwind through Rust frames.
+            rb_sys::rb_protect(Some(pack_hash_walk), &args as *const _ as VALUE, &mut failed);
+            if failed != 0 {
+                rb_sys::rb_set_errinfo(rb_sys::Qnil as VALUE);
+                return Err(GiveUp);
+            }
+            if state.gave_up || state.members != rb_sys::RHASH_SIZE(raw) as usize {
+                return Err(GiveUp);
+            }
+        }
+        _ => return Err(GiveUp),
+    }
+    Ok(())
+}
+
+/// The text of a String, or of a Symbol's name, when Ruby knows it to be UTF-8
+/// ([`known_utf8_text`]; anything else is left to [`to_value`]). Only such keys are taken,
+/// so two keys of one Hash never have the same bytes (two Strings with equal bytes in
+/// different encodings can be different keys, which [`to_value`] keeps apart).
+///
+/// # Safety
+/// `raw` is a live `T_STRING` or `T_SYMBOL`; no Ruby code runs while the text is used.
+unsafe fn name_text<'a>(raw: VALUE) -> Result<&'a str, GiveUp> {
+    let s = if rb_sys::RB_TYPE(raw) == T::RUBY_T_SYMBOL { rb_sys::rb_sym2str(raw) } else { raw };
+    known_utf8_text(s, string_bytes(s)).ok_or(GiveUp)
+}
+
+struct PackState<'o> {
+    out: &'o mut PackedWriter,
+    depth: usize,
+    members: usize,
+    gave_up: bool,
+}
+
+unsafe extern "C" fn pack_hash_pair(key: VALUE, val: VALUE, arg: VALUE) -> c_int {
+    // SAFETY: `arg` is the `PackState` owned by `pack_raw`, alive for the iteration; the
+    // key and value are live members of the Hash being iterated.
+    let state = &mut *(arg as *mut PackState);
+    let packed = match rb_sys::RB_TYPE(key) {
+        T::RUBY_T_STRING | T::RUBY_T_SYMBOL => {
+            name_text(key).is_ok_and(|k| state.out.key(k.as_bytes())) && pack_raw(val, state.depth + 1, state.out).is_ok()
+        }
+        _ => false,
+    };
+    if !packed {
+        state.gave_up = true;
+        return st_retval::ST_STOP as c_int;
+    }
+    state.members += 1;
+    st_retval::ST_CONTINUE as c_int
+}
+
+unsafe extern "C" fn pack_hash_walk(args: VALUE) -> VALUE {
+    // SAFETY: `args` carries (hash, &mut PackState) from `pack_raw`.
+    let (hash, state) = *(args as *const (VALUE, *mut PackState));
+    rb_sys::rb_hash_foreach(hash, Some(pack_hash_pair), state as VALUE);
     rb_sys::Qnil as VALUE
 }
 

@@ -8,7 +8,9 @@ mod convert;
 mod pure;
 mod wait;
 
-use convert::{from_value, to_rust_string, to_value};
+use convert::{from_value, to_rust_string, to_value, write_packed};
+use graphmind_core::host_value::HostValue;
+use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::config::{resolve_json, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, NodeKind};
 use graphmind_core::json::{JsStr, Value as J};
@@ -179,9 +181,9 @@ impl RbSession {
         let input = if input.is_nil() {
             None
         } else {
-            Some(to_value(ruby, input))
+            Some(host_value(ruby, &rb_self.session, input))
         };
-        let step = Step::start(
+        let step = Step::start_host(
             &rb_self.session,
             run_id.as_deref(),
             node,
@@ -288,7 +290,7 @@ struct RbStep {
 
 enum Point {
     Before,
-    After(Option<J>),
+    After(Option<HostValue>),
     Error(ErrorInfo),
 }
 
@@ -334,7 +336,7 @@ impl RbStep {
         Some(match output {
             None if at_error => step.on_error(decision),
             None => step.on_before(decision),
-            Some(out) => step.on_after(decision, out),
+            Some(out) => step.on_after_host(decision, out),
         })
     }
 
@@ -346,7 +348,7 @@ impl RbStep {
         let out = if output.is_nil() {
             None
         } else {
-            Some(to_value(ruby, output))
+            Some(host_value(ruby, &rb_self.session, output))
         };
         rb_self.drive(ruby, Point::After(out))
     }
@@ -508,6 +510,55 @@ fn to_json(ruby: &Ruby, v: Value) -> String {
     json::to_string(&to_value(ruby, v))
 }
 
+/// Packing buffers above this size are not kept between calls.
+const KEEP_PACKED_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// The calling thread's buffer for packing values.
+    static PACKED: RefCell<PackedWriter> = const { RefCell::new(PackedWriter::new()) };
+}
+
+/// A node's input or output as the core takes it. While no debugger is attached nothing on
+/// this thread reads it, so plain data is packed (`convert::write_packed`: no value tree
+/// built here) and the session's worker decodes it; otherwise, or when the value holds
+/// anything else, it is converted here.
+fn host_value(ruby: &Ruby, session: &Session, v: Value) -> HostValue {
+    if !session.is_attached() {
+        let packed = PACKED.with(|cell| {
+            let mut fresh = PackedWriter::new();
+            let mut borrowed = cell.try_borrow_mut();
+            let buf = match borrowed.as_deref_mut() {
+                Ok(buf) => buf,
+                Err(_) => &mut fresh,
+            };
+            buf.clear();
+            let packed = write_packed(v, buf).then(|| HostValue::Packed(buf.as_bytes().to_vec()));
+            if buf.capacity() > KEEP_PACKED_BYTES {
+                *buf = PackedWriter::new();
+            }
+            packed
+        });
+        if let Some(packed) = packed {
+            return packed;
+        }
+    }
+    HostValue::Built(to_value(ruby, v))
+}
+
+/// What a detached step records for `v` when it crosses packed (decoded by the core and
+/// written as the recording would be); `nil` when it is converted instead. For the tests:
+/// it must equal [`to_json`] wherever it is not `nil`.
+fn detached_json(ruby: &Ruby, v: Value) -> Result<Option<String>, Error> {
+    let mut buf = PackedWriter::new();
+    if !write_packed(v, &mut buf) {
+        return Ok(None);
+    }
+    match json::packed::decode(buf.as_bytes()) {
+        Ok(value) => Ok(Some(json::to_string(&value))),
+        Err(e) => Err(Error::new(ruby.exception_runtime_error(), format!("the packed path wrote an unreadable value: {e}"))),
+    }
+}
+
 #[magnus::init(name = "graphmind_native")]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let graphmind = ruby.define_module("Graphmind")?;
@@ -519,6 +570,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_singleton_method("resolve_config", function!(resolve_config, 3))?;
     native.define_singleton_method("parse_json", function!(parse_json, 1))?;
     native.define_singleton_method("to_json", function!(to_json, 1))?;
+    native.define_singleton_method("detached_json", function!(detached_json, 1))?;
     native.define_singleton_method("redact_events", function!(redact_events, 2))?;
     pure::register(ruby, native)?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;

@@ -55,6 +55,47 @@ class TestConvert < Minitest::Test
                  j([Point.new(1, 2), Unreadable.new, Dictish.new, Object, 1..3])
   end
 
+  # Detached, a node's input and output cross to the core packed (convert.rs
+  # `write_packed`, decoded by the core's worker); anything the packing walk does not take
+  # is converted as above. Wherever it packs, the recording must be what the converter
+  # makes.
+  def test_the_packed_path_records_what_the_converter_records
+    d = ->(value) { Graphmind::Native.detached_json(value) }
+    specials = (0..0x1f).map(&:chr) + ['"', "\\", "\x7f", "é", "😀", "\u2028", "\ue000"]
+    strings = []
+    (0..40).each do |length|
+      base = (0...length).map { |i| "abcdefghé✓"[i % 10] }.join
+      strings << base
+      specials.each do |special|
+        (0..length).step([1, length / 6].max) { |at| strings << base.dup.insert(at, special) }
+      end
+    end
+    values = strings + strings.first(200).map { |s| { s => s } } + [
+      [nil, true, false, 0, -1, 2**62 - 1, -(2**62), 1.5, -0.0, 1.0, 1e21, 5e-324, 1e300],
+      { a: 1, "b" => [:sym, { nested: { deep: [1.5, -2, "x" * 40] } }] },
+      { "a" => 1, a: 2, "c" => 3 },
+      ["", "abc", "é", "é".b, "😀", "a".encode("UTF-16LE").encode("UTF-8")],
+      ("x" * 5000)
+    ]
+    taken = 0
+    values.each do |value|
+      packed = d.(value)
+      next if packed.nil?
+
+      taken += 1
+      assert_equal j(value), packed, value.inspect[0, 120]
+    end
+    assert_operator taken, :>, strings.size
+    # What it leaves to the converter: big integers, non-finite floats, bytes that are not
+    # UTF-8 text Ruby knows of, other objects, other keys, nesting past 128.
+    deep = "bottom"
+    200.times { deep = [deep] }
+    [2**64, 2**63, Float::NAN, Float::INFINITY, "\xED\xA0\x80".b, "\xFF".b, "é".b, Point.new(1, 2),
+     { 1 => "x" }, { nil => 1 }, deep, 1..3].each do |value|
+      assert_nil d.(value), value.inspect[0, 80]
+    end
+  end
+
   def test_nesting_deeper_than_the_limit_becomes_null
     deep = []
     cur = deep

@@ -64,6 +64,58 @@ class TestLive < Minitest::Test
     assert_equal "ok", @server.run(run_id) { |r| r["status"] == "ok" }["status"]
   end
 
+  def test_values_recorded_detached_are_stored_as_the_same_values_recorded_attached
+    # Detached, plain data crosses to the core packed (decoded by the session's worker);
+    # attached, or for anything else, it is converted on the calling thread. Both must
+    # store the same: one run recorded before its server exists (replayed when it starts),
+    # the same calls again attached, through a tool and a span.
+    port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] }
+    deep = "bottom"
+    200.times { deep = [deep] }
+    values = [
+      { "f" => 1.0, "neg0" => -0.0, "big" => 1e21, "tiny" => 5e-324, "third" => 1.0 / 3, "huge" => 2.0**60 },
+      { "imax" => 2**63 - 1, "imin" => -(2**63), "bigint" => 2**70, "nan" => Float::NAN, "inf" => Float::INFINITY },
+      { "s" => "q\"\\\n\x01\x7f\u2028é😀", sym: :val, "k\"ey\n" => true, "none" => nil, "bin" => "é".b },
+      deep,
+      ["plain", "list", 3, false, [], {}],
+      "a bare string",
+      { "nested" => { "hash" => { "of" => { "hashes" => [1.5, -2, "x" * 40] } } } }
+    ]
+    gm = Graphmind.configure(app: "ruby-test", url: "ws://127.0.0.1:#{port}/ingest", env: {}, loop_guard: false,
+                             logger: Logger.new(StringIO.new))
+    echo = gm.tool("echo") { |value| value }
+    record = lambda do
+      values.each do |v|
+        echo.call(v)
+        gm.span("passthrough", input: v) { v }
+      end
+    end
+    refute gm.attached?
+    detached = gm.run("detached") { |ctx| record.call; ctx.run_id }
+    late = GMTest::Server.new(port: port)
+    begin
+      assert gm.ready(10.0), "attached"
+      attached = gm.run("attached") { |ctx| record.call; ctx.run_id }
+      assert gm.flush(5.0)
+      count = 2 + 2 * (1 + 2 * values.size)
+      recorded = [detached, attached].map do |run_id|
+        late.events(run_id, count: count)
+            .select { |e| %w[node.started node.finished].include?(e["type"]) }
+            .map { |e| [e["type"], e.dig("payload", "input"), e.dig("payload", "output")] }
+      end
+      assert_equal 2 * (1 + 2 * values.size), recorded[0].size
+      assert_equal JSON.generate(recorded[0], max_nesting: false), JSON.generate(recorded[1], max_nesting: false)
+      inputs = recorded[0].select { |t, _, _| t == "node.started" }.map { |_, i, _| i }.drop(1)
+      tool_inputs, span_inputs = inputs.each_slice(2).to_a.transpose
+      assert_equal tool_inputs, span_inputs.map { |v| { "value" => v } }
+      assert_equal 1e21, span_inputs[0]["big"]
+      assert_equal 2**70, span_inputs[1]["bigint"]
+      assert_equal "val", span_inputs[2]["sym"]
+    ensure
+      late.stop
+    end
+  end
+
   def test_inject_before_the_call_skips_the_tool
     @viewer.breakpoint({ "kind" => "tool" })
     gm = attach

@@ -18,7 +18,8 @@ module GMTest
       @shared ||= new.tap { |s| Minitest.after_run { s.stop } }
     end
 
-    def initialize
+    # `port`: 0 picks a free one.
+    def initialize(port: 0)
       bin = ENV["GRAPHMIND_BIN"] || File.expand_path("../../../../target/release/graphmind", __dir__)
       raise "no server binary at #{bin}: cargo build -p graphmind-cli --release" unless File.executable?(bin)
 
@@ -26,7 +27,7 @@ module GMTest
       home = File.join(@dir, "gmhome")
       env = { "GRAPHMIND_PAUSE_ON_ERROR" => nil, "GRAPHMIND_DB" => nil, "GRAPHMIND_HOME" => home,
               "GRAPHMIND_TELEMETRY" => "0" }
-      @io = IO.popen([env, bin, "--port", "0", "--json", "--no-open", "--db", File.join(@dir, "g.db")], "r", err: File::NULL)
+      @io = IO.popen([env, bin, "--port", port.to_s, "--json", "--no-open", "--db", File.join(@dir, "g.db")], "r", err: File::NULL)
       line = @io.gets or raise "graphmind serve printed nothing"
       @port = JSON.parse(line).fetch("port")
       # The viewer credential the server minted (its run file links to #token=...).
@@ -39,7 +40,7 @@ module GMTest
 
     def get_json(path)
       res = Net::HTTP.get_response(URI("http://127.0.0.1:#{@port}#{path}"))
-      res.code == "200" ? JSON.parse(res.body) : nil
+      res.code == "200" ? JSON.parse(res.body, max_nesting: false) : nil
     end
 
     # Stored events of a run, once at least `count` are there.
