@@ -222,17 +222,10 @@ impl Walk {
             all_strings: true,
             depth,
         };
-        let args: (VALUE, *mut HashState) = (hash, &mut state);
-        let mut failed: c_int = 0;
         // rb_hash_foreach raises if the Hash is restructured under it (by an element's
-        // `to_h`/`inspect`): caught here, what was read so far is kept.
-        // SAFETY: `args` and `state` outlive the protected call.
-        unsafe {
-            rb_sys::rb_protect(Some(hash_walk), &args as *const _ as VALUE, &mut failed);
-            if failed != 0 {
-                rb_sys::rb_set_errinfo(rb_sys::Qnil as VALUE);
-            }
-        }
+        // `to_h`/`inspect`): caught, what was read so far is kept.
+        // SAFETY: `hash` is a live T_HASH; `hash_pair` takes a `HashState`.
+        unsafe { foreach_protected(hash, &mut state, hash_pair) };
         J::Object(state.map)
     }
 
@@ -284,10 +277,28 @@ unsafe extern "C" fn hash_pair(key: VALUE, val: VALUE, arg: VALUE) -> c_int {
     st_retval::ST_CONTINUE as c_int
 }
 
-unsafe extern "C" fn hash_walk(args: VALUE) -> VALUE {
-    // SAFETY: `args` carries (hash, &mut HashState) from `Walk::hash`.
-    let (hash, state) = *(args as *const (VALUE, *mut HashState));
-    rb_sys::rb_hash_foreach(hash, Some(hash_pair), state as VALUE);
+/// A `rb_hash_foreach` callback: key, value, and the walk's state as a `VALUE`.
+type PairFn = unsafe extern "C" fn(VALUE, VALUE, VALUE) -> c_int;
+
+/// Iterates `hash` with `pair`, which receives `state`, under `rb_protect` (a raise must
+/// never unwind through Rust frames). `false` when it raised (the error is cleared).
+///
+/// # Safety
+/// `hash` is a live T_HASH and `pair` expects exactly an `S`.
+unsafe fn foreach_protected<S>(hash: VALUE, state: &mut S, pair: PairFn) -> bool {
+    let args: (VALUE, *mut S, PairFn) = (hash, state, pair);
+    let mut failed: c_int = 0;
+    rb_sys::rb_protect(Some(foreach_trampoline::<S>), &args as *const _ as VALUE, &mut failed);
+    if failed != 0 {
+        rb_sys::rb_set_errinfo(rb_sys::Qnil as VALUE);
+    }
+    failed == 0
+}
+
+unsafe extern "C" fn foreach_trampoline<S>(args: VALUE) -> VALUE {
+    // SAFETY: `args` carries (hash, &mut S, pair) from `foreach_protected`, alive for the call.
+    let (hash, state, pair) = *(args as *const (VALUE, *mut S, PairFn));
+    rb_sys::rb_hash_foreach(hash, Some(pair), state as VALUE);
     rb_sys::Qnil as VALUE
 }
 
@@ -329,13 +340,9 @@ unsafe fn pack_raw(raw: VALUE, depth: usize, out: &mut PackedWriter) -> Result<(
         T::RUBY_T_HASH if depth < PACKED_MAX_DEPTH => {
             taken(out.object(rb_sys::RHASH_SIZE(raw) as usize))?;
             let mut state = PackState { out, depth, members: 0, gave_up: false };
-            let args: (VALUE, *mut PackState) = (raw, &mut state);
-            let mut failed: c_int = 0;
-            // No Ruby code runs, so nothing can restructure the Hash; protected all the
-            // same, as a raise must never unwind through Rust frames.
-            rb_sys::rb_protect(Some(pack_hash_walk), &args as *const _ as VALUE, &mut failed);
-            if failed != 0 {
-                rb_sys::rb_set_errinfo(rb_sys::Qnil as VALUE);
+            // No Ruby code runs, so nothing can restructure the Hash: a raise is not
+            // expected, and gives up all the same.
+            if !foreach_protected(raw, &mut state, pack_hash_pair) {
                 return Err(GiveUp);
             }
             if state.gave_up || state.members != rb_sys::RHASH_SIZE(raw) as usize {
@@ -382,13 +389,6 @@ unsafe extern "C" fn pack_hash_pair(key: VALUE, val: VALUE, arg: VALUE) -> c_int
     }
     state.members += 1;
     st_retval::ST_CONTINUE as c_int
-}
-
-unsafe extern "C" fn pack_hash_walk(args: VALUE) -> VALUE {
-    // SAFETY: `args` carries (hash, &mut PackState) from `pack_raw`.
-    let (hash, state) = *(args as *const (VALUE, *mut PackState));
-    rb_sys::rb_hash_foreach(hash, Some(pack_hash_pair), state as VALUE);
-    rb_sys::Qnil as VALUE
 }
 
 /// The class name of a Ruby object.
