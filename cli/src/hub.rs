@@ -693,8 +693,7 @@ impl HubState {
     /// The server is going down: every app and viewer socket (and any that connects from
     /// now on) is sent close [`SHUTDOWN_CLOSE_CODE`], and no run is marked abandoned by
     /// this process any more (the next start does that for the runs nobody re-claims).
-    /// Returns how many sockets were open.
-    pub fn begin_shutdown(&mut self) -> usize {
+    pub fn begin_shutdown(&mut self) {
         self.shutting_down = true;
         for c in self.ingest.values() {
             let _ = c.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
@@ -702,7 +701,6 @@ impl HubState {
         for u in self.ui.values() {
             let _ = u.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
         }
-        self.socket_count()
     }
 
     /// Whether [`HubState::begin_shutdown`] ran: long-polls answer 503 `shutting-down`.
