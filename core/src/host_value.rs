@@ -1,6 +1,6 @@
 //! A value handed to the session by a binding: already built as a [`Value`], as the JSON
 //! text the host's own encoder wrote (`JSON.stringify` in Node, a C caller's buffer), or
-//! packed by the binding ([`crate::json::packed`], Python).
+//! packed by the binding ([`crate::json::packed`], Python and Ruby).
 //!
 //! Text and packed values are read where they are first needed. With no debugger attached nothing on the
 //! application thread reads a node's input or output (the loop guard is fed by the worker,
@@ -8,7 +8,18 @@
 //! the application thread pays only for a copy of the bytes. With a debugger attached the
 //! value is parsed at once, as a gate may need it.
 
+use crate::json::packed::PackedWriter;
 use crate::json::{self, Value};
+use std::cell::RefCell;
+
+/// Packing buffers above this size are not kept between calls (one huge value does not
+/// pin its memory for the thread's lifetime).
+const KEEP_PACKED_BYTES: usize = 1 << 20;
+
+thread_local! {
+    /// The calling thread's buffer for packing values.
+    static PACKED: RefCell<PackedWriter> = const { RefCell::new(PackedWriter::new()) };
+}
 
 /// A node's input or output as a binding hands it over.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +75,44 @@ impl HostValue {
     }
 }
 
+impl HostValue {
+    /// A node's input or output as a binding hands it over. While no debugger is attached
+    /// (`attached` false) nothing on the application thread reads it, so `pack` writes it
+    /// into a buffer the thread reuses and the session gets an exact-size copy
+    /// ([`HostValue::Packed`], decoded by the worker). When `pack` gives up (the host value
+    /// holds something only the binding's converter handles), or while attached (gates,
+    /// edits and the loop guard read the value on this thread), `build` converts it.
+    pub fn packed_or_built(
+        attached: bool,
+        pack: impl FnOnce(&mut PackedWriter) -> bool,
+        build: impl FnOnce() -> Value,
+    ) -> HostValue {
+        if !attached {
+            if let Some(packed) = with_thread_writer(pack) {
+                return packed;
+            }
+        }
+        HostValue::Built(build())
+    }
+}
+
+/// Runs `pack` on the thread's buffer (a fresh one if it is in use further up the stack);
+/// what it packed, as an exact-size copy, or `None` when it gave up.
+fn with_thread_writer(pack: impl FnOnce(&mut PackedWriter) -> bool) -> Option<HostValue> {
+    let run = |buf: &mut PackedWriter| {
+        buf.clear();
+        let packed = pack(buf).then(|| HostValue::Packed(buf.as_bytes().to_vec()));
+        if buf.capacity() > KEEP_PACKED_BYTES {
+            *buf = PackedWriter::new();
+        }
+        packed
+    };
+    PACKED.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => run(&mut buf),
+        Err(_) => run(&mut PackedWriter::new()),
+    })
+}
+
 impl From<Value> for HostValue {
     fn from(value: Value) -> Self {
         HostValue::Built(value)
@@ -101,6 +150,20 @@ mod tests {
         assert_eq!(out, Resolved { value: crate::json!({"k": 7i64}), invalid_text: false });
         let bad = HostValue::Packed(vec![42]).into_value();
         assert!(bad.invalid_text && bad.value.as_str().unwrap().contains("unreadable packed value"));
+    }
+
+    #[test]
+    fn packed_while_detached_built_while_attached_or_when_packing_gives_up() {
+        let pack = |w: &mut PackedWriter| {
+            w.int(5);
+            true
+        };
+        let built = || Value::from("built");
+        let detached = HostValue::packed_or_built(false, pack, built);
+        assert!(matches!(detached, HostValue::Packed(_)));
+        assert_eq!(detached.into_value().value, crate::json!(5i64));
+        assert_eq!(HostValue::packed_or_built(true, pack, built), HostValue::Built(Value::from("built")));
+        assert_eq!(HostValue::packed_or_built(false, |_| false, built), HostValue::Built(Value::from("built")));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! A value whose reading raises (or a cycle) is reported as [`Unreadable`]; the caller
 //! decides what the event carries then, and no exception reaches the app.
 
-use graphmind_core::json::packed::PackedWriter;
+use graphmind_core::json::packed::{PackedWriter, MAX_PACKED_DEPTH};
 use graphmind_core::json::{JsStr, Map, Number, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
@@ -314,10 +314,6 @@ unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) 
     Ok(Value::Array(out))
 }
 
-/// How deep a value written packed may nest (well inside the core reader's limit); a
-/// deeper one is converted instead.
-const PACKED_MAX_DEPTH: usize = 128;
-
 /// Packs a value made only of the types [`fast`] reads (exact `dict` with `str` keys,
 /// `list`, `tuple`, `str`, 64-bit `int`, finite `float`, `bool`, `None`) into `out`
 /// ([`graphmind_core::json::packed`]), reading it as [`fast`] does (borrowed, no Python
@@ -372,7 +368,7 @@ unsafe fn pack_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: 
         out.bool(obj == t.true_);
         return Ok(());
     }
-    if depth >= PACKED_MAX_DEPTH {
+    if depth >= MAX_PACKED_DEPTH {
         return Err(GiveUp);
     }
     if ty == t.dict {

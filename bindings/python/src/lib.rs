@@ -31,7 +31,6 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -732,48 +731,15 @@ impl NativeSession {
     }
 }
 
-/// Packing buffers above this size are not kept between calls.
-const KEEP_PACKED_BYTES: usize = 1 << 20;
-
-thread_local! {
-    /// The calling thread's buffer for packing values.
-    static PACKED: RefCell<PackedWriter> = const { RefCell::new(PackedWriter::new()) };
-}
-
-/// Runs `write` on the thread's packing buffer; what it packed (an exact-size copy) when
-/// it packed the value, `None` when it gave up.
-fn with_packed_buffer(write: impl FnOnce(&mut PackedWriter) -> bool) -> Option<HostValue> {
-    let run = |buf: &mut PackedWriter| {
-        buf.clear();
-        let packed = write(buf).then(|| HostValue::Packed(buf.as_bytes().to_vec()));
-        if buf.capacity() > KEEP_PACKED_BYTES {
-            *buf = PackedWriter::new();
-        }
-        packed
-    };
-    PACKED.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => run(&mut buf),
-        Err(_) => run(&mut PackedWriter::new()),
-    })
-}
-
-/// A node's input or output as the core takes it. While no debugger is attached nothing on
-/// this thread reads it, so a value made only of JSON types is packed
-/// ([`graphmind_core::json::packed`]: one buffer, no value tree, no text to escape or
-/// numbers to spell here), and the session's worker decodes it; otherwise, or when the
-/// value holds anything else, it is converted here.
+/// A node's input or output as the core takes it: packed while detached, converted
+/// otherwise ([`HostValue::packed_or_built`]).
 fn host_value(session: &Session, obj: &Bound<'_, PyAny>) -> HostValue {
     host_value_of(session, |buf| write_packed(obj, buf), || to_value_or_marker(obj))
 }
 
 /// [`host_value`] of a value packed by `write` or converted by `convert`.
 fn host_value_of(session: &Session, write: impl FnOnce(&mut PackedWriter) -> bool, convert: impl FnOnce() -> Value) -> HostValue {
-    if !session.is_attached() {
-        if let Some(packed) = with_packed_buffer(write) {
-            return packed;
-        }
-    }
-    HostValue::Built(convert())
+    HostValue::packed_or_built(session.is_attached(), write, convert)
 }
 
 /// Called by the package's `atexit` hook: warnings stop calling into Python.

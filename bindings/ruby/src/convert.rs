@@ -7,7 +7,7 @@
 //! `inspect` (at most [`MAX_INSPECT_CHARS`] characters), else its class name. A read that
 //! raises never reaches the app: the value becomes its class name.
 
-use graphmind_core::json::packed::PackedWriter;
+use graphmind_core::json::packed::{PackedWriter, MAX_PACKED_DEPTH};
 use graphmind_core::json::{JsStr, Map, Number, Value as J};
 use magnus::{prelude::*, rb_sys::AsRawValue, rb_sys::FromRawValue, Error, Integer, RHash, RString, Ruby, Symbol, Value};
 use rb_sys::{ruby_coderange_type, ruby_value_type as T, st_retval, VALUE};
@@ -302,9 +302,6 @@ unsafe extern "C" fn foreach_trampoline<S>(args: VALUE) -> VALUE {
     rb_sys::Qnil as VALUE
 }
 
-/// How deep a value packed may nest; a deeper one is converted instead.
-const PACKED_MAX_DEPTH: usize = 128;
-
 /// The packing walk met something it leaves to [`to_value`].
 struct GiveUp;
 
@@ -330,14 +327,14 @@ unsafe fn pack_raw(raw: VALUE, depth: usize, out: &mut PackedWriter) -> Result<(
         T::RUBY_T_FIXNUM => out.int(rb_sys::FIX2LONG(raw) as i64),
         T::RUBY_T_FLOAT => return taken(out.float(rb_sys::rb_float_value(raw))),
         T::RUBY_T_STRING | T::RUBY_T_SYMBOL => return taken(out.string(name_text(raw)?.as_bytes())),
-        T::RUBY_T_ARRAY if depth < PACKED_MAX_DEPTH => {
+        T::RUBY_T_ARRAY if depth < MAX_PACKED_DEPTH => {
             let len = rb_sys::RARRAY_LEN(raw).max(0);
             taken(out.array(len as usize))?;
             for i in 0..len {
                 pack_raw(rb_sys::RARRAY_AREF(raw, i as _), depth + 1, out)?;
             }
         }
-        T::RUBY_T_HASH if depth < PACKED_MAX_DEPTH => {
+        T::RUBY_T_HASH if depth < MAX_PACKED_DEPTH => {
             taken(out.object(rb_sys::RHASH_SIZE(raw) as usize))?;
             let mut state = PackState { out, depth, members: 0, gave_up: false };
             // No Ruby code runs, so nothing can restructure the Hash: a raise is not

@@ -510,39 +510,10 @@ fn to_json(ruby: &Ruby, v: Value) -> String {
     json::to_string(&to_value(ruby, v))
 }
 
-/// Packing buffers above this size are not kept between calls.
-const KEEP_PACKED_BYTES: usize = 1 << 20;
-
-thread_local! {
-    /// The calling thread's buffer for packing values.
-    static PACKED: RefCell<PackedWriter> = const { RefCell::new(PackedWriter::new()) };
-}
-
-/// A node's input or output as the core takes it. While no debugger is attached nothing on
-/// this thread reads it, so plain data is packed (`convert::write_packed`: no value tree
-/// built here) and the session's worker decodes it; otherwise, or when the value holds
-/// anything else, it is converted here.
+/// A node's input or output as the core takes it: plain data packed while detached,
+/// converted otherwise ([`HostValue::packed_or_built`]).
 fn host_value(ruby: &Ruby, session: &Session, v: Value) -> HostValue {
-    if !session.is_attached() {
-        let packed = PACKED.with(|cell| {
-            let mut fresh = PackedWriter::new();
-            let mut borrowed = cell.try_borrow_mut();
-            let buf = match borrowed.as_deref_mut() {
-                Ok(buf) => buf,
-                Err(_) => &mut fresh,
-            };
-            buf.clear();
-            let packed = write_packed(v, buf).then(|| HostValue::Packed(buf.as_bytes().to_vec()));
-            if buf.capacity() > KEEP_PACKED_BYTES {
-                *buf = PackedWriter::new();
-            }
-            packed
-        });
-        if let Some(packed) = packed {
-            return packed;
-        }
-    }
-    HostValue::Built(to_value(ruby, v))
+    HostValue::packed_or_built(session.is_attached(), |buf| write_packed(v, buf), || to_value(ruby, v))
 }
 
 /// What a detached step records for `v` when it crosses packed (decoded by the core and

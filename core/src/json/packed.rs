@@ -28,6 +28,10 @@ const TAG_STRING: u8 = 5;
 const TAG_ARRAY: u8 = 6;
 const TAG_OBJECT: u8 = 7;
 
+/// How deep a binding packs a value; a deeper one is converted instead (well inside the
+/// reader's [`MAX_JSON_DEPTH`]).
+pub const MAX_PACKED_DEPTH: usize = 128;
+
 /// The most items the reader reserves room for ahead of a container.
 const PREALLOCATED_ITEMS: usize = 64;
 
