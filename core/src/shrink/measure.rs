@@ -130,7 +130,7 @@ pub(crate) fn measure_string(s: &JsStr) -> Size {
             if b < 0x80 {
                 extra += ASCII_EXTRA[b as usize] as usize;
             } else if b < 0xC0 {
-                fewer_units += 1;
+                fewer_units = fewer_units.wrapping_add(1);
             } else if b >= 0xF0 {
                 fewer_units = fewer_units.wrapping_sub(1);
             } else if b == 0xED && bytes.get(k + 1).is_some_and(|&next| next >= 0xA0) {
@@ -144,7 +144,7 @@ pub(crate) fn measure_string(s: &JsStr) -> Size {
         if b < 0x80 {
             extra += ASCII_EXTRA[b as usize] as usize;
         } else if b < 0xC0 {
-            fewer_units += 1;
+            fewer_units = fewer_units.wrapping_add(1);
         } else if b >= 0xF0 {
             fewer_units = fewer_units.wrapping_sub(1);
         } else if b == 0xED && bytes.get(k + 1).is_some_and(|&next| next >= 0xA0) {
