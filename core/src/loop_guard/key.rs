@@ -14,8 +14,9 @@
 //!   equal text);
 //! - numbers follow the canonical spelling: an integer-valued number up to 2^53 (an `Int`,
 //!   a `Float` such as `3.0` or `-0.0`, a small `BigInt`) is hashed as that integer; any
-//!   other finite double as its bits (its shortest round-trip spelling is unique); anything
-//!   else (large integers, integer-valued doubles past 2^53) as its canonical digits;
+//!   other finite double as its bits (its shortest round-trip spelling is unique; from 1e21
+//!   up that spelling has an exponent, which an integer's digits never have); anything
+//!   else (large integers, integer-valued doubles from 2^53 to 1e21) as its canonical digits;
 //!   NaN and infinities as `null`;
 //! - containers deeper than [`MAX_CANONICAL_DEPTH`] are the string [`DEPTH_MARKER`].
 //!
@@ -30,6 +31,9 @@ pub(crate) type Key = [u8; 16];
 
 /// The largest integer every double below it represents exactly (2^53).
 const EXACT_INTEGER_LIMIT: f64 = 9_007_199_254_740_992.0;
+
+/// The smallest magnitude ECMAScript spells with an exponent (`1e+21`).
+const EXPONENT_SPELLING_FROM: f64 = 1e21;
 
 // Token tags: every token starts with one, so no two different token streams coincide.
 const TAG_NULL: u64 = 1;
@@ -284,6 +288,12 @@ fn number(h: &mut Hasher, n: &Number, scratch: &mut Vec<u8>) {
             h.word(f.to_bits());
         }
         Number::Float(f) if f.abs() < EXACT_INTEGER_LIMIT => integer(h, *f as i64),
+        // From 1e21 up a double is spelled with an exponent, which no integer's digits
+        // have: like a fraction, its bits are its spelling.
+        Number::Float(f) if f.abs() >= EXPONENT_SPELLING_FROM => {
+            h.word(TAG_DOUBLE);
+            h.word(f.to_bits());
+        }
         Number::BigInt(digits) => match digits.parse::<i64>() {
             // Only when the digits are that integer's own spelling ("-0", "007" are not).
             Ok(i) if (i as f64).abs() < EXACT_INTEGER_LIMIT && i.to_string() == **digits => {
@@ -394,6 +404,11 @@ mod tests {
             Number::BigInt("100000000000000000000".into()),
             Number::Float(1e20),
             Number::Float(1e21),
+            Number::Float(-1e21),
+            Number::Float(1.5e300),
+            Number::Float(999_999_999_999_999_900_000.0),
+            Number::BigInt("999999999999999900000".into()),
+            Number::BigInt("1000000000000000000000".into()),
             Number::BigInt("5".into()),
             Number::Int(5),
             Number::BigInt("-0".into()),
