@@ -243,6 +243,101 @@ fn the_third_identical_tool_call_is_held_as_a_loop() {
     session.dispose(Duration::from_secs(2));
 }
 
+/// One call of tool `name` as every SDK wrapper makes it, returning `result`'s output or
+/// raising its error; no gate may hold it.
+fn call_tool(session: &Session, run_id: &str, name: &str, input: &str, result: Result<&str, &str>) {
+    let input = parse_str(input).unwrap();
+    let mut step = Step::start(session, Some(run_id), NodeRef::new(NodeKind::Tool, name), None, Some(input), true);
+    assert!(matches!(step.before(), Gate::Continue), "{name} runs");
+    assert!(matches!(step.on_before(GateDecision::proceed()), Next::Run { .. }));
+    match result {
+        Ok(output) => {
+            assert!(matches!(step.after(), Gate::Continue));
+            step.on_after(GateDecision::proceed(), Some(parse_str(output).unwrap()));
+        }
+        Err(message) => {
+            assert!(matches!(step.error(ErrorInfo::new("HttpError", message)), Gate::Continue));
+            assert_eq!(step.on_error(GateDecision::proceed()), Next::Reraise);
+        }
+    }
+}
+
+/// The before-gate of the next call of tool `name`.
+fn next_call(session: &Session, run_id: &str, name: &str, input: &str) -> (Step, Gate) {
+    let input = parse_str(input).unwrap();
+    let step = Step::start(session, Some(run_id), NodeRef::new(NodeKind::Tool, name), None, Some(input), true);
+    let gate = step.before();
+    (step, gate)
+}
+
+#[test]
+fn a_cycle_of_two_tools_with_identical_results_is_held_at_its_fourth_lap() {
+    // Back to back, with no pause between calls: the worker keys each successful output
+    // after the call completes, so the start that closes the cycle may have to wait for
+    // those keys (and must, to hold).
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let session = attached(&srv, |_| {});
+    for round in 0..3 {
+        let run = session.start_run("cycle", None);
+        dbg.watch(&run.run_id);
+        for _ in 0..3 {
+            call_tool(&session, &run.run_id, "search", r#"{"q":"oslo"}"#, Ok(r#"{"hits":[]}"#));
+            call_tool(&session, &run.run_id, "refine", r#"{"q":"oslo","broader":true}"#, Ok(r#"{"q":"oslo"}"#));
+        }
+        let (mut step, gate) = next_call(&session, &run.run_id, "search", r#"{"q":"oslo"}"#);
+        let Gate::Held(pending) = gate else { panic!("round {round}: the fourth lap is held") };
+        let paused = dbg.next("exec.paused");
+        assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
+        assert_eq!(s(&paused, &["payload", "loop", "kind"]), Some("cycle"));
+        assert_eq!(i(&paused, &["payload", "loop", "period"]), Some(2));
+        assert_eq!(i(&paused, &["payload", "loop", "laps"]), Some(3));
+        dbg.resume(&run.run_id, pending.pause_id(), "inject", r#","output":"enough""#);
+        assert_eq!(step.on_before(pending.wait()), Next::ReturnInjected(Value::from("enough")));
+        session.finish_run(&run, RunOutcome::Ok);
+    }
+    session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn a_cycle_whose_results_change_is_not_held() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("polling", None);
+    for lap in 0..3 {
+        call_tool(&session, &run.run_id, "submit", r#"{"job":7}"#, Ok(r#"{"queued":true}"#));
+        let status = format!(r#"{{"progress":{}}}"#, lap * 30);
+        call_tool(&session, &run.run_id, "status", r#"{"job":7}"#, Ok(&status));
+    }
+    let (mut step, gate) = next_call(&session, &run.run_id, "submit", r#"{"job":7}"#);
+    assert!(matches!(gate, Gate::Continue), "the results changed every lap: not a cycle");
+    assert!(matches!(step.on_before(GateDecision::proceed()), Next::Run { .. }));
+    step.on_after(GateDecision::proceed(), Some(Value::from("done")));
+    session.dispose(Duration::from_secs(2));
+}
+
+#[test]
+fn the_fourth_call_after_three_identical_failures_is_held_as_an_error_repeat() {
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("failing", None);
+    dbg.watch(&run.run_id);
+    // Other arguments each time (not the v3 repeat), one identical error.
+    for page in 0..3 {
+        call_tool(&session, &run.run_id, "fetch", &format!(r#"{{"page":{page}}}"#), Err("503 Service Unavailable"));
+    }
+    let (mut step, gate) = next_call(&session, &run.run_id, "fetch", r#"{"page":3}"#);
+    let Gate::Held(pending) = gate else { panic!("held after three identical failures") };
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
+    assert_eq!(s(&paused, &["payload", "loop", "kind"]), Some("error-repeat"));
+    assert_eq!(i(&paused, &["payload", "loop", "repeats"]), Some(3));
+    dbg.resume(&run.run_id, pending.pause_id(), "abort", "");
+    assert_eq!(step.on_before(pending.wait()), Next::Abort);
+    session.dispose(Duration::from_secs(2));
+}
+
 #[test]
 fn a_dying_server_releases_every_held_gate_within_100ms() {
     let mut srv = Server::start(&[], &[]);

@@ -418,6 +418,19 @@ fn put_opt<T: Into<Value>>(map: &mut Map, key: &str, value: Option<T>) {
     }
 }
 
+/// [`put`] of a key the map cannot hold yet (a fixed field written before the extras): no
+/// look for an existing entry, on the two events every node sends.
+fn put_new(map: &mut Map, key: &str, value: impl Into<Value>) {
+    map.push_unique(key.into(), value.into());
+}
+
+/// [`put_opt`] of a key the map cannot hold yet (see [`put_new`]).
+fn put_opt_new<T: Into<Value>>(map: &mut Map, key: &str, value: Option<T>) {
+    if let Some(v) = value {
+        map.push_unique(key.into(), v.into());
+    }
+}
+
 fn put_extra(map: &mut Map, extra: &Map) {
     for (k, v) in extra.iter() {
         map.insert(k.clone(), v.clone());
@@ -992,13 +1005,13 @@ impl Message for NodeStarted {
     }
     fn into_value(self) -> Value {
         let mut m = Map::with_capacity(8 + self.extra.len());
-        put(&mut m, "nodeId", self.node_id);
-        put(&mut m, "kind", self.kind);
-        put(&mut m, "name", self.name);
-        put(&mut m, "instanceId", self.instance_id);
-        put_opt(&mut m, "parentId", self.parent_id);
-        put_opt(&mut m, "input", self.input);
-        put_opt(&mut m, "collapsed", self.collapsed);
+        put_new(&mut m, "nodeId", self.node_id);
+        put_new(&mut m, "kind", self.kind);
+        put_new(&mut m, "name", self.name);
+        put_new(&mut m, "instanceId", self.instance_id);
+        put_opt_new(&mut m, "parentId", self.parent_id);
+        put_opt_new(&mut m, "input", self.input);
+        put_opt_new(&mut m, "collapsed", self.collapsed);
         put_extra_owned(&mut m, self.extra);
         put_opt(
             &mut m,
@@ -1106,18 +1119,18 @@ impl Message for NodeFinished {
     }
     fn into_value(self) -> Value {
         let mut m = Map::with_capacity(10 + self.extra.len());
-        put(&mut m, "nodeId", self.node_id);
-        put_opt(&mut m, "instanceId", self.instance_id);
-        put_opt(&mut m, "output", self.output);
-        put_opt(
+        put_new(&mut m, "nodeId", self.node_id);
+        put_opt_new(&mut m, "instanceId", self.instance_id);
+        put_opt_new(&mut m, "output", self.output);
+        put_opt_new(
             &mut m,
             "usage",
             self.usage.as_ref().map(TokenUsage::to_value),
         );
-        put(&mut m, "durationMs", self.duration_ms);
-        put(&mut m, "status", self.status);
-        put_opt(&mut m, "injected", self.injected);
-        put_opt(&mut m, "recoveredFromError", self.recovered_from_error);
+        put_new(&mut m, "durationMs", self.duration_ms);
+        put_new(&mut m, "status", self.status);
+        put_opt_new(&mut m, "injected", self.injected);
+        put_opt_new(&mut m, "recoveredFromError", self.recovered_from_error);
         put_extra_owned(&mut m, self.extra);
         put_opt(
             &mut m,

@@ -30,9 +30,9 @@ mod key;
 use crate::canonical::write_escaped;
 use crate::fingerprint::{HashSink, FINGERPRINT_HEX_CHARS};
 use crate::json::{JsStr, Map, Value};
-use history::{CallEntry, KindHistory, OpenCall, Outcome};
+use history::{CallEntry, KindHistory, OpenCall, OutDigest, Outcome};
 use sha2::{Digest, Sha256};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 pub use history::{
     CYCLE_LAPS, CYCLE_MAX_PERIOD, CYCLE_MIN_PERIOD, ERROR_REPEAT_COUNT, LOOP_HISTORY_SIZE,
@@ -323,7 +323,7 @@ pub(crate) fn hex(fp: &Fp) -> String {
 /// The v3 streak of one (run, kind).
 #[derive(Clone, Debug)]
 struct Streak {
-    node_id: String,
+    node_id: JsStr,
     fingerprint: Fp,
     repeats: u32,
     first_seq: u64,
@@ -347,30 +347,17 @@ struct RunState {
     open: std::collections::VecDeque<OpenCall>,
 }
 
-/// The loop guard of one session.
-#[derive(Debug)]
-pub struct LoopGuard {
-    config: LoopGuardConfig,
-    /// Runs, least recently used first.
-    runs: Vec<(String, RunState)>,
+/// What the guard compares, without its books: the settings and the salt. It keys a call's
+/// input ([`LoopKeyer::fingerprint_start`]) and outcome ([`LoopKeyer::key_finish`]) from
+/// the values alone, so a session does that before it takes the guard's lock and holds the
+/// lock only to update the books. Cloning it shares the settings.
+#[derive(Clone, Debug)]
+pub struct LoopKeyer {
+    config: Arc<LoopGuardConfig>,
     salt: [u8; 32],
 }
 
-impl LoopGuard {
-    /// A guard with the per-process salt for the 0.6 digests.
-    pub fn new(config: LoopGuardConfig) -> Self {
-        Self::with_salt(config, *process_salt())
-    }
-
-    /// A guard whose 0.6 digests use `salt` (tests).
-    pub fn with_salt(config: LoopGuardConfig, salt: [u8; 32]) -> Self {
-        LoopGuard {
-            config,
-            runs: Vec::new(),
-            salt,
-        }
-    }
-
+impl LoopKeyer {
     /// The settings.
     pub fn config(&self) -> &LoopGuardConfig {
         &self.config
@@ -379,11 +366,6 @@ impl LoopGuard {
     /// False when nothing is ever fingerprinted (mode off or threshold 0).
     pub fn enabled(&self) -> bool {
         self.config.mode != LoopMode::Off && self.config.threshold > 0
-    }
-
-    /// Runs currently tracked.
-    pub fn tracked_runs(&self) -> usize {
-        self.runs.len()
     }
 
     /// Does the guard watch a start of this node?
@@ -406,8 +388,8 @@ impl LoopGuard {
     }
 
     /// The comparison key of a start ([`key`]: equal exactly when the canonical texts of
-    /// `[nodeId, input]` are), or `None` inside when it is not comparable. Needs no state: a
-    /// session may call it outside its lock, then [`LoopGuard::record_start`].
+    /// `[nodeId, input]` are), or `None` inside when it is not comparable. Then
+    /// [`LoopGuard::record_start`].
     pub fn fingerprint_start(&self, node_id: &str, input: LoopValue<'_>) -> StartFingerprint {
         match input {
             LoopValue::Unreadable => StartFingerprint(None),
@@ -418,6 +400,204 @@ impl LoopGuard {
         }
     }
 
+    /// The keys of a `node.finished`'s outcome: `status` is the event's status (`ok`,
+    /// `error`, ...), `emitted` false when the event never reached the wire. Then
+    /// [`LoopGuard::record_finish`]. An error-shaped output ([`crate::smart::error_result_shape`])
+    /// is also keyed as a result, which is the outcome when the call is a tool's.
+    pub fn key_finish(
+        &self,
+        status: Option<&str>,
+        output: LoopValue<'_>,
+        emitted: bool,
+    ) -> FinishKey {
+        self.key_finish_with(status, output, emitted, false)
+    }
+
+    /// [`LoopKeyer::key_finish`] of an emitted event, leaving a successful output to be
+    /// keyed later, by whoever holds it then ([`LoopGuard::record_finish`] gives the ticket,
+    /// [`LoopKeyer::key_output`] the key, [`LoopGuard::fill_output`] takes it). Only a cycle
+    /// compares successful outputs, so the application thread need not walk them: a
+    /// session's worker does, as it serializes the event.
+    pub fn key_finish_later(&self, status: Option<&str>, output: LoopValue<'_>) -> FinishKey {
+        self.key_finish_with(status, output, true, true)
+    }
+
+    /// The key a successful output left for later ([`LoopKeyer::key_finish_later`]) gets.
+    pub fn key_output(&self, output: Option<&Value>) -> OutputKey {
+        OutputKey(history::outcome_digest(
+            b"out",
+            output,
+            &self.config.ignore_keys,
+            &self.salt,
+        ))
+    }
+
+    fn key_finish_with(
+        &self,
+        status: Option<&str>,
+        output: LoopValue<'_>,
+        emitted: bool,
+        later: bool,
+    ) -> FinishKey {
+        let LoopValue::Read(output) = output else {
+            return FinishKey(match status {
+                Some("error") if emitted => OutcomeKey::Error { shaped: None },
+                _ => OutcomeKey::Unknown,
+            });
+        };
+        let shaped = || {
+            let shape = crate::smart::error_result_shape(output?)?;
+            Some(ShapedResult {
+                key: history::outcome_digest(b"res", output, &self.config.ignore_keys, &self.salt),
+                returned: shape.is_returned(),
+            })
+        };
+        FinishKey(match status {
+            _ if !emitted => OutcomeKey::Unknown,
+            Some("ok") if later => OutcomeKey::OkLater { shaped: shaped() },
+            Some("ok") => OutcomeKey::Ok {
+                out: history::outcome_digest(b"out", output, &self.config.ignore_keys, &self.salt),
+                shaped: shaped(),
+            },
+            Some("error") => OutcomeKey::Error { shaped: shaped() },
+            _ => OutcomeKey::Unknown,
+        })
+    }
+}
+
+/// A `node.finished`'s outcome keyed from its status and output alone
+/// ([`LoopKeyer::key_finish`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FinishKey(OutcomeKey);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OutcomeKey {
+    /// Equals nothing: not emitted, an unreadable output on success, another status.
+    Unknown,
+    /// Status `ok`: the output's key, and its key as a result when it is error-shaped.
+    Ok {
+        out: Option<Fp>,
+        shaped: Option<ShapedResult>,
+    },
+    /// Status `ok`, the output to be keyed later; its key as a result when it is
+    /// error-shaped.
+    OkLater { shaped: Option<ShapedResult> },
+    /// Status `error`: the output's key as a result when it is error-shaped.
+    Error { shaped: Option<ShapedResult> },
+}
+
+/// A successful output's key, computed after its call completed ([`LoopKeyer::key_output`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputKey(Option<Fp>);
+
+/// Which completed call waits for its output's key ([`LoopGuard::record_finish`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputTicket {
+    kind: usize,
+    /// The call's position among every call its (run, kind) completed.
+    ordinal: u64,
+}
+
+/// An error-shaped output keyed as a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ShapedResult {
+    /// `None`: too large to key.
+    key: Option<Fp>,
+    /// A failure the tool returned (not an adapter's wrapped throw).
+    returned: bool,
+}
+
+impl FinishKey {
+    /// The outcome and its digest for a call of a tool (`is_tool`) or not, whose latest
+    /// `node.error` had the digest `thrown`; `None`: unknown.
+    fn outcome(self, is_tool: bool, thrown: Option<Fp>) -> Option<(Outcome, OutDigest)> {
+        let failed = |shaped: Option<ShapedResult>| shaped.filter(|_| is_tool);
+        match self.0 {
+            OutcomeKey::Unknown => None,
+            OutcomeKey::Ok { shaped, out } => Some(match failed(shaped) {
+                Some(result) => (Outcome::Fail, OutDigest::Known(result.key)),
+                None => (Outcome::Ok, OutDigest::Known(out)),
+            }),
+            OutcomeKey::OkLater { shaped } => Some(match failed(shaped) {
+                Some(result) => (Outcome::Fail, OutDigest::Known(result.key)),
+                None => (Outcome::Ok, OutDigest::Later),
+            }),
+            OutcomeKey::Error { shaped } => {
+                let digest = match failed(shaped) {
+                    Some(result) if result.returned => result.key,
+                    _ if thrown.is_some() => thrown,
+                    Some(result) => result.key,
+                    None => None,
+                };
+                Some((Outcome::Fail, OutDigest::Known(digest)))
+            }
+        }
+    }
+}
+
+/// The loop guard of one session.
+#[derive(Debug)]
+pub struct LoopGuard {
+    keyer: LoopKeyer,
+    /// Runs, least recently used first.
+    runs: Vec<(String, RunState)>,
+}
+
+impl LoopGuard {
+    /// A guard with the per-process salt for the 0.6 digests.
+    pub fn new(config: LoopGuardConfig) -> Self {
+        Self::with_salt(config, *process_salt())
+    }
+
+    /// A guard whose 0.6 digests use `salt` (tests).
+    pub fn with_salt(config: LoopGuardConfig, salt: [u8; 32]) -> Self {
+        LoopGuard {
+            keyer: LoopKeyer {
+                config: Arc::new(config),
+                salt,
+            },
+            runs: Vec::new(),
+        }
+    }
+
+    /// What keys calls for this guard, to use outside its lock.
+    pub fn keyer(&self) -> &LoopKeyer {
+        &self.keyer
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &LoopGuardConfig {
+        self.keyer.config()
+    }
+
+    /// False when nothing is ever fingerprinted (mode off or threshold 0).
+    pub fn enabled(&self) -> bool {
+        self.keyer.enabled()
+    }
+
+    /// Runs currently tracked.
+    pub fn tracked_runs(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Does the guard watch a start of this node?
+    pub fn applies_to(&self, kind: &str, node_id: &str, name: &str) -> bool {
+        self.keyer.applies_to(kind, node_id, name)
+    }
+
+    fn allowed(&self, node_id: &str, name: &str) -> bool {
+        self.keyer.allowed(node_id, name)
+    }
+
+    fn kind_index(&self, kind: &str) -> Option<usize> {
+        self.keyer.kind_index(kind)
+    }
+
+    /// [`LoopKeyer::fingerprint_start`].
+    pub fn fingerprint_start(&self, node_id: &str, input: LoopValue<'_>) -> StartFingerprint {
+        self.keyer.fingerprint_start(node_id, input)
+    }
+
     /// The fingerprint a start reports: the first 16 bytes of SHA-256 of the canonical
     /// `[nodeId, input]`, in hex ([`crate::fingerprint`]'s rule, with the guard's ignore
     /// keys). Computed only when it is shown, never to compare.
@@ -426,7 +606,7 @@ impl LoopGuard {
         crate::canonical::write_canonical_call(
             node_id.as_bytes(),
             input,
-            &self.config.ignore_keys,
+            &self.keyer.config.ignore_keys,
             &mut sink,
         );
         let digest = sink.finish();
@@ -480,12 +660,12 @@ impl LoopGuard {
         if self.allowed(start.node_id, start.name) {
             return nothing;
         }
-        let kinds = self.config.kinds.len();
-        let threshold = self.config.threshold;
-        let salt = self.salt;
+        let kinds = self.keyer.config.kinds.len();
+        let threshold = self.keyer.config.threshold;
+        let salt = self.keyer.salt;
         let state = self.state_for(start.run_id, kinds);
         state.histories[kind].verdict = None;
-        let instance_id = start.instance_id.map(str::to_owned);
+        let instance_id = start.instance_id;
         let Some(fp) = fp.0 else {
             // The call happened with arguments nobody can compare: the previous call is no
             // longer "the call right before" the next one.
@@ -496,16 +676,16 @@ impl LoopGuard {
             );
             return nothing;
         };
-        let streak = match &mut state.streaks[kind] {
+        let (repeats, unreported) = match &mut state.streaks[kind] {
             Some(s) if s.node_id == start.node_id && s.fingerprint == fp => {
                 s.repeats = s.repeats.saturating_add(1);
                 s.last_seq = start.seq;
                 s.tripped = false;
-                s.clone()
+                (s.repeats, s.reported.is_none())
             }
             slot => {
-                let s = Streak {
-                    node_id: start.node_id.to_owned(),
+                *slot = Some(Streak {
+                    node_id: start.node_id.into(),
                     fingerprint: fp,
                     repeats: 1,
                     first_seq: start.seq,
@@ -513,9 +693,8 @@ impl LoopGuard {
                     tripped: false,
                     warned: false,
                     reported: None,
-                };
-                *slot = Some(s.clone());
-                s
+                });
+                (1, true)
             }
         };
         open_call(
@@ -525,7 +704,7 @@ impl LoopGuard {
         let history = &mut state.histories[kind];
         let detected = history
             .detect_cycle(start.node_id, &fp, start.seq, &salt)
-            .or_else(|| history.detect_error_repeat(start.node_id, start.seq, &salt));
+            .or_else(|| history.detect_error_repeat(start.node_id.as_bytes(), start.seq, &salt));
         if let Some(info) = &detected {
             history.verdict = Some(history::Verdict {
                 node_id: start.node_id.to_owned(),
@@ -533,8 +712,8 @@ impl LoopGuard {
                 tripped: false,
             });
         }
-        let at_threshold = streak.repeats >= threshold;
-        if at_threshold && streak.reported.is_none() {
+        let at_threshold = repeats >= threshold;
+        if at_threshold && unreported {
             let input = match start.input {
                 LoopValue::Read(v) => v,
                 LoopValue::Unreadable => None,
@@ -549,13 +728,13 @@ impl LoopGuard {
         }
         let mut outcome = StartOutcome {
             fingerprint: None,
-            repeats: streak.repeats,
+            repeats,
             verdict: LoopVerdict::Continue,
         };
-        if self.config.mode == LoopMode::Pause && attached {
+        if self.keyer.config.mode == LoopMode::Pause && attached {
             return outcome;
         }
-        let because = if self.config.mode == LoopMode::Warn {
+        let because = if self.keyer.config.mode == LoopMode::Warn {
             "GRAPHMIND_ON_LOOP=warn, so it is not being held"
         } else {
             "no debugger is attached to hold it (start `npx graphmind-ai` to pause it there)"
@@ -590,7 +769,7 @@ impl LoopGuard {
         let Some(kind) = self.kind_index(kind) else {
             return;
         };
-        let kinds = self.config.kinds.len();
+        let kinds = self.keyer.config.kinds.len();
         let state = self.state_for(run_id, kinds);
         state.histories[kind].verdict = None;
         state.streaks[kind] = None;
@@ -603,16 +782,16 @@ impl LoopGuard {
     /// streak is one call short of the threshold and no history could trip a cycle or an
     /// error repeat.
     pub fn may_hold_next(&self, run_id: &str, attached: bool) -> bool {
-        if self.config.mode != LoopMode::Pause || !attached || !self.enabled() {
+        if self.keyer.config.mode != LoopMode::Pause || !attached || !self.enabled() {
             return false;
         }
-        if self.config.threshold <= 1 {
+        if self.keyer.config.threshold <= 1 {
             return true;
         }
         let Some((_, state)) = self.runs.iter().find(|(id, _)| id == run_id) else {
             return false;
         };
-        let threshold = self.config.threshold;
+        let threshold = self.keyer.config.threshold;
         state
             .streaks
             .iter()
@@ -634,14 +813,16 @@ impl LoopGuard {
         attached: bool,
         hide: LoopHide,
     ) -> LoopVerdict {
-        if self.config.mode != LoopMode::Pause || !attached || !self.applies_to(kind, node_id, name)
+        if self.keyer.config.mode != LoopMode::Pause
+            || !attached
+            || !self.applies_to(kind, node_id, name)
         {
             return LoopVerdict::Continue;
         }
         let Some(kind) = self.kind_index(kind) else {
             return LoopVerdict::Continue;
         };
-        let threshold = self.config.threshold;
+        let threshold = self.keyer.config.threshold;
         let Some(state) = self.state_mut(run_id) else {
             return LoopVerdict::Continue;
         };
@@ -693,7 +874,7 @@ impl LoopGuard {
         if !self.enabled() {
             return;
         }
-        let salt = self.salt;
+        let salt = self.keyer.salt;
         let Some(state) = self.state_mut(run_id) else {
             return;
         };
@@ -721,30 +902,91 @@ impl LoopGuard {
         if !self.enabled() {
             return;
         }
-        let Some(pos) = self.runs.iter().position(|(id, _)| id == run_id) else {
+        let Some(call) = self.take_open(run_id, node_id, instance_id) else {
             return;
         };
-        let Some(index) = find_open(&self.runs[pos].1, node_id, instance_id) else {
-            return;
+        let key = self.keyer.key_finish(status, output, emitted);
+        self.complete(call, key);
+    }
+
+    /// [`LoopGuard::on_node_finished`] with the outcome keyed beforehand
+    /// ([`LoopKeyer::key_finish`], [`LoopKeyer::key_finish_later`]). Gives a ticket when the
+    /// call waits for its output's key: hand it to [`LoopGuard::fill_output`] with the key, or
+    /// with `None` when the output will never be keyed.
+    pub fn record_finish(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        instance_id: Option<&str>,
+        key: FinishKey,
+    ) -> Option<OutputTicket> {
+        if !self.enabled() {
+            return None;
+        }
+        let call = self.take_open(run_id, node_id, instance_id)?;
+        self.complete(call, key)
+    }
+
+    /// Gives the call of `ticket` in `run_id` its output's key (`None`: unknown, the call
+    /// equals nothing). A call no longer remembered is let go.
+    pub fn fill_output(&mut self, run_id: &str, ticket: OutputTicket, key: Option<OutputKey>) {
+        if let Some(state) = self.state_mut(run_id) {
+            if let Some(history) = state.histories.get_mut(ticket.kind) {
+                history.fill(ticket.ordinal, key.and_then(|k| k.0));
+            }
+        }
+    }
+
+    /// Whether recording this start now would compare, for a cycle, an output whose key is
+    /// still to come: a caller that can wait for the keys does so first (cycles are rare, so
+    /// the wait is too), else those calls count as different.
+    pub fn awaits_output(
+        &self,
+        run_id: &str,
+        kind: &str,
+        node_id: &str,
+        fp: StartFingerprint,
+    ) -> bool {
+        let (Some(kind), Some(fp)) = (self.kind_index(kind), fp.0) else {
+            return false;
         };
+        self.runs
+            .iter()
+            .find(|(id, _)| id == run_id)
+            .is_some_and(|(_, state)| state.histories[kind].awaits_output(node_id, &fp))
+    }
+
+    /// Forgets every output key still to come (their keyer is gone: a forked child).
+    pub fn drop_later_outputs(&mut self) {
+        for (_, state) in &mut self.runs {
+            state.histories.iter_mut().for_each(KindHistory::drop_later);
+        }
+    }
+
+    /// Removes the open call a finish belongs to, making its run the most recently used.
+    fn take_open(
+        &mut self,
+        run_id: &str,
+        node_id: &str,
+        instance_id: Option<&str>,
+    ) -> Option<OpenCall> {
+        let pos = self.runs.iter().position(|(id, _)| id == run_id)?;
+        let index = find_open(&self.runs[pos].1, node_id, instance_id)?;
         let entry = self.runs.remove(pos);
         self.runs.push(entry);
-        let last = self.runs.len() - 1;
-        let state = &mut self.runs[last].1;
-        let Some(call) = state.open.remove(index) else {
-            return;
-        };
-        let is_tool = self.config.kinds[call.kind] == "tool";
-        let entry = entry_for(
-            &call,
-            status,
-            output,
-            emitted,
-            is_tool,
-            &self.config.ignore_keys,
-            &self.salt,
-        );
-        state.histories[call.kind].push(entry);
+        self.runs.last_mut()?.1.open.remove(index)
+    }
+
+    /// Enters a call taken by [`LoopGuard::take_open`] into its kind's history; the ticket
+    /// when its output's key is still to come.
+    fn complete(&mut self, call: OpenCall, key: FinishKey) -> Option<OutputTicket> {
+        let is_tool = self.keyer.config.kinds[call.kind] == "tool";
+        let (_, state) = self.runs.last_mut()?;
+        let kind = call.kind;
+        let entry = entry_for(call, key, is_tool);
+        let later = entry.out == OutDigest::Later;
+        let ordinal = state.histories[kind].push(entry);
+        later.then_some(OutputTicket { kind, ordinal })
     }
 
     /// How many calls of `run_id` are open (started, not yet finished): diagnostics.
@@ -817,7 +1059,9 @@ fn find_open(state: &RunState, node_id: &str, instance_id: Option<&str>) -> Opti
     match instance_id {
         Some(id) => open
             .iter()
-            .rposition(|c| c.node_id == node_id && c.instance_id.as_deref() == Some(id))
+            .rposition(|c| {
+                c.node_id == node_id && c.instance_id.as_ref().is_some_and(|own| own == id)
+            })
             .or_else(|| {
                 open.iter()
                     .rposition(|c| c.node_id == node_id && c.instance_id.is_none())
@@ -826,65 +1070,19 @@ fn find_open(state: &RunState, node_id: &str, instance_id: Option<&str>) -> Opti
     }
 }
 
-fn entry_for(
-    call: &OpenCall,
-    status: Option<&str>,
-    output: LoopValue<'_>,
-    emitted: bool,
-    is_tool: bool,
-    ignore: &[String],
-    salt: &[u8; 32],
-) -> CallEntry {
-    let unknown = CallEntry::unknown(Some(call.node_id.clone()), call.start_seq);
-    let Some(in_fp) = call.in_fp else {
-        return unknown;
-    };
-    if !emitted {
-        return unknown;
-    }
-    let output_value = match output {
-        LoopValue::Read(v) => Some(v),
-        LoopValue::Unreadable => None,
-    };
-    let shape = match output_value {
-        Some(Some(v)) if is_tool => crate::smart::error_result_shape(v),
-        _ => None,
-    };
-    let result = || output_value.and_then(|v| history::outcome_digest(b"res", v, ignore, salt));
-    let (outcome, out_fp) = match status {
-        Some("ok") => {
-            let Some(v) = output_value else {
-                return unknown;
-            };
-            if shape.is_some() {
-                (Outcome::Fail, result())
-            } else {
-                (
-                    Outcome::Ok,
-                    history::outcome_digest(b"out", v, ignore, salt),
-                )
-            }
-        }
-        Some("error") => {
-            let fp = if shape.is_some_and(|s| s.is_returned()) {
-                result()
-            } else if call.err_fp.is_some() {
-                call.err_fp
-            } else if shape.is_some() {
-                result()
-            } else {
-                None
-            };
-            (Outcome::Fail, fp)
-        }
-        _ => return unknown,
-    };
-    CallEntry {
-        node_id: Some(call.node_id.clone()),
-        in_fp: Some(in_fp),
-        outcome: Some(outcome),
-        out_fp,
-        start_seq: call.start_seq,
+fn entry_for(call: OpenCall, key: FinishKey, is_tool: bool) -> CallEntry {
+    let known = call
+        .in_fp
+        .and_then(|in_fp| Some((in_fp, key.outcome(is_tool, call.err_fp)?)));
+    match known {
+        Some((in_fp, (outcome, out))) => CallEntry {
+            node_id: Some(call.node_id),
+            in_fp: Some(in_fp),
+            outcome: Some(outcome),
+            out,
+            start_seq: call.start_seq,
+        },
+        None => CallEntry::unknown(Some(call.node_id), call.start_seq),
     }
 }
 

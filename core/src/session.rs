@@ -24,7 +24,10 @@ use crate::gate::{
 };
 use crate::host_value::{HostValue, INVALID_TEXT_WARNING};
 use crate::json::{JsStr, Map, Value};
-use crate::loop_guard::{LoopGuard, LoopHide, LoopValue, LoopVerdict, LoopWarning, NodeStart};
+use crate::loop_guard::{
+    FinishKey, LoopGuard, LoopHide, LoopKeyer, LoopMode, LoopValue, LoopVerdict, LoopWarning,
+    NodeStart, OutputTicket, StartFingerprint,
+};
 use crate::transport::{self, LinkReader, LinkWriter};
 use crate::warn::{WarnSink, Warner};
 use crate::{buffer, config, edit_input, event, redact, shrink, wire};
@@ -250,6 +253,8 @@ struct OutEvent {
     held: Option<(String, f64)>,
     /// The worker feeds this event to the loop guard (no debugger was attached).
     loop_deferred: bool,
+    /// The worker keys this finish's output for the loop guard, which has its call.
+    loop_output: Option<OutputTicket>,
     /// A payload member still in JSON text, parsed by the worker before anything else.
     deferred_member: Option<DeferredMember>,
 }
@@ -334,8 +339,16 @@ struct Inner {
     inbox: Mutex<Option<Receiver<Outgoing>>>,
     /// The loop guard. Lock order: `shared` before `loop_guard`; the worker takes only this.
     loop_guard: Mutex<LoopGuard>,
+    /// Keys calls for the loop guard without its lock (see [`Session::emit_with`]).
+    loop_keyer: LoopKeyer,
     /// Whether the loop guard watches anything at all (mode not off, threshold > 0).
     loop_watch: bool,
+    /// Whether it may hold a call (mode pause): only then, and only while a debugger is
+    /// attached, does it run on the application thread.
+    loop_holds: bool,
+    /// Successful outputs the loop guard waits for the worker to key (see
+    /// [`Session::emit_with`]).
+    loop_outputs_pending: AtomicU64,
     /// Loop-guard updates handed to the worker and not yet applied (see
     /// [`Session::emit_typed`]).
     loop_backlog: AtomicU64,
@@ -387,6 +400,8 @@ impl Session {
         let engine = GateEngine::new(config.pause_timeout_ms.map(millis));
         let loop_guard = LoopGuard::new(config.loop_guard.clone());
         let loop_watch = loop_guard.enabled();
+        let loop_keyer = loop_guard.keyer().clone();
+        let loop_holds = loop_watch && loop_guard.config().mode == LoopMode::Pause;
         let inner = Inner {
             warner,
             attached: AtomicBool::new(false),
@@ -414,7 +429,10 @@ impl Session {
             outbox_full: AtomicU64::new(0),
             inbox: Mutex::new(Some(rx)),
             loop_guard: Mutex::new(loop_guard),
+            loop_keyer,
             loop_watch,
+            loop_holds,
+            loop_outputs_pending: AtomicU64::new(0),
             loop_backlog: AtomicU64::new(0),
             config,
         };
@@ -643,32 +661,40 @@ impl Session {
     }
 
     /// Hands an app event to the worker. `node.started`, `node.finished` and `node.error`
-    /// also feed the loop guard: at once while a debugger is attached (its before-gate may
-    /// hold this very call), on the worker while none is (then a loop can only be warned
-    /// about, and keying a kilobyte of input and output twice per node is most of what a
-    /// node would cost the application thread). Order is kept across the switch: the first
-    /// attached update waits (briefly, never holding the session lock) for the worker to
-    /// apply the deferred ones.
+    /// also feed the loop guard: at once while a debugger is attached and the guard may hold
+    /// (its before-gate may hold this very call), else on the worker (then a loop can only be
+    /// warned about, and keying a kilobyte of input and output twice per node is most of
+    /// what a node would cost the application thread). Order is kept across the switch: the
+    /// first update made at once waits (briefly, never holding the session lock) for the
+    /// worker to apply the deferred ones.
     fn emit_typed(
         &self,
         run_id: Option<&str>,
         event_type: MessageType,
         payload: Value,
     ) -> Option<u64> {
-        self.emit_with(run_id, event_type, payload, None)
+        self.emit_with(run_id, event_type, payload, None, None)
     }
 
     /// [`Session::emit_typed`] with one payload member possibly still in JSON text. It stays
     /// text (parsed by the worker) while no debugger is attached; attached, it is parsed here
-    /// first, since the loop guard and the gates read it on this thread.
+    /// first, since the loop guard and the gates read it on this thread. `node` is the node
+    /// of a `node.started` / `node.finished`: when the guard runs here, a start's input is
+    /// keyed before any lock is taken, so the locks are held only for the books (the worker,
+    /// which takes them too, is not kept waiting for a kilobyte's walk). A successful
+    /// output is keyed by the worker instead: only a cycle compares outputs, and a start
+    /// that could close one first waits for the keys it compares
+    /// ([`Session::await_loop_outputs`]).
     fn emit_with(
         &self,
         run_id: Option<&str>,
         event_type: MessageType,
         mut payload: Value,
         mut deferred_member: Option<DeferredMember>,
+        node: Option<&NodeRef>,
     ) -> Option<u64> {
-        if deferred_member.is_some() && self.inner.attached.load(Ordering::Acquire) {
+        let attached = self.inner.attached.load(Ordering::Acquire);
+        if deferred_member.is_some() && attached {
             self.resolve_member(&mut payload, deferred_member.take());
         }
         let loop_event = self.inner.loop_watch
@@ -676,7 +702,14 @@ impl Session {
                 event_type,
                 MessageType::NodeStarted | MessageType::NodeFinished | MessageType::NodeError
             );
-        if loop_event && self.inner.attached.load(Ordering::Acquire) {
+        let mut loop_keys = None;
+        if loop_event && attached && self.inner.loop_holds {
+            if let Some(node) = node {
+                loop_keys = key_loop_event(&self.inner.loop_keyer, event_type, node, &payload);
+                if let Some(LoopKeys::Start(node, fp)) = loop_keys {
+                    self.await_loop_outputs(run_id, node, fp);
+                }
+            }
             self.wait_loop_backlog();
         }
         let mut shared = self.recording()?;
@@ -687,19 +720,26 @@ impl Session {
         self.flush_tokens_locked(&mut shared);
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let seq = shared.seq;
-        let defer = loop_event && !shared.engine_attached;
+        let defer = loop_event && !(shared.engine_attached && self.inner.loop_holds);
+        let mut loop_output = None;
         if loop_event && !defer {
-            let attached = shared.engine_attached;
-            let warning = note_loop(
+            let (warning, ticket) = note_loop(
                 &mut self.inner.loop_guard.lock(),
                 &run_id,
                 event_type,
                 &payload,
                 seq,
-                attached,
+                true,
+                loop_keys,
             );
             if let Some(w) = warning {
                 self.inner.warner.warn(&w.key, &w.message);
+            }
+            if ticket.is_some() {
+                self.inner
+                    .loop_outputs_pending
+                    .fetch_add(1, Ordering::AcqRel);
+                loop_output = ticket;
             }
         }
         if defer {
@@ -713,9 +753,21 @@ impl Session {
             node_kind: None,
             held: None,
             loop_deferred: defer,
+            loop_output,
             deferred_member,
         };
-        match self.send_or_return(&mut shared, event) {
+        let handed = self.send_or_return(&mut shared, event);
+        if let (Handed::Dropped(_), Some(ticket)) = (&handed, loop_output) {
+            // Its output will never be keyed: the call equals nothing.
+            self.inner
+                .loop_guard
+                .lock()
+                .fill_output(&run_id, ticket, None);
+            self.inner
+                .loop_outputs_pending
+                .fetch_sub(1, Ordering::AcqRel);
+        }
+        match handed {
             Handed::Sent(seq) => Some(seq),
             Handed::Dropped(Some(event)) if defer => {
                 self.defer_dropped(&mut shared, *event);
@@ -725,7 +777,9 @@ impl Session {
                 if defer {
                     self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
                 }
-                if let Some(event) = returned.filter(|_| loop_event && event_type == MessageType::NodeStarted) {
+                if let Some(event) =
+                    returned.filter(|_| loop_event && event_type == MessageType::NodeStarted)
+                {
                     // Never reached the wire: it is not "the call right before" the next
                     // one of its kind (the same books as a dropped deferred start).
                     note_dropped(&mut self.inner.loop_guard.lock(), &event);
@@ -756,6 +810,35 @@ impl Session {
             Err(_) => {
                 self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
             }
+        }
+    }
+
+    /// Before the loop guard records a start that could close a cycle: waits until the worker
+    /// keyed the successful outputs the cycle check would compare (at most
+    /// [`LOOP_BACKLOG_WAIT`]; those still unkeyed then count as different). Nothing to wait
+    /// for unless the calls before this one repeat, node by node and input by input.
+    fn await_loop_outputs(&self, run_id: Option<&str>, node: &NodeRef, fp: StartFingerprint) {
+        if self.inner.loop_outputs_pending.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let run_id = match run_id {
+            Some(id) => std::borrow::Cow::Borrowed(id),
+            None => match &self.inner.shared.lock().implicit_run {
+                Some(run) => std::borrow::Cow::Owned(run.run_id.clone()),
+                None => return,
+            },
+        };
+        let awaits = || {
+            self.inner.loop_guard.lock().awaits_output(
+                &run_id,
+                node.kind.as_str(),
+                &node.node_id,
+                fp,
+            )
+        };
+        let deadline = Instant::now() + LOOP_BACKLOG_WAIT;
+        while awaits() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_micros(50));
         }
     }
 
@@ -826,6 +909,7 @@ impl Session {
             MessageType::NodeStarted,
             started.into_value(),
             deferred,
+            Some(node),
         )
     }
 
@@ -866,14 +950,15 @@ impl Session {
         if injected {
             finished.injected = Some(true);
         }
-        self.emit_finished(run_id, finished, output)
+        self.emit_finished(run_id, node, finished, output)
     }
 
-    /// Emits `finished` with its `output` as a binding handed it over (JSON text parsed by
-    /// the worker while no debugger is attached).
+    /// Emits `finished` of `node` with its `output` as a binding handed it over (JSON text
+    /// parsed by the worker while no debugger is attached).
     pub(crate) fn emit_finished(
         &self,
         run_id: Option<&str>,
+        node: &NodeRef,
         mut finished: NodeFinished,
         output: Option<HostValue>,
     ) -> Option<u64> {
@@ -884,6 +969,7 @@ impl Session {
             MessageType::NodeFinished,
             finished.into_value(),
             deferred,
+            Some(node),
         )
     }
 
@@ -1059,7 +1145,7 @@ impl Session {
         if !self.inner.config.enabled || !self.inner.attached.load(Ordering::Acquire) {
             return false;
         }
-        let watch = point == PausePoint::Before && self.inner.loop_watch;
+        let watch = point == PausePoint::Before && self.inner.loop_holds;
         if watch && self.inner.loop_backlog.load(Ordering::Acquire) > 0 {
             return true;
         }
@@ -1221,8 +1307,11 @@ impl Session {
             reset_mutex(&self.inner.inbox);
             reset_mutex(&self.inner.loop_guard);
         }
-        // The parent's queue, with its deferred loop-guard updates, does not exist here.
+        // The parent's queue, with its deferred loop-guard updates and the outputs its
+        // worker was to key, does not exist here.
         self.inner.loop_backlog.store(0, Ordering::Release);
+        self.inner.loop_outputs_pending.store(0, Ordering::Release);
+        self.inner.loop_guard.lock().drop_later_outputs();
         event::reseed_ids();
         let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
         let mut shared = self.inner.shared.lock();
@@ -1326,6 +1415,7 @@ impl Session {
             node_kind,
             held,
             loop_deferred: false,
+            loop_output: None,
             deferred_member: None,
         };
         self.send_event(shared, event)
@@ -1667,9 +1757,45 @@ pub fn normalize_duration(ms: f64) -> f64 {
     }
 }
 
-/// Applies one node event to the loop guard (`attached`: whether a debugger would hold);
-/// returns the warning to print once the guard's lock is released (a binding's warning sink
-/// may need its interpreter lock).
+/// A node event of a known node as the loop guard takes it, keyed before the guard's lock
+/// is taken: a watched start with its input's key, a watched finish with its outcome's keys
+/// (a successful output's left to the worker), or a node the guard does not watch.
+enum LoopKeys<'a> {
+    Start(&'a NodeRef, StartFingerprint),
+    Finish(&'a NodeRef, FinishKey),
+    Unwatched,
+}
+
+/// [`LoopKeys`] of `node`'s `node.started` or `node.finished`.
+fn key_loop_event<'a>(
+    keyer: &LoopKeyer,
+    event_type: MessageType,
+    node: &'a NodeRef,
+    payload: &Value,
+) -> Option<LoopKeys<'a>> {
+    if !keyer.applies_to(node.kind.as_str(), &node.node_id, &node.name) {
+        return Some(LoopKeys::Unwatched);
+    }
+    match event_type {
+        MessageType::NodeStarted => Some(LoopKeys::Start(
+            node,
+            keyer.fingerprint_start(&node.node_id, LoopValue::Read(payload.get("input"))),
+        )),
+        MessageType::NodeFinished => Some(LoopKeys::Finish(
+            node,
+            keyer.key_finish_later(
+                payload.get("status").and_then(Value::as_str),
+                LoopValue::Read(payload.get("output")),
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// Applies one node event to the loop guard (`attached`: whether a debugger would hold),
+/// with its keys when they were computed beforehand. Returns the warning to print once the
+/// guard's lock is released (a binding's warning sink may need its interpreter lock), and
+/// the ticket of a finish whose output the worker is to key.
 fn note_loop(
     guard: &mut LoopGuard,
     run_id: &str,
@@ -1677,14 +1803,49 @@ fn note_loop(
     payload: &Value,
     seq: u64,
     attached: bool,
-) -> Option<LoopWarning> {
-    match event_type {
-        MessageType::NodeStarted => return note_loop_start(guard, run_id, payload, seq, attached),
-        MessageType::NodeFinished => note_loop_finish(guard, run_id, payload),
-        MessageType::NodeError => note_loop_error(guard, run_id, payload),
-        _ => {}
+    keys: Option<LoopKeys<'_>>,
+) -> (Option<LoopWarning>, Option<OutputTicket>) {
+    match (event_type, keys) {
+        (_, Some(LoopKeys::Unwatched)) => (None, None),
+        (_, Some(LoopKeys::Start(node, fp))) => {
+            let start = NodeStart::new(
+                run_id,
+                &node.node_id,
+                node.kind.as_str(),
+                LoopValue::Read(payload.get("input")),
+                seq,
+            )
+            .name(&node.name)
+            .instance(&node.instance_id);
+            (
+                warning_of(guard.record_start(&start, fp, attached).verdict),
+                None,
+            )
+        }
+        (_, Some(LoopKeys::Finish(node, key))) => (
+            None,
+            guard.record_finish(run_id, &node.node_id, Some(&node.instance_id), key),
+        ),
+        (MessageType::NodeStarted, None) => {
+            (note_loop_start(guard, run_id, payload, seq, attached), None)
+        }
+        (MessageType::NodeFinished, None) => {
+            note_loop_finish(guard, run_id, payload);
+            (None, None)
+        }
+        (MessageType::NodeError, None) => {
+            note_loop_error(guard, run_id, payload);
+            (None, None)
+        }
+        _ => (None, None),
     }
-    None
+}
+
+fn warning_of(verdict: LoopVerdict) -> Option<LoopWarning> {
+    match verdict {
+        LoopVerdict::Warn(warning) => Some(warning),
+        _ => None,
+    }
 }
 
 /// Keeps the loop guard's books for a watched event that was dropped (the worker fell
@@ -1743,10 +1904,7 @@ fn note_loop_start(
     if let Some(instance) = text("instanceId") {
         start = start.instance(instance);
     }
-    match guard.observe_start(&start, attached).verdict {
-        LoopVerdict::Warn(warning) => Some(warning),
-        _ => None,
-    }
+    warning_of(guard.observe_start(&start, attached).verdict)
 }
 
 fn note_loop_finish(guard: &mut LoopGuard, run_id: &str, payload: &Value) {
@@ -1961,18 +2119,30 @@ impl Worker {
         if event.loop_deferred {
             // Before redaction: the guard compares values as the integration handed them over.
             let inner = self.inner();
-            let warning = note_loop(
+            // Keyed in full here, so no ticket comes back.
+            let (warning, _) = note_loop(
                 &mut inner.loop_guard.lock(),
                 &event.run_id,
                 event.event_type,
                 &event.payload,
                 event.seq,
                 false,
+                None,
             );
             inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
             if let Some(w) = warning {
                 inner.warner.warn(&w.key, &w.message);
             }
+        }
+        if let Some(ticket) = event.loop_output.take() {
+            // Keyed outside the guard's lock, before redaction, like the rest of the call.
+            let inner = self.inner();
+            let key = inner.loop_keyer.key_output(event.payload.get("output"));
+            inner
+                .loop_guard
+                .lock()
+                .fill_output(&event.run_id, ticket, Some(key));
+            inner.loop_outputs_pending.fetch_sub(1, Ordering::AcqRel);
         }
         let type_name = event.event_type.as_str();
         let context = redact::EventContext {

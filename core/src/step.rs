@@ -269,7 +269,7 @@ impl Step {
             finished.recovered_from_error = Some(true);
         }
         self.session
-            .emit_finished(self.run_id.as_deref(), finished, output);
+            .emit_finished(self.run_id.as_deref(), &self.node, finished, output);
     }
 }
 

@@ -4,7 +4,7 @@
 use graphmind_core::json::{self, Value};
 use graphmind_core::loop_guard::{
     LoopGuard, LoopGuardConfig, LoopHide, LoopInfo, LoopKind, LoopMode, LoopValue, LoopVerdict,
-    NodeStart, MAX_LOOP_RUNS, REDACTED,
+    NodeStart, OutputTicket, MAX_LOOP_RUNS, REDACTED,
 };
 use graphmind_core::smart::{
     error_result_shape, error_text_key, parse_break_on, truncated_tool_call,
@@ -713,5 +713,91 @@ mod properties {
                 prop_assert!(guard.tracked_runs() <= MAX_LOOP_RUNS);
             }
         }
+
+        /// A session's attached path: successful outputs keyed later (by its worker, which
+        /// catches up at the end of each round here), and a start waits for them only when
+        /// `awaits_output` says it must. It reaches the verdicts keying at once does, call by
+        /// call, on runs of repeated laps (so that cycles, repeats and error repeats occur).
+        #[test]
+        fn keying_outputs_later_changes_no_verdict(segments in prop::collection::vec(segment(), 1..40), attached in any::<bool>()) {
+            let config = LoopGuardConfig { threshold: 3, kinds: vec!["tool".into(), "llm".into()], ..Default::default() };
+            let mut now = LoopGuard::with_salt(config.clone(), [9; 32]);
+            let mut later = LoopGuard::with_salt(config, [9; 32]);
+            let keyer = later.keyer().clone();
+            let inputs: Vec<Value> = (0..2).map(|i| json::parse_str(&format!(r#"{{"q":{i}}}"#)).unwrap()).collect();
+            let outputs: Vec<Value> = vec![
+                json::parse_str(r#""fine""#).unwrap(),
+                json::parse_str(r#"{"rows":[1,2]}"#).unwrap(),
+                json::parse_str(r#"{"isError":true}"#).unwrap(),
+            ];
+            let (mut seq, mut holds, mut cycles) = (0u64, 0, 0);
+            let mut waiting: Vec<(String, OutputTicket, usize)> = Vec::new();
+            for (lap, repeats, changed) in segments {
+                for round in 0..repeats {
+                    for (run, ticket, output) in waiting.drain(..) {
+                        later.fill_output(&run, ticket, Some(keyer.key_output(Some(&outputs[output]))));
+                    }
+                    for (at, call) in lap.iter().enumerate() {
+                        let call = match changed {
+                            Some((r, i)) if r == round && i == at % lap.len() => Call { output: (call.output + 1) % 3, ..*call },
+                            _ => *call,
+                        };
+                        seq += 1;
+                        let (run, node, kind) = (format!("r{}", call.run), format!("tool:n{}", call.node), KINDS[call.kind as usize]);
+                        let value = LoopValue::from(&inputs[call.input as usize]);
+                        let start = NodeStart::new(&run, &node, kind, value, seq);
+                        let fp = keyer.fingerprint_start(&node, value);
+                        if later.awaits_output(&run, kind, &node, fp) {
+                            for (run, ticket, output) in waiting.drain(..) {
+                                later.fill_output(&run, ticket, Some(keyer.key_output(Some(&outputs[output]))));
+                            }
+                        }
+                        prop_assert!(!later.awaits_output(&run, kind, &node, fp) || waiting.is_empty());
+                        prop_assert_eq!(now.observe_start(&start, attached), later.record_start(&start, fp, attached));
+                        let verdict = now.consult_before(&run, kind, &node, &node[5..], true, LoopHide::default());
+                        prop_assert_eq!(&verdict, &later.consult_before(&run, kind, &node, &node[5..], true, LoopHide::default()));
+                        if let LoopVerdict::Hold(info) = &verdict {
+                            holds += 1;
+                            cycles += usize::from(matches!(info.kind, LoopKind::Cycle { .. }));
+                        }
+                        let status = Some(if call.failed { "error" } else { "ok" });
+                        if call.failed {
+                            for guard in [&mut now, &mut later] {
+                                guard.on_node_error(&run, &node, None, Some(&JsStr::from("E")), Some(&JsStr::from("boom")));
+                            }
+                        }
+                        let output = &outputs[call.output as usize];
+                        now.on_node_finished(&run, &node, None, status, LoopValue::from(output), true);
+                        let key = keyer.key_finish_later(status, LoopValue::from(output));
+                        if let Some(ticket) = later.record_finish(&run, &node, None, key) {
+                            waiting.push((run.clone(), ticket, call.output as usize));
+                        }
+                        // Conservative while keys are still to come.
+                        prop_assert!(!now.may_hold_next(&run, true) || later.may_hold_next(&run, true));
+                    }
+                }
+            }
+            if std::env::var_os("GM_COUNT_HOLDS").is_some() {
+                eprintln!("holds {holds}, cycles {cycles}");
+            }
+        }
+    }
+
+    /// One call of a lap: which run, node, kind and input, whether it fails, what it returns.
+    #[derive(Debug, Clone, Copy)]
+    struct Call {
+        run: u8,
+        node: u8,
+        kind: u8,
+        input: u8,
+        failed: bool,
+        output: u8,
+    }
+
+    /// A lap of 1 to 4 calls repeated 1 to 5 times, one call's output changed in one round.
+    fn segment() -> impl Strategy<Value = (Vec<Call>, usize, Option<(usize, usize)>)> {
+        let call = (0u8..2, 0u8..3, prop_oneof![4 => Just(0u8), 1 => Just(1u8)], 0u8..2, prop::bool::weighted(0.2), 0u8..3)
+            .prop_map(|(run, node, kind, input, failed, output)| Call { run, node, kind, input, failed, output });
+        (prop::collection::vec(call, 1..5), 1usize..6, prop::option::weighted(0.3, (0usize..5, 0usize..4)))
     }
 }

@@ -18,7 +18,7 @@
 use super::{hex, Fp, LoopInfo, LoopKind};
 use crate::canonical::{write_escaped, Sink};
 use crate::fingerprint::SaltedHasher;
-use crate::json::Value;
+use crate::json::{JsStr, Value};
 use std::collections::VecDeque;
 
 /// Completed watched calls remembered per (run, kind).
@@ -56,8 +56,8 @@ impl Outcome {
 pub(crate) struct OpenCall {
     /// Index of its kind in the config's kinds.
     pub(crate) kind: usize,
-    pub(crate) node_id: String,
-    pub(crate) instance_id: Option<String>,
+    pub(crate) node_id: JsStr,
+    pub(crate) instance_id: Option<JsStr>,
     /// The input fingerprint; `None`: not comparable.
     pub(crate) in_fp: Option<Fp>,
     pub(crate) start_seq: u64,
@@ -69,14 +69,14 @@ impl OpenCall {
     pub(crate) fn new(
         kind: usize,
         node_id: &str,
-        instance_id: Option<String>,
+        instance_id: Option<&str>,
         in_fp: Option<Fp>,
         start_seq: u64,
     ) -> Self {
         OpenCall {
             kind,
-            node_id: node_id.to_owned(),
-            instance_id,
+            node_id: node_id.into(),
+            instance_id: instance_id.map(JsStr::from),
             in_fp,
             start_seq,
             err_fp: None,
@@ -84,41 +84,60 @@ impl OpenCall {
     }
 }
 
+/// An outcome's digest as a completed call has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OutDigest {
+    /// Known; `None`: unknown, equal to nothing.
+    Known(Option<Fp>),
+    /// A successful output whose key is still to come ([`KindHistory::fill`]).
+    Later,
+}
+
 /// One completed watched call; a `None` field is unknown and equals nothing.
 #[derive(Clone, Debug)]
 pub(crate) struct CallEntry {
-    pub(crate) node_id: Option<String>,
+    pub(crate) node_id: Option<JsStr>,
     pub(crate) in_fp: Option<Fp>,
     pub(crate) outcome: Option<Outcome>,
-    pub(crate) out_fp: Option<Fp>,
+    pub(crate) out: OutDigest,
     pub(crate) start_seq: u64,
 }
 
 impl CallEntry {
-    pub(crate) fn unknown(node_id: Option<String>, start_seq: u64) -> Self {
+    pub(crate) fn unknown(node_id: Option<JsStr>, start_seq: u64) -> Self {
         CallEntry {
             node_id,
             in_fp: None,
             outcome: None,
-            out_fp: None,
+            out: OutDigest::Known(None),
             start_seq,
         }
     }
 
-    fn comparable(&self) -> bool {
+    /// The same node, the same input, the same outcome, all known (outputs aside).
+    fn same_call(&self, other: &CallEntry) -> bool {
         self.node_id.is_some()
             && self.in_fp.is_some()
             && self.outcome.is_some()
-            && self.out_fp.is_some()
-    }
-
-    fn same(&self, other: &CallEntry) -> bool {
-        self.comparable()
-            && other.comparable()
             && self.node_id == other.node_id
             && self.in_fp == other.in_fp
             && self.outcome == other.outcome
-            && self.out_fp == other.out_fp
+    }
+
+    /// The same call with the same known outcome digest.
+    fn same(&self, other: &CallEntry) -> bool {
+        self.same_call(other)
+            && matches!((self.out, other.out), (OutDigest::Known(Some(a)), OutDigest::Known(Some(b))) if a == b)
+    }
+
+    /// [`CallEntry::same`] unless a digest still to come differs: what may turn out the same.
+    fn maybe_same(&self, other: &CallEntry) -> bool {
+        self.same_call(other)
+            && match (self.out, other.out) {
+                (OutDigest::Known(a), OutDigest::Known(b)) => a.is_some() && a == b,
+                (OutDigest::Known(None), _) | (_, OutDigest::Known(None)) => false,
+                _ => true,
+            }
     }
 }
 
@@ -143,19 +162,89 @@ pub(crate) struct KindHistory {
 }
 
 impl KindHistory {
-    pub(crate) fn push(&mut self, entry: CallEntry) {
+    /// Appends a completed call; returns its ordinal (calls completed before it).
+    pub(crate) fn push(&mut self, entry: CallEntry) -> u64 {
         self.ring.push_back(entry);
         if self.ring.len() > LOOP_HISTORY_SIZE {
             self.ring.pop_front();
         }
         self.completed += 1;
+        self.completed - 1
+    }
+
+    /// Gives the call with this ordinal the key of its output, if it is still remembered
+    /// and waits for one (`None`: the output stays unknown).
+    pub(crate) fn fill(&mut self, ordinal: u64, key: Option<Fp>) {
+        let oldest = self.completed - self.ring.len() as u64;
+        let Some(index) = ordinal.checked_sub(oldest) else {
+            return;
+        };
+        if let Some(entry) = self.ring.get_mut(index as usize) {
+            if entry.out == OutDigest::Later {
+                entry.out = OutDigest::Known(key);
+            }
+        }
+    }
+
+    /// Forgets every output key still to come (they never will): those calls equal nothing.
+    pub(crate) fn drop_later(&mut self) {
+        for entry in self.ring.iter_mut() {
+            if entry.out == OutDigest::Later {
+                entry.out = OutDigest::Known(None);
+            }
+        }
     }
 
     fn laps_equal(&self, a: usize, b: usize, k: usize) -> bool {
+        self.laps_match(a, b, k, CallEntry::same)
+    }
+
+    fn laps_match(
+        &self,
+        a: usize,
+        b: usize,
+        k: usize,
+        eq: fn(&CallEntry, &CallEntry) -> bool,
+    ) -> bool {
         (0..k).all(|i| match (self.ring.get(a + i), self.ring.get(b + i)) {
-            (Some(x), Some(y)) => x.same(y),
+            (Some(x), Some(y)) => eq(x, y),
             _ => false,
         })
+    }
+
+    /// Where the last [`CYCLE_LAPS`] laps of `k` calls start, when they match under `eq`, a
+    /// lap holds two distinct calls, and this call (`node_id`, `in_fp`) starts the next lap.
+    fn cycle_base(
+        &self,
+        k: usize,
+        node_id: &str,
+        in_fp: &Fp,
+        eq: fn(&CallEntry, &CallEntry) -> bool,
+    ) -> Option<usize> {
+        let base = self.ring.len().checked_sub(CYCLE_LAPS * k)?;
+        let head = &self.ring[base];
+        if !head.node_id.as_ref().is_some_and(|id| id == node_id)
+            || head.in_fp.as_ref() != Some(in_fp)
+        {
+            return None;
+        }
+        // One call repeated is the v3 rule's case (and checked first: it is the common one).
+        let distinct = (1..k).any(|i| {
+            let e = &self.ring[base + i];
+            e.in_fp != head.in_fp || e.node_id != head.node_id
+        });
+        let laps = || (1..CYCLE_LAPS).all(|lap| self.laps_match(base, base + lap * k, k, eq));
+        (distinct && laps()).then_some(base)
+    }
+
+    /// Whether the cycle check of this start would compare an output whose key is still to
+    /// come: the caller waits for those keys first.
+    pub(crate) fn awaits_output(&self, node_id: &str, in_fp: &Fp) -> bool {
+        self.completed >= self.cycle_quiet_until
+            && (CYCLE_MIN_PERIOD..=CYCLE_MAX_PERIOD).any(|k| {
+                self.cycle_base(k, node_id, in_fp, CallEntry::maybe_same)
+                    .is_some_and(|base| self.ring.range(base..).any(|e| e.out == OutDigest::Later))
+            })
     }
 
     /// Whether the next watched start of this (run, kind) could trip a verdict, for any
@@ -170,13 +259,16 @@ impl KindHistory {
                     break;
                 }
                 let base = len - span;
-                if (1..CYCLE_LAPS).all(|lap| self.laps_equal(base, base + lap * k, k)) {
+                let maybe = |lap| self.laps_match(base, base + lap * k, k, CallEntry::maybe_same);
+                if (1..CYCLE_LAPS).all(maybe) {
                     return true;
                 }
             }
         }
         self.ring.iter().any(|e| match (&e.node_id, e.outcome) {
-            (Some(id), Some(Outcome::Fail)) => self.detect_error_repeat(id, 0, &[0; 32]).is_some(),
+            (Some(id), Some(Outcome::Fail)) => self
+                .detect_error_repeat(id.as_bytes(), 0, &[0; 32])
+                .is_some(),
             _ => false,
         })
     }
@@ -194,25 +286,9 @@ impl KindHistory {
         }
         let len = self.ring.len();
         for k in CYCLE_MIN_PERIOD..=CYCLE_MAX_PERIOD {
-            let span = CYCLE_LAPS * k;
-            if len < span {
-                return None; // longer periods need even more
-            }
-            let base = len - span;
-            let head = &self.ring[base];
-            if head.node_id.as_deref() != Some(node_id) || head.in_fp.as_ref() != Some(in_fp) {
+            let Some(base) = self.cycle_base(k, node_id, in_fp, CallEntry::same) else {
                 continue;
-            }
-            if !(1..CYCLE_LAPS).all(|lap| self.laps_equal(base, base + lap * k, k)) {
-                continue;
-            }
-            let distinct = (1..k).any(|i| {
-                let e = &self.ring[base + i];
-                e.node_id != head.node_id || e.in_fp != head.in_fp
-            });
-            if !distinct {
-                continue; // one call repeated: the v3 rule's case
-            }
+            };
             // The newest lap is the reference; count identical laps back from it.
             let newest = len - k;
             let mut first = base;
@@ -244,11 +320,18 @@ impl KindHistory {
         for i in 0..k {
             let e = &self.ring[start + i];
             mac.put(if i == 0 { b"[" } else { b",[" });
-            write_escaped(e.node_id.as_deref().unwrap_or("").as_bytes(), &mut mac);
+            write_escaped(
+                e.node_id.as_ref().map_or(&b""[..], JsStr::as_bytes),
+                &mut mac,
+            );
+            let out = match e.out {
+                OutDigest::Known(fp) => fp,
+                OutDigest::Later => None,
+            };
             for fp in [
                 e.in_fp.map(|f| hex(&f)),
                 e.outcome.map(|o| o.as_str().to_owned()),
-                e.out_fp.map(|f| hex(&f)),
+                out.map(|f| hex(&f)),
             ] {
                 mac.put(b",");
                 write_escaped(fp.as_deref().unwrap_or("").as_bytes(), &mut mac);
@@ -263,7 +346,7 @@ impl KindHistory {
     /// [`ERROR_REPEAT_COUNT`] times.
     pub(crate) fn detect_error_repeat(
         &self,
-        node_id: &str,
+        node_id: &[u8],
         seq: u64,
         salt: &[u8; 32],
     ) -> Option<LoopInfo> {
@@ -271,13 +354,15 @@ impl KindHistory {
         let mut err_fp: Option<Fp> = None;
         let mut first_seq = seq;
         for e in self.ring.iter().rev() {
-            let Some(id) = e.node_id.as_deref() else {
+            let Some(id) = e.node_id.as_ref() else {
                 break;
             }; // could have been this node
-            if id != node_id {
+            if id.as_bytes() != node_id {
                 continue;
             }
-            let (Some(Outcome::Fail), Some(out), Some(_)) = (e.outcome, e.out_fp, e.in_fp) else {
+            let (Some(Outcome::Fail), OutDigest::Known(Some(out)), Some(_)) =
+                (e.outcome, e.out, e.in_fp)
+            else {
                 break;
             };
             match err_fp {
