@@ -11,6 +11,8 @@
 //!   same way; every release emits `exec.resumed`.
 //! - A disabled session does nothing at all, yet a run still gets a working context.
 
+mod payload;
+
 use crate::config::Config;
 use crate::event::{
     ErrorInfo, ExecPaused, ExecRefused, ExecResumed, GraphHint, GraphNodeHint, Hello, Message,
@@ -33,6 +35,7 @@ use crate::warn::{WarnSink, Warner};
 use crate::{buffer, config, edit_input, event, redact, shrink, wire};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use parking_lot::{Condvar, Mutex};
+use payload::Payload;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -246,7 +249,7 @@ struct OutEvent {
     seq: u64,
     run_id: String,
     event_type: MessageType,
-    payload: Value,
+    payload: Payload,
     /// The paused node's kind, for `exec.resumed` / `exec.refused` redaction.
     node_kind: Option<NodeKind>,
     /// For `exec.resumed`: how long the gate was held, credited to the node's execution.
@@ -673,7 +676,7 @@ impl Session {
         event_type: MessageType,
         payload: Value,
     ) -> Option<u64> {
-        self.emit_with(run_id, event_type, payload, None, None)
+        self.emit_with(run_id, event_type, Payload::Built(payload), None, None)
     }
 
     /// [`Session::emit_typed`] with one payload member possibly still in JSON text. It stays
@@ -689,7 +692,7 @@ impl Session {
         &self,
         run_id: Option<&str>,
         event_type: MessageType,
-        mut payload: Value,
+        mut payload: Payload,
         mut deferred_member: Option<DeferredMember>,
         node: Option<&NodeRef>,
     ) -> Option<u64> {
@@ -722,6 +725,12 @@ impl Session {
         let seq = shared.seq;
         let defer = loop_event && !(shared.engine_attached && self.inner.loop_holds);
         let mut loop_output = None;
+        if loop_event && !defer && loop_keys.is_none() {
+            // Attached between the check above and the lock: key here.
+            if let Some(node) = node {
+                loop_keys = key_loop_event(&self.inner.loop_keyer, event_type, node, &payload);
+            }
+        }
         if loop_event && !defer {
             let (warning, ticket) = note_loop(
                 &mut self.inner.loop_guard.lock(),
@@ -777,12 +786,12 @@ impl Session {
                 if defer {
                     self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
                 }
-                if let Some(event) =
+                if let Some(mut event) =
                     returned.filter(|_| loop_event && event_type == MessageType::NodeStarted)
                 {
                     // Never reached the wire: it is not "the call right before" the next
                     // one of its kind (the same books as a dropped deferred start).
-                    note_dropped(&mut self.inner.loop_guard.lock(), &event);
+                    note_dropped(&mut self.inner.loop_guard.lock(), &mut event);
                 }
                 None
             }
@@ -795,17 +804,17 @@ impl Session {
     /// makes it from the event's head (its input or output stripped, so the queue keeps no
     /// payload of a dropped event); with the queue itself full, this thread makes it.
     fn defer_dropped(&self, shared: &mut Shared, mut event: OutEvent) {
-        if let Some(map) = event.payload.as_object_mut() {
+        if let Some(map) = event.payload.built().as_object_mut() {
             map.remove("input");
             map.remove("output");
         }
         event.deferred_member = None;
         match shared.outbox.try_send(Outgoing::LoopOnly(event)) {
             Ok(()) => {}
-            Err(TrySendError::Full(Outgoing::LoopOnly(event)))
-            | Err(TrySendError::Disconnected(Outgoing::LoopOnly(event))) => {
+            Err(TrySendError::Full(Outgoing::LoopOnly(mut event)))
+            | Err(TrySendError::Disconnected(Outgoing::LoopOnly(mut event))) => {
                 self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
-                note_dropped(&mut self.inner.loop_guard.lock(), &event);
+                note_dropped(&mut self.inner.loop_guard.lock(), &mut event);
             }
             Err(_) => {
                 self.inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
@@ -865,14 +874,12 @@ impl Session {
 
     /// Parses a deferred member into its placeholder (on the application thread when a
     /// debugger is attached, else on the worker).
-    fn resolve_member(&self, payload: &mut Value, member: Option<DeferredMember>) {
+    fn resolve_member(&self, payload: &mut Payload, member: Option<DeferredMember>) {
         let Some(member) = member else {
             return;
         };
         let value = self.resolve(member.value);
-        if let Some(map) = payload.as_object_mut() {
-            map.insert(member.key, value);
-        }
+        payload.set_member(member.key, value);
     }
 
     /// `node.started` for `node` with `input`, in `run_id` (or the implicit run).
@@ -907,7 +914,7 @@ impl Session {
         self.emit_with(
             run_id,
             MessageType::NodeStarted,
-            started.into_value(),
+            Payload::Started(Box::new(started)),
             deferred,
             Some(node),
         )
@@ -967,7 +974,7 @@ impl Session {
         self.emit_with(
             run_id,
             MessageType::NodeFinished,
-            finished.into_value(),
+            Payload::Finished(Box::new(finished)),
             deferred,
             Some(node),
         )
@@ -1411,7 +1418,7 @@ impl Session {
             seq: shared.seq,
             run_id: run_id.to_string(),
             event_type,
-            payload,
+            payload: Payload::Built(payload),
             node_kind,
             held,
             loop_deferred: false,
@@ -1771,7 +1778,7 @@ fn key_loop_event<'a>(
     keyer: &LoopKeyer,
     event_type: MessageType,
     node: &'a NodeRef,
-    payload: &Value,
+    payload: &Payload,
 ) -> Option<LoopKeys<'a>> {
     if !keyer.applies_to(node.kind.as_str(), &node.node_id, &node.name) {
         return Some(LoopKeys::Unwatched);
@@ -1779,14 +1786,11 @@ fn key_loop_event<'a>(
     match event_type {
         MessageType::NodeStarted => Some(LoopKeys::Start(
             node,
-            keyer.fingerprint_start(&node.node_id, LoopValue::Read(payload.get("input"))),
+            keyer.fingerprint_start(&node.node_id, LoopValue::Read(payload.member("input"))),
         )),
         MessageType::NodeFinished => Some(LoopKeys::Finish(
             node,
-            keyer.key_finish_later(
-                payload.get("status").and_then(Value::as_str),
-                LoopValue::Read(payload.get("output")),
-            ),
+            keyer.key_finish_later(payload.status(), LoopValue::Read(payload.member("output"))),
         )),
         _ => None,
     }
@@ -1800,19 +1804,19 @@ fn note_loop(
     guard: &mut LoopGuard,
     run_id: &str,
     event_type: MessageType,
-    payload: &Value,
+    payload: &Payload,
     seq: u64,
     attached: bool,
     keys: Option<LoopKeys<'_>>,
 ) -> (Option<LoopWarning>, Option<OutputTicket>) {
-    match (event_type, keys) {
-        (_, Some(LoopKeys::Unwatched)) => (None, None),
-        (_, Some(LoopKeys::Start(node, fp))) => {
+    match (event_type, keys, payload.as_built()) {
+        (_, Some(LoopKeys::Unwatched), _) => (None, None),
+        (_, Some(LoopKeys::Start(node, fp)), _) => {
             let start = NodeStart::new(
                 run_id,
                 &node.node_id,
                 node.kind.as_str(),
-                LoopValue::Read(payload.get("input")),
+                LoopValue::Read(payload.member("input")),
                 seq,
             )
             .name(&node.name)
@@ -1822,18 +1826,20 @@ fn note_loop(
                 None,
             )
         }
-        (_, Some(LoopKeys::Finish(node, key))) => (
+        (_, Some(LoopKeys::Finish(node, key)), _) => (
             None,
             guard.record_finish(run_id, &node.node_id, Some(&node.instance_id), key),
         ),
-        (MessageType::NodeStarted, None) => {
+        // Unkeyed events arrive built: the worker builds before it notes, and a typed event
+        // noted on the application thread was keyed first.
+        (MessageType::NodeStarted, None, Some(payload)) => {
             (note_loop_start(guard, run_id, payload, seq, attached), None)
         }
-        (MessageType::NodeFinished, None) => {
+        (MessageType::NodeFinished, None, Some(payload)) => {
             note_loop_finish(guard, run_id, payload);
             (None, None)
         }
-        (MessageType::NodeError, None) => {
+        (MessageType::NodeError, None, Some(payload)) => {
             note_loop_error(guard, run_id, payload);
             (None, None)
         }
@@ -1852,9 +1858,9 @@ fn warning_of(verdict: LoopVerdict) -> Option<LoopWarning> {
 /// behind): a start that never reached the wire is not "the call right before" the next
 /// one; a finish closes its open call as a call that equals nothing (without keying its
 /// output: dropping must stay cheap); an error still marks its open call.
-fn note_dropped(guard: &mut LoopGuard, event: &OutEvent) {
+fn note_dropped(guard: &mut LoopGuard, event: &mut OutEvent) {
+    let payload = &*event.payload.built();
     let run_id = event.run_id.as_str();
-    let payload = &event.payload;
     let text = |key: &str| payload.get(key).and_then(Value::as_str);
     match event.event_type {
         MessageType::NodeStarted => {
@@ -2071,9 +2077,9 @@ impl Worker {
     fn handle(&mut self, message: Outgoing) -> bool {
         match message {
             Outgoing::Event(event) => self.process(event),
-            Outgoing::LoopOnly(event) => {
+            Outgoing::LoopOnly(mut event) => {
                 let inner = self.inner();
-                note_dropped(&mut inner.loop_guard.lock(), &event);
+                note_dropped(&mut inner.loop_guard.lock(), &mut event);
                 inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
             }
             Outgoing::Kick => {
@@ -2116,6 +2122,8 @@ impl Worker {
     fn process(&mut self, mut event: OutEvent) {
         self.session
             .resolve_member(&mut event.payload, event.deferred_member.take());
+        // A node event queued typed is built here, off the application thread.
+        event.payload.built();
         if event.loop_deferred {
             // Before redaction: the guard compares values as the integration handed them over.
             let inner = self.inner();
@@ -2137,7 +2145,7 @@ impl Worker {
         if let Some(ticket) = event.loop_output.take() {
             // Keyed outside the guard's lock, before redaction, like the rest of the call.
             let inner = self.inner();
-            let key = inner.loop_keyer.key_output(event.payload.get("output"));
+            let key = inner.loop_keyer.key_output(event.payload.member("output"));
             inner
                 .loop_guard
                 .lock()
@@ -2151,7 +2159,7 @@ impl Worker {
         };
         let outcome = self
             .redactor
-            .redact_in(&context, type_name, &mut event.payload);
+            .redact_in(&context, type_name, event.payload.built());
         if let Some(warning) = outcome.warning() {
             self.inner().warner.warn(warning.key, &warning.message);
         }
@@ -2159,8 +2167,11 @@ impl Worker {
             return;
         }
         self.stamp_held_time(&mut event);
-        let serialized =
-            shrink::serialize_payload(&event.payload, shrink::MAX_PAYLOAD_BYTES, Some(type_name));
+        let serialized = shrink::serialize_payload(
+            event.payload.built(),
+            shrink::MAX_PAYLOAD_BYTES,
+            Some(type_name),
+        );
         if serialized.truncated {
             let frame =
                 wire::encode_envelope(PROTOCOL_VERSION, 0, 0, "r", type_name, &serialized.json);
@@ -2208,7 +2219,7 @@ impl Worker {
     }
 
     fn stamp_held_time(&mut self, event: &mut OutEvent) {
-        let payload = &mut event.payload;
+        let payload = event.payload.built();
         match event.event_type {
             MessageType::NodeStarted => {
                 if let (Some(node), Some(instance)) = (
