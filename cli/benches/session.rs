@@ -11,6 +11,8 @@
 
 #[path = "../../core/benches/support/cpu_time.rs"]
 mod cpu_time;
+#[path = "../../core/benches/support/borrowed_fields.rs"]
+mod borrowed_fields;
 
 use cpu_time::thread_cpu;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
@@ -103,38 +105,14 @@ fn per_node_with(session: &Session, rounds: usize, batch: usize, make: impl Fn()
     samples[samples.len() / 2]
 }
 
-/// An event's fields by reference, serialized as an object in this order.
-struct Fields<'a>(Vec<(&'a str, &'a serde_json::Value)>);
-
-impl<'a> FromIterator<(&'a str, &'a serde_json::Value)> for Fields<'a> {
-    fn from_iter<I: IntoIterator<Item = (&'a str, &'a serde_json::Value)>>(iter: I) -> Self {
-        Fields(iter.into_iter().collect())
-    }
-}
-
-impl serde::Serialize for Fields<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
-}
-
 fn serde_floor(text: &str, rounds: usize, batch: usize) -> f64 {
     let value: serde_json::Value = serde_json::from_str(text).unwrap();
-    let (node_id, kind, name) = (serde_json::json!("tool:search_files"), serde_json::json!("tool"), serde_json::json!("search_files"));
-    let (instance, duration, status) = (serde_json::json!("inst_0123456789ab"), serde_json::json!(0.5), serde_json::json!("ok"));
+    let events = borrowed_fields::NodeEvents::new();
     let mut samples = Vec::new();
     for _ in 0..rounds {
         let started = thread_cpu();
         for _ in 0..batch {
-            // Borrowed fields (`json!` would deep-copy the payload first).
-            let a = serde_json::to_string(&[("nodeId", &node_id), ("kind", &kind), ("name", &name), ("instanceId", &instance), ("input", &value)].into_iter().collect::<Fields>()).unwrap();
-            let b = serde_json::to_string(&[("nodeId", &node_id), ("instanceId", &instance), ("output", &value), ("durationMs", &duration), ("status", &status)].into_iter().collect::<Fields>()).unwrap();
-            std::hint::black_box((a, b));
+            std::hint::black_box(events.serialize(&value, &value));
         }
         samples.push((thread_cpu() - started).as_nanos() as f64 / batch as f64);
     }
@@ -221,7 +199,8 @@ fn main() {
         (HostValue::Built(value.clone()), HostValue::Built(value))
     };
     let attached_distinct_ns = per_node_with(&attached, rounds, batch, distinct);
-    // The same attached, without the loop guard: what keying input and output costs.
+    // The same attached, without the loop guard: what the guard costs this thread (the key
+    // of each input, its books; outputs are keyed by the worker).
     let unguarded = session_with(&format!("ws://127.0.0.1:{port}/ingest"), |o| o.loop_guard = Some(config::LoopGuardOption::Off));
     assert!(unguarded.ready(Duration::from_secs(5)), "attaches");
     let unguarded_ns = per_node(&unguarded, &input, rounds, batch);
@@ -232,7 +211,7 @@ fn main() {
     println!("  same, values as JSON text {:>8.2} µs   (goal <= 2 µs; parsed by the worker)", detached_text_ns / 1000.0);
     println!("  graphmind-core attached   {:>8.2} µs   (goal <= 2 µs)", attached_ns / 1000.0);
     println!("  attached, distinct calls  {:>8.2} µs   (goal <= 2 µs; each call its own input, no loop)", attached_distinct_ns / 1000.0);
-    println!("  same, loop guard off      {:>8.2} µs   (the rest is keying input and output for the guard)", unguarded_ns / 1000.0);
+    println!("  same, loop guard off      {:>8.2} µs   (the rest is the guard: the input's key, its books)", unguarded_ns / 1000.0);
     println!("  serde_json, same payloads {:>8.2} µs   (serializing alone, on the app thread)", floor_ns / 1000.0);
 
     // 2. Gate round trip.

@@ -845,6 +845,11 @@ impl Session {
                 fp,
             )
         };
+        if !awaits() {
+            return;
+        }
+        // The keys come from the worker, which may be lingering before its next batch.
+        Self::wake_worker(&self.inner.shared.lock());
         let deadline = Instant::now() + LOOP_BACKLOG_WAIT;
         while awaits() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_micros(50));
