@@ -494,8 +494,9 @@ pub struct OutputKey(Option<Fp>);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutputTicket {
     kind: usize,
-    /// The call's position among every call its (run, kind) completed.
-    ordinal: u64,
+    /// Unique among the tickets of its guard, so a run evicted and started again never
+    /// takes another call's key.
+    number: u64,
 }
 
 /// An error-shaped output keyed as a result.
@@ -520,7 +521,8 @@ impl FinishKey {
             }),
             OutcomeKey::OkLater { shaped } => Some(match failed(shaped) {
                 Some(result) => (Outcome::Fail, OutDigest::Known(result.key)),
-                None => (Outcome::Ok, OutDigest::Later),
+                // Numbered when the call enters its history.
+                None => (Outcome::Ok, OutDigest::Later(0)),
             }),
             OutcomeKey::Error { shaped } => {
                 let digest = match failed(shaped) {
@@ -541,6 +543,8 @@ pub struct LoopGuard {
     keyer: LoopKeyer,
     /// Runs, least recently used first.
     runs: Vec<(String, RunState)>,
+    /// Output tickets handed out ([`LoopGuard::record_finish`]).
+    tickets_issued: u64,
 }
 
 impl LoopGuard {
@@ -557,6 +561,7 @@ impl LoopGuard {
                 salt,
             },
             runs: Vec::new(),
+            tickets_issued: 0,
         }
     }
 
@@ -932,7 +937,7 @@ impl LoopGuard {
     pub fn fill_output(&mut self, run_id: &str, ticket: OutputTicket, key: Option<OutputKey>) {
         if let Some(state) = self.state_mut(run_id) {
             if let Some(history) = state.histories.get_mut(ticket.kind) {
-                history.fill(ticket.ordinal, key.and_then(|k| k.0));
+                history.fill(ticket.number, key.and_then(|k| k.0));
             }
         }
     }
@@ -981,12 +986,21 @@ impl LoopGuard {
     /// when its output's key is still to come.
     fn complete(&mut self, call: OpenCall, key: FinishKey) -> Option<OutputTicket> {
         let is_tool = self.keyer.config.kinds[call.kind] == "tool";
-        let (_, state) = self.runs.last_mut()?;
         let kind = call.kind;
-        let entry = entry_for(call, key, is_tool);
-        let later = entry.out == OutDigest::Later;
-        let ordinal = state.histories[kind].push(entry);
-        later.then_some(OutputTicket { kind, ordinal })
+        let mut entry = entry_for(call, key, is_tool);
+        let ticket = matches!(entry.out, OutDigest::Later(_)).then(|| {
+            self.tickets_issued += 1;
+            OutputTicket {
+                kind,
+                number: self.tickets_issued,
+            }
+        });
+        if let Some(ticket) = ticket {
+            entry.out = OutDigest::Later(ticket.number);
+        }
+        let (_, state) = self.runs.last_mut()?;
+        state.histories[kind].push(entry);
+        ticket
     }
 
     /// How many calls of `run_id` are open (started, not yet finished): diagnostics.
@@ -1159,4 +1173,64 @@ fn new_salt() -> [u8; 32] {
         chunk.copy_from_slice(&h.finish().to_le_bytes());
     }
     salt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Starts and finishes one successful call of `tool:t` in `run`, its output left for
+    /// later; the ticket.
+    fn call(guard: &mut LoopGuard, run: &str, seq: u64) -> OutputTicket {
+        let input = Value::from(seq as i64);
+        let start = NodeStart::new(run, "tool:t", "tool", LoopValue::from(&input), seq);
+        let fp = guard.keyer().fingerprint_start("tool:t", start.input);
+        guard.record_start(&start, fp, true);
+        let key = guard
+            .keyer()
+            .key_finish_later(Some("ok"), LoopValue::from(&input));
+        guard
+            .record_finish(run, "tool:t", None, key)
+            .expect("left for later")
+    }
+
+    fn newest(guard: &LoopGuard, run: &str) -> OutDigest {
+        let (_, state) = guard.runs.iter().find(|(id, _)| id == run).unwrap();
+        state.histories[0].newest().unwrap().out
+    }
+
+    #[test]
+    fn a_ticket_fills_only_its_own_call_even_after_its_run_was_evicted() {
+        let mut guard = LoopGuard::with_salt(LoopGuardConfig::default(), [1; 32]);
+        let stale = call(&mut guard, "r", 1);
+        for other in 0..MAX_LOOP_RUNS {
+            call(&mut guard, &format!("other{other}"), 2);
+        }
+        // "r" was evicted; its next call starts a fresh history.
+        let fresh = call(&mut guard, "r", 3);
+        let key = guard.keyer().key_output(Some(&Value::from(1i64)));
+        guard.fill_output("r", stale, Some(key));
+        assert!(matches!(newest(&guard, "r"), OutDigest::Later(_)));
+        guard.fill_output("r", fresh, Some(key));
+        assert_eq!(newest(&guard, "r"), OutDigest::Known(key.0));
+        // A dropped event's ticket leaves its call unknown.
+        let dropped = call(&mut guard, "r", 4);
+        guard.fill_output("r", dropped, None);
+        assert_eq!(newest(&guard, "r"), OutDigest::Known(None));
+    }
+
+    #[test]
+    fn an_error_shaped_tool_result_is_a_failure_keyed_at_once() {
+        let mut guard = LoopGuard::with_salt(LoopGuardConfig::default(), [1; 32]);
+        let input = Value::from("q");
+        let start = NodeStart::new("r", "tool:t", "tool", LoopValue::from(&input), 1);
+        let fp = guard.keyer().fingerprint_start("tool:t", start.input);
+        guard.record_start(&start, fp, true);
+        let output = crate::json::parse_str(r#"{"isError":true,"content":[]}"#).unwrap();
+        let key = guard
+            .keyer()
+            .key_finish_later(Some("ok"), LoopValue::from(&output));
+        assert_eq!(guard.record_finish("r", "tool:t", None, key), None);
+        assert!(matches!(newest(&guard, "r"), OutDigest::Known(Some(_))));
+    }
 }

@@ -89,8 +89,9 @@ impl OpenCall {
 pub(crate) enum OutDigest {
     /// Known; `None`: unknown, equal to nothing.
     Known(Option<Fp>),
-    /// A successful output whose key is still to come ([`KindHistory::fill`]).
-    Later,
+    /// A successful output whose key is still to come, under this ticket number (unique
+    /// in its guard: [`KindHistory::fill`]).
+    Later(u64),
 }
 
 /// One completed watched call; a `None` field is unknown and equals nothing.
@@ -162,34 +163,37 @@ pub(crate) struct KindHistory {
 }
 
 impl KindHistory {
-    /// Appends a completed call; returns its ordinal (calls completed before it).
-    pub(crate) fn push(&mut self, entry: CallEntry) -> u64 {
+    /// The newest completed call.
+    #[cfg(test)]
+    pub(crate) fn newest(&self) -> Option<&CallEntry> {
+        self.ring.back()
+    }
+
+    pub(crate) fn push(&mut self, entry: CallEntry) {
         self.ring.push_back(entry);
         if self.ring.len() > LOOP_HISTORY_SIZE {
             self.ring.pop_front();
         }
         self.completed += 1;
-        self.completed - 1
     }
 
-    /// Gives the call with this ordinal the key of its output, if it is still remembered
-    /// and waits for one (`None`: the output stays unknown).
-    pub(crate) fn fill(&mut self, ordinal: u64, key: Option<Fp>) {
-        let oldest = self.completed - self.ring.len() as u64;
-        let Some(index) = ordinal.checked_sub(oldest) else {
-            return;
-        };
-        if let Some(entry) = self.ring.get_mut(index as usize) {
-            if entry.out == OutDigest::Later {
-                entry.out = OutDigest::Known(key);
-            }
+    /// Gives the call waiting under `ticket` the key of its output, if it is still
+    /// remembered (`None`: the output stays unknown).
+    pub(crate) fn fill(&mut self, ticket: u64, key: Option<Fp>) {
+        let waiting = self
+            .ring
+            .iter_mut()
+            .rev()
+            .find(|e| e.out == OutDigest::Later(ticket));
+        if let Some(entry) = waiting {
+            entry.out = OutDigest::Known(key);
         }
     }
 
     /// Forgets every output key still to come (they never will): those calls equal nothing.
     pub(crate) fn drop_later(&mut self) {
         for entry in self.ring.iter_mut() {
-            if entry.out == OutDigest::Later {
+            if matches!(entry.out, OutDigest::Later(_)) {
                 entry.out = OutDigest::Known(None);
             }
         }
@@ -243,7 +247,11 @@ impl KindHistory {
         self.completed >= self.cycle_quiet_until
             && (CYCLE_MIN_PERIOD..=CYCLE_MAX_PERIOD).any(|k| {
                 self.cycle_base(k, node_id, in_fp, CallEntry::maybe_same)
-                    .is_some_and(|base| self.ring.range(base..).any(|e| e.out == OutDigest::Later))
+                    .is_some_and(|base| {
+                        self.ring
+                            .range(base..)
+                            .any(|e| matches!(e.out, OutDigest::Later(_)))
+                    })
             })
     }
 
@@ -326,7 +334,7 @@ impl KindHistory {
             );
             let out = match e.out {
                 OutDigest::Known(fp) => fp,
-                OutDigest::Later => None,
+                OutDigest::Later(_) => None,
             };
             for fp in [
                 e.in_fp.map(|f| hex(&f)),
