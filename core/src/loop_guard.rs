@@ -454,9 +454,13 @@ impl LoopKeyer {
         };
         FinishKey(match status {
             _ if !emitted => OutcomeKey::Unknown,
-            Some("ok") if later => OutcomeKey::OkLater { shaped: shaped() },
             Some("ok") => OutcomeKey::Ok {
-                out: history::outcome_digest(b"out", output, &self.config.ignore_keys, &self.salt),
+                // Numbered when the call enters its history.
+                out: if later {
+                    OutDigest::Later(0)
+                } else {
+                    OutDigest::Known(self.key_output(output).0)
+                },
                 shaped: shaped(),
             },
             Some("error") => OutcomeKey::Error { shaped: shaped() },
@@ -474,14 +478,12 @@ pub struct FinishKey(OutcomeKey);
 enum OutcomeKey {
     /// Equals nothing: not emitted, an unreadable output on success, another status.
     Unknown,
-    /// Status `ok`: the output's key, and its key as a result when it is error-shaped.
+    /// Status `ok`: the output's key (or a key to come), and its key as a result when it
+    /// is error-shaped.
     Ok {
-        out: Option<Fp>,
+        out: OutDigest,
         shaped: Option<ShapedResult>,
     },
-    /// Status `ok`, the output to be keyed later; its key as a result when it is
-    /// error-shaped.
-    OkLater { shaped: Option<ShapedResult> },
     /// Status `error`: the output's key as a result when it is error-shaped.
     Error { shaped: Option<ShapedResult> },
 }
@@ -517,12 +519,7 @@ impl FinishKey {
             OutcomeKey::Unknown => None,
             OutcomeKey::Ok { shaped, out } => Some(match failed(shaped) {
                 Some(result) => (Outcome::Fail, OutDigest::Known(result.key)),
-                None => (Outcome::Ok, OutDigest::Known(out)),
-            }),
-            OutcomeKey::OkLater { shaped } => Some(match failed(shaped) {
-                Some(result) => (Outcome::Fail, OutDigest::Known(result.key)),
-                // Numbered when the call enters its history.
-                None => (Outcome::Ok, OutDigest::Later(0)),
+                None => (Outcome::Ok, out),
             }),
             OutcomeKey::Error { shaped } => {
                 let digest = match failed(shaped) {
