@@ -540,6 +540,37 @@ fn a_forked_child_reconnects_and_records_its_own_events() {
     session.dispose(Duration::from_secs(2));
 }
 
+#[test]
+fn flush_and_dispose_wait_for_a_full_outbox_to_drain() {
+    // Producers faster than the worker fill the outbox; flush must then wait for room for
+    // its marker, not give up at once (it did, with 60 s to spare).
+    let srv = Server::start(&[], &[]);
+    let session = attached(&srv, |_| {});
+    let producers: Vec<_> = (0..2)
+        .map(|t| {
+            let session = session.clone();
+            std::thread::spawn(move || {
+                let run = session.start_run(&format!("flood-{t}"), None);
+                for n in 0..60_000 {
+                    call_tool(&session, &run.run_id, "lookup", &format!(r#"{{"t":{t},"n":{n}}}"#), Ok(r#"{"ok":true}"#));
+                }
+                session.finish_run(&run, RunOutcome::Ok);
+            })
+        })
+        .collect();
+    // Flushed while the producers still run (and keep the outbox full), then once more.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(session.flush(Duration::from_secs(60)), "flush waits while the worker drains a full outbox");
+    producers.into_iter().for_each(|p| p.join().unwrap());
+    assert!(session.flush(Duration::from_secs(60)));
+    let marker = session.start_run("after-flood", None);
+    session.finish_run(&marker, RunOutcome::Ok);
+    let t = Instant::now();
+    session.dispose(Duration::from_secs(30));
+    assert!(t.elapsed() < Duration::from_secs(30));
+    srv.wait_run(&marker.run_id, |r| s(r, &["status"]) == Some("ok"));
+}
+
 /// Drives a `Step` the way every SDK wrapper does, with a function that fails `failures`
 /// times before it succeeds.
 fn drive(session: &Session, run_id: &str, failures: usize) -> Result<Value, String> {

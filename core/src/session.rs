@@ -1232,26 +1232,25 @@ impl Session {
     /// Waits up to `timeout` until every event emitted so far has been handed to the socket
     /// (or buffered, when detached). Returns whether it finished in time.
     pub fn flush(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
         let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
-        {
-            let mut shared = self.inner.shared.lock();
-            if !shared.worker_started {
-                return true;
-            }
-            self.flush_tokens_locked(&mut shared);
-            if !Self::send_control(&shared, Outgoing::Flush(reply_tx)) {
-                return false;
-            }
+        let mut shared = self.inner.shared.lock();
+        if !shared.worker_started {
+            return true;
         }
-        reply_rx.recv_timeout(timeout).is_ok()
+        self.flush_tokens_locked(&mut shared);
+        Self::send_control_by(shared, Outgoing::Flush(reply_tx), deadline)
+            && reply_rx.recv_deadline(deadline).is_ok()
     }
 
     /// Releases every held gate (`continue`), finishes the implicit run, flushes and closes
     /// the link, waiting at most `deadline`. Idempotent; never hangs the app.
     pub fn dispose(&self, deadline: Duration) {
+        let deadline = Instant::now() + deadline;
         let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
         let gates;
         let started;
+        let mut shutdown_later = None;
         {
             let mut shared = self.inner.shared.lock();
             if shared.disposed {
@@ -1278,13 +1277,24 @@ impl Session {
             shared.engine_attached = false;
             started = shared.worker_started;
             if started {
-                Self::send_control(&shared, Outgoing::Shutdown(reply_tx));
+                // A full outbox is waited on below, once the gates are released.
+                match shared.outbox.try_send(Outgoing::Shutdown(reply_tx)) {
+                    Err(TrySendError::Full(shutdown)) => {
+                        shutdown_later = Some((shared.outbox.clone(), shutdown))
+                    }
+                    Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+                }
+                Self::wake_worker(&shared);
             }
             self.inner.attach_signal.notify_all();
         }
         release_continue(gates);
-        if started {
-            let _ = reply_rx.recv_timeout(deadline);
+        let handed = match shutdown_later {
+            Some((outbox, shutdown)) => outbox.send_deadline(shutdown, deadline).is_ok(),
+            None => started,
+        };
+        if handed {
+            let _ = reply_rx.recv_deadline(deadline);
         }
         self.inner.attached.store(false, Ordering::Release);
     }
@@ -1399,6 +1409,26 @@ impl Session {
         let sent = shared.outbox.try_send(message).is_ok();
         Self::wake_worker(shared);
         sent
+    }
+
+    /// Hands a control message to the worker and wakes it; with the outbox full, lets go
+    /// of the lock and waits until `deadline` for room (the worker is draining it).
+    fn send_control_by(
+        shared: parking_lot::MutexGuard<'_, Shared>,
+        message: Outgoing,
+        deadline: Instant,
+    ) -> bool {
+        let sent = match shared.outbox.try_send(message) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(message)) => Err((shared.outbox.clone(), message)),
+            Err(TrySendError::Disconnected(_)) => return false,
+        };
+        Self::wake_worker(&shared);
+        drop(shared);
+        match sent {
+            Ok(()) => true,
+            Err((outbox, message)) => outbox.send_deadline(message, deadline).is_ok(),
+        }
     }
 
     /// Wakes a lingering worker (cheap when it is not parked).
