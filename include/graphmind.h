@@ -1188,8 +1188,10 @@ gm_error *gm_serialize_payload(const char *json,
 /**
  * Registers `session` with the library's `pthread_atfork` hooks (installed once per
  * process): around every `fork()` the session runs its fork protocol, and the child
- * records through a fresh worker and link. `gm_session_free` unregisters it. Returns
- * false when `session` is NULL or the hooks could not be installed. Any thread.
+ * records through a fresh worker and link. `gm_session_free` unregisters it. A session
+ * registered here must not also be passed to the three `gm_session_*fork*` functions:
+ * the hooks already run them. Returns false when `session` is NULL or the hooks could not
+ * be installed; a disabled session needs no hooks, and gets true. Any thread.
  *
  * # Safety
  * `session` is NULL or a live session.

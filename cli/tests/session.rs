@@ -540,6 +540,103 @@ fn a_forked_child_reconnects_and_records_its_own_events() {
     session.dispose(Duration::from_secs(2));
 }
 
+/// Records runs of distinct tool calls on `session` until `stop` is set; returns how many.
+fn record_until(session: &Session, stop: &std::sync::atomic::AtomicBool, tag: &str) -> usize {
+    let mut count = 0;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let run = session.start_run(tag, None);
+        call_tool(session, &run.run_id, "lookup", &format!(r#"{{"tag":"{tag}","n":{count}}}"#), Ok(r#"{"ok":true}"#));
+        session.finish_run(&run, RunOutcome::Ok);
+        count += 1;
+    }
+    count
+}
+
+/// Waits for child `pid` up to `limit`; a child still running then is killed, and reported
+/// as `None`.
+fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: pid is our child; status is a valid out pointer.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if done == pid {
+            return Some(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) });
+        }
+        if Instant::now() > deadline {
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_child_forked_while_threads_wait_on_the_session_never_hangs() {
+    // The CI hang of 2026-11-30: threads of the parent waiting on a session lock at the
+    // moment of fork() must not be inherited by the child as waiters that never run.
+    let srv = Server::start(&[], &[]);
+    let session = attached(&srv, |_| {});
+    assert!(graphmind_core::fork::register(&session), "the process's fork hooks are installed");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let busy: Vec<_> = (0..2)
+        .map(|i| {
+            let (session, stop) = (session.clone(), stop.clone());
+            std::thread::spawn(move || record_until(&session, &stop, &format!("busy-{i}")))
+        })
+        .collect();
+    let mut child_runs = Vec::new();
+    for round in 0..6 {
+        std::thread::sleep(Duration::from_millis(20));
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid out array of two.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child uses only the session (the fork hooks carried its locks across)
+        // and a pipe, and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let ok = !session.is_attached() && session.ready(Duration::from_secs(3));
+            let run = session.start_run("child", None);
+            call_tool(&session, &run.run_id, "lookup", r#"{"from":"child"}"#, Ok(r#"{"ok":true}"#));
+            session.finish_run(&run, RunOutcome::Ok);
+            let flushed = session.flush(Duration::from_secs(3));
+            session.dispose(Duration::from_secs(2));
+            // SAFETY: fds[1] is the pipe's write end; the buffer outlives the call.
+            unsafe {
+                libc::write(fds[1], run.run_id.as_ptr().cast(), run.run_id.len());
+                libc::_exit(if ok && flushed { 0 } else { 3 });
+            }
+        }
+        // SAFETY: the parent closes its write end and reads the child's run id.
+        unsafe { libc::close(fds[1]) };
+        let status = wait_child(pid, Duration::from_secs(15));
+        let mut id = [0u8; 128];
+        // SAFETY: id is a writable buffer of its length; the read end is ours to close.
+        let n = unsafe {
+            let n = libc::read(fds[0], id.as_mut_ptr().cast(), id.len());
+            libc::close(fds[0]);
+            n
+        };
+        assert_eq!(status, Some(0), "child of round {round} attached, recorded and exited (None: it hung)");
+        child_runs.push(String::from_utf8_lossy(&id[..n.max(0) as usize]).into_owned());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let recorded: usize = busy.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(recorded > 0, "the parent's threads kept recording across the forks");
+    assert!(session.flush(Duration::from_secs(5)), "the parent's worker still drains its queue");
+    for run_id in &child_runs {
+        assert!(!run_id.is_empty());
+        srv.wait_run(run_id, |r| s(r, &["status"]) == Some("ok"));
+    }
+    graphmind_core::fork::unregister(&session);
+    session.dispose(Duration::from_secs(2));
+}
+
 #[test]
 fn flush_and_dispose_wait_for_a_full_outbox_to_drain() {
     // Producers faster than the worker fill the outbox; flush must then wait for room for

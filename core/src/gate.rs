@@ -13,8 +13,9 @@
 //! the gate; nothing polls.
 
 use crate::json::Value;
+use crate::sync::{Condvar, Mutex};
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::event::{BreakpointMatcher, PausePoint, PauseReason, ResumeAction, RunMode};
@@ -86,7 +87,7 @@ struct GateSlot {
 impl GateSlot {
     fn fulfil(&self, decision: GateDecision) {
         let callback = {
-            let mut state = lock(&self.state);
+            let mut state = self.state.lock();
             match std::mem::replace(&mut *state, SlotState::Taken) {
                 SlotState::Waiting(Some(callback)) => Some(callback),
                 SlotState::Waiting(None) => {
@@ -132,7 +133,7 @@ impl PendingGate {
     /// the gate is still held; call again). Never polls: the releasing thread wakes it.
     pub fn wait_timeout(&self, timeout: Duration) -> Option<GateDecision> {
         let deadline = Instant::now() + timeout;
-        let mut state = lock(&self.slot.state);
+        let mut state = self.slot.state.lock();
         loop {
             if let SlotState::Decided(decision) = &*state {
                 let decision = decision.clone();
@@ -142,14 +143,10 @@ impl PendingGate {
             if matches!(&*state, SlotState::Taken) {
                 return Some(GateDecision::proceed());
             }
-            let now = Instant::now();
-            if now >= deadline {
+            if Instant::now() >= deadline {
                 return None;
             }
-            state = match self.slot.wake.wait_timeout(state, deadline - now) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
+            state = self.slot.wake.wait_until(state, deadline).0;
         }
     }
 
@@ -165,7 +162,7 @@ impl PendingGate {
     /// Calls `callback` once with the decision, on the thread that releases the gate (or at
     /// once, on this thread, when it was already released).
     pub fn on_decision(self, callback: impl FnOnce(GateDecision) + Send + 'static) {
-        let mut state = lock(&self.slot.state);
+        let mut state = self.slot.state.lock();
         match std::mem::replace(&mut *state, SlotState::Taken) {
             SlotState::Decided(decision) => {
                 drop(state);
@@ -375,10 +372,6 @@ impl GateEngine {
     pub fn held_count(&self) -> usize {
         self.held.len()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

@@ -30,11 +30,11 @@ use crate::loop_guard::{
     FinishKey, LoopGuard, LoopHide, LoopKeyer, LoopMode, LoopValue, LoopVerdict, LoopWarning,
     NodeStart, OutputTicket, StartFingerprint,
 };
+use crate::sync::{Condvar, ForkHold, Mutex, MutexGuard};
 use crate::transport::{self, LinkReader, LinkWriter};
 use crate::warn::{WarnSink, Warner};
 use crate::{buffer, config, edit_input, event, redact, shrink, wire};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
-use parking_lot::{Condvar, Mutex};
 use payload::Payload;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -319,6 +319,8 @@ struct Shared {
     /// Editable pauses: the live input an edit merges into.
     editable: HashMap<String, Option<Value>>,
     worker_started: bool,
+    /// A forked child's outbox is the parent's: the next worker start opens a fresh one.
+    outbox_reopen: bool,
     /// The worker thread, unparked when something must go out now (see [`WORKER_LINGER`]).
     worker: Option<std::thread::Thread>,
     /// The current link's generation, so a stale reader's detach is ignored.
@@ -372,6 +374,29 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// A weak handle to a [`Session`]: see [`Session::downgrade`].
+#[derive(Clone)]
+pub struct WeakSession {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl WeakSession {
+    /// The session, while any strong handle to it exists.
+    pub fn upgrade(&self) -> Option<Session> {
+        self.inner.upgrade().map(|inner| Session { inner })
+    }
+
+    /// Whether the session still exists.
+    pub fn is_alive(&self) -> bool {
+        self.inner.strong_count() > 0
+    }
+
+    /// Whether this is a handle to `session`.
+    pub fn is(&self, session: &Session) -> bool {
+        std::ptr::eq(self.inner.as_ptr(), Arc::as_ptr(&session.inner))
+    }
+}
+
 /// The root node of `run`: `agent:<name>`, instance id the run id.
 fn agent_node(run: &Run) -> NodeRef {
     NodeRef {
@@ -420,6 +445,7 @@ impl Session {
                 runs: HashMap::new(),
                 editable: HashMap::new(),
                 worker_started: false,
+                outbox_reopen: false,
                 worker: None,
                 link_generation: 0,
                 disposed: false,
@@ -454,6 +480,13 @@ impl Session {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// A handle that does not keep the session alive (the process's fork registry).
+    pub fn downgrade(&self) -> WeakSession {
+        WeakSession {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+
     /// Whether this session records (the kill switch's verdict).
     pub fn is_enabled(&self) -> bool {
         self.inner.config.enabled
@@ -484,12 +517,9 @@ impl Session {
         self.ensure_worker(&mut shared);
         Self::send_control(&shared, Outgoing::Kick);
         while !shared.engine_attached && !shared.disposed {
-            if self
-                .inner
-                .attach_signal
-                .wait_until(&mut shared, deadline)
-                .timed_out()
-            {
+            let (next, timed_out) = self.inner.attach_signal.wait_until(shared, deadline);
+            shared = next;
+            if timed_out {
                 break;
             }
         }
@@ -1299,45 +1329,55 @@ impl Session {
         self.inner.attached.store(false, Ordering::Release);
     }
 
-    /// Fork protocol, before `fork()`: takes the session lock so that no other thread holds
-    /// it at the moment of the fork. Must be followed, on the same thread, by
-    /// [`Session::after_fork_parent`] or [`Session::after_fork_child`].
+    /// Fork protocol, before `fork()`: takes every lock of the session (`shared`, then the
+    /// outbox receiver's, the loop guard's and the warner's) so that no other thread holds
+    /// one mid-update at the moment of the fork. Must be followed, on the same thread, by
+    /// [`Session::after_fork_parent`] or [`Session::after_fork_child`]. A program that forks
+    /// from several threads at once, or calls this twice, gets what it asked for: a wait.
     pub fn before_fork(&self) {
-        std::mem::forget(self.inner.shared.lock());
-        std::mem::forget(self.inner.loop_guard.lock());
+        let owner: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+        let mut hold = ForkHold::new(owner);
+        // SAFETY: every lock lives inside `self.inner`, which the hold keeps alive.
+        unsafe {
+            hold.lock(&self.inner.shared);
+            hold.lock(&self.inner.inbox);
+            hold.lock(&self.inner.loop_guard);
+            hold.lock(self.inner.warner.rate_lock());
+        }
+        hold.keep();
     }
 
-    /// Fork protocol, in the parent after `fork()`: releases the lock taken by
-    /// [`Session::before_fork`].
+    /// Fork protocol, in the parent after `fork()`: lets go of the locks taken by
+    /// [`Session::before_fork`] on this thread.
     pub fn after_fork_parent(&self) {
-        // SAFETY: before_fork locked it on this thread and forgot the guard.
-        unsafe {
-            self.inner.loop_guard.force_unlock();
-            self.inner.shared.force_unlock();
-        }
+        self.release_fork_hold();
+    }
+
+    fn release_fork_hold(&self) -> bool {
+        let owner: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
+        crate::sync::release(&owner)
     }
 
     /// Fork protocol, in the child after `fork()`: the parent's worker and socket do not
     /// exist here. The child gets a fresh channel and, on its next event, a fresh worker
     /// that reconnects and records; it never believes itself attached.
     pub fn after_fork_child(&self) {
-        // SAFETY: in the child only this thread exists. The lock is reset to its initial
-        // state rather than unlocked: a parent thread parked on it at the fork (a worker, a
-        // reader) would otherwise be handed the lock here, where it does not exist.
-        unsafe {
-            reset_mutex(&self.inner.shared);
-            reset_mutex(&self.inner.inbox);
-            reset_mutex(&self.inner.loop_guard);
-        }
+        // The locks are std's: their waiters live in the kernel, which the child does not
+        // inherit, so unlocking them here wakes nobody who is not here (see `crate::sync`).
+        self.release_fork_hold();
         // The parent's queue, with its deferred loop-guard updates and the outputs its
         // worker was to key, does not exist here.
         self.inner.loop_backlog.store(0, Ordering::Release);
         self.inner.loop_outputs_pending.store(0, Ordering::Release);
         self.inner.loop_guard.lock().drop_later_outputs();
         event::reseed_ids();
-        let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
         let mut shared = self.inner.shared.lock();
-        shared.outbox = tx;
+        // The parent's worker holds the receiving end in the parent; dropping the sender
+        // here would run channel code over the parent's waiters, so it is let go unrun. A
+        // fresh outbox is opened when the child first records (most children exec first).
+        let (placeholder, _) = crossbeam_channel::bounded(0);
+        std::mem::forget(std::mem::replace(&mut shared.outbox, placeholder));
+        shared.outbox_reopen = true;
         shared.worker_started = false;
         shared.worker = None;
         shared.engine_attached = false;
@@ -1350,7 +1390,9 @@ impl Session {
         shared.implicit_run = None;
         shared.link_generation += 1;
         drop(shared);
-        *self.inner.inbox.lock() = Some(rx);
+        if let Some(inherited) = self.inner.inbox.lock().take() {
+            std::mem::forget(inherited);
+        }
         self.inner.attached.store(false, Ordering::Release);
         self.inner.buffered.store(0, Ordering::Relaxed);
         self.inner.pending_gaps.store(0, Ordering::Relaxed);
@@ -1360,7 +1402,7 @@ impl Session {
 
     /// The locked shared state of a session that records (enabled, not disposed), with its
     /// worker started; `None` when nothing may be recorded.
-    fn recording(&self) -> Option<parking_lot::MutexGuard<'_, Shared>> {
+    fn recording(&self) -> Option<MutexGuard<'_, Shared>> {
         if !self.inner.config.enabled {
             return None;
         }
@@ -1384,8 +1426,16 @@ impl Session {
         if shared.worker_started || shared.disposed {
             return;
         }
-        let Some(rx) = self.inner.inbox.lock().take() else {
-            return;
+        let rx = if shared.outbox_reopen {
+            let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
+            shared.outbox = tx;
+            shared.outbox_reopen = false;
+            rx
+        } else {
+            let Some(rx) = self.inner.inbox.lock().take() else {
+                return;
+            };
+            rx
         };
         shared.worker_started = true;
         let inner = self.inner.clone();
@@ -1414,7 +1464,7 @@ impl Session {
     /// Hands a control message to the worker and wakes it; with the outbox full, lets go
     /// of the lock and waits until `deadline` for room (the worker is draining it).
     fn send_control_by(
-        shared: parking_lot::MutexGuard<'_, Shared>,
+        shared: MutexGuard<'_, Shared>,
         message: Outgoing,
         deadline: Instant,
     ) -> bool {
@@ -1766,20 +1816,6 @@ fn release_continue(gates: Vec<HeldGate>) {
     for gate in gates {
         gate.release(GateDecision::proceed());
     }
-}
-
-/// Puts a lock back in its initial, unlocked state with no waiters (fork child only).
-///
-/// # Safety
-/// No other thread may use the mutex: true in a freshly forked child, where the caller is
-/// the only thread. The raw mutex is a single atomic, so the write goes through interior
-/// mutability.
-unsafe fn reset_mutex<T>(mutex: &Mutex<T>) {
-    // parking_lot's RawMutex is one AtomicU8 (bit 0 locked, bit 1 parked); 0 is its INIT.
-    const _: () = assert!(std::mem::size_of::<parking_lot::RawMutex>() == 1);
-    let state =
-        &*(mutex.raw() as *const parking_lot::RawMutex as *const std::sync::atomic::AtomicU8);
-    state.store(0, Ordering::SeqCst);
 }
 
 /// `exec.*` events are the gate engine's own; an app never emits them by hand.

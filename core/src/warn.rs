@@ -3,8 +3,9 @@
 //! GraphMind must never spam or crash the app it debugs: every internal failure degrades
 //! to a no-op plus at most one line per key per `warn_interval`, prefixed `[graphmind] `.
 
+use crate::sync::Mutex;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The default interval between two warnings with the same key (60 s, as the reference).
@@ -35,12 +36,17 @@ impl Warner {
         }
     }
 
+    /// The lock of the rate table, which the fork protocol holds across `fork()`.
+    pub(crate) fn rate_lock(&self) -> &Mutex<HashMap<String, Instant>> {
+        &self.last
+    }
+
     /// Writes `[graphmind] message` unless `key` warned less than an interval ago.
     /// Returns whether it was written.
     pub fn warn(&self, key: &str, message: &str) -> bool {
         let now = Instant::now();
         {
-            let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = self.last.lock();
             if let Some(previous) = last.get(key) {
                 if now.duration_since(*previous) < self.interval {
                     return false;
@@ -65,15 +71,12 @@ mod tests {
         let seen = lines.clone();
         let warner = Warner::new(
             Duration::from_secs(60),
-            Arc::new(move |l: &str| seen.lock().unwrap().push(l.to_string())),
+            Arc::new(move |l: &str| seen.lock().push(l.to_string())),
         );
         assert!(warner.warn("a", "first"));
         assert!(!warner.warn("a", "again"));
         assert!(warner.warn("b", "other"));
-        assert_eq!(
-            *lines.lock().unwrap(),
-            ["[graphmind] first", "[graphmind] other"]
-        );
+        assert_eq!(*lines.lock(), ["[graphmind] first", "[graphmind] other"]);
         let panicky = Warner::new(Duration::ZERO, Arc::new(|_: &str| panic!("sink broke")));
         assert!(!panicky.warn("x", "y"));
     }

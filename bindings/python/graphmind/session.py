@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import os
 import sys
 import threading
 import time
@@ -238,33 +237,16 @@ async def await_gate(gate: Any) -> Any:
         raise
 
 
-# -- every live session gets the process hooks (fork, exit) ---------------------------
+# -- every live session gets the process hook at exit ---------------------------------
 
 _sessions: weakref.WeakSet[Session] = weakref.WeakSet()
 _sessions_lock = threading.Lock()
 
 
-def _before_fork() -> None:
-    for s in list(_sessions):
-        s._native.before_fork()
-
-
-def _after_fork_parent() -> None:
-    for s in list(_sessions):
-        s._native.after_fork_parent()
-
-
-def _after_fork_child() -> None:
-    for s in list(_sessions):
-        s._native.after_fork_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        before=_before_fork,
-        after_in_parent=_after_fork_parent,
-        after_in_child=_after_fork_child,
-    )
+# Fork safety needs no Python hook: every native session is registered with the core's
+# pthread_atfork hooks, which run inside fork() itself, so no session lock is held while
+# Python code runs (an os.register_at_fork hook would be, and a thread holding the GIL could
+# wait for it). The child gets its own worker and socket on its first event.
 
 
 def _at_exit() -> None:

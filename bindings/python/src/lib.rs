@@ -482,6 +482,10 @@ impl NativeSession {
         };
         let config = config::resolve_json(&options, &env, SdkFlavor::Python);
         let session = Session::new(config, Arc::new(log_sender(Arc::new(sink))));
+        // Fork safety lives in the core's pthread_atfork hooks, inside fork() itself:
+        // os.register_at_fork hooks would hold the session's locks across Python code, where
+        // a thread holding the GIL may wait for them.
+        graphmind_core::fork::register(&session);
         Ok(NativeSession { session })
     }
 
@@ -702,21 +706,6 @@ impl NativeSession {
         let s = self.session.clone();
         let t = secs(deadline);
         py.detach(move || s.dispose(t));
-    }
-
-    /// Fork protocol hooks (`os.register_at_fork`).
-    fn before_fork(&self) {
-        self.session.before_fork();
-    }
-
-    /// See `before_fork`.
-    fn after_fork_parent(&self) {
-        self.session.after_fork_parent();
-    }
-
-    /// See `before_fork`.
-    fn after_fork_child(&self) {
-        self.session.after_fork_child();
     }
 }
 

@@ -535,6 +535,70 @@ def test_a_forked_child_reconnects_and_records(server, gm_for):
     assert len(server.events(ctx.run_id, 6)) == 6
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_forks_while_other_threads_record_never_hang(server, gm_for):
+    # The CI hang of 2026-11-30: a thread waiting on a session lock at the fork must not
+    # hang the child, and a lock held across Python code must not hang the parent.
+    g = gm_for()
+    assert g.ready(3)
+
+    @g.tool
+    def step(n):
+        return n + 1
+
+    stop = threading.Event()
+
+    def record(tag):
+        n = 0  # every call distinct, so the loop guard never holds one
+        while not stop.is_set():
+            with g.run(tag):
+                for _ in range(20):
+                    n = step(n)
+
+    busy = [threading.Thread(target=record, args=(f"busy-{t}",), daemon=True) for t in range(2)]
+    for t in busy:
+        t.start()
+    try:
+        for i in range(8):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: one thread, the session's locks released by the core
+                code = 1
+                try:
+                    os.close(r)
+                    attached = g.ready(3)
+                    with g.run(f"child-{i}") as ctx:
+                        step(100)
+                    flushed = attached and g.session.flush(5)
+                    os.write(w, f"{flushed} {ctx.run_id}".encode())
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(w)
+            status, deadline = None, time.monotonic() + 20
+            while status is None and time.monotonic() < deadline:
+                done, code = os.waitpid(pid, os.WNOHANG)
+                if done == pid:
+                    status = code
+                else:
+                    time.sleep(0.01)
+            if status is None:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail(f"fork {i}: the child hung")
+            assert status == 0, f"fork {i}: the child exited with {status}"
+            data = os.read(r, 200).decode().split()
+            os.close(r)
+            assert data and data[0] == "True", f"fork {i}: the child attached, recorded and flushed ({data})"
+            assert types(server.events(data[1], 4))[-1] == "run.finished"
+    finally:
+        stop.set()
+        for t in busy:
+            t.join(10)
+    assert not any(t.is_alive() for t in busy), "the recording threads finished"
+    assert g.session.flush(60), "the parent still records (flush waits for a full outbox)"
+
+
 def test_module_api_matches_the_reference_all():
     expected = {
         "DEFAULT_URL", "PROTOCOL_VERSION", "AsyncGraphMindCallbackHandler", "GateDecision", "GateNode",

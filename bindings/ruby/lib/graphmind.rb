@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
 # GraphMind for Ruby: a thin skin over the Rust core (graphmind_native). Every rule lives
-# in the core; this layer maps Ruby idioms (blocks, keyword options in seconds, thread
-# locals, Process._fork, at_exit) onto it.
+# in the core (fork safety too); this layer maps Ruby idioms (blocks, keyword options in
+# seconds, thread locals, at_exit) onto it.
 
 require_relative "graphmind/version"
 require "graphmind_native"

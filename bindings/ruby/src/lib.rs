@@ -80,10 +80,12 @@ impl RbSession {
         } else {
             (Arc::new(|line: &str| eprintln!("{line}")), None)
         };
-        RbSession {
-            session: Session::new(config, sink),
-            warnings,
-        }
+        let session = Session::new(config, sink);
+        // Fork safety lives in the core's pthread_atfork hooks, inside fork() itself: a
+        // Process._fork hook would hold the session's locks across Ruby code, where a thread
+        // holding the GVL may wait for them.
+        graphmind_core::fork::register(&session);
+        RbSession { session, warnings }
     }
 
     fn take_warnings(&self) -> Vec<String> {
@@ -219,18 +221,6 @@ impl RbSession {
     fn dispose(&self, deadline: f64) {
         let session = self.session.clone();
         wait::without_gvl(move || session.dispose(secs(deadline)));
-    }
-
-    fn before_fork(&self) {
-        self.session.before_fork();
-    }
-
-    fn after_fork_parent(&self) {
-        self.session.after_fork_parent();
-    }
-
-    fn after_fork_child(&self) {
-        self.session.after_fork_child();
     }
 }
 
@@ -563,9 +553,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     session.define_method("stats", method!(RbSession::stats, 0))?;
     session.define_method("flush", method!(RbSession::flush, 1))?;
     session.define_method("dispose", method!(RbSession::dispose, 1))?;
-    session.define_method("before_fork", method!(RbSession::before_fork, 0))?;
-    session.define_method("after_fork_parent", method!(RbSession::after_fork_parent, 0))?;
-    session.define_method("after_fork_child", method!(RbSession::after_fork_child, 0))?;
 
     let run = native.define_class("Run", ruby.class_object())?;
     run.define_method("run_id", method!(RbRun::run_id, 0))?;

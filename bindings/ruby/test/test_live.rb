@@ -289,6 +289,42 @@ class TestLive < Minitest::Test
     assert_equal 5, gm.run("after-fork") { gm.tool("q") { 5 }.call }
   end
 
+  # Other Ruby threads record (taking the session's locks while they hold the GVL) while
+  # the main thread forks: neither the parent nor a child may hang. A fork protocol that
+  # held the locks across Ruby code (a Process._fork hook) hung the parent here.
+  def test_forks_while_other_threads_record_never_hang
+    gm = attach
+    stop = false
+    busy = 2.times.map do |t|
+      Thread.new do
+        n = 0
+        gm.run("busy-#{t}") { 20.times { gm.tool("b#{n % 3}") { n += 1 }.call } } until stop
+      end
+    end
+    8.times do |i|
+      reader, writer = IO.pipe
+      pid = fork do
+        reader.close
+        Graphmind.run("child-#{i}") { Graphmind.tool("c") { 2 }.call }
+        writer.puts(Graphmind.instance.flush(5.0) ? "ok" : "not flushed")
+        writer.close
+        exit!(0)
+      end
+      writer.close
+      ready = IO.select([reader], nil, nil, 20)
+      unless ready
+        Process.kill(:KILL, pid)
+        Process.wait(pid)
+        flunk "fork #{i}: the child hung"
+      end
+      assert_equal "ok", reader.read.strip, "fork #{i}: the child recorded and flushed"
+      Process.wait(pid)
+    end
+    stop = true
+    assert busy.all? { |t| t.join(10) }, "the recording threads finished"
+    assert gm.flush(5.0), "the parent still records"
+  end
+
   def test_kill_switch_records_nothing
     gm = Graphmind.configure(app: "off", url: @server.ingest_url, env: { "GRAPHMIND_DISABLED" => "1" })
     refute gm.enabled?

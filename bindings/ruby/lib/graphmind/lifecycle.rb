@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Graphmind
-  # Process-level hooks: fork safety (Process._fork, Ruby 3.1+) and dispose at exit.
+  # Process-level hooks: dispose at exit (fork safety is the core's, see below).
   module Lifecycle
     @clients = []
     @mutex = Mutex.new
@@ -21,28 +21,10 @@ module Graphmind
       end
     end
 
-    # Prepended to Process's singleton class: the core's fork protocol around every fork
-    # (Kernel#fork, Process.fork, IO.popen("-")...). The child gets its own worker and socket.
-    module ForkHooks
-      def _fork
-        sessions = Graphmind::Lifecycle.clients.map(&:native)
-        sessions.each(&:before_fork)
-        begin
-          pid = super
-        rescue Exception # rubocop:disable Lint/RescueException
-          sessions.each(&:after_fork_parent)
-          raise
-        end
-        if pid.zero?
-          sessions.each(&:after_fork_child)
-        else
-          sessions.each(&:after_fork_parent)
-        end
-        pid
-      end
-    end
-
-    Process.singleton_class.prepend(ForkHooks) if Process.respond_to?(:_fork)
+    # Fork safety needs no Ruby hook: every native session is registered with the core's
+    # pthread_atfork hooks, which run inside fork() itself (Kernel#fork, Process.fork,
+    # IO.popen("-")...), so no session lock is held while Ruby code runs. The child gets its
+    # own worker and socket on its first event.
     at_exit { Graphmind::Lifecycle.dispose_all }
   end
 end

@@ -1,0 +1,108 @@
+//! Fork safety for the whole process: `pthread_atfork` hooks that run the fork protocol of
+//! every registered session ([`Session::before_fork`] and its two `after_fork_*`).
+//!
+//! The hooks run inside `fork()` itself, on the forking thread, with nothing between them
+//! and the fork. That matters for interpreters: Ruby's `Process._fork` and Python's
+//! `os.register_at_fork` run interpreter code after their "before" hooks (more hooks, a
+//! flush of standard output), and a session lock held there could be wanted by another
+//! interpreter thread that holds the GVL or GIL while it waits for it, so neither thread
+//! would ever run again. Inside `fork()` the forking thread holds the interpreter lock and
+//! runs no interpreter code until the locks are let go; every other holder of a session
+//! lock is core code, which never waits for an interpreter while it holds one.
+//!
+//! Ruby and Python register every session they create; a C program opts in with
+//! `gm_atfork_register` (or calls the three protocol functions itself; never both).
+
+use crate::session::{Session, WeakSession};
+use crate::sync::{Mutex, MutexGuard};
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+/// Every registered session, weakly: registering never keeps a session alive.
+static REGISTERED: Mutex<Vec<WeakSession>> = Mutex::new(Vec::new());
+/// Whether the hooks were installed (tried once per process; the answer is kept).
+static INSTALLED: OnceLock<bool> = OnceLock::new();
+
+thread_local! {
+    /// From `prepare` to `parent` or `child`, on the forking thread: the registry (so no
+    /// session joins or leaves it across the fork) and the sessions whose locks are held.
+    static HELD: RefCell<Option<(MutexGuard<'static, Vec<WeakSession>>, Vec<Session>)>> =
+        const { RefCell::new(None) };
+}
+
+#[cfg(unix)]
+extern "C" {
+    fn pthread_atfork(
+        prepare: Option<unsafe extern "C" fn()>,
+        parent: Option<unsafe extern "C" fn()>,
+        child: Option<unsafe extern "C" fn()>,
+    ) -> i32;
+}
+
+/// Registers `session` with the process's fork hooks (installed on first use). Returns
+/// whether the hooks are installed; false on a platform without `fork()`, or when the
+/// install failed. Registering twice is a no-op, and a disabled session (the kill switch)
+/// is not registered: it records nothing a child could inherit. Any thread.
+pub fn register(session: &Session) -> bool {
+    if !session.is_enabled() {
+        return true;
+    }
+    if !install() {
+        return false;
+    }
+    let mut registered = REGISTERED.lock();
+    registered.retain(WeakSession::is_alive);
+    if !registered.iter().any(|s| s.is(session)) {
+        registered.push(session.downgrade());
+    }
+    true
+}
+
+/// Removes `session` from the fork hooks (a freed C session). Any thread.
+pub fn unregister(session: &Session) {
+    REGISTERED.lock().retain(|s| s.is_alive() && !s.is(session));
+}
+
+#[cfg(unix)]
+fn install() -> bool {
+    // SAFETY: the three hooks are `extern "C"` functions without arguments, as required.
+    *INSTALLED
+        .get_or_init(|| unsafe { pthread_atfork(Some(prepare), Some(parent), Some(child)) == 0 })
+}
+
+#[cfg(not(unix))]
+fn install() -> bool {
+    false
+}
+
+extern "C" fn prepare() {
+    // A panic must not cross into C (it would abort the app): the fork then goes ahead
+    // without this protocol, as it would without GraphMind.
+    let _ = std::panic::catch_unwind(|| {
+        let registered = REGISTERED.lock();
+        let sessions: Vec<Session> = registered.iter().filter_map(WeakSession::upgrade).collect();
+        for session in &sessions {
+            session.before_fork();
+        }
+        HELD.with(|held| *held.borrow_mut() = Some((registered, sessions)));
+    });
+}
+
+/// Runs `after` on every session `prepare` held, then lets the registry go.
+fn after_fork(after: fn(&Session)) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some((registered, sessions)) = HELD.with(|held| held.borrow_mut().take()) {
+            sessions.iter().for_each(after);
+            drop(sessions);
+            drop(registered);
+        }
+    });
+}
+
+extern "C" fn parent() {
+    after_fork(Session::after_fork_parent);
+}
+
+extern "C" fn child() {
+    after_fork(Session::after_fork_child);
+}
