@@ -51,8 +51,9 @@ fi
 if [ -f viewer/package-lock.json ] && have npm; then
   if [ ! -d viewer/node_modules ] || [ viewer/package-lock.json -nt viewer/node_modules/.package-lock.json ]; then
     echo "setup: installing the viewer's npm packages (npm ci in viewer/)"
-    # npm 11's `npm ci` refuses Vite 8's lock (it lists a Windows-only optional package that
-    # npm never writes into the lock); `npm install` then installs the same locked versions.
+    # The lock lists Vite 8's Windows-only optional package (napi-windows-process-start-time);
+    # a lock without it made npm 11's `npm ci` refuse, and `npm install` rewrite the lock on
+    # every set-up. `npm install` stays as the fallback for an npm that refuses otherwise.
     (cd viewer && { npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund; })
   fi
 fi
