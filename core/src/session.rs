@@ -1269,8 +1269,9 @@ impl Session {
             return true;
         }
         self.flush_tokens_locked(&mut shared);
-        Self::send_control_by(shared, Outgoing::Flush(reply_tx), deadline)
-            && reply_rx.recv_deadline(deadline).is_ok()
+        let handoff = Self::offer_control(&shared, Outgoing::Flush(reply_tx));
+        drop(shared);
+        handoff.by(deadline) && reply_rx.recv_deadline(deadline).is_ok()
     }
 
     /// Releases every held gate (`continue`), finishes the implicit run, flushes and closes
@@ -1279,8 +1280,7 @@ impl Session {
         let deadline = Instant::now() + deadline;
         let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
         let gates;
-        let started;
-        let mut shutdown_later = None;
+        let mut shutdown = Handoff::Closed;
         {
             let mut shared = self.inner.shared.lock();
             if shared.disposed {
@@ -1305,25 +1305,14 @@ impl Session {
             }
             shared.disposed = true;
             shared.engine_attached = false;
-            started = shared.worker_started;
-            if started {
-                // A full outbox is waited on below, once the gates are released.
-                match shared.outbox.try_send(Outgoing::Shutdown(reply_tx)) {
-                    Err(TrySendError::Full(shutdown)) => {
-                        shutdown_later = Some((shared.outbox.clone(), shutdown))
-                    }
-                    Ok(()) | Err(TrySendError::Disconnected(_)) => {}
-                }
-                Self::wake_worker(&shared);
+            if shared.worker_started {
+                shutdown = Self::offer_control(&shared, Outgoing::Shutdown(reply_tx));
             }
             self.inner.attach_signal.notify_all();
         }
         release_continue(gates);
-        let handed = match shutdown_later {
-            Some((outbox, shutdown)) => outbox.send_deadline(shutdown, deadline).is_ok(),
-            None => started,
-        };
-        if handed {
+        // A full outbox is waited on only now, with the gates released.
+        if shutdown.by(deadline) {
             let _ = reply_rx.recv_deadline(deadline);
         }
         self.inner.attached.store(false, Ordering::Release);
@@ -1335,8 +1324,7 @@ impl Session {
     /// [`Session::after_fork_parent`] or [`Session::after_fork_child`]. A program that forks
     /// from several threads at once, or calls this twice, gets what it asked for: a wait.
     pub fn before_fork(&self) {
-        let owner: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
-        let mut hold = ForkHold::new(owner);
+        let mut hold = ForkHold::new(self.fork_owner());
         // SAFETY: every lock lives inside `self.inner`, which the hold keeps alive.
         unsafe {
             hold.lock(&self.inner.shared);
@@ -1353,9 +1341,13 @@ impl Session {
         self.release_fork_hold();
     }
 
-    fn release_fork_hold(&self) -> bool {
-        let owner: Arc<dyn std::any::Any + Send + Sync> = self.inner.clone();
-        crate::sync::release(&owner)
+    /// What a [`ForkHold`] of this session is keyed by: its shared allocation.
+    fn fork_owner(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        self.inner.clone()
+    }
+
+    fn release_fork_hold(&self) {
+        crate::sync::release(&self.fork_owner());
     }
 
     /// Fork protocol, in the child after `fork()`: the parent's worker and socket do not
@@ -1454,31 +1446,21 @@ impl Session {
         }
     }
 
-    /// Hands a control message to the worker and wakes it.
+    /// Hands a control message to the worker and wakes it; false when the outbox is full.
     fn send_control(shared: &Shared, message: Outgoing) -> bool {
-        let sent = shared.outbox.try_send(message).is_ok();
-        Self::wake_worker(shared);
-        sent
+        matches!(Self::offer_control(shared, message), Handoff::Sent)
     }
 
-    /// Hands a control message to the worker and wakes it; with the outbox full, lets go
-    /// of the lock and waits until `deadline` for room (the worker is draining it).
-    fn send_control_by(
-        shared: MutexGuard<'_, Shared>,
-        message: Outgoing,
-        deadline: Instant,
-    ) -> bool {
-        let sent = match shared.outbox.try_send(message) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(message)) => Err((shared.outbox.clone(), message)),
-            Err(TrySendError::Disconnected(_)) => return false,
+    /// Offers a control message to the worker and wakes it. A full outbox is waited on with
+    /// [`Handoff::by`], once the caller has let go of the lock (the worker is draining it).
+    fn offer_control(shared: &Shared, message: Outgoing) -> Handoff {
+        let handoff = match shared.outbox.try_send(message) {
+            Ok(()) => Handoff::Sent,
+            Err(TrySendError::Full(message)) => Handoff::Full(shared.outbox.clone(), message),
+            Err(TrySendError::Disconnected(_)) => Handoff::Closed,
         };
-        Self::wake_worker(&shared);
-        drop(shared);
-        match sent {
-            Ok(()) => true,
-            Err((outbox, message)) => outbox.send_deadline(message, deadline).is_ok(),
-        }
+        Self::wake_worker(shared);
+        handoff
     }
 
     /// Wakes a lingering worker (cheap when it is not parked).
@@ -1808,6 +1790,28 @@ impl Session {
 
     fn next_pause_deadline(&self) -> Option<Instant> {
         self.inner.shared.lock().engine.next_deadline()
+    }
+}
+
+/// A control message offered to the worker ([`Session::offer_control`]).
+enum Handoff {
+    /// In the outbox.
+    Sent,
+    /// The outbox was full: the message, and the outbox to wait on.
+    Full(Sender<Outgoing>, Outgoing),
+    /// No worker receives (or none was started).
+    Closed,
+}
+
+impl Handoff {
+    /// Whether the message is in the outbox, waiting for room until `deadline` when it was
+    /// full. Call without the session lock.
+    fn by(self, deadline: Instant) -> bool {
+        match self {
+            Handoff::Sent => true,
+            Handoff::Full(outbox, message) => outbox.send_deadline(message, deadline).is_ok(),
+            Handoff::Closed => false,
+        }
     }
 }
 

@@ -2,11 +2,6 @@
 //! `pthread_atfork` registry (`graphmind_core::fork`), where Ruby and Python sessions are too.
 
 use crate::{gm_session, guard_value};
-use graphmind_core::session::Session;
-
-pub(crate) fn unregister(session: &Session) {
-    graphmind_core::fork::unregister(session);
-}
 
 /// Registers `session` with the library's `pthread_atfork` hooks (installed once per
 /// process): around every `fork()` the session runs its fork protocol, and the child

@@ -835,7 +835,7 @@ pub unsafe extern "C" fn gm_session_free(session: *mut gm_session) {
     guard_value((), || {
         if !session.is_null() {
             let s = Box::from_raw(session);
-            fork::unregister(&s.session);
+            graphmind_core::fork::unregister(&s.session);
             s.session
                 .dispose(Duration::from_millis(config::DEFAULT_READY_TIMEOUT_MS));
             drop(s);
