@@ -497,6 +497,47 @@ def test_the_kill_switch_disables_everything(server):
         x.dispose()
 
 
+def fork_recording(g, run_name, call, flush_timeout):
+    """Forks; the child attaches, records `call()` in a run, flushes, writes
+    "<attached> <flushed> <run id>" to a pipe and exits. Returns (pid, the pipe's read end)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: one thread, the session's locks released by the core
+        code = 1
+        try:
+            os.close(r)
+            attached = g.ready(3)
+            with g.run(run_name) as ctx:
+                call()
+            flushed = g.session.flush(flush_timeout)
+            os.write(w, f"{attached} {flushed} {ctx.run_id}".encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def wait_child(pid, limit):
+    """The child's wait status; a child still running after `limit` seconds is killed and
+    the test fails."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return status
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(f"the forked child {pid} hung")
+
+
+def read_all(fd):
+    data = os.read(fd, 200).decode().split()
+    os.close(fd)
+    return data
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 def test_a_forked_child_reconnects_and_records(server, gm_for):
     g = gm_for()
@@ -508,24 +549,9 @@ def test_a_forked_child_reconnects_and_records(server, gm_for):
 
     with g.run("parent"):
         work(1)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child
-        code = 1
-        try:
-            os.close(r)
-            ok = g.ready(3)
-            with g.run("child") as ctx:
-                work(2)
-            flushed = g.session.flush(3)
-            os.write(w, f"{ok} {flushed} {ctx.run_id}".encode())
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    data = os.read(r, 200).decode().split()
-    _, status = os.waitpid(pid, 0)
-    assert status == 0
+    pid, r = fork_recording(g, "child", lambda: work(2), flush_timeout=3)
+    assert wait_child(pid, 20) == 0
+    data = read_all(r)
     assert data[0] == "True" and data[1] == "True"
     events = server.events(data[2], 6)
     assert types(events)[0] == "run.started" and types(events)[-1] == "run.finished"
@@ -560,37 +586,12 @@ def test_forks_while_other_threads_record_never_hang(server, gm_for):
         t.start()
     try:
         for i in range(8):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:  # the child: one thread, the session's locks released by the core
-                code = 1
-                try:
-                    os.close(r)
-                    attached = g.ready(3)
-                    with g.run(f"child-{i}") as ctx:
-                        step(100)
-                    flushed = attached and g.session.flush(5)
-                    os.write(w, f"{flushed} {ctx.run_id}".encode())
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(w)
-            status, deadline = None, time.monotonic() + 20
-            while status is None and time.monotonic() < deadline:
-                done, code = os.waitpid(pid, os.WNOHANG)
-                if done == pid:
-                    status = code
-                else:
-                    time.sleep(0.01)
-            if status is None:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                pytest.fail(f"fork {i}: the child hung")
+            pid, r = fork_recording(g, f"child-{i}", lambda: step(100), flush_timeout=5)
+            status = wait_child(pid, 20)
             assert status == 0, f"fork {i}: the child exited with {status}"
-            data = os.read(r, 200).decode().split()
-            os.close(r)
-            assert data and data[0] == "True", f"fork {i}: the child attached, recorded and flushed ({data})"
-            assert types(server.events(data[1], 4))[-1] == "run.finished"
+            data = read_all(r)
+            assert data[:2] == ["True", "True"], f"fork {i}: the child attached, recorded and flushed ({data})"
+            assert types(server.events(data[2], 4))[-1] == "run.finished"
     finally:
         stop.set()
         for t in busy:
