@@ -572,7 +572,9 @@ impl Session {
     pub fn finish_run(&self, run: &Run, outcome: RunOutcome) {
         let mut shared = self.inner.shared.lock();
         shared.runs.remove(&run.run_id);
-        self.inner.loop_guard.lock().forget(&run.run_id);
+        // The run's loop state is forgotten by the worker as it takes `run.finished`, after
+        // the node events queued before it: forgetting here raced the worker when it feeds
+        // the guard (detached, or mode warn), and wiped the first calls' books mid-run.
         if !self.inner.config.enabled || shared.disposed {
             return;
         }
@@ -2195,6 +2197,11 @@ impl Worker {
     /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
     /// event.
     fn process(&mut self, mut event: OutEvent) {
+        if event.event_type == MessageType::RunFinished {
+            // In order with the node events the guard was fed before it (see finish_run); a
+            // dropped `run.finished` leaves the run to the guard's least-recently-used bound.
+            self.inner().loop_guard.lock().forget(&event.run_id);
+        }
         self.session
             .resolve_member(&mut event.payload, event.deferred_member.take());
         // A node event queued typed is built here, off the application thread.

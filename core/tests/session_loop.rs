@@ -119,3 +119,33 @@ fn events_dropped_while_the_worker_is_behind_keep_the_guard_s_books() {
     );
     session.dispose(Duration::from_secs(2));
 }
+
+/// A run that finishes right after its calls: the worker, which feeds the guard while
+/// detached, still sees every call of the run before the run's books are forgotten (they
+/// were forgotten on the application thread at `finish_run`, racing the worker, and the
+/// loop went unwarned about whenever the worker was behind).
+#[test]
+fn a_run_finished_right_after_its_loop_is_still_warned_about() {
+    use graphmind_core::session::RunOutcome;
+    for round in 0..40 {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let session = detached(lines.clone());
+        let run = session.start_run("short", None);
+        for i in 0..3 {
+            if i > 0 {
+                // Slow enough that the worker takes the first calls before the run ends.
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            call(&session, &run.run_id, r#"{"q":"a"}"#);
+        }
+        session.finish_run(&run, RunOutcome::Ok);
+        assert!(session.flush(Duration::from_secs(5)));
+        assert_eq!(
+            loop_warnings(&lines),
+            1,
+            "round {round}: {:?}",
+            lines.lock().unwrap()
+        );
+        session.dispose(Duration::from_secs(1));
+    }
+}
