@@ -1503,8 +1503,9 @@ gm_error *gm_ai_sdk_step_output(const char *result_json, size_t len, gm_string *
 
 /**
  * A loop guard with the default configuration, overridden by the members of `config_json`
- * (NULL: none): `threshold` (integer), `allowNodes`, `ignoreKeys`, `kinds` (arrays of
- * strings; `null` members are ignored). `*out` is freed with `gm_loop_guard_free`. Any thread.
+ * (NULL: none): `threshold` (integer), `allowNodes`, `ignoreKeys`, `kinds`, `detect` (arrays
+ * of strings; `detect` names the opt-in detectors `cycle` and `error-repeat`, off by
+ * default; `null` members are ignored). `*out` is freed with `gm_loop_guard_free`. Any thread.
  *
  * # Safety
  * `config_json` points to `len` bytes or is NULL; `out` is a valid pointer.

@@ -12,6 +12,9 @@ export interface LoopGuardOptions {
   allowNodes?: string[];
   ignoreKeys?: string[];
   kinds?: string[];
+  /** Opt-in detectors beside the same-call-back-to-back rule: 'cycle', 'error-repeat'.
+   *  Off by default (the spec does not hold alternating calls). Replaces GRAPHMIND_LOOP_DETECT. */
+  detect?: Array<'repeat' | 'cycle' | 'error-repeat'>;
 }
 
 /** Session options: the reference's names and defaults, resolved by the core. */

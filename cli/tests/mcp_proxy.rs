@@ -889,3 +889,47 @@ fn mcp_and_mcp_proxy_record_their_command_for_telemetry() {
         assert!(out.stdout.is_empty(), "telemetry never touches the protocol channel");
     }
 }
+
+/// The proxy follows the TypeScript client's kill switch (the spec): Python's production
+/// variables do not switch it off, `NODE_ENV=production` does unless `GRAPHMIND=1`, and what
+/// it prints names the variable that actually switched it off.
+#[test]
+fn the_proxy_switches_off_by_the_typescript_rule_and_names_the_variable_that_did() {
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let port = srv.port.to_string();
+    let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+        (&[("ENV", "prod")], None),
+        (&[("APP_ENV", "Production")], None),
+        (&[("PYTHON_ENV", "production"), ("GRAPHMIND_ENV", "prod")], None),
+        (&[("NODE_ENV", "Production")], None), // the TypeScript check is exact
+        (&[("NODE_ENV", "production"), ("GRAPHMIND", "1")], None),
+        (&[("NODE_ENV", "production")], Some("NODE_ENV=production is set (GRAPHMIND=1 records there anyway): relaying only, nothing is recorded")),
+        (&[("GRAPHMIND_DISABLED", "1"), ("ENV", "prod")], Some("GRAPHMIND_DISABLED=1 is set: relaying only, nothing is recorded")),
+    ];
+    for (envs, off) in cases {
+        let before = runs(&srv).len();
+        let (child, mut stdin, mut out) = spawn_proxy(&["--port", &port, "--wait-for-attach"], &everything(), envs);
+        writeln!(stdin, "{INIT}").unwrap();
+        assert!(answer_to(&mut out, 1).get("result").is_some(), "{envs:?}: the session works either way");
+        writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"hi"}}}}}}"#).unwrap();
+        answer_to(&mut out, 2);
+        let err = finish(child, stdin);
+        match off {
+            Some(line) => {
+                assert!(err.contains(line), "{envs:?}: {err}");
+                std::thread::sleep(Duration::from_millis(300));
+                assert_eq!(runs(&srv).len(), before, "{envs:?}: nothing recorded");
+            }
+            None => {
+                assert!(err.contains("reporting to ws://127.0.0.1:"), "{envs:?}: {err}");
+                assert!(!err.contains("relaying only"), "{envs:?}: {err}");
+                let deadline = Instant::now() + Duration::from_secs(15);
+                while runs(&srv).len() == before {
+                    assert!(Instant::now() < deadline, "{envs:?}: the run is recorded");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+}

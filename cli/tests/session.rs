@@ -4,7 +4,7 @@
 
 mod common;
 use common::*;
-use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
+use graphmind_core::config::{self, EnvSnapshot, LoopGuardOption, LoopGuardOverrides, Options, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, NodeKind};
 use graphmind_core::gate::{GateDecision, PausePoint, ResumeAction};
 use graphmind_core::host_value::HostValue;
@@ -270,6 +270,39 @@ fn next_call(session: &Session, run_id: &str, name: &str, input: &str) -> (Step,
     (step, gate)
 }
 
+/// Options that turn on the opt-in loop detectors named (`loopGuard.detect`).
+fn detecting(names: &'static [&'static str]) -> impl FnOnce(&mut Options) {
+    move |options| {
+        options.loop_guard = Some(LoopGuardOption::Fields(LoopGuardOverrides {
+            detect: Some(names.iter().map(|n| n.to_string()).collect()),
+            ..LoopGuardOverrides::default()
+        }))
+    }
+}
+
+#[test]
+fn by_default_alternating_tools_and_a_repeated_error_are_not_held() {
+    // The spec: "An agent alternating between two tools (search, read, search, read) is not
+    // held", and another call in between starts the count again. The cycle and error-repeat
+    // detectors are opt-in.
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("alternating", None);
+    for _ in 0..4 {
+        call_tool(&session, &run.run_id, "search", r#"{"q":"oslo"}"#, Ok(r#"{"hits":[]}"#));
+        call_tool(&session, &run.run_id, "refine", r#"{"q":"oslo","broader":true}"#, Ok(r#"{"q":"oslo"}"#));
+    }
+    for page in 0..3 {
+        call_tool(&session, &run.run_id, "fetch", &format!(r#"{{"page":{page}}}"#), Err("503 Service Unavailable"));
+    }
+    let (mut step, gate) = next_call(&session, &run.run_id, "fetch", r#"{"page":3}"#);
+    assert!(matches!(gate, Gate::Continue), "not held without loopGuard.detect");
+    assert!(matches!(step.on_before(GateDecision::proceed()), Next::Run { .. }));
+    step.on_after(GateDecision::proceed(), Some(Value::from("done")));
+    session.finish_run(&run, RunOutcome::Ok);
+    session.dispose(Duration::from_secs(2));
+}
+
 #[test]
 fn a_cycle_of_two_tools_with_identical_results_is_held_at_its_fourth_lap() {
     // Back to back, with no pause between calls: the worker keys each successful output
@@ -277,7 +310,7 @@ fn a_cycle_of_two_tools_with_identical_results_is_held_at_its_fourth_lap() {
     // those keys (and must, to hold).
     let srv = Server::start(&["--pause-on-error", "off"], &[]);
     let mut dbg = Debugger::new(&srv);
-    let session = attached(&srv, |_| {});
+    let session = attached(&srv, detecting(&["cycle"]));
     for round in 0..3 {
         let run = session.start_run("cycle", None);
         dbg.watch(&run.run_id);
@@ -302,7 +335,7 @@ fn a_cycle_of_two_tools_with_identical_results_is_held_at_its_fourth_lap() {
 #[test]
 fn a_cycle_whose_results_change_is_not_held() {
     let srv = Server::start(&["--pause-on-error", "off"], &[]);
-    let session = attached(&srv, |_| {});
+    let session = attached(&srv, detecting(&["cycle", "error-repeat"]));
     let run = session.start_run("polling", None);
     for lap in 0..3 {
         call_tool(&session, &run.run_id, "submit", r#"{"job":7}"#, Ok(r#"{"queued":true}"#));
@@ -320,7 +353,7 @@ fn a_cycle_whose_results_change_is_not_held() {
 fn the_fourth_call_after_three_identical_failures_is_held_as_an_error_repeat() {
     let srv = Server::start(&["--pause-on-error", "off"], &[]);
     let mut dbg = Debugger::new(&srv);
-    let session = attached(&srv, |_| {});
+    let session = attached(&srv, detecting(&["error-repeat"]));
     let run = session.start_run("failing", None);
     dbg.watch(&run.run_id);
     // Other arguments each time (not the v3 repeat), one identical error.

@@ -15,8 +15,10 @@
 //!   reached the threshold and this count has not held yet (a retry does not hold again).
 //!
 //! The 0.6 loop kinds (`cycle`, `error-repeat`) live in [`history`]: each (run, watched
-//! kind) also remembers its last [`LOOP_HISTORY_SIZE`] completed calls. Precedence at one
-//! gate: repeat (v3) > cycle > error-repeat.
+//! kind) also remembers its last [`LOOP_HISTORY_SIZE`] completed calls. They are **off by
+//! default** ([`LoopDetect`]): the spec says an agent alternating between two tools is not
+//! held, so they hold only when a user opts in (`loopGuard.detect`, `GRAPHMIND_LOOP_DETECT`).
+//! Precedence at one gate: repeat (v3) > cycle > error-repeat.
 //!
 //! State is bounded: at most [`MAX_LOOP_RUNS`] runs (least recently used evicted), one
 //! streak and one history per watched kind, [`MAX_OPEN_CALLS_PER_RUN`] open calls per run.
@@ -47,6 +49,9 @@ pub const MAX_OPEN_CALLS_PER_RUN: usize = 256;
 pub const DEFAULT_LOOP_THRESHOLD: u32 = 3;
 /// Default watched node kinds.
 pub const DEFAULT_LOOP_KINDS: &[&str] = &["tool"];
+/// The detector names `loopGuard.detect` / `GRAPHMIND_LOOP_DETECT` take. `repeat` (rule v3)
+/// is always on; naming it is allowed and changes nothing.
+pub const LOOP_DETECTORS: &[&str] = &["repeat", "cycle", "error-repeat"];
 /// What every warning line starts with (the session's warner prints it).
 pub const WARNING_PREFIX: &str = "[graphmind] ";
 /// What a hidden fingerprint is replaced with on the wire.
@@ -76,6 +81,61 @@ pub struct LoopGuardConfig {
     pub ignore_keys: Vec<String>,
     /// Node kinds watched.
     pub kinds: Vec<String>,
+    /// The detectors beyond rule v3, each off unless asked for.
+    pub detect: LoopDetect,
+}
+
+/// The opt-in loop detectors of the reference's 0.6 client. Both are off by default, since
+/// they hold calls the spec says are not held (alternating tools; the same error with
+/// different arguments).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopDetect {
+    /// `cycle`: 2 to 4 calls repeated in identical laps, results included.
+    pub cycle: bool,
+    /// `error-repeat`: a node's last calls failed with an identical error.
+    pub error_repeat: bool,
+}
+
+impl LoopDetect {
+    /// Both detectors on.
+    pub const ALL: LoopDetect = LoopDetect {
+        cycle: true,
+        error_repeat: true,
+    };
+
+    /// Whether any detector beyond rule v3 is on (the history is kept only then).
+    pub fn any(self) -> bool {
+        self.cycle || self.error_repeat
+    }
+
+    /// The detectors named in `names` ([`LOOP_DETECTORS`], any case, trimmed, empty names
+    /// skipped), and the names that are none of them.
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> (LoopDetect, Vec<String>) {
+        let mut detect = LoopDetect::default();
+        let mut unknown = Vec::new();
+        for name in names {
+            let raw = name.as_ref();
+            match raw.trim().to_ascii_lowercase().as_str() {
+                "" | "repeat" => {}
+                "cycle" => detect.cycle = true,
+                "error-repeat" => detect.error_repeat = true,
+                _ => unknown.push(raw.to_owned()),
+            }
+        }
+        (detect, unknown)
+    }
+
+    /// The names of the detectors on, rule v3's `repeat` first (it is always on).
+    pub fn names(self) -> Vec<&'static str> {
+        let mut out = vec!["repeat"];
+        if self.cycle {
+            out.push("cycle");
+        }
+        if self.error_repeat {
+            out.push("error-repeat");
+        }
+        out
+    }
 }
 
 impl Default for LoopGuardConfig {
@@ -89,6 +149,7 @@ impl Default for LoopGuardConfig {
                 .map(|k| k.to_string())
                 .collect(),
             kinds: DEFAULT_LOOP_KINDS.iter().map(|k| k.to_string()).collect(),
+            detect: LoopDetect::default(),
         }
     }
 }
@@ -665,6 +726,7 @@ impl LoopGuard {
         let kinds = self.keyer.config.kinds.len();
         let threshold = self.keyer.config.threshold;
         let salt = self.keyer.salt;
+        let detect = self.keyer.config.detect;
         let state = self.state_for(start.run_id, kinds);
         state.histories[kind].verdict = None;
         let instance_id = start.instance_id;
@@ -704,9 +766,17 @@ impl LoopGuard {
             OpenCall::new(kind, start.node_id, instance_id, Some(fp), start.seq),
         );
         let history = &mut state.histories[kind];
-        let detected = history
-            .detect_cycle(start.node_id, &fp, start.seq, &salt)
-            .or_else(|| history.detect_error_repeat(start.node_id.as_bytes(), start.seq, &salt));
+        let cycle = if detect.cycle {
+            history.detect_cycle(start.node_id, &fp, start.seq, &salt)
+        } else {
+            None
+        };
+        let detected = cycle.or_else(|| {
+            detect
+                .error_repeat
+                .then(|| history.detect_error_repeat(start.node_id.as_bytes(), start.seq, &salt))
+                .flatten()
+        });
         if let Some(info) = &detected {
             history.verdict = Some(history::Verdict {
                 node_id: start.node_id.to_owned(),
@@ -799,7 +869,7 @@ impl LoopGuard {
             .iter()
             .flatten()
             .any(|s| s.repeats.saturating_add(1) >= threshold)
-            || state.histories.iter().any(|h| h.may_detect())
+            || (self.keyer.config.detect.any() && state.histories.iter().any(|h| h.may_detect()))
     }
 
     /// The before-gate of a call (consulted only in mode pause while `attached`): hold when
@@ -949,6 +1019,9 @@ impl LoopGuard {
         node_id: &str,
         fp: StartFingerprint,
     ) -> bool {
+        if !self.keyer.config.detect.cycle {
+            return false;
+        }
         let (Some(kind), Some(fp)) = (self.kind_index(kind), fp.0) else {
             return false;
         };
@@ -982,6 +1055,10 @@ impl LoopGuard {
     /// Enters a call taken by [`LoopGuard::take_open`] into its kind's history; the ticket
     /// when its output's key is still to come.
     fn complete(&mut self, call: OpenCall, key: FinishKey) -> Option<OutputTicket> {
+        if !self.keyer.config.detect.any() {
+            // Only the opt-in detectors read the history: keep none, key no output.
+            return None;
+        }
         let is_tool = self.keyer.config.kinds[call.kind] == "tool";
         let kind = call.kind;
         let mut entry = entry_for(call, key, is_tool);
@@ -1176,6 +1253,47 @@ fn new_salt() -> [u8; 32] {
 mod tests {
     use super::*;
 
+    /// The default settings with both opt-in detectors on, so the history is kept.
+    fn with_history() -> LoopGuardConfig {
+        LoopGuardConfig {
+            detect: LoopDetect::ALL,
+            ..LoopGuardConfig::default()
+        }
+    }
+
+    #[test]
+    fn by_default_no_history_is_kept_and_no_output_waits_for_its_key() {
+        let mut guard = LoopGuard::with_salt(LoopGuardConfig::default(), [1; 32]);
+        let input = Value::from("q");
+        for seq in 0..4 {
+            let start = NodeStart::new("r", "tool:t", "tool", LoopValue::from(&input), seq);
+            let fp = guard.keyer().fingerprint_start("tool:t", start.input);
+            assert!(!guard.awaits_output("r", "tool", "tool:t", fp));
+            guard.record_start(&start, fp, true);
+            let key = guard
+                .keyer()
+                .key_finish_later(Some("ok"), LoopValue::from(&input));
+            assert_eq!(guard.record_finish("r", "tool:t", None, key), None);
+        }
+        let (_, state) = guard.runs.iter().find(|(id, _)| id == "r").unwrap();
+        assert!(state.histories[0].newest().is_none());
+    }
+
+    #[test]
+    fn detector_names_are_read_in_any_case_and_unknown_ones_are_returned() {
+        let (d, unknown) = LoopDetect::from_names(&[" Cycle", "repeat", "", "loops"]);
+        assert_eq!(
+            d,
+            LoopDetect {
+                cycle: true,
+                error_repeat: false
+            }
+        );
+        assert_eq!(unknown, vec!["loops".to_owned()]);
+        assert_eq!(LoopDetect::ALL.names(), LOOP_DETECTORS);
+        assert_eq!(LoopDetect::default().names(), vec!["repeat"]);
+    }
+
     /// Starts and finishes one successful call of `tool:t` in `run`, its output left for
     /// later; the ticket.
     fn call(guard: &mut LoopGuard, run: &str, seq: u64) -> OutputTicket {
@@ -1198,7 +1316,7 @@ mod tests {
 
     #[test]
     fn a_ticket_fills_only_its_own_call_even_after_its_run_was_evicted() {
-        let mut guard = LoopGuard::with_salt(LoopGuardConfig::default(), [1; 32]);
+        let mut guard = LoopGuard::with_salt(with_history(), [1; 32]);
         let stale = call(&mut guard, "r", 1);
         for other in 0..MAX_LOOP_RUNS {
             call(&mut guard, &format!("other{other}"), 2);
@@ -1218,7 +1336,7 @@ mod tests {
 
     #[test]
     fn an_error_shaped_tool_result_is_a_failure_keyed_at_once() {
-        let mut guard = LoopGuard::with_salt(LoopGuardConfig::default(), [1; 32]);
+        let mut guard = LoopGuard::with_salt(with_history(), [1; 32]);
         let input = Value::from("q");
         let start = NodeStart::new("r", "tool:t", "tool", LoopValue::from(&input), 1);
         let fp = guard.keyer().fingerprint_start("tool:t", start.input);

@@ -301,3 +301,51 @@ fn non_finite_numbers_fall_back() {
         ]
     );
 }
+
+/// `describe_disabled` names the variable that switched a session off, by each flavor's rule.
+#[test]
+fn the_reason_a_session_is_off_names_the_variable_that_did_it() {
+    use graphmind_core::config::{describe_disabled, resolve_enabled, EnvSnapshot, SdkFlavor};
+    let env = |pairs: &[(&str, &str)]| {
+        let mut e = EnvSnapshot::new();
+        for (k, v) in pairs {
+            e.set(*k, *v);
+        }
+        e
+    };
+    let why = |pairs: &[(&str, &str)], flavor| {
+        let e = env(pairs);
+        let (_, reason) = resolve_enabled(None, &e, flavor);
+        describe_disabled(reason, &e, flavor)
+    };
+    let python = [
+        ("ENVIRONMENT", ""),
+        ("APP_ENV", "Prod"),
+        ("ENV", "production"),
+    ];
+    assert_eq!(
+        why(&python, SdkFlavor::Python).as_deref(),
+        Some("APP_ENV=Prod is set (GRAPHMIND=1 records there anyway)"),
+        "the first variable set (an empty one is skipped) decides, and is the one named"
+    );
+    assert_eq!(
+        why(&python, SdkFlavor::Node),
+        None,
+        "Node reads NODE_ENV alone"
+    );
+    assert_eq!(
+        why(&[("NODE_ENV", "production")], SdkFlavor::Node).as_deref(),
+        Some("NODE_ENV=production is set (GRAPHMIND=1 records there anyway)")
+    );
+    assert_eq!(
+        why(
+            &[("NODE_ENV", "production"), ("GRAPHMIND", "1")],
+            SdkFlavor::Node
+        ),
+        None
+    );
+    assert_eq!(
+        why(&[("GRAPHMIND_DISABLED", "yes")], SdkFlavor::Ruby).as_deref(),
+        Some("GRAPHMIND_DISABLED=yes is set")
+    );
+}

@@ -3,8 +3,8 @@
 
 use graphmind_core::json::{self, Value};
 use graphmind_core::loop_guard::{
-    LoopGuard, LoopGuardConfig, LoopHide, LoopInfo, LoopKind, LoopMode, LoopValue, LoopVerdict,
-    NodeStart, OutputTicket, MAX_LOOP_RUNS, REDACTED,
+    LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopInfo, LoopKind, LoopMode, LoopValue,
+    LoopVerdict, NodeStart, OutputTicket, MAX_LOOP_RUNS, REDACTED,
 };
 use graphmind_core::smart::{
     error_result_shape, error_text_key, parse_break_on, truncated_tool_call,
@@ -12,7 +12,7 @@ use graphmind_core::smart::{
 
 #[path = "support/loop_fixture.rs"]
 mod loop_fixture;
-use loop_fixture::{config_for, int_of, load, start_of, str_of};
+use loop_fixture::{config_for, int_of, kinds_config_for, load, start_of, str_of};
 
 /// (at, repeats, firstAt) of every hold.
 type Trip = (u64, u32, u64);
@@ -387,25 +387,44 @@ fn loop_kinds_sequences() {
     let sequences = fixture.get("sequences").unwrap().as_array().unwrap();
     assert_eq!(sequences.len(), 41);
     for seq in sequences {
-        let name = str_of(seq, "name").unwrap();
-        let mut guard = LoopGuard::new(config_for(seq));
-        let mut holds = Vec::new();
-        for (i, event) in seq
-            .get("events")
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-        {
-            let i = i as u64;
-            let node_id = str_of(event, "nodeId").unwrap();
-            let instance = str_of(event, "instanceId");
-            match str_of(event, "event").unwrap() {
-                "start" => {
-                    let start = start_of("run", event, i);
-                    guard.on_node_started(&start, true);
-                    let verdict = guard.consult_before(
+        run_hold_sequence(seq, kinds_config_for(seq));
+    }
+}
+
+/// Runs one sequence of loop-kinds events (attached, each start's before-gate consulted and
+/// a retry checked) and compares its holds with `holds`.
+fn run_hold_sequence(seq: &Value, config: LoopGuardConfig) {
+    let name = str_of(seq, "name").unwrap();
+    let mut guard = LoopGuard::new(config);
+    let mut holds = Vec::new();
+    for (i, event) in seq
+        .get("events")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let i = i as u64;
+        let node_id = str_of(event, "nodeId").unwrap();
+        let instance = str_of(event, "instanceId");
+        match str_of(event, "event").unwrap() {
+            "start" => {
+                let start = start_of("run", event, i);
+                guard.on_node_started(&start, true);
+                let verdict = guard.consult_before(
+                    "run",
+                    start.kind,
+                    node_id,
+                    start.name,
+                    true,
+                    LoopHide::default(),
+                );
+                if let LoopVerdict::Hold(info) = verdict {
+                    assert_eq!(info.last_seq, i, "{name}");
+                    assert_eq!(info.fingerprint.len(), 32, "{name}");
+                    holds.push(hold_of(i, &info));
+                    let again = guard.consult_before(
                         "run",
                         start.kind,
                         node_id,
@@ -413,48 +432,47 @@ fn loop_kinds_sequences() {
                         true,
                         LoopHide::default(),
                     );
-                    if let LoopVerdict::Hold(info) = verdict {
-                        assert_eq!(info.last_seq, i, "{name}");
-                        assert_eq!(info.fingerprint.len(), 32, "{name}");
-                        holds.push(hold_of(i, &info));
-                        let again = guard.consult_before(
-                            "run",
-                            start.kind,
-                            node_id,
-                            start.name,
-                            true,
-                            LoopHide::default(),
-                        );
-                        assert_eq!(again, LoopVerdict::Continue, "{name}: retry at {i}");
-                    }
+                    assert_eq!(again, LoopVerdict::Continue, "{name}: retry at {i}");
                 }
-                "error" => {
-                    let name_text = event.get("name").and_then(Value::as_js_str);
-                    let message = event.get("message").and_then(Value::as_js_str);
-                    guard.on_node_error("run", node_id, instance, name_text, message);
-                }
-                "finish" => {
-                    guard.on_node_finished(
-                        "run",
-                        node_id,
-                        instance,
-                        str_of(event, "status"),
-                        LoopValue::Read(event.get("output")),
-                        true,
-                    );
-                }
-                other => panic!("{name}: unknown event {other}"),
             }
+            "error" => {
+                let name_text = event.get("name").and_then(Value::as_js_str);
+                let message = event.get("message").and_then(Value::as_js_str);
+                guard.on_node_error("run", node_id, instance, name_text, message);
+            }
+            "finish" => {
+                guard.on_node_finished(
+                    "run",
+                    node_id,
+                    instance,
+                    str_of(event, "status"),
+                    LoopValue::Read(event.get("output")),
+                    true,
+                );
+            }
+            other => panic!("{name}: unknown event {other}"),
         }
-        let expected: Vec<Hold> = seq
-            .get("holds")
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(expected_hold)
-            .collect();
-        assert_eq!(holds, expected, "{name}");
+    }
+    let expected: Vec<Hold> = seq
+        .get("holds")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(expected_hold)
+        .collect();
+    assert_eq!(holds, expected, "{name}");
+}
+
+/// Our loop-hold defaults and opt-ins (`tests/vectors/ours/loop-detect.json`): alternating
+/// calls and the same error with other arguments are held only with their detector on.
+#[test]
+fn our_loop_detect_vectors() {
+    let doc = load("ours/loop-detect.json");
+    let cases = doc.get("cases").unwrap().as_array().unwrap();
+    assert_eq!(cases.len(), 10);
+    for case in cases {
+        run_hold_sequence(case, config_for(case));
     }
 }
 
@@ -540,7 +558,10 @@ fn loop_kinds_error_text() {
 
 #[test]
 fn loop_kind_warnings_name_the_node_and_counts_only() {
-    let mut guard = LoopGuard::new(LoopGuardConfig::default());
+    let mut guard = LoopGuard::new(LoopGuardConfig {
+        detect: LoopDetect::ALL,
+        ..LoopGuardConfig::default()
+    });
     let mut warnings = Vec::new();
     for i in 0..4u64 {
         let input = json::parse_str(&format!(r#"{{"sql":"select {i}"}}"#)).unwrap();
@@ -670,7 +691,7 @@ mod properties {
         /// ordered and a retry never holds twice.
         #[test]
         fn any_event_order_is_safe(events in prop::collection::vec(event(), 0..300), attached in any::<bool>()) {
-            let config = LoopGuardConfig { threshold: 2, kinds: vec!["tool".into(), "llm".into()], ..Default::default() };
+            let config = LoopGuardConfig { threshold: 2, kinds: vec!["tool".into(), "llm".into()], detect: LoopDetect::ALL, ..Default::default() };
             let mut guard = LoopGuard::new(config);
             let inputs: Vec<Value> = (0..3).map(|i| json::parse_str(&format!(r#"{{"q":{i},"_meta":{{"t":{i}}}}}"#)).unwrap()).collect();
             let outputs: Vec<Value> = vec![
@@ -720,7 +741,7 @@ mod properties {
         /// call, on runs of repeated laps (so that cycles, repeats and error repeats occur).
         #[test]
         fn keying_outputs_later_changes_no_verdict(segments in prop::collection::vec(segment(), 1..40), attached in any::<bool>()) {
-            let config = LoopGuardConfig { threshold: 3, kinds: vec!["tool".into(), "llm".into()], ..Default::default() };
+            let config = LoopGuardConfig { threshold: 3, kinds: vec!["tool".into(), "llm".into()], detect: LoopDetect::ALL, ..Default::default() };
             let mut now = LoopGuard::with_salt(config.clone(), [9; 32]);
             let mut later = LoopGuard::with_salt(config, [9; 32]);
             let keyer = later.keyer().clone();
@@ -796,8 +817,26 @@ mod properties {
 
     /// A lap of 1 to 4 calls repeated 1 to 5 times, one call's output changed in one round.
     fn segment() -> impl Strategy<Value = (Vec<Call>, usize, Option<(usize, usize)>)> {
-        let call = (0u8..2, 0u8..3, prop_oneof![4 => Just(0u8), 1 => Just(1u8)], 0u8..2, prop::bool::weighted(0.2), 0u8..3)
-            .prop_map(|(run, node, kind, input, failed, output)| Call { run, node, kind, input, failed, output });
-        (prop::collection::vec(call, 1..5), 1usize..6, prop::option::weighted(0.3, (0usize..5, 0usize..4)))
+        let call = (
+            0u8..2,
+            0u8..3,
+            prop_oneof![4 => Just(0u8), 1 => Just(1u8)],
+            0u8..2,
+            prop::bool::weighted(0.2),
+            0u8..3,
+        )
+            .prop_map(|(run, node, kind, input, failed, output)| Call {
+                run,
+                node,
+                kind,
+                input,
+                failed,
+                output,
+            });
+        (
+            prop::collection::vec(call, 1..5),
+            1usize..6,
+            prop::option::weighted(0.3, (0usize..5, 0usize..4)),
+        )
     }
 }

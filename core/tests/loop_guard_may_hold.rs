@@ -9,7 +9,7 @@ use graphmind_core::loop_guard::{
 
 #[path = "support/loop_fixture.rs"]
 mod loop_fixture;
-use loop_fixture::{config_for, load, start_of, str_of};
+use loop_fixture::{config_for, kinds_config_for, load, start_of, str_of};
 
 /// Starts `start`, consults its before-gate, and checks the prediction made before it.
 /// Returns (predicted, held).
@@ -57,7 +57,7 @@ fn never_false_before_a_hold_in_any_fixture() {
     let kinds = load("reference/loop-kinds-fixture.json");
     for seq in kinds.get("sequences").unwrap().as_array().unwrap() {
         let name = str_of(seq, "name").unwrap();
-        let mut guard = LoopGuard::new(config_for(seq));
+        let mut guard = LoopGuard::new(kinds_config_for(seq));
         for (i, event) in seq
             .get("events")
             .unwrap()

@@ -15,7 +15,7 @@ use super::{
 use graphmind_core::edit_input::{self, InputValidation};
 use graphmind_core::json::{self, Map, Value};
 use graphmind_core::loop_guard::{
-    default_node_name, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue, LoopVerdict,
+    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue, LoopVerdict,
     NodeStart,
 };
 use graphmind_core::redact::{EventContext, HideSwitches, RedactOutcome, Redactor};
@@ -574,8 +574,9 @@ fn string_list(v: &Value, what: &str) -> R<Vec<String>> {
 }
 
 /// A loop guard with the default configuration, overridden by the members of `config_json`
-/// (NULL: none): `threshold` (integer), `allowNodes`, `ignoreKeys`, `kinds` (arrays of
-/// strings; `null` members are ignored). `*out` is freed with `gm_loop_guard_free`. Any thread.
+/// (NULL: none): `threshold` (integer), `allowNodes`, `ignoreKeys`, `kinds`, `detect` (arrays
+/// of strings; `detect` names the opt-in detectors `cycle` and `error-repeat`, off by
+/// default; `null` members are ignored). `*out` is freed with `gm_loop_guard_free`. Any thread.
 ///
 /// # Safety
 /// `config_json` points to `len` bytes or is NULL; `out` is a valid pointer.
@@ -606,6 +607,16 @@ pub unsafe extern "C" fn gm_loop_guard_new(
                 }
                 if let Some(k) = m.get("kinds").filter(|v| !matches!(v, Value::Null)) {
                     config.kinds = string_list(k, "kinds")?;
+                }
+                if let Some(d) = m.get("detect").filter(|v| !matches!(v, Value::Null)) {
+                    let (detect, unknown) = LoopDetect::from_names(&string_list(d, "detect")?);
+                    if let Some(name) = unknown.first() {
+                        return Err(err(
+                            gm_code::GM_INVALID_ARGUMENT,
+                            format!("detect: {name:?} is not a loop detector"),
+                        ));
+                    }
+                    config.detect = detect;
                 }
             }
             Some(_) => return Err(err(gm_code::GM_INVALID_ARGUMENT, "config: not an object")),

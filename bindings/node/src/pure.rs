@@ -337,9 +337,10 @@ pub struct NativeLoopGuard {
 #[napi]
 impl NativeLoopGuard {
     /// A guard with the default configuration, overridden by `{threshold, allowNodes,
-    /// ignoreKeys, kinds}` when given.
+    /// ignoreKeys, kinds, detect}` when given (`detect`: the opt-in detector names; an
+    /// unknown one throws).
     #[napi(constructor)]
-    pub fn new(threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>) -> Self {
+    pub fn new(threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>, detect: Option<Vec<String>>) -> napi::Result<Self> {
         let mut config = graphmind_core::loop_guard::LoopGuardConfig::default();
         if let Some(t) = threshold {
             config.threshold = t;
@@ -353,7 +354,14 @@ impl NativeLoopGuard {
         if let Some(k) = kinds {
             config.kinds = k;
         }
-        NativeLoopGuard { inner: graphmind_core::loop_guard::LoopGuard::new(config) }
+        if let Some(names) = detect {
+            let (detect, unknown) = graphmind_core::loop_guard::LoopDetect::from_names(&names);
+            if let Some(name) = unknown.first() {
+                return Err(napi::Error::from_reason(format!("{name:?} is not a loop detector")));
+            }
+            config.detect = detect;
+        }
+        Ok(NativeLoopGuard { inner: graphmind_core::loop_guard::LoopGuard::new(config) })
     }
 
     /// A node started: returns its fingerprint (`null` when the guard does not watch it).

@@ -309,38 +309,54 @@ test('loop guard: every sequence of loop-guard-fixture.json (fingerprints, trips
   });
 });
 
+// Runs the loop-kinds events of seq (attached, a retry checked at each hold) against its holds.
+function assertHolds(seq, guard) {
+  const holds = [];
+  seq.events.forEach((e, i) => {
+    if (e.event === 'start') {
+      const input = e.inputAbsent || e.unreadable ? null : json(e.input);
+      guard.started('run', e.nodeId, e.kind, e.name, e.instanceId, input, !!e.unreadable, i, true);
+      const hold = guard.consultBefore('run', e.kind, e.nodeId, e.name, true);
+      if (hold) {
+        const info = JSON.parse(hold);
+        assert.equal(info.lastSeq, i);
+        assert.equal(info.fingerprint.length, 32);
+        const h = { at: i, kind: info.kind, repeats: info.repeats, firstAt: info.firstSeq };
+        if (info.period !== undefined) { h.period = info.period; h.laps = info.laps; }
+        holds.push(h);
+        assert.equal(guard.consultBefore('run', e.kind, e.nodeId, e.name, true), null, `retry at ${i}`);
+      }
+    } else if (e.event === 'error') {
+      guard.errored('run', e.nodeId, e.instanceId, json(e.name), json(e.message));
+    } else if (e.event === 'finish') {
+      guard.finished('run', e.nodeId, e.instanceId, e.status, json(e.output));
+    } else {
+      throw new Error(`unknown event ${e.event}`);
+    }
+  });
+  const want = seq.holds.map((h) => {
+    const o = { at: h.at, kind: h.kind, repeats: h.repeats, firstAt: h.firstAt };
+    if (h.period !== undefined) { o.period = h.period; o.laps = h.laps; }
+    return o;
+  });
+  assert.deepEqual(holds, want);
+}
+
+// The reference's loop-kinds fixture runs with the opt-in detectors on.
+const ALL_DETECTORS = ['cycle', 'error-repeat'];
+
 test('loop kinds: every sequence of loop-kinds-fixture.json (repeat, cycle, error-repeat holds)', () => {
   const f = load('reference/loop-kinds-fixture.json');
   check('loop-kinds sequences', f.sequences, (seq) => {
-    const guard = new native.NativeLoopGuard(seq.threshold, seq.allowNodes, seq.ignoreKeys, seq.kinds);
-    const holds = [];
-    seq.events.forEach((e, i) => {
-      if (e.event === 'start') {
-        const input = e.inputAbsent || e.unreadable ? null : json(e.input);
-        guard.started('run', e.nodeId, e.kind, e.name, e.instanceId, input, !!e.unreadable, i, true);
-        const hold = guard.consultBefore('run', e.kind, e.nodeId, e.name, true);
-        if (hold) {
-          const info = JSON.parse(hold);
-          assert.equal(info.lastSeq, i);
-          assert.equal(info.fingerprint.length, 32);
-          const h = { at: i, kind: info.kind, repeats: info.repeats, firstAt: info.firstSeq };
-          if (info.period !== undefined) { h.period = info.period; h.laps = info.laps; }
-          holds.push(h);
-          assert.equal(guard.consultBefore('run', e.kind, e.nodeId, e.name, true), null, `retry at ${i}`);
-        }
-      } else if (e.event === 'error') {
-        guard.errored('run', e.nodeId, e.instanceId, json(e.name), json(e.message));
-      } else if (e.event === 'finish') {
-        guard.finished('run', e.nodeId, e.instanceId, e.status, json(e.output));
-      } else {
-        throw new Error(`unknown event ${e.event}`);
-      }
-    });
-    const want = seq.holds.map((h) => {
-      const o = { at: h.at, kind: h.kind, repeats: h.repeats, firstAt: h.firstAt };
-      if (h.period !== undefined) { o.period = h.period; o.laps = h.laps; }
-      return o;
-    });
-    assert.deepEqual(holds, want);
+    assertHolds(seq, new native.NativeLoopGuard(seq.threshold, seq.allowNodes, seq.ignoreKeys, seq.kinds, ALL_DETECTORS));
   });
+});
+
+test('our loop-hold defaults and opt-ins (ours/loop-detect.json): held only with the detector named', () => {
+  const f = load('ours/loop-detect.json');
+  assert.equal(f.cases.length, 10);
+  check('loop-detect cases', f.cases, (c) => {
+    assertHolds(c, new native.NativeLoopGuard(c.threshold, c.allowNodes, c.ignoreKeys, c.kinds, c.detect));
+  });
+  assert.throws(() => new native.NativeLoopGuard(null, null, null, null, ['loops']), /not a loop detector/);
 });

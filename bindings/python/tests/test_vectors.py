@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+import graphmind as gm
 from graphmind import _native
 from conftest import VECTORS, load_vectors
 
@@ -179,7 +180,7 @@ def _config_cases(path):
 
 
 def test_environment_vectors():
-    assert _config_cases("ours/environment.json") == 46
+    assert _config_cases("ours/environment.json") == 54
 
 
 def test_kill_switch_vectors():
@@ -230,3 +231,63 @@ def test_edit_input_fixture():
             assert refusal is None and _text(merged) == _text(want["value"]), case.get("name")
         else:
             assert refusal == want["code"], (case.get("name"), refusal, want)
+
+
+class _Failed(Exception):
+    """A tool failure with the vector's error name and message."""
+
+
+def _answering(error, finish):
+    """A tool body that takes any keyword arguments (all recorded as its input) and fails
+    with the vector's error, or returns its output."""
+
+    def body(**_kw):
+        if error:
+            raise _Failed(error["message"])
+        return finish.get("output") if finish else None
+
+    return body
+
+
+def test_our_loop_detect_vectors_through_a_real_session():
+    """tests/vectors/ours/loop-detect.json through @tool calls of a detached session in warn
+    mode: each hold the vector expects is one loop warning of its kind; no hold, no warning.
+    Alternating calls and one error with other arguments warn only with their detector named
+    in loop_guard={"detect": [...]}. (Detached, the worker feeds the guard, so the warnings
+    arrive after the calls: they are counted, not placed.)"""
+    import time
+
+    cases = load_vectors("ours/loop-detect.json")["cases"]
+    assert len(cases) == 10
+    words = {"repeat": "in a row with identical arguments", "cycle": "of a cycle of", "error-repeat": "failed"}
+    for case in cases:
+        lines: list[str] = []
+        loop_guard = {"mode": "warn"}
+        if "detect" in case:
+            loop_guard["detect"] = case["detect"]
+        g = gm.GraphMind(url="ws://127.0.0.1:9/ingest", env={}, loop_guard=loop_guard, logger=lines.append)
+        events = case["events"]
+        with g.run(case["name"]):
+            for e in events:
+                if e["event"] != "start":
+                    continue
+                mine = [x for x in events if x.get("instanceId") == e["instanceId"] and x is not e]
+                error = next((x for x in mine if x["event"] == "error"), None)
+                finish = next((x for x in mine if x["event"] == "finish"), None)
+
+                try:
+                    g.tool(name=e["nodeId"].split(":", 1)[1])(_answering(error, finish))(**e["input"])
+                except _Failed:
+                    pass
+        assert g.session.flush(10)
+        want = [words[h["kind"]] for h in case["holds"]]
+        deadline = time.monotonic() + 5
+        warned = lambda: [l for l in lines if "possible loop" in l]  # noqa: E731
+        while len(warned()) < len(want) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # and nothing more arrives
+        g.dispose()
+        got = warned()
+        assert len(got) == len(want), (case["name"], got)
+        for line, word in zip(got, want):
+            assert word in line, (case["name"], line)

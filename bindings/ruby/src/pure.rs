@@ -8,7 +8,7 @@ use crate::convert::{from_value, to_value};
 use graphmind_core::json::{Map, Value as J};
 use graphmind_core::{edit_input, llm, smart};
 use graphmind_core::loop_guard::{
-    default_node_name, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue, LoopVerdict, NodeStart,
+    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue, LoopVerdict, NodeStart,
 };
 use magnus::{function, method, prelude::*, Error, RArray, RModule, Ruby, Value};
 use std::cell::RefCell;
@@ -151,9 +151,10 @@ fn as_js(v: Option<J>) -> Option<graphmind_core::json::JsStr> {
 }
 
 impl RbLoopGuard {
-    /// `new(threshold, allow_nodes, ignore_keys, kinds)`: the default configuration, with
-    /// each non-nil argument replacing its field.
-    fn new(threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>) -> Self {
+    /// `new(threshold, allow_nodes, ignore_keys, kinds, detect)`: the default configuration,
+    /// with each non-nil argument replacing its field (`detect`: the opt-in detector names;
+    /// an unknown one raises `ArgumentError`).
+    fn new(ruby: &Ruby, threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>, detect: Option<Vec<String>>) -> Result<Self, Error> {
         let mut config = LoopGuardConfig::default();
         if let Some(t) = threshold {
             config.threshold = t;
@@ -167,9 +168,16 @@ impl RbLoopGuard {
         if let Some(k) = kinds {
             config.kinds = k;
         }
-        RbLoopGuard {
-            inner: RefCell::new(LoopGuard::new(config)),
+        if let Some(names) = detect {
+            let (detect, unknown) = LoopDetect::from_names(&names);
+            if let Some(name) = unknown.first() {
+                return Err(Error::new(ruby.exception_arg_error(), format!("{name:?} is not a loop detector")));
+            }
+            config.detect = detect;
         }
+        Ok(RbLoopGuard {
+            inner: RefCell::new(LoopGuard::new(config)),
+        })
     }
 
     /// `started(run_id, node_id, kind, name, instance_id, input, input_absent, unreadable,
@@ -270,7 +278,7 @@ impl RbLoopGuard {
 /// Adds these functions to `Graphmind::Native`.
 pub fn register(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let guard = native.define_class("LoopGuard", ruby.class_object())?;
-    guard.define_singleton_method("new", function!(RbLoopGuard::new, 4))?;
+    guard.define_singleton_method("new", function!(RbLoopGuard::new, 5))?;
     guard.define_method("started", method!(RbLoopGuard::started, 9))?;
     guard.define_method("errored", method!(RbLoopGuard::errored, 5))?;
     guard.define_method("finished", method!(RbLoopGuard::finished, 6))?;

@@ -100,7 +100,12 @@ end
 class TestLoopGuardSequences < Minitest::Test
   N = Graphmind::Native
 
-  def guard_for(seq) = N::LoopGuard.new(seq["threshold"], seq["allowNodes"], seq["ignoreKeys"], seq["kinds"])
+  def guard_for(seq, detect = seq["detect"])
+    N::LoopGuard.new(seq["threshold"], seq["allowNodes"], seq["ignoreKeys"], seq["kinds"], detect)
+  end
+
+  # The reference's loop-kinds fixture runs with the opt-in detectors on.
+  ALL_DETECTORS = %w[cycle error-repeat].freeze
 
   def test_loop_guard_fixture_sequences
     f = load_vector("reference/loop-guard-fixture.json")
@@ -136,35 +141,51 @@ class TestLoopGuardSequences < Minitest::Test
     f = load_vector("reference/loop-kinds-fixture.json")
     refute_empty f["sequences"]
     f["sequences"].each do |seq|
-      guard = guard_for(seq)
-      holds = []
-      seq["events"].each_with_index do |e, i|
-        case e["event"]
-        when "start"
-          guard.started("run", e["nodeId"], e["kind"], e["name"], e["instanceId"], e["input"],
-                        e["inputAbsent"] == true || !e.key?("input"), e["unreadable"] == true, i)
-          hold = guard.consult_before("run", e["kind"], e["nodeId"], e["name"])
-          next unless hold
-
-          assert_equal i, hold["lastSeq"], "#{seq['name']} #{i}"
-          assert_equal 32, hold["fingerprint"].length
-          h = { "at" => i, "kind" => hold["kind"], "repeats" => hold["repeats"], "firstAt" => hold["firstSeq"] }
-          h.merge!("period" => hold["period"], "laps" => hold["laps"]) if hold.key?("period")
-          holds << h
-          assert_nil guard.consult_before("run", e["kind"], e["nodeId"], e["name"]), "#{seq['name']} retry at #{i}"
-        when "error" then guard.errored("run", e["nodeId"], e["instanceId"], e["name"], e["message"])
-        when "finish" then guard.finished("run", e["nodeId"], e["instanceId"], e["status"], e["output"], !e.key?("output"))
-        else flunk "unknown event #{e['event']}"
-        end
-      end
-      want = seq["holds"].map do |h|
-        o = { "at" => h["at"], "kind" => h["kind"], "repeats" => h["repeats"], "firstAt" => h["firstAt"] }
-        o.merge!("period" => h["period"], "laps" => h["laps"]) if h.key?("period")
-        o
-      end
-      assert_equal want, holds, seq["name"]
+      assert_holds(seq, guard_for(seq, ALL_DETECTORS))
     end
     assert_equal 41, f["sequences"].length
+  end
+
+  # Our loop-hold defaults and opt-ins: alternating calls and one error with other arguments
+  # are held only with their detector named (tests/vectors/ours/loop-detect.json).
+  def test_our_loop_detect_vectors
+    cases = load_vector("ours/loop-detect.json")["cases"]
+    assert_equal 10, cases.length
+    cases.each { |c| assert_holds(c, guard_for(c)) }
+  end
+
+  def test_an_unknown_detector_is_refused
+    assert_raises(ArgumentError) { N::LoopGuard.new(nil, nil, nil, nil, ["loops"]) }
+  end
+
+  # Runs the loop-kinds events of seq (attached, a retry checked at each hold) against its holds.
+  def assert_holds(seq, guard)
+    holds = []
+    seq["events"].each_with_index do |e, i|
+      case e["event"]
+      when "start"
+        guard.started("run", e["nodeId"], e["kind"], e["name"], e["instanceId"], e["input"],
+                      e["inputAbsent"] == true || !e.key?("input"), e["unreadable"] == true, i)
+        hold = guard.consult_before("run", e["kind"], e["nodeId"], e["name"])
+        next unless hold
+
+        assert_equal i, hold["lastSeq"], "#{seq['name']} #{i}"
+        assert_equal 32, hold["fingerprint"].length
+        h = { "at" => i, "kind" => hold["kind"], "repeats" => hold["repeats"], "firstAt" => hold["firstSeq"] }
+        h.merge!("period" => hold["period"], "laps" => hold["laps"]) if hold.key?("period")
+        holds << h
+        assert_nil guard.consult_before("run", e["kind"], e["nodeId"], e["name"]), "#{seq['name']} retry at #{i}"
+      when "error" then guard.errored("run", e["nodeId"], e["instanceId"], e["name"], e["message"])
+      when "finish" then guard.finished("run", e["nodeId"], e["instanceId"], e["status"], e["output"], !e.key?("output"))
+      else flunk "unknown event #{e['event']}"
+      end
+    end
+    want = seq["holds"].map do |h|
+      o = { "at" => h["at"], "kind" => h["kind"], "repeats" => h["repeats"], "firstAt" => h["firstAt"] }
+      o.merge!("period" => h["period"], "laps" => h["laps"]) if h.key?("period")
+      o
+    end
+    assert_equal want, holds, seq["name"]
   end
 end
 

@@ -17,7 +17,7 @@
 
 pub mod protocol;
 
-use graphmind_core::config::{resolve, EnvSnapshot, HideSwitches, Options, SdkFlavor, SdkInfo};
+use graphmind_core::config::{describe_disabled, resolve, EnvSnapshot, HideSwitches, Options, SdkFlavor, SdkInfo};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::json::{Map, Value};
@@ -50,6 +50,9 @@ pub const HOLD_NOTICE_MS: u64 = 250;
 pub const MAX_PENDING: usize = 10_000;
 /// Default GraphMind port.
 pub const DEFAULT_PORT: u16 = 4747;
+/// The rules the proxy resolves its settings by: the TypeScript client's, as the spec says
+/// (its kill switch reads `NODE_ENV` alone).
+pub const PROXY_FLAVOR: SdkFlavor = SdkFlavor::Node;
 
 /// Parsed `graphmind mcp-proxy` command line.
 #[derive(Debug, Clone, PartialEq)]
@@ -881,7 +884,10 @@ pub fn main(argv: &[String]) -> i32 {
     if let Some(p) = args.port {
         options.url = Some(format!("ws://127.0.0.1:{p}/ingest"));
     }
-    let mut config = resolve(&options, &env, SdkFlavor::Native);
+    // The proxy follows the TypeScript client (the spec): only NODE_ENV=production switches
+    // it off, unless GRAPHMIND=1; Python's ENV / APP_ENV list does not apply.
+    let mut config = resolve(&options, &env, PROXY_FLAVOR);
+    let disabled_because = describe_disabled(config.enabled_reason, &env, PROXY_FLAVOR);
     let hide = config.hide;
     let label = if hide.inputs { hidden_command_label(&command, &args.args) } else { command_label(&command, &args.args) };
     let mut meta = Map::new();
@@ -903,7 +909,8 @@ pub fn main(argv: &[String]) -> i32 {
     if enabled {
         log(&format!("reporting to {reporting_to} (run `graphmind` to watch; nothing breaks if it is not up)"));
     } else {
-        log("GRAPHMIND_DISABLED is set: relaying only, nothing is recorded");
+        let why = disabled_because.as_deref().unwrap_or("recording is off");
+        log(&format!("{why}: relaying only, nothing is recorded"));
     }
     let viewer_url = format!("http://127.0.0.1:{port}");
     let session_node = NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: label.clone() };

@@ -7,7 +7,7 @@
 //! that cannot be used falls back and leaves one warning in [`Config::warnings`].
 
 use crate::json::{self, Map, Value};
-use crate::loop_guard::{LoopGuardConfig, LoopMode};
+use crate::loop_guard::{LoopDetect, LoopGuardConfig, LoopMode};
 
 use super::env::{
     env_flag_on, js_whole_number, kill_switch_on, looks_off, norm, option_flag_on,
@@ -172,6 +172,9 @@ pub struct LoopGuardOverrides {
     pub ignore_keys: Option<Vec<String>>,
     /// Node kinds watched; replaces the default `["tool"]`.
     pub kinds: Option<Vec<String>>,
+    /// Opt-in detectors beyond rule v3 (`cycle`, `error-repeat`); replaces
+    /// `GRAPHMIND_LOOP_DETECT`.
+    pub detect: Option<Vec<String>>,
 }
 
 /// The `loopGuard` option: `false`, or per-field overrides.
@@ -362,6 +365,38 @@ pub fn resolve_enabled(
         };
     }
     (true, EnabledReason::Default)
+}
+
+/// What switched a session off, naming the variable that did (`GRAPHMIND_DISABLED=1 is
+/// set`, `NODE_ENV=production is set (GRAPHMIND=1 records there anyway)`, ...); `None` when
+/// `reason` does not disable. For a caller that tells its user why nothing is recorded.
+pub fn describe_disabled(
+    reason: EnabledReason,
+    env: &EnvSnapshot,
+    flavor: SdkFlavor,
+) -> Option<String> {
+    match reason {
+        EnabledReason::KillSwitch => Some(format!(
+            "GRAPHMIND_DISABLED={} is set",
+            env.get("GRAPHMIND_DISABLED").unwrap_or_default()
+        )),
+        EnabledReason::Option => Some("the enabled option is false".to_owned()),
+        EnabledReason::Production => {
+            let var = match flavor.production_env_vars() {
+                None => "NODE_ENV",
+                Some(vars) => vars
+                    .iter()
+                    .copied()
+                    .find(|name| env.get_non_empty(name).is_some())
+                    .unwrap_or("NODE_ENV"),
+            };
+            Some(format!(
+                "{var}={} is set (GRAPHMIND=1 records there anyway)",
+                env.get(var).unwrap_or_default()
+            ))
+        }
+        EnabledReason::ProductionOverride | EnabledReason::Default => None,
+    }
 }
 
 /// A default-on switch from the environment (`GRAPHMIND_BREAK_ON_*`): off only for `0`,
@@ -648,13 +683,44 @@ fn resolve_loop_guard(
         .map(dedupe)
         .unwrap_or(defaults.ignore_keys);
     let kinds = fields.kinds.clone().map(dedupe).unwrap_or(defaults.kinds);
+    let detect = match &fields.detect {
+        Some(names) => {
+            let (detect, unknown) = LoopDetect::from_names(names);
+            for name in unknown {
+                w.push(format!(
+                    "loopGuard.detect names {name:?}, which is not one of {}; ignored",
+                    crate::loop_guard::LOOP_DETECTORS.join(", ")
+                ));
+            }
+            detect
+        }
+        None => env_loop_detect(env, w),
+    };
     LoopGuardConfig {
         threshold,
         mode,
         allow_nodes,
         ignore_keys,
         kinds,
+        detect,
     }
+}
+
+/// `GRAPHMIND_LOOP_DETECT`: comma-separated detector names (`cycle`, `error-repeat`; `repeat`
+/// is always on), any case, trimmed; unset or blank -> none; an unknown name is ignored
+/// with a warning.
+fn env_loop_detect(env: &EnvSnapshot, w: &mut Vec<String>) -> LoopDetect {
+    let Some(raw) = env.get("GRAPHMIND_LOOP_DETECT") else {
+        return LoopDetect::default();
+    };
+    let (detect, unknown) = LoopDetect::from_names(&parse_comma_list(raw));
+    for name in unknown {
+        w.push(format!(
+            "GRAPHMIND_LOOP_DETECT names {name:?}, which is not one of {}; ignored",
+            crate::loop_guard::LOOP_DETECTORS.join(", ")
+        ));
+    }
+    detect
 }
 
 fn saturate_u32(v: f64) -> u32 {
@@ -903,6 +969,7 @@ fn loop_guard_opt(val: &Value, w: &mut Vec<String>) -> Option<LoopGuardOption> {
                     "allowNodes" | "allow_nodes" => f.allow_nodes = string_list(&name, item, w),
                     "ignoreKeys" | "ignore_keys" => f.ignore_keys = string_list(&name, item, w),
                     "kinds" => f.kinds = string_list(&name, item, w),
+                    "detect" => f.detect = string_list(&name, item, w),
                     _ => w.push(format!("{name} is not a loopGuard field; ignored")),
                 }
             }
@@ -955,6 +1022,10 @@ impl Config {
         lg.insert("allowNodes", strings(&g.allow_nodes));
         lg.insert("ignoreKeys", strings(&g.ignore_keys));
         lg.insert("kinds", strings(&g.kinds));
+        lg.insert(
+            "detect",
+            Value::Array(g.detect.names().into_iter().map(Value::from).collect()),
+        );
         lg.insert("active", Value::Bool(loop_guard_active(g)));
         m.insert("loopGuard", Value::Object(lg));
         m.insert(

@@ -17,7 +17,7 @@ pub mod env;
 pub mod server;
 
 pub use app::{
-    looks_like_production, loop_guard_active, loop_mode_str, parse_break_on, resolve,
+    describe_disabled, looks_like_production, loop_guard_active, loop_mode_str, parse_break_on, resolve,
     resolve_enabled, resolve_json, Config, EnabledReason, HideSwitches, LoopGuardOption,
     LoopGuardOverrides, Options, SdkFlavor, SdkInfo, CLIENT_VERSION, DEFAULT_BUFFER_SIZE_NATIVE,
     DEFAULT_BUFFER_SIZE_NODE, DEFAULT_BUFFER_SIZE_PYTHON, DEFAULT_BUFFER_SIZE_RUBY,

@@ -1,7 +1,7 @@
 //! Reading the reference loop fixtures: shared by the loop-guard test files (`#[path]`).
 
 use graphmind_core::json::{self, Value};
-use graphmind_core::loop_guard::{LoopGuardConfig, LoopValue, NodeStart};
+use graphmind_core::loop_guard::{LoopDetect, LoopGuardConfig, LoopValue, NodeStart};
 use std::path::PathBuf;
 
 pub fn load(rel: &str) -> Value {
@@ -43,7 +43,21 @@ pub fn config_for(seq: &Value) -> LoopGuardConfig {
     if let Some(k) = strings(seq.get("kinds")) {
         config.kinds = k;
     }
+    if let Some(d) = strings(seq.get("detect")) {
+        let (detect, unknown) = LoopDetect::from_names(&d);
+        assert!(unknown.is_empty(), "unknown detectors {unknown:?}");
+        config.detect = detect;
+    }
     config
+}
+
+/// [`config_for`] with the opt-in detectors on: how the reference's loop-kinds fixture runs
+/// (the reference's 0.6 client has them on by default; we follow the spec, which does not).
+pub fn kinds_config_for(seq: &Value) -> LoopGuardConfig {
+    LoopGuardConfig {
+        detect: LoopDetect::ALL,
+        ..config_for(seq)
+    }
 }
 
 pub fn start_of<'a>(run: &'a str, call: &'a Value, seq: u64) -> NodeStart<'a> {

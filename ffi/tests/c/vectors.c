@@ -930,14 +930,24 @@ static int run_smart(void) {
 /* ---- loop guard sequences ---- */
 
 /* A guard configured from the sequence's threshold / allowNodes / ignoreKeys / kinds. */
-static gm_loop_guard *guard_for(const gm_json_doc *d, const char *seq) {
-    static const char *keys[4] = {"threshold", "allowNodes", "ignoreKeys", "kinds"};
+/* A guard configured by the members of the sequence at seq; `detect`, when not NULL, names
+ * the opt-in detectors in place of the sequence's own `detect` member. */
+static gm_loop_guard *guard_with(const gm_json_doc *d, const char *seq, const char *detect) {
+    static const char *keys[5] = {"threshold", "allowNodes", "ignoreKeys", "kinds", "detect"};
     buf cfg = {NULL, 0, 0};
     gm_loop_guard *g = NULL;
     int k, first = 1;
     buf_puts(&cfg, "{");
-    for (k = 0; k < 4; k++) {
-        gm_string v = J(d, "%s/%s", seq, keys[k]);
+    for (k = 0; k < 5; k++) {
+        gm_string v = {NULL, 0};
+        if (k == 4 && detect != NULL) {
+            if (!first) buf_puts(&cfg, ",");
+            buf_puts(&cfg, "\"detect\":");
+            buf_puts(&cfg, detect);
+            first = 0;
+            continue;
+        }
+        v = J(d, "%s/%s", seq, keys[k]);
         if (v.ptr != NULL) {
             if (!first) buf_puts(&cfg, ",");
             buf_puts(&cfg, "\"");
@@ -952,6 +962,10 @@ static gm_loop_guard *guard_for(const gm_json_doc *d, const char *seq) {
     check_ok(gm_loop_guard_new(cfg.p, cfg.len, &g), "loop_guard_new");
     free(cfg.p);
     return g;
+}
+
+static gm_loop_guard *guard_for(const gm_json_doc *d, const char *seq) {
+    return guard_with(d, seq, NULL);
 }
 
 /* Starts the node at ev (a call or start event) as seq i; its fingerprint into *fp. */
@@ -1075,24 +1089,25 @@ static int run_loop_guard_sequences(void) {
     return (int)n;
 }
 
-static int run_loop_kinds_sequences(void) {
-    const char *file = "loop-kinds-fixture.json";
-    gm_json_doc *d = load("reference/loop-kinds-fixture.json");
-    long n = len_at(d, "/sequences"), i, k;
-    if (n <= 0) die("no loop-kinds sequences");
+/* The loop-kinds events of each entry of `list` in `rel` (attached, a retry checked at each
+ * hold) against its holds; `detect` as for guard_with. */
+static int run_hold_sequences(const char *file, const char *rel, const char *list, const char *detect) {
+    gm_json_doc *d = load(rel);
+    long n = len_at(d, list), i, k;
+    if (n <= 0) die("no hold sequences");
     for (i = 0; i < n; i++) {
         char lb[64], seq[64], ev[128];
         gm_string name;
-        const char *label = label_of(d, "/sequences", i, &name, lb);
+        const char *label = label_of(d, list, i, &name, lb);
         gm_loop_guard *g;
         buf holds = {NULL, 0, 0};
-        long events = len_at(d, ptr("/sequences/%ld/events", i));
-        snprintf(seq, sizeof seq, "/sequences/%ld", i);
-        g = guard_for(d, seq);
+        long events = len_at(d, ptr("%s/%ld/events", list, i));
+        snprintf(seq, sizeof seq, "%s/%ld", list, i);
+        g = guard_with(d, seq, detect);
         buf_puts(&holds, "[");
         for (k = 0; k < events; k++) {
             gm_string event;
-            snprintf(ev, sizeof ev, "/sequences/%ld/events/%ld", i, k);
+            snprintf(ev, sizeof ev, "%s/%ld/events/%ld", list, i, k);
             event = S(d, "%s/event", ev);
             if (event.ptr == NULL) die("loop-kinds: event without a type");
             if (strcmp(event.ptr, "start") == 0) {
@@ -1122,13 +1137,28 @@ static int run_loop_kinds_sequences(void) {
             gm_string_free(&event);
         }
         buf_puts(&holds, "]");
-        expect_same_json(file, label, "holds", holds.p, d, ptr("/sequences/%ld/holds", i));
+        expect_same_json(file, label, "holds", holds.p, d, ptr("%s/%ld/holds", list, i));
         free(holds.p);
         gm_loop_guard_free(g);
         gm_string_free(&name);
     }
     gm_json_doc_free(d);
     return (int)n;
+}
+
+/* The reference's loop-kinds fixture runs with the opt-in detectors on. */
+static int run_loop_kinds_sequences(void) {
+    return run_hold_sequences("loop-kinds-fixture.json", "reference/loop-kinds-fixture.json", "/sequences",
+                              "[\"cycle\",\"error-repeat\"]");
+}
+
+/* Our loop-hold defaults and opt-ins: each case's own `detect`. */
+static int run_loop_detect_cases(void) {
+    gm_loop_guard *g = NULL;
+    gm_error *e = gm_loop_guard_new("{\"detect\":[\"loops\"]}", 20, &g);
+    if (e == NULL) die("loop-detect: an unknown detector is refused");
+    gm_error_free(e);
+    return run_hold_sequences("loop-detect.json", "ours/loop-detect.json", "/cases", NULL);
 }
 
 /* Runs one file's cases and prints its count. */
@@ -1218,6 +1248,8 @@ int main(int argc, char **argv) {
     total += report("loop-guard-fixture.json sequences", run_loop_guard_sequences(), before);
     before = g_failures;
     total += report("loop-kinds-fixture.json sequences", run_loop_kinds_sequences(), before);
+    before = g_failures;
+    total += report("ours/loop-detect.json", run_loop_detect_cases(), before);
 
     printf("%d cases, %d failures\n", total, g_failures);
     return g_failures ? 1 : 0;
