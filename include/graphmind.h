@@ -62,100 +62,6 @@ typedef enum {
 } gm_code;
 
 /**
- * A tri-state flag: not given (the core decides), or forced on / off.
- */
-typedef enum {
-  /**
-   * Not given: environment and defaults decide.
-   */
-  GM_UNSET = 0,
-  /**
-   * Given as false.
-   */
-  GM_FALSE = 1,
-  /**
-   * Given as true.
-   */
-  GM_TRUE = 2,
-} gm_tristate;
-
-/**
- * Which SDK's defaults the core applies (buffer size, production variables, sdk name).
- */
-typedef enum {
-  /**
-   * C / C++ (and any other native caller).
-   */
-  GM_FLAVOR_NATIVE = 0,
-  /**
-   * The Node SDK's defaults.
-   */
-  GM_FLAVOR_NODE = 1,
-  /**
-   * The Python SDK's defaults.
-   */
-  GM_FLAVOR_PYTHON = 2,
-  /**
-   * The Ruby SDK's defaults.
-   */
-  GM_FLAVOR_RUBY = 3,
-} gm_flavor;
-
-/**
- * How a run ended (`gm_session_finish_run`).
- */
-typedef enum {
-  /**
-   * It returned.
-   */
-  GM_OUTCOME_OK = 0,
-  /**
-   * It failed (give the error's name and message).
-   */
-  GM_OUTCOME_ERROR = 1,
-  /**
-   * It was aborted.
-   */
-  GM_OUTCOME_ABORTED = 2,
-} gm_outcome;
-
-/**
- * The channel of one streamed delta.
- */
-typedef enum {
-  /**
-   * Model text.
-   */
-  GM_CHANNEL_TEXT = 0,
-  /**
-   * Model reasoning.
-   */
-  GM_CHANNEL_REASONING = 1,
-  /**
-   * Tool-call arguments as they stream.
-   */
-  GM_CHANNEL_TOOL_ARGS = 2,
-} gm_channel;
-
-/**
- * Where in a node's life a gate sits.
- */
-typedef enum {
-  /**
-   * Before the node runs.
-   */
-  GM_POINT_BEFORE = 0,
-  /**
-   * After it returned.
-   */
-  GM_POINT_AFTER = 1,
-  /**
-   * After it failed.
-   */
-  GM_POINT_ERROR = 2,
-} gm_point;
-
-/**
  * How the debugger released a gate.
  */
 typedef enum {
@@ -258,6 +164,100 @@ typedef enum {
    */
   GM_REDACT_DROPPED = 3,
 } gm_redact_outcome;
+
+/**
+ * A tri-state flag: not given (the core decides), or forced on / off.
+ */
+typedef enum {
+  /**
+   * Not given: environment and defaults decide.
+   */
+  GM_UNSET = 0,
+  /**
+   * Given as false.
+   */
+  GM_FALSE = 1,
+  /**
+   * Given as true.
+   */
+  GM_TRUE = 2,
+} gm_tristate;
+
+/**
+ * Which SDK's defaults the core applies (buffer size, production variables, sdk name).
+ */
+typedef enum {
+  /**
+   * C / C++ (and any other native caller).
+   */
+  GM_FLAVOR_NATIVE = 0,
+  /**
+   * The Node SDK's defaults.
+   */
+  GM_FLAVOR_NODE = 1,
+  /**
+   * The Python SDK's defaults.
+   */
+  GM_FLAVOR_PYTHON = 2,
+  /**
+   * The Ruby SDK's defaults.
+   */
+  GM_FLAVOR_RUBY = 3,
+} gm_flavor;
+
+/**
+ * How a run ended (`gm_session_finish_run`).
+ */
+typedef enum {
+  /**
+   * It returned.
+   */
+  GM_OUTCOME_OK = 0,
+  /**
+   * It failed (give the error's name and message).
+   */
+  GM_OUTCOME_ERROR = 1,
+  /**
+   * It was aborted.
+   */
+  GM_OUTCOME_ABORTED = 2,
+} gm_outcome;
+
+/**
+ * The channel of one streamed delta.
+ */
+typedef enum {
+  /**
+   * Model text.
+   */
+  GM_CHANNEL_TEXT = 0,
+  /**
+   * Model reasoning.
+   */
+  GM_CHANNEL_REASONING = 1,
+  /**
+   * Tool-call arguments as they stream.
+   */
+  GM_CHANNEL_TOOL_ARGS = 2,
+} gm_channel;
+
+/**
+ * Where in a node's life a gate sits.
+ */
+typedef enum {
+  /**
+   * Before the node runs.
+   */
+  GM_POINT_BEFORE = 0,
+  /**
+   * After it returned.
+   */
+  GM_POINT_AFTER = 1,
+  /**
+   * After it failed.
+   */
+  GM_POINT_ERROR = 2,
+} gm_point;
 
 /**
  * A gate's decision: an action, and an injected output / an edited input (JSON).
@@ -522,12 +522,13 @@ gm_error *gm_options_set_json(gm_options *options,
                               size_t json_len);
 
 /**
- * Sets `enabled` (the kill switch and production checks still apply; see docs/c.md).
+ * Sets `enabled` to a `gm_tristate` value (the kill switch and production checks still
+ * apply; see docs/c.md). Any other value: `GM_INVALID_ARGUMENT`, nothing set.
  *
  * # Safety
  * `options` is a live `gm_options` used by this thread only.
  */
-gm_error *gm_options_set_enabled(gm_options *options, gm_tristate enabled);
+gm_error *gm_options_set_enabled(gm_options *options, int32_t enabled);
 
 /**
  * Sets `url` (the ingest WebSocket URL, e.g. `ws://127.0.0.1:4747/ingest`).
@@ -620,7 +621,7 @@ void gm_env_free(gm_env *env);
  */
 gm_error *gm_config_resolve_json(const gm_options *options,
                                  const gm_env *env,
-                                 gm_flavor flavor,
+                                 int32_t flavor,
                                  gm_string *out);
 
 /**
@@ -636,7 +637,7 @@ gm_error *gm_config_resolve_json(const gm_options *options,
  */
 gm_error *gm_session_new(const gm_options *options,
                          const gm_env *env,
-                         gm_flavor flavor,
+                         int32_t flavor,
                          gm_warn_fn warn,
                          void *user_data,
                          gm_session **out);
@@ -754,7 +755,7 @@ gm_error *gm_session_start_run(const gm_session *session,
  */
 gm_error *gm_session_finish_run(const gm_session *session,
                                 const gm_run *run,
-                                gm_outcome outcome,
+                                int32_t outcome,
                                 const char *error_name,
                                 size_t error_name_len,
                                 const char *error_message,
@@ -866,7 +867,7 @@ gm_error *gm_session_node_started(const gm_session *session,
 gm_error *gm_session_node_token(const gm_session *session,
                                 const gm_run *run,
                                 const gm_node *node,
-                                gm_channel channel,
+                                int32_t channel,
                                 const char *text_ptr,
                                 size_t len);
 
@@ -927,7 +928,7 @@ gm_error *gm_session_emit(const gm_session *session,
  */
 gm_error *gm_session_gate(const gm_session *session,
                           const gm_run *run,
-                          gm_point point,
+                          int32_t point,
                           const gm_node *node,
                           bool editable,
                           const char *live_input_json,
