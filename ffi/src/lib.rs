@@ -707,7 +707,8 @@ fn resolve(
 
 /// The configuration the core resolves from `options` (NULL: none) and `env` (NULL: the
 /// process environment now) as JSON text (`enabled`, `enabledReason`, `url`, ...,
-/// `warnings`) into `*out` (free with `gm_string_free`). Pure; any thread.
+/// `warnings`) into `*out` (free with `gm_string_free`). `flavor` is a `gm_flavor` value
+/// (any other is `GM_INVALID_ARGUMENT`). Pure; any thread.
 ///
 /// # Safety
 /// `options`/`env` are NULL or live handles; `out` is a valid pointer.
@@ -754,7 +755,9 @@ unsafe impl Sync for SendPtr {}
 /// environment taken now). Warnings go to `warn(user_data, line, len)` from any thread, or
 /// to stderr when `warn` is NULL. No I/O and no thread start here: the link starts on first
 /// use. On success `*out` receives a session the caller disposes (`gm_session_dispose`)
-/// and frees (`gm_session_free`). The options and env stay owned by the caller.
+/// and frees (`gm_session_free`). The options and env stay owned by the caller. `flavor` is
+/// a `gm_flavor` value (any other is `GM_INVALID_ARGUMENT`); a NULL `out` is
+/// `GM_NULL_ARGUMENT` and creates nothing.
 ///
 /// # Safety
 /// `options`/`env` are NULL or live handles; `out` is valid; `user_data` must stay valid
@@ -997,6 +1000,9 @@ pub enum gm_outcome {
 /// none); `*out` receives the run, freed by `gm_run_free` after `gm_session_finish_run`.
 /// Any thread.
 ///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose`; `GM_NULL_ARGUMENT` for a NULL
+/// `out` (no run is started).
+///
 /// # Safety
 /// `session` is live; text pointers point to their lengths' bytes (or NULL); `out` valid.
 #[no_mangle]
@@ -1032,6 +1038,10 @@ pub unsafe extern "C" fn gm_session_start_run(
 
 /// Finishes `run` with `outcome`; for `GM_OUTCOME_ERROR` the error's `name` and `message`
 /// (UTF-8, may be NULL). The run stays owned by the caller. Any thread.
+///
+/// The first finish wins: a second one (or any after `gm_session_dispose`) is
+/// `GM_INVALID_STATE` and records nothing. `outcome` is a `gm_outcome` value; any other is
+/// `GM_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// `session`/`run` are live; text pointers point to their lengths' bytes (or NULL).
@@ -1309,6 +1319,9 @@ pub unsafe extern "C" fn gm_node_free(node: *mut gm_node) {
 /// `node.started` for `node` in `run` (NULL: the implicit run), with the parent node's
 /// *instance* id `parent_id` (or NULL) and the input as JSON text (or NULL). Any thread.
 ///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
+///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
 #[no_mangle]
@@ -1345,7 +1358,11 @@ pub enum gm_channel {
     GM_CHANNEL_TOOL_ARGS = 2,
 }
 
-/// `node.token`: one streamed delta `text` (UTF-8/WTF-8) of `node`. Any thread.
+/// `node.token`: one streamed delta `text` (UTF-8/WTF-8) of `node` on `channel` (a
+/// `gm_channel` value; any other is `GM_INVALID_ARGUMENT`). Any thread.
+///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); `text_ptr` points to `len` bytes.
@@ -1376,6 +1393,9 @@ pub unsafe extern "C" fn gm_session_node_token(
 /// `node.finished` (status ok) for `node` with the output as JSON text (or NULL), the
 /// duration in ms, and whether the output was injected. Any thread.
 ///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
+///
 /// # Safety
 /// Handles are live (`run` may be NULL); `output_json` points to `len` bytes or is NULL.
 #[no_mangle]
@@ -1401,6 +1421,9 @@ pub unsafe extern "C" fn gm_session_node_finished(
 
 /// `node.error` for `node`: the error's class `name`, `message` and optional `stack`
 /// (UTF-8/WTF-8; NULL allowed). Any thread.
+///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
@@ -1442,8 +1465,11 @@ unsafe fn error_info(
 }
 
 /// Emits one raw app event of `type` (`"graph.hint"`, `"node.started"`, ...) with the
-/// payload as JSON text, into `run` (NULL: the implicit run). Types an app does not send
-/// are ignored with a warning. Any thread.
+/// payload as JSON text, into `run` (NULL: the implicit run). A type an app does not send
+/// is refused (`GM_INVALID_ARGUMENT`). Any thread.
+///
+/// The payload must match the type's wire schema (what the server would otherwise drop,
+/// leaving a hole in the sequence): else `GM_INVALID_ARGUMENT`, nothing sent.
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes.
@@ -1537,7 +1563,11 @@ pub struct gm_decision {
 
 /// The gate at `point` of `node` in `run` (NULL: implicit run). `editable` offers the pause
 /// as input-editable, merging edits into `live_input_json` (JSON or NULL). `*out` receives
-/// a gate, freed by `gm_gate_free` (or consumed by `gm_gate_on_decision`). Any thread.
+/// a gate, freed by `gm_gate_free` (or consumed by `gm_gate_on_decision`). `point` is a
+/// `gm_point` value (any other is `GM_INVALID_ARGUMENT`). Any thread.
+///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); `live_input_json` points to `len` bytes or is NULL.
@@ -1856,6 +1886,9 @@ fn next_out(next: Next) -> gm_next {
 /// as input-editable (tool arguments). Emits `node.started`. `*out` receives the step,
 /// freed by `gm_step_free`.
 ///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
+///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
 #[no_mangle]
@@ -1926,6 +1959,9 @@ fn step_session(step: &gm_step) -> Session {
 
 /// The gate before the function runs (`*out`, freed by `gm_step`-independent `gm_gate_free`).
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step` is a live step; `out` is a valid pointer.
 #[no_mangle]
@@ -1949,6 +1985,9 @@ pub unsafe extern "C" fn gm_step_before(
 /// What the `before` decision means: `*out` says run (maybe with an edited input), return an
 /// injected value, or abort.
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step`/`decision` are live; `out` is a valid pointer.
 #[no_mangle]
@@ -1967,6 +2006,9 @@ pub unsafe extern "C" fn gm_step_on_before(
 }
 
 /// The gate after the function returned.
+///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
 ///
 /// # Safety
 /// `step` is a live step; `out` is a valid pointer.
@@ -1991,6 +2033,9 @@ pub unsafe extern "C" fn gm_step_after(
 /// What the `after` decision means, given the function's `output_json` (or NULL): return the
 /// result, return an injected value, run again (retry), or abort.
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step`/`decision` are live; `output_json` points to `len` bytes or is NULL; `out` valid.
 #[no_mangle]
@@ -2013,6 +2058,9 @@ pub unsafe extern "C" fn gm_step_on_after(
 
 /// The function failed: records `node.error` (`name`, `message`, optional `stack`) and gives
 /// the `error` gate in `*out`. Not for aborts or interrupts (`gm_step_on_ungated_error`).
+///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
 ///
 /// # Safety
 /// `step` is live; text pointers point to their lengths' bytes or are NULL; `out` valid.
@@ -2043,6 +2091,9 @@ pub unsafe extern "C" fn gm_step_error(
 
 /// What the `error` decision means: re-raise, return an injected value, run again, or abort.
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step`/`decision` are live; `out` is a valid pointer.
 #[no_mangle]
@@ -2062,6 +2113,9 @@ pub unsafe extern "C" fn gm_step_on_error(
 
 /// The function failed in a way never held (an abort, an interrupt): the call ends
 /// `aborted` (when `aborted`) or `error`; `*out` is `GM_NEXT_RERAISE`.
+///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
 ///
 /// # Safety
 /// `step` is live; `out` is a valid pointer.
