@@ -62,100 +62,6 @@ typedef enum {
 } gm_code;
 
 /**
- * A tri-state flag: not given (the core decides), or forced on / off.
- */
-typedef enum {
-  /**
-   * Not given: environment and defaults decide.
-   */
-  GM_UNSET = 0,
-  /**
-   * Given as false.
-   */
-  GM_FALSE = 1,
-  /**
-   * Given as true.
-   */
-  GM_TRUE = 2,
-} gm_tristate;
-
-/**
- * Which SDK's defaults the core applies (buffer size, production variables, sdk name).
- */
-typedef enum {
-  /**
-   * C / C++ (and any other native caller).
-   */
-  GM_FLAVOR_NATIVE = 0,
-  /**
-   * The Node SDK's defaults.
-   */
-  GM_FLAVOR_NODE = 1,
-  /**
-   * The Python SDK's defaults.
-   */
-  GM_FLAVOR_PYTHON = 2,
-  /**
-   * The Ruby SDK's defaults.
-   */
-  GM_FLAVOR_RUBY = 3,
-} gm_flavor;
-
-/**
- * How a run ended (`gm_session_finish_run`).
- */
-typedef enum {
-  /**
-   * It returned.
-   */
-  GM_OUTCOME_OK = 0,
-  /**
-   * It failed (give the error's name and message).
-   */
-  GM_OUTCOME_ERROR = 1,
-  /**
-   * It was aborted.
-   */
-  GM_OUTCOME_ABORTED = 2,
-} gm_outcome;
-
-/**
- * The channel of one streamed delta.
- */
-typedef enum {
-  /**
-   * Model text.
-   */
-  GM_CHANNEL_TEXT = 0,
-  /**
-   * Model reasoning.
-   */
-  GM_CHANNEL_REASONING = 1,
-  /**
-   * Tool-call arguments as they stream.
-   */
-  GM_CHANNEL_TOOL_ARGS = 2,
-} gm_channel;
-
-/**
- * Where in a node's life a gate sits.
- */
-typedef enum {
-  /**
-   * Before the node runs.
-   */
-  GM_POINT_BEFORE = 0,
-  /**
-   * After it returned.
-   */
-  GM_POINT_AFTER = 1,
-  /**
-   * After it failed.
-   */
-  GM_POINT_ERROR = 2,
-} gm_point;
-
-/**
  * How the debugger released a gate.
  */
 typedef enum {
@@ -258,6 +164,100 @@ typedef enum {
    */
   GM_REDACT_DROPPED = 3,
 } gm_redact_outcome;
+
+/**
+ * A tri-state flag: not given (the core decides), or forced on / off.
+ */
+typedef enum {
+  /**
+   * Not given: environment and defaults decide.
+   */
+  GM_UNSET = 0,
+  /**
+   * Given as false.
+   */
+  GM_FALSE = 1,
+  /**
+   * Given as true.
+   */
+  GM_TRUE = 2,
+} gm_tristate;
+
+/**
+ * Which SDK's defaults the core applies (buffer size, production variables, sdk name).
+ */
+typedef enum {
+  /**
+   * C / C++ (and any other native caller).
+   */
+  GM_FLAVOR_NATIVE = 0,
+  /**
+   * The Node SDK's defaults.
+   */
+  GM_FLAVOR_NODE = 1,
+  /**
+   * The Python SDK's defaults.
+   */
+  GM_FLAVOR_PYTHON = 2,
+  /**
+   * The Ruby SDK's defaults.
+   */
+  GM_FLAVOR_RUBY = 3,
+} gm_flavor;
+
+/**
+ * How a run ended (`gm_session_finish_run`).
+ */
+typedef enum {
+  /**
+   * It returned.
+   */
+  GM_OUTCOME_OK = 0,
+  /**
+   * It failed (give the error's name and message).
+   */
+  GM_OUTCOME_ERROR = 1,
+  /**
+   * It was aborted.
+   */
+  GM_OUTCOME_ABORTED = 2,
+} gm_outcome;
+
+/**
+ * The channel of one streamed delta.
+ */
+typedef enum {
+  /**
+   * Model text.
+   */
+  GM_CHANNEL_TEXT = 0,
+  /**
+   * Model reasoning.
+   */
+  GM_CHANNEL_REASONING = 1,
+  /**
+   * Tool-call arguments as they stream.
+   */
+  GM_CHANNEL_TOOL_ARGS = 2,
+} gm_channel;
+
+/**
+ * Where in a node's life a gate sits.
+ */
+typedef enum {
+  /**
+   * Before the node runs.
+   */
+  GM_POINT_BEFORE = 0,
+  /**
+   * After it returned.
+   */
+  GM_POINT_AFTER = 1,
+  /**
+   * After it failed.
+   */
+  GM_POINT_ERROR = 2,
+} gm_point;
 
 /**
  * A gate's decision: an action, and an injected output / an edited input (JSON).
@@ -522,12 +522,13 @@ gm_error *gm_options_set_json(gm_options *options,
                               size_t json_len);
 
 /**
- * Sets `enabled` (the kill switch and production checks still apply; see docs/c.md).
+ * Sets `enabled` to a `gm_tristate` value (the kill switch and production checks still
+ * apply; see docs/c.md). Any other value: `GM_INVALID_ARGUMENT`, nothing set.
  *
  * # Safety
  * `options` is a live `gm_options` used by this thread only.
  */
-gm_error *gm_options_set_enabled(gm_options *options, gm_tristate enabled);
+gm_error *gm_options_set_enabled(gm_options *options, int32_t enabled);
 
 /**
  * Sets `url` (the ingest WebSocket URL, e.g. `ws://127.0.0.1:4747/ingest`).
@@ -613,14 +614,15 @@ void gm_env_free(gm_env *env);
 /**
  * The configuration the core resolves from `options` (NULL: none) and `env` (NULL: the
  * process environment now) as JSON text (`enabled`, `enabledReason`, `url`, ...,
- * `warnings`) into `*out` (free with `gm_string_free`). Pure; any thread.
+ * `warnings`) into `*out` (free with `gm_string_free`). `flavor` is a `gm_flavor` value
+ * (any other is `GM_INVALID_ARGUMENT`). Pure; any thread.
  *
  * # Safety
  * `options`/`env` are NULL or live handles; `out` is a valid pointer.
  */
 gm_error *gm_config_resolve_json(const gm_options *options,
                                  const gm_env *env,
-                                 gm_flavor flavor,
+                                 int32_t flavor,
                                  gm_string *out);
 
 /**
@@ -628,7 +630,9 @@ gm_error *gm_config_resolve_json(const gm_options *options,
  * environment taken now). Warnings go to `warn(user_data, line, len)` from any thread, or
  * to stderr when `warn` is NULL. No I/O and no thread start here: the link starts on first
  * use. On success `*out` receives a session the caller disposes (`gm_session_dispose`)
- * and frees (`gm_session_free`). The options and env stay owned by the caller.
+ * and frees (`gm_session_free`). The options and env stay owned by the caller. `flavor` is
+ * a `gm_flavor` value (any other is `GM_INVALID_ARGUMENT`); a NULL `out` is
+ * `GM_NULL_ARGUMENT` and creates nothing.
  *
  * # Safety
  * `options`/`env` are NULL or live handles; `out` is valid; `user_data` must stay valid
@@ -636,7 +640,7 @@ gm_error *gm_config_resolve_json(const gm_options *options,
  */
 gm_error *gm_session_new(const gm_options *options,
                          const gm_env *env,
-                         gm_flavor flavor,
+                         int32_t flavor,
                          gm_warn_fn warn,
                          void *user_data,
                          gm_session **out);
@@ -735,6 +739,9 @@ void gm_session_after_fork_child(const gm_session *session);
  * none); `*out` receives the run, freed by `gm_run_free` after `gm_session_finish_run`.
  * Any thread.
  *
+ * Refused: `GM_INVALID_STATE` after `gm_session_dispose`; `GM_NULL_ARGUMENT` for a NULL
+ * `out` (no run is started).
+ *
  * # Safety
  * `session` is live; text pointers point to their lengths' bytes (or NULL); `out` valid.
  */
@@ -749,12 +756,16 @@ gm_error *gm_session_start_run(const gm_session *session,
  * Finishes `run` with `outcome`; for `GM_OUTCOME_ERROR` the error's `name` and `message`
  * (UTF-8, may be NULL). The run stays owned by the caller. Any thread.
  *
+ * The first finish wins: a second one (or any after `gm_session_dispose`) is
+ * `GM_INVALID_STATE` and records nothing. `outcome` is a `gm_outcome` value; any other is
+ * `GM_INVALID_ARGUMENT`.
+ *
  * # Safety
  * `session`/`run` are live; text pointers point to their lengths' bytes (or NULL).
  */
 gm_error *gm_session_finish_run(const gm_session *session,
                                 const gm_run *run,
-                                gm_outcome outcome,
+                                int32_t outcome,
                                 const char *error_name,
                                 size_t error_name_len,
                                 const char *error_message,
@@ -846,6 +857,9 @@ void gm_node_free(gm_node *node);
  * `node.started` for `node` in `run` (NULL: the implicit run), with the parent node's
  * *instance* id `parent_id` (or NULL) and the input as JSON text (or NULL). Any thread.
  *
+ * Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+ * recorded); see docs/c.md, "What an invalid call returns".
+ *
  * # Safety
  * Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
  */
@@ -858,7 +872,11 @@ gm_error *gm_session_node_started(const gm_session *session,
                                   size_t input_len);
 
 /**
- * `node.token`: one streamed delta `text` (UTF-8/WTF-8) of `node`. Any thread.
+ * `node.token`: one streamed delta `text` (UTF-8/WTF-8) of `node` on `channel` (a
+ * `gm_channel` value; any other is `GM_INVALID_ARGUMENT`). Any thread.
+ *
+ * Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+ * recorded); see docs/c.md, "What an invalid call returns".
  *
  * # Safety
  * Handles are live (`run` may be NULL); `text_ptr` points to `len` bytes.
@@ -866,13 +884,16 @@ gm_error *gm_session_node_started(const gm_session *session,
 gm_error *gm_session_node_token(const gm_session *session,
                                 const gm_run *run,
                                 const gm_node *node,
-                                gm_channel channel,
+                                int32_t channel,
                                 const char *text_ptr,
                                 size_t len);
 
 /**
  * `node.finished` (status ok) for `node` with the output as JSON text (or NULL), the
  * duration in ms, and whether the output was injected. Any thread.
+ *
+ * Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+ * recorded); see docs/c.md, "What an invalid call returns".
  *
  * # Safety
  * Handles are live (`run` may be NULL); `output_json` points to `len` bytes or is NULL.
@@ -889,6 +910,9 @@ gm_error *gm_session_node_finished(const gm_session *session,
  * `node.error` for `node`: the error's class `name`, `message` and optional `stack`
  * (UTF-8/WTF-8; NULL allowed). Any thread.
  *
+ * Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+ * recorded); see docs/c.md, "What an invalid call returns".
+ *
  * # Safety
  * Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
  */
@@ -904,8 +928,11 @@ gm_error *gm_session_node_error(const gm_session *session,
 
 /**
  * Emits one raw app event of `type` (`"graph.hint"`, `"node.started"`, ...) with the
- * payload as JSON text, into `run` (NULL: the implicit run). Types an app does not send
- * are ignored with a warning. Any thread.
+ * payload as JSON text, into `run` (NULL: the implicit run). A type an app does not send
+ * is refused (`GM_INVALID_ARGUMENT`). Any thread.
+ *
+ * The payload must match the type's wire schema (what the server would otherwise drop,
+ * leaving a hole in the sequence): else `GM_INVALID_ARGUMENT`, nothing sent.
  *
  * # Safety
  * Handles are live (`run` may be NULL); text pointers point to their lengths' bytes.
@@ -920,14 +947,18 @@ gm_error *gm_session_emit(const gm_session *session,
 /**
  * The gate at `point` of `node` in `run` (NULL: implicit run). `editable` offers the pause
  * as input-editable, merging edits into `live_input_json` (JSON or NULL). `*out` receives
- * a gate, freed by `gm_gate_free` (or consumed by `gm_gate_on_decision`). Any thread.
+ * a gate, freed by `gm_gate_free` (or consumed by `gm_gate_on_decision`). `point` is a
+ * `gm_point` value (any other is `GM_INVALID_ARGUMENT`). Any thread.
+ *
+ * Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+ * recorded); see docs/c.md, "What an invalid call returns".
  *
  * # Safety
  * Handles are live (`run` may be NULL); `live_input_json` points to `len` bytes or is NULL.
  */
 gm_error *gm_session_gate(const gm_session *session,
                           const gm_run *run,
-                          gm_point point,
+                          int32_t point,
                           const gm_node *node,
                           bool editable,
                           const char *live_input_json,
@@ -1022,6 +1053,9 @@ void gm_decision_free(gm_decision *decision);
  * as input-editable (tool arguments). Emits `node.started`. `*out` receives the step,
  * freed by `gm_step_free`.
  *
+ * Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+ * recorded); see docs/c.md, "What an invalid call returns".
+ *
  * # Safety
  * Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
  */
@@ -1049,6 +1083,9 @@ gm_str gm_step_instance_id(const gm_step *step);
 /**
  * The gate before the function runs (`*out`, freed by `gm_step`-independent `gm_gate_free`).
  *
+ * Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+ * retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+ *
  * # Safety
  * `step` is a live step; `out` is a valid pointer.
  */
@@ -1058,6 +1095,9 @@ gm_error *gm_step_before(const gm_step *step, gm_gate **out);
  * What the `before` decision means: `*out` says run (maybe with an edited input), return an
  * injected value, or abort.
  *
+ * Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+ * retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+ *
  * # Safety
  * `step`/`decision` are live; `out` is a valid pointer.
  */
@@ -1065,6 +1105,9 @@ gm_error *gm_step_on_before(gm_step *step, const gm_decision *decision, gm_next 
 
 /**
  * The gate after the function returned.
+ *
+ * Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+ * retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
  *
  * # Safety
  * `step` is a live step; `out` is a valid pointer.
@@ -1074,6 +1117,9 @@ gm_error *gm_step_after(const gm_step *step, gm_gate **out);
 /**
  * What the `after` decision means, given the function's `output_json` (or NULL): return the
  * result, return an injected value, run again (retry), or abort.
+ *
+ * Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+ * retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
  *
  * # Safety
  * `step`/`decision` are live; `output_json` points to `len` bytes or is NULL; `out` valid.
@@ -1087,6 +1133,9 @@ gm_error *gm_step_on_after(gm_step *step,
 /**
  * The function failed: records `node.error` (`name`, `message`, optional `stack`) and gives
  * the `error` gate in `*out`. Not for aborts or interrupts (`gm_step_on_ungated_error`).
+ *
+ * Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+ * retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
  *
  * # Safety
  * `step` is live; text pointers point to their lengths' bytes or are NULL; `out` valid.
@@ -1103,6 +1152,9 @@ gm_error *gm_step_error(gm_step *step,
 /**
  * What the `error` decision means: re-raise, return an injected value, run again, or abort.
  *
+ * Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+ * retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+ *
  * # Safety
  * `step`/`decision` are live; `out` is a valid pointer.
  */
@@ -1111,6 +1163,9 @@ gm_error *gm_step_on_error(gm_step *step, const gm_decision *decision, gm_next *
 /**
  * The function failed in a way never held (an abort, an interrupt): the call ends
  * `aborted` (when `aborted`) or `error`; `*out` is `GM_NEXT_RERAISE`.
+ *
+ * Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+ * retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
  *
  * # Safety
  * `step` is live; `out` is a valid pointer.

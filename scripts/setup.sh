@@ -18,6 +18,11 @@ for pkg_file in "ruby-dev:/usr/include/ruby-3.1.0/ruby.h" "libclang-dev:/usr/lib
   pkg=${pkg_file%%:*}; file=${pkg_file#*:}
   [ -e "$file" ] || dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
+# gcc's sanitizer runtimes for the C contract test (-fsanitize=address,undefined). They come
+# with gcc on Debian (libgcc-12-dev depends on them); checked here for a trimmed image.
+for pkg in libasan8 libubsan1; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -30,6 +30,17 @@ impl Request {
     }
 
     /// Whether a header holds `token` in its comma-separated list (case-insensitive).
+    /// How many times header `name` (lower case) appears.
+    pub fn header_count(&self, name: &str) -> usize {
+        self.headers.iter().filter(|(k, _)| k == name).count()
+    }
+
+    /// A header that RFC 9110 allows once (`Host`, `Origin`) sent more than once: only the
+    /// first would be judged, so the request is refused (400) instead.
+    pub fn repeated_single_header(&self) -> Option<&'static str> {
+        ["host", "origin"].into_iter().find(|name| self.header_count(name) > 1)
+    }
+
     pub fn header_has(&self, name: &str, token: &str) -> bool {
         self.headers.iter().filter(|(k, _)| k == name).any(|(_, v)| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
     }
@@ -212,13 +223,23 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
         return (200, JSON, format!("{{\"ok\":true,\"name\":\"graphmind-ai\",\"version\":{}}}", js(VERSION)));
     }
     if req.path == "/api/runs" {
-        let rows = match storage::open(&shared.db_path).and_then(|c| storage::list_runs(&c)) {
-            Ok(r) => r,
+        // Paged: `limit` (1..=RUNS_PAGE_MAX, default the maximum) runs after `cursor`
+        // (the previous page's `nextCursor`), most recently started first.
+        let limit = int_param(&req.query, "limit", storage::RUNS_PAGE_MAX as i64).filter(|l| *l >= 1);
+        let cursor = query_param(&req.query, "cursor").map(|c| storage::RunCursor::parse(&percent_decode(c)));
+        let (Some(limit), None | Some(Some(_))) = (limit, &cursor) else {
+            return (400, JSON, "{\"error\":\"limit must be an integer >= 1 and cursor a nextCursor from a previous page\"}".into());
+        };
+        let cursor = cursor.flatten();
+        let page = storage::open(&shared.db_path).and_then(|c| storage::list_runs_page(&c, cursor.as_ref(), limit.min(i64::from(u32::MAX)) as usize));
+        let (rows, next) = match page {
+            Ok(p) => p,
             Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
         };
         let hub = shared.lock();
         let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
-        return (200, JSON, format!("{{\"runs\":[{}]}}", runs.join(",")));
+        let next = next.map_or_else(|| "null".to_owned(), |c| js(&c.to_text()));
+        return (200, JSON, format!("{{\"runs\":[{}],\"nextCursor\":{next}}}", runs.join(",")));
     }
     if let Some(rest) = req.path.strip_prefix("/api/runs/") {
         if let Some(id) = rest.strip_suffix("/events").filter(|id| !id.is_empty() && !id.contains('/')) {

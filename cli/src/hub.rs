@@ -18,6 +18,10 @@ use std::time::{Duration, Instant};
 
 /// How many run claims are remembered; oldest are evicted first (reference: `MAX_RUN_CLAIMS`).
 pub const MAX_RUN_CLAIMS: usize = 5_000;
+/// Most runs one app connection may have open (written to, not finished) at once. Events
+/// of one more run are refused (logged, not stored) until one of its runs finishes: one
+/// connection cannot flood the run list (100,000 runs in seconds).
+pub const MAX_LIVE_RUNS_PER_CONNECTION: usize = 1_000;
 /// Longest `resumeToken` accepted from a client (reference: `MAX_RESUME_TOKEN_LENGTH`).
 pub const MAX_RESUME_TOKEN_LENGTH: usize = 128;
 /// Minimum gap between two identical log lines (reference: `LOG_THROTTLE_MS`).
@@ -52,6 +56,25 @@ pub enum Out {
 /// further behind (a stalled tab, a peer that stopped reading) is closed with 1008 rather
 /// than growing the server's memory; it replays the run from storage when it reconnects.
 pub const MAX_VIEWER_BACKLOG_BYTES: usize = 64 * 1024 * 1024;
+/// Most bytes of live messages all viewers together may have queued and unsent. Past it, a
+/// viewer holding more than [`VIEWER_FAIR_SHARE_BYTES`] is closed (1008) the next time a
+/// live message is queued for it, so the server's memory is bounded in total, not only per
+/// viewer: at most this plus one fair share per viewer (and viewers are capped too).
+pub const MAX_VIEWERS_BACKLOG_BYTES: usize = 128 * 1024 * 1024;
+/// What a viewer may hold while the total is over [`MAX_VIEWERS_BACKLOG_BYTES`]: a viewer
+/// that keeps up holds close to nothing, so only those that stopped reading are closed.
+pub const VIEWER_FAIR_SHARE_BYTES: usize = 1024 * 1024;
+/// Most viewer sockets open at once; one more is answered 503.
+pub const MAX_VIEWERS: usize = 64;
+/// Most viewer sockets without a credential open at once (tokenless viewers need no token
+/// to open, so they are what a stray local process would open); one more is answered 503.
+pub const MAX_ANONYMOUS_VIEWERS: usize = 4;
+
+/// Most breakpoints armed at once. A `breakpoint.set` past it is refused (an `error` to the
+/// viewer), so the list every `welcome` and `hello.ack` carries stays small.
+pub const MAX_BREAKPOINTS: usize = 256;
+/// Longest breakpoint matcher accepted, as JSON text.
+pub const MAX_BREAKPOINT_BYTES: usize = 4096;
 
 /// An eventfd a socket's thread sleeps on (with the socket) so that queued outbound
 /// frames wake it: idle connections cost no CPU, and a resume reaches its app at once.
@@ -107,6 +130,8 @@ pub struct Outbox {
     bytes: Arc<AtomicUsize>,
     overflow: Arc<AtomicBool>,
     wake: Option<Arc<Wake>>,
+    /// The viewers' total backlog (see [`MAX_VIEWERS_BACKLOG_BYTES`]); `None` for apps.
+    total: Option<Arc<AtomicUsize>>,
 }
 
 impl Outbox {
@@ -114,7 +139,22 @@ impl Outbox {
     pub fn new() -> (Outbox, Receiver<Out>) {
         let (tx, rx) = unbounded();
         let wake = Wake::new().map(Arc::new);
-        (Outbox { tx, bytes: Arc::new(AtomicUsize::new(0)), overflow: Arc::new(AtomicBool::new(false)), wake }, rx)
+        (Outbox { tx, bytes: Arc::new(AtomicUsize::new(0)), overflow: Arc::new(AtomicBool::new(false)), wake, total: None }, rx)
+    }
+
+    /// A viewer's queue: its backlog also counts toward the viewers' `total`.
+    pub fn for_viewer(total: Arc<AtomicUsize>) -> (Outbox, Receiver<Out>) {
+        let (mut outbox, rx) = Outbox::new();
+        outbox.total = Some(total);
+        (outbox, rx)
+    }
+
+    /// The socket is gone: what it never sent no longer counts toward the total.
+    pub fn forget_backlog(&self) {
+        let left = self.bytes.swap(0, Ordering::Relaxed);
+        if let Some(total) = &self.total {
+            let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| Some(t.saturating_sub(left)));
+        }
     }
 
     /// The wake-up descriptor of this socket's thread, if any.
@@ -131,6 +171,9 @@ impl Outbox {
     /// Queues a text frame (replies, replays, state): never refused.
     pub fn text(&self, t: String) -> bool {
         self.bytes.fetch_add(t.len(), Ordering::Relaxed);
+        if let Some(total) = &self.total {
+            total.fetch_add(t.len(), Ordering::Relaxed);
+        }
         let ok = self.tx.send(Out::Text(t)).is_ok();
         self.notify();
         ok
@@ -142,7 +185,11 @@ impl Outbox {
         if self.overflow.load(Ordering::Relaxed) {
             return false;
         }
-        if self.bytes.load(Ordering::Relaxed) + t.len() > MAX_VIEWER_BACKLOG_BYTES {
+        let own = self.bytes.load(Ordering::Relaxed);
+        let over_total = self.total.as_ref().is_some_and(|total| {
+            total.load(Ordering::Relaxed) + t.len() > MAX_VIEWERS_BACKLOG_BYTES && own >= VIEWER_FAIR_SHARE_BYTES
+        });
+        if own + t.len() > MAX_VIEWER_BACKLOG_BYTES || over_total {
             self.overflow.store(true, Ordering::Relaxed);
             self.notify();
             return false;
@@ -159,7 +206,11 @@ impl Outbox {
 
     /// The socket's thread wrote `n` bytes.
     pub fn sent(&self, n: usize) {
-        self.bytes.fetch_sub(n.min(self.bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
+        let n = n.min(self.bytes.load(Ordering::Relaxed));
+        self.bytes.fetch_sub(n, Ordering::Relaxed);
+        if let Some(total) = &self.total {
+            let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| Some(t.saturating_sub(n)));
+        }
     }
 
     /// The backlog passed its limit.
@@ -187,6 +238,8 @@ pub struct IngestConn {
     pub app: Option<String>,
     source: &'static str,
     owned: HashSet<String>,
+    /// Runs this connection opened that have not finished ([`MAX_LIVE_RUNS_PER_CONNECTION`]).
+    open_runs: HashSet<String>,
     token: String,
     claim_aware: bool,
     capabilities: Vec<String>,
@@ -386,6 +439,8 @@ pub struct Shared {
     pub budget: crate::writer::Budget,
     /// Path of the database (for read connections).
     pub db_path: std::path::PathBuf,
+    /// Bytes queued and unsent for all viewers together ([`MAX_VIEWERS_BACKLOG_BYTES`]).
+    pub viewer_backlog: Arc<AtomicUsize>,
 }
 
 /// Writes one server log line (stderr; stdout carries only the banner or `--json`).
@@ -480,7 +535,7 @@ impl HubState {
             version: 0,
         };
         for b in breakpoints {
-            hub.set_breakpoint(b);
+            let _ = hub.set_breakpoint(b);
         }
         hub
     }
@@ -519,11 +574,21 @@ impl HubState {
         &self.mode
     }
 
-    fn set_breakpoint(&mut self, m: Value) {
-        let key = canonical_key(&m);
-        if !self.breakpoints.iter().any(|(k, _)| *k == key) {
-            self.breakpoints.push((key, m));
+    /// Arms `m`; `Ok(false)` when it was armed already, `Err` past the caps.
+    fn set_breakpoint(&mut self, m: Value) -> Result<bool, String> {
+        let bytes = json::to_string(&m).len();
+        if bytes > MAX_BREAKPOINT_BYTES {
+            return Err(format!("breakpoint refused: its matcher is {bytes} bytes, over the {MAX_BREAKPOINT_BYTES}-byte limit"));
         }
+        let key = canonical_key(&m);
+        if self.breakpoints.iter().any(|(k, _)| *k == key) {
+            return Ok(false);
+        }
+        if self.breakpoints.len() >= MAX_BREAKPOINTS {
+            return Err(format!("breakpoint refused: {MAX_BREAKPOINTS} are armed already (the limit); clear one first"));
+        }
+        self.breakpoints.push((key, m));
+        Ok(true)
     }
 
     fn alloc(&mut self) -> ConnId {
@@ -549,6 +614,7 @@ impl HubState {
                 app: None,
                 source: "live",
                 owned: HashSet::new(),
+                open_runs: HashSet::new(),
                 token: String::new(),
                 claim_aware: false,
                 capabilities: Vec::new(),
@@ -613,6 +679,13 @@ impl HubState {
     pub fn admit(&mut self, conn: ConnId, run: &str) -> Option<Admit> {
         let (token, strict) = {
             let c = self.ingest.get(&conn)?;
+            if !c.open_runs.contains(run) && c.open_runs.len() >= MAX_LIVE_RUNS_PER_CONNECTION {
+                let who = self.describe(conn);
+                self.throttled_log("ingest-live-runs", || {
+                    format!("ingest: refusing run \"{run}\" from {who}: it has {MAX_LIVE_RUNS_PER_CONNECTION} runs open (the limit); finish one first")
+                });
+                return None;
+            }
             (c.token.clone(), c.claim_aware)
         };
         match self.claims.get(run) {
@@ -654,6 +727,7 @@ impl HubState {
         if owner_changed {
             c.owned.insert(run.to_owned());
         }
+        c.open_runs.insert(run.to_owned());
         Some(Admit { app: c.app.clone().unwrap_or_else(|| "unknown".into()), source: c.source, owner_changed })
     }
 
@@ -765,6 +839,21 @@ impl HubState {
         format!("{{\"type\":\"state\",\"breakpoints\":{},\"mode\":{}}}", self.breakpoints_json(), js(&self.mode))
     }
 
+    /// Why one more viewer (authenticated as `principal`) may not open now, if so:
+    /// [`MAX_VIEWERS`] in all, [`MAX_ANONYMOUS_VIEWERS`] without a credential.
+    pub fn viewer_refusal(&self, principal: Principal) -> Option<String> {
+        if self.ui.len() >= MAX_VIEWERS {
+            return Some(format!("{MAX_VIEWERS} viewer sockets are open already (the limit)"));
+        }
+        let anonymous = self.ui.values().filter(|u| u.principal == Principal::Anonymous).count();
+        if principal == Principal::Anonymous && anonymous >= MAX_ANONYMOUS_VIEWERS {
+            return Some(format!(
+                "{MAX_ANONYMOUS_VIEWERS} viewer sockets without a credential are open already (the limit); open the viewer from the #token= link `graphmind serve` prints"
+            ));
+        }
+        None
+    }
+
     /// A viewer socket closed.
     pub fn remove_ui(&mut self, conn: ConnId) {
         self.ui.remove(&conn);
@@ -792,8 +881,7 @@ impl HubState {
         }
     }
 
-    fn broadcast_state(&self) {
-        let msg = self.state_frame();
+    fn broadcast(&self, msg: String) {
         for u in self.ui.values() {
             let _ = u.tx.live(msg.clone());
         }
@@ -808,29 +896,47 @@ impl HubState {
     }
 
     /// `breakpoint.set` / `breakpoint.clear` / `mode.set` from a viewer (payload already
-    /// checked): update the server state, relay to every app, broadcast `state`.
-    pub fn debug_control(&mut self, kind: &str, payload: &Value) {
-        match kind {
-            "breakpoint.set" => {
-                if let Some(m) = payload.get("matcher") {
-                    self.set_breakpoint(m.clone());
+    /// checked): update the server state, relay to every app, and tell every viewer what
+    /// changed: a `state` frame carrying the change (`set` or `cleared` with the matcher,
+    /// `breakpointCount`, `mode`), never the whole list again, so a flood of sets costs
+    /// each viewer the size of one matcher per set. A change that changes nothing (a set of
+    /// an armed matcher, a clear of one not armed) is relayed to no one. `Err` is the
+    /// refusal to show the viewer (past [`MAX_BREAKPOINTS`] or [`MAX_BREAKPOINT_BYTES`]).
+    pub fn debug_control(&mut self, kind: &str, payload: &Value) -> Result<(), String> {
+        let change = match (kind, payload.get("matcher")) {
+            ("breakpoint.set", Some(m)) => {
+                if !self.set_breakpoint(m.clone())? {
+                    return Ok(());
                 }
+                format!("\"set\":{}", json::to_string(m))
             }
-            "breakpoint.clear" => {
-                if let Some(m) = payload.get("matcher") {
-                    let key = canonical_key(m);
-                    self.breakpoints.retain(|(k, _)| *k != key);
+            ("breakpoint.clear", Some(m)) => {
+                let key = canonical_key(m);
+                let before = self.breakpoints.len();
+                self.breakpoints.retain(|(k, _)| *k != key);
+                if self.breakpoints.len() == before {
+                    return Ok(());
                 }
+                format!("\"cleared\":{}", json::to_string(m))
             }
-            "mode.set" => {
-                if let Some(m) = payload.get("mode").and_then(Value::as_str) {
-                    self.mode = m.to_owned();
+            ("mode.set", _) => {
+                let Some(m) = payload.get("mode").and_then(Value::as_str) else { return Ok(()) };
+                if self.mode == m {
+                    return Ok(());
                 }
+                self.mode = m.to_owned();
+                String::new()
             }
-            _ => return,
-        }
+            _ => return Ok(()),
+        };
         self.relay_to_all_ingest(kind, payload);
-        self.broadcast_state();
+        let sep = if change.is_empty() { "" } else { "," };
+        self.broadcast(format!(
+            "{{\"type\":\"state\"{sep}{change},\"breakpointCount\":{},\"mode\":{}}}",
+            self.breakpoints.len(),
+            js(&self.mode)
+        ));
+        Ok(())
     }
 
     // -- pauses and the resume race -----------------------------------------------------
@@ -944,6 +1050,11 @@ impl HubState {
 
     /// A stored `run.finished`: every pause of the run is closed.
     pub fn run_finished(&mut self, run: &str) {
+        if let Some(owner) = self.run_owners.get(run).copied() {
+            if let Some(c) = self.ingest.get_mut(&owner) {
+                c.open_runs.remove(run);
+            }
+        }
         self.close_pauses(|k, _| k.0 == run, "run-finished", "the run finished");
     }
 
@@ -1203,10 +1314,27 @@ mod tests {
     #[test]
     fn breakpoints_dedupe_and_clear() {
         let mut hub = HubState::new(crate::config::breakpoints_for(&graphmind_core::config::PauseOnError::On), ControlPolicy::default());
-        hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"kind":"tool","name":"x"}}"#).unwrap());
-        hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"name":"x","kind":"tool"}}"#).unwrap());
+        hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"kind":"tool","name":"x"}}"#).unwrap()).unwrap();
+        hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"name":"x","kind":"tool"}}"#).unwrap()).unwrap();
         assert_eq!(hub.breakpoints_json(), r#"[{"point":"error"},{"kind":"tool","name":"x"}]"#);
-        hub.debug_control("breakpoint.clear", &parse_str(r#"{"matcher":{"point":"error"}}"#).unwrap());
+        hub.debug_control("breakpoint.clear", &parse_str(r#"{"matcher":{"point":"error"}}"#).unwrap()).unwrap();
         assert_eq!(hub.breakpoints_json(), r#"[{"kind":"tool","name":"x"}]"#);
+    }
+
+    #[test]
+    fn breakpoints_are_capped_in_count_and_size() {
+        let mut hub = HubState::new(Vec::new(), ControlPolicy::default());
+        for i in 0..MAX_BREAKPOINTS {
+            let set = parse_str(&format!(r#"{{"matcher":{{"kind":"tool","name":"t{i}"}}}}"#)).unwrap();
+            hub.debug_control("breakpoint.set", &set).unwrap();
+        }
+        let one_more = parse_str(r#"{"matcher":{"kind":"tool","name":"over"}}"#).unwrap();
+        assert!(hub.debug_control("breakpoint.set", &one_more).unwrap_err().contains("256 are armed"));
+        assert_eq!(hub.breakpoints().count(), MAX_BREAKPOINTS);
+        hub.debug_control("breakpoint.clear", &parse_str(r#"{"matcher":{"kind":"tool","name":"t0"}}"#).unwrap()).unwrap();
+        let big = parse_str(&format!(r#"{{"matcher":{{"name":"{}"}}}}"#, "x".repeat(MAX_BREAKPOINT_BYTES))).unwrap();
+        assert!(hub.debug_control("breakpoint.set", &big).unwrap_err().contains("byte limit"));
+        hub.debug_control("breakpoint.set", &one_more).unwrap();
+        assert_eq!(hub.breakpoints().count(), MAX_BREAKPOINTS);
     }
 }

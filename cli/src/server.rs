@@ -95,6 +95,7 @@ impl Server {
             http_in_flight: AtomicUsize::new(0),
             budget: Default::default(),
             db_path: cfg.db_path,
+            viewer_backlog: Default::default(),
         });
         let _ = shared.writer.send(Op::ReconcileOrphans);
         let s = shared.clone();
@@ -178,6 +179,11 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad request\n");
         return;
     };
+    if let Some(name) = req.repeated_single_header() {
+        shared.lock().throttled_log("duplicate-header", || format!("refused a request with more than one {name} header on {}", req.path));
+        let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", &format!("bad request: more than one {name} header\n"));
+        return;
+    }
     if let Some(r) = security::check_request(req.header("host"), req.header("origin"), shared.port, &shared.allowed_origins) {
         shared.lock().throttled_log("origin-refused", || format!("refused {} \"{}\" on {}", r.kind.as_str(), r.value, req.path));
         let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{}\n", r.message));
@@ -224,6 +230,12 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
                 let _ = http::respond(&mut stream, 401, "text/plain; charset=utf-8", &format!("unauthorized: {why}\n"));
                 return;
             }
+        }
+        let refusal = shared.lock().viewer_refusal(principal);
+        if let Some(why) = refusal {
+            shared.lock().throttled_log("ui-limit", || format!("refused a viewer socket: {why}"));
+            let _ = http::respond(&mut stream, 503, "text/plain; charset=utf-8", &format!("too many viewers: {why}\n"));
+            return;
         }
         let offered_v1 = protocols.iter().any(|v| v.split(',').any(|p| p.trim() == tokens::UI_SUBPROTOCOL));
         if offered_v1 {
@@ -509,10 +521,11 @@ fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> String {
 }
 
 fn ui_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>, principal: Principal) {
-    let (tx, rx) = Outbox::new();
+    let (tx, rx) = Outbox::for_viewer(shared.viewer_backlog.clone());
     let conn = shared.lock().add_ui(tx.clone(), principal);
     pump(&mut ws, &rx, &tx.clone(), |text| ui_frame(&shared, conn, &tx, text));
     shared.lock().remove_ui(conn);
+    tx.forget_backlog();
     let _ = shared.writer.send(Op::UiGone(conn));
 }
 
@@ -531,7 +544,12 @@ fn ui_frame(shared: &Shared, conn: ConnId, tx: &Outbox, text: &str) {
                 return say(error("subscribe requires a string \"runId\""));
             };
             let op = if run_id == WILDCARD_RUN_ID {
-                Op::SubscribeAll { conn, tx: tx.clone() }
+                let cursor = match msg.get("cursor").map(|c| c.as_str().and_then(crate::storage::RunCursor::parse)) {
+                    None => None,
+                    Some(Some(c)) => Some(c),
+                    Some(None) => return say(error("subscribe \"*\": cursor must be a nextCursor from a previous page")),
+                };
+                Op::SubscribeAll { conn, tx: tx.clone(), cursor }
             } else {
                 Op::Subscribe { conn, tx: tx.clone(), run_id: run_id.to_owned() }
             };
@@ -583,13 +601,21 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             if p.get("matcher").and_then(Value::as_object).is_none() {
                 return error("invalid control envelope: payload.matcher must be an object".into());
             }
-            shared.lock().debug_control(&env.kind, p);
+            let refused = {
+                let mut hub = shared.lock();
+                hub.debug_control(&env.kind, p).err().map(|why| (why, hub.state_frame()))
+            };
+            if let Some((why, state)) = refused {
+                // The viewer toggled optimistically: the refusal, then what is really armed.
+                say(format!("{{\"type\":\"error\",\"code\":\"breakpoint-limit\",\"message\":{}}}", js(&why)));
+                say(state);
+            }
         }
         "mode.set" => {
             if !matches!(s("mode"), Some("run" | "step")) {
                 return error("invalid control envelope: payload.mode must be run or step".into());
             }
-            shared.lock().debug_control(&env.kind, p);
+            let _ = shared.lock().debug_control(&env.kind, p);
         }
         other => error(format!("\"{other}\" is not a control type")),
     }

@@ -161,6 +161,64 @@ pub fn get_run(conn: &Connection, id: &str) -> rusqlite::Result<Option<RunRow>> 
         .optional()
 }
 
+/// Most runs in one page of the run list (`GET /api/runs`, `subscribe "*"`).
+pub const RUNS_PAGE_MAX: usize = 500;
+
+/// Where a page of the run list starts: just after this run (the list is ordered by
+/// `started_at` then `id`, both descending). Spelled `<started_at>~<id>` in a `cursor`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunCursor {
+    /// The last run's start time.
+    pub started_at: f64,
+    /// The last run's id.
+    pub id: String,
+}
+
+impl RunCursor {
+    /// The cursor after `row`.
+    pub fn after(row: &RunRow) -> RunCursor {
+        RunCursor { started_at: row.started_at, id: row.id.clone() }
+    }
+
+    /// Its text form.
+    pub fn to_text(&self) -> String {
+        format!("{}~{}", self.started_at, self.id)
+    }
+
+    /// Reads the text form; `None` when it is not one.
+    pub fn parse(text: &str) -> Option<RunCursor> {
+        let (at, id) = text.split_once('~')?;
+        let started_at: f64 = at.parse().ok().filter(|x: &f64| x.is_finite())?;
+        Some(RunCursor { started_at, id: id.to_owned() })
+    }
+}
+
+/// One page of runs, most recently started first: at most `limit` (capped at
+/// [`RUNS_PAGE_MAX`]) after `cursor`, and the cursor of the next page when more follow.
+pub fn list_runs_page(conn: &Connection, cursor: Option<&RunCursor>, limit: usize) -> rusqlite::Result<(Vec<RunRow>, Option<RunCursor>)> {
+    let limit = limit.clamp(1, RUNS_PAGE_MAX);
+    let mut rows: Vec<RunRow> = match cursor {
+        None => conn
+            .prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at DESC, r.id DESC LIMIT ?1"))?
+            .query_map(params![limit as i64 + 1], run_row)?
+            .collect::<rusqlite::Result<_>>()?,
+        Some(c) => conn
+            .prepare_cached(&format!(
+                "SELECT {RUN_COLUMNS} FROM runs r WHERE r.started_at < ?1 OR (r.started_at = ?1 AND r.id < ?2)
+                 ORDER BY r.started_at DESC, r.id DESC LIMIT ?3"
+            ))?
+            .query_map(params![c.started_at, c.id, limit as i64 + 1], run_row)?
+            .collect::<rusqlite::Result<_>>()?,
+    };
+    let next = if rows.len() > limit {
+        rows.truncate(limit);
+        rows.last().map(RunCursor::after)
+    } else {
+        None
+    };
+    Ok((rows, next))
+}
+
 /// Every run, most recently started first.
 pub fn list_runs(conn: &Connection) -> rusqlite::Result<Vec<RunRow>> {
     let mut stmt = conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at DESC, r.id DESC"))?;
@@ -252,10 +310,21 @@ pub fn insert_event(conn: &Connection, run_id: &str, seq: i64, ts: f64, kind: &s
     Ok(n > 0)
 }
 
-/// Applies `run.started`: the app name and the authoritative start time.
+/// Applies `run.started`: the app name and the authoritative start time, never later than
+/// a finish already stored (a `run.started` replayed after its `run.finished`).
 pub fn mark_started(conn: &Connection, id: &str, app: &str, started_at: f64) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE runs SET app = ?1, started_at = ?2 WHERE id = ?3")?.execute(params![app, started_at, id])?;
+    conn.prepare_cached(
+        "UPDATE runs SET app = ?1,
+           started_at = CASE WHEN finished_at IS NOT NULL AND ?2 > finished_at THEN finished_at ELSE ?2 END
+         WHERE id = ?3",
+    )?
+    .execute(params![app, started_at, id])?;
     Ok(())
+}
+
+/// The `seq` of the run's first stored `run.finished`, if any (the terminal event).
+pub fn terminal_seq(conn: &Connection, id: &str) -> rusqlite::Result<Option<i64>> {
+    conn.prepare_cached("SELECT MIN(seq) FROM events WHERE run_id = ?1 AND type = 'run.finished'")?.query_row([id], |r| r.get(0))
 }
 
 /// Applies `run.finished`: terminal status and finish time.

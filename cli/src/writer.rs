@@ -120,7 +120,7 @@ pub enum Op {
     /// A viewer subscribes to one run: replay, then tail.
     Subscribe { conn: ConnId, tx: Outbox, run_id: String },
     /// A viewer subscribes to the run list (`*`).
-    SubscribeAll { conn: ConnId, tx: Outbox },
+    SubscribeAll { conn: ConnId, tx: Outbox, cursor: Option<storage::RunCursor> },
     /// A viewer unsubscribes from one run.
     Unsubscribe { conn: ConnId, run_id: String },
     /// A viewer socket closed.
@@ -142,6 +142,8 @@ struct Writer {
     db: Connection,
     known_runs: HashSet<String>,
     read_only: HashSet<String>,
+    /// The `seq` of each known run's terminal `run.finished` (the first one stored).
+    terminal: HashMap<String, i64>,
     subs: HashMap<String, Vec<(ConnId, Outbox)>>,
     effects: Vec<Effect>,
     updates: Vec<String>,
@@ -149,7 +151,7 @@ struct Writer {
 
 /// Runs the writer loop until every sender is gone.
 pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
-    let mut w = Writer { shared, db, known_runs: HashSet::new(), read_only: HashSet::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
+    let mut w = Writer { shared, db, known_runs: HashSet::new(), read_only: HashSet::new(), terminal: HashMap::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
     let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = rx.recv() {
         batch.push(first);
@@ -263,7 +265,25 @@ impl Writer {
                 return Ok(());
             }
             storage::ensure_run(&self.db, &e.run_id, &e.app, e.ts, crate::envelope::PROTOCOL_VERSION, e.source)?;
+            if let Some(end) = storage::terminal_seq(&self.db, &e.run_id)? {
+                self.terminal.insert(e.run_id.clone(), end);
+            }
             self.known_runs.insert(e.run_id.clone());
+        }
+        // The run-state rule (docs/server.md, "Run state"): the first `run.finished` stored
+        // is terminal. A second one, and any event the app numbered after it, is refused:
+        // not stored, not fanned out, and the run's status and times stay as they were.
+        if let Some(&end) = self.terminal.get(&e.run_id) {
+            if e.kind == "run.finished" || e.seq > end {
+                let (run, kind, seq) = (e.run_id.clone(), e.kind.clone(), e.seq);
+                self.shared.lock().throttled_log("after-run-finished", || {
+                    format!("ingest: refusing {kind} (seq {seq}) for run \"{run}\": it already finished (seq {end}); the first run.finished wins")
+                });
+                if e.owner_changed {
+                    self.updates.push(e.run_id);
+                }
+                return Ok(());
+            }
         }
         let inserted = storage::insert_event(&self.db, &e.run_id, e.seq, e.ts, &e.kind, e.node_id.as_deref(), &e.frame)?;
         if !inserted {
@@ -276,6 +296,9 @@ impl Writer {
         if let Some(app) = &e.started_app {
             storage::mark_started(&self.db, &e.run_id, app, e.ts)?;
             lifecycle = true;
+        }
+        if e.kind == "run.finished" {
+            self.terminal.insert(e.run_id.clone(), e.seq);
         }
         if let Some(status) = &e.finished_status {
             storage::mark_finished(&self.db, &e.run_id, status, e.ts)?;
@@ -320,12 +343,17 @@ impl Writer {
                 let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}"));
                 subs.push((conn, tx));
             }
-            Op::SubscribeAll { conn, tx } => {
-                let rows = storage::list_runs(&self.db).unwrap_or_default();
+            Op::SubscribeAll { conn, tx, cursor } => {
+                // One page (the newest runs, or those after `cursor`): the frame stays far
+                // under the 16 MiB frame limit however many runs are stored. A later page
+                // is a `runs.page` answer, so a viewer's list is replaced only by the first.
+                let (rows, next) = storage::list_runs_page(&self.db, cursor.as_ref(), storage::RUNS_PAGE_MAX).unwrap_or_default();
                 let mut hub = self.shared.lock();
                 hub.set_wildcard(conn);
                 let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
-                let _ = tx.text(format!("{{\"type\":\"runs\",\"runs\":[{}]}}", runs.join(",")));
+                let kind = if cursor.is_some() { "runs.page" } else { "runs" };
+                let next = next.map_or_else(|| "null".to_owned(), |c| js(&c.to_text()));
+                let _ = tx.text(format!("{{\"type\":\"{kind}\",\"runs\":[{}],\"nextCursor\":{next}}}", runs.join(",")));
             }
             Op::Unsubscribe { conn, run_id } => {
                 if let Some(subs) = self.subs.get_mut(&run_id) {

@@ -25,6 +25,20 @@ fn vm(pid: u32, field: &str) -> u64 {
     status.lines().find_map(|l| l.strip_prefix(field).map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))).unwrap_or(0)
 }
 
+/// Every run, following `GET /api/runs`' pages.
+fn every_run(srv: &Server) -> Vec<Value> {
+    let mut all = Vec::new();
+    let mut path = "/api/runs".to_string();
+    loop {
+        let page = srv.get_json(&path);
+        all.extend(page.get("runs").and_then(Value::as_array).cloned().unwrap_or_default());
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(c) => path = format!("/api/runs?cursor={}", c.replace('~', "%7E")),
+            None => return all,
+        }
+    }
+}
+
 fn peak_rss_mb(srv: &Server) -> f64 {
     vm(srv.child.id(), "VmHWM:") as f64 / 1024.0
 }
@@ -96,9 +110,9 @@ fn three_hundred_then_a_thousand_simultaneous_ingest_connections() {
         let attach = t.elapsed();
         stream_all(&mut conns, per, "c");
         let took = wait_count(&srv, (n as u64 * per) as i64, Duration::from_secs(120));
-        let runs = srv.get_json("/api/runs");
-        assert_eq!(runs.get("runs").and_then(Value::as_array).map(|a| a.len()), Some(n));
-        assert!(runs.get("runs").and_then(Value::as_array).unwrap().iter().all(|r| r.get("live").and_then(Value::as_bool) == Some(true)));
+        let runs = every_run(&srv);
+        assert_eq!(runs.len(), n);
+        assert!(runs.iter().all(|r| r.get("live").and_then(Value::as_bool) == Some(true)));
         assert_eq!(srv.get("/health").0, 200);
         eprintln!(
             "[abuse] {n} simultaneous ingest connections: attached in {:.2} s, {} events stored {:.2} s after the last send; peak RSS {:.1} MB",

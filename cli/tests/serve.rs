@@ -173,7 +173,7 @@ fn breakpoints_and_mode_are_server_state_relayed_to_every_app() {
     assert_eq!(s(&relayed, &["runId"]), Some("*"));
     assert_eq!(to_json(relayed.get("payload").unwrap()), r#"{"matcher":{"kind":"tool","name":"lookup"}}"#);
     let state = ui2.recv_type("state");
-    assert_eq!(to_json(&state), r#"{"type":"state","breakpoints":[{"kind":"tool","name":"lookup"}],"mode":"run"}"#);
+    assert_eq!(to_json(&state), r#"{"type":"state","set":{"kind":"tool","name":"lookup"},"breakpointCount":1,"mode":"run"}"#, "the change, not the list");
 
     ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(1, "*", "mode.set", r#"{"mode":"step"}"#)));
     assert_eq!(to_json(app1.recv_type("mode.set").get("payload").unwrap()), r#"{"mode":"step"}"#);
@@ -188,7 +188,9 @@ fn breakpoints_and_mode_are_server_state_relayed_to_every_app() {
     ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(2, "*", "breakpoint.clear", r#"{"matcher":{"name":"lookup","kind":"tool"}}"#)));
     app1.recv_type("breakpoint.clear");
     app2.recv_type("breakpoint.clear");
-    assert_eq!(to_json(ui2.recv_type("state").get("breakpoints").unwrap()), "[]");
+    let cleared = ui2.recv_type("state");
+    assert_eq!(to_json(cleared.get("cleared").unwrap()), r#"{"name":"lookup","kind":"tool"}"#);
+    assert_eq!(cleared.get("breakpointCount").and_then(Value::as_i64), Some(0));
 
     ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(3, "*", "mode.set", r#"{"mode":"fast"}"#)));
     assert!(s(&ui.recv_type("error"), &["message"]).unwrap().starts_with("invalid control envelope"));

@@ -74,6 +74,36 @@ pub const FAST_RETRY_DELAYS: [Duration; 3] = [
     Duration::from_millis(config::FAST_RETRY_STEPS[2]),
 ];
 
+/// Why [`Session::emit`] refuses an event.
+#[derive(Debug, thiserror::Error)]
+pub enum EmitRefused {
+    /// The type is not one an app sends.
+    #[error("ignored emit() of {0:?}: not an event an app sends")]
+    NotAnAppEvent(String),
+    /// The payload does not match the type's wire schema (the server would drop the frame).
+    #[error("ignored emit() of {event_type:?}: {invalid}")]
+    InvalidPayload {
+        /// The event type.
+        event_type: String,
+        /// What the schema says is wrong.
+        invalid: crate::wire::Invalid,
+    },
+}
+
+/// What [`Session::emit`] accepts: an event type an app sends, with a payload its wire schema
+/// allows. A binding that reports refusals as errors (the C ABI) asks this first.
+pub fn check_emit(event_type: &str, payload: &Value) -> Result<MessageType, EmitRefused> {
+    let kind = match MessageType::parse(event_type) {
+        Some(t) if t.direction() == event::Direction::Event && !is_gate_event(t) => t,
+        _ => return Err(EmitRefused::NotAnAppEvent(event_type.to_string())),
+    };
+    crate::wire::check_payload(kind, payload).map_err(|invalid| EmitRefused::InvalidPayload {
+        event_type: event_type.to_string(),
+        invalid,
+    })?;
+    Ok(kind)
+}
+
 /// How long `ready()` waits by default.
 pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_millis(config::DEFAULT_READY_TIMEOUT_MS);
 
@@ -93,6 +123,7 @@ pub enum RunOutcome {
 pub struct RunSignal {
     aborted: AtomicBool,
     reason: Mutex<Option<String>>,
+    finished: AtomicBool,
 }
 
 impl RunSignal {
@@ -104,6 +135,16 @@ impl RunSignal {
     /// Why, when aborted.
     pub fn reason(&self) -> Option<String> {
         self.reason.lock().clone()
+    }
+
+    /// Whether [`Session::finish_run`] finished the run.
+    pub fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+
+    /// Marks the run finished; `true` only for the first call.
+    fn mark_finished(&self) -> bool {
+        !self.finished.swap(true, Ordering::AcqRel)
     }
 
     /// Aborts the run (idempotent; the first reason stays).
@@ -502,6 +543,11 @@ impl Session {
         self.inner.warner.warn(key, message);
     }
 
+    /// Whether [`Session::dispose`] ran: the session records nothing more.
+    pub fn is_disposed(&self) -> bool {
+        self.inner.shared.lock().disposed
+    }
+
     fn active(&self) -> bool {
         self.inner.config.enabled && !self.inner.shared.lock().disposed
     }
@@ -568,15 +614,19 @@ impl Session {
     }
 
     /// Finishes a run (`run.finished`). An aborted signal wins over `Ok` and `Error`, as in
-    /// the reference.
-    pub fn finish_run(&self, run: &Run, outcome: RunOutcome) {
+    /// the reference. The first finish wins: a second one records nothing and returns
+    /// `false` (the C ABI answers it `GM_INVALID_STATE`).
+    pub fn finish_run(&self, run: &Run, outcome: RunOutcome) -> bool {
+        if !run.signal.mark_finished() {
+            return false;
+        }
         let mut shared = self.inner.shared.lock();
         shared.runs.remove(&run.run_id);
         // The run's loop state is forgotten by the worker as it takes `run.finished`, after
         // the node events queued before it: forgetting here raced the worker when it feeds
         // the guard (detached, or mode warn), and wiped the first calls' books mid-run.
         if !self.inner.config.enabled || shared.disposed {
-            return;
+            return true;
         }
         self.flush_tokens_locked(&mut shared);
         let mut finished = match (outcome, run.signal.is_aborted()) {
@@ -597,6 +647,7 @@ impl Session {
             None,
             None,
         );
+        true
     }
 
     /// The run's root node started: `agent:<name>` (kind `agent`), its instance id the run
@@ -682,13 +733,12 @@ impl Session {
         if !self.inner.config.enabled {
             return None;
         }
-        let kind = match MessageType::parse(event_type) {
-            Some(t) if t.direction() == event::Direction::Event && !is_gate_event(t) => t,
-            _ => {
-                self.inner.warner.warn(
-                    &format!("emit-type:{event_type}"),
-                    &format!("ignored emit() of {event_type:?}: not an event an app sends"),
-                );
+        let kind = match check_emit(event_type, &payload) {
+            Ok(kind) => kind,
+            Err(refused) => {
+                self.inner
+                    .warner
+                    .warn(&format!("emit-type:{event_type}"), &refused.to_string());
                 return None;
             }
         };

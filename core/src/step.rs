@@ -26,7 +26,89 @@ use crate::gate::{GateDecision, PausePoint, ResumeAction};
 use crate::host_value::HostValue;
 use crate::json::Value;
 use crate::session::{normalize_duration, Gate, GateOptions, NodeRef, Session};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
+
+/// One call a wrapper makes on a [`Step`], for [`Step::check`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepCall {
+    /// [`Step::before`].
+    Before,
+    /// [`Step::on_before`].
+    OnBefore,
+    /// [`Step::after`].
+    After,
+    /// [`Step::on_after`] / [`Step::on_after_host`].
+    OnAfter,
+    /// [`Step::error`].
+    Error,
+    /// [`Step::on_error`].
+    OnError,
+    /// [`Step::on_ungated_error`].
+    UngatedError,
+}
+
+/// Where a step is in the order the module's diagram draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    /// Started, no gate asked yet: only the before gate comes next.
+    Started,
+    /// The before gate was asked: its decision comes next.
+    BeforeAsked,
+    /// The function runs: the after gate (it returned) or the error gate (it raised).
+    Running,
+    /// A retry: the function runs again, with or without passing the before gate again.
+    Retrying,
+    /// The after gate was asked: its decision comes next.
+    AfterAsked,
+    /// The error gate was asked: its decision comes next.
+    ErrorAsked,
+    /// `node.finished` was recorded: nothing more.
+    Finished,
+}
+
+impl Phase {
+    const ALL: [Phase; 7] = [
+        Phase::Started,
+        Phase::BeforeAsked,
+        Phase::Running,
+        Phase::Retrying,
+        Phase::AfterAsked,
+        Phase::ErrorAsked,
+        Phase::Finished,
+    ];
+}
+
+/// The phase, kept in an atomic so the gates stay `&self` (and a `Step` `Sync`).
+#[derive(Debug)]
+struct PhaseCell(AtomicU8);
+
+impl PhaseCell {
+    fn new(phase: Phase) -> PhaseCell {
+        PhaseCell(AtomicU8::new(phase as u8))
+    }
+
+    fn get(&self) -> Phase {
+        Phase::ALL[self.0.load(Ordering::Relaxed) as usize]
+    }
+
+    fn set(&self, phase: Phase) {
+        self.0.store(phase as u8, Ordering::Relaxed);
+    }
+}
+
+/// A call made on a step out of its order (see the module's diagram). Nothing was recorded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("step {node_id}: {call:?} is out of order ({why})")]
+pub struct StepMisuse {
+    /// The node of the step.
+    pub node_id: String,
+    /// The call refused.
+    pub call: StepCall,
+    /// What the step was waiting for instead.
+    pub why: &'static str,
+}
 
 /// What the wrapper does next.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,6 +141,7 @@ pub struct Step {
     live_input: Option<Value>,
     kept_input: bool,
     finished: bool,
+    phase: PhaseCell,
 }
 
 impl Step {
@@ -111,12 +194,48 @@ impl Step {
             live_input,
             kept_input,
             finished: false,
+            phase: PhaseCell::new(Phase::Started),
         }
     }
 
     /// The node being called.
     pub fn node(&self) -> &NodeRef {
         &self.node
+    }
+
+    /// Whether `call` is the step's next move in the module's order: before → its
+    /// decision → after or error → its decision, a retry going back to the function (or to
+    /// the before gate), [`Step::on_ungated_error`] at any point until the step finished.
+    /// A binding that must refuse misuse (the C ABI's `GM_INVALID_STATE`) asks this first;
+    /// the methods themselves never record anything for a finished step.
+    pub fn check(&self, call: StepCall) -> Result<(), StepMisuse> {
+        use Phase::*;
+        use StepCall as C;
+        let allowed = match (self.phase.get(), call) {
+            (Finished, _) => Err("the step is finished"),
+            (_, C::UngatedError) => Ok(()),
+            (Started | Retrying, C::Before) => Ok(()),
+            (BeforeAsked, C::OnBefore) => Ok(()),
+            (Running | Retrying, C::After | C::Error) => Ok(()),
+            (AfterAsked, C::OnAfter) => Ok(()),
+            (ErrorAsked, C::OnError) => Ok(()),
+            (Started, _) => Err("the before gate comes first"),
+            (BeforeAsked, _) => Err("the before gate's decision comes next"),
+            (Running, _) => Err("the function runs: the after or error gate comes next"),
+            (Retrying, _) => Err("a retry: the before gate or the function comes next"),
+            (AfterAsked, _) => Err("the after gate's decision comes next"),
+            (ErrorAsked, _) => Err("the error gate's decision comes next"),
+        };
+        allowed.map_err(|why| StepMisuse {
+            node_id: self.node.node_id.clone(),
+            call,
+            why,
+        })
+    }
+
+    /// Whether the step recorded its `node.finished`.
+    pub fn is_finished(&self) -> bool {
+        self.finished
     }
 
     /// A pause is offered as editable only when the step kept the live input (a debugger
@@ -141,11 +260,19 @@ impl Step {
 
     /// The gate before the function runs.
     pub fn before(&self) -> Gate {
+        if self.finished {
+            return Gate::Continue;
+        }
+        self.phase.set(Phase::BeforeAsked);
         self.gate(PausePoint::Before)
     }
 
     /// What the `before` decision means.
     pub fn on_before(&mut self, decision: GateDecision) -> Next {
+        if self.finished {
+            return self.after_finish();
+        }
+        self.phase.set(Phase::Running);
         match decision.action {
             ResumeAction::Abort => {
                 self.finish(None, RunStatus::Aborted, false, false);
@@ -161,6 +288,9 @@ impl Step {
     }
 
     fn run_with(&mut self, input: Option<Value>) -> Next {
+        if self.phase.get() != Phase::Running {
+            self.phase.set(Phase::Retrying);
+        }
         if let Some(edited) = &input {
             self.live_input = Some(edited.clone());
             self.kept_input = true;
@@ -170,6 +300,10 @@ impl Step {
 
     /// The gate after the function returned.
     pub fn after(&self) -> Gate {
+        if self.finished {
+            return Gate::Continue;
+        }
+        self.phase.set(Phase::AfterAsked);
         self.gate(PausePoint::After)
     }
 
@@ -181,6 +315,10 @@ impl Step {
     /// [`Step::on_after`] with the output as the binding hands it over (see
     /// [`Step::start_host`]).
     pub fn on_after_host(&mut self, decision: GateDecision, output: Option<HostValue>) -> Next {
+        if self.finished {
+            return self.after_finish();
+        }
+        self.phase.set(Phase::Retrying);
         match decision.action {
             ResumeAction::Continue => {
                 self.finish(output, RunStatus::Ok, false, false);
@@ -203,6 +341,11 @@ impl Step {
     /// error or an interrupt (Ctrl-C, task cancellation) is never held: call
     /// [`Step::on_ungated_error`] instead.
     pub fn error(&mut self, error: ErrorInfo) -> Gate {
+        if self.finished {
+            // A finished node gets no `node.error` and no pause after the fact.
+            return Gate::Continue;
+        }
+        self.phase.set(Phase::ErrorAsked);
         self.session
             .node_error(self.run_id.as_deref(), &self.node, error);
         self.gate(PausePoint::Error)
@@ -210,6 +353,10 @@ impl Step {
 
     /// What the `error` decision means.
     pub fn on_error(&mut self, decision: GateDecision) -> Next {
+        if self.finished {
+            return self.after_finish();
+        }
+        self.phase.set(Phase::Retrying);
         match decision.action {
             ResumeAction::Inject => {
                 let output = decision.output.unwrap_or(Value::Null);
@@ -244,6 +391,12 @@ impl Step {
         Next::Reraise
     }
 
+    /// What a decision on a finished step means: nothing more to do. The result was
+    /// recorded already; a binding that checked [`Step::check`] never gets here.
+    fn after_finish(&self) -> Next {
+        Next::ReturnResult
+    }
+
     fn finish(
         &mut self,
         output: Option<HostValue>,
@@ -255,6 +408,7 @@ impl Step {
             return;
         }
         self.finished = true;
+        self.phase.set(Phase::Finished);
         let elapsed = self.started.elapsed().as_secs_f64() * 1000.0;
         let mut finished = NodeFinished::new(
             self.node.node_id.as_str(),

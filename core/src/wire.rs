@@ -304,6 +304,31 @@ pub fn parse_envelope_value(value: Value) -> ParseOutcome {
     })
 }
 
+/// Checks a payload against its message type's wire schema, as a receiver's
+/// [`parse_envelope`] will: a sender refuses what the server would drop (a dropped frame
+/// leaves a hole in the sequence). `Err` says what is wrong, as the server would.
+pub fn check_payload(message_type: MessageType, payload: &Value) -> Result<(), Invalid> {
+    let mut issues = Vec::new();
+    let mut path = String::from("payload");
+    schema::check(
+        &schema::payload_shape(message_type),
+        payload,
+        &mut path,
+        &mut issues,
+    );
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(Invalid {
+            reason: format!(
+                "invalid payload for message type \"{}\"",
+                message_type.as_str()
+            ),
+            issues,
+        })
+    }
+}
+
 fn invalid(reason: &str, issues: Vec<ParseIssue>) -> ParseOutcome {
     ParseOutcome::Invalid(Invalid {
         reason: reason.to_owned(),

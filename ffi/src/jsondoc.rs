@@ -1,7 +1,7 @@
 //! A small read-only JSON document API, so C programs (the conformance runner, an SDK's
 //! tests) read JSON that may hold lone surrogates with the core's own parser.
 
-use crate::{bytes, err, gm_code, gm_error, gm_string, guard, guard_value, put, R};
+use crate::{bytes, err, gm_code, gm_error, gm_string, guard, guard_value, need, put, R};
 use graphmind_core::json::{self, Value};
 use std::ffi::c_char;
 
@@ -42,6 +42,7 @@ pub unsafe extern "C" fn gm_json_parse(
     out: *mut *mut gm_json_doc,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let b = bytes(text, len).ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "text: NULL"))?;
         let root = json::parse(b).map_err(|e| err(gm_code::GM_INVALID_JSON, e.to_string()))?;
         put(out, Box::into_raw(Box::new(gm_json_doc { root })), "out")

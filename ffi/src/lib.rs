@@ -19,7 +19,7 @@ use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, JsStr, Map, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::shrink;
-use graphmind_core::step::{Next, Step};
+use graphmind_core::step::{Next, Step, StepCall};
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -195,9 +195,13 @@ unsafe fn json_host_value(
     };
     let refused = |e: json::ParseError| err(gm_code::GM_INVALID_JSON, format!("{what}: {e}"));
     if session.is_attached() {
-        json::parse(b).map(|v| Some(HostValue::Built(v))).map_err(refused)
+        json::parse(b)
+            .map(|v| Some(HostValue::Built(v)))
+            .map_err(refused)
     } else {
-        json::validate(b).map(|()| Some(HostValue::Text(b.to_vec()))).map_err(refused)
+        json::validate(b)
+            .map(|()| Some(HostValue::Text(b.to_vec())))
+            .map_err(refused)
     }
 }
 
@@ -211,12 +215,85 @@ unsafe fn handle_mut<'a, T>(ptr: *mut T, what: &str) -> R<&'a mut T> {
         .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, format!("{what}: NULL")))
 }
 
+/// Refuses a NULL out pointer. Every function with one calls this first, before anything
+/// else happens, so a refused call has no effect (nothing recorded, nothing leaked).
+fn need<T>(out: *mut T, what: &str) -> R<()> {
+    if out.is_null() {
+        return Err(err(gm_code::GM_NULL_ARGUMENT, format!("{what}: NULL")));
+    }
+    Ok(())
+}
+
 unsafe fn put<T>(out: *mut T, value: T, what: &str) -> R<()> {
     if out.is_null() {
         return Err(err(gm_code::GM_NULL_ARGUMENT, format!("{what}: NULL")));
     }
     out.write(value);
     Ok(())
+}
+
+/// Enum arguments cross the boundary as plain integers (`int32_t`): a C caller may pass any
+/// value in an enum's storage, and a Rust enum holding an unlisted value is undefined
+/// behaviour. Each is read back here; a value outside the enum is `GM_INVALID_ARGUMENT`.
+macro_rules! enum_arg {
+    ($ty:ident, [$($variant:ident),+ $(,)?]) => {
+        impl $ty {
+            fn from_c(value: i32, what: &str) -> R<$ty> {
+                $(if value == $ty::$variant as i32 {
+                    return Ok($ty::$variant);
+                })+
+                Err(err(
+                    gm_code::GM_INVALID_ARGUMENT,
+                    format!("{what}: {value} is not a {} value", stringify!($ty)),
+                ))
+            }
+        }
+    };
+}
+
+enum_arg!(gm_tristate, [GM_UNSET, GM_FALSE, GM_TRUE]);
+enum_arg!(
+    gm_flavor,
+    [
+        GM_FLAVOR_NATIVE,
+        GM_FLAVOR_NODE,
+        GM_FLAVOR_PYTHON,
+        GM_FLAVOR_RUBY
+    ]
+);
+enum_arg!(
+    gm_outcome,
+    [GM_OUTCOME_OK, GM_OUTCOME_ERROR, GM_OUTCOME_ABORTED]
+);
+enum_arg!(
+    gm_channel,
+    [GM_CHANNEL_TEXT, GM_CHANNEL_REASONING, GM_CHANNEL_TOOL_ARGS]
+);
+enum_arg!(gm_point, [GM_POINT_BEFORE, GM_POINT_AFTER, GM_POINT_ERROR]);
+
+/// Refuses a recording call on a disposed session, or into a run already finished, with
+/// `GM_INVALID_STATE`: the call records nothing. (A disabled session is not misuse: its
+/// calls succeed and record nothing, so an app runs the same with GraphMind switched off.)
+unsafe fn live(s: &gm_session, run: *const gm_run) -> R<()> {
+    if s.session.is_disposed() {
+        return Err(err(
+            gm_code::GM_INVALID_STATE,
+            "session: disposed (gm_session_dispose ran); nothing is recorded",
+        ));
+    }
+    if let Some(r) = run.as_ref() {
+        if r.run.signal.is_finished() {
+            return Err(err(
+                gm_code::GM_INVALID_STATE,
+                format!("run {}: already finished", r.run.run_id),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn misuse(e: impl std::fmt::Display) -> Box<gm_error> {
+    err(gm_code::GM_INVALID_STATE, e.to_string())
 }
 
 fn ms(timeout_ms: u64) -> Duration {
@@ -387,6 +464,7 @@ pub unsafe extern "C" fn gm_options_from_json(
     out: *mut *mut gm_options,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let value = json_value(json, len, "options")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "options: NULL"))?;
         let Value::Object(map) = value else {
@@ -429,19 +507,21 @@ unsafe fn set_option(options: *mut gm_options, key: &str, value: Value) -> *mut 
     })
 }
 
-/// Sets `enabled` (the kill switch and production checks still apply; see docs/c.md).
+/// Sets `enabled` to a `gm_tristate` value (the kill switch and production checks still
+/// apply; see docs/c.md). Any other value: `GM_INVALID_ARGUMENT`, nothing set.
 ///
 /// # Safety
 /// `options` is a live `gm_options` used by this thread only.
 #[no_mangle]
 pub unsafe extern "C" fn gm_options_set_enabled(
     options: *mut gm_options,
-    enabled: gm_tristate,
+    enabled: i32,
 ) -> *mut gm_error {
-    let value = match enabled {
-        gm_tristate::GM_UNSET => Value::Null,
-        gm_tristate::GM_FALSE => Value::Bool(false),
-        gm_tristate::GM_TRUE => Value::Bool(true),
+    let value = match gm_tristate::from_c(enabled, "enabled") {
+        Ok(gm_tristate::GM_UNSET) => Value::Null,
+        Ok(gm_tristate::GM_FALSE) => Value::Bool(false),
+        Ok(gm_tristate::GM_TRUE) => Value::Bool(true),
+        Err(e) => return Box::into_raw(e),
     };
     set_option(options, "enabled", value)
 }
@@ -558,6 +638,7 @@ pub unsafe extern "C" fn gm_env_from_json(
     out: *mut *mut gm_env,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let value = json_value(json, len, "env")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "env: NULL"))?;
         if value.as_object().is_none() {
@@ -626,7 +707,8 @@ fn resolve(
 
 /// The configuration the core resolves from `options` (NULL: none) and `env` (NULL: the
 /// process environment now) as JSON text (`enabled`, `enabledReason`, `url`, ...,
-/// `warnings`) into `*out` (free with `gm_string_free`). Pure; any thread.
+/// `warnings`) into `*out` (free with `gm_string_free`). `flavor` is a `gm_flavor` value
+/// (any other is `GM_INVALID_ARGUMENT`). Pure; any thread.
 ///
 /// # Safety
 /// `options`/`env` are NULL or live handles; `out` is a valid pointer.
@@ -634,10 +716,12 @@ fn resolve(
 pub unsafe extern "C" fn gm_config_resolve_json(
     options: *const gm_options,
     env: *const gm_env,
-    flavor: gm_flavor,
+    flavor: i32,
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
+        let flavor = gm_flavor::from_c(flavor, "flavor")?;
         let config = resolve(options.as_ref(), env.as_ref(), flavor);
         put(
             out,
@@ -671,7 +755,9 @@ unsafe impl Sync for SendPtr {}
 /// environment taken now). Warnings go to `warn(user_data, line, len)` from any thread, or
 /// to stderr when `warn` is NULL. No I/O and no thread start here: the link starts on first
 /// use. On success `*out` receives a session the caller disposes (`gm_session_dispose`)
-/// and frees (`gm_session_free`). The options and env stay owned by the caller.
+/// and frees (`gm_session_free`). The options and env stay owned by the caller. `flavor` is
+/// a `gm_flavor` value (any other is `GM_INVALID_ARGUMENT`); a NULL `out` is
+/// `GM_NULL_ARGUMENT` and creates nothing.
 ///
 /// # Safety
 /// `options`/`env` are NULL or live handles; `out` is valid; `user_data` must stay valid
@@ -680,12 +766,14 @@ unsafe impl Sync for SendPtr {}
 pub unsafe extern "C" fn gm_session_new(
     options: *const gm_options,
     env: *const gm_env,
-    flavor: gm_flavor,
+    flavor: i32,
     warn: gm_warn_fn,
     user_data: *mut c_void,
     out: *mut *mut gm_session,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
+        let flavor = gm_flavor::from_c(flavor, "flavor")?;
         let config = resolve(options.as_ref(), env.as_ref(), flavor);
         let sink: graphmind_core::warn::WarnSink = match warn {
             None => graphmind_core::warn::stderr_sink(),
@@ -780,6 +868,7 @@ pub unsafe extern "C" fn gm_session_stats(
     out: *mut gm_stats,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let s = handle(session, "session")?.session.stats();
         let stats = gm_stats {
             enabled: s.enabled,
@@ -892,6 +981,7 @@ pub unsafe extern "C" fn gm_session_after_fork_child(session: *const gm_session)
 /// A run: its id, name and abort signal. Thread-safe to read from any thread.
 pub struct gm_run {
     run: Run,
+    id: NulText,
 }
 
 /// How a run ended (`gm_session_finish_run`).
@@ -910,6 +1000,9 @@ pub enum gm_outcome {
 /// none); `*out` receives the run, freed by `gm_run_free` after `gm_session_finish_run`.
 /// Any thread.
 ///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose`; `GM_NULL_ARGUMENT` for a NULL
+/// `out` (no run is started).
+///
 /// # Safety
 /// `session` is live; text pointers point to their lengths' bytes (or NULL); `out` valid.
 #[no_mangle]
@@ -922,6 +1015,7 @@ pub unsafe extern "C" fn gm_session_start_run(
     out: *mut *mut gm_run,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let s = handle(session, "session")?;
         let name = required_text(name, name_len, "name")?;
         let meta = match json_value(meta_json, meta_len, "meta")? {
@@ -929,13 +1023,25 @@ pub unsafe extern "C" fn gm_session_start_run(
             Some(Value::Object(m)) => Some(m),
             Some(_) => return Err(err(gm_code::GM_INVALID_ARGUMENT, "meta: not a JSON object")),
         };
+        live(s, std::ptr::null())?;
         let run = s.session.start_run(name, meta.as_ref());
-        put(out, Box::into_raw(Box::new(gm_run { run })), "out")
+        put(
+            out,
+            Box::into_raw(Box::new(gm_run {
+                id: NulText::new(&run.run_id),
+                run,
+            })),
+            "out",
+        )
     })
 }
 
 /// Finishes `run` with `outcome`; for `GM_OUTCOME_ERROR` the error's `name` and `message`
 /// (UTF-8, may be NULL). The run stays owned by the caller. Any thread.
+///
+/// The first finish wins: a second one (or any after `gm_session_dispose`) is
+/// `GM_INVALID_STATE` and records nothing. `outcome` is a `gm_outcome` value; any other is
+/// `GM_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// `session`/`run` are live; text pointers point to their lengths' bytes (or NULL).
@@ -943,7 +1049,7 @@ pub unsafe extern "C" fn gm_session_start_run(
 pub unsafe extern "C" fn gm_session_finish_run(
     session: *const gm_session,
     run: *const gm_run,
-    outcome: gm_outcome,
+    outcome: i32,
     error_name: *const c_char,
     error_name_len: usize,
     error_message: *const c_char,
@@ -952,7 +1058,7 @@ pub unsafe extern "C" fn gm_session_finish_run(
     guard(|| {
         let s = handle(session, "session")?;
         let run = handle(run, "run")?;
-        let outcome = match outcome {
+        let outcome = match gm_outcome::from_c(outcome, "outcome")? {
             gm_outcome::GM_OUTCOME_OK => RunOutcome::Ok,
             gm_outcome::GM_OUTCOME_ABORTED => RunOutcome::Aborted,
             gm_outcome::GM_OUTCOME_ERROR => {
@@ -963,7 +1069,13 @@ pub unsafe extern "C" fn gm_session_finish_run(
                 RunOutcome::Error(ErrorInfo::new(name, message))
             }
         };
-        s.session.finish_run(&run.run, outcome);
+        live(s, std::ptr::null())?;
+        if !s.session.finish_run(&run.run, outcome) {
+            return Err(err(
+                gm_code::GM_INVALID_STATE,
+                format!("run {}: already finished", run.run.run_id),
+            ));
+        }
         Ok(())
     })
 }
@@ -984,16 +1096,34 @@ pub unsafe extern "C" fn gm_run_id(run: *const gm_run) -> gm_str {
                 ptr: std::ptr::null(),
                 len: 0,
             },
-            Some(r) => str_view(&r.run.run_id),
+            Some(r) => r.id.view(),
         },
     )
 }
 
-fn str_view(s: &str) -> gm_str {
-    // Not NUL-terminated in general: the caller uses len.
-    gm_str {
-        ptr: s.as_ptr() as *const c_char,
-        len: s.len(),
+/// Text a handle keeps NUL-terminated, so the `gm_str` views it lends keep the header's
+/// promise (`strlen(view.ptr) == view.len` for text without an inner NUL).
+pub(crate) struct NulText(Box<[u8]>);
+
+impl NulText {
+    pub(crate) fn new(s: &str) -> NulText {
+        let mut bytes = Vec::with_capacity(s.len() + 1);
+        bytes.extend_from_slice(s.as_bytes());
+        bytes.push(0);
+        NulText(bytes.into_boxed_slice())
+    }
+
+    fn as_str(&self) -> &str {
+        // SAFETY: built from a &str plus one NUL byte.
+        unsafe { std::str::from_utf8_unchecked(&self.0[..self.0.len() - 1]) }
+    }
+
+    /// A view of the text, valid as long as `self`.
+    pub(crate) fn view(&self) -> gm_str {
+        gm_str {
+            ptr: self.0.as_ptr() as *const c_char,
+            len: self.0.len() - 1,
+        }
     }
 }
 
@@ -1081,6 +1211,8 @@ fn run_id(run: *const gm_run) -> Option<&'static str> {
 /// thread may use it.
 pub struct gm_node {
     node: NodeRef,
+    node_id: NulText,
+    instance_id: NulText,
 }
 
 unsafe fn node_kind(kind: *const c_char, len: usize) -> R<NodeKind> {
@@ -1110,13 +1242,22 @@ pub unsafe extern "C" fn gm_node_new(
     out: *mut *mut gm_node,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let kind = node_kind(kind, kind_len)?;
         let name = required_text(name, name_len, "name")?;
         let node = match text(node_id, node_id_len, "node_id")? {
             Some(id) => NodeRef::with_id(kind, name, id),
             None => NodeRef::new(kind, name),
         };
-        put(out, Box::into_raw(Box::new(gm_node { node })), "out")
+        put(
+            out,
+            Box::into_raw(Box::new(gm_node {
+                node_id: NulText::new(&node.node_id),
+                instance_id: NulText::new(&node.instance_id),
+                node,
+            })),
+            "out",
+        )
     })
 }
 
@@ -1136,7 +1277,7 @@ pub unsafe extern "C" fn gm_node_id(node: *const gm_node) -> gm_str {
                 ptr: std::ptr::null(),
                 len: 0,
             },
-            Some(n) => str_view(&n.node.node_id),
+            Some(n) => n.node_id.view(),
         },
     )
 }
@@ -1157,7 +1298,7 @@ pub unsafe extern "C" fn gm_node_instance_id(node: *const gm_node) -> gm_str {
                 ptr: std::ptr::null(),
                 len: 0,
             },
-            Some(n) => str_view(&n.node.instance_id),
+            Some(n) => n.instance_id.view(),
         },
     )
 }
@@ -1178,6 +1319,9 @@ pub unsafe extern "C" fn gm_node_free(node: *mut gm_node) {
 /// `node.started` for `node` in `run` (NULL: the implicit run), with the parent node's
 /// *instance* id `parent_id` (or NULL) and the input as JSON text (or NULL). Any thread.
 ///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
+///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
 #[no_mangle]
@@ -1195,7 +1339,9 @@ pub unsafe extern "C" fn gm_session_node_started(
         let n = handle(node, "node")?;
         let parent = text(parent_id, parent_id_len, "parent_id")?;
         let input = json_host_value(input_json, input_len, "input", &s.session)?;
-        s.session.node_started_host(run_id(run), &n.node, parent, input);
+        live(s, run)?;
+        s.session
+            .node_started_host(run_id(run), &n.node, parent, input);
         Ok(())
     })
 }
@@ -1212,7 +1358,11 @@ pub enum gm_channel {
     GM_CHANNEL_TOOL_ARGS = 2,
 }
 
-/// `node.token`: one streamed delta `text` (UTF-8/WTF-8) of `node`. Any thread.
+/// `node.token`: one streamed delta `text` (UTF-8/WTF-8) of `node` on `channel` (a
+/// `gm_channel` value; any other is `GM_INVALID_ARGUMENT`). Any thread.
+///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); `text_ptr` points to `len` bytes.
@@ -1221,7 +1371,7 @@ pub unsafe extern "C" fn gm_session_node_token(
     session: *const gm_session,
     run: *const gm_run,
     node: *const gm_node,
-    channel: gm_channel,
+    channel: i32,
     text_ptr: *const c_char,
     len: usize,
 ) -> *mut gm_error {
@@ -1229,11 +1379,12 @@ pub unsafe extern "C" fn gm_session_node_token(
         let s = handle(session, "session")?;
         let n = handle(node, "node")?;
         let t = text(text_ptr, len, "text")?.unwrap_or("");
-        let channel = match channel {
+        let channel = match gm_channel::from_c(channel, "channel")? {
             gm_channel::GM_CHANNEL_TEXT => TokenChannel::Text,
             gm_channel::GM_CHANNEL_REASONING => TokenChannel::Reasoning,
             gm_channel::GM_CHANNEL_TOOL_ARGS => TokenChannel::ToolArgs,
         };
+        live(s, run)?;
         s.session.node_token(run_id(run), &n.node, channel, t);
         Ok(())
     })
@@ -1241,6 +1392,9 @@ pub unsafe extern "C" fn gm_session_node_token(
 
 /// `node.finished` (status ok) for `node` with the output as JSON text (or NULL), the
 /// duration in ms, and whether the output was injected. Any thread.
+///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); `output_json` points to `len` bytes or is NULL.
@@ -1258,6 +1412,7 @@ pub unsafe extern "C" fn gm_session_node_finished(
         let s = handle(session, "session")?;
         let n = handle(node, "node")?;
         let output = json_host_value(output_json, output_len, "output", &s.session)?;
+        live(s, run)?;
         s.session
             .node_finished_host(run_id(run), &n.node, output, duration_ms, injected);
         Ok(())
@@ -1266,6 +1421,9 @@ pub unsafe extern "C" fn gm_session_node_finished(
 
 /// `node.error` for `node`: the error's class `name`, `message` and optional `stack`
 /// (UTF-8/WTF-8; NULL allowed). Any thread.
+///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
@@ -1285,6 +1443,7 @@ pub unsafe extern "C" fn gm_session_node_error(
         let s = handle(session, "session")?;
         let n = handle(node, "node")?;
         let info = error_info(name, name_len, message, message_len, stack, stack_len)?;
+        live(s, run)?;
         s.session.node_error(run_id(run), &n.node, info);
         Ok(())
     })
@@ -1306,8 +1465,11 @@ unsafe fn error_info(
 }
 
 /// Emits one raw app event of `type` (`"graph.hint"`, `"node.started"`, ...) with the
-/// payload as JSON text, into `run` (NULL: the implicit run). Types an app does not send
-/// are ignored with a warning. Any thread.
+/// payload as JSON text, into `run` (NULL: the implicit run). A type an app does not send
+/// is refused (`GM_INVALID_ARGUMENT`). Any thread.
+///
+/// The payload must match the type's wire schema (what the server would otherwise drop,
+/// leaving a hole in the sequence): else `GM_INVALID_ARGUMENT`, nothing sent.
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes.
@@ -1325,6 +1487,9 @@ pub unsafe extern "C" fn gm_session_emit(
         let t = required_text(event_type, type_len, "type")?;
         let payload = json_value(payload_json, payload_len, "payload")?
             .unwrap_or_else(|| Value::Object(Map::new()));
+        graphmind_core::session::check_emit(t, &payload)
+            .map_err(|e| err(gm_code::GM_INVALID_ARGUMENT, e.to_string()))?;
+        live(s, run)?;
         s.session.emit(run_id(run), t, payload);
         Ok(())
     })
@@ -1365,7 +1530,7 @@ pub enum gm_action {
 pub struct gm_gate {
     session: Session,
     pending: Option<PendingGate>,
-    pause_id: Option<String>,
+    pause_id: Option<NulText>,
     decided: bool,
 }
 
@@ -1379,7 +1544,7 @@ impl gm_gate {
                 decided: true,
             },
             Gate::Held(p) => {
-                let id = p.pause_id().to_string();
+                let id = NulText::new(p.pause_id());
                 gm_gate {
                     session: session.clone(),
                     pending: Some(p),
@@ -1398,7 +1563,11 @@ pub struct gm_decision {
 
 /// The gate at `point` of `node` in `run` (NULL: implicit run). `editable` offers the pause
 /// as input-editable, merging edits into `live_input_json` (JSON or NULL). `*out` receives
-/// a gate, freed by `gm_gate_free` (or consumed by `gm_gate_on_decision`). Any thread.
+/// a gate, freed by `gm_gate_free` (or consumed by `gm_gate_on_decision`). `point` is a
+/// `gm_point` value (any other is `GM_INVALID_ARGUMENT`). Any thread.
+///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
 ///
 /// # Safety
 /// Handles are live (`run` may be NULL); `live_input_json` points to `len` bytes or is NULL.
@@ -1406,7 +1575,7 @@ pub struct gm_decision {
 pub unsafe extern "C" fn gm_session_gate(
     session: *const gm_session,
     run: *const gm_run,
-    point: gm_point,
+    point: i32,
     node: *const gm_node,
     editable: bool,
     live_input_json: *const c_char,
@@ -1414,14 +1583,16 @@ pub unsafe extern "C" fn gm_session_gate(
     out: *mut *mut gm_gate,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let s = handle(session, "session")?;
         let n = handle(node, "node")?;
         let live_input = json_value(live_input_json, live_input_len, "live_input")?;
-        let point = match point {
+        let point = match gm_point::from_c(point, "point")? {
             gm_point::GM_POINT_BEFORE => PausePoint::Before,
             gm_point::GM_POINT_AFTER => PausePoint::After,
             gm_point::GM_POINT_ERROR => PausePoint::Error,
         };
+        live(s, run)?;
         let gate = s.session.gate(
             run_id(run),
             point,
@@ -1459,12 +1630,12 @@ pub unsafe extern "C" fn gm_gate_pause_id(gate: *const gm_gate) -> gm_str {
             ptr: std::ptr::null(),
             len: 0,
         },
-        || match gate.as_ref().and_then(|g| g.pause_id.as_deref()) {
+        || match gate.as_ref().and_then(|g| g.pause_id.as_ref()) {
             None => gm_str {
                 ptr: std::ptr::null(),
                 len: 0,
             },
-            Some(id) => str_view(id),
+            Some(id) => id.view(),
         },
     )
 }
@@ -1484,6 +1655,7 @@ pub unsafe extern "C" fn gm_gate_wait(
     out: *mut *mut gm_decision,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let g = handle_mut(gate, "gate")?;
         if out.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
@@ -1553,7 +1725,7 @@ pub unsafe extern "C" fn gm_gate_free(gate: *mut gm_gate) {
             let g = Box::from_raw(gate);
             if !g.decided {
                 if let Some(id) = &g.pause_id {
-                    g.session.discard_gate(id);
+                    g.session.discard_gate(id.as_str());
                 }
             }
         }
@@ -1652,6 +1824,7 @@ pub unsafe extern "C" fn gm_decision_free(decision: *mut gm_decision) {
 pub struct gm_step {
     step: Step,
     session: Session,
+    instance_id: NulText,
 }
 
 /// What the wrapper does next (`gm_next.kind`).
@@ -1713,6 +1886,9 @@ fn next_out(next: Next) -> gm_next {
 /// as input-editable (tool arguments). Emits `node.started`. `*out` receives the step,
 /// freed by `gm_step_free`.
 ///
+/// Refused: `GM_INVALID_STATE` after `gm_session_dispose` or into a finished run (nothing
+/// recorded); see docs/c.md, "What an invalid call returns".
+///
 /// # Safety
 /// Handles are live (`run` may be NULL); text pointers point to their lengths' bytes or are NULL.
 #[no_mangle]
@@ -1731,14 +1907,13 @@ pub unsafe extern "C" fn gm_step_start(
     out: *mut *mut gm_step,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let s = handle(session, "session")?;
         let kind = node_kind(kind, kind_len)?;
         let name = required_text(name, name_len, "name")?;
         let parent = text(parent_id, parent_id_len, "parent_id")?;
         let input = json_host_value(input_json, input_len, "input", &s.session)?;
-        if out.is_null() {
-            return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
-        }
+        live(s, run)?;
         let step = Step::start_host(
             &s.session,
             run_id(run),
@@ -1748,6 +1923,7 @@ pub unsafe extern "C" fn gm_step_start(
             editable,
         );
         out.write(Box::into_raw(Box::new(gm_step {
+            instance_id: NulText::new(&step.node().instance_id),
             step,
             session: s.session.clone(),
         })));
@@ -1771,7 +1947,7 @@ pub unsafe extern "C" fn gm_step_instance_id(step: *const gm_step) -> gm_str {
                 ptr: std::ptr::null(),
                 len: 0,
             },
-            Some(s) => str_view(&s.step.node().instance_id),
+            Some(s) => s.instance_id.view(),
         },
     )
 }
@@ -1783,6 +1959,9 @@ fn step_session(step: &gm_step) -> Session {
 
 /// The gate before the function runs (`*out`, freed by `gm_step`-independent `gm_gate_free`).
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step` is a live step; `out` is a valid pointer.
 #[no_mangle]
@@ -1791,7 +1970,9 @@ pub unsafe extern "C" fn gm_step_before(
     out: *mut *mut gm_gate,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let st = handle(step, "step")?;
+        st.step.check(StepCall::Before).map_err(misuse)?;
         let gate = st.step.before();
         put(
             out,
@@ -1804,6 +1985,9 @@ pub unsafe extern "C" fn gm_step_before(
 /// What the `before` decision means: `*out` says run (maybe with an edited input), return an
 /// injected value, or abort.
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step`/`decision` are live; `out` is a valid pointer.
 #[no_mangle]
@@ -1813,13 +1997,18 @@ pub unsafe extern "C" fn gm_step_on_before(
     out: *mut gm_next,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let st = handle_mut(step, "step")?;
         let d = handle(decision, "decision")?.decision.clone();
+        st.step.check(StepCall::OnBefore).map_err(misuse)?;
         put(out, next_out(st.step.on_before(d)), "out")
     })
 }
 
 /// The gate after the function returned.
+///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
 ///
 /// # Safety
 /// `step` is a live step; `out` is a valid pointer.
@@ -1829,7 +2018,9 @@ pub unsafe extern "C" fn gm_step_after(
     out: *mut *mut gm_gate,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let st = handle(step, "step")?;
+        st.step.check(StepCall::After).map_err(misuse)?;
         let gate = st.step.after();
         put(
             out,
@@ -1842,6 +2033,9 @@ pub unsafe extern "C" fn gm_step_after(
 /// What the `after` decision means, given the function's `output_json` (or NULL): return the
 /// result, return an injected value, run again (retry), or abort.
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step`/`decision` are live; `output_json` points to `len` bytes or is NULL; `out` valid.
 #[no_mangle]
@@ -1853,15 +2047,20 @@ pub unsafe extern "C" fn gm_step_on_after(
     out: *mut gm_next,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let st = handle_mut(step, "step")?;
         let d = handle(decision, "decision")?.decision.clone();
         let output = json_host_value(output_json, output_len, "output", &st.session)?;
+        st.step.check(StepCall::OnAfter).map_err(misuse)?;
         put(out, next_out(st.step.on_after_host(d, output)), "out")
     })
 }
 
 /// The function failed: records `node.error` (`name`, `message`, optional `stack`) and gives
 /// the `error` gate in `*out`. Not for aborts or interrupts (`gm_step_on_ungated_error`).
+///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
 ///
 /// # Safety
 /// `step` is live; text pointers point to their lengths' bytes or are NULL; `out` valid.
@@ -1877,11 +2076,10 @@ pub unsafe extern "C" fn gm_step_error(
     out: *mut *mut gm_gate,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let st = handle_mut(step, "step")?;
         let info = error_info(name, name_len, message, message_len, stack, stack_len)?;
-        if out.is_null() {
-            return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
-        }
+        st.step.check(StepCall::Error).map_err(misuse)?;
         let gate = st.step.error(info);
         out.write(Box::into_raw(Box::new(gm_gate::new(
             &step_session(st),
@@ -1893,6 +2091,9 @@ pub unsafe extern "C" fn gm_step_error(
 
 /// What the `error` decision means: re-raise, return an injected value, run again, or abort.
 ///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
+///
 /// # Safety
 /// `step`/`decision` are live; `out` is a valid pointer.
 #[no_mangle]
@@ -1902,14 +2103,19 @@ pub unsafe extern "C" fn gm_step_on_error(
     out: *mut gm_next,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let st = handle_mut(step, "step")?;
         let d = handle(decision, "decision")?.decision.clone();
+        st.step.check(StepCall::OnError).map_err(misuse)?;
         put(out, next_out(st.step.on_error(d)), "out")
     })
 }
 
 /// The function failed in a way never held (an abort, an interrupt): the call ends
 /// `aborted` (when `aborted`) or `error`; `*out` is `GM_NEXT_RERAISE`.
+///
+/// Out of order (see docs/c.md: before, its decision, after or error, its decision; a
+/// retry goes back to the function or the before gate): `GM_INVALID_STATE`, nothing recorded.
 ///
 /// # Safety
 /// `step` is live; `out` is a valid pointer.
@@ -1920,7 +2126,9 @@ pub unsafe extern "C" fn gm_step_on_ungated_error(
     out: *mut gm_next,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let st = handle_mut(step, "step")?;
+        st.step.check(StepCall::UngatedError).map_err(misuse)?;
         put(out, next_out(st.step.on_ungated_error(aborted)), "out")
     })
 }
@@ -1978,6 +2186,7 @@ pub unsafe extern "C" fn gm_canonical_json(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let text = bytes(json, len).ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
         let canonical = canonical::canonical_json_text(text, canonical::DEFAULT_IGNORE_KEYS)
             .map_err(|e| err(gm_code::GM_INVALID_JSON, format!("json: {e}")))?;
@@ -2002,6 +2211,7 @@ pub unsafe extern "C" fn gm_canonical_call(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let id = js_text(node_id, node_id_len, "node_id")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "node_id: NULL"))?;
         let input = json_value(input_json, input_len, "input")?;
@@ -2034,6 +2244,7 @@ pub unsafe extern "C" fn gm_fingerprint(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let id = js_text(node_id, node_id_len, "node_id")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "node_id: NULL"))?;
         let ignore = ignore_list(ignore_keys_json, ignore_len)?;
@@ -2083,6 +2294,7 @@ pub unsafe extern "C" fn gm_serialize_payload(
     out: *mut gm_serialized,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = json_value(json, len, "json")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "json: NULL"))?;
         let t = text(event_type, type_len, "event_type")?;

@@ -10,7 +10,7 @@
 
 use super::{
     err, gm_code, gm_error, gm_str, gm_string, guard, guard_value, handle_mut, js_text, json_value,
-    put, required_text, str_view, text, R,
+    need, put, required_text, text, NulText, R,
 };
 use graphmind_core::edit_input::{self, InputValidation};
 use graphmind_core::json::{self, Map, Value};
@@ -56,6 +56,7 @@ pub unsafe extern "C" fn gm_canonicalize_text(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(json, len, "json")?;
         put(out, owned(canonical::canonical_json_with(&v, &[])), "out")
     })
@@ -68,7 +69,10 @@ pub unsafe extern "C" fn gm_canonicalize_text(
 /// `out` is a valid pointer.
 #[no_mangle]
 pub unsafe extern "C" fn gm_format_number(value: f64, out: *mut gm_string) -> *mut gm_error {
-    guard(|| put(out, owned(value_text(&Value::from(value))), "out"))
+    guard(|| {
+        need(out, "out")?;
+        put(out, owned(value_text(&Value::from(value))), "out")
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -138,6 +142,8 @@ pub unsafe extern "C" fn gm_redactor_redact(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(outcome, "outcome")?;
+        need(out, "out")?;
         let r = handle_mut(redactor, "redactor")?;
         let event_type = required_text(event_type, event_type_len, "event_type")?;
         let run_id = text(run_id, run_id_len, "run_id")?.unwrap_or("");
@@ -174,7 +180,10 @@ pub unsafe extern "C" fn gm_redactor_free(redactor: *mut gm_redactor) {
 /// The placeholder that replaces hidden values (`REDACTED`), borrowed static text.
 #[no_mangle]
 pub extern "C" fn gm_redacted_placeholder() -> gm_str {
-    str_view(redact::REDACTED)
+    static PLACEHOLDER: std::sync::OnceLock<NulText> = std::sync::OnceLock::new();
+    PLACEHOLDER
+        .get_or_init(|| NulText::new(redact::REDACTED))
+        .view()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -199,6 +208,7 @@ pub unsafe extern "C" fn gm_proposed_value_refusal(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(value_json, len, "value")?;
         let code = edit_input::proposed_value_refusal(&v).map(|c| c.as_str().to_string());
         put(out, maybe(code), "out")
@@ -217,6 +227,7 @@ pub unsafe extern "C" fn gm_prototype_key_refusal(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(value_json, len, "value")?;
         let refusal = edit_input::prototype_key_refusal(&v)
             .map(|r| value_text(&InputValidation::from(r).to_value()));
@@ -236,6 +247,7 @@ pub unsafe extern "C" fn gm_normalize_validation(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = json_value(result_json, len, "result")?;
         let verdict = edit_input::normalize_validation(v.as_ref()).to_value();
         put(out, owned(value_text(&verdict)), "out")
@@ -254,6 +266,7 @@ pub unsafe extern "C" fn gm_sanitize_short_text(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = json_value(message_json, len, "message")?;
         let s = edit_input::sanitize_short_text(v.as_ref()).map(|s| value_text(&Value::String(s)));
         put(out, maybe(s), "out")
@@ -276,6 +289,7 @@ pub unsafe extern "C" fn gm_merge_tool_input(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let live = json_value(live_json, live_len, "live")?;
         let proposed = json_value(proposed_json, proposed_len, "proposed")?;
         let verdict =
@@ -303,6 +317,7 @@ pub unsafe extern "C" fn gm_error_result_shape(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(result_json, len, "result")?;
         let shape = smart::error_result_shape(&v).map(|s| s.as_str().to_string());
         put(out, maybe(shape), "out")
@@ -321,6 +336,7 @@ pub unsafe extern "C" fn gm_truncated_tool_call(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(result_json, len, "result")?;
         let t = smart::truncated_tool_call(&v).map(|t| {
             let mut m = Map::new();
@@ -358,6 +374,7 @@ pub unsafe extern "C" fn gm_error_text_key(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let s = js_text(text_ptr, len, "text")?
             .ok_or_else(|| err(gm_code::GM_NULL_ARGUMENT, "text: NULL"))?;
         put(
@@ -385,6 +402,7 @@ pub unsafe extern "C" fn gm_normalize_finish_reason(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let raw = json_value(raw_json, len, "raw")?;
         let r = llm::normalize_finish_reason(raw.as_ref(), has_tool_calls)
             .map(|r| r.as_str().to_string());
@@ -409,6 +427,7 @@ pub unsafe extern "C" fn gm_tool_call(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let id = json_value(id_json, id_len, "id")?;
         let name = json_value(name_json, name_len, "name")?;
         let args = json_value(args_json, args_len, "args")?;
@@ -429,6 +448,7 @@ pub unsafe extern "C" fn gm_schema_hash(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(definition_json, len, "definition")?;
         put(out, owned(llm::schema_hash(&v)), "out")
     })
@@ -446,6 +466,7 @@ pub unsafe extern "C" fn gm_sanitize_tool_definition(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(definition_json, len, "definition")?;
         put(
             out,
@@ -470,6 +491,7 @@ pub unsafe extern "C" fn gm_provider_usage(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let name = required_text(provider, provider_len, "provider")?;
         let p = llm::UsageProvider::from_name(name).ok_or_else(|| {
             err(
@@ -494,6 +516,7 @@ pub unsafe extern "C" fn gm_provider_usage(
 #[no_mangle]
 pub unsafe extern "C" fn gm_sampling_param_keys(out: *mut gm_string) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let keys = Value::Array(
             llm::SAMPLING_PARAM_KEYS
                 .iter()
@@ -516,6 +539,7 @@ pub unsafe extern "C" fn gm_pick_params(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(source_json, len, "source")?;
         put(
             out,
@@ -537,6 +561,7 @@ pub unsafe extern "C" fn gm_ai_sdk_step_output(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let v = required_json(result_json, len, "result")?;
         put(out, owned(value_text(&llm::ai_sdk_step_output(&v))), "out")
     })
@@ -587,6 +612,7 @@ pub unsafe extern "C" fn gm_loop_guard_new(
     out: *mut *mut gm_loop_guard,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let mut config = LoopGuardConfig::default();
         match json_value(config_json, len, "config")? {
             None | Some(Value::Null) => {}
@@ -660,6 +686,7 @@ pub unsafe extern "C" fn gm_loop_guard_started(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let g = handle_mut(guard_ptr, "guard")?;
         let run_id = required_text(run_id, run_id_len, "run_id")?;
         let node_id = required_text(node_id, node_id_len, "node_id")?;
@@ -791,6 +818,7 @@ pub unsafe extern "C" fn gm_loop_guard_consult_before(
     out: *mut gm_string,
 ) -> *mut gm_error {
     guard(|| {
+        need(out, "out")?;
         let g = handle_mut(guard_ptr, "guard")?;
         let run_id = required_text(run_id, run_id_len, "run_id")?;
         let kind = required_text(kind, kind_len, "kind")?;

@@ -31,10 +31,13 @@ fn root() -> PathBuf {
 /// `cmd` set to run a C program against `srv`: its ingest URL, the library's folder, and
 /// none of the caller's GraphMind switches.
 fn against<'c>(cmd: &'c mut Command, srv: &Server) -> &'c mut Command {
-    cmd.env("GRAPHMIND_URL", format!("ws://127.0.0.1:{}/ingest", srv.port))
-        .env("LD_LIBRARY_PATH", lib_dir())
-        .env_remove("GRAPHMIND")
-        .env_remove("GRAPHMIND_ENABLED")
+    cmd.env(
+        "GRAPHMIND_URL",
+        format!("ws://127.0.0.1:{}/ingest", srv.port),
+    )
+    .env("LD_LIBRARY_PATH", lib_dir())
+    .env_remove("GRAPHMIND")
+    .env_remove("GRAPHMIND_ENABLED")
 }
 
 fn lib_dir() -> PathBuf {
@@ -50,7 +53,20 @@ fn lib_dir() -> PathBuf {
 }
 
 fn build(source: &str, cpp: bool, shared: bool, out: &Path) {
+    build_with(source, cpp, shared, out, &[]);
+}
+
+/// AddressSanitizer (with LeakSanitizer) and UBSan, any report fatal. gcc's runtimes
+/// (Debian `libasan8`, `libubsan1`) come with gcc; scripts/setup.sh checks for them.
+const SANITIZE: &[&str] = &[
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+];
+
+fn build_with(source: &str, cpp: bool, shared: bool, out: &Path, extra: &[&str]) {
     let mut cmd = Command::new(if cpp { "c++" } else { "cc" });
+    cmd.args(extra);
     cmd.arg(if cpp { "-std=c++17" } else { "-std=c99" });
     cmd.args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-g"]);
     cmd.arg("-I")
@@ -342,20 +358,122 @@ fn forked_c_child_reconnects_and_both_runs_are_stored() {
         "the child starts detached and reconnects: {stdout}"
     );
     let parent_after = field("PARENT-AFTER ");
-    assert_eq!(parent_after[1..], ["attached=1".to_string()], "the parent's link survives: {stdout}");
+    assert_eq!(
+        parent_after[1..],
+        ["attached=1".to_string()],
+        "the parent's link survives: {stdout}"
+    );
     assert_ne!(parent[0], child[0], "each side has its own run");
     for run_id in [&parent[0], &child[0], &parent_after[0]] {
         let events = stored(&srv, run_id, "run.finished");
         let types: Vec<&str> = events.iter().filter_map(|e| s(e, &["type"])).collect();
         assert_eq!(
             types,
-            ["run.started", "node.started", "node.finished", "run.finished"],
+            [
+                "run.started",
+                "node.started",
+                "node.finished",
+                "run.finished"
+            ],
             "run {run_id}"
         );
         assert_eq!(
-            s(&srv.wait_run(run_id, |r| s(r, &["status"]) == Some("ok")), &["status"]),
+            s(
+                &srv.wait_run(run_id, |r| s(r, &["status"]) == Some("ok")),
+                &["status"]
+            ),
             Some("ok")
         );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ffi/tests/c/contract.c`: every promise of the header tried the way a careless C caller
+/// breaks it (borrowed views NUL-terminated, NULL out pointers refused before any effect,
+/// no leak on error paths, `GM_INVALID_STATE` for misuse, enum values out of range,
+/// `graph.hint` checked against the wire schema, the integer range), against a real
+/// server, once under AddressSanitizer + LeakSanitizer + UBSan and once under valgrind.
+/// The server then holds exactly what the valid calls recorded: one `run.finished` (the
+/// first, `ok`), one `node.error` and one pause, nothing from the refused calls.
+#[test]
+fn c_contract_holds_under_sanitizers_and_valgrind() {
+    let dir = temp_dir();
+    let srv = Server::start(&[], &[]);
+    let asan = dir.join("contract-asan");
+    build_with("ffi/tests/c/contract.c", false, true, &asan, SANITIZE);
+    let plain = dir.join("contract");
+    build("ffi/tests/c/contract.c", false, true, &plain);
+    let valgrind = [
+        "valgrind",
+        "--error-exitcode=1",
+        "--leak-check=full",
+        "--errors-for-leak-kinds=definite,indirect",
+        "-q",
+    ];
+    let runs: [(&Path, &[&str]); 2] = [(&asan, &[]), (&plain, &valgrind)];
+    for (exe, wrapper) in runs {
+        let mut cmd = match wrapper.split_first() {
+            Some((tool, args)) => {
+                let mut c = Command::new(tool);
+                c.args(args).arg(exe);
+                c
+            }
+            None => Command::new(exe),
+        };
+        let out = against(&mut cmd, &srv)
+            .env(
+                "ASAN_OPTIONS",
+                "detect_leaks=1:abort_on_error=0:exitcode=23",
+            )
+            .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+            .output()
+            .expect("run contract.c");
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            out.status.success() && stdout.contains("PASSED 0"),
+            "contract.c ({}) failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            exe.display(),
+            out.status
+        );
+        let run_id = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("RUN "))
+            .expect("a RUN line")
+            .to_string();
+        let events = stored(&srv, &run_id, "run.finished");
+        let count = |t: &str| events.iter().filter(|e| s(e, &["type"]) == Some(t)).count();
+        assert_eq!(count("run.started"), 1, "{run_id}");
+        assert_eq!(
+            count("run.finished"),
+            1,
+            "the second finish_run recorded nothing"
+        );
+        assert_eq!(
+            count("node.error"),
+            1,
+            "the late step error recorded nothing"
+        );
+        assert_eq!(count("exec.paused"), 1, "the NULL-out gate held nothing");
+        assert_eq!(count("graph.hint"), 1, "only the valid graph.hint was sent");
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| s(e, &["type"]) == Some("node.started"))
+                .count(),
+            1,
+            "the stepper's start only"
+        );
+        let seqs: Vec<i64> = events
+            .iter()
+            .filter_map(|e| e.get("seq").and_then(Value::as_i64))
+            .collect();
+        assert!(
+            seqs.windows(2).all(|w| w[1] == w[0] + 1),
+            "no seq hole: {seqs:?}"
+        );
+        let run = srv.wait_run(&run_id, |r| s(r, &["status"]) == Some("ok"));
+        assert_eq!(s(&run, &["status"]), Some("ok"), "the first finish wins");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -142,7 +142,16 @@ function onMessage(msg: any): void {
       S.control = msg.control && typeof msg.control === 'object' ? msg.control : undefined;
     // falls through
     case 'state':
-      S.breakpoints = Array.isArray(msg.breakpoints) ? msg.breakpoints : [];
+      // `welcome` and a refusal's `state` carry the whole list; a change carries only what
+      // changed (`set` or `cleared`), so a flood of sets never re-sends the list.
+      if (Array.isArray(msg.breakpoints)) S.breakpoints = msg.breakpoints;
+      else if (msg.type === 'welcome') S.breakpoints = [];
+      if (msg.set && typeof msg.set === 'object' && !S.breakpoints.some((b) => sameMatcher(b, msg.set))) {
+        S.breakpoints = [...S.breakpoints, msg.set];
+      }
+      if (msg.cleared && typeof msg.cleared === 'object') {
+        S.breakpoints = S.breakpoints.filter((b) => !sameMatcher(b, msg.cleared));
+      }
       S.mode = msg.mode === 'step' ? 'step' : 'run';
       invalidate({ bar: true, graph: true });
       break;

@@ -179,16 +179,31 @@ impl Server {
         cmd.output().unwrap()
     }
 
-    /// Polls `/api/runs` until `pred` holds for the run `id` (or panics after 10 s).
-    pub fn wait_run(&self, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
+    /// The run `id` as `GET /api/runs` lists it, following its pages.
+    pub fn find_run(&self, id: &str) -> Option<Value> {
+        let mut path = "/api/runs".to_string();
         loop {
-            let runs = self.get_json("/api/runs");
-            let run = runs.get("runs").and_then(Value::as_array).and_then(|a| {
+            let page = self.get_json(&path);
+            let found = page.get("runs").and_then(Value::as_array).and_then(|a| {
                 a.iter()
                     .find(|r| r.get("id").and_then(Value::as_str) == Some(id))
                     .cloned()
             });
+            if found.is_some() {
+                return found;
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(c) => path = format!("/api/runs?cursor={}", c.replace('~', "%7E")),
+                None => return None,
+            }
+        }
+    }
+
+    /// Polls `/api/runs` until `pred` holds for the run `id` (or panics after 10 s).
+    pub fn wait_run(&self, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let run = self.find_run(id);
             if let Some(r) = run {
                 if pred(&r) {
                     return r;
