@@ -59,6 +59,9 @@ pub struct Step {
     live_input: Option<Value>,
     kept_input: bool,
     finished: bool,
+    /// Set by the LLM step: recorded on `node.finished` beside the output.
+    finish_usage: Option<crate::event::TokenUsage>,
+    finish_extra: crate::json::Map,
 }
 
 impl Step {
@@ -111,7 +114,50 @@ impl Step {
             live_input,
             kept_input,
             finished: false,
+            finish_usage: None,
+            finish_extra: crate::json::Map::new(),
         }
+    }
+
+    /// A step whose `node.started` its caller emitted itself (the LLM step records extra
+    /// fields there); never editable.
+    pub(crate) fn started_elsewhere(
+        session: &Session,
+        run_id: Option<&str>,
+        node: NodeRef,
+    ) -> Step {
+        Step {
+            session: session.clone(),
+            run_id: run_id.map(str::to_string),
+            node,
+            started: Instant::now(),
+            editable: false,
+            live_input: None,
+            kept_input: false,
+            finished: false,
+            finish_usage: None,
+            finish_extra: crate::json::Map::new(),
+        }
+    }
+
+    /// What `node.finished` carries beside the output, whichever way the step ends next.
+    pub(crate) fn annotate(
+        &mut self,
+        usage: Option<crate::event::TokenUsage>,
+        extra: crate::json::Map,
+    ) {
+        self.finish_usage = usage;
+        self.finish_extra = extra;
+    }
+
+    /// Ends the step now with `output` and `status` (a stream that ended).
+    pub(crate) fn end(&mut self, output: Option<Value>, status: RunStatus) {
+        self.finish(output.map(HostValue::Built), status, false, false);
+    }
+
+    /// Whether `node.finished` was emitted.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished
     }
 
     /// The node being called.
@@ -268,6 +314,8 @@ impl Step {
         if recovered {
             finished.recovered_from_error = Some(true);
         }
+        finished.usage = self.finish_usage.take();
+        finished.extra = std::mem::take(&mut self.finish_extra);
         self.session
             .emit_finished(self.run_id.as_deref(), &self.node, finished, output);
     }
