@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
-import time
 from typing import Any
 
 import anthropic
@@ -20,7 +18,7 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "tests" / "fake_provider"))
 from server import FakeProvider  # noqa: E402
 
-from test_integrations import of, run_events, streamed  # noqa: E402
+from test_integrations import _drive_with_gate, of, run_events, streamed  # noqa: E402
 
 
 @pytest.fixture
@@ -250,37 +248,6 @@ def test_anthropic_beta_parse_and_stream_events(server, provider, gm_for):
     assert provider.bodies()[0]["max_tokens"] == 10
 
 
-def _hold(server, debugger, g, point, action, body, **extra):
-    debugger.breakpoint({"point": point, "nodeId": "llm:step"})
-    out: dict[str, Any] = {}
-    go = threading.Event()
-
-    def target():
-        try:
-            with g.run(f"{point}-{action}") as ctx:
-                out["ctx"] = ctx
-                go.wait(5)
-                out["value"] = body()
-        except BaseException as exc:  # noqa: BLE001
-            out["raised"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in out and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(out["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
-    debugger.control("*", "breakpoint.clear", {"matcher": {"point": point, "nodeId": "llm:step"}})
-    time.sleep(0.15)
-    debugger.resume(out["ctx"].run_id, paused["payload"]["pauseId"], action, **extra)
-    t.join(15)
-    assert not t.is_alive()
-    return out
-
-
 @pytest.mark.parametrize("flavor", ["chat", "responses", "anthropic"])
 def test_an_injected_text_is_returned_as_the_sdks_own_type(server, debugger, provider, gm_for, flavor):
     g = gm_for()
@@ -294,7 +261,7 @@ def test_an_injected_text_is_returned_as_the_sdks_own_type(server, debugger, pro
             call = lambda: client.chat.completions.create(model="gpt-test", messages=[])  # noqa: E731
         else:
             call = lambda: client.responses.create(model="gpt-test", input="x")  # noqa: E731
-    out = _hold(server, debugger, g, "before", "inject", call, output="from the debugger")
+    out = _drive_with_gate(server, debugger, g, call, "before", "inject", output="from the debugger")
     value = out.get("value")
     if flavor == "chat":
         assert isinstance(value, openai.types.chat.ChatCompletion), out
@@ -316,7 +283,7 @@ def test_an_error_then_retry_is_one_execution_with_attempts(server, debugger, pr
     assert g.ready(3)
     provider.script({"status": 500, "json": {"error": {"message": "down"}}}, chat("second try"))
     client = g.instrument_openai(openai_client(provider))
-    out = _hold(server, debugger, g, "error", "retry", lambda: client.chat.completions.create(model="gpt-test", messages=[]))
+    out = _drive_with_gate(server, debugger, g, lambda: client.chat.completions.create(model="gpt-test", messages=[]), "error", "retry")
     assert out["value"].choices[0].message.content == "second try", out
     events = run_events(server, g, out["ctx"].run_id)
     done = of(events, "node.finished", "llm:step")
@@ -329,7 +296,7 @@ def test_inject_at_error_recovers_with_a_completion(server, debugger, provider, 
     assert g.ready(3)
     provider.script({"status": 500, "json": {"error": {"message": "down"}}})
     client = g.instrument_openai(openai_client(provider))
-    out = _hold(server, debugger, g, "error", "inject", lambda: client.chat.completions.create(model="gpt-test", messages=[]), output="patched")
+    out = _drive_with_gate(server, debugger, g, lambda: client.chat.completions.create(model="gpt-test", messages=[]), "error", "inject", output="patched")
     assert out["value"].choices[0].message.content == "patched", out
     events = run_events(server, g, out["ctx"].run_id)
     done = of(events, "node.finished", "llm:step")[0]

@@ -1,5 +1,6 @@
 """What the LLM-client integrations share: one model call driven by the core's LLM step
-(:func:`call_sync` / :func:`call_async`), stream proxies that hand each chunk to the step
+through the same gated-call loop as a tool (``wrap._run_sync`` / ``_run_async`` with a
+:class:`_CallPlan`), stream proxies that hand each chunk to the step
 while the app consumes the stream, and patching of a client instance's bound methods.
 
 Every rule of a model call (the gates and what each decision means, instance ids and
@@ -18,14 +19,8 @@ from typing import Any
 
 from .. import _native
 from ..errors import error_parts, is_abort_error
-from ..session import Session, _current_run, await_gate
-
-RUN = _native.NEXT_RUN
-RETURN = _native.NEXT_RETURN
-INJECT = _native.NEXT_INJECT
-RERAISE = _native.NEXT_RERAISE
-ABORT = _native.NEXT_ABORT
-WAIT = _native.NEXT_WAIT
+from ..session import Session, _current_run
+from ..wrap import ABORT, WAIT, ModelPlan, _run_async, _run_sync
 
 #: Marks a patched method (and keeps the original for :func:`unpatch_method`).
 WRAPPED_FLAG = "__graphmind_wrapped__"
@@ -350,12 +345,7 @@ class StepWatch(StreamWatch):
             self.step.stream_end(*error_parts(error))
 
 
-def _ordinary(exc: BaseException) -> bool:
-    """Only ordinary errors are held; aborts and interrupts go straight through."""
-    return isinstance(exc, Exception) and not is_abort_error(exc)
-
-
-def _answer(step: Any, method: ModelMethod, result: Any, kwargs: dict[str, Any], is_async: bool) -> tuple[Any, Any]:
+def _answer(step: Any, result: Any, kwargs: Mapping[str, Any], is_async: bool) -> tuple[Any, Any]:
     """What the gate after the request sees: ``(stream-or-None, answer)``. A response
     wrapper's answer is read through its ``parse()`` (cached: the app's own call gets the
     same object); its stream is watched when the app parses it."""
@@ -386,117 +376,45 @@ def _answer(step: Any, method: ModelMethod, result: Any, kwargs: dict[str, Any],
     return None, result
 
 
-def call_sync(session: Session, method: ModelMethod, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    """A sync model call: does what the core's step says at each gate."""
-    step = start_step(session, method, kwargs)
-    if step is None:
-        return original(*args, **kwargs)
-    ctx = _current_run.get()
-    code, value = step.before()
-    while True:
-        if code == WAIT:
-            code, value = step.on_before(value.wait())
-        if code == INJECT:
-            return method.reply(value)
-        if code == ABORT:
-            raise session.abort_error(ctx)
-        try:
-            result = original(*args, **kwargs)
-            stream, answer = _answer(step, method, result, kwargs, False)
-        except BaseException as exc:
-            if not _ordinary(exc):
-                step.ungated_error(is_abort_error(exc))
-                raise
-            code, value = step.error(*error_parts(exc))
-            if code == WAIT:
-                code, value = step.on_error(value.wait())
-            if code == RERAISE:
-                raise
-            if code == INJECT:
-                return method.reply(value)
-            if code == ABORT:
-                raise session.abort_error(ctx) from None
-            code, value = step.before()
-            continue
-        if stream is not None:
-            step.stream_started()
-            return stream
-        code, value = step.after(answer)
-        if code == WAIT:
-            code, value = step.on_after(value.wait(), answer)
-        if code == RETURN:
-            return result
-        if code == INJECT:
-            return method.reply(value)
-        if code == ABORT:
-            raise session.abort_error(ctx)
-        code, value = step.before()
+class _CallPlan(ModelPlan):
+    """A model call's part of the gated-call loop (``wrap._run_sync`` / ``_run_async``)."""
 
+    __slots__ = ("is_async", "method")
 
-async def call_async(session: Session, method: ModelMethod, original: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    """The ``async`` twin of :func:`call_sync`: gates awaited on the app's loop."""
-    step = start_step(session, method, kwargs)
-    if step is None:
-        return await original(*args, **kwargs)
-    ctx = _current_run.get()
-    code, value = step.before()
-    while True:
-        if code == WAIT:
-            code, value = step.on_before(await await_gate(value))
-        if code == INJECT:
-            return method.reply(value)
-        if code == ABORT:
-            raise session.abort_error(ctx)
-        try:
-            result = await original(*args, **kwargs)
-            stream, answer = _answer(step, method, result, kwargs, True)
-            if answer is not None and inspect.isawaitable(answer):
-                answer = await answer
-        except BaseException as exc:
-            if not _ordinary(exc):
-                step.ungated_error(is_abort_error(exc))
-                raise
-            code, value = step.error(*error_parts(exc))
-            if code == WAIT:
-                code, value = step.on_error(await await_gate(value))
-            if code == RERAISE:
-                raise
-            if code == INJECT:
-                return method.reply(value)
-            if code == ABORT:
-                raise session.abort_error(ctx) from None
-            code, value = step.before()
-            continue
-        if stream is not None:
-            step.stream_started()
-            return stream
-        code, value = step.after(answer)
-        if code == WAIT:
-            code, value = step.on_after(await await_gate(value), answer)
-        if code == RETURN:
-            return result
-        if code == INJECT:
-            return method.reply(value)
-        if code == ABORT:
-            raise session.abort_error(ctx)
-        code, value = step.before()
+    def __init__(self, method: ModelMethod, is_async: bool) -> None:
+        self.method = method
+        self.is_async = is_async
+
+    def answer(self, step: Any, result: Any, kwargs: Any) -> tuple[Any, Any]:
+        return _answer(step, result, kwargs, self.is_async)
+
+    def reply(self, value: Any) -> Any:
+        return self.method.reply(value)
 
 
 def model_caller(session: Session, method: ModelMethod, original: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
-    """The patched method: the original when GraphMind is off, else the core's step."""
+    """The patched method: the original when GraphMind is off (or the call could not be
+    recorded), else the gated-call loop over the core's LLM step."""
+    plan = _CallPlan(method, is_async)
     if is_async:
 
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             if not session._active():
                 return await original(*args, **kwargs)
-            return await call_async(session, method, original, args, kwargs)
+            step = start_step(session, method, kwargs)
+            if step is None:
+                return await original(*args, **kwargs)
+            return await _run_async(session, None, original, args, kwargs, (step, *step.before()), plan)
 
         return _mark(async_wrapper, original)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not session._active():
             return original(*args, **kwargs)
-        return call_sync(session, method, original, args, kwargs)
+        step = start_step(session, method, kwargs)
+        if step is None:
+            return original(*args, **kwargs)
+        return _run_sync(session, None, original, args, kwargs, (step, *step.before()), plan)
 
     return _mark(wrapper, original)
 
