@@ -11,13 +11,10 @@ use graphmind_core::session::Session;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString};
 
 use crate::convert::{py_str, to_py, to_value_or_marker};
 use crate::{error_info, held, next_to_py, Decision, NativeSession, NEXT_WAIT};
-
-/// Nesting past which an SDK object is read by the general converter.
-const MAX_SDK_DEPTH: usize = 64;
 
 /// Type names of the client libraries' "argument not given" sentinels.
 const NOT_GIVEN_TYPES: [&str; 2] = ["NotGiven", "Omit"];
@@ -29,63 +26,39 @@ fn is_not_given(obj: &Bound<'_, PyAny>) -> bool {
         .unwrap_or(false)
 }
 
-/// A client library's object as a core value: plain containers and scalars as they are,
-/// a pydantic model (the `openai` / `anthropic` types) by its fields (`__dict__`, then
-/// `__pydantic_extra__`), without calling `model_dump`; entries holding a `NOT_GIVEN`
-/// sentinel are left out. Anything else goes through the general converter.
+/// A client library's object as a core value: a pydantic model (the `openai` / `anthropic`
+/// types) by its `model_dump()`, which pydantic-core runs in C, else the general converter, with
+/// the entries of a top-level mapping (a call's keyword arguments) that hold a `NOT_GIVEN`
+/// sentinel left out.
 pub fn sdk_value(obj: &Bound<'_, PyAny>) -> Value {
-    sdk_value_at(obj, 0)
-}
-
-fn sdk_value_at(obj: &Bound<'_, PyAny>, depth: usize) -> Value {
-    if depth > MAX_SDK_DEPTH {
-        return to_value_or_marker(obj);
-    }
-    if obj.is_none() {
-        return Value::Null;
-    }
-    if let Ok(s) = obj.cast_exact::<PyString>() {
-        return Value::String(py_str(s));
-    }
-    if let Ok(d) = obj.cast_exact::<PyDict>() {
-        return entries(d.iter(), d.len(), depth);
-    }
-    if let Ok(l) = obj.cast_exact::<PyList>() {
-        return Value::Array(l.iter().map(|i| sdk_value_at(&i, depth + 1)).collect());
-    }
-    if let Ok(t) = obj.cast_exact::<PyTuple>() {
-        return Value::Array(t.iter().map(|i| sdk_value_at(&i, depth + 1)).collect());
-    }
-    if obj.hasattr("model_fields_set").unwrap_or(false) {
-        if let Ok(fields) = obj.getattr("__dict__") {
-            if let Ok(d) = fields.cast::<PyDict>() {
-                let mut value = entries(d.iter(), d.len(), depth);
-                if let (Value::Object(m), Ok(extra)) = (&mut value, obj.getattr("__pydantic_extra__")) {
-                    if let Ok(extra) = extra.cast::<PyDict>() {
-                        if let Value::Object(more) = entries(extra.iter(), extra.len(), depth) {
-                            for (k, v) in more.iter() {
-                                m.insert(k.clone(), v.clone());
-                            }
-                        }
-                    }
-                }
-                return value;
-            }
-        }
-    }
-    to_value_or_marker(obj)
-}
-
-fn entries<'py>(items: impl Iterator<Item = (Bound<'py, PyAny>, Bound<'py, PyAny>)>, len: usize, depth: usize) -> Value {
-    let mut m = Map::with_capacity(len);
-    for (k, v) in items {
+    let Ok(d) = obj.cast_exact::<PyDict>() else {
+        return model_value(obj);
+    };
+    let mut m = Map::with_capacity(d.len());
+    for (k, v) in d.iter() {
         let Ok(key) = k.cast::<PyString>() else { continue };
         if is_not_given(&v) {
             continue;
         }
-        m.insert(py_str(key), sdk_value_at(&v, depth + 1));
+        m.insert(py_str(key), to_value_or_marker(&v));
     }
     Value::Object(m)
+}
+
+/// A pydantic model by its runtime fields (`serialize_as_any`: a `ChatGeneration` held
+/// where its base `Generation` is declared, as in LangChain's `LLMResult`, keeps its
+/// `message`); anything else by the general converter.
+fn model_value(obj: &Bound<'_, PyAny>) -> Value {
+    if obj.hasattr("__pydantic_fields__").unwrap_or(false) {
+        let py = obj.py();
+        let kwargs = PyDict::new(py);
+        if kwargs.set_item("serialize_as_any", true).is_ok() {
+            if let Ok(dumped) = obj.call_method("model_dump", (), Some(&kwargs)) {
+                return to_value_or_marker(&dumped);
+            }
+        }
+    }
+    to_value_or_marker(obj)
 }
 
 fn api_of(name: &str) -> PyResult<Api> {
