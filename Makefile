@@ -94,6 +94,7 @@ bench-node:
 bench-python: setup
 	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
 	.venv/bin/python bench/python_tool.py bench/sample-1k.json
+	.venv/bin/python bench/python_llm.py
 
 ## Starts the server, runs the example agent against it, prints what was recorded.
 demo: setup viewer

@@ -6,6 +6,7 @@
 
 pub mod buffer;
 pub mod canonical;
+pub mod codec;
 pub mod config;
 pub mod edit_input;
 pub mod event;
@@ -15,6 +16,7 @@ pub mod gate;
 pub mod host_value;
 pub mod json;
 pub mod llm;
+pub mod llm_step;
 pub mod loop_guard;
 pub mod redact;
 pub mod session;

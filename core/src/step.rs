@@ -142,6 +142,9 @@ pub struct Step {
     kept_input: bool,
     finished: bool,
     phase: PhaseCell,
+    /// Set by the LLM step: recorded on `node.finished` beside the output.
+    finish_usage: Option<crate::event::TokenUsage>,
+    finish_extra: crate::json::Map,
 }
 
 impl Step {
@@ -195,7 +198,46 @@ impl Step {
             kept_input,
             finished: false,
             phase: PhaseCell::new(Phase::Started),
+            finish_usage: None,
+            finish_extra: crate::json::Map::new(),
         }
+    }
+
+    /// A step whose `node.started` its caller emitted itself (the LLM step records extra
+    /// fields there); never editable.
+    pub(crate) fn started_elsewhere(
+        session: &Session,
+        run_id: Option<&str>,
+        node: NodeRef,
+    ) -> Step {
+        Step {
+            session: session.clone(),
+            run_id: run_id.map(str::to_string),
+            node,
+            started: Instant::now(),
+            editable: false,
+            live_input: None,
+            kept_input: false,
+            finished: false,
+            phase: PhaseCell::new(Phase::Started),
+            finish_usage: None,
+            finish_extra: crate::json::Map::new(),
+        }
+    }
+
+    /// What `node.finished` carries beside the output, whichever way the step ends next.
+    pub(crate) fn annotate(
+        &mut self,
+        usage: Option<crate::event::TokenUsage>,
+        extra: crate::json::Map,
+    ) {
+        self.finish_usage = usage;
+        self.finish_extra = extra;
+    }
+
+    /// Ends the step now with `output` and `status` (a stream that ended).
+    pub(crate) fn end(&mut self, output: Option<Value>, status: RunStatus) {
+        self.finish(output.map(HostValue::Built), status, false, false);
     }
 
     /// The node being called.
@@ -422,6 +464,8 @@ impl Step {
         if recovered {
             finished.recovered_from_error = Some(true);
         }
+        finished.usage = self.finish_usage.take();
+        finished.extra = std::mem::take(&mut self.finish_extra);
         self.session
             .emit_finished(self.run_id.as_deref(), &self.node, finished, output);
     }

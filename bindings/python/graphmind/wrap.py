@@ -179,27 +179,51 @@ def _ordinary(exc: BaseException) -> bool:
     return isinstance(exc, Exception) and not is_abort_error(exc)
 
 
-def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+class ModelPlan:
+    """What a model call adds to the gated-call loop (``integrations._common``): how a
+    result is read (``answer(step, result, kwargs) -> (stream-or-None, answer)``: a stream
+    is handed back at once, with no ``after`` gate) and what an injected reply becomes
+    (``reply(value)``: the client library's own type)."""
+
+    __slots__ = ()
+
+    def answer(self, step: Any, result: Any, kwargs: Any) -> tuple[Any, Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    def reply(self, value: Any) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _run_sync(session: Session, spec: Any, fn: Callable[..., Any], args: Any, kwargs: Any, entered: Any = None, plan: ModelPlan | None = None) -> Any:
+    """One gated call, sync: does what the core's step says at each gate. ``entered``:
+    ``(step, code, value)`` of a step started elsewhere (a model call, with its ``plan``)."""
     ctx = _current_run.get()
-    # node.started and the before gate in one call. A signature of named parameters is
-    # bound in the module (no dict, no `describe`) unless the call needs more than that.
-    run = ctx._native if ctx is not None else None
-    entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
     if entered is None:
-        call_input, bound = spec.arguments.describe(args, kwargs)
-        entered = session._native.enter(run, spec.node, call_input, bound)
+        # node.started and the before gate in one call. A signature of named parameters is
+        # bound in the module (no dict, no `describe`) unless the call needs more than that.
+        run = ctx._native if ctx is not None else None
+        entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
+        if entered is None:
+            call_input, bound = spec.arguments.describe(args, kwargs)
+            entered = session._native.enter(run, spec.node, call_input, bound)
     step, code, value = entered
     while True:
         if code == WAIT:
             code, value = step.on_before(value.wait())
         if code == INJECT:
-            return value
+            return value if plan is None else plan.reply(value)
         if code == ABORT:
             raise session.abort_error(ctx)
         if value is not None:
             args, kwargs = spec.arguments.rebuild(value, args, kwargs)
         try:
             result = fn(*args, **kwargs)
+            answer = result
+            if plan is not None:
+                stream, answer = plan.answer(step, result, kwargs)
+                if stream is not None:
+                    step.stream_started()
+                    return stream
         except BaseException as exc:
             if not _ordinary(exc):
                 step.ungated_error(is_abort_error(exc))
@@ -210,20 +234,20 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
             if code == RERAISE:
                 raise
             if code == INJECT:
-                return value
+                return value if plan is None else plan.reply(value)
             if code == ABORT:
                 raise session.abort_error(ctx) from None
             if value is not None:
                 args, kwargs = spec.arguments.rebuild(value, args, kwargs)
             code, value = step.before()
             continue
-        code, value = step.after(result)
+        code, value = step.after(answer)
         if code == WAIT:
-            code, value = step.on_after(value.wait(), result)
+            code, value = step.on_after(value.wait(), answer)
         if code == RETURN:
             return result
         if code == INJECT:
-            return value
+            return value if plan is None else plan.reply(value)
         if code == ABORT:
             raise session.abort_error(ctx)
         if value is not None:
@@ -231,27 +255,35 @@ def _run_sync(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: An
         code, value = step.before()
 
 
-async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+async def _run_async(session: Session, spec: Any, fn: Callable[..., Any], args: Any, kwargs: Any, entered: Any = None, plan: ModelPlan | None = None) -> Any:
+    """The ``async`` twin of :func:`_run_sync`: gates awaited on the app's loop."""
     ctx = _current_run.get()
-    # node.started and the before gate in one call. A signature of named parameters is
-    # bound in the module (no dict, no `describe`) unless the call needs more than that.
-    run = ctx._native if ctx is not None else None
-    entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
     if entered is None:
-        call_input, bound = spec.arguments.describe(args, kwargs)
-        entered = session._native.enter(run, spec.node, call_input, bound)
+        run = ctx._native if ctx is not None else None
+        entered = session._native.enter_call(run, spec.node, args, kwargs, spec.arguments.defaults) if spec.plain else None
+        if entered is None:
+            call_input, bound = spec.arguments.describe(args, kwargs)
+            entered = session._native.enter(run, spec.node, call_input, bound)
     step, code, value = entered
     while True:
         if code == WAIT:
             code, value = step.on_before(await await_gate(value))
         if code == INJECT:
-            return value
+            return value if plan is None else plan.reply(value)
         if code == ABORT:
             raise session.abort_error(ctx)
         if value is not None:
             args, kwargs = spec.arguments.rebuild(value, args, kwargs)
         try:
             result = await fn(*args, **kwargs)
+            answer = result
+            if plan is not None:
+                stream, answer = plan.answer(step, result, kwargs)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+                if stream is not None:
+                    step.stream_started()
+                    return stream
         except BaseException as exc:
             if not _ordinary(exc):
                 step.ungated_error(is_abort_error(exc))
@@ -262,20 +294,20 @@ async def _run_async(session: Session, spec: _Wrapper, fn: Callable[..., Any], a
             if code == RERAISE:
                 raise
             if code == INJECT:
-                return value
+                return value if plan is None else plan.reply(value)
             if code == ABORT:
                 raise session.abort_error(ctx) from None
             if value is not None:
                 args, kwargs = spec.arguments.rebuild(value, args, kwargs)
             code, value = step.before()
             continue
-        code, value = step.after(result)
+        code, value = step.after(answer)
         if code == WAIT:
-            code, value = step.on_after(await await_gate(value), result)
+            code, value = step.on_after(await await_gate(value), answer)
         if code == RETURN:
             return result
         if code == INJECT:
-            return value
+            return value if plan is None else plan.reply(value)
         if code == ABORT:
             raise session.abort_error(ctx)
         if value is not None:

@@ -10,6 +10,7 @@
 
 mod alloc;
 mod convert;
+mod llm;
 mod pure;
 
 /// The module's Rust allocations (the values handed to the core, freed on its worker
@@ -764,5 +765,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
     m.add("MAX_PAYLOAD_BYTES", graphmind_core::shrink::MAX_PAYLOAD_BYTES)?;
     pure::register(m)?;
+    llm::register(m)?;
     Ok(())
 }

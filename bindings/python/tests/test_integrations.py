@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 import time
 from typing import Any
@@ -17,6 +18,10 @@ import openai
 import pytest
 
 import graphmind as gm
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "tests" / "fake_provider"))
+from server import sse_body  # noqa: E402
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -50,12 +55,8 @@ def streamed(events, node_id: str, channel: str = "text") -> str:
 
 
 def sse(events: list[tuple[str | None, Any]]) -> bytes:
-    out = []
-    for name, data in events:
-        head = f"event: {name}\n" if name else ""
-        body = data if isinstance(data, str) else json.dumps(data)
-        out.append(f"{head}data: {body}\n\n")
-    return "".join(out).encode()
+    """The SSE wire text of ``[(event, data), ...]`` (the fake provider's own writer)."""
+    return sse_body(events)
 
 
 class Recorder:
@@ -483,7 +484,10 @@ def test_openai_inject_at_before_skips_the_request(server, debugger, gm_for):
         lambda: client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "x"}]),
         "before", "inject", output={"text": "from the debugger"},
     )
-    assert result.get("value") == {"text": "from the debugger"}, result
+    # An injected `{text}` comes back as the client library's own ChatCompletion.
+    value = result.get("value")
+    assert isinstance(value, openai.types.chat.ChatCompletion), result
+    assert value.choices[0].message.content == "from the debugger"
     assert rec.requests == []
     events = run_events(server, g, result["ctx"].run_id)
     done = of(events, "node.finished", "llm:step")[0]

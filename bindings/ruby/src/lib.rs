@@ -5,6 +5,7 @@
 //! means, when to gate, redaction, defaults, environment parsing) is the core's.
 
 mod convert;
+mod llm;
 mod pure;
 mod wait;
 
@@ -534,6 +535,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_singleton_method("detached_json", function!(detached_json, 1))?;
     native.define_singleton_method("redact_events", function!(redact_events, 2))?;
     pure::register(ruby, native)?;
+    llm::init(ruby, &native)?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
 
     let session = native.define_class("Session", ruby.class_object())?;

@@ -126,13 +126,28 @@ class TestApi < Minitest::Test
     assert_includes types, "node.started"
   end
 
-  # Shaped like ruby-openai's OpenAI::Client.
+  # Shaped like ruby-openai's OpenAI::Client: Hashes in the APIs' own wire shapes; a
+  # `stream:` proc is called with each parsed chunk.
   class OpenAIShaped
     class Responses
-      def create(parameters:) = { "id" => "resp_1", "output" => [{ "content" => [{ "text" => "hello #{parameters[:input]}" }] }] }
+      def create(parameters:)
+        { "id" => "resp_1", "status" => "completed",
+          "output" => [{ "type" => "message", "content" => [{ "type" => "output_text", "text" => "hello #{parameters[:input]}" }] }] }
+      end
     end
 
+    CHUNKS = [
+      { "choices" => [{ "index" => 0, "delta" => { "content" => "Sun" } }] },
+      { "choices" => [{ "index" => 0, "delta" => { "content" => "ny" }, "finish_reason" => "stop" }] },
+      { "choices" => [], "usage" => { "prompt_tokens" => 4, "completion_tokens" => 2 } }
+    ].freeze
+
     def chat(parameters:)
+      stream = parameters[:stream]
+      if stream.respond_to?(:call)
+        CHUNKS.each { |c| stream.call(c, 10) }
+        return {}
+      end
       { "id" => "c1", "model" => parameters[:model], "usage" => { "prompt_tokens" => 3, "completion_tokens" => 1 },
         "choices" => [{ "finish_reason" => "stop", "message" => { "role" => "assistant", "content" => "hi" } }] }
     end
@@ -144,21 +159,31 @@ class TestApi < Minitest::Test
     gm
     client = Graphmind.instrument_openai(OpenAIShaped.new)
     run_id = nil
+    seen = []
     Graphmind.run("openai") do |ctx|
       run_id = ctx.run_id
-      assert_equal "hi", client.chat(parameters: { model: "m", messages: [{ role: "user", content: "yo" }] }).dig("choices", 0, "message", "content")
+      assert_equal "hi", client.chat(parameters: { model: "m", messages: [{ role: "user", content: "yo" }], temperature: 0.5 }).dig("choices", 0, "message", "content")
       assert_equal "resp_1", client.responses.create(parameters: { model: "m", input: "you" })["id"]
+      client.chat(parameters: { model: "m", messages: [], stream: proc { |chunk, _bytes| seen << chunk } })
     end
-    events = recorded(run_id, 8)
+    assert_equal 3, seen.length
+    events = recorded(run_id, 12)
     started = events.select { |e| e["type"] == "node.started" && e.dig("payload", "kind") != "agent" }
-    assert_equal %w[llm llm], started.map { |e| e.dig("payload", "kind") }
-    assert_equal "chat.completions", started[0].dig("payload", "input", "operation")
-    assert_equal [{ "role" => "user", "content" => "yo" }], started[0].dig("payload", "input", "messages")
-    finished = events.select { |e| e["type"] == "node.finished" }
-    assert_equal "hi", finished[0].dig("payload", "output", "text")
-    assert_equal "hello you", finished[1].dig("payload", "output", "text")
-    injected = Graphmind::Integrations::RubyOpenAI.coerce("typed", "chat.completions")
-    assert_equal "typed", injected.dig("choices", 0, "message", "content")
+    assert_equal %w[llm:step llm:step llm:step], started.map { |e| e.dig("payload", "nodeId") }
+    input = started[0]["payload"]["input"]
+    assert_equal({ "provider" => "openai", "model" => "m", "messages" => [{ "role" => "user", "content" => "yo" }], "temperature" => 0.5 }, input)
+    assert_equal "ruby-openai", started[0].dig("payload", "sdk")
+    assert_match(/\Ainv_.*:s0\z/, started[0].dig("payload", "instanceId"))
+    assert_equal true, started[2].dig("payload", "input", "stream")
+    finished = events.select { |e| e["type"] == "node.finished" }.map { |e| e["payload"] }
+    assert_equal({ "text" => "hi", "finishReason" => "stop", "rawFinishReason" => "stop" }, finished[0]["output"])
+    assert_equal({ "inputTokens" => 3, "outputTokens" => 1, "inclusive" => true }, finished[0]["usage"])
+    assert_equal "hello you", finished[1].dig("output", "text")
+    assert_equal({ "text" => "Sunny", "chunks" => 3, "finishReason" => "stop", "rawFinishReason" => "stop" }, finished[2]["output"])
+    assert_equal true, finished[2]["streaming"]
+    assert_equal 4, finished[2].dig("usage", "inputTokens")
+    tokens = events.select { |e| e["type"] == "node.token" }.flat_map { |e| e.dig("payload", "deltas") }
+    assert_equal "Sunny", tokens.select { |d| d["t"] == "text" }.map { |d| d["v"] }.join
   end
 
   # Shaped like ruby_llm's RubyLLM::Chat and RubyLLM::Tool.
@@ -209,7 +234,7 @@ class TestApi < Minitest::Test
     assert_equal %w[agent:ruby_llm llm:step tool:weather], node_ids(events)
     llm = events.find { |e| e["type"] == "node.started" && e.dig("payload", "kind") == "llm" }
     assert_equal "model-x", llm.dig("payload", "input", "model")
-    assert_equal ["weather"], llm.dig("payload", "input", "tools")
+    assert_equal ["weather"], llm.dig("payload", "input", "tools").map { |t| t["name"] }
     fin = events.find { |e| e["type"] == "node.finished" && e.dig("payload", "nodeId") == "llm:step" }
     assert_equal "it is sunny in Cairo", fin.dig("payload", "output", "text")
   end

@@ -129,6 +129,55 @@ class TestLive < Minitest::Test
     refute called
   end
 
+  # Shaped like ruby-openai's OpenAI::Client (rubygems.org is not reachable here): fails
+  # `failures` times, then answers.
+  class FlakyOpenAI
+    attr_reader :calls
+
+    def initialize(failures = 0)
+      @failures = failures
+      @calls = 0
+    end
+
+    def chat(parameters:)
+      @calls += 1
+      raise IOError, "upstream 500" if @calls <= @failures
+
+      { "id" => "c1", "choices" => [{ "finish_reason" => "stop", "message" => { "role" => "assistant", "content" => "real" } }] }
+    end
+  end
+
+  def test_inject_at_a_model_calls_before_gate_returns_a_chat_completion
+    @viewer.breakpoint({ "nodeId" => "llm:step" })
+    gm = attach
+    client = gm.instrument_openai(FlakyOpenAI.new)
+    thread, run_id = in_run(gm, "llm-inject") { client.chat(parameters: { model: "gpt-test", messages: [] }) }
+    paused = @viewer.next_event("exec.paused")
+    assert_equal "llm:step", paused.dig("payload", "nodeId")
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "inject", output: "typed in the viewer")
+    reply = thread.value
+    assert_equal "typed in the viewer", reply.dig("choices", 0, "message", "content")
+    assert_equal "gpt-test", reply["model"]
+    assert_equal 0, client.calls
+  end
+
+  def test_retry_at_a_model_calls_error_gate_is_one_execution
+    @viewer.breakpoint({ "nodeId" => "llm:step", "point" => "error" })
+    gm = attach
+    client = gm.instrument_openai(FlakyOpenAI.new(1))
+    thread, run_id = in_run(gm, "llm-retry") { client.chat(parameters: { model: "gpt-test", messages: [] }) }
+    paused = @viewer.next_event("exec.paused")
+    assert_equal "error", paused.dig("payload", "point")
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "retry")
+    assert_equal "real", thread.value.dig("choices", 0, "message", "content")
+    assert gm.flush(2.0)
+    events = @server.events(run_id, count: 7)
+    done = events.select { |e| e["type"] == "node.finished" && e.dig("payload", "nodeId") == "llm:step" }
+    assert_equal 1, done.length
+    assert_equal 2, done[0].dig("payload", "attempts")
+    assert_equal "real", done[0].dig("payload", "output", "text")
+  end
+
   def test_abort_raises_abort_error_and_aborts_the_run
     @viewer.breakpoint({ "kind" => "tool" })
     gm = attach

@@ -1,34 +1,26 @@
-"""What the LLM-client integrations share: one recorded model step (:class:`LlmCall`),
-stream proxies that watch a provider stream while the app consumes it, and patching of a
-client instance's bound methods.
+"""What the LLM-client integrations share: one model call driven by the core's LLM step
+through the same gated-call loop as a tool (``wrap._run_sync`` / ``_run_async`` with a
+:class:`_CallPlan`), stream proxies that hand each chunk to the step
+while the app consumes the stream, and patching of a client instance's bound methods.
 
-Every capture rule (finish reasons, tool calls, usage per provider, the sampling-parameter
-allow-list, tool-definition sanitising and hashing) is the core's, reached through
-``graphmind._native``; this module only reads the client libraries' objects and hands
-them over.
+Every rule of a model call (the gates and what each decision means, instance ids and
+invocations, the request / answer / stream mapping of each provider, usage, injected
+replies) is the core's, reached through ``graphmind._native.llm_step``; this module only
+reads the client libraries' objects and hands them over.
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
-import os
 import threading
-import time
-import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import _native
-from ..errors import error_parts
-from ..gate import GateDecision
-from ..session import Session, _current_run, await_gate
-
-#: The node every provider-SDK model call is recorded under (the reference's ids).
-LLM_NODE_ID = "llm:step"
-LLM_NODE_NAME = "step"
-LLM_KIND = "llm"
+from ..errors import error_parts, is_abort_error
+from ..session import Session, _current_run
+from ..wrap import ABORT, WAIT, ModelPlan, _run_async, _run_sync
 
 #: Marks a patched method (and keeps the original for :func:`unpatch_method`).
 WRAPPED_FLAG = "__graphmind_wrapped__"
@@ -38,30 +30,6 @@ ORIGINAL_ATTR = "__graphmind_original__"
 def agent_node_id(run_name: str) -> str:
     """The node id of a run's root node."""
     return f"agent:{run_name}"
-
-
-# -- instance ids ------------------------------------------------------------------------
-
-_id_lock = threading.Lock()
-_id_base = uuid.uuid4().hex[:6]
-_id_counter = itertools.count(1)
-
-
-def next_id(prefix: str) -> str:
-    """A compact id unique in this process (``step_<base>_<n>``)."""
-    with _id_lock:
-        return f"{prefix}_{_id_base}_{next(_id_counter)}"
-
-
-def _reseed_ids() -> None:
-    global _id_base, _id_counter, _id_lock
-    _id_lock = threading.Lock()
-    _id_base = uuid.uuid4().hex[:6]
-    _id_counter = itertools.count(1)
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reseed_ids)
 
 
 # -- reading host objects ------------------------------------------------------------------
@@ -83,401 +51,6 @@ def given(value: Any) -> bool:
     """Whether a request argument was really given (not ``None`` nor a client library's
     ``NOT_GIVEN`` / ``omit`` sentinel)."""
     return value is not None and type(value).__name__ not in ("NotGiven", "Omit")
-
-
-def request_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The sampling parameters of a request, as the core's allow-list picks them."""
-    subset = {k: kwargs[k] for k in _sampling_keys() if k in kwargs and given(kwargs[k])}
-    if not subset:
-        return {}
-    try:
-        return _native.pick_params(subset)
-    except Exception:
-        return {}
-
-
-_SAMPLING_KEYS: tuple[str, ...] | None = None
-
-
-def _sampling_keys() -> tuple[str, ...]:
-    global _SAMPLING_KEYS
-    if _SAMPLING_KEYS is None:
-        _SAMPLING_KEYS = tuple(_native.sampling_param_keys())
-    return _SAMPLING_KEYS
-
-
-def finish_fields(raw: Any, has_tool_calls: bool) -> dict[str, str]:
-    """``finishReason`` (the core's normalisation) and ``rawFinishReason`` (as reported)."""
-    out: dict[str, str] = {}
-    if not isinstance(raw, str):
-        return out
-    try:
-        normalized = _native.finish_reason(raw, has_tool_calls)
-    except Exception:
-        normalized = None
-    if normalized is not None:
-        out["finishReason"] = normalized
-    if raw:
-        out["rawFinishReason"] = str(raw)
-    return out
-
-
-def tool_call(call_id: Any, name: Any, args: Any) -> dict[str, Any] | None:
-    """One requested tool call as the core records it (``None`` without a name)."""
-    try:
-        return _native.tool_call(call_id, name, args)
-    except Exception:
-        try:  # arguments the converter cannot read: record the call without them
-            return _native.tool_call(call_id, name, None)
-        except Exception:
-            return None
-
-
-def usage(provider: str, raw: Any) -> dict[str, Any] | None:
-    """A provider's reported usage as the wire ``TokenUsage`` (``None``: not reported)."""
-    if raw is None:
-        return None
-    try:
-        return _native.provider_usage(provider, raw)
-    except Exception:
-        return None
-
-
-# -- tool definitions, remembered per session and run --------------------------------------
-
-_schemas: weakref.WeakKeyDictionary[Session, Any] = weakref.WeakKeyDictionary()
-_schemas_lock = threading.Lock()
-
-
-def capture_tools(session: Session, run_id: str | None, tools: Any) -> dict[str, Any] | None:
-    """``{tools: [{name, schemaHash}], toolSchemas?}`` for one step's tool definitions."""
-    if not given(tools) or not isinstance(tools, (list, tuple)) or not tools:
-        return None
-    with _schemas_lock:
-        memory = _schemas.get(session)
-        if memory is None:
-            memory = _native.ToolSchemas()
-            _schemas[session] = memory
-    try:
-        return memory.capture(run_id if run_id is not None else "implicit", list(tools))
-    except Exception:
-        return None
-
-
-def tool_names(tools: Any) -> list[str]:
-    """The names in a list of tool definitions of any provider's shape."""
-    names: list[str] = []
-    if not isinstance(tools, (list, tuple)):
-        return names
-    for entry in tools:
-        name = field(entry, "name")
-        if not (isinstance(name, str) and name):
-            name = field(field(entry, "function"), "name")
-        if isinstance(name, str) and name:
-            names.append(name)
-    return names
-
-
-# -- warnings ------------------------------------------------------------------------------
-
-
-def warn(session: Session, key: str, message: str) -> None:
-    """A rate-limited warning through the session's logger."""
-    try:
-        session._native.warn(key, message)
-    except Exception:
-        pass
-
-
-# -- one recorded model step ---------------------------------------------------------------
-
-
-class GraphHinter:
-    """``graph.hint`` once per run: the run's agent node, the llm node, the tools offered."""
-
-    MAX_RUNS = 256
-
-    def __init__(self) -> None:
-        self._seen: set[str] = set()
-        self._lock = threading.Lock()
-
-    def hint(self, session: Session, tools: Any) -> None:
-        try:
-            ctx = _current_run.get()
-            key = ctx.run_id if ctx is not None else "-"
-            with self._lock:
-                if key in self._seen:
-                    return
-                if len(self._seen) >= self.MAX_RUNS:
-                    self._seen.clear()
-                self._seen.add(key)
-            nodes: list[dict[str, Any]] = []
-            llm: dict[str, Any] = {"nodeId": LLM_NODE_ID, "kind": LLM_KIND, "name": LLM_NODE_NAME}
-            if ctx is not None:
-                parent = agent_node_id(ctx.name)
-                nodes.append({"nodeId": parent, "kind": "agent", "name": ctx.name})
-                llm["parentId"] = parent
-            nodes.append(llm)
-            for name in tool_names(tools):
-                nodes.append({"nodeId": f"tool:{name}", "kind": "tool", "name": name, "parentId": LLM_NODE_ID})
-            session._native.graph_hint(ctx.run_id if ctx is not None else None, nodes)
-        except Exception:
-            pass
-
-
-class LlmCall:
-    """One model call recorded as an ``llm:step`` node: ``node.started``, its gates,
-    streamed deltas, ``node.error`` and one ``node.finished``. The run is the one current
-    when the call began, so a stream consumed elsewhere still lands in it."""
-
-    __slots__ = ("_run_id", "finished", "instance_id", "sdk", "session", "started")
-
-    def __init__(self, session: Session, sdk: str) -> None:
-        self.session = session
-        self.sdk = sdk
-        self.instance_id = next_id("step")
-        ctx = _current_run.get()
-        self._run_id = ctx.run_id if ctx is not None else None
-        self.started = time.perf_counter()
-        self.finished = False
-
-    @property
-    def run_id(self) -> str | None:
-        return self._run_id
-
-    def begin(self, input: dict[str, Any]) -> None:
-        ctx = _current_run.get()
-        payload: dict[str, Any] = {
-            "nodeId": LLM_NODE_ID,
-            "kind": LLM_KIND,
-            "name": LLM_NODE_NAME,
-            "instanceId": self.instance_id,
-        }
-        if ctx is not None:
-            payload["parentId"] = agent_node_id(ctx.name)
-        payload["input"] = input
-        payload["sdk"] = self.sdk
-        self._emit("node.started", payload)
-        self.started = time.perf_counter()
-
-    def _emit(self, event_type: str, payload: dict[str, Any]) -> None:
-        if self.session._active():
-            self.session._native.emit(self._run_id, event_type, payload)
-
-    def token(self, channel: str, text: Any) -> None:
-        """One streamed delta (``text``, ``reasoning``, ``tool-args``)."""
-        if not isinstance(text, str) or not text or not self.session._active():
-            return
-        try:
-            self.session._native.token(
-                self._run_id, LLM_KIND, LLM_NODE_NAME, LLM_NODE_ID, self.instance_id, channel, text
-            )
-        except Exception:
-            pass
-
-    def error(self, exc: BaseException) -> None:
-        name, message, stack = error_parts(exc)
-        info: dict[str, Any] = {"name": name, "message": message}
-        if stack is not None:
-            info["stack"] = stack
-        self._emit("node.error", {"nodeId": LLM_NODE_ID, "instanceId": self.instance_id, "error": info})
-
-    def finish(
-        self,
-        output: Any,
-        status: str,
-        usage: dict[str, Any] | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        """``node.finished``, once (a stream may end by exhaustion and by ``close``)."""
-        if self.finished:
-            return
-        self.finished = True
-        payload: dict[str, Any] = {
-            "nodeId": LLM_NODE_ID,
-            "instanceId": self.instance_id,
-            "durationMs": (time.perf_counter() - self.started) * 1000.0,
-            "status": status,
-        }
-        if output is not None:
-            payload["output"] = output
-        if usage is not None:
-            payload["usage"] = usage
-        if extra:
-            payload.update(extra)
-        self._emit("node.finished", payload)
-
-    # -- gates ---------------------------------------------------------------------------
-
-    def _held(self, point: str) -> Any:
-        if not self.session._active():
-            return None
-        return self.session._native.gate(self._run_id, point, LLM_NODE_ID, LLM_KIND, LLM_NODE_NAME)
-
-    def gate(self, point: str) -> GateDecision:
-        """The gate at ``point``, waited for on this thread (GIL released)."""
-        held = self._held(point)
-        if held is None:
-            return GateDecision.CONTINUE
-        return GateDecision._from_native(held.wait())
-
-    async def gate_async(self, point: str) -> GateDecision:
-        """The gate at ``point``, awaited on the running loop."""
-        held = self._held(point)
-        if held is None:
-            return GateDecision.CONTINUE
-        return GateDecision._from_native(await await_gate(held))
-
-    def abort_error(self) -> BaseException:
-        return self.session.abort_error(_current_run.get())
-
-    def injected(self, value: Any, recovered: bool = False) -> Any:
-        """Ends the node with the debugger's value and returns it to the app."""
-        extra: dict[str, Any] = {"injected": True}
-        if recovered:
-            extra["recoveredFromError"] = True
-        self.finish(value, "ok", None, extra)
-        return value
-
-
-# -- the gate-call-gate loop, written once per colour --------------------------------------
-
-
-class CallPlan:
-    """What one provider method does around the shared gate loop: ``begin`` records the
-    request, ``stream`` says whether a result is a stream (then ``tee`` wraps it and the
-    node ends with the stream), ``finish`` records a complete result."""
-
-    def begin(self, call: LlmCall, kwargs: dict[str, Any]) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-    def stream(self, result: Any, kwargs: dict[str, Any], is_async: bool) -> bool:  # pragma: no cover
-        raise NotImplementedError
-
-    def tee(self, call: LlmCall, result: Any, is_async: bool) -> Any:  # pragma: no cover
-        raise NotImplementedError
-
-    def finish(self, call: LlmCall, result: Any) -> None:  # pragma: no cover
-        raise NotImplementedError
-
-
-def _start(session: Session, plan: CallPlan, sdk: str, kwargs: dict[str, Any]) -> LlmCall | None:
-    call = LlmCall(session, sdk)
-    try:
-        plan.begin(call, kwargs)
-    except Exception:
-        warn(session, f"{sdk}-begin", f"failed to record a {sdk} call; it runs unrecorded")
-        return None
-    return call
-
-
-def sync_caller(session: Session, plan: CallPlan, sdk: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    """The patched sync method: ``before`` gate, the request, ``after`` or ``error`` gate."""
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not session._active():
-            return original(*args, **kwargs)
-        call = _start(session, plan, sdk, kwargs)
-        if call is None:
-            return original(*args, **kwargs)
-        while True:
-            pre = call.gate("before")
-            if pre.action == "abort":
-                call.finish(None, "aborted")
-                raise call.abort_error()
-            if pre.action == "inject":
-                return call.injected(pre.output)
-            try:
-                result = original(*args, **kwargs)
-            except Exception as exc:
-                call.error(exc)
-                decision = call.gate("error")
-                if decision.action == "inject":
-                    return call.injected(decision.output, recovered=True)
-                if decision.action == "retry":
-                    continue
-                if decision.action == "abort":
-                    call.finish(None, "aborted")
-                    raise call.abort_error() from exc
-                call.finish(None, "error")
-                raise
-            except BaseException:
-                call.finish(None, "aborted")
-                raise
-            if plan.stream(result, kwargs, False):
-                return plan.tee(call, result, False)
-            post = call.gate("after")
-            if post.action == "inject":
-                return call.injected(post.output)
-            if post.action == "retry":
-                continue
-            if post.action == "abort":
-                call.finish(None, "aborted")
-                raise call.abort_error()
-            plan.finish(call, result)
-            return result
-
-    return _mark(wrapper, original)
-
-
-def async_caller(session: Session, plan: CallPlan, sdk: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    """The patched ``async`` method: the same loop, gates awaited on the app's loop."""
-
-    async def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not session._active():
-            return await original(*args, **kwargs)
-        call = _start(session, plan, sdk, kwargs)
-        if call is None:
-            return await original(*args, **kwargs)
-        while True:
-            pre = await call.gate_async("before")
-            if pre.action == "abort":
-                call.finish(None, "aborted")
-                raise call.abort_error()
-            if pre.action == "inject":
-                return call.injected(pre.output)
-            try:
-                result = await original(*args, **kwargs)
-            except Exception as exc:
-                call.error(exc)
-                decision = await call.gate_async("error")
-                if decision.action == "inject":
-                    return call.injected(decision.output, recovered=True)
-                if decision.action == "retry":
-                    continue
-                if decision.action == "abort":
-                    call.finish(None, "aborted")
-                    raise call.abort_error() from exc
-                call.finish(None, "error")
-                raise
-            except BaseException:
-                call.finish(None, "aborted")
-                raise
-            if plan.stream(result, kwargs, True):
-                return plan.tee(call, result, True)
-            post = await call.gate_async("after")
-            if post.action == "inject":
-                return call.injected(post.output)
-            if post.action == "retry":
-                continue
-            if post.action == "abort":
-                call.finish(None, "aborted")
-                raise call.abort_error()
-            plan.finish(call, result)
-            return result
-
-    return _mark(wrapper, original)
-
-
-def _mark(wrapper: Any, original: Any) -> Any:
-    try:
-        wrapper.__name__ = getattr(original, "__name__", "create")
-        wrapper.__qualname__ = getattr(original, "__qualname__", wrapper.__name__)
-        wrapper.__doc__ = getattr(original, "__doc__", None)
-        wrapper.__wrapped__ = original
-    except Exception:
-        pass
-    return wrapper
 
 
 # -- stream proxies ------------------------------------------------------------------------
@@ -620,16 +193,241 @@ class AsyncStreamProxy:
         return getattr(self._inner, name)
 
 
-def end_stream(call: LlmCall, output: dict[str, Any], usage: dict[str, Any] | None, error: BaseException | None) -> None:
-    """A streamed call's end: ``node.error`` first when it failed, then ``node.finished``
-    with ``streaming: true``."""
-    if call.finished:
-        return
-    if error is not None and not isinstance(error, (GeneratorExit,)):
-        call.error(error)
-        call.finish(output, "error", usage, {"streaming": True})
-    else:
-        call.finish(output, "ok", usage, {"streaming": True})
+def request_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The sampling parameters of a request, as the core's allow-list picks them."""
+    subset = {k: kwargs[k] for k in _sampling_keys() if k in kwargs and given(kwargs[k])}
+    if not subset:
+        return {}
+    try:
+        return _native.pick_params(subset)
+    except Exception:
+        return {}
+
+
+_SAMPLING_KEYS: tuple[str, ...] | None = None
+
+
+def _sampling_keys() -> tuple[str, ...]:
+    global _SAMPLING_KEYS
+    if _SAMPLING_KEYS is None:
+        _SAMPLING_KEYS = tuple(_native.sampling_param_keys())
+    return _SAMPLING_KEYS
+
+
+# -- tool definitions, remembered per session and run --------------------------------------
+
+_schemas: weakref.WeakKeyDictionary[Session, Any] = weakref.WeakKeyDictionary()
+_schemas_lock = threading.Lock()
+
+
+def capture_tools(session: Session, run_id: str | None, tools: Any) -> dict[str, Any] | None:
+    """``{tools: [{name, schemaHash}], toolSchemas?}`` for one step's tool definitions."""
+    if not given(tools) or not isinstance(tools, (list, tuple)) or not tools:
+        return None
+    with _schemas_lock:
+        memory = _schemas.get(session)
+        if memory is None:
+            memory = _native.ToolSchemas()
+            _schemas[session] = memory
+    try:
+        return memory.capture(run_id if run_id is not None else "implicit", list(tools))
+    except Exception:
+        return None
+
+
+# -- warnings ------------------------------------------------------------------------------
+
+
+def warn(session: Session, key: str, message: str) -> None:
+    """A rate-limited warning through the session's logger."""
+    try:
+        session._native.warn(key, message)
+    except Exception:
+        pass
+
+
+# -- one model call, driven by the core's LLM step -----------------------------------------------
+
+
+class ModelMethod:
+    """One instrumented client method: the wire format it speaks (the core's codec name),
+    the integration's name, and how its results look to Python: whether a result is a
+    stream, and which of the client library's types an injected reply becomes."""
+
+    __slots__ = ("api", "reply_type", "sdk", "stream_only")
+
+    def __init__(self, api: str, sdk: str, reply_type: str, stream_only: bool = False) -> None:
+        self.api = api
+        self.sdk = sdk
+        self.reply_type = reply_type  # "package.module:Class"
+        self.stream_only = stream_only
+
+    def reply(self, value: Any) -> Any:
+        """The core's provider-shaped reply as the client library's own type (a value that
+        is not a reply object is handed back as it is)."""
+        if not isinstance(value, dict):
+            return value
+        try:
+            module_name, _, class_name = self.reply_type.partition(":")
+            cls = getattr(__import__(module_name, fromlist=[class_name]), class_name)
+        except Exception:
+            return value
+        for build in ("model_validate", "model_construct"):
+            try:
+                return getattr(cls, build)(value)
+            except Exception:
+                continue
+        return value
+
+
+def is_response_wrapper(result: Any) -> bool:
+    """``with_raw_response`` / ``with_streaming_response`` hand back the HTTP response with
+    a ``parse()`` that reads the answer (or the stream) from it."""
+    return hasattr(result, "http_response") and callable(getattr(result, "parse", None))
+
+
+def is_stream(result: Any, kwargs: Mapping[str, Any], is_async: bool) -> bool:
+    """A streamed answer: ``stream=True`` was asked for and the result iterates (a parsed
+    answer object is never taken for a stream)."""
+    if kwargs.get("stream") is not True:
+        return False
+    return hasattr(result, "__aiter__" if is_async else "__iter__")
+
+
+def start_step(session: Session, method: ModelMethod, kwargs: dict[str, Any]) -> Any:
+    """``node.started`` of a model call (the core's ``LlmStep``), or ``None`` when it could
+    not be recorded (then the call runs unrecorded)."""
+    ctx = _current_run.get()
+    try:
+        step = _native.llm_step(
+            session._native, ctx.run_id if ctx is not None else None, ctx.name if ctx is not None else None,
+            method.api, kwargs, method.sdk,
+        )
+    except Exception:
+        warn(session, f"{method.sdk}-begin", f"failed to record a {method.sdk} call; it runs unrecorded")
+        return None
+    if method.stream_only:
+        step.stream_only()
+    return step
+
+
+class StepWatch(StreamWatch):
+    """Hands each stream chunk to the step; ends it once when the stream ends.
+    ``source``: the client library's stream object, whose accumulated message (when it keeps
+    one, e.g. Anthropic's ``current_message_snapshot``) completes the record."""
+
+    __slots__ = ("source", "step")
+
+    def __init__(self, step: Any, source: Any = None) -> None:
+        self.step = step
+        self.source = source
+
+    def chunk(self, item: Any) -> None:
+        self.step.chunk(item)
+
+    def text(self, text: Any) -> None:
+        if isinstance(text, str) and text:
+            self.step.text(text)
+
+    def end(self, error: BaseException | None) -> None:
+        final = None
+        if error is None and self.source is not None:
+            try:
+                snapshot = getattr(self.source, "current_message_snapshot", None)
+                final = None if inspect.isawaitable(snapshot) else snapshot
+            except Exception:
+                final = None
+        if error is None or isinstance(error, GeneratorExit):
+            self.step.stream_end(final_message=final)
+        elif is_abort_error(error) or not isinstance(error, Exception):
+            self.step.stream_end(aborted=True)
+        else:
+            self.step.stream_end(*error_parts(error))
+
+
+def _answer(step: Any, result: Any, kwargs: Mapping[str, Any], is_async: bool) -> tuple[Any, Any]:
+    """What the gate after the request sees: ``(stream-or-None, answer)``. A response
+    wrapper's answer is read through its ``parse()`` (cached: the app's own call gets the
+    same object); its stream is watched when the app parses it."""
+    if is_response_wrapper(result):
+        if kwargs.get("stream") is True:
+            parse = result.parse
+            proxy = AsyncStreamProxy if is_async else SyncStreamProxy
+            watched_parse: Any
+            if is_async_callable(parse):
+
+                async def watched_parse(*args: Any, **kw: Any) -> Any:
+                    return proxy(await parse(*args, **kw), StepWatch(step))
+
+            else:
+
+                def watched_parse(*args: Any, **kw: Any) -> Any:
+                    return proxy(parse(*args, **kw), StepWatch(step))
+
+            try:
+                result.parse = watched_parse
+            except Exception:
+                pass
+            return result, None
+        return None, result.parse()
+    if is_stream(result, kwargs, is_async):
+        proxy = AsyncStreamProxy if is_async else SyncStreamProxy
+        return proxy(result, StepWatch(step)), None
+    return None, result
+
+
+class _CallPlan(ModelPlan):
+    """A model call's part of the gated-call loop (``wrap._run_sync`` / ``_run_async``)."""
+
+    __slots__ = ("is_async", "method")
+
+    def __init__(self, method: ModelMethod, is_async: bool) -> None:
+        self.method = method
+        self.is_async = is_async
+
+    def answer(self, step: Any, result: Any, kwargs: Any) -> tuple[Any, Any]:
+        return _answer(step, result, kwargs, self.is_async)
+
+    def reply(self, value: Any) -> Any:
+        return self.method.reply(value)
+
+
+def model_caller(session: Session, method: ModelMethod, original: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+    """The patched method: the original when GraphMind is off (or the call could not be
+    recorded), else the gated-call loop over the core's LLM step."""
+    plan = _CallPlan(method, is_async)
+    if is_async:
+
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not session._active():
+                return await original(*args, **kwargs)
+            step = start_step(session, method, kwargs)
+            if step is None:
+                return await original(*args, **kwargs)
+            return await _run_async(session, None, original, args, kwargs, (step, *step.before()), plan)
+
+        return _mark(async_wrapper, original)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not session._active():
+            return original(*args, **kwargs)
+        step = start_step(session, method, kwargs)
+        if step is None:
+            return original(*args, **kwargs)
+        return _run_sync(session, None, original, args, kwargs, (step, *step.before()), plan)
+
+    return _mark(wrapper, original)
+
+
+def _mark(wrapper: Any, original: Any) -> Any:
+    try:
+        wrapper.__name__ = getattr(original, "__name__", "create")
+        wrapper.__qualname__ = getattr(original, "__qualname__", wrapper.__name__)
+        wrapper.__doc__ = getattr(original, "__doc__", None)
+        wrapper.__wrapped__ = original
+    except Exception:
+        pass
+    return wrapper
 
 
 # -- async detection and patching -------------------------------------------------------------

@@ -24,14 +24,12 @@ from uuid import UUID
 from ..errors import GraphMindAbortError, error_parts
 from ..gate import GateNode
 from ..session import Session, _current_run
+from .. import _native
 from ._common import (
     agent_node_id,
     capture_tools,
     field,
-    finish_fields,
     request_params,
-    tool_call,
-    usage,
     warn,
 )
 
@@ -98,84 +96,13 @@ def _name_of(serialized: Any, kwargs: dict[str, Any], fallback: str) -> str:
     return fallback
 
 
-def _first_generation(response: Any) -> Any:
-    for batch in field(response, "generations") or []:
-        for generation in batch or []:
-            return generation
-    return None
-
-
-def _raw_finish_reason(generation: Any) -> str | None:
-    """The provider's own reason, from the message's ``response_metadata`` or the
-    generation's ``generation_info`` (``finish_reason`` / ``stop_reason`` / ``finishReason``)."""
-    for source in (field(field(generation, "message"), "response_metadata"), field(generation, "generation_info")):
-        if not isinstance(source, dict):
-            continue
-        for key in ("finish_reason", "stop_reason", "finishReason"):
-            value = source.get(key)
-            if isinstance(value, str) and value:
-                return value
-    return None
-
-
-def _requested_tool_calls(message: Any) -> list[dict[str, Any]]:
-    """``AIMessage.tool_calls`` (arguments already parsed) and ``invalid_tool_calls``
-    (their argument text kept as ``inputText``)."""
-    calls: list[dict[str, Any]] = []
-    for c in field(message, "tool_calls") or []:
-        if isinstance(c, dict):
-            recorded = tool_call(c.get("id"), c.get("name"), c.get("args"))
-            if recorded is not None:
-                calls.append(recorded)
-    for c in field(message, "invalid_tool_calls") or []:
-        if not isinstance(c, dict):
-            continue
-        args = c.get("args")
-        recorded = tool_call(c.get("id"), c.get("name"), args if isinstance(args, str) else None)
-        if recorded is None:
-            continue
-        if "inputText" not in recorded and isinstance(args, str) and args:
-            recorded = {**recorded, "input": None, "inputText": args}  # LangChain judged it invalid
-        calls.append(recorded)
-    return calls
-
-
 def _llm_output(response: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """An LLM run's output (text, ``toolCalls``, finish reason, model) and its usage:
-    ``usage_metadata`` first, else what the integration left in ``llm_output`` or the
-    message's ``response_metadata``."""
-    out: dict[str, Any] = {}
-    reported: dict[str, Any] | None = None
+    """An LLM run's output (text, ``toolCalls``, finish reason, model) and its usage, as the
+    core's LangChain codec reads the ``LLMResult``."""
     try:
-        texts: list[str] = []
-        for batch in field(response, "generations") or []:
-            for generation in batch or []:
-                text = field(generation, "text")
-                if isinstance(text, str) and text:
-                    texts.append(text)
-        out["text"] = "".join(texts)
-        generation = _first_generation(response)
-        message = field(generation, "message")
-        calls = _requested_tool_calls(message)
-        if calls:
-            out["toolCalls"] = calls
-        out.update(finish_fields(_raw_finish_reason(generation), bool(calls)))
-        reported = usage("langchain", field(message, "usage_metadata"))
-        llm_output = field(response, "llm_output")
-        if isinstance(llm_output, dict):
-            if reported is None:
-                raw = llm_output.get("token_usage") or llm_output.get("usage") or llm_output
-                reported = usage("langchain", raw)
-            model = llm_output.get("model_name") or llm_output.get("model")
-            if isinstance(model, str):
-                out["model"] = model
-        if reported is None:
-            metadata = field(message, "response_metadata")
-            if isinstance(metadata, dict) and metadata.get("usage") is not None:
-                reported = usage("langchain", metadata.get("usage"))
+        return _native.llm_decode("langchain", response)
     except Exception:
-        pass
-    return out, reported
+        return {}, None
 
 
 def _documents_output(documents: Any) -> Any:

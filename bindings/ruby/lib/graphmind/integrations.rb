@@ -5,15 +5,8 @@ module Graphmind
   module Integrations
     # The node every LLM round-trip records under.
     LLM_NAME = "step"
-    # Characters of one message kept in an LLM node's input.
-    MAX_TEXT = 2000
 
     module_function
-
-    def truncate(text)
-      text = text.to_s
-      text.length > MAX_TEXT ? "#{text[0, MAX_TEXT]}…" : text
-    end
 
     def param(hash, key)
       return nil unless hash.is_a?(Hash)
@@ -21,9 +14,74 @@ module Graphmind
       hash.key?(key) ? hash[key] : hash[key.to_s]
     end
 
-    # ruby-openai: OpenAI::Client#chat(parameters:) and #responses.create(parameters:).
+    # One model call driven by the core's LLM step: the core says what each gate's decision
+    # means and hands an injected value back already in the provider's shape. `send` sends
+    # the request; `reply` turns that shape into the client's own type.
+    module ModelCall
+      module_function
+
+      def gate(nxt)
+        nxt[0] == :interrupted ? Wrap.wait { yield } : nxt
+      end
+
+      # Runs one call (`answer` reads a result into what the core records); `stream` true when the answer arrives through the client's stream
+      # callback (then there is no `after` gate and the step ends when the request returns).
+      def run(client, step, ctx, reply:, answer: nil, stream: false, &send)
+        nxt = gate(step.before) { step.before }
+        error = nil
+        result = nil
+        while true # rubocop:disable Style/InfiniteLoop
+          case nxt[0]
+          when :inject then return reply.call(nxt[1])
+          when :abort then raise client.abort_error(ctx)
+          when :reraise then raise error
+          when :result then return result
+          end
+          begin
+            step.stream_started if stream
+            result = send.call
+          rescue Exception => e # rubocop:disable Lint/RescueException
+            raise unless Wrap.gateable?(e)
+
+            if stream
+              step.stream_end(e, false, nil)
+              raise
+            end
+            error = e
+            nxt = gate(step.error(e)) { step.error(e) }
+            nxt = gate(step.before) { step.before } if nxt[0] == :run
+            next
+          end
+          if stream
+            step.stream_end(nil, false, nil)
+            return result
+          end
+          recorded = answer ? answer.call(result) : result
+          nxt = gate(step.after(recorded)) { step.after(recorded) }
+          nxt = gate(step.before) { step.before } if nxt[0] == :run
+        end
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        step.ungated(e.is_a?(AbortError)) unless step.finished?
+        raise
+      end
+
+      def start(client, api, request, sdk)
+        native = client&.native
+        return nil if native.nil? || !native.enabled?
+
+        ctx = client.current_run
+        [Native.llm_step(native, ctx&.run_id, ctx&.name, api, request, sdk), ctx]
+      rescue StandardError
+        nil
+      end
+    end
+
+    # ruby-openai: OpenAI::Client#chat(parameters:) and #responses.create(parameters:). A
+    # `stream:` proc is wrapped so each chunk reaches the core as the app receives it.
+    # (rubygems.org is not reachable from CI: the tests drive a duck-typed stand-in client.)
     module RubyOpenAI
       MARKER = :@__graphmind_openai
+      SDK = "ruby-openai"
 
       module_function
 
@@ -35,76 +93,30 @@ module Graphmind
         client
       end
 
-      def call(config, parameters, operation, &body)
-        Graphmind::Wrap.invoke(config[:client_of].call, kind: "llm", name: config[:name],
-                                                        input: describe(parameters, operation),
-                                                        output_for: ->(r) { summarize(r) },
-                                                        inject_as: ->(v) { coerce(v, operation) }) { body.call }
-      end
+      def call(config, parameters, api, &body)
+        client = config[:client_of].call
+        user_stream = Integrations.param(parameters, :stream)
+        streamed = user_stream.respond_to?(:call)
+        request = streamed ? parameters.merge(stream: true) : parameters
+        started = ModelCall.start(client, api, request, SDK)
+        return body.call(parameters) if started.nil?
 
-      def describe(parameters, operation)
-        out = { "operation" => operation }
-        model = Integrations.param(parameters, :model)
-        out["model"] = model unless model.nil?
-        messages = Integrations.param(parameters, :messages)
-        if messages.is_a?(Array)
-          out["messages"] = messages.map do |m|
-            { "role" => Integrations.param(m, :role).to_s, "content" => Integrations.truncate(Integrations.param(m, :content)) }
-          end
+        step, ctx = started
+        sent = parameters
+        if streamed
+          key = parameters.key?(:stream) ? :stream : "stream"
+          sent = parameters.merge(key => proc do |chunk, *rest|
+            step.chunk(chunk)
+            user_stream.call(chunk, *rest)
+          end)
         end
-        input = Integrations.param(parameters, :input)
-        out["input"] = Integrations.truncate(input) if input.is_a?(String)
-        tools = Integrations.param(parameters, :tools)
-        if tools.is_a?(Array)
-          out["tools"] = tools.filter_map do |t|
-            fn = Integrations.param(t, :function)
-            Integrations.param(fn || t, :name)
-          end
-        end
-        out
-      rescue StandardError
-        { "operation" => operation }
-      end
-
-      def summarize(response)
-        return Integrations.truncate(response) unless response.is_a?(Hash)
-
-        message = response.dig("choices", 0, "message")
-        out = {}
-        text = message.is_a?(Hash) ? message["content"] : nil
-        text ||= output_text(response)
-        out["text"] = Integrations.truncate(text) if text.is_a?(String)
-        calls = message.is_a?(Hash) ? message["tool_calls"] : nil
-        out["toolCalls"] = calls if calls.is_a?(Array) && !calls.empty?
-        out["finishReason"] = response.dig("choices", 0, "finish_reason") if response.dig("choices", 0, "finish_reason")
-        %w[id model usage].each { |k| out[k] = response[k] if response[k] }
-        out
-      end
-
-      def output_text(response)
-        Array(response["output"]).flat_map { |item| item.is_a?(Hash) ? Array(item["content"]) : [] }
-                                 .filter_map { |part| part["text"] if part.is_a?(Hash) }.join.then { |t| t.empty? ? nil : t }
-      end
-
-      # An injected reply typed in the viewer as plain text becomes a response-shaped Hash.
-      def coerce(value, operation)
-        return value unless value.is_a?(String)
-
-        if operation == "responses.create"
-          { "id" => "graphmind-injected", "object" => "response",
-            "output" => [{ "type" => "message", "role" => "assistant",
-                           "content" => [{ "type" => "output_text", "text" => value }] }] }
-        else
-          { "id" => "graphmind-injected", "object" => "chat.completion",
-            "choices" => [{ "index" => 0, "finish_reason" => "stop",
-                            "message" => { "role" => "assistant", "content" => value } }] }
-        end
+        ModelCall.run(client, step, ctx, reply: ->(v) { v }, stream: streamed) { body.call(sent) }
       end
 
       module ClientPatch
         def chat(parameters: {})
           config = instance_variable_get(MARKER)
-          RubyOpenAI.call(config, parameters, "chat.completions") { super(parameters: parameters) }
+          RubyOpenAI.call(config, parameters, "openai-chat") { |sent| super(parameters: sent) }
         end
 
         def responses
@@ -121,7 +133,7 @@ module Graphmind
       module ResponsesPatch
         def create(parameters: {})
           config = instance_variable_get(MARKER)
-          RubyOpenAI.call(config, parameters, "responses.create") { super(parameters: parameters) }
+          RubyOpenAI.call(config, parameters, "openai-responses") { |sent| super(parameters: sent) }
         end
       end
     end
@@ -177,23 +189,51 @@ module Graphmind
       def call_llm(config, chat, &body)
         client = config[:client_of].call
         config[:run] = client&.current_run
-        Graphmind::Wrap.invoke(client, kind: "llm", name: config[:name], input: describe(chat, config),
-                                       output_for: ->(m) { summarize(m) }, inject_as: ->(v) { coerce(v) }) { body.call }
+        started = ModelCall.start(client, "ruby_llm", request_of(chat), "ruby_llm")
+        return body.call if started.nil?
+
+        step, ctx = started
+        ModelCall.run(client, step, ctx, reply: ->(v) { to_message(v) }, answer: ->(m) { message_hash(m) }) { body.call }
       end
 
-      def describe(chat, config)
-        out = { "hook" => config[:hook].to_s }
+      # The chat's request as a Hash: model, messages, the tools offered.
+      def request_of(chat)
+        out = {}
         out["model"] = chat.model.id.to_s if chat.respond_to?(:model) && chat.model.respond_to?(:id)
-        if chat.respond_to?(:messages)
-          out["messages"] = chat.messages.map do |m|
-            { "role" => m.role.to_s, "content" => Integrations.truncate(text_of(m.content)) }
+        out["messages"] = chat.messages.map { |m| message_hash(m) } if chat.respond_to?(:messages)
+        tools = chat.respond_to?(:tools) ? chat.tools : nil
+        if tools.respond_to?(:values) && !tools.empty?
+          out["tools"] = tools.values.map do |t|
+            { "name" => t.respond_to?(:name) ? t.name.to_s : t.class.name.to_s,
+              "description" => t.respond_to?(:description) ? t.description.to_s : nil }.compact
           end
         end
-        tools = chat.respond_to?(:tools) ? chat.tools : nil
-        out["tools"] = tools.keys.map(&:to_s) if tools.respond_to?(:keys) && !tools.empty?
         out
       rescue StandardError
-        { "hook" => config[:hook].to_s }
+        {}
+      end
+
+      # A RubyLLM::Message (or anything answering its readers) as a Hash.
+      def message_hash(message)
+        return message if message.is_a?(Hash)
+
+        out = {}
+        %i[role content model_id input_tokens output_tokens cached_tokens cache_creation_tokens
+           thinking_tokens].each do |reader|
+          next unless message.respond_to?(reader)
+
+          value = message.public_send(reader)
+          value = value.to_s if reader == :role && !value.nil?
+          value = text_of(value) if reader == :content && !value.nil?
+          out[reader.to_s] = value unless value.nil?
+        end
+        if message.respond_to?(:tool_calls) && message.tool_calls.respond_to?(:each_value)
+          out["tool_calls"] = message.tool_calls.each_value.map do |c|
+            { "id" => c.respond_to?(:id) ? c.id : nil, "name" => c.respond_to?(:name) ? c.name.to_s : nil,
+              "arguments" => c.respond_to?(:arguments) ? c.arguments : nil }
+          end
+        end
+        out
       end
 
       def text_of(content)
@@ -202,33 +242,13 @@ module Graphmind
         content.respond_to?(:text) ? content.text.to_s : content.to_s
       end
 
-      def summarize(message)
-        return nil if message.nil?
+      # The core's reply (`{role, content}`) as a RubyLLM::Message when the gem is loaded.
+      def to_message(reply)
+        return reply unless defined?(::RubyLLM::Message) && reply.is_a?(Hash)
 
-        out = {}
-        out["text"] = Integrations.truncate(text_of(message.content)) if message.respond_to?(:content)
-        if message.respond_to?(:tool_calls) && message.tool_calls.respond_to?(:keys) && !message.tool_calls.empty?
-          out["toolCalls"] = message.tool_calls.keys.map(&:to_s)
-        end
-        out["model"] = message.model_id.to_s if message.respond_to?(:model_id) && message.model_id
-        if message.respond_to?(:input_tokens) && message.respond_to?(:output_tokens) && message.input_tokens
-          out["usage"] = { "inputTokens" => message.input_tokens, "outputTokens" => message.output_tokens }
-        end
-        out
-      end
-
-      # An injected reply becomes a RubyLLM::Message when the gem is loaded.
-      def coerce(value)
-        return value unless defined?(::RubyLLM::Message)
-        return value if value.is_a?(::RubyLLM::Message)
-
-        if value.is_a?(Hash)
-          attrs = value.to_h { |k, v| [k.to_sym, v] }
-          attrs[:role] ||= :assistant
-          attrs[:content] ||= ""
-          return ::RubyLLM::Message.new(attrs)
-        end
-        ::RubyLLM::Message.new(role: :assistant, content: value.to_s)
+        ::RubyLLM::Message.new(reply.to_h { |k, v| [k.to_sym, k.to_s == "role" ? v.to_sym : v] })
+      rescue StandardError
+        reply
       end
 
       module RegistrationPatch
