@@ -49,8 +49,9 @@ function isAbortError(error) {
 /**
  * JSON text for the core, or `null` for "absent" (`undefined`, a function). JavaScript's
  * own `JSON.stringify` does the walk (`toJSON`, dropped `undefined` fields, lone
- * surrogates escaped); a value it cannot serialize (a cycle, a BigInt, a throwing getter)
- * becomes the core's `[unserializable]` marker instead of an exception in the app.
+ * surrogates escaped). When it throws, only the values it could not serialize are
+ * degraded ([`degradedCopy`]), never the whole input, and never into an exception in the
+ * app.
  */
 function toJson(value) {
   if (value === undefined) return null;
@@ -58,8 +59,68 @@ function toJson(value) {
     const text = JSON.stringify(value);
     return text === undefined ? null : text;
   } catch {
+    return degradedJson(value);
+  }
+}
+
+/** Tags a BigInt's digits in the degraded copy; the text gets them back as a JSON number. */
+const BIGINT_TAG = `\u0000graphmind-bigint-${Math.random().toString(36).slice(2)}:`;
+const BIGINT_TAGGED = new RegExp(`"${JSON.stringify(BIGINT_TAG).slice(1, -1).replace(/\\/g, '\\\\')}(-?\\d+)"`, 'g');
+
+/** `toJson` of a value `JSON.stringify` refused. */
+function degradedJson(value) {
+  try {
+    const text = JSON.stringify(degradedCopy(value, '', []));
+    if (text === undefined) return null;
+    return text.includes('graphmind-bigint-') ? text.replace(BIGINT_TAGGED, '$1') : text;
+  } catch {
     return JSON.stringify(CONSTANTS.unserializable);
   }
+}
+
+/**
+ * A copy of `value` that `JSON.stringify` can write, read as it would read it: a BigInt
+ * becomes its decimal digits (a JSON number, as Python and Ruby record a big integer), a
+ * reference back to an enclosing object the core's `[circular]` marker, and a getter or
+ * `toJSON` that throws the `[unserializable]` marker (the core's loop guard then takes the
+ * input as equal to no other).
+ */
+function degradedCopy(value, key, ancestors) {
+  if (typeof value === 'bigint') return BIGINT_TAG + value.toString();
+  if (value === null || typeof value !== 'object') return value;
+  if (typeof value.toJSON === 'function') {
+    let replaced;
+    try { replaced = value.toJSON(key); } catch { return CONSTANTS.unserializable; }
+    if (replaced === value || replaced === null || typeof replaced !== 'object') {
+      return replaced === value ? copyMembers(value, ancestors) : degradedCopy(replaced, key, ancestors);
+    }
+    value = replaced;
+  }
+  if (value instanceof Number || value instanceof String || value instanceof Boolean) return value.valueOf();
+  return copyMembers(value, ancestors);
+}
+
+function copyMembers(value, ancestors) {
+  if (ancestors.includes(value)) return CONSTANTS.circular;
+  ancestors.push(value);
+  let out;
+  if (Array.isArray(value)) {
+    out = new Array(value.length);
+    for (let i = 0; i < value.length; i += 1) {
+      let item;
+      try { item = value[i]; } catch { item = CONSTANTS.unserializable; }
+      out[i] = degradedCopy(item, String(i), ancestors);
+    }
+  } else {
+    out = {};
+    for (const k of Object.keys(value)) {
+      let item;
+      try { item = value[k]; } catch { item = CONSTANTS.unserializable; }
+      out[k] = degradedCopy(item, k, ancestors);
+    }
+  }
+  ancestors.pop();
+  return out;
 }
 
 function fromJson(text) {
@@ -91,6 +152,8 @@ function inertNative() {
 
 class Session {
   #native;
+  /** `ready` and `dispose`, on their own native object (see `NativeWaits` in src/lib.rs). */
+  #waits;
   /** The kill switch's verdict, fixed for the session's life (read once, not per call). */
   #enabled = false;
   #als = new AsyncLocalStorage();
@@ -102,17 +165,19 @@ class Session {
     for (const key of OPTION_KEYS) {
       if (options[key] !== undefined) picked[key] = options[key];
     }
-    const env = options.env === undefined ? null : JSON.stringify(options.env);
+    // toJson: a value JSON.stringify refuses (a BigInt in `meta`) is degraded, not fatal.
+    const env = options.env === undefined ? null : toJson(options.env);
     const logger = typeof options.logger === 'function'
       ? (line) => { try { options.logger(line); } catch { /* a throwing logger is ignored */ } }
       : null;
     const dispatch = (token) => this.#dispatch(token);
     try {
-      this.#native = new native.NativeSession(JSON.stringify(picked), env, 'node', dispatch, logger);
+      this.#native = new native.NativeSession(toJson(picked), env, 'node', dispatch, logger);
     } catch (error) {
       safeWarn(`[graphmind] session disabled: ${error && error.message}`);
       this.#native = inertNative();
     }
+    this.#waits = this.#native.waits();
     this.#enabled = this.#native.enabled;
   }
 
@@ -130,7 +195,7 @@ class Session {
     if (!this.#native.enabled || this.#disposed) return Promise.resolve(false);
     const timeout = opts && Number.isFinite(opts.timeoutMs) ? opts.timeoutMs : DEFAULT_READY_TIMEOUT_MS;
     try {
-      return this.#native.ready(timeout).catch(() => false);
+      return this.#waits.ready(timeout).catch(() => false);
     } catch {
       return Promise.resolve(false);
     }
@@ -200,7 +265,7 @@ class Session {
   /** Releases held gates, flushes and closes, off the event loop. Idempotent. */
   dispose() {
     if (!this.#disposed) {
-      this.#disposed = this.#native.dispose(DISPOSE_DEADLINE_MS).catch(() => {});
+      this.#disposed = this.#waits.dispose(DISPOSE_DEADLINE_MS).catch(() => {});
     }
     return this.#disposed;
   }
@@ -318,6 +383,9 @@ class Session {
     let callArgs = args;
     let result;
     let failure;
+    // What the call does if the core cannot answer after a held gate (fail open): the
+    // gate is passed as `continue` would pass it.
+    let onFailure = RUN;
     for (;;) {
       if (code === HELD) {
         try {
@@ -326,7 +394,11 @@ class Session {
           n.stepUngated(handle, true);
           throw error;
         }
-        code = n.stepResume(handle);
+        try {
+          code = n.stepResume(handle);
+        } catch {
+          code = onFailure;
+        }
         this.#afterDecision(ctx);
         continue;
       }
@@ -343,11 +415,21 @@ class Session {
               throw error;
             }
             failure = error;
+            onFailure = RERAISE;
             const [errName, message, stack] = errorParts(error);
-            code = n.stepError(handle, errName, message, stack);
+            try {
+              code = n.stepError(handle, errName, message, stack);
+            } catch {
+              code = RERAISE;
+            }
             continue;
           }
-          code = n.stepAfter(handle, toJson(outputOf(result)));
+          onFailure = RETURN_RESULT;
+          try {
+            code = n.stepAfter(handle, toJson(outputOf(result)));
+          } catch {
+            code = RETURN_RESULT;
+          }
           continue;
         case RETURN_RESULT:
           return result;

@@ -349,6 +349,19 @@ impl GateEngine {
         all
     }
 
+    /// Takes every held gate of run `run_id`, oldest first (the run was aborted).
+    pub fn take_run(&mut self, run_id: &str) -> Vec<HeldGate> {
+        let ids: Vec<String> = self
+            .held
+            .values()
+            .filter(|g| g.run_id == run_id)
+            .map(|g| g.pause_id.clone())
+            .collect();
+        let mut gates: Vec<HeldGate> = ids.iter().filter_map(|id| self.held.remove(id)).collect();
+        gates.sort_by_key(|g| g.opened_at);
+        gates
+    }
+
     /// Takes the gates whose pause timeout has passed.
     pub fn take_expired(&mut self, now: Instant) -> Vec<HeldGate> {
         let expired: Vec<String> = self

@@ -51,7 +51,7 @@ impl HostValue {
                 value,
                 invalid_text: false,
             },
-            HostValue::Text(bytes) => match json::parse(&bytes) {
+            HostValue::Text(bytes) => match json::parse_value_text(&bytes) {
                 Ok(value) => Resolved {
                     value,
                     invalid_text: false,

@@ -454,10 +454,10 @@ impl LoopKeyer {
     pub fn fingerprint_start(&self, node_id: &str, input: LoopValue<'_>) -> StartFingerprint {
         match input {
             LoopValue::Unreadable => StartFingerprint(None),
-            LoopValue::Read(value) => StartFingerprint(Some(
+            LoopValue::Read(value) => StartFingerprint(
                 key::KeyWalker::new(&self.salt, &self.config.ignore_keys)
-                    .call_key(node_id.as_bytes(), value),
-            )),
+                    .comparable_call_key(node_id.as_bytes(), value),
+            ),
         }
     }
 

@@ -622,9 +622,12 @@ impl Session {
         }
         let mut shared = self.inner.shared.lock();
         shared.runs.remove(&run.run_id);
-        // The run's loop state is forgotten by the worker as it takes `run.finished`, after
-        // the node events queued before it: forgetting here raced the worker when it feeds
-        // the guard (detached, or mode warn), and wiped the first calls' books mid-run.
+        // The guard forgets the run once it has seen all of it: now when no update is
+        // deferred, else when the worker reaches `run.finished` (forgetting it here ahead of
+        // the worker lost the warnings of a fast run's last calls).
+        if self.inner.loop_backlog.load(Ordering::Acquire) == 0 {
+            self.inner.loop_guard.lock().forget(&run.run_id);
+        }
         if !self.inner.config.enabled || shared.disposed {
             return true;
         }
@@ -1280,6 +1283,30 @@ impl Session {
                 .is_some_and(|caps| caps.iter().any(|c| c == "edit-input"))
     }
 
+    /// Aborts `run` (the app aborted it; a debugger's abort of one gate does the same):
+    /// its signal, and every gate of the run still held, released as `abort` and announced
+    /// so (each waiter then ends its call as aborted, nothing of the run runs on). The rule
+    /// every binding's abort goes through. Returns how many held gates it released.
+    pub fn abort_run(&self, run: &Run, reason: &str) -> usize {
+        run.signal.abort(reason);
+        let gates = {
+            let mut shared = self.inner.shared.lock();
+            self.take_aborted_run_gates(&mut shared, &run.run_id)
+        };
+        let released = gates.len();
+        release_abort(gates);
+        released
+    }
+
+    /// Takes the still-held gates of an aborted run and announces each as `abort`.
+    fn take_aborted_run_gates(&self, shared: &mut Shared, run_id: &str) -> Vec<HeldGate> {
+        let gates = shared.engine.take_run(run_id);
+        for gate in &gates {
+            self.announce_release(shared, gate, ResumeAction::Abort, None, None);
+        }
+        gates
+    }
+
     /// Releases a held gate whose waiter went away (a cancelled task): `continue`, announced
     /// like any other release. Returns whether it was still held.
     pub fn discard_gate(&self, pause_id: &str) -> bool {
@@ -1701,13 +1728,16 @@ impl Session {
             return;
         };
         self.announce_release(&mut shared, &gate, action, request_id, edited);
+        let mut others = Vec::new();
         if action == ResumeAction::Abort {
             if let Some(signal) = shared.runs.get(&gate.run_id) {
                 signal.abort(ABORTED_FROM_DEBUGGER);
             }
+            others = self.take_aborted_run_gates(&mut shared, &gate.run_id);
         }
         drop(shared);
         gate.release(decision);
+        release_abort(others);
     }
 
     /// The edit conditions in the reference's order, then the inject guard on the input, the
@@ -1864,6 +1894,17 @@ impl Handoff {
             Handoff::Full(outbox, message) => outbox.send_deadline(message, deadline).is_ok(),
             Handoff::Closed => false,
         }
+    }
+}
+
+/// Wakes every gate in `gates` with `abort` (after their release was announced).
+fn release_abort(gates: Vec<HeldGate>) {
+    for gate in gates {
+        gate.release(GateDecision {
+            action: ResumeAction::Abort,
+            output: None,
+            input: None,
+        });
     }
 }
 
@@ -2247,11 +2288,6 @@ impl Worker {
     /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
     /// event.
     fn process(&mut self, mut event: OutEvent) {
-        if event.event_type == MessageType::RunFinished {
-            // In order with the node events the guard was fed before it (see finish_run); a
-            // dropped `run.finished` leaves the run to the guard's least-recently-used bound.
-            self.inner().loop_guard.lock().forget(&event.run_id);
-        }
         self.session
             .resolve_member(&mut event.payload, event.deferred_member.take());
         // A node event queued typed is built here, off the application thread.
@@ -2273,6 +2309,10 @@ impl Worker {
             if let Some(w) = warning {
                 inner.warner.warn(&w.key, &w.message);
             }
+        }
+        if event.event_type == MessageType::RunFinished {
+            // After every deferred update of the run (see `Session::finish_run`).
+            self.inner().loop_guard.lock().forget(&event.run_id);
         }
         if let Some(ticket) = event.loop_output.take() {
             // Keyed outside the guard's lock, before redaction, like the rest of the call.

@@ -260,11 +260,12 @@ impl NativeSession {
         json::to_string(&self.session.config().to_json())
     }
 
-    /// Connects now and resolves whether a debugger attached within `timeout_ms`.
+    /// The session's waits (`ready`, `dispose`) as an object of their own: a promise
+    /// returned by one of this object's methods would borrow it until it settles, so every
+    /// `&mut` call meanwhile (the held step that `dispose` releases) would be refused.
     #[napi]
-    pub fn ready(&self, timeout_ms: f64) -> AsyncTask<ReadyTask> {
-        let timeout = Duration::from_millis(timeout_ms.max(0.0) as u64);
-        AsyncTask::new(ReadyTask { session: self.session.clone(), timeout })
+    pub fn waits(&self) -> NativeWaits {
+        NativeWaits { session: self.session.clone() }
     }
 
     /// Writes one rate-limited warning through the session's sink.
@@ -300,11 +301,12 @@ impl NativeSession {
         }
     }
 
-    /// Aborts a run's signal (the app aborted its controller).
+    /// Aborts a run (the app aborted its controller): its signal, and its gates still held
+    /// (the core's rule).
     #[napi]
     pub fn abort_run(&self, run_id: String, reason: String) {
         if let Some(run) = self.runs.get(&run_id) {
-            run.signal.abort(&reason);
+            self.session.abort_run(run, &reason);
         }
     }
 
@@ -621,8 +623,29 @@ impl NativeSession {
     pub fn flush_sync(&self, timeout_ms: f64) -> bool {
         self.session.flush(Duration::from_millis(timeout_ms.max(0.0) as u64))
     }
+}
 
-    /// Releases every held gate, flushes and closes, within `deadline_ms`, off the JS thread.
+/// A session's waits, off the JS thread. napi-rs keeps the object a method was called on
+/// borrowed until the promise it returned settles; these live on an object of their own
+/// so that the session stays free for the calls a release wakes up.
+#[napi]
+pub struct NativeWaits {
+    session: Session,
+}
+
+#[napi]
+impl NativeWaits {
+    /// Connects now and resolves whether a debugger attached within `timeout_ms`.
+    #[napi]
+    pub fn ready(&self, timeout_ms: f64) -> AsyncTask<ReadyTask> {
+        let timeout = Duration::from_millis(timeout_ms.max(0.0) as u64);
+        AsyncTask::new(ReadyTask {
+            session: self.session.clone(),
+            timeout,
+        })
+    }
+
+    /// Releases every held gate, flushes and closes, within `deadline_ms`.
     #[napi]
     pub fn dispose(&self, deadline_ms: f64) -> AsyncTask<DisposeTask> {
         let deadline = Duration::from_millis(deadline_ms.max(0.0) as u64);

@@ -283,6 +283,8 @@ pub struct Constants {
     pub max_payload_bytes: f64,
     pub redacted: String,
     pub unserializable: String,
+    pub circular: String,
+    pub max_value_depth: f64,
     pub max_refusal_message: f64,
     pub default_ready_timeout_ms: f64,
 }
@@ -294,6 +296,8 @@ pub fn constants() -> Constants {
         max_payload_bytes: shrink::MAX_PAYLOAD_BYTES as f64,
         redacted: graphmind_core::redact::REDACTED.into(),
         unserializable: canonical::UNSERIALIZABLE_MARKER.into(),
+        circular: canonical::CIRCULAR_MARKER.into(),
+        max_value_depth: shrink::depth::MAX_VALUE_DEPTH as f64,
         max_refusal_message: edit_input::MAX_REFUSAL_MESSAGE as f64,
         default_ready_timeout_ms: config::DEFAULT_READY_TIMEOUT_MS as f64,
     }

@@ -49,7 +49,7 @@ pub(crate) fn read_utf8(s: &JsString<'_>, buf: &mut Vec<u8>) -> Result<()> {
 /// Parses JSON text handed over from JavaScript with the core's parser.
 pub(crate) fn parse_js(s: &JsString<'_>, buf: &mut Vec<u8>) -> Result<Value> {
     read_utf8(s, buf)?;
-    json::parse(buf).map_err(|e| Error::from_reason(format!("graphmind: invalid JSON from the binding: {e}")))
+    json::parse_value_text(buf).map_err(|e| Error::from_reason(format!("graphmind: invalid JSON from the binding: {e}")))
 }
 
 /// [`parse_js`] of an optional text (`null`/`undefined`: absent).

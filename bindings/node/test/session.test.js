@@ -131,7 +131,8 @@ test('a held gate never blocks the event loop, and the run signal aborts it', as
   }
   assert.equal(got.error.name, 'AbortError');
   const resumed = await dbg.next('exec.resumed');
-  assert.equal(resumed.payload.action, 'continue', 'a discarded gate is released as continue');
+  // Aborting the run releases its held gates as abort (the core's Session::abort_run).
+  assert.equal(resumed.payload.action, 'abort', "an aborted run's held gate is released as abort");
   await srv.run(ctxSeen.runId, (r) => r.status === 'aborted');
   assert.equal(session.stats().heldGates, 0);
   dbg.clear({ name: 'slow' });

@@ -15,13 +15,59 @@ use std::os::raw::c_int;
 
 /// The reference gem's cap on an object's `inspect` text.
 pub const MAX_INSPECT_CHARS: usize = 8000;
-/// Nesting deeper than this becomes `null` (a cyclic structure ends here).
-pub const MAX_DEPTH: usize = 512;
+/// A Hash or Array at the core's depth budget becomes its cut marker (a cyclic structure
+/// ends there): the whole frame then stays within the server's nesting limit.
+use graphmind_core::shrink::depth::{depth_cut_marker, is_cut_level};
 
-/// A Ruby string as a core string (WTF-8 kept, other bytes replaced).
+/// A Ruby string as a core string: text in another encoding (UTF-16LE, Shift_JIS, ...)
+/// transcoded to UTF-8, WTF-8 kept, other bytes replaced. May run Ruby code (the
+/// transcoding).
 pub fn rstring_to_js(s: RString) -> JsStr {
-    // SAFETY: `s` is a live String; the bytes are copied before any Ruby code runs.
-    unsafe { raw_string_to_js(s.as_raw()) }
+    // SAFETY: `s` is a live String; the bytes are copied before any Ruby code runs, and
+    // only `transcoded` (after the check) runs Ruby code.
+    unsafe {
+        if needs_transcoding(s.as_raw()) {
+            if let Some(text) = transcoded(s) {
+                return JsStr::from(text.as_str());
+            }
+        }
+        raw_string_to_js(s.as_raw())
+    }
+}
+
+/// [`rstring_to_js`] of a raw `T_STRING`.
+///
+/// # Safety
+/// `raw` must be a live `T_STRING`.
+unsafe fn string_value_to_js(raw: VALUE) -> JsStr {
+    match RString::from_value(Value::from_raw(raw)) {
+        Some(s) => rstring_to_js(s),
+        None => raw_string_to_js(raw),
+    }
+}
+
+/// Whether a String's bytes are text in an encoding other than UTF-8 (or its ASCII
+/// subset, or binary), which [`transcoded`] turns into UTF-8.
+///
+/// # Safety
+/// `raw` must be a live `T_STRING`.
+unsafe fn needs_transcoding(raw: VALUE) -> bool {
+    let index = rb_sys::rb_enc_get_index(raw);
+    index != rb_sys::rb_utf8_encindex()
+        && index != rb_sys::rb_usascii_encindex()
+        && index != rb_sys::rb_ascii8bit_encindex()
+        && rb_sys::rb_enc_str_coderange(raw) as u32
+            != ruby_coderange_type::RUBY_ENC_CODERANGE_7BIT as u32
+}
+
+/// `s.encode("UTF-8", invalid: :replace, undef: :replace)`; `None` when Ruby cannot
+/// convert from its encoding (a dummy encoding) or raised.
+fn transcoded(s: RString) -> Option<String> {
+    let ruby = Ruby::get_with(s);
+    let options = magnus::kwargs!(&ruby, "invalid" => ruby.to_symbol("replace"), "undef" => ruby.to_symbol("replace"));
+    let utf8: RString = s.funcall("encode", ("UTF-8", options)).ok()?;
+    // SAFETY: `utf8` is a live String, read before Ruby runs again.
+    unsafe { utf8_text(utf8.as_raw(), string_bytes(utf8.as_raw())).map(str::to_owned) }
 }
 
 /// [`rstring_to_js`] on a raw `VALUE` known to be a `T_STRING`.
@@ -146,6 +192,10 @@ impl Walk {
         // SAFETY: `k` is a live key of the Hash being iterated.
         unsafe {
             if rb_sys::RB_TYPE(k) == T::RUBY_T_STRING {
+                if needs_transcoding(k) {
+                    self.before_ruby_code();
+                    return string_value_to_js(k);
+                }
                 return raw_string_to_js(k);
             }
             let k = Value::from_raw(k);
@@ -158,16 +208,19 @@ impl Walk {
     }
 
     fn value(&mut self, raw: VALUE, depth: usize) -> J {
-        if depth > MAX_DEPTH {
-            return J::Null;
-        }
         // SAFETY: `raw` is a live Ruby value reachable from the walk's root (Hash members
         // from their Hash, Array members from the Array or its kept copy).
         unsafe {
             match rb_sys::RB_TYPE(raw) {
+                // A container here is at level depth + 1.
+                T::RUBY_T_HASH | T::RUBY_T_ARRAY if is_cut_level(depth + 1) => depth_cut_marker(),
                 T::RUBY_T_NIL => J::Null,
                 T::RUBY_T_TRUE => J::Bool(true),
                 T::RUBY_T_FALSE => J::Bool(false),
+                T::RUBY_T_STRING if needs_transcoding(raw) => {
+                    self.before_ruby_code();
+                    J::String(string_value_to_js(raw))
+                }
                 T::RUBY_T_STRING => J::String(raw_string_to_js(raw)),
                 T::RUBY_T_FIXNUM => J::Number(Number::Int(rb_sys::FIX2LONG(raw) as i64)),
                 T::RUBY_T_FLOAT => J::Number(Number::Float(rb_sys::rb_float_value(raw))),
@@ -266,7 +319,8 @@ unsafe extern "C" fn hash_pair(key: VALUE, val: VALUE, arg: VALUE) -> c_int {
     let state = &mut *(arg as *mut HashState);
     // String keys of one Hash are distinct: append without a search. Once another kind
     // of key shows up (:a next to "a"), every later key is checked.
-    state.all_strings &= rb_sys::RB_TYPE(key) == T::RUBY_T_STRING;
+    // A key transcoded to UTF-8 may meet a key with the same text in another encoding.
+    state.all_strings &= rb_sys::RB_TYPE(key) == T::RUBY_T_STRING && !needs_transcoding(key);
     let key = state.walk.key(key);
     let val = state.walk.value(val, state.depth + 1);
     if state.all_strings {

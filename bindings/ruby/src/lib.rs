@@ -113,19 +113,22 @@ impl RbSession {
         wait::ready_without_gvl(&session, secs(timeout))
     }
 
-    fn start_run(ruby: &Ruby, rb_self: &Self, name: String, meta: Value) -> RbRun {
+    fn start_run(ruby: &Ruby, rb_self: &Self, name: Value, meta: Value) -> RbRun {
+        let name = lossy(name);
         let meta = match to_value(ruby, meta) {
             J::Object(m) => Some(m),
             _ => None,
         };
         RbRun {
             run: rb_self.session.start_run(&name, meta.as_ref()),
+            session: rb_self.session.clone(),
         }
     }
 
     fn implicit_run(&self) -> RbRun {
         RbRun {
             run: self.session.implicit_run(),
+            session: self.session.clone(),
         }
     }
 
@@ -156,10 +159,11 @@ impl RbSession {
         self.session.agent_node_finished(&run.run, duration_ms, &outcome);
     }
 
-    fn emit(ruby: &Ruby, rb_self: &Self, run_id: Option<String>, event_type: String, payload: Value) -> Option<u64> {
+    fn emit(ruby: &Ruby, rb_self: &Self, run_id: Option<Value>, event_type: Value, payload: Value) -> Option<u64> {
+        let run_id = run_id.map(lossy);
         rb_self
             .session
-            .emit(run_id.as_deref(), &event_type, to_value(ruby, payload))
+            .emit(run_id.as_deref(), &lossy(event_type), to_value(ruby, payload))
     }
 
     /// `step(run_id, kind, name, node_id, parent_id, input, editable)`: `node.started`, and
@@ -168,15 +172,17 @@ impl RbSession {
     fn step(
         ruby: &Ruby,
         rb_self: &Self,
-        run_id: Option<String>,
-        kind: String,
-        name: String,
-        node_id: Option<String>,
-        parent_id: Option<String>,
+        run_id: Option<Value>,
+        kind: Value,
+        name: Value,
+        node_id: Option<Value>,
+        parent_id: Option<Value>,
         input: Value,
         editable: bool,
     ) -> RbStep {
-        let kind = NodeKind::parse(&kind).unwrap_or(NodeKind::Custom);
+        let (run_id, name) = (run_id.map(lossy), lossy(name));
+        let (node_id, parent_id) = (node_id.map(lossy), parent_id.map(lossy));
+        let kind = NodeKind::parse(&lossy(kind)).unwrap_or(NodeKind::Custom);
         let node = match node_id {
             Some(id) => NodeRef::with_id(kind, &name, &id),
             None => NodeRef::new(kind, &name),
@@ -225,6 +231,13 @@ impl RbSession {
     }
 }
 
+/// A name or id from Ruby (a String of any encoding, a Symbol, anything with `to_s`) as
+/// text: bytes that are not UTF-8 are replaced, never raised about (the app's call goes on,
+/// its name recorded lossily).
+fn lossy(v: Value) -> String {
+    to_rust_string(v)
+}
+
 /// An exception as the wire's error info: class name, message, backtrace.
 fn error_info(error: Value) -> ErrorInfo {
     if error.is_nil() {
@@ -248,6 +261,7 @@ fn error_info(error: Value) -> ErrorInfo {
 #[magnus::wrap(class = "Graphmind::Native::Run", free_immediately, size)]
 struct RbRun {
     run: Run,
+    session: Session,
 }
 
 impl RbRun {
@@ -263,8 +277,14 @@ impl RbRun {
     fn reason(&self) -> Option<String> {
         self.run.signal.reason()
     }
-    fn abort(&self, reason: String) {
-        self.run.signal.abort(&reason);
+    /// Aborts the run: its signal, and its gates still held (the core's rule).
+    fn abort(&self, reason: Value) {
+        let reason = lossy(reason);
+        let session = self.session.clone();
+        let run = self.run.clone();
+        wait::without_gvl(move || {
+            session.abort_run(&run, &reason);
+        });
     }
 }
 
@@ -537,6 +557,10 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     pure::register(ruby, native)?;
     llm::init(ruby, &native)?;
     native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
+    native.const_set(
+        "MAX_VALUE_DEPTH",
+        graphmind_core::shrink::depth::MAX_VALUE_DEPTH,
+    )?;
 
     let session = native.define_class("Session", ruby.class_object())?;
     session.define_singleton_method("new", function!(RbSession::new, 3))?;
@@ -568,5 +592,29 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     step.define_method("after", method!(RbStep::after, 1))?;
     step.define_method("error", method!(RbStep::error, 1))?;
     step.define_method("ungated", method!(RbStep::ungated, 1))?;
+    force_lazy_values(ruby);
     Ok(())
+}
+
+/// Builds every lazily made Ruby value now, while `require` runs on one thread. magnus
+/// makes each wrapped class's handle and each [`Lazy`] on first use inside a
+/// `OnceLock::get_or_init` whose closure calls Ruby (`const_get`), where Ruby may switch
+/// threads: a second thread making its first call then blocks on the `OnceLock` while it
+/// holds the GVL, and the first never gets the GVL back (the first-requests deadlock of a
+/// threaded server).
+fn force_lazy_values(ruby: &Ruby) {
+    use magnus::TypedData;
+    let _ = RbSession::class(ruby);
+    let _ = RbRun::class(ruby);
+    let _ = RbStep::class(ruby);
+    pure::force_lazy_values(ruby);
+    for lazy in [
+        &NEXT_RUN,
+        &NEXT_RESULT,
+        &NEXT_RERAISE,
+        &NEXT_ABORT,
+        &NEXT_INTERRUPTED,
+    ] {
+        Lazy::force(lazy, ruby);
+    }
 }

@@ -302,3 +302,10 @@ pub fn register(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     native.const_set("REDACTED", graphmind_core::redact::REDACTED)?;
     Ok(())
 }
+
+/// Makes the wrapped classes' handles now, on the loading thread (see `lib.rs`,
+/// `force_lazy_values`).
+pub fn force_lazy_values(ruby: &Ruby) {
+    use magnus::TypedData;
+    let _ = RbLoopGuard::class(ruby);
+}

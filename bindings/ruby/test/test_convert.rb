@@ -32,10 +32,11 @@ class TestConvert < Minitest::Test
     assert_equal '["","abc","é","é","😀"]', j(["", "abc", "é", "é".b, "😀"])
     # A lone surrogate (WTF-8 bytes, as the core's parser hands it over) is kept.
     assert_equal '["\ud800","a\ud800b"]', j(["\xED\xA0\x80".b, "a\xED\xA0\x80b".dup.force_encoding("UTF-8")])
-    # Bytes that are not UTF-8 become U+FFFD; the encoding label is not consulted.
-    assert_equal "[\"\uFFFD\",\"\uFFFD\uFFFD\",\"\uFFFD\"]",
+    # Text in another encoding is transcoded (issue #30); bytes that are not text (binary,
+    # or invalid in their encoding) become U+FFFD.
+    assert_equal "[\"\u00e9\",\"\uFFFD\uFFFD\",\"\uFFFD\"]",
                  j(["\xE9".dup.force_encoding("ISO-8859-1"), "\xFF\xFE".b, "\xFF".dup.force_encoding("UTF-8")])
-    assert_equal '["a\u0000"]', j(["a".encode("UTF-16LE")])
+    assert_equal "[\"a\",\"\u65e5\"]", j(["a".encode("UTF-16LE"), "\u65e5".encode("Shift_JIS")])
     assert_equal '["\u0000\u001f"]', j(["\u0000\u001f"])
     long = "x" * 5000
     assert_equal "[\"#{long}\"]", j([long])
@@ -96,13 +97,14 @@ class TestConvert < Minitest::Test
     end
   end
 
-  def test_nesting_deeper_than_the_limit_becomes_null
+  def test_nesting_at_the_depth_budget_becomes_the_cut_marker
     deep = []
     cur = deep
     600.times { cur << (n = []); cur = n }
     text = j(deep)
-    assert_equal 1 + 513 + 3 + 513, text.length # 513 "[", null, 513 "]"
-    assert_includes text, "null"
+    levels = Graphmind::Native::MAX_VALUE_DEPTH - 1
+    marker = '{"__graphmindTruncated":true,"bytes":0,"preview":"[deeply nested]"}'
+    assert_equal "#{'[' * levels}#{marker}#{']' * levels}", text
   end
 
   # An object's to_h that empties an enclosing Array (and runs the GC) does not change

@@ -62,8 +62,20 @@ pub enum ParseErrorKind {
 
 /// Parses one JSON document from UTF-8 bytes.
 pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
-    document::<Build>(input)
+    document::<Build>(input, NO_CUT)
 }
+
+/// Parses a value a binding hands over as JSON text (a node's input or output, an emitted
+/// payload), of any depth: a container at [`crate::shrink::depth::MAX_VALUE_DEPTH`] or
+/// deeper becomes [`crate::shrink::depth::depth_cut_marker`]. The cut part is skipped by
+/// matching its brackets and strings (without recursion, so any depth is safe), not
+/// checked against the whole grammar.
+pub fn parse_value_text(input: &[u8]) -> Result<Value, ParseError> {
+    document::<Build>(input, crate::shrink::depth::MAX_VALUE_DEPTH)
+}
+
+/// The `cut` of a parse that refuses nesting past [`MAX_JSON_DEPTH`] instead.
+const NO_CUT: usize = usize::MAX;
 
 /// Parses one JSON document from a string.
 pub fn parse_str(input: &str) -> Result<Value, ParseError> {
@@ -74,10 +86,10 @@ pub fn parse_str(input: &str) -> Result<Value, ParseError> {
 /// give, without building the value (no allocation): for callers that hand the text on and
 /// have it parsed later, elsewhere, but must refuse bad text now.
 pub fn validate(input: &[u8]) -> Result<(), ParseError> {
-    document::<Check>(input)
+    document::<Check>(input, NO_CUT)
 }
 
-fn document<S: Sink>(input: &[u8]) -> Result<S::Value, ParseError> {
+fn document<S: Sink>(input: &[u8], cut: usize) -> Result<S::Value, ParseError> {
     if let Err(e) = std::str::from_utf8(input) {
         return Err(ParseError {
             kind: ParseErrorKind::InvalidUtf8,
@@ -87,6 +99,7 @@ fn document<S: Sink>(input: &[u8]) -> Result<S::Value, ParseError> {
     let mut parser = Parser::<S> {
         bytes: input,
         pos: 0,
+        cut,
         sink: std::marker::PhantomData,
     };
     parser.skip_ws();
@@ -124,6 +137,8 @@ trait Sink {
     fn object() -> Self::Object;
     fn object_insert(object: &mut Self::Object, key: Self::Str, value: Self::Value);
     fn object_end(object: Self::Object) -> Self::Value;
+    /// What a container cut for depth becomes.
+    fn cut_marker() -> Self::Value;
 }
 
 /// Builds [`Value`]s.
@@ -250,6 +265,9 @@ impl Sink for Build {
     fn object_end(object: ObjectEntries) -> Value {
         object.into_value()
     }
+    fn cut_marker() -> Value {
+        crate::shrink::depth::depth_cut_marker()
+    }
 }
 
 /// Builds nothing: [`validate`].
@@ -279,11 +297,14 @@ impl Sink for Check {
     fn object() {}
     fn object_insert(_: &mut (), _: (), _: ()) {}
     fn object_end(_: ()) {}
+    fn cut_marker() {}
 }
 
 struct Parser<'a, S> {
     bytes: &'a [u8],
     pos: usize,
+    /// Containers at this level or deeper are skipped and become [`Sink::cut_marker`].
+    cut: usize,
     sink: std::marker::PhantomData<S>,
 }
 
@@ -346,6 +367,9 @@ impl<'a, S: Sink> Parser<'a, S> {
     }
 
     fn array(&mut self, depth: usize) -> Result<S::Value, ParseError> {
+        if depth >= self.cut {
+            return self.skip_container().map(|()| S::cut_marker());
+        }
         if depth > MAX_JSON_DEPTH {
             return Err(self.error(ParseErrorKind::TooDeep));
         }
@@ -373,6 +397,9 @@ impl<'a, S: Sink> Parser<'a, S> {
     }
 
     fn object(&mut self, depth: usize) -> Result<S::Value, ParseError> {
+        if depth >= self.cut {
+            return self.skip_container().map(|()| S::cut_marker());
+        }
         if depth > MAX_JSON_DEPTH {
             return Err(self.error(ParseErrorKind::TooDeep));
         }
@@ -407,6 +434,36 @@ impl<'a, S: Sink> Parser<'a, S> {
                 _ => return Err(self.unexpected()),
             }
         }
+    }
+
+    /// Skips the container starting at `pos` by matching brackets outside strings.
+    fn skip_container(&mut self) -> Result<(), ParseError> {
+        let mut open = 0usize;
+        while let Some(b) = self.peek() {
+            self.pos += 1;
+            match b {
+                b'[' | b'{' => open += 1,
+                b']' | b'}' => {
+                    open -= 1;
+                    if open == 0 {
+                        return Ok(());
+                    }
+                }
+                b'"' => loop {
+                    match self.peek() {
+                        None => return Err(self.error(ParseErrorKind::UnexpectedEnd)),
+                        Some(b'\\') => self.pos = (self.pos + 2).min(self.bytes.len()),
+                        Some(b'"') => {
+                            self.pos += 1;
+                            break;
+                        }
+                        Some(_) => self.pos += 1,
+                    }
+                },
+                _ => {}
+            }
+        }
+        Err(self.error(ParseErrorKind::UnexpectedEnd))
     }
 
     fn string(&mut self) -> Result<S::Str, ParseError> {
@@ -604,7 +661,7 @@ mod tests {
                     }
                 }
                 for (bytes, first) in cases {
-                    let mut p = Parser::<Check> { bytes: &bytes, pos: 0, sink: std::marker::PhantomData };
+                    let mut p = Parser::<Check> { bytes: &bytes, pos: 0, cut: NO_CUT, sink: std::marker::PhantomData };
                     p.skip_plain_string_bytes();
                     assert!(p.pos <= first, "{bytes:?}: skipped past byte {first} to {}", p.pos);
                     assert!(p.pos == first || bytes.len() - p.pos < 8, "{bytes:?}: stopped early at {}", p.pos);

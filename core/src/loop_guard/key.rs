@@ -23,7 +23,9 @@
 //! Keys never leave the process: what the guard reports (a v3 fingerprint, a lap digest)
 //! is still SHA-256 of canonical text or a salted HMAC.
 
-use crate::canonical::{is_ignored, write_number, DEPTH_MARKER, MAX_CANONICAL_DEPTH};
+use crate::canonical::{
+    is_ignored, write_number, DEPTH_MARKER, MAX_CANONICAL_DEPTH, UNSERIALIZABLE_MARKER,
+};
 use crate::json::{Number, Value};
 
 /// A 128-bit loop-guard key.
@@ -130,6 +132,9 @@ pub(crate) struct KeyWalker<'i, K: AsRef<str>> {
     upper_bound: usize,
     /// Canonical digits of a number keyed by its text (kept between numbers of one walk).
     digits: Vec<u8>,
+    /// A string of the value is [`UNSERIALIZABLE_MARKER`]: a binding degraded a host value
+    /// it could not read, so the value equals nothing.
+    degraded: bool,
 }
 
 /// The budget ran out.
@@ -145,11 +150,30 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
             budget: None,
             upper_bound: 0,
             digits: Vec::new(),
+            degraded: false,
         }
     }
 
+    /// The key of the call `[node_id, input]` (an absent input counts as `null`), or `None`
+    /// when the input holds a value a binding degraded ([`UNSERIALIZABLE_MARKER`]): such a
+    /// call equals no other, so a loop is never seen in inputs that could not be read.
+    pub(crate) fn comparable_call_key(
+        mut self,
+        node_id: &[u8],
+        input: Option<&Value>,
+    ) -> Option<Key> {
+        self.degraded = false;
+        let key = self.call_key_inner(node_id, input);
+        (!self.degraded).then_some(key)
+    }
+
     /// The key of the call `[node_id, input]` (an absent input counts as `null`).
+    #[cfg(test)]
     pub(crate) fn call_key(mut self, node_id: &[u8], input: Option<&Value>) -> Key {
+        self.call_key_inner(node_id, input)
+    }
+
+    fn call_key_inner(&mut self, node_id: &[u8], input: Option<&Value>) -> Key {
         let mut h = Hasher::new(self.seed);
         h.word(TAG_ARRAY);
         h.tagged_bytes(TAG_STRING, node_id);
@@ -214,6 +238,7 @@ impl<'i, K: AsRef<str>> KeyWalker<'i, K> {
             Value::Number(n) => number(h, n, &mut self.digits),
             Value::String(s) => {
                 self.spend(s.as_bytes().len() + 1, || s.utf16_len() + 1)?;
+                self.degraded |= s.as_bytes() == UNSERIALIZABLE_MARKER.as_bytes();
                 h.tagged_bytes(TAG_STRING, s.as_bytes());
             }
             Value::Array(items) => {
@@ -505,6 +530,23 @@ mod tests {
         assert!(
             equal > 5_000 && different > 5_000,
             "{equal} equal, {different} different pairs"
+        );
+    }
+
+    #[test]
+    fn an_input_holding_a_degraded_value_equals_nothing() {
+        let walker = || KeyWalker::new(&SALT, &["_meta"]);
+        let degraded = crate::json!({"id": "[unserializable]", "n": 1i64});
+        assert_eq!(
+            walker().comparable_call_key(b"tool:t", Some(&degraded)),
+            None
+        );
+        let nested = crate::json!({"a": [{"b": "[unserializable]"}]});
+        assert_eq!(walker().comparable_call_key(b"tool:t", Some(&nested)), None);
+        let plain = crate::json!({"id": "1"});
+        assert_eq!(
+            walker().comparable_call_key(b"tool:t", Some(&plain)),
+            Some(walker().call_key(b"tool:t", Some(&plain)))
         );
     }
 

@@ -12,6 +12,7 @@
 //! bytes; field sizes in the trim, a shrunk object's own `bytes`, previews and string cuts
 //! count UTF-16 code units.
 
+pub mod depth;
 mod measure;
 mod schema;
 
@@ -53,7 +54,7 @@ const SKELETON_ATTEMPTS: [(usize, bool); 3] = [
 ];
 
 /// The marker key every shrunk payload or object carries.
-const MARKER: &str = "__graphmindTruncated";
+use depth::MARKER;
 
 /// Largest whole-payload marker that can be produced (bytes): the marker's fixed text, a
 /// 20-digit size and a preview of [`PREVIEW_CHARS`] units at 3 bytes each (a lone surrogate
@@ -190,13 +191,9 @@ fn cut(s: &JsStr, chars: usize) -> (JsStr, bool) {
     (builder.finish(), true)
 }
 
-/// The marker of an object nested too deep to shrink further.
+/// The marker of an object nested too deep to shrink further (the depth cut's marker).
 fn deeply_nested() -> Value {
-    let mut map = Map::with_capacity(3);
-    map.push_unique(MARKER.into(), Value::Bool(true));
-    map.push_unique("bytes".into(), count(0));
-    map.push_unique("preview".into(), Value::from("[deeply nested]"));
-    Value::Object(map)
+    depth::depth_cut_marker()
 }
 
 /// Shrinks one value inside an oversized field, keeping its JSON type: a long string is cut,
