@@ -779,6 +779,12 @@ impl NativeSession {
         py.detach(move || s.flush(t))
     }
 
+    /// How long `dispose()` and the exit hook wait, in seconds: the core's bound (connect +
+    /// handshake timeouts, then the delivery of the ring).
+    fn exit_deadline(&self) -> f64 {
+        self.session.exit_deadline().as_secs_f64()
+    }
+
     /// Releases held gates, flushes and closes, within `deadline` seconds. Idempotent.
     fn dispose(&self, py: Python<'_>, deadline: f64) {
         let s = self.session.clone();
