@@ -99,3 +99,60 @@ def test_stats_describe_the_events_emitted_so_far():
         assert stats.seq > 400
     finally:
         g.dispose()
+
+
+def all_events(server, run_id):
+    out, after = [], -1
+    while True:
+        status, body = server.get(f"/api/runs/{run_id}/events?afterSeq={after}&limit=1000")
+        page = (body or {}).get("events", []) if status == 200 else []
+        if not page:
+            return out
+        out.extend(page)
+        after = page[-1]["seq"]
+
+
+def test_a_stopped_server_delays_the_app_at_most_the_deadline_and_every_drop_is_marked(server, gm_for):
+    import signal
+
+    stop_for = float(os.environ.get("GM_STOP_SECS", "2"))
+    g = gm_for()
+    assert g.ready(5)
+    pad = "x" * 1000
+
+    @g.tool
+    def work(v):
+        return v["n"]
+
+    slowest, n = 0.0, 0
+    with g.run("stopped") as ctx:
+        started = time.monotonic()
+        stopped_at = resumed_at = None
+        while resumed_at is None or time.monotonic() - resumed_at < 1.0:
+            now = time.monotonic()
+            if stopped_at is None and now - started > 0.3:
+                os.kill(server.proc.pid, signal.SIGSTOP)
+                stopped_at = now
+            if resumed_at is None and stopped_at is not None and now - stopped_at >= stop_for:
+                os.kill(server.proc.pid, signal.SIGCONT)
+                resumed_at = now
+            t = time.perf_counter()
+            work({"n": n, "pad": pad})
+            slowest = max(slowest, time.perf_counter() - t)
+            n += 1
+    assert g.session.flush(60)
+    stats = g.stats()
+    g.dispose()
+    # BACKPRESSURE_DEADLINE is 250 ms; a call is two events, plus this loaded machine's slack.
+    assert slowest <= 1.0, f"the slowest call took {slowest * 1000:.0f} ms"
+    run = wait_run(server, ctx.run_id, lambda r: r["status"] != "running")
+    assert run["status"] == "ok", run
+    deadline = time.monotonic() + 30
+    while True:
+        events = all_events(server, ctx.run_id)
+        marked = sum(e["payload"].get("gap", {}).get("droppedCount", 0) for e in events if e["type"] == "graph.hint")
+        if len(events) + marked >= stats.seq or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(events) + marked == stats.seq, (len(events), marked, stats)
+    assert marked == stats.lost
