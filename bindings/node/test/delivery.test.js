@@ -122,3 +122,61 @@ test('a flood while attached is stored event for event and ends ok', async () =>
     srv.stop();
   }
 });
+
+async function allEvents(srv, runId) {
+  const out = [];
+  let after = -1;
+  for (;;) {
+    const { status, body } = await srv.get(`/api/runs/${runId}/events?afterSeq=${after}&limit=1000`);
+    const page = status === 200 ? body.events : [];
+    if (page.length === 0) return out;
+    out.push(...page);
+    after = page[page.length - 1].seq;
+  }
+}
+
+test('a stopped server delays the app at most the deadline and every drop is marked', async () => {
+  const srv = await startServer(['--pause-on-error', 'off']);
+  try {
+    const stopFor = Number(process.env.GM_STOP_SECS || 2) * 1000;
+    const s = gm.createSession({ appName: 'stopped', url: srv.url, env: {} });
+    assert.equal(await s.ready({ timeoutMs: 5000 }), true);
+    const pad = 'x'.repeat(1000);
+    const work = s.wrapCall('tool', 'work', (v) => v.n);
+    let runId;
+    let slowest = 0;
+    await s.run('stopped', async (ctx) => {
+      runId = ctx.runId;
+      const started = performance.now();
+      let stoppedAt = null;
+      let resumedAt = null;
+      for (let n = 0; resumedAt === null || performance.now() - resumedAt < 1000; n += 1) {
+        const now = performance.now();
+        if (stoppedAt === null && now - started > 300) { process.kill(srv.pid, 'SIGSTOP'); stoppedAt = now; }
+        if (resumedAt === null && stoppedAt !== null && now - stoppedAt >= stopFor) { process.kill(srv.pid, 'SIGCONT'); resumedAt = now; }
+        const t = performance.now();
+        await work({ n, pad });
+        slowest = Math.max(slowest, performance.now() - t);
+      }
+    });
+    assert.equal(s.flushSync(60000), true);
+    const stats = s.stats();
+    await s.dispose();
+    // BACKPRESSURE_DEADLINE is 250 ms; a call is two events, plus this loaded machine's slack.
+    assert.ok(slowest <= 1000, `the slowest call took ${slowest.toFixed(0)} ms`);
+    const run = await srv.run(runId, (r) => r.status !== 'running');
+    assert.equal(run.status, 'ok');
+    const deadline = Date.now() + 30_000;
+    let events;
+    let marked;
+    do {
+      events = await allEvents(srv, runId);
+      marked = events.filter((e) => e.type === 'graph.hint').reduce((sum, e) => sum + ((e.payload.gap || {}).droppedCount || 0), 0);
+    } while (events.length + marked < stats.seq && Date.now() < deadline);
+    assert.equal(events.length + marked, stats.seq, JSON.stringify(stats));
+    assert.equal(marked, stats.lost);
+  } finally {
+    try { process.kill(srv.pid, 'SIGCONT'); } catch { /* already gone */ }
+    srv.stop();
+  }
+});

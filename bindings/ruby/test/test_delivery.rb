@@ -94,4 +94,70 @@ class TestDelivery < Minitest::Test
   ensure
     server&.stop
   end
+
+  def all_events(server, run_id)
+    out = []
+    after = -1
+    loop do
+      page = (server.get_json("/api/runs/#{run_id}/events?afterSeq=#{after}&limit=1000") || {})["events"] || []
+      return out if page.empty?
+
+      out.concat(page)
+      after = page.last["seq"]
+    end
+  end
+
+  def test_a_stopped_server_delays_the_app_at_most_the_deadline_and_every_drop_is_marked
+    server = GMTest::Server.new
+    gm = Graphmind::Client.new(app: "stopped", url: server.ingest_url, env: {})
+    assert gm.ready(5.0)
+    pad = "x" * 1000
+    work = gm.tool("work") { |v| v["n"] }
+    stop_for = Float(ENV.fetch("GM_STOP_SECS", "2"))
+    slowest = 0.0
+    run_id = nil
+    clock = -> { Process.clock_gettime(Process::CLOCK_MONOTONIC) }
+    gm.run("stopped") do |ctx|
+      run_id = ctx.run_id
+      started = clock.call
+      stopped_at = resumed_at = nil
+      n = 0
+      while resumed_at.nil? || clock.call - resumed_at < 1.0
+        now = clock.call
+        if stopped_at.nil? && now - started > 0.3
+          Process.kill("STOP", server.pid)
+          stopped_at = now
+        end
+        if resumed_at.nil? && stopped_at && now - stopped_at >= stop_for
+          Process.kill("CONT", server.pid)
+          resumed_at = now
+        end
+        t = clock.call
+        work.call({ "n" => n, "pad" => pad })
+        slowest = [slowest, clock.call - t].max
+        n += 1
+      end
+    end
+    assert gm.flush(60.0)
+    stats = gm.stats
+    gm.dispose
+    # BACKPRESSURE_DEADLINE is 250 ms; a call is two events, plus this loaded machine's slack.
+    assert_operator slowest, :<=, 1.0, "the slowest call took #{(slowest * 1000).round} ms"
+    run = server.run(run_id, timeout: 30) { |r| r["status"] != "running" }
+    assert_equal "ok", run["status"]
+    deadline = clock.call + 30
+    events = marked = nil
+    loop do
+      events = all_events(server, run_id)
+      marked = events.select { |e| e["type"] == "graph.hint" }.sum { |e| e.dig("payload", "gap", "droppedCount") || 0 }
+      break if events.length + marked >= stats.seq || clock.call > deadline
+
+      sleep 0.1
+    end
+    assert_equal stats.seq, events.length + marked, stats.inspect
+    assert_equal stats.lost, marked
+  ensure
+    Process.kill("CONT", server.pid) if server
+    server&.stop
+  end
 end
