@@ -315,7 +315,12 @@ fn events_emitted_before_the_debugger_started_are_kept_or_counted_in_the_gap_mar
         after.seq,
         "stored + marked == emitted"
     );
-    assert!(events.iter().any(|e| s(e, &["type"]) == Some("run.finished")), "the run's end is kept");
+    assert!(
+        events
+            .iter()
+            .any(|e| s(e, &["type"]) == Some("run.finished")),
+        "the run's end is kept"
+    );
     let lines = warnings.lock().unwrap();
     let summary = format!("{} events never reached the debugger", before.lost);
     assert!(
@@ -351,7 +356,10 @@ fn a_server_killed_and_restarted_mid_run_costs_the_app_nothing_and_the_run_says_
     flood(&session, Duration::from_millis(500));
     let srv = Server::start_in(dir, &["--port", &port.to_string()], &[]);
     flood(&session, Duration::from_millis(300));
-    assert!(session.ready(Duration::from_secs(10)), "reconnects to the restarted server");
+    assert!(
+        session.ready(Duration::from_secs(10)),
+        "reconnects to the restarted server"
+    );
     flood(&session, Duration::from_millis(300));
     session.finish_run(&run, RunOutcome::Ok);
     assert!(session.flush(Duration::from_secs(30)));
@@ -360,12 +368,29 @@ fn a_server_killed_and_restarted_mid_run_costs_the_app_nothing_and_the_run_says_
     let bound = 2 * BACKPRESSURE_DEADLINE + Duration::from_millis(500);
     assert!(slowest <= bound, "the slowest call took {slowest:?}");
     let info = srv.wait_run(&run.run_id, |r| s(r, &["status"]) != Some("running"));
-    assert_eq!(s(&info, &["status"]), Some("ok"), "run.finished reached the restarted server");
+    assert_eq!(
+        s(&info, &["status"]),
+        Some("ok"),
+        "run.finished reached the restarted server"
+    );
     let events = all_events(&srv, &run.run_id);
-    let marked: i64 = events.iter().filter_map(|e| i(e, &["payload", "gap", "droppedCount"])).sum();
+    let marked: i64 = events
+        .iter()
+        .filter_map(|e| i(e, &["payload", "gap", "droppedCount"]))
+        .sum();
     // What the killed server had taken but not yet written is gone with it (it was
     // delivered); everything the app still held is stored or named by a marker.
-    assert!(events.len() as u64 + marked as u64 <= stats.seq, "{stats:?}");
-    assert_eq!(marked as u64, stats.lost, "the markers carry the session's own count");
-    eprintln!("killed: {n} calls, slowest {slowest:?}, {} stored, {marked} marked, {} emitted", events.len(), stats.seq);
+    assert!(
+        events.len() as u64 + marked as u64 <= stats.seq,
+        "{stats:?}"
+    );
+    assert_eq!(
+        marked as u64, stats.lost,
+        "the markers carry the session's own count"
+    );
+    eprintln!(
+        "killed: {n} calls, slowest {slowest:?}, {} stored, {marked} marked, {} emitted",
+        events.len(),
+        stats.seq
+    );
 }

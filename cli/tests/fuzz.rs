@@ -57,7 +57,11 @@ fn mutated_seed() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn input() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![proptest::collection::vec(any::<u8>(), 0..512), jsonish(), mutated_seed()]
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..512),
+        jsonish(),
+        mutated_seed()
+    ]
 }
 
 proptest! {
@@ -117,6 +121,11 @@ fn nesting_past_the_limit_is_refused_not_a_stack_overflow() {
     for depth in [600usize, 100_000] {
         let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         assert!(json::parse(deep.as_bytes()).is_err());
-        let _ = wire::parse_envelope(format!(r#"{{"gm":1,"seq":1,"ts":1,"runId":"r","type":"graph.hint","payload":{deep}}}"#).as_bytes());
+        let _ = wire::parse_envelope(
+            format!(
+                r#"{{"gm":1,"seq":1,"ts":1,"runId":"r","type":"graph.hint","payload":{deep}}}"#
+            )
+            .as_bytes(),
+        );
     }
 }
