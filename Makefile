@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup test test-rust test-c test-ruby test-python test-node test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
+.PHONY: setup soak test test-rust test-c test-ruby test-python test-node test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -9,6 +9,20 @@ setup:
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
 test: setup viewer test-rust test-c test-ruby test-python test-node test-viewer
+
+## The long versions of the bounded delivery tests `make test` runs: floods of 100,000
+## tool calls with 1 KB inputs in every language, the server SIGSTOPped 10 s mid-flood
+## (past the 5 s write timeout: detach, ring, reconnect), and the exit race run hundreds
+## of times with stderr on a file; the parsers fuzzed with 200,000 cases a property.
+soak: setup lib-c
+	GM_FLOOD_CALLS=100000 GM_STOP_SECS=10 $(CARGO) test --release -p graphmind-cli --test delivery
+	PROPTEST_CASES=200000 $(CARGO) test --release -p graphmind-cli --test fuzz
+	GM_FLOOD_CALLS=100000 GM_EXIT_RUNS=300 $(CARGO) test --release -p graphmind-ffi --test recording
+	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
+	GM_EXIT_RUNS=400 GM_FLOOD_CALLS=100000 GM_STOP_SECS=10 .venv/bin/python -m pytest -q bindings/python/tests/test_exit.py bindings/python/tests/test_delivery.py
+	rake compile
+	GM_EXIT_RUNS=200 GM_FLOOD_CALLS=100000 ruby -Ibindings/ruby/lib -Ibindings/ruby/test bindings/ruby/test/test_delivery.rb
+	cd bindings/node && npm ci --no-audit --no-fund && GM_EXIT_RUNS=200 GM_FLOOD_CALLS=100000 node --test test/delivery.test.js
 
 ## The browser viewer (viewer/dist, embedded by cli/build.rs on the next cargo build).
 viewer:

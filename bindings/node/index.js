@@ -23,7 +23,33 @@ const HELD = 6;
 const CONTINUE_DECISION = Object.freeze({ action: 'continue' });
 const CONTINUE_PROMISE = Promise.resolve(CONTINUE_DECISION);
 const DEFAULT_READY_TIMEOUT_MS = CONSTANTS.defaultReadyTimeoutMs;
-const DISPOSE_DEADLINE_MS = 2000;
+
+/**
+ * Sessions not disposed yet, disposed when the process exits (the 'exit' event allows only
+ * synchronous work: the native disposeSync blocks, bounded by the core's exit deadline, so a
+ * script that ends without dispose() still delivers what it recorded). Weak: a session the
+ * app dropped is not kept alive by this.
+ */
+const liveNatives = new Set();
+let exitHookInstalled = false;
+function disposeAtExit() {
+  for (const ref of liveNatives) {
+    const live = ref.deref();
+    if (live) {
+      try { live.disposeSync(live.exitDeadlineMs()); } catch { /* never fail the exit */ }
+    }
+  }
+  liveNatives.clear();
+}
+function registerForExit(nativeSession) {
+  const ref = new WeakRef(nativeSession);
+  liveNatives.add(ref);
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.on('exit', disposeAtExit);
+  }
+  return ref;
+}
 
 /** The reference's option names the core resolves (`config::resolve_json`). */
 const OPTION_KEYS = [
@@ -159,6 +185,7 @@ class Session {
   #als = new AsyncLocalStorage();
   #waiters = new Map();
   #disposed = null;
+  #exitRef = null;
 
   constructor(options) {
     const picked = {};
@@ -179,6 +206,7 @@ class Session {
     }
     this.#waits = this.#native.waits();
     this.#enabled = this.#native.enabled;
+    if (this.#enabled) this.#exitRef = registerForExit(this.#native);
   }
 
   /** Whether this session records (the kill switch's verdict). */
@@ -259,13 +287,20 @@ class Session {
   /** A diagnostics snapshot. */
   stats() { return this.#native.stats(); }
 
-  /** Waits (blocking, up to `timeoutMs`) until every event so far reached the socket or buffer. */
-  flushSync(timeoutMs = 2000) { return this.#native.flushSync(timeoutMs); }
+  /**
+   * Waits (blocking, up to `timeoutMs`; default the core's exit deadline) until every event
+   * so far reached the socket, a connection never tried being tried first.
+   */
+  flushSync(timeoutMs = this.#native.exitDeadlineMs()) { return this.#native.flushSync(timeoutMs); }
 
-  /** Releases held gates, flushes and closes, off the event loop. Idempotent. */
+  /**
+   * Releases held gates, flushes and closes, off the event loop, within the core's exit
+   * deadline (connect + handshake timeouts, then the ring's delivery). Idempotent.
+   */
   dispose() {
     if (!this.#disposed) {
-      this.#disposed = this.#waits.dispose(DISPOSE_DEADLINE_MS).catch(() => {});
+      if (this.#exitRef) liveNatives.delete(this.#exitRef);
+      this.#disposed = this.#waits.dispose(this.#native.exitDeadlineMs()).catch(() => {});
     }
     return this.#disposed;
   }

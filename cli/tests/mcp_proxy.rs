@@ -368,6 +368,8 @@ fn a_frame_over_the_ceiling_degrades_to_a_raw_relay_and_the_session_keeps_workin
     );
     // The server's answer (the echoed 5,000 characters) passes the ceiling too: its side says so.
     assert!(err.contains("graphmind mcp-proxy: a server frame exceeded 1024 bytes ("), "{err}");
+    // Both requests were answered and relayed raw: the exit report must not say otherwise.
+    assert!(!err.contains("unanswered") && !err.contains("before answering"), "{err}");
 }
 
 #[test]

@@ -81,6 +81,46 @@ impl PendingGap {
     }
 }
 
+/// Events dropped before they reached the replay buffer (the hand-off from an application
+/// thread to the worker was full): each one still took its `seq`, and is counted here per
+/// run with its seq range until the worker [absorbs](ReplayBuffer::absorb_loss) it into the
+/// buffer's gaps, so the next gap marker says exactly what is missing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HandoffLoss {
+    /// Per run, in the order the runs first lost one.
+    pub gaps: Vec<PendingGap>,
+    /// Every event counted here.
+    pub total: u64,
+    /// Of those, the ones past [`MAX_TRACKED_GAP_RUNS`] runs (counted, not marked).
+    pub unattributed: u64,
+}
+
+impl HandoffLoss {
+    /// Counts the event `seq` of `run_id` as lost.
+    pub fn record(&mut self, run_id: &str, seq: u64) {
+        self.total += 1;
+        if let Some(gap) = self.gaps.iter_mut().find(|g| g.run_id == run_id) {
+            gap.dropped_count += 1;
+            gap.from_seq = gap.from_seq.min(seq);
+            gap.to_seq = gap.to_seq.max(seq);
+        } else if self.gaps.len() < MAX_TRACKED_GAP_RUNS {
+            self.gaps.push(PendingGap {
+                run_id: run_id.to_owned(),
+                dropped_count: 1,
+                from_seq: seq,
+                to_seq: seq,
+            });
+        } else {
+            self.unattributed += 1;
+        }
+    }
+
+    /// Whether nothing was lost.
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+}
+
 /// What became of one pushed envelope.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PushOutcome {
@@ -346,6 +386,25 @@ impl ReplayBuffer {
         }
     }
 
+    /// Takes over loss that happened before an event reached the buffer (the hand-off to
+    /// the worker, see [`HandoffLoss`]): counted as lost, and marked with the run's other
+    /// gaps (one marker per run, the seq range covering both).
+    pub fn absorb_loss(&mut self, loss: HandoffLoss) {
+        self.lost += loss.total;
+        self.unattributed_lost += loss.unattributed;
+        for g in loss.gaps {
+            if let Some(old) = self.gaps.iter_mut().find(|o| o.run_id == g.run_id) {
+                old.dropped_count += g.dropped_count;
+                old.from_seq = old.from_seq.min(g.from_seq);
+                old.to_seq = old.to_seq.max(g.to_seq);
+            } else if self.gaps.len() < MAX_TRACKED_GAP_RUNS {
+                self.gaps.push(g);
+            } else {
+                self.unattributed_lost += g.dropped_count;
+            }
+        }
+    }
+
     /// The pending gaps, without taking them.
     pub fn pending_gaps(&self) -> &[PendingGap] {
         &self.gaps
@@ -360,6 +419,14 @@ impl ReplayBuffer {
     pub fn mark_delivered(&mut self, count: usize) {
         for e in self.entries.iter_mut().take(count) {
             e.delivered = true;
+        }
+    }
+
+    /// Marks the newest `count` buffered envelopes as not delivered after all: they were
+    /// handed to a link that failed before it flushed them, so evicting one is loss.
+    pub fn mark_undelivered_newest(&mut self, count: usize) {
+        for e in self.entries.iter_mut().rev().take(count) {
+            e.delivered = false;
         }
     }
 
@@ -404,6 +471,35 @@ mod tests {
                 other => panic!("not ok: {other:?}"),
             })
             .collect()
+    }
+
+    #[test]
+    fn hand_off_loss_joins_the_runs_gap_once() {
+        let mut b = ReplayBuffer::new(2, DEFAULT_MAX_BUFFER_BYTES);
+        for seq in 0..3 {
+            b.push("r", seq, frame("r", seq, "x"));
+        }
+        let mut loss = HandoffLoss::default();
+        for seq in [3, 4, 7] {
+            loss.record("r", seq);
+        }
+        loss.record("other", 5);
+        b.absorb_loss(loss);
+        let s = b.stats();
+        assert_eq!((s.lost, s.pending_gaps), (5, 2));
+        let gaps = b.take_gaps();
+        assert_eq!(
+            (gaps[0].dropped_count, gaps[0].from_seq, gaps[0].to_seq),
+            (4, 0, 7)
+        );
+        assert_eq!(
+            (
+                gaps[1].run_id.as_str(),
+                gaps[1].dropped_count,
+                gaps[1].from_seq
+            ),
+            ("other", 1, 5)
+        );
     }
 
     #[test]

@@ -4,8 +4,15 @@
 //! - It never panics into the host and never blocks the host on I/O. Constructing a session
 //!   does nothing; the first use starts one named worker thread that owns the socket.
 //! - Application threads only assign a `seq` and hand the event to the worker over a
-//!   bounded channel (`try_send`: a full channel drops and counts, it never waits). The
-//!   worker redacts, shrinks, serializes, buffers for replay and sends.
+//!   bounded channel. While a debugger is attached a full channel makes the thread wait for
+//!   room, at most [`BACKPRESSURE_DEADLINE`] per congestion, and only then drops; detached it
+//!   drops at once (the ring keeps only the newest anyway). A dropped event keeps its `seq`
+//!   and is counted per run ([`buffer::HandoffLoss`]), so the gap marker names it. The ends
+//!   of runs and nodes have slots of their own ([`END_RESERVE`]). The worker redacts,
+//!   shrinks, serializes, buffers for replay and sends.
+//! - `flush`, `dispose` (and so every SDK's exit) deliver what the ring holds: a connection
+//!   never tried is tried then, bounded by the connect and handshake timeouts
+//!   ([`Session::exit_deadline`]).
 //! - Fail-open: a debugger that goes away releases every held gate as `continue` at once
 //!   (the reader thread sees the socket close); a dispose or a pause timeout releases the
 //!   same way; every release emits `exec.resumed`.
@@ -63,6 +70,32 @@ const LOOP_BACKLOG_WAIT: Duration = Duration::from_millis(100);
 /// The fewest events queued for the worker before a detached session drops new ones (see
 /// [`Session::send_event`]); a larger `bufferSize` raises it.
 const MIN_DETACHED_QUEUE: usize = 1024;
+
+/// While a debugger is attached and the hand-off to the worker is full, an application
+/// thread waits this long for room before events are dropped (and counted). Long enough
+/// for a worker that merely fell behind to catch up; short enough that an app whose
+/// debugger stalled (a stopped server) never looks hung: it is delayed at most this much,
+/// once, and then sheds events without waiting until the hand-off has drained.
+pub const BACKPRESSURE_DEADLINE: Duration = Duration::from_millis(250);
+
+/// How often a thread waiting for room in the hand-off looks again.
+const ROOM_POLL: Duration = Duration::from_micros(200);
+
+/// Hand-off slots only the ends of runs and nodes (`run.finished`, `node.finished`,
+/// `node.error`) and gate events may use, so shedding regular events never loses how a
+/// run or a started node ended.
+pub const END_RESERVE: usize = 4096;
+
+/// After a wait for room timed out, regular events are dropped without waiting until the
+/// hand-off holds no more than this.
+const SHED_UNTIL: usize = OUTBOX_CAPACITY / 4;
+
+/// How long `stats()` waits for the worker to reach the events emitted so far.
+pub const STATS_SYNC_WAIT: Duration = Duration::from_millis(500);
+
+/// On top of the connect and handshake timeouts: the time `dispose()` and the exit hooks
+/// allow for sending what the ring holds ([`Session::exit_deadline`]).
+pub const EXIT_DELIVERY_MARGIN: Duration = Duration::from_millis(700);
 
 /// A queue this full wakes a lingering worker at once.
 const WAKE_BACKLOG: usize = OUTBOX_CAPACITY / 8;
@@ -283,6 +316,8 @@ enum Outgoing {
     Kick,
     Detached(u64),
     Flush(Sender<()>),
+    /// Publish the counters once everything queued before it is handled (`stats()`).
+    Sync(Sender<()>),
     Shutdown(Sender<()>),
 }
 
@@ -367,6 +402,11 @@ struct Shared {
     /// The current link's generation, so a stale reader's detach is ignored.
     link_generation: u64,
     disposed: bool,
+    /// A wait for room timed out: regular events are dropped without waiting until the
+    /// hand-off is back under [`SHED_UNTIL`].
+    shedding: bool,
+    /// Events dropped at the hand-off, not yet taken over by the worker.
+    handoff_loss: buffer::HandoffLoss,
 }
 
 struct Inner {
@@ -380,7 +420,8 @@ struct Inner {
     dropped: AtomicU64,
     lost: AtomicU64,
     pending_gaps: AtomicU64,
-    outbox_full: AtomicU64,
+    /// Set when `Shared::handoff_loss` has something for the worker to take over.
+    handoff_lost: AtomicBool,
     /// The receiving end, taken by the worker when it starts.
     inbox: Mutex<Option<Receiver<Outgoing>>>,
     /// The loop guard. Lock order: `shared` before `loop_guard`; the worker takes only this.
@@ -490,13 +531,15 @@ impl Session {
                 worker: None,
                 link_generation: 0,
                 disposed: false,
+                shedding: false,
+                handoff_loss: buffer::HandoffLoss::default(),
             }),
             attach_signal: Condvar::new(),
             buffered: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             pending_gaps: AtomicU64::new(0),
-            outbox_full: AtomicU64::new(0),
+            handoff_lost: AtomicBool::new(false),
             inbox: Mutex::new(Some(rx)),
             loop_guard: Mutex::new(loop_guard),
             loop_keyer,
@@ -579,7 +622,7 @@ impl Session {
             return run;
         }
         let payload = self.run_started_payload(name, meta, false);
-        let mut shared = self.inner.shared.lock();
+        let mut shared = self.lock_with_room(false);
         shared.runs.insert(run.run_id.clone(), run.signal.clone());
         self.ensure_worker(&mut shared);
         self.enqueue(
@@ -620,7 +663,7 @@ impl Session {
         if !run.signal.mark_finished() {
             return false;
         }
-        let mut shared = self.inner.shared.lock();
+        let mut shared = self.lock_with_room(true);
         shared.runs.remove(&run.run_id);
         // The guard forgets the run once it has seen all of it: now when no update is
         // deferred, else when the worker reaches `run.finished` (forgetting it here ahead of
@@ -800,7 +843,7 @@ impl Session {
             }
             self.wait_loop_backlog();
         }
-        let mut shared = self.recording()?;
+        let mut shared = self.recording(event_type)?;
         if deferred_member.is_some() && shared.engine_attached {
             // Attached between the check above and the lock: rare, parse under the lock.
             self.resolve_member(&mut payload, deferred_member.take());
@@ -1093,7 +1136,7 @@ impl Session {
         channel: TokenChannel,
         text: &str,
     ) -> Option<u64> {
-        let mut shared = self.recording()?;
+        let mut shared = self.recording(MessageType::NodeToken)?;
         let run_id = self.run_id_or_implicit(&mut shared, run_id);
         let interval = millis(self.inner.config.token_interval_ms);
         let delta = TokenDelta::new(channel, text);
@@ -1323,23 +1366,50 @@ impl Session {
     }
 
     /// A diagnostics snapshot.
+    /// The counters describe every event emitted before the call: it waits (at most
+    /// [`STATS_SYNC_WAIT`]) for the worker to reach them.
     pub fn stats(&self) -> SessionStats {
+        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
+        let handoff = {
+            let shared = self.inner.shared.lock();
+            if shared.worker_started && !shared.disposed {
+                Self::offer_control(&shared, Outgoing::Sync(reply_tx))
+            } else {
+                Handoff::Closed
+            }
+        };
+        let deadline = Instant::now() + STATS_SYNC_WAIT;
+        if handoff.by(deadline) {
+            let _ = reply_rx.recv_deadline(deadline);
+        }
         let shared = self.inner.shared.lock();
         SessionStats {
             enabled: self.inner.config.enabled,
             attached: self.is_attached(),
             buffered: self.inner.buffered.load(Ordering::Relaxed),
             dropped: self.inner.dropped.load(Ordering::Relaxed),
-            lost: self.inner.lost.load(Ordering::Relaxed)
-                + self.inner.outbox_full.load(Ordering::Relaxed),
+            lost: self.inner.lost.load(Ordering::Relaxed) + shared.handoff_loss.total,
             pending_gaps: self.inner.pending_gaps.load(Ordering::Relaxed),
             held_gates: shared.engine.held_count() as u64,
             seq: shared.seq,
         }
     }
 
+    /// How long `dispose()` and the SDKs' exit hooks wait by default: the connect and
+    /// handshake timeouts (a connection in flight, or never tried, is waited for) plus
+    /// [`EXIT_DELIVERY_MARGIN`] to send what the ring holds.
+    pub fn exit_deadline(&self) -> Duration {
+        let config = &self.inner.config;
+        millis(
+            config
+                .connect_timeout_ms
+                .saturating_add(config.handshake_timeout_ms),
+        ) + EXIT_DELIVERY_MARGIN
+    }
+
     /// Waits up to `timeout` until every event emitted so far has been handed to the socket
-    /// (or buffered, when detached). Returns whether it finished in time.
+    /// (or buffered, when no debugger could be reached: a connection never tried is tried
+    /// first). Returns whether it finished in time.
     pub fn flush(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
@@ -1473,16 +1543,55 @@ impl Session {
 
     /// The locked shared state of a session that records (enabled, not disposed), with its
     /// worker started; `None` when nothing may be recorded.
-    fn recording(&self) -> Option<MutexGuard<'_, Shared>> {
+    fn recording(&self, event_type: MessageType) -> Option<MutexGuard<'_, Shared>> {
         if !self.inner.config.enabled {
             return None;
         }
-        let mut shared = self.inner.shared.lock();
+        let mut shared = self.lock_with_room(is_end_event(event_type));
         if shared.disposed {
             return None;
         }
         self.ensure_worker(&mut shared);
         Some(shared)
+    }
+
+    /// The session lock, once the hand-off has room for one more event. While a debugger is
+    /// attached a full hand-off is waited on, the lock let go, for up to
+    /// [`BACKPRESSURE_DEADLINE`]; when that passes, regular events are shed without waiting
+    /// (and counted) until the worker has drained it to [`SHED_UNTIL`]. An `end` (see
+    /// [`is_end_event`]) may use the [`END_RESERVE`] and waits, attached or not, only when
+    /// even that is full, never while shedding stops regular events.
+    fn lock_with_room(&self, end: bool) -> MutexGuard<'_, Shared> {
+        let mut shared = self.inner.shared.lock();
+        if shared.shedding && shared.outbox.len() <= SHED_UNTIL {
+            shared.shedding = false;
+        }
+        let full = |shared: &Shared| {
+            if end {
+                shared.outbox.len() >= OUTBOX_CAPACITY
+            } else {
+                shared.engine_attached && shared.outbox.len() >= OUTBOX_CAPACITY - END_RESERVE
+            }
+        };
+        if !full(&shared) || (shared.shedding && !end) || !shared.worker_started {
+            return shared;
+        }
+        let deadline = Instant::now() + BACKPRESSURE_DEADLINE;
+        loop {
+            Self::wake_worker(&shared);
+            drop(shared);
+            std::thread::sleep(ROOM_POLL);
+            shared = self.inner.shared.lock();
+            if !full(&shared) || shared.disposed {
+                return shared;
+            }
+            if Instant::now() >= deadline {
+                if !end {
+                    shared.shedding = true;
+                }
+                return shared;
+            }
+        }
     }
 
     /// Announces every gate in `gates` as released with `continue` (under the lock); the
@@ -1591,10 +1700,18 @@ impl Session {
         // more than that far behind would only queue events (and their memory) that the
         // buffer then pushes out again. Drop here instead, counted like a full queue, so an
         // app that outpaces its worker with no debugger attached keeps a bounded footprint.
-        let detached_backlog = !shared.engine_attached
-            && !is_gate_event(event_type)
-            && shared.outbox.len() >= self.inner.config.buffer_size.max(MIN_DETACHED_QUEUE);
-        let sent = if detached_backlog {
+        // Attached, regular events leave the last END_RESERVE slots to the ends of runs
+        // and nodes, and are shed while a wait for room timed out.
+        let end = is_end_event(event_type);
+        let len = shared.outbox.len();
+        let refused = if end {
+            false
+        } else if shared.engine_attached {
+            shared.shedding || len >= OUTBOX_CAPACITY - END_RESERVE
+        } else {
+            len >= self.inner.config.buffer_size.max(MIN_DETACHED_QUEUE)
+        };
+        let sent = if refused {
             Err(TrySendError::Full(Outgoing::Event(event)))
         } else {
             shared.outbox.try_send(Outgoing::Event(event))
@@ -1608,13 +1725,15 @@ impl Session {
                 Handed::Sent(seq)
             }
             Err(TrySendError::Full(returned)) => {
-                self.inner.outbox_full.fetch_add(1, Ordering::Relaxed);
-                self.inner.warner.warn(
-                    "outbox-full",
-                    "dropped events because the GraphMind worker fell behind; the recorded run is incomplete",
-                );
+                // Lost, but not silently: it keeps its seq, and the worker takes the count
+                // over into the run's gap marker (and the warning's total).
+                shared.seq += 1;
                 match returned {
-                    Outgoing::Event(event) => Handed::Dropped(Some(Box::new(event))),
+                    Outgoing::Event(event) => {
+                        shared.handoff_loss.record(&event.run_id, seq);
+                        self.inner.handoff_lost.store(true, Ordering::Release);
+                        Handed::Dropped(Some(Box::new(event)))
+                    }
                     _ => Handed::Dropped(None),
                 }
             }
@@ -1915,6 +2034,16 @@ fn release_continue(gates: Vec<HeldGate>) {
     }
 }
 
+/// The events a run's record cannot do without: how a run or a started node ended, and the
+/// gate's own events. They may use the hand-off's [`END_RESERVE`].
+fn is_end_event(t: MessageType) -> bool {
+    is_gate_event(t)
+        || matches!(
+            t,
+            MessageType::RunFinished | MessageType::NodeFinished | MessageType::NodeError
+        )
+}
+
 /// `exec.*` events are the gate engine's own; an app never emits them by hand.
 fn is_gate_event(t: MessageType) -> bool {
     matches!(
@@ -2164,6 +2293,11 @@ struct Worker {
     link: Option<LinkWriter>,
     next_attempt: Option<Instant>,
     fast_retry: usize,
+    /// A connection was tried at least once.
+    tried: bool,
+    /// Envelopes queued on the link since its last successful flush: if the link fails
+    /// before the next one, they count as never delivered.
+    unflushed: usize,
 }
 
 impl Worker {
@@ -2181,6 +2315,8 @@ impl Worker {
             link: None,
             next_attempt: Some(Instant::now()),
             fast_retry: FAST_RETRY_DELAYS.len(),
+            tried: false,
+            unflushed: 0,
         }
     }
 
@@ -2221,6 +2357,7 @@ impl Worker {
                     Err(_) => break,
                 }
             }
+            self.take_handoff_loss();
             self.flush_link();
             self.publish_stats();
             if stop {
@@ -2260,19 +2397,35 @@ impl Worker {
                     if let Some(link) = self.link.take() {
                         link.abort();
                     }
+                    self.buffer.mark_undelivered_newest(self.unflushed);
+                    self.unflushed = 0;
                     self.schedule_retry(true);
                 }
             }
             Outgoing::Flush(reply) => {
+                self.connect_to_deliver();
+                self.take_handoff_loss();
                 self.flush_link();
+                self.publish_stats();
+                let _ = reply.send(());
+            }
+            Outgoing::Sync(reply) => {
+                self.take_handoff_loss();
+                self.publish_stats();
                 let _ = reply.send(());
             }
             Outgoing::Shutdown(reply) => {
+                self.connect_to_deliver();
                 while let Ok(message) = self.rx.try_recv() {
-                    if let Outgoing::Event(event) = message {
-                        self.process(event);
+                    match message {
+                        Outgoing::Event(event) => self.process(event),
+                        Outgoing::Flush(r) | Outgoing::Sync(r) | Outgoing::Shutdown(r) => {
+                            let _ = r.send(());
+                        }
+                        _ => {}
                     }
                 }
+                self.take_handoff_loss();
                 self.flush_link();
                 if let Some(link) = self.link.take() {
                     link.close("session disposed");
@@ -2374,7 +2527,10 @@ impl Worker {
         );
         let delivered = match self.link.as_mut() {
             Some(link) => match link.queue(frame.clone()) {
-                Ok(()) => true,
+                Ok(()) => {
+                    self.unflushed += 1;
+                    true
+                }
                 Err(_) => {
                     self.link_failed();
                     false
@@ -2429,15 +2585,114 @@ impl Worker {
         }
     }
 
+    /// Before a flush or the last delivery: a debugger never tried (the app ended before the
+    /// first attempt) or due for a retry is tried now, so a short script's ring is not
+    /// given up on. Bounded by the connect and handshake timeouts.
+    fn connect_to_deliver(&mut self) {
+        let due = !self.tried || self.next_attempt.is_some_and(|at| at <= Instant::now());
+        if self.link.is_none() && due {
+            self.attempt();
+        }
+    }
+
+    /// Takes over the events dropped at the hand-off into the ring's loss accounting, warns
+    /// with the real total, and, attached, sends the gap markers at once.
+    fn take_handoff_loss(&mut self) {
+        if !self.inner().handoff_lost.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let loss = std::mem::take(&mut self.session.inner.shared.lock().handoff_loss);
+        if loss.is_empty() {
+            return;
+        }
+        self.buffer.absorb_loss(loss);
+        let lost = self.buffer.stats().lost;
+        self.inner().warner.warn(
+            "handoff-loss",
+            &format!(
+                "dropped events because the app outran the GraphMind worker ({lost} lost so far in this session); \
+                 the recorded run is incomplete and its gap marker says which seqs are missing"
+            ),
+        );
+        if self.link.is_some() {
+            self.send_gap_markers();
+        }
+    }
+
+    /// The end of a dark period, in the host's log with the real count: the first loss only
+    /// warned "dropped 1 event", the markers just sent name every one.
+    fn warn_gaps_sent(&self, gaps: &[buffer::PendingGap]) {
+        let lost: u64 = gaps.iter().map(|g| g.dropped_count).sum();
+        if lost == 0 {
+            return;
+        }
+        let ranges: Vec<String> = gaps
+            .iter()
+            .take(3)
+            .map(|g| {
+                format!(
+                    "{}: {} (seq {}-{})",
+                    g.run_id, g.dropped_count, g.from_seq, g.to_seq
+                )
+            })
+            .collect();
+        let more = if gaps.len() > 3 {
+            format!(" and {} more runs", gaps.len() - 3)
+        } else {
+            String::new()
+        };
+        self.inner().warner.warn(
+            &format!("gaps-sent:{}", epoch_ms()),
+            &format!(
+                "{lost} event{} never reached the debugger; the gap markers just sent name them ({}{more})",
+                if lost == 1 { "" } else { "s" },
+                ranges.join(", ")
+            ),
+        );
+    }
+
+    /// Sends one gap marker per run that lost events, each with a fresh seq (attached).
+    fn send_gap_markers(&mut self) {
+        let gaps = self.buffer.take_gaps();
+        if gaps.is_empty() {
+            return;
+        }
+        let markers: Vec<String> = {
+            let mut shared = self.session.inner.shared.lock();
+            gaps.iter()
+                .map(|gap| {
+                    let frame = gap.marker(shared.seq, epoch_ms());
+                    shared.seq += 1;
+                    frame
+                })
+                .collect()
+        };
+        let Some(link) = self.link.as_mut() else {
+            self.buffer.restore_gaps(gaps);
+            return;
+        };
+        if markers.into_iter().all(|frame| link.queue(frame).is_ok()) {
+            self.warn_gaps_sent(&gaps);
+        } else {
+            self.buffer.restore_gaps(gaps);
+            self.link_failed();
+        }
+    }
+
     fn flush_link(&mut self) {
         if let Some(link) = self.link.as_mut() {
             if link.flush().is_err() {
                 self.link_failed();
+            } else {
+                self.unflushed = 0;
             }
         }
     }
 
     fn link_failed(&mut self) {
+        // What the failed link never flushed is replayed (or, evicted, counted as lost).
+        self.buffer.mark_undelivered_newest(self.unflushed);
+        self.unflushed = 0;
         let generation = self.session.inner.shared.lock().link_generation;
         if let Some(link) = self.link.take() {
             link.abort();
@@ -2480,6 +2735,7 @@ impl Worker {
     }
 
     fn attempt(&mut self) {
+        self.tried = true;
         let hello = self.hello();
         let config = &self.inner().config;
         let result = transport::connect(
@@ -2536,35 +2792,40 @@ impl Worker {
                     .filter_map(|v| v.as_str().map(str::to_string))
                     .collect::<Vec<_>>()
             });
-        let generation;
+        let mut generation = 0;
+        self.take_handoff_loss();
         let gaps = self.buffer.take_gaps();
         let mut markers = Vec::with_capacity(gaps.len());
+        let disposed;
         {
             let mut shared = self.session.inner.shared.lock();
-            if shared.disposed {
-                self.buffer.restore_gaps(gaps);
-                writer.close("session disposed");
-                return;
+            // A disposed session attaches only for its last delivery (see
+            // `connect_to_deliver`): gap markers and the ring go out, nothing is armed and no
+            // reader listens.
+            disposed = shared.disposed;
+            if !disposed {
+                if let Some(token) = ack
+                    .get("sessionToken")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    shared.session_token = Some(token.to_string());
+                }
+                shared.hub_capabilities = hub;
+                shared.engine.arm(breakpoints, mode);
+                shared.engine_attached = true;
+                shared.link_generation += 1;
+                generation = shared.link_generation;
             }
-            if let Some(token) = ack
-                .get("sessionToken")
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                shared.session_token = Some(token.to_string());
-            }
-            shared.hub_capabilities = hub;
-            shared.engine.arm(breakpoints, mode);
-            shared.engine_attached = true;
-            shared.link_generation += 1;
-            generation = shared.link_generation;
             // Gap markers take fresh seqs, ahead of the replay (what they describe is older).
             for gap in &gaps {
                 markers.push(gap.marker(shared.seq, epoch_ms()));
                 shared.seq += 1;
             }
-            self.session.inner.attached.store(true, Ordering::Release);
-            self.session.inner.attach_signal.notify_all();
+            if !disposed {
+                self.session.inner.attached.store(true, Ordering::Release);
+                self.session.inner.attach_signal.notify_all();
+            }
         }
         let mut ok = markers.into_iter().all(|frame| writer.queue(frame).is_ok());
         let replayed = self.buffer.frames().len();
@@ -2581,14 +2842,21 @@ impl Worker {
         if !ok {
             self.buffer.restore_gaps(gaps);
             writer.abort();
+            if disposed {
+                return;
+            }
             self.session.handle_detached(generation);
             self.schedule_retry(true);
             return;
         }
         self.buffer.mark_delivered(replayed);
+        self.warn_gaps_sent(&gaps);
         self.link = Some(writer);
         self.fast_retry = FAST_RETRY_DELAYS.len();
         self.next_attempt = None;
+        if disposed {
+            return;
+        }
         let session = self.session.clone();
         let spawned = std::thread::Builder::new()
             .name("graphmind-reader".into())

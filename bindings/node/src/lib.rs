@@ -623,6 +623,20 @@ impl NativeSession {
     pub fn flush_sync(&self, timeout_ms: f64) -> bool {
         self.session.flush(Duration::from_millis(timeout_ms.max(0.0) as u64))
     }
+
+    /// The core's exit deadline in milliseconds: connect + handshake timeouts, then the ring's
+    /// delivery.
+    #[napi]
+    pub fn exit_deadline_ms(&self) -> f64 {
+        self.session.exit_deadline().as_millis() as f64
+    }
+
+    /// `dispose` on this thread, blocking up to `deadline_ms`: for the process 'exit' hook,
+    /// which may not wait for the event loop.
+    #[napi]
+    pub fn dispose_sync(&self, deadline_ms: f64) {
+        self.session.dispose(Duration::from_millis(deadline_ms.max(0.0) as u64));
+    }
 }
 
 /// A session's waits, off the JS thread. napi-rs keeps the object a method was called on

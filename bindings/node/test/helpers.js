@@ -32,6 +32,8 @@ async function startServer(args = [], env = {}) {
   const viewerToken = /#token=([A-Za-z0-9_]+)/.exec(fs.readFileSync(opener, 'utf8'))[1];
   return {
     port,
+    /** The server's process id (the delivery tests stop and continue it). */
+    pid: child.pid,
     viewerToken,
     url: `ws://127.0.0.1:${port}/ingest`,
     async get(p) {

@@ -22,8 +22,6 @@ from . import _native
 from .errors import GraphMindAbortError, error_parts, is_abort_error
 from .gate import GateDecision, GateNode
 
-#: How long ``dispose()`` (and the exit hook) waits for the last events to leave.
-DISPOSE_DEADLINE = 0.2
 DEFAULT_READY_TIMEOUT = 2.0
 
 # Python option name -> (core option name, seconds converted to milliseconds).
@@ -444,7 +442,9 @@ class Session:
         if self._disposed:
             return
         self._disposed = True
-        self._native.dispose(DISPOSE_DEADLINE)
+        # The core's bound: a connection in flight or never tried is waited for (connect +
+        # handshake timeouts), then what the ring holds is sent.
+        self._native.dispose(self._native.exit_deadline())
 
 
 class RunScope:

@@ -32,6 +32,7 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,47 +52,120 @@ fn secs(s: f64) -> Duration {
 }
 
 // -- warnings: delivered to the Python sink on a thread that holds no core lock ------------
+//
+// The core calls a session's sink on its own threads, sometimes holding a lock, so a line is
+// queued and one process-wide thread (`graphmind-log`) hands it to Python. At exit
+// (`_shutting_down`, from the package's `atexit` hook, before the interpreter finalizes) that
+// thread is stopped from entering Python again, a call it is making is waited for (the GIL
+// let go meanwhile), and whatever is still queued is delivered on the exiting thread, which
+// holds the GIL. From then on lines go to stderr from Rust. So no thread of ours ever enters
+// an interpreter that is finalizing (the `PyGILState_Release` abort), and no warning the core
+// decided to print is lost in the queue when the process ends.
 
-struct LogThread {
-    pid: u32,
-    tx: std::sync::mpsc::Sender<String>,
+/// How long the exit hook waits for a logger call in progress on the log thread.
+pub const LOG_EXIT_WAIT: Duration = Duration::from_secs(2);
+
+/// One queued warning line and the logger it goes to.
+type LogLine = (Arc<Py<PyAny>>, String);
+
+#[derive(Default)]
+struct LogState {
+    /// The process that started the log thread (a forked child starts its own).
+    thread_pid: Option<u32>,
+    lines: VecDeque<LogLine>,
+    /// The log thread is inside a Python call.
+    in_python: bool,
 }
 
-fn log_sender(sink: Arc<Py<PyAny>>) -> impl Fn(&str) + Send + Sync + 'static {
-    let slot: Arc<Mutex<Option<LogThread>>> = Arc::new(Mutex::new(None));
-    move |line: &str| {
+/// The queue between the core's threads and the log thread.
+struct LogQueue {
+    state: std::sync::Mutex<LogState>,
+    changed: std::sync::Condvar,
+}
+
+static LOG_QUEUE: LogQueue = LogQueue { state: std::sync::Mutex::new(LogState { thread_pid: None, lines: VecDeque::new(), in_python: false }), changed: std::sync::Condvar::new() };
+
+impl LogQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `line` for `sink`, starting the log thread in this process if needed.
+    fn push(&'static self, sink: &Arc<Py<PyAny>>, line: &str) {
+        let mut state = self.lock();
         if SHUTTING_DOWN.load(Ordering::Acquire) {
+            drop(state);
             eprintln!("{line}");
             return;
         }
-        let mut guard = slot.lock();
         let pid = std::process::id();
-        if guard.as_ref().map(|t| t.pid != pid).unwrap_or(true) {
-            let (tx, rx) = std::sync::mpsc::channel::<String>();
-            let sink = sink.clone();
-            let started = std::thread::Builder::new().name("graphmind-log".into()).spawn(move || {
-                for line in rx {
-                    if SHUTTING_DOWN.load(Ordering::Acquire) {
-                        eprintln!("{line}");
-                        continue;
-                    }
-                    Python::attach(|py| {
-                        if let Err(e) = sink.call1(py, (line,)) {
-                            e.print(py);
-                        }
-                    });
-                }
-            });
+        if state.thread_pid != Some(pid) {
+            // A forked child inherits the queue but not the thread (nor a call in progress).
+            state.in_python = false;
+            let started = std::thread::Builder::new().name("graphmind-log".into()).spawn(move || self.deliver_loop());
             if started.is_err() {
+                drop(state);
                 eprintln!("{line}");
                 return;
             }
-            *guard = Some(LogThread { pid, tx });
+            state.thread_pid = Some(pid);
         }
-        if let Some(t) = guard.as_ref() {
-            let _ = t.tx.send(line.to_string());
+        state.lines.push_back((sink.clone(), line.to_string()));
+        self.changed.notify_all();
+    }
+
+    /// The log thread: one line at a time into Python, until the exit hook closes the door.
+    fn deliver_loop(&self) {
+        let mut state = self.lock();
+        loop {
+            if SHUTTING_DOWN.load(Ordering::Acquire) {
+                // The exit hook delivers what is queued; this thread never enters Python again.
+                return;
+            }
+            let Some((sink, line)) = state.lines.pop_front() else {
+                state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+                continue;
+            };
+            state.in_python = true;
+            drop(state);
+            Python::attach(|py| {
+                if let Err(e) = sink.call1(py, (line,)) {
+                    e.print(py);
+                }
+            });
+            state = self.lock();
+            state.in_python = false;
+            self.changed.notify_all();
         }
     }
+
+    /// The exit hook's part: no more Python calls from the log thread; waits for one in
+    /// progress (the GIL released) up to [`LOG_EXIT_WAIT`], then delivers the rest here.
+    fn close(&self, py: Python<'_>) {
+        let rest: Vec<LogLine> = py.detach(|| {
+            let mut state = self.lock();
+            SHUTTING_DOWN.store(true, Ordering::Release);
+            self.changed.notify_all();
+            let deadline = std::time::Instant::now() + LOG_EXIT_WAIT;
+            while state.in_python {
+                let now = std::time::Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                state = self.changed.wait_timeout(state, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            }
+            state.lines.drain(..).collect()
+        });
+        for (sink, line) in rest {
+            if let Err(e) = sink.call1(py, (line,)) {
+                e.print(py);
+            }
+        }
+    }
+}
+
+fn log_sender(sink: Arc<Py<PyAny>>) -> impl Fn(&str) + Send + Sync + 'static {
+    move |line: &str| LOG_QUEUE.push(&sink, line)
 }
 
 // -- decisions and gates ---------------------------------------------------------------------
@@ -169,6 +243,10 @@ impl HeldGate {
     fn on_decision(&self, callback: Py<PyAny>) -> PyResult<()> {
         let pending = self.pending.lock().take().ok_or_else(|| PyRuntimeError::new_err("gate already awaited"))?;
         pending.on_decision(move |decision| {
+            if SHUTTING_DOWN.load(Ordering::Acquire) {
+                // The interpreter is finalizing: entering it now would abort the process.
+                return;
+            }
             Python::attach(|py| {
                 let d = Decision { inner: decision };
                 if let Err(e) = callback.call1(py, (d,)) {
@@ -702,6 +780,12 @@ impl NativeSession {
         py.detach(move || s.flush(t))
     }
 
+    /// How long `dispose()` and the exit hook wait, in seconds: the core's bound (connect +
+    /// handshake timeouts, then the delivery of the ring).
+    fn exit_deadline(&self) -> f64 {
+        self.session.exit_deadline().as_secs_f64()
+    }
+
     /// Releases held gates, flushes and closes, within `deadline` seconds. Idempotent.
     fn dispose(&self, py: Python<'_>, deadline: f64) {
         let s = self.session.clone();
@@ -732,10 +816,11 @@ fn host_value_of(session: &Session, write: impl FnOnce(&mut PackedWriter) -> boo
     HostValue::packed_or_built(session.is_attached(), write, convert)
 }
 
-/// Called by the package's `atexit` hook: warnings stop calling into Python.
+/// Called by the package's `atexit` hook, after the sessions are disposed: the queued
+/// warnings are delivered now, on this thread, and later ones go to stderr from Rust.
 #[pyfunction]
-fn _shutting_down() {
-    SHUTTING_DOWN.store(true, Ordering::Release);
+fn _shutting_down(py: Python<'_>) {
+    LOG_QUEUE.close(py);
 }
 
 /// Which resume actions exist (for the `.pyi` and tests).

@@ -225,6 +225,11 @@ impl RbSession {
         wait::without_gvl(move || session.flush(secs(timeout)))
     }
 
+    /// The core's exit bound in seconds: connect + handshake timeouts, then the ring's delivery.
+    fn exit_deadline(&self) -> f64 {
+        self.session.exit_deadline().as_secs_f64()
+    }
+
     fn dispose(&self, deadline: f64) {
         let session = self.session.clone();
         wait::without_gvl(move || session.dispose(secs(deadline)));
@@ -579,6 +584,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     session.define_method("stats", method!(RbSession::stats, 0))?;
     session.define_method("flush", method!(RbSession::flush, 1))?;
     session.define_method("dispose", method!(RbSession::dispose, 1))?;
+    session.define_method("exit_deadline", method!(RbSession::exit_deadline, 0))?;
 
     let run = native.define_class("Run", ruby.class_object())?;
     run.define_method("run_id", method!(RbRun::run_id, 0))?;

@@ -27,7 +27,7 @@ use protocol::*;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::{ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -340,6 +340,9 @@ pub struct Recorder {
     ring: Mutex<StderrRing>,
     /// Frames forwarded and not yet recorded.
     journal: Journal,
+    /// A direction went raw (a frame over `--max-frame-bytes`): from then on answers pass
+    /// unread, so a request still pending at exit may well have been answered.
+    degraded: AtomicBool,
 }
 
 enum Action {
@@ -731,6 +734,9 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
     let mut buf = vec![0u8; 64 * 1024];
     let mut frame: Vec<u8> = Vec::new();
     let degrade = |pending: &[u8], src: &mut dyn Read, buf: &mut [u8]| {
+        if let Some(rec) = recorder {
+            rec.degraded.store(true, Ordering::Release);
+        }
         log(&format!(
             "a {} frame exceeded {max_frame} bytes ({} buffered); relaying raw from here on — the graph will stop updating but the session keeps working (raise --max-frame-bytes)",
             dir.side(),
@@ -983,6 +989,7 @@ pub fn main(argv: &[String]) -> i32 {
             counter: AtomicU64::new(0),
             noise_recorded: AtomicUsize::new(0),
             noise_dropped: AtomicU64::new(0),
+            degraded: AtomicBool::new(false),
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),
@@ -1054,13 +1061,23 @@ pub fn main(argv: &[String]) -> i32 {
         let unanswered: Vec<Pending> = lock(&rec.pending).drain().map(|(_, p)| p).collect();
         let mut first_method = None;
         let count = unanswered.len();
+        // After a raw relay the answers were not read: "unanswered" would be a guess.
+        let degraded = rec.degraded.load(Ordering::Acquire);
         for mut p in unanswered {
-            let message = format!("{reason} before answering {}", p.method);
-            session.node_error(Some(&run.run_id), p.step.node(), ErrorInfo::new("McpServerExited", message.as_str()));
+            let (kind, message) = if degraded {
+                ("McpAnswerUnrecorded", format!("the relay went raw (a frame over --max-frame-bytes) while {} was pending: its answer, if any, was relayed unread", p.method))
+            } else {
+                ("McpServerExited", format!("{reason} before answering {}", p.method))
+            };
+            session.node_error(Some(&run.run_id), p.step.node(), ErrorInfo::new(kind, message.as_str()));
             p.step.on_ungated_error(false);
             first_method.get_or_insert(p.method);
         }
         let ring = lock(&rec.ring);
+        if degraded {
+            // Nothing to claim about the pending requests (see above).
+            first_method = None;
+        }
         if let Some(method) = first_method {
             let mut err = std::io::stderr().lock();
             for line in exit_notice(&reason, &method, count, &ring) {
@@ -1192,6 +1209,7 @@ mod cost {
             counter: AtomicU64::new(0),
             noise_recorded: AtomicUsize::new(0),
             noise_dropped: AtomicU64::new(0),
+            degraded: AtomicBool::new(false),
             unmatched: AtomicU64::new(0),
             unparseable: AtomicU64::new(0),
             ring: Mutex::new(StderrRing::new()),

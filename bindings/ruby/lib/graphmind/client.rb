@@ -8,8 +8,6 @@ module Graphmind
     RUN_KEY = :graphmind_run_context
     # Graphmind.ready's default wait, in seconds.
     DEFAULT_READY_TIMEOUT = 2.0
-    # How long dispose (and at_exit) waits for the last events to leave, in seconds.
-    DISPOSE_DEADLINE = 1.0
 
     attr_reader :native, :logger
 
@@ -130,10 +128,15 @@ module Graphmind
       Stats.new(**@native.stats)
     end
 
-    def flush(timeout = DISPOSE_DEADLINE) = @native.flush(timeout.to_f)
+    # Waits up to `timeout` seconds (default: the core's exit bound, connect + handshake
+    # timeouts plus the delivery) until every event emitted so far reached the debugger, a
+    # connection never tried being tried first.
+    def flush(timeout = @native.exit_deadline) = @native.flush(timeout.to_f)
 
-    # Releases held gates, finishes the implicit run, flushes and closes, within `deadline`.
-    def dispose(deadline = DISPOSE_DEADLINE)
+    # Releases held gates, finishes the implicit run, flushes and closes, within `deadline`
+    # (default: the core's exit bound, so a connection in flight or never tried is waited
+    # for and the ring delivered).
+    def dispose(deadline = @native.exit_deadline)
       return nil if @disposed
 
       @disposed = true

@@ -56,6 +56,8 @@ module Graphmind
     def clear_run_context = instance.clear_run_context
     def stats = instance.stats
     def dispose = instance.dispose
+    # Waits (default: the core's exit bound) until what was recorded reached the debugger.
+    def flush(*timeout) = instance.flush(*timeout)
 
     # The loop guard's canonical JSON of a value (keys sorted by UTF-16 code units).
     # `ignore_keys: nil` uses the loop guard's default list.

@@ -38,6 +38,9 @@ module GMTest
 
     def ingest_url = "ws://127.0.0.1:#{@port}/ingest"
 
+    # The server's process id (the delivery tests stop and continue it).
+    def pid = @io.pid
+
     def get_json(path)
       res = Net::HTTP.get_response(URI("http://127.0.0.1:#{@port}#{path}"))
       res.code == "200" ? JSON.parse(res.body, max_nesting: false) : nil
