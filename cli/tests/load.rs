@@ -35,7 +35,7 @@ fn raise_nofile(want: u64) -> u64 {
     unsafe {
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
         if lim.rlim_cur >= want as libc::rlim_t {
-            return lim.rlim_cur as u64;
+            return lim.rlim_cur;
         }
         let raised = libc::rlimit {
             rlim_cur: want as libc::rlim_t,
@@ -50,7 +50,7 @@ fn raise_nofile(want: u64) -> u64 {
         }
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
     }
-    lim.rlim_cur as u64
+    lim.rlim_cur
 }
 
 /// A `/proc/<pid>/status` field in kB (`VmRSS`, `VmHWM`, `Threads`...).
