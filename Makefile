@@ -13,10 +13,12 @@ test: setup viewer test-rust test-c test-ruby test-python test-node test-viewer
 ## The long versions of the bounded delivery tests `make test` runs: floods of 100,000
 ## tool calls with 1 KB inputs in every language, the server SIGSTOPped 10 s mid-flood
 ## (past the 5 s write timeout: detach, ring, reconnect), and the exit race run hundreds
-## of times with stderr on a file; the parsers fuzzed with 200,000 cases a property.
+## of times with stderr on a file; the parsers fuzzed with 200,000 cases a property;
+## 1,000 apps sending 1,000,000 frames; 5,000 idle and slow sockets.
 soak: setup lib-c
 	GM_FLOOD_CALLS=100000 GM_STOP_SECS=10 $(CARGO) test --release -p graphmind-cli --test delivery
 	PROPTEST_CASES=200000 $(CARGO) test --release -p graphmind-cli --test fuzz
+	GM_LOAD_FRAMES=1000000 GM_IDLE_CONNS=5000 $(CARGO) test --release -p graphmind-cli --test load -- --test-threads 1
 	GM_FLOOD_CALLS=100000 GM_EXIT_RUNS=300 $(CARGO) test --release -p graphmind-ffi --test recording
 	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
 	GM_EXIT_RUNS=400 GM_FLOOD_CALLS=100000 GM_STOP_SECS=10 .venv/bin/python -m pytest -q bindings/python/tests/test_exit.py bindings/python/tests/test_delivery.py

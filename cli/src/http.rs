@@ -220,7 +220,8 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
         return (405, JSON, "{\"error\":\"method not allowed\"}".into());
     }
     if req.path == "/health" {
-        return (200, JSON, format!("{{\"ok\":true,\"name\":\"graphmind-ai\",\"version\":{}}}", js(VERSION)));
+        let storage = shared.storage.health_json().map(|s| format!(",\"storage\":{s}")).unwrap_or_default();
+        return (200, JSON, format!("{{\"ok\":true,\"name\":\"graphmind-ai\",\"version\":{}{storage}}}", js(VERSION)));
     }
     if req.path == "/api/runs" {
         // Paged: `limit` (1..=RUNS_PAGE_MAX, default the maximum) runs after `cursor`

@@ -441,6 +441,8 @@ pub struct Shared {
     pub db_path: std::path::PathBuf,
     /// Bytes queued and unsent for all viewers together ([`MAX_VIEWERS_BACKLOG_BYTES`]).
     pub viewer_backlog: Arc<AtomicUsize>,
+    /// Events the writer could not store (a full disk...), shown in `/health`.
+    pub storage: crate::storage_health::StorageHealth,
 }
 
 /// Writes one server log line (stderr; stdout carries only the banner or `--json`).

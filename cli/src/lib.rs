@@ -22,6 +22,7 @@ pub mod payload_guard;
 pub mod security;
 pub mod server;
 pub mod storage;
+pub mod storage_health;
 pub mod tokens;
 pub mod util;
 pub mod writer;

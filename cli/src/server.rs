@@ -66,7 +66,7 @@ impl Server {
     /// Opens the database, binds 127.0.0.1, starts the writer and timer threads and queues
     /// the startup sweep of runs no process owns.
     pub fn bind(cfg: ServeConfig) -> Result<Server, String> {
-        let db = storage::open(&cfg.db_path).map_err(|e| format!("cannot open database {}: {e}", cfg.db_path.display()))?;
+        let db = storage::open(&cfg.db_path).map_err(|e| storage::open_error_message(&cfg.db_path, &e))?;
         let listener = TcpListener::bind(("127.0.0.1", cfg.port)).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AddrInUse {
                 format!(
@@ -96,6 +96,7 @@ impl Server {
             budget: Default::default(),
             db_path: cfg.db_path,
             viewer_backlog: Default::default(),
+            storage: Default::default(),
         });
         let _ = shared.writer.send(Op::ReconcileOrphans);
         let s = shared.clone();

@@ -71,6 +71,24 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// Why `graphmind serve` cannot use the database at `path`, with what to do about it: a
+/// file that is not SQLite (or is damaged) is never overwritten, the user moves it aside;
+/// a file another process holds locked is waited for [`open`]'s busy timeout, then refused.
+pub fn open_error_message(path: &Path, err: &rusqlite::Error) -> String {
+    let shown = path.display();
+    let hint = match err.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+            format!(" — it is damaged or not a GraphMind database. It is left as it is: move it aside (mv {shown} {shown}.broken) to start with a fresh one, or pass --db another file.")
+        }
+        Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
+            " — another process holds it locked (another graphmind on the same file?). Stop that process, or pass --db another file.".to_string()
+        }
+        Some(rusqlite::ErrorCode::DiskFull) => " — the disk is full. Free some space and start again.".to_string(),
+        _ => String::new(),
+    };
+    format!("cannot open database {shown}: {err}{hint}")
+}
+
 /// Mode of the database file and its `-wal` / `-shm` companions.
 pub const DB_FILE_MODE: u32 = 0o600;
 

@@ -140,6 +140,8 @@ enum Effect {
 struct Writer {
     shared: Arc<Shared>,
     db: Connection,
+    /// Events stored in the open transaction (lost with it if it rolls back).
+    in_tx_events: usize,
     known_runs: HashSet<String>,
     read_only: HashSet<String>,
     /// The `seq` of each known run's terminal `run.finished` (the first one stored).
@@ -151,7 +153,7 @@ struct Writer {
 
 /// Runs the writer loop until every sender is gone.
 pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
-    let mut w = Writer { shared, db, known_runs: HashSet::new(), read_only: HashSet::new(), terminal: HashMap::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
+    let mut w = Writer { shared, db, in_tx_events: 0, known_runs: HashSet::new(), read_only: HashSet::new(), terminal: HashMap::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
     let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = rx.recv() {
         batch.push(first);
@@ -174,11 +176,25 @@ impl Writer {
                 Op::Event(e) => {
                     if !in_tx {
                         in_tx = self.db.execute_batch("BEGIN").is_ok();
+                        self.in_tx_events = 0;
                     }
                     events += 1;
                     bytes += e.cost;
-                    if let Err(err) = self.store(*e) {
-                        self.shared.lock().throttled_log("storage", || format!("storage: {err}"));
+                    match self.store(*e) {
+                        Ok(()) => self.in_tx_events += 1,
+                        Err(err) => {
+                            // SQLite may have rolled the whole transaction back (a full
+                            // disk does): then every event stored in it is gone too.
+                            let lost = if in_tx && self.db.is_autocommit() {
+                                in_tx = false;
+                                self.forget_uncommitted();
+                                let stored = std::mem::take(&mut self.in_tx_events);
+                                1 + stored
+                            } else {
+                                1
+                            };
+                            self.storage_failed(lost, &err);
+                        }
                     }
                 }
                 Op::Abandon(run) => {
@@ -204,9 +220,18 @@ impl Writer {
     /// Commits the open transaction (if any), then performs the collected effects.
     fn commit(&mut self, in_tx: &mut bool) {
         if *in_tx {
-            if let Err(err) = self.db.execute_batch("COMMIT") {
-                self.shared.lock().throttled_log("storage", || format!("storage: commit failed: {err}"));
-                let _ = self.db.execute_batch("ROLLBACK");
+            match self.db.execute_batch("COMMIT") {
+                Ok(()) => {
+                    if let Some(total) = self.shared.storage.succeeded() {
+                        crate::hub::log(&format!("storage: writing again; {total} event(s) could not be stored while it failed"));
+                    }
+                }
+                Err(err) => {
+                    let _ = self.db.execute_batch("ROLLBACK");
+                    self.forget_uncommitted();
+                    let lost = std::mem::take(&mut self.in_tx_events);
+                    self.storage_failed(lost, &err);
+                }
             }
             *in_tx = false;
         }
@@ -248,6 +273,23 @@ impl Writer {
                 hub.send_run_update(&row.to_json(hub.is_live(&run)));
             }
         }
+    }
+
+    /// Counts and reports `events` that could not be stored.
+    fn storage_failed(&mut self, events: usize, err: &rusqlite::Error) {
+        let total = self.shared.storage.failed(events as u64, err);
+        let path = self.shared.db_path.display().to_string();
+        let why = crate::storage_health::describe(err);
+        self.shared.lock().throttled_log("storage", || {
+            format!("storage: cannot write {path}: {why}; {total} event(s) not stored so far. The server keeps serving (live events still reach viewers); storing resumes once a write succeeds.")
+        });
+    }
+
+    /// Drops what the writer remembers about rows a rolled-back transaction took away
+    /// (a run row it created, a terminal seq), so the next event writes them again.
+    fn forget_uncommitted(&mut self) {
+        self.known_runs.clear();
+        self.terminal.clear();
     }
 
     fn store(&mut self, e: EventWrite) -> rusqlite::Result<()> {

@@ -74,7 +74,19 @@ impl Server {
         Self::start_in(dir, args, envs)
     }
 
+    /// A server whose log goes to `server.log` in its folder instead of the test's
+    /// stderr (load tests: a line per attached app would bury the results).
+    pub fn start_quiet(args: &[&str], envs: &[(&str, &str)]) -> Server {
+        let dir = temp_dir();
+        let log = std::fs::File::create(dir.join("server.log")).unwrap();
+        Self::start_with(dir, args, envs, Stdio::from(log))
+    }
+
     pub fn start_in(dir: PathBuf, args: &[&str], envs: &[(&str, &str)]) -> Server {
+        Self::start_with(dir, args, envs, Stdio::inherit())
+    }
+
+    fn start_with(dir: PathBuf, args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> Server {
         let db = dir.join("graphmind.db");
         let mut cmd = Command::new(BIN);
         cmd.args(["--port", "0", "--json", "--no-open", "--db"])
@@ -86,7 +98,7 @@ impl Server {
         }
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn graphmind");
         let mut line = String::new();
