@@ -34,6 +34,8 @@ async function startServer(args = [], env = {}) {
     port,
     /** The server's process id (the delivery tests stop and continue it). */
     pid: child.pid,
+    /** The server's SQLite file. */
+    dbPath: path.join(dir, 'g.db'),
     viewerToken,
     url: `ws://127.0.0.1:${port}/ingest`,
     async get(p) {
@@ -137,4 +139,4 @@ class Debugger {
   close() { this.ws.close(); }
 }
 
-module.exports = { startServer, Debugger, sleep, ROOT };
+module.exports = { startServer, Debugger, sleep, ROOT, BIN };

@@ -12,7 +12,10 @@ module GMTest
   # A real `graphmind serve` for the test run (target/release/graphmind, built by
   # `cargo build -p graphmind-cli --release`; GRAPHMIND_BIN overrides).
   class Server
-    attr_reader :port, :viewer_token
+    attr_reader :port, :viewer_token, :bin
+
+    # The server's SQLite file.
+    def db_path = File.join(@dir, "g.db")
 
     def self.shared
       @shared ||= new.tap { |s| Minitest.after_run { s.stop } }
@@ -22,6 +25,8 @@ module GMTest
     def initialize(port: 0)
       bin = ENV["GRAPHMIND_BIN"] || File.expand_path("../../../../target/release/graphmind", __dir__)
       raise "no server binary at #{bin}: cargo build -p graphmind-cli --release" unless File.executable?(bin)
+
+      @bin = bin
 
       @dir = Dir.mktmpdir("gm-ruby-test")
       home = File.join(@dir, "gmhome")
