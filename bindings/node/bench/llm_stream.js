@@ -5,24 +5,16 @@
 // through `graphmind().wrapModel` (detached session, as an app without a debugger runs),
 // interleaved in rounds. Per chunk = (wrapped - bare) / CHUNKS, the JS thread's CPU time
 // (/proc/thread-self/stat) and wall time.
-const fs = require('node:fs');
 const { performance } = require('node:perf_hooks');
 const { wrapLanguageModel } = require('ai');
 const { MockLanguageModelV3 } = require('ai/test');
 const { graphmind } = require(process.env.GRAPHMIND_NODE_PACKAGE || '..');
+const { threadCpuUs } = require('./thread_cpu.js');
 
 const CHUNKS = 200;
 const ROUNDS = 15;
 const CALLS_PER_BLOCK = 20;
 
-function threadCpuUs() {
-  try {
-    const f = fs.readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10_000;
-  } catch {
-    return null;
-  }
-}
 
 function parts() {
   const out = [{ type: 'stream-start', warnings: [] }, { type: 'text-start', id: 't' }];
