@@ -505,6 +505,8 @@ class Session {
               code = n.llmStreamStarted(handle);
               result = streamOf(result);
             } catch {
+              // Not a stream it can read: the call returns as it came, its node ends here.
+              try { n.llmStreamEnd(handle, false); } catch { /* fail open */ }
               code = RETURN_RESULT;
             }
             continue;
