@@ -256,6 +256,12 @@ for (const point of ['before', 'error']) {
       return generateText({ model: fakeModel(gm), prompt: 'Hi', maxRetries: 0 });
     });
     const paused = await dbg.next('exec.paused');
+    // The held gate waits on the event loop (the viewer above is in this process too).
+    let ticks = 0;
+    const timer = setInterval(() => { ticks += 1; }, 10);
+    await sleep(120);
+    clearInterval(timer);
+    assert.ok(ticks >= 3, `the event loop ran while the model call was held (${ticks} ticks)`);
     dbg.resume(runId, paused.payload.pauseId, 'inject', { output: `injected at ${point}` });
     assert.equal((await done).text, `injected at ${point}`);
     const finished = (await storedLlmEvents(runId)).find((e) => e.type === 'node.finished');
