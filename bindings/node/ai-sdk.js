@@ -2,9 +2,12 @@
 /**
  * The Vercel AI SDK facade: `graphmind({app, ...options})` returns `{session, ready, run,
  * wrapTools, wrapModel, dispose}`. Each wrapper is the identity when the session is
- * disabled. Tools and model steps are gated calls driven by the core's `Step`.
+ * disabled. Tools are gated calls driven by the core's `Step`, model calls by its LLM step.
  */
-const { createSession, isAbortError, native, toJson } = require('./index.js');
+const { createSession, isAbortError } = require('./index.js');
+
+/** `node.started.sdk` of a model call made through `wrapModel`. */
+const SDK_NAME = 'ai-sdk';
 
 function aiVersion() {
   try {
@@ -51,30 +54,28 @@ function graphmind(options = {}) {
     };
   };
 
+  // Model calls are the core's LLM step with the AI SDK codec (`ai-sdk`): this only turns
+  // the call's options into the request value and the stream into its parts.
+  const request = (params, model, stream) => ({
+    ...params,
+    model: model && model.modelId,
+    ...(stream ? { stream: true } : {}),
+  });
+  const withRecordedStream = (result, record) => ({ ...result, stream: record(result.stream) });
   const middleware = {
     specificationVersion: 'v3',
     async wrapGenerate({ doGenerate, params, model }) {
       const wait = maybeWait();
       if (wait) await wait;
-      const name = (model && model.modelId) || 'model';
-      const step = session.wrapCall('llm', name, () => doGenerate(), {
-        editable: false,
-        input: () => ({ prompt: params.prompt, ...JSON.parse(native.pickParams(toJson(params) ?? '{}')) }),
-        output: (result) => JSON.parse(native.aiSdkStepOutput(toJson(result) ?? '{}')),
-      });
-      return step();
+      return session.callModel('ai-sdk', request(params, model, false), () => doGenerate(), { sdk: SDK_NAME });
     },
     async wrapStream({ doStream, params, model }) {
       const wait = maybeWait();
       if (wait) await wait;
-      const name = (model && model.modelId) || 'model';
-      // The stream's parts are recorded when it is consumed; the step gates its start.
-      const step = session.wrapCall('llm', name, () => doStream(), {
-        editable: false,
-        input: () => ({ prompt: params.prompt, ...JSON.parse(native.pickParams(toJson(params) ?? '{}')) }),
-        output: () => ({ streamed: true }),
+      return session.callModel('ai-sdk', request(params, model, true), () => doStream(), {
+        sdk: SDK_NAME,
+        stream: withRecordedStream,
       });
-      return step();
     },
   };
 

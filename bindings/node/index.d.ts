@@ -109,6 +109,16 @@ export interface Session {
   wrapCall<A extends unknown[], R>(kind: NodeKind | string, name: string, fn: (...args: A) => R, options?: WrapCallOptions<A, R>): (...args: A) => Promise<Awaited<R>>;
   /** Runs `fn` as an ungated node (node.started / node.finished). */
   observe<T>(kind: NodeKind | string, name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * One model call through the core's LLM step: `request` recorded through the codec of
+   * `api` (`ai-sdk`, `openai-chat`, `openai-responses`, `anthropic`, ...), `send()` makes
+   * the call; with `stream`, `stream(result, record)` returns the result with its stream
+   * passed through `record`. Resolves to what `send` returned, or the injected reply.
+   */
+  callModel<R>(api: string, request: unknown, send: () => R | Promise<R>, options?: {
+    sdk?: string | null;
+    stream?: ((result: Awaited<R>, record: (source: ReadableStream<unknown>) => ReadableStream<unknown>) => Awaited<R>) | null;
+  }): Promise<Awaited<R>>;
 }
 
 export function createSession(options?: SessionOptions): Session;

@@ -415,6 +415,81 @@ class Session {
       }
       code = n.stepBefore(handle);
     }
+    return this.#drive(TOOL_STEP, handle, code, ctx, fn, thisArg, args, outputOf, null);
+  }
+
+  /**
+   * One model call through the core's LLM step (`graphmind_core::llm_step`): `request`
+   * (the provider request as a plain value) is recorded through the codec of `api`
+   * (`ai-sdk`, `openai-chat`, ...), `send()` makes the call, and its answer is recorded
+   * the same way and gated. With `stream`, the answer is a stream instead:
+   * `stream(result, record)` returns the result with its stream passed through
+   * `record(source)`, which records each part as the app reads it. Returns what `send`
+   * returned, or the injected reply in the codec's shape. Fails open: whatever the core
+   * cannot record, the call still runs.
+   */
+  async callModel(api, request, send, { sdk = null, stream = null } = {}) {
+    if (!this.#enabled) return send();
+    const n = this.#native;
+    const ctx = this.#als.getStore();
+    let packed;
+    try {
+      packed = n.llmCall(ctx ? ctx.runId : null, ctx ? ctx.name : null, String(api), toJson(request) ?? '{}', sdk);
+    } catch {
+      return send();
+    }
+    const handle = Math.floor(packed / 8);
+    const record = stream ? (source) => this.#recordStream(handle, source, ctx) : null;
+    return this.#drive(MODEL_CALL, handle, packed - handle * 8, ctx, send, undefined, [], identity,
+      stream ? (result) => stream(result, record) : null);
+  }
+
+  /** `source` (a ReadableStream of the model's parts) as the app reads it, each part recorded. */
+  #recordStream(handle, source, ctx) {
+    const n = this.#native;
+    const reader = source.getReader();
+    let ended = false;
+    const end = (error) => {
+      if (ended) return;
+      ended = true;
+      const aborted = Boolean(ctx && ctx.signal.aborted) || (error !== null && isAbortError(error));
+      try {
+        if (error === null || aborted) n.llmStreamEnd(handle, aborted);
+        else n.llmStreamEnd(handle, false, ...errorParts(error));
+      } catch { /* fail open */ }
+    };
+    return new ReadableStream({
+      async pull(controller) {
+        let next;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          end(error);
+          controller.error(error);
+          return;
+        }
+        if (next.done) {
+          end(null);
+          controller.close();
+          return;
+        }
+        try { n.llmStreamChunk(handle, toJson(next.value) ?? 'null'); } catch { /* fail open */ }
+        controller.enqueue(next.value);
+      },
+      cancel(reason) {
+        end(null);
+        return reader.cancel(reason);
+      },
+    });
+  }
+
+  /**
+   * The gated-call loop every wrapped call runs (a tool step or a model call: `driver`
+   * says which native step answers): call `fn`, hand its result or error to the core, do
+   * what the code says, wait on the event loop while a debugger holds a gate.
+   */
+  async #drive(driver, handle, code, ctx, fn, thisArg, args, outputOf, streamOf) {
+    const n = this.#native;
     let callArgs = args;
     let result;
     let failure;
@@ -426,11 +501,11 @@ class Session {
         try {
           await this.#wait(handle, ctx);
         } catch (error) {
-          n.stepUngated(handle, true);
+          driver.ungated(n, handle, true);
           throw error;
         }
         try {
-          code = n.stepResume(handle);
+          code = driver.resume(n, handle);
         } catch {
           code = onFailure;
         }
@@ -446,22 +521,33 @@ class Session {
             result = await fn.apply(thisArg, callArgs);
           } catch (error) {
             if (isAbortError(error) || (ctx && ctx.signal.aborted)) {
-              n.stepUngated(handle, true);
+              driver.ungated(n, handle, true);
               throw error;
             }
             failure = error;
             onFailure = RERAISE;
             const [errName, message, stack] = errorParts(error);
             try {
-              code = n.stepError(handle, errName, message, stack);
+              code = driver.error(n, handle, errName, message, stack);
             } catch {
               code = RERAISE;
             }
             continue;
           }
           onFailure = RETURN_RESULT;
+          if (streamOf) {
+            try {
+              code = n.llmStreamStarted(handle);
+              result = streamOf(result);
+            } catch {
+              // Not a stream it can read: the call returns as it came, its node ends here.
+              try { n.llmStreamEnd(handle, false); } catch { /* fail open */ }
+              code = RETURN_RESULT;
+            }
+            continue;
+          }
           try {
-            code = n.stepAfter(handle, toJson(outputOf(result)));
+            code = driver.after(n, handle, toJson(outputOf(result)));
           } catch {
             code = RETURN_RESULT;
           }
@@ -480,6 +566,26 @@ class Session {
     }
   }
 }
+
+function identity(value) {
+  return value;
+}
+
+/** The native calls the loop makes for a tool step (`Step`). */
+const TOOL_STEP = Object.freeze({
+  resume: (n, handle) => n.stepResume(handle),
+  after: (n, handle, json) => n.stepAfter(handle, json),
+  error: (n, handle, name, message, stack) => n.stepError(handle, name, message, stack),
+  ungated: (n, handle, aborted) => n.stepUngated(handle, aborted),
+});
+
+/** The native calls the loop makes for a model call (`LlmStep`). */
+const MODEL_CALL = Object.freeze({
+  resume: (n, handle) => n.llmResume(handle),
+  after: (n, handle, json) => n.llmAfter(handle, json ?? 'null'),
+  error: (n, handle, name, message, stack) => n.llmError(handle, name, message, stack),
+  ungated: (n, handle, aborted) => n.llmUngated(handle, aborted),
+});
 
 /**
  * Creates a session from the reference's options (url, appName, sdk, meta, enabled,

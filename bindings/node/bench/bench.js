@@ -16,16 +16,7 @@ const stableStringify = require('safe-stable-stringify');
 const sample = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', '..', '..', 'bench', 'sample-1k.json'), 'utf8'));
 const output = { ...sample, echoed: true };
 
-// CPU time of this (the JavaScript) thread in microseconds: utime + stime of
-// /proc/thread-self/stat (clock ticks, 10 ms; the figures run >= 2 s each). `null` off Linux.
-function threadCpuUs() {
-  try {
-    const f = fs.readFileSync('/proc/thread-self/stat', 'utf8').split(') ')[1].split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10_000;
-  } catch {
-    return null;
-  }
-}
+const { threadCpuUs } = require('./thread_cpu.js');
 
 // The variants run interleaved in blocks of ~100 ms, `rounds` times each, so a swing of the
 // machine's load hits them alike. Per call: wall time, process CPU time (every thread:

@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod llm;
 mod pure;
 mod text;
 
@@ -152,6 +153,7 @@ pub struct NativeSession {
     decisions: Arc<Mutex<HashMap<u32, GateDecision>>>,
     pauses: HashMap<u32, String>,
     steps: HashMap<u32, StepSlot>,
+    llm: llm::LlmSlots,
     values: HashMap<u32, Value>,
     nodes: HashMap<u32, NodeSlot>,
     runs: HashMap<String, Run>,
@@ -233,6 +235,7 @@ impl NativeSession {
             decisions: Arc::new(Mutex::new(HashMap::new())),
             pauses: HashMap::new(),
             steps: HashMap::new(),
+            llm: HashMap::new(),
             values: HashMap::new(),
             nodes: HashMap::new(),
             runs: HashMap::new(),

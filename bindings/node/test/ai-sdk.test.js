@@ -1,7 +1,8 @@
 'use strict';
 // The graphmind() facade with the real `ai` package: a mock provider (ai/test's
-// MockLanguageModelV3) calls a wrapped tool through generateText; both are recorded as
-// gated steps and the debugger can inject the tool's result. Also runs examples/node/agent.js.
+// MockLanguageModelV3) calls a wrapped tool through generateText; the tool is a gated step,
+// the model call the core's LLM step, and the debugger can inject the tool's result. Then
+// wrapModel over HTTP (below). Also runs examples/node/agent.js.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
@@ -9,7 +10,7 @@ const { spawnSync } = require('node:child_process');
 const { generateText, tool, jsonSchema, stepCountIs } = require('ai');
 const { MockLanguageModelV3 } = require('ai/test');
 const { graphmind } = require('..');
-const { startServer, Debugger, sleep, ROOT } = require('./helpers');
+const { startServer, startFakeProvider, Debugger, sleep, ROOT } = require('./helpers');
 
 let srv;
 test.before(async () => { srv = await startServer(['--pause-on-error', 'off']); });
@@ -63,8 +64,8 @@ test('generateText with a wrapped model and tools: recorded, and an injected too
   assert.deepEqual(result.steps[0].toolResults[0].output, { city: 'Lisbon', sky: 'sunny' });
   const events = await srv.events(runId, 10);
   const started = events.filter((e) => e.type === 'node.started').map((e) => e.payload.nodeId);
-  assert.deepEqual(started, ['agent:weather-agent', 'llm:mock-model', 'tool:weather', 'llm:mock-model']);
-  const llmDone = events.find((e) => e.type === 'node.finished' && e.payload.nodeId === 'llm:mock-model');
+  assert.deepEqual(started, ['agent:weather-agent', 'llm:step', 'tool:weather', 'llm:step']);
+  const llmDone = events.find((e) => e.type === 'node.finished' && e.payload.nodeId === 'llm:step');
   assert.deepEqual(llmDone.payload.output.toolCalls, [{ id: 'c1', name: 'weather', input: { city: 'Lisbon' } }]);
   assert.equal(llmDone.payload.output.finishReason, 'tool-calls');
   const toolDone = events.find((e) => e.type === 'node.finished' && e.payload.nodeId === 'tool:weather');
@@ -84,3 +85,191 @@ test('examples/node/agent.js runs against the server and exits', () => {
   assert.match(r.stdout, /attached to the debugger/);
   assert.match(r.stdout, /"booked":true/);
 });
+
+// -- wrapModel on the core's LLM step: the real `ai` + `@ai-sdk/openai-compatible` over HTTP
+// against tests/fake_provider/server.py, recorded by a real `graphmind serve`. (The server's
+// breakpoints outlive a test: the first test's `weather` breakpoint is why the tool here is
+// `forecast`, and each test below clears its own.)
+
+const { createOpenAICompatible } = require('@ai-sdk/openai-compatible');
+const { streamText } = require('ai');
+
+let fake;
+test.before(async () => { fake = await startFakeProvider(); });
+test.after(() => fake && fake.stop());
+
+const USAGE = { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 };
+
+function chat(message, finishReason = 'stop') {
+  return { status: 200, json: { id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'fake-model', choices: [{ index: 0, message, finish_reason: finishReason }], usage: USAGE } };
+}
+
+function chunk(delta, finishReason = null, usage = undefined) {
+  return [null, { id: 'chatcmpl-2', object: 'chat.completion.chunk', created: 1, model: 'fake-model', choices: [{ index: 0, delta, finish_reason: finishReason }], ...(usage ? { usage } : {}) }];
+}
+
+function fakeModel(gm) {
+  const provider = createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'test-key', includeUsage: true });
+  return gm.wrapModel(provider.chatModel('fake-model'));
+}
+
+const llmEvents = (events) => events.filter((e) => e.payload && e.payload.nodeId === 'llm:step');
+
+/** The stored LLM step events of a run, once the run is stored as finished. */
+async function storedLlmEvents(runId) {
+  await srv.run(runId, (r) => r.status === 'ok');
+  return llmEvents(await srv.events(runId, 1));
+}
+
+async function session(dbg) {
+  const gm = graphmind({ app: 'ai-llm-test', url: srv.url, env: {} });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  return gm;
+}
+
+test('wrapModel: a tool-using generateText is two LLM steps of one invocation, with tools, tool calls and usage', async () => {
+  await fake.reset();
+  await fake.script(
+    chat({ role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'forecast', arguments: '{"city":"Lisbon"}' } }] }, 'tool_calls'),
+    chat({ role: 'assistant', content: 'Sunny in Lisbon.' }),
+  );
+  const dbg = await Debugger.open(srv);
+  const gm = await session(dbg);
+  const tools = gm.wrapTools({
+    forecast: tool({
+      description: 'Weather for a city',
+      inputSchema: jsonSchema({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }),
+      execute: async ({ city }) => ({ city, sky: 'sun' }),
+    }),
+  });
+  let runId;
+  const result = await gm.run('llm-agent', async (ctx) => {
+    runId = ctx.runId;
+    return generateText({ model: fakeModel(gm), tools, prompt: 'Weather in Lisbon?', stopWhen: stepCountIs(3), maxRetries: 0 });
+  });
+  assert.equal(result.text, 'Sunny in Lisbon.');
+  const events = await storedLlmEvents(runId);
+  const started = events.filter((e) => e.type === 'node.started');
+  const finished = events.filter((e) => e.type === 'node.finished');
+  assert.equal(started.length, 2);
+  assert.equal(finished.length, 2);
+  const [inv0, s0] = started[0].payload.instanceId.split(':');
+  assert.equal(s0, 's0');
+  assert.equal(started[1].payload.instanceId, `${inv0}:s1`, 'the second step continues the invocation');
+  assert.equal(started[0].payload.sdk, 'ai-sdk');
+  assert.equal(started[0].payload.parentId, 'agent:llm-agent');
+  assert.equal(started[0].payload.input.model, 'fake-model');
+  assert.equal(started[0].payload.input.tools[0].name, 'forecast');
+  assert.ok(started[0].payload.input.toolSchemas, 'the tool definition is recorded once per run');
+  assert.equal(started[1].payload.input.toolSchemas, undefined);
+  assert.deepEqual(finished[0].payload.output.toolCalls, [{ id: 'call_1', name: 'forecast', input: { city: 'Lisbon' } }]);
+  assert.equal(finished[0].payload.output.finishReason, 'tool-calls');
+  assert.equal(finished[1].payload.output.text, 'Sunny in Lisbon.');
+  assert.equal(finished[1].payload.usage.inputTokens, 12);
+  assert.equal(finished[1].payload.usage.outputTokens, 4);
+  const hint = (await srv.events(runId, 1)).find((e) => e.type === 'graph.hint');
+  assert.ok(hint.payload.nodes.some((n) => n.nodeId === 'tool:forecast' && n.parentId === 'llm:step'));
+  dbg.close();
+  await gm.dispose();
+});
+
+test('wrapModel: a streamed answer records node.token deltas and the whole text', async () => {
+  await fake.reset();
+  await fake.script({
+    status: 200,
+    sse: [
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: 'Hel' }),
+      chunk({ content: 'lo, ' }),
+      chunk({ content: 'world' }),
+      chunk({}, 'stop'),
+      [null, { id: 'chatcmpl-2', object: 'chat.completion.chunk', created: 1, model: 'fake-model', choices: [], usage: USAGE }],
+      [null, '[DONE]'],
+    ],
+  });
+  const dbg = await Debugger.open(srv);
+  const gm = await session(dbg);
+  let runId;
+  const text = await gm.run('llm-stream', async (ctx) => {
+    runId = ctx.runId;
+    const r = streamText({ model: fakeModel(gm), prompt: 'Say hello', maxRetries: 0 });
+    let out = '';
+    for await (const piece of r.textStream) out += piece;
+    return out;
+  });
+  assert.equal(text, 'Hello, world');
+  const events = await storedLlmEvents(runId);
+  const deltas = events.filter((e) => e.type === 'node.token').flatMap((e) => e.payload.deltas);
+  assert.equal(deltas.filter((d) => d.t === 'text').map((d) => d.v).join(''), 'Hello, world');
+  const done = events.find((e) => e.type === 'node.finished');
+  assert.equal(done.payload.streaming, true);
+  assert.equal(done.payload.status, 'ok');
+  assert.equal(done.payload.output.text, 'Hello, world');
+  assert.equal(done.payload.output.finishReason, 'stop');
+  assert.equal(done.payload.usage.inputTokens, 12);
+  assert.equal(events.find((e) => e.type === 'node.started').payload.input.stream, true);
+  dbg.close();
+  await gm.dispose();
+});
+
+test('wrapModel: an HTTP error held at `error`, retried, is one execution with attempts: 2', async () => {
+  await fake.reset();
+  await fake.script({ status: 500, json: { error: { message: 'upstream down' } } }, chat({ role: 'assistant', content: 'Second time lucky.' }));
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint({ name: 'step', point: 'error' });
+  await sleep(150);
+  const gm = await session(dbg);
+  let runId;
+  const done = gm.run('llm-retry', async (ctx) => {
+    runId = ctx.runId;
+    dbg.watch(ctx.runId);
+    return generateText({ model: fakeModel(gm), prompt: 'Try', maxRetries: 0 });
+  });
+  const paused = await dbg.next('exec.paused');
+  assert.equal(paused.payload.nodeId, 'llm:step');
+  dbg.resume(runId, paused.payload.pauseId, 'retry');
+  assert.equal((await done).text, 'Second time lucky.');
+  const events = await storedLlmEvents(runId);
+  assert.equal(events.filter((e) => e.type === 'node.started').length, 1);
+  assert.equal(events.filter((e) => e.type === 'node.error').length, 1);
+  const finished = events.filter((e) => e.type === 'node.finished');
+  assert.equal(finished.length, 1);
+  assert.equal(finished[0].payload.attempts, 2);
+  assert.equal(finished[0].payload.output.text, 'Second time lucky.');
+  dbg.clear({ name: 'step', point: 'error' });
+  dbg.close();
+  await gm.dispose();
+});
+
+for (const point of ['before', 'error']) {
+  test(`wrapModel: a reply injected at \`${point}\` is what generateText returns`, async () => {
+    await fake.reset();
+    if (point === 'error') await fake.script({ status: 500, json: { error: { message: 'down' } } });
+    const dbg = await Debugger.open(srv);
+    dbg.breakpoint({ name: 'step', point });
+    await sleep(150);
+    const gm = await session(dbg);
+    let runId;
+    const done = gm.run(`llm-inject-${point}`, async (ctx) => {
+      runId = ctx.runId;
+      dbg.watch(ctx.runId);
+      return generateText({ model: fakeModel(gm), prompt: 'Hi', maxRetries: 0 });
+    });
+    const paused = await dbg.next('exec.paused');
+    // The held gate waits on the event loop (the viewer above is in this process too).
+    let ticks = 0;
+    const timer = setInterval(() => { ticks += 1; }, 10);
+    await sleep(120);
+    clearInterval(timer);
+    assert.ok(ticks >= 3, `the event loop ran while the model call was held (${ticks} ticks)`);
+    dbg.resume(runId, paused.payload.pauseId, 'inject', { output: `injected at ${point}` });
+    assert.equal((await done).text, `injected at ${point}`);
+    const finished = (await storedLlmEvents(runId)).find((e) => e.type === 'node.finished');
+    assert.equal(finished.payload.injected, true);
+    if (point === 'error') assert.equal(finished.payload.recoveredFromError, true);
+    assert.equal((await fake.requests()).length, point === 'before' ? 0 : 1, 'an inject at `before` sends nothing');
+    dbg.clear({ name: 'step', point });
+    dbg.close();
+    await gm.dispose();
+  });
+}

@@ -139,4 +139,33 @@ class Debugger {
   close() { this.ws.close(); }
 }
 
-module.exports = { startServer, Debugger, sleep, ROOT, BIN };
+/**
+ * tests/fake_provider/server.py in a child process (127.0.0.1, a free port), scripted over
+ * HTTP: `script(...answers)`, `requests()`.
+ */
+async function startFakeProvider() {
+  // It serves until its stdin closes.
+  const child = spawn('python3', [path.join(ROOT, 'tests', 'fake_provider', 'server.py')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise((resolve, reject) => {
+    const rl = readline.createInterface({ input: child.stdout });
+    rl.once('line', (l) => { rl.close(); resolve(l); });
+    child.once('exit', (code) => reject(new Error(`fake provider exited ${code}`)));
+  });
+  const { port } = JSON.parse(line);
+  const root = `http://127.0.0.1:${port}`;
+  return {
+    baseURL: `${root}/v1`,
+    async script(...answers) {
+      await fetch(`${root}/__script`, { method: 'POST', body: JSON.stringify(answers), headers: { 'content-type': 'application/json' } });
+    },
+    async requests() {
+      return (await fetch(`${root}/__requests`)).json();
+    },
+    async reset() {
+      await fetch(`${root}/__reset`, { method: 'POST', body: '{}' });
+    },
+    stop() { child.stdin.end(); child.kill(); },
+  };
+}
+
+module.exports = { startServer, startFakeProvider, Debugger, sleep, ROOT };
