@@ -168,4 +168,4 @@ async function startFakeProvider() {
   };
 }
 
-module.exports = { startServer, startFakeProvider, Debugger, sleep, ROOT };
+module.exports = { startServer, startFakeProvider, Debugger, sleep, ROOT, BIN };
