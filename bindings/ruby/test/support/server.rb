@@ -21,8 +21,8 @@ module GMTest
       @shared ||= new.tap { |s| Minitest.after_run { s.stop } }
     end
 
-    # `port`: 0 picks a free one.
-    def initialize(port: 0)
+    # `port`: 0 picks a free one; `args`: further `graphmind serve` flags.
+    def initialize(port: 0, args: [])
       bin = ENV["GRAPHMIND_BIN"] || File.expand_path("../../../../target/release/graphmind", __dir__)
       raise "no server binary at #{bin}: cargo build -p graphmind-cli --release" unless File.executable?(bin)
 
@@ -32,7 +32,7 @@ module GMTest
       home = File.join(@dir, "gmhome")
       env = { "GRAPHMIND_PAUSE_ON_ERROR" => nil, "GRAPHMIND_DB" => nil, "GRAPHMIND_HOME" => home,
               "GRAPHMIND_TELEMETRY" => "0" }
-      @io = IO.popen([env, bin, "--port", port.to_s, "--json", "--no-open", "--db", File.join(@dir, "g.db")], "r", err: File::NULL)
+      @io = IO.popen([env, bin, "--port", port.to_s, "--json", "--no-open", "--db", File.join(@dir, "g.db"), *args], "r", err: File::NULL)
       line = @io.gets or raise "graphmind serve printed nothing"
       @port = JSON.parse(line).fetch("port")
       # The viewer credential the server minted (its run file links to #token=...).
