@@ -403,6 +403,10 @@ pub struct HubState {
     throttle: HashMap<&'static str, (Instant, u64)>,
     policy: ControlPolicy,
     warned_tokenless: bool,
+    /// Viewer sockets admitted but not yet added (their `101` is being written): counted
+    /// against [`MAX_VIEWERS`] (all) and [`MAX_ANONYMOUS_VIEWERS`] (anonymous), so two
+    /// upgrades at once cannot both take the last slot.
+    admitted_viewers: (usize, usize),
     /// The server is going down: sockets get [`SHUTDOWN_CLOSE_CODE`], no run is abandoned.
     shutting_down: bool,
     /// Bumped on every change a long-poll may wait for.
@@ -533,6 +537,7 @@ impl HubState {
             throttle: HashMap::new(),
             policy,
             warned_tokenless: false,
+            admitted_viewers: (0, 0),
             shutting_down: false,
             version: 0,
         };
@@ -808,6 +813,7 @@ impl HubState {
     /// Registers a viewer socket (authenticated at the upgrade as `principal`) and queues
     /// `welcome`, which tells it what it may do.
     pub fn add_ui(&mut self, tx: Outbox, principal: Principal) -> ConnId {
+        self.release_viewer(principal);
         let id = self.alloc();
         if self.shutting_down {
             let _ = tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
@@ -841,19 +847,33 @@ impl HubState {
         format!("{{\"type\":\"state\",\"breakpoints\":{},\"mode\":{}}}", self.breakpoints_json(), js(&self.mode))
     }
 
-    /// Why one more viewer (authenticated as `principal`) may not open now, if so:
-    /// [`MAX_VIEWERS`] in all, [`MAX_ANONYMOUS_VIEWERS`] without a credential.
-    pub fn viewer_refusal(&self, principal: Principal) -> Option<String> {
-        if self.ui.len() >= MAX_VIEWERS {
-            return Some(format!("{MAX_VIEWERS} viewer sockets are open already (the limit)"));
+    /// Admits one more viewer (authenticated as `principal`), holding its slot until
+    /// [`Hub::add_ui`] (or [`Hub::release_viewer`] when its upgrade fails); or why it may not
+    /// open now: [`MAX_VIEWERS`] in all, [`MAX_ANONYMOUS_VIEWERS`] without a credential.
+    pub fn admit_viewer(&mut self, principal: Principal) -> Result<(), String> {
+        let (all, anon) = self.admitted_viewers;
+        if self.ui.len() + all >= MAX_VIEWERS {
+            return Err(format!("{MAX_VIEWERS} viewer sockets are open already (the limit)"));
         }
-        let anonymous = self.ui.values().filter(|u| u.principal == Principal::Anonymous).count();
+        let anonymous = self.ui.values().filter(|u| u.principal == Principal::Anonymous).count() + anon;
         if principal == Principal::Anonymous && anonymous >= MAX_ANONYMOUS_VIEWERS {
-            return Some(format!(
+            return Err(format!(
                 "{MAX_ANONYMOUS_VIEWERS} viewer sockets without a credential are open already (the limit); open the viewer from the #token= link `graphmind serve` prints"
             ));
         }
-        None
+        self.admitted_viewers.0 += 1;
+        if principal == Principal::Anonymous {
+            self.admitted_viewers.1 += 1;
+        }
+        Ok(())
+    }
+
+    /// Gives back the slot [`Hub::admit_viewer`] held for a viewer of `principal`.
+    pub fn release_viewer(&mut self, principal: Principal) {
+        self.admitted_viewers.0 = self.admitted_viewers.0.saturating_sub(1);
+        if principal == Principal::Anonymous {
+            self.admitted_viewers.1 = self.admitted_viewers.1.saturating_sub(1);
+        }
     }
 
     /// A viewer socket closed.

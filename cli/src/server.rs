@@ -232,8 +232,8 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
                 return;
             }
         }
-        let refusal = shared.lock().viewer_refusal(principal);
-        if let Some(why) = refusal {
+        let admitted = shared.lock().admit_viewer(principal);
+        if let Err(why) = admitted {
             shared.lock().throttled_log("ui-limit", || format!("refused a viewer socket: {why}"));
             let _ = http::respond(&mut stream, 503, "text/plain; charset=utf-8", &format!("too many viewers: {why}\n"));
             return;
@@ -246,6 +246,9 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     let accept = tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
     let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n{protocol_line}\r\n");
     if stream.write_all(resp.as_bytes()).is_err() {
+        if req.path != "/ingest" {
+            shared.lock().release_viewer(principal);
+        }
         return;
     }
     // Reads never block from here on (crate::conn); a peer that accepts nothing for this

@@ -268,3 +268,33 @@ fn viewers_that_never_read_hold_bounded_memory_in_total() {
     let mut ui = srv.ui();
     ui.recv_type("welcome");
 }
+
+/// Anonymous viewers that open at once never exceed the cap: a slot is taken when the
+/// upgrade is admitted, before its `101` is written (the check and the registration used to
+/// be apart, so concurrent upgrades could all pass the check).
+#[test]
+fn anonymous_viewers_opening_at_once_never_exceed_the_cap() {
+    use std::io::{BufRead, BufReader, Write};
+    let _g = serial();
+    let srv = Server::start(&["--pause-on-error", "off"], &[]);
+    let p = srv.port;
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(12));
+    let tries: Vec<_> = (0..12)
+        .map(|_| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(("127.0.0.1", p)).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                barrier.wait();
+                write!(s, "GET /ws/ui HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").unwrap();
+                let mut line = String::new();
+                BufReader::new(s.try_clone().unwrap()).read_line(&mut line).unwrap();
+                (line, s) // keep an admitted socket open until every try answered
+            })
+        })
+        .collect();
+    let answers: Vec<(String, std::net::TcpStream)> = tries.into_iter().map(|t| t.join().unwrap()).collect();
+    let admitted = answers.iter().filter(|(l, _)| l.starts_with("HTTP/1.1 101")).count();
+    let refused = answers.iter().filter(|(l, _)| l.starts_with("HTTP/1.1 503")).count();
+    assert_eq!((admitted, refused), (4, 8), "{:?}", answers.iter().map(|(l, _)| l).collect::<Vec<_>>());
+}
