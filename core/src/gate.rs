@@ -68,6 +68,44 @@ impl GateDecision {
             input: None,
         }
     }
+
+    /// What a gate that can only watch does with this decision: a framework callback
+    /// (LangChain's) can end the chain but cannot replace a result or run the call again.
+    /// `integration` names the warning's key (`<integration>-inject`), `label` the gate in
+    /// its text, `hint` (the skin's own API) what to use instead.
+    pub fn at_watching_gate(&self, integration: &str, label: &str, hint: &str) -> WatchingNext {
+        match self.action {
+            ResumeAction::Continue => WatchingNext::Continue,
+            ResumeAction::Abort => WatchingNext::Abort,
+            action @ (ResumeAction::Inject | ResumeAction::Retry) => {
+                let action = action.as_str();
+                WatchingNext::ContinueInstead {
+                    key: format!("{integration}-{action}"),
+                    message: format!(
+                        "`{action}` is not supported at a {label} callback gate (a callback cannot \
+                         replace a result); continued instead. {hint}"
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// [`GateDecision::at_watching_gate`]: what a watching gate does next.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchingNext {
+    /// Go on.
+    Continue,
+    /// End the call (and what it belongs to) as aborted.
+    Abort,
+    /// Go on, after one rate-limited warning `(key, message)`: the action asked for cannot
+    /// be delivered here.
+    ContinueInstead {
+        /// The warning's rate-limit key.
+        key: String,
+        /// The warning's text.
+        message: String,
+    },
 }
 
 type DecisionCallback = Box<dyn FnOnce(GateDecision) + Send + 'static>;
@@ -397,6 +435,30 @@ mod tests {
             kind: kind.into(),
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn a_watching_gate_continues_or_aborts_and_warns_about_what_it_cannot_deliver() {
+        let decide = |action| GateDecision {
+            action,
+            ..GateDecision::proceed()
+        };
+        let at = |action| decide(action).at_watching_gate("langchain", "LangChain", "Wrap it.");
+        assert_eq!(at(ResumeAction::Continue), WatchingNext::Continue);
+        assert_eq!(at(ResumeAction::Abort), WatchingNext::Abort);
+        assert_eq!(
+            at(ResumeAction::Inject),
+            WatchingNext::ContinueInstead {
+                key: "langchain-inject".into(),
+                message: "`inject` is not supported at a LangChain callback gate (a callback \
+                          cannot replace a result); continued instead. Wrap it."
+                    .into(),
+            }
+        );
+        assert!(matches!(
+            at(ResumeAction::Retry),
+            WatchingNext::ContinueInstead { key, .. } if key == "langchain-retry"
+        ));
     }
 
     #[test]

@@ -22,7 +22,7 @@ static ALLOC: alloc::Mi = alloc::Mi;
 use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_packed, write_packed};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
-use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
+use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction, WatchingNext};
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::json::{JsStr, Value};
@@ -190,6 +190,17 @@ impl Decision {
         match &self.inner.output {
             Some(v) => to_py(py, v),
             None => Ok(py.None().into_bound(py)),
+        }
+    }
+
+    /// At a gate that can only watch (a framework callback): `(code, warning)`, the code
+    /// `NEXT_RUN` (go on) or `NEXT_ABORT`, the warning `(key, message)` to log first or
+    /// `None` ([`GateDecision::at_watching_gate`]).
+    fn at_watching_gate(&self, integration: &str, label: &str, hint: &str) -> (u8, Option<(String, String)>) {
+        match self.inner.at_watching_gate(integration, label, hint) {
+            WatchingNext::Continue => (NEXT_RUN, None),
+            WatchingNext::Abort => (NEXT_ABORT, None),
+            WatchingNext::ContinueInstead { key, message } => (NEXT_RUN, Some((key, message))),
         }
     }
 

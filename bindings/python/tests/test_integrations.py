@@ -1015,6 +1015,46 @@ def test_langchain_abort_at_a_gate_ends_the_chain(server, debugger, gm_for, flav
     assert of(events, "node.finished", node)[0]["status"] == "aborted"
 
 
+def test_langchain_inject_at_a_callback_gate_continues_with_a_warning(server, debugger, gm_for):
+    """A callback cannot replace a result: the core's watching gate continues and the
+    skin logs the one warning it hands back."""
+    lines: list[str] = []
+    g = gm_for(logger=lines.append)
+    assert g.ready(3)
+    model = _fake_model("the real answer")
+    node = "llm:GenericFakeChatModel"
+    debugger.breakpoint({"point": "before", "nodeId": node})
+    result: dict[str, Any] = {}
+    go = threading.Event()
+
+    def target():
+        with g.run("lc-inject") as ctx:
+            result["ctx"] = ctx
+            go.wait(5)
+            result["value"] = model.invoke("x", config={"callbacks": [g.handler()]})
+
+    t = threading.Thread(target=target)
+    t.start()
+    deadline = time.monotonic() + 10
+    while "ctx" not in result and time.monotonic() < deadline:
+        time.sleep(0.01)
+    debugger.watch(result["ctx"].run_id)
+    time.sleep(0.1)
+    go.set()
+    paused = debugger.next_event("exec.paused")
+    assert paused["payload"]["nodeId"] == node
+    debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], "inject", output="never delivered")
+    t.join(10)
+    assert not t.is_alive()
+    assert result["value"].content == "the real answer"
+    deadline = time.monotonic() + 5
+    while not any("is not supported at a LangChain callback gate" in l for l in lines) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert any("`inject` is not supported at a LangChain callback gate" in l and "@gm.tool" in l for l in lines), lines
+    events = run_events(server, g, result["ctx"].run_id)
+    assert of(events, "node.finished", node)[0]["status"] == "ok"
+
+
 def test_langchain_retriever_node(server, gm_for):
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever

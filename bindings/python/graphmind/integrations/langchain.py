@@ -33,6 +33,9 @@ from ._common import (
     warn,
 )
 
+#: What the warning at a callback gate suggests instead (Python's own API).
+_CALLBACK_HINT = "Wrap the tool with @gm.tool or the call site with gm.span to use it."
+
 try:
     from langchain_core.callbacks.base import AsyncCallbackHandler as _AsyncBase
     from langchain_core.callbacks.base import BaseCallbackHandler as _SyncBase
@@ -213,20 +216,16 @@ class _Core:
             return None
         return self.session._native.gate(node.run_id, point, node.node_id, node.kind, node.name)
 
-    def apply(self, action: str, node: _Node) -> None:
-        """What a callback can do with a decision: ``abort`` ends the chain; ``inject`` and
-        ``retry`` cannot be delivered and act as ``continue``."""
-        if action == "abort":
+    def apply(self, decision: Any, node: _Node) -> None:
+        """What a callback gate does with a decision, as the core's watching gate says:
+        ``abort`` ends the chain; ``inject`` and ``retry`` cannot be delivered and continue,
+        with a warning."""
+        code, warning = decision.at_watching_gate("langchain", "LangChain", _CALLBACK_HINT)
+        if warning is not None:
+            warn(self.session, *warning)
+        if code == _native.NEXT_ABORT:
             self.finish(node, None, "aborted")
             raise GraphMindAbortError()
-        if action in ("inject", "retry"):
-            warn(
-                self.session,
-                f"langchain-{action}",
-                f"`{action}` is not supported at a LangChain callback gate (a callback cannot "
-                "replace a result); continued instead. Wrap the tool with @gm.tool or the call "
-                "site with gm.span to use it.",
-            )
 
 
 class _HandlerBase:
@@ -281,10 +280,12 @@ class _HandlerBase:
             return
         try:
             held = self._core.held(point, node)
-            action = "continue" if held is None else held.wait().action
+            if held is None:
+                return
+            decision = held.wait()
         except Exception:
             return
-        self._core.apply(action, node)
+        self._core.apply(decision, node)
 
     async def _await(self, point: str, node: _Node | None) -> None:
         if node is None:
@@ -293,10 +294,12 @@ class _HandlerBase:
 
         try:
             held = self._core.held(point, node)
-            action = "continue" if held is None else (await await_gate(held)).action
+            if held is None:
+                return
+            decision = await await_gate(held)
         except Exception:
             return
-        self._core.apply(action, node)
+        self._core.apply(decision, node)
 
 
 class GraphMindCallbackHandler(_HandlerBase, _SyncBase):  # type: ignore[misc]
