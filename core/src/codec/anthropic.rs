@@ -79,11 +79,7 @@ pub fn decode(message: &Value) -> Decoded {
         out.insert("parsed", parsed.clone());
     }
     put_finish(&mut out, get(m, "stop_reason"), has_calls);
-    Decoded {
-        output: out,
-        usage: get(m, "usage").and_then(llm::anthropic_usage),
-        response_id: get(m, "id").and_then(Value::as_js_str).cloned(),
-    }
+    Decoded::of_reply(out, m, llm::anthropic_usage)
 }
 
 /// A raw message event stream being read.

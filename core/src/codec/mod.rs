@@ -100,6 +100,22 @@ pub struct Decoded {
     pub response_id: Option<JsStr>,
 }
 
+impl Decoded {
+    /// `output` with the usage (`usage_of` the reply's `usage` member) and the id of the
+    /// provider's `reply` object.
+    pub(crate) fn of_reply(
+        output: Map,
+        reply: Option<&Value>,
+        usage_of: impl FnOnce(&Value) -> Option<Value>,
+    ) -> Decoded {
+        Decoded {
+            output,
+            usage: get(reply, "usage").and_then(usage_of),
+            response_id: get(reply, "id").and_then(Value::as_js_str).cloned(),
+        }
+    }
+}
+
 /// How one request chains into an invocation (see [`crate::llm_step::InvocationTracker`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PromptKey {

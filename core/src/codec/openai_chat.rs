@@ -74,11 +74,7 @@ pub fn decode(response: &Value) -> Decoded {
         out.insert("toolCalls", Value::Array(calls));
     }
     put_finish(&mut out, raw_reason, has_calls);
-    Decoded {
-        output: out,
-        usage: get(r, "usage").and_then(llm::openai_chat_usage),
-        response_id: get(r, "id").and_then(Value::as_js_str).cloned(),
-    }
+    Decoded::of_reply(out, r, llm::openai_chat_usage)
 }
 
 /// A stream of `ChatCompletionChunk`s being read.

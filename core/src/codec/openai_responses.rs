@@ -114,11 +114,7 @@ pub fn decode(response: &Value) -> Decoded {
     if let Some(s) = status.filter(|s| s.as_str().is_some()) {
         out.insert("status", s.clone());
     }
-    Decoded {
-        output: out,
-        usage: get(r, "usage").and_then(llm::openai_responses_usage),
-        response_id: get(r, "id").and_then(Value::as_js_str).cloned(),
-    }
+    Decoded::of_reply(out, r, llm::openai_responses_usage)
 }
 
 /// A Responses event stream being read.
