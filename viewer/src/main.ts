@@ -718,6 +718,10 @@ function renderGraph(): void {
   } else if (S.follow) {
     const running = v.proj.visible.find((id) => ['running', 'paused'].includes(nodeStatus(m.nodes.get(id)!)));
     if (running) centerOn(running);
+  } else if (fitted && fittedLayout !== v.lay) {
+    // a run shown whole that grew out of the stage or under the minimap is shown whole again
+    fittedLayout = v.lay;
+    if (!fitsInView()) fit();
   }
   applyCamera();
   focusHeld(m);
@@ -865,14 +869,68 @@ function applyCamera(): void {
   drawMinimap();
 }
 
+/** True while the camera shows the whole run as fit() placed it (no pan, zoom or centring since). */
+let fitted = false;
+
+/** The minimap's rectangle in stage coordinates, with a margin, or undefined when hidden. */
+function minimapZone(stage: DOMRect): { x: number; y: number; w: number; h: number } | undefined {
+  const mm = $('minimap') as HTMLCanvasElement;
+  if (mm.hidden) return undefined;
+  const r = mm.getBoundingClientRect();
+  const m = 10;
+  return { x: r.left - stage.left - m, y: r.top - stage.top - m, w: r.width + 2 * m, h: r.height + 2 * m };
+}
+
+/** Whether any card, under camera `cam`, would lie under the rectangle `z` (so the minimap would take its clicks). */
+function cardsUnder(z: { x: number; y: number; w: number; h: number }, cam: { k: number; x: number; y: number }): boolean {
+  for (const [id, b] of view!.lay.boxes) {
+    // a card's content (a token preview, long names) can make it taller than its layout box
+    const h = Math.max(b.h, cards.get(id)?.el.offsetHeight ?? 0);
+    const x = b.x * cam.k + cam.x;
+    const y = b.y * cam.k + cam.y;
+    if (x < z.x + z.w && x + b.w * cam.k > z.x && y < z.y + z.h && y + h * cam.k > z.y) return true;
+  }
+  return false;
+}
+
+/** Shows the whole run, scaled to the stage and kept clear of the minimap's corner. */
 function fit(): void {
   if (!view) return;
   const stage = $('stage').getBoundingClientRect();
   const { width, height, x0, y0 } = view.lay;
-  const k = Math.max(0.45, Math.min(1, (stage.width - 80) / Math.max(1, width), (stage.height - 100) / Math.max(1, height)));
-  const x = width * k <= stage.width - 40 ? (stage.width - width * k) / 2 : 40;
-  S.cam = { k, x: x - x0 * k, y: Math.max(56, (stage.height - height * k) / 2) - y0 * k };
+  const place = (w: number, h: number) => {
+    const k = Math.max(0.45, Math.min(1, (w - 80) / Math.max(1, width), (h - 100) / Math.max(1, height)));
+    const x = width * k <= w - 40 ? (w - width * k) / 2 : 40;
+    return { k, x: x - x0 * k, y: Math.max(56, (h - height * k) / 2) - y0 * k };
+  };
+  let cam = place(stage.width, stage.height);
+  const zone = minimapZone(stage);
+  if (zone && cardsUnder(zone, cam)) {
+    // the minimap would cover a card and take its clicks: fit into the band above it, or
+    // the one left of it, whichever keeps the run larger and clear
+    const options = [place(stage.width, zone.y), place(zone.x, stage.height)].filter((c) => !cardsUnder(zone, c));
+    if (options.length) cam = options.reduce((a, b) => (b.k > a.k ? b : a));
+  }
+  S.cam = cam;
   applyCamera();
+  fitted = true;
+  fittedLayout = view.lay;
+}
+
+/** The layout fit() last placed (a new one means the run changed shape since). */
+let fittedLayout: Layout | undefined;
+
+/** Whether every card lies inside the stage and clear of the minimap under the current camera. */
+function fitsInView(): boolean {
+  if (!view) return true;
+  const stage = $('stage').getBoundingClientRect();
+  const zone = minimapZone(stage);
+  if (zone && cardsUnder(zone, S.cam)) return false;
+  const { width, height, x0, y0 } = view.lay;
+  const k = S.cam.k;
+  const left = x0 * k + S.cam.x;
+  const top = y0 * k + S.cam.y;
+  return left >= 0 && top >= 0 && left + width * k <= stage.width && top + height * k <= stage.height;
 }
 
 function centerOn(id: string): void {
@@ -881,6 +939,7 @@ function centerOn(id: string): void {
   const stage = $('stage').getBoundingClientRect();
   const k = Math.max(S.cam.k, 0.6);
   S.cam = { k, x: stage.width / 2 - (box.x + box.w / 2) * k, y: stage.height / 2 - (box.y + box.h / 2) * k };
+  fitted = false;
   applyCamera();
 }
 
@@ -920,6 +979,7 @@ function minimapPan(ev: PointerEvent): void {
   S.cam.x = stage.width / 2 - wx * S.cam.k;
   S.cam.y = stage.height / 2 - wy * S.cam.k;
   S.follow = false;
+  fitted = false;
   applyCamera();
 }
 
@@ -1419,6 +1479,7 @@ function setupStage(): void {
     if (!drag) return;
     S.cam.x = drag.cx + e.clientX - drag.x;
     S.cam.y = drag.cy + e.clientY - drag.y;
+    fitted = false;
     applyCamera();
   });
   stage.addEventListener('pointerup', () => (drag = undefined));
@@ -1436,10 +1497,14 @@ function setupStage(): void {
         S.cam.y = py - ((py - S.cam.y) * k) / S.cam.k;
         S.cam.k = k;
       }
+      fitted = false;
       applyCamera();
     },
     { passive: false },
   );
+  // the inspector opening or closing, or the window resizing, changes the stage: a run shown
+  // whole stays whole (and clear of the minimap); a camera the user placed stays put
+  new ResizeObserver(() => (fitted ? fit() : drawMinimap())).observe(stage);
   const mm = $('minimap');
   let mmDrag = false;
   mm.addEventListener('pointerdown', (e) => {
