@@ -95,24 +95,40 @@ pub struct HandoffLoss {
     pub unattributed: u64,
 }
 
+/// Adds `count` lost events of `run_id` (seqs `from..=to`) to `gaps`, one entry per run:
+/// counts added, seq ranges joined. A run not yet there is added while `gaps` holds fewer
+/// than `limit` runs; past that its count is returned (lost, but marked nowhere).
+fn merge_gap(
+    gaps: &mut Vec<PendingGap>,
+    run_id: &str,
+    count: u64,
+    from: u64,
+    to: u64,
+    limit: usize,
+) -> u64 {
+    if let Some(gap) = gaps.iter_mut().find(|g| g.run_id == run_id) {
+        gap.dropped_count += count;
+        gap.from_seq = gap.from_seq.min(from);
+        gap.to_seq = gap.to_seq.max(to);
+        0
+    } else if gaps.len() < limit {
+        gaps.push(PendingGap {
+            run_id: run_id.to_owned(),
+            dropped_count: count,
+            from_seq: from,
+            to_seq: to,
+        });
+        0
+    } else {
+        count
+    }
+}
+
 impl HandoffLoss {
     /// Counts the event `seq` of `run_id` as lost.
     pub fn record(&mut self, run_id: &str, seq: u64) {
         self.total += 1;
-        if let Some(gap) = self.gaps.iter_mut().find(|g| g.run_id == run_id) {
-            gap.dropped_count += 1;
-            gap.from_seq = gap.from_seq.min(seq);
-            gap.to_seq = gap.to_seq.max(seq);
-        } else if self.gaps.len() < MAX_TRACKED_GAP_RUNS {
-            self.gaps.push(PendingGap {
-                run_id: run_id.to_owned(),
-                dropped_count: 1,
-                from_seq: seq,
-                to_seq: seq,
-            });
-        } else {
-            self.unattributed += 1;
-        }
+        self.unattributed += merge_gap(&mut self.gaps, run_id, 1, seq, seq, MAX_TRACKED_GAP_RUNS);
     }
 
     /// Whether nothing was lost.
@@ -307,20 +323,8 @@ impl ReplayBuffer {
 
     fn record_loss(&mut self, run_id: &str, seq: u64) {
         self.lost += 1;
-        if let Some(gap) = self.gaps.iter_mut().find(|g| g.run_id == run_id) {
-            gap.dropped_count += 1;
-            gap.from_seq = gap.from_seq.min(seq);
-            gap.to_seq = gap.to_seq.max(seq);
-        } else if self.gaps.len() < MAX_TRACKED_GAP_RUNS {
-            self.gaps.push(PendingGap {
-                run_id: run_id.to_owned(),
-                dropped_count: 1,
-                from_seq: seq,
-                to_seq: seq,
-            });
-        } else {
-            self.unattributed_lost += 1;
-        }
+        self.unattributed_lost +=
+            merge_gap(&mut self.gaps, run_id, 1, seq, seq, MAX_TRACKED_GAP_RUNS);
     }
 
     /// The loss warning as it reads now: the total lost, that the run is incomplete, and
@@ -376,13 +380,8 @@ impl ReplayBuffer {
     pub fn restore_gaps(&mut self, gaps: Vec<PendingGap>) {
         let newer = std::mem::replace(&mut self.gaps, gaps);
         for g in newer {
-            if let Some(old) = self.gaps.iter_mut().find(|o| o.run_id == g.run_id) {
-                old.dropped_count += g.dropped_count;
-                old.from_seq = old.from_seq.min(g.from_seq);
-                old.to_seq = old.to_seq.max(g.to_seq);
-            } else {
-                self.gaps.push(g);
-            }
+            let (count, from, to) = (g.dropped_count, g.from_seq, g.to_seq);
+            merge_gap(&mut self.gaps, &g.run_id, count, from, to, usize::MAX);
         }
     }
 
@@ -393,15 +392,14 @@ impl ReplayBuffer {
         self.lost += loss.total;
         self.unattributed_lost += loss.unattributed;
         for g in loss.gaps {
-            if let Some(old) = self.gaps.iter_mut().find(|o| o.run_id == g.run_id) {
-                old.dropped_count += g.dropped_count;
-                old.from_seq = old.from_seq.min(g.from_seq);
-                old.to_seq = old.to_seq.max(g.to_seq);
-            } else if self.gaps.len() < MAX_TRACKED_GAP_RUNS {
-                self.gaps.push(g);
-            } else {
-                self.unattributed_lost += g.dropped_count;
-            }
+            self.unattributed_lost += merge_gap(
+                &mut self.gaps,
+                &g.run_id,
+                g.dropped_count,
+                g.from_seq,
+                g.to_seq,
+                MAX_TRACKED_GAP_RUNS,
+            );
         }
     }
 
