@@ -37,6 +37,12 @@ pub const SOCKET_BUFFER_BYTES: usize = 8 * 1024;
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a socket may take to send its request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first pause after `accept` fails (out of descriptors, out of memory); it doubles
+/// while the failures go on, up to [`ACCEPT_BACKOFF_MAX`], so a full descriptor table
+/// does not spin a core on a connection that stays queued.
+pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
+/// The longest pause between two `accept` attempts that keep failing.
+pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_millis(500);
 
 /// What `graphmind serve` was asked for.
 pub struct ServeConfig {
@@ -121,12 +127,32 @@ impl Server {
         self.shared.lock().breakpoints().cloned().collect()
     }
 
-    /// Accepts connections forever, a thread each.
+    /// Accepts connections forever, a thread each. While `accept` keeps failing (the
+    /// descriptor table full, say) it backs off and says so once per episode.
     pub fn run(self) {
+        let mut backoff: Option<Duration> = None;
         for stream in self.listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            let shared = self.shared.clone();
-            let _ = std::thread::Builder::new().name("graphmind-conn".into()).spawn(move || handle(stream, shared));
+            match stream {
+                Ok(stream) => {
+                    if backoff.take().is_some() {
+                        log("graphmind: accepting connections again");
+                    }
+                    let shared = self.shared.clone();
+                    let _ = std::thread::Builder::new().name("graphmind-conn".into()).spawn(move || handle(stream, shared));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let pause = match backoff {
+                        None => {
+                            log(&format!("graphmind: cannot accept connections ({e}); retrying, backing off up to {} ms", ACCEPT_BACKOFF_MAX.as_millis()));
+                            ACCEPT_BACKOFF_MIN
+                        }
+                        Some(p) => (p * 2).min(ACCEPT_BACKOFF_MAX),
+                    };
+                    backoff = Some(pause);
+                    std::thread::sleep(pause);
+                }
+            }
         }
     }
 }
