@@ -356,7 +356,10 @@ fn a_full_descriptor_table_does_not_spin_the_server_and_it_recovers() {
     let used = cpu_ticks(pid) - before;
     // a loop retrying accept at once burns the whole 2 s (about 200 ticks); backing off
     // costs next to nothing
-    assert!(used < 40, "the server used {used} ticks in 2 s while accept was failing");
+    assert!(
+        used < 40,
+        "the server used {used} ticks in 2 s while accept was failing"
+    );
     drop(held);
     let t = Instant::now();
     loop {
@@ -364,7 +367,10 @@ fn a_full_descriptor_table_does_not_spin_the_server_and_it_recovers() {
         if status == 200 {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(10), "the server did not recover");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the server did not recover"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let log = std::fs::read_to_string(srv.dir.join("server.log")).unwrap();
