@@ -874,3 +874,30 @@ fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
+
+#[test]
+fn an_error_hold_counts_as_held_time_on_the_node_finished_that_follows_it() {
+    let srv = Server::start(&[], &[]);
+    let mut dbg = Debugger::new(&srv);
+    let session = attached(&srv, |_| {});
+    let run = session.start_run("error-hold", None);
+    dbg.watch(&run.run_id);
+    // one failure: the error gate holds (the default error pause) until the debugger retries
+    let s2 = session.clone();
+    let id = run.run_id.clone();
+    let worker = std::thread::spawn(move || drive(&s2, &id, 1));
+    let error = dbg.next("node.error");
+    assert!(error.get("payload").and_then(|p| p.get("heldMs")).is_none(), "nothing held before the error");
+    let paused = dbg.next("exec.paused");
+    assert_eq!(s(&paused, &["payload", "point"]), Some("error"));
+    std::thread::sleep(Duration::from_millis(300));
+    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "retry", "");
+    assert_eq!(worker.join().unwrap(), Ok(Value::from("ok after 2")));
+    let finished = dbg.next("node.finished");
+    let p = finished.get("payload").unwrap();
+    let held = p.get("heldMs").and_then(Value::as_f64).expect("node.finished carries heldMs");
+    let duration = p.get("durationMs").and_then(Value::as_f64).unwrap();
+    assert!(held >= 290.0, "the error hold is held time ({held} ms)");
+    assert!(duration - held < 250.0, "and not run time: ran {} ms", duration - held);
+    session.dispose(Duration::from_secs(2));
+}

@@ -2279,6 +2279,23 @@ impl HeldLedger {
         }
         (held > 0.0).then_some(normalize_duration(held))
     }
+
+    /// The held ms of an execution still open (a `node.error` that its `node.finished` may
+    /// follow), leaving it open.
+    fn so_far(&self, run_id: &str, node_id: &str, instance_id: Option<&str>) -> Option<f64> {
+        let stack = self.open.get(&(run_id.to_string(), node_id.to_string()))?;
+        let held = match instance_id {
+            Some(id) => stack.iter().rev().find(|(i, _)| i == id)?.1,
+            None => stack.last()?.1,
+        };
+        (held > 0.0).then_some(normalize_duration(held))
+    }
+
+    /// Drops what is left of a finished run (executions that ended with a `node.error` and
+    /// no `node.finished`, as adapters without an `error` gate emit them).
+    fn forget_run(&mut self, run_id: &str) {
+        self.open.retain(|(run, _), _| run != run_id);
+    }
 }
 
 /// The worker thread: owns the socket's writing half, the replay buffer, the redactor and
@@ -2563,6 +2580,7 @@ impl Worker {
                 }
             }
             MessageType::NodeFinished | MessageType::NodeError => {
+                let ends = event.event_type == MessageType::NodeFinished;
                 let Some(node) = payload
                     .get("nodeId")
                     .and_then(Value::as_str)
@@ -2574,13 +2592,21 @@ impl Worker {
                     .get("instanceId")
                     .and_then(Value::as_str)
                     .map(str::to_string);
-                let held = self.ledger.ended(&event.run_id, &node, instance.as_deref());
+                // A `node.error` stamps the held time so far but leaves the execution open:
+                // its `error` gate may still hold, and the `node.finished` that follows a
+                // continue, retry, inject or abort carries that time too.
+                let held = if ends {
+                    self.ledger.ended(&event.run_id, &node, instance.as_deref())
+                } else {
+                    self.ledger.so_far(&event.run_id, &node, instance.as_deref())
+                };
                 if let (Some(held), Some(map)) = (held, payload.as_object_mut()) {
                     if !map.contains_key("heldMs") {
                         map.insert("heldMs", Value::from(held));
                     }
                 }
             }
+            MessageType::RunFinished => self.ledger.forget_run(&event.run_id),
             _ => {}
         }
     }
