@@ -2598,7 +2598,8 @@ impl Worker {
                 let held = if ends {
                     self.ledger.ended(&event.run_id, &node, instance.as_deref())
                 } else {
-                    self.ledger.so_far(&event.run_id, &node, instance.as_deref())
+                    self.ledger
+                        .so_far(&event.run_id, &node, instance.as_deref())
                 };
                 if let (Some(held), Some(map)) = (held, payload.as_object_mut()) {
                     if !map.contains_key("heldMs") {
