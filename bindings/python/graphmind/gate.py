@@ -22,8 +22,8 @@ class GateDecision:
         return cls(decision.action, decision.output)
 
     def __repr__(self) -> str:
-        if self.action == "inject":
-            return f"GateDecision(inject, output={self.output!r})"
+        if self.output is not None:
+            return f"GateDecision({self.action}, output={self.output!r})"
         return f"GateDecision({self.action})"
 
     def __eq__(self, other: object) -> bool:
