@@ -9,8 +9,9 @@
 //! SHA-256 digests. A client with no credential is `anonymous`: it may continue, retry
 //! and abort (deprecated 0.5 behaviour), never inject, edit or change breakpoints.
 //!
-//! The run files (`$GRAPHMIND_HOME/run/serve-<port>.json` with the agent token and
-//! `open-<port>.html` redirecting to the viewer with its token) live in a 0700 folder as
+//! The run files (`$GRAPHMIND_HOME/run/serve-<port>.json` with the agent token and the
+//! viewer link for `graphmind open`, and `open-<port>.html` redirecting to the viewer with
+//! its token) live in a 0700 folder as
 //! 0600 files and are removed when the server exits.
 
 use crate::util::js;
@@ -483,7 +484,17 @@ pub fn opener_html(target: &str) -> String {
     )
 }
 
+/// The viewer link carrying `token` (in the fragment, which no request carries), opened on
+/// `run` when given.
+pub fn viewer_url(url: &str, token: &str, run: Option<&str>) -> String {
+    match run {
+        Some(r) => format!("{url}/#token={token}&/run/{r}"),
+        None => format!("{url}/#token={token}"),
+    }
+}
+
 /// The run files of one server; removed on [`RunFiles::remove`] if still ours.
+#[derive(Clone, Debug)]
 pub struct RunFiles {
     /// `serve-<port>.json`.
     pub credential_path: PathBuf,
@@ -500,14 +511,15 @@ pub fn write_run_files(home: &Path, port: u16, url: &str, tokens: &Tokens, versi
     let credential_path = credential_path(home, port);
     let opener_path = opener_path(home, port);
     let content = format!(
-        "{{\n  \"port\": {port},\n  \"pid\": {},\n  \"url\": {},\n  \"agentToken\": {},\n  \"version\": {}\n}}\n",
+        "{{\n  \"port\": {port},\n  \"pid\": {},\n  \"url\": {},\n  \"agentToken\": {},\n  \"viewerUrl\": {},\n  \"version\": {}\n}}\n",
         std::process::id(),
         js(url),
         js(&tokens.agent),
+        js(&viewer_url(url, &tokens.viewer, None)),
         js(version)
     );
     write_private_file(&credential_path, &content)?;
-    write_private_file(&opener_path, &opener_html(&format!("{url}/#token={}", tokens.viewer)))?;
+    write_private_file(&opener_path, &opener_html(&viewer_url(url, &tokens.viewer, None)))?;
     Ok(RunFiles { credential_path, opener_path, agent: tokens.agent.clone(), viewer: tokens.viewer.clone() })
 }
 
@@ -530,6 +542,8 @@ pub struct RunFile {
     pub path: PathBuf,
     /// The agent token.
     pub agent_token: String,
+    /// The viewer link with its token (absent from files of older servers).
+    pub viewer_url: Option<String>,
 }
 
 /// Why the run file could not be used.
@@ -570,7 +584,11 @@ pub fn read_run_file(home: &Path, port: u16) -> Result<RunFile, RunFileError> {
     let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
     let v = json::parse_str(&text).map_err(|_| err(format!("{} is not a GraphMind credential file", path.display())))?;
     match (v.get("agentToken").and_then(Value::as_str), v.get("port").and_then(Value::as_f64)) {
-        (Some(t), Some(_)) => Ok(RunFile { path: path.clone(), agent_token: t.to_owned() }),
+        (Some(t), Some(_)) => Ok(RunFile {
+            path: path.clone(),
+            agent_token: t.to_owned(),
+            viewer_url: v.get("viewerUrl").and_then(Value::as_str).map(str::to_owned),
+        }),
         _ => Err(err(format!("{} is not a GraphMind credential file", path.display()))),
     }
 }
@@ -656,6 +674,7 @@ mod tests {
         }
         let read = read_run_file(&home, 4999).unwrap();
         assert_eq!(read.agent_token, t.agent);
+        assert_eq!(read.viewer_url, Some(format!("http://127.0.0.1:4999/#token={}", t.viewer)));
         assert!(std::fs::read_to_string(&files.opener_path).unwrap().contains(&format!("#token={}", t.viewer)));
         files.remove();
         assert!(!files.credential_path.exists() && !files.opener_path.exists());
