@@ -323,7 +323,7 @@ pub fn install_line(lang: &str, root: &str) -> String {
         "python" => format!("pip install {root}            # the graphmind package (distribution graphmind-ai, built from this source tree)"),
         "node" => format!("npm install {root}/bindings/node   # @graphmind/node (its install script builds the addon with cargo)"),
         "ruby" => format!("gem \"graphmind\", path: \"{root}\"   # in your Gemfile, after `rake compile` in {root}"),
-        _ => format!("make -C {root} install PREFIX=/usr/local   # libgraphmind + graphmind.h + pkg-config + CMake package\n   cc app.c $(pkg-config --cflags --libs graphmind)   # or in CMake: find_package(graphmind) + target_link_libraries(app graphmind::graphmind)"),
+        _ => format!("make -C {root} install PREFIX=/usr/local   # libgraphmind + graphmind.h + pkg-config + CMake package\ncc app.c $(pkg-config --cflags --libs graphmind)   # or in CMake: find_package(graphmind) + target_link_libraries(app graphmind::graphmind)"),
     }
 }
 
