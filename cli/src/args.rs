@@ -208,8 +208,10 @@ Options:
                  (serve) refuse every input edit, whoever asks
   --keep <n>     Runs kept by the prune (default 200, GRAPHMIND_KEEP_RUNS)
   --days <n>     Days kept by the prune (default 30, GRAPHMIND_KEEP_DAYS)
-  --json         (serve) print one JSON line {{port,url,pid,version}} once listening;
-                 (pauses, wait, resume) print JSON
+  --json         (serve) print one JSON line {{port,url,pid,version}} once listening, and
+                 open no browser unless --open; (pauses, wait, resume) print JSON
+  --live         (demo) run the example agent's own tools instead of the recording
+  --interactive  (demo) leave both holds to the viewer even without a terminal
   --no-open      (serve, demo, open) do not open the viewer in a browser (neither do CI=1
                  or a session without a display)
   --out <file>   (record) output path (default graphmind-run-<runId>.ndjson; - for stdout)
