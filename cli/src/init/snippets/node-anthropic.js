@@ -1,5 +1,5 @@
 const { createSession } = require('@graphmind/node');
-const Anthropic = require('@anthropic-ai/sdk');
+const { Anthropic } = require('@anthropic-ai/sdk');
 
 const session = createSession({ appName: 'my-agent' });
 const client = new Anthropic();

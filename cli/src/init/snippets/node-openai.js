@@ -1,5 +1,5 @@
 const { createSession } = require('@graphmind/node');
-const OpenAI = require('openai');
+const { OpenAI } = require('openai');
 
 const session = createSession({ appName: 'my-agent' });
 const client = new OpenAI();
