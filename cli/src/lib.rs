@@ -107,8 +107,14 @@ pub fn main_with_args(argv: &[String]) -> i32 {
         }
         Command::Serve(s) => serve(s),
         Command::Demo(a) => demo::main(&a),
-        Command::Init(a) => init::main(&a),
-        Command::Skill { install, force } => skill::main(install, force),
+        Command::Init(a) => {
+            control_telemetry("init");
+            init::main(&a)
+        }
+        Command::Skill { install, force } => {
+            control_telemetry("skill");
+            skill::main(install, force)
+        }
         Command::Open { port, open } => match config_for(ServerFlags::default()) {
             Ok(c) => {
                 telemetry::record_command("open", &c);
@@ -219,7 +225,7 @@ fn serve(s: args::ServeArgs) -> i32 {
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    spawn_shutdown_watcher(server.shared(), run_files);
+    spawn_shutdown_watcher(Some(server.shared()), run_files, Vec::new());
     server.run();
     0
 }
@@ -236,14 +242,20 @@ pub(crate) fn shutdown(shared: &hub::Shared, run_files: Option<&tokens::RunFiles
     }
 }
 
-/// A thread that, once a signal set [`SHUTDOWN`], shuts the server down and exits 0.
-pub(crate) fn spawn_shutdown_watcher(shared: std::sync::Arc<hub::Shared>, run_files: Option<tokens::RunFiles>) {
+/// A thread that, once a signal set [`SHUTDOWN`], shuts the server down (when this process
+/// runs one), deletes `extra` files, and exits 0.
+pub(crate) fn spawn_shutdown_watcher(shared: Option<std::sync::Arc<hub::Shared>>, run_files: Option<tokens::RunFiles>, extra: Vec<std::path::PathBuf>) {
     std::thread::Builder::new()
         .name("graphmind-signals".into())
         .spawn(move || loop {
             std::thread::sleep(Duration::from_millis(50));
             if SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
-                shutdown(&shared, run_files.as_ref());
+                if let Some(shared) = &shared {
+                    shutdown(shared, run_files.as_ref());
+                }
+                for f in &extra {
+                    let _ = std::fs::remove_file(f);
+                }
                 std::process::exit(0);
             }
         })

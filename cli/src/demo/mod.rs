@@ -305,9 +305,12 @@ pub fn main(a: &DemoArgs) -> i32 {
             return code;
         }
     };
-    if let Some(own) = &t.own {
-        crate::spawn_shutdown_watcher(own.shared.clone(), own.files.clone());
-    }
+    let page = tokens::run_dir(&cfg.home).join(format!("demo-{}.html", t.port));
+    crate::spawn_shutdown_watcher(
+        t.own.as_ref().map(|o| o.shared.clone()),
+        t.own.as_ref().and_then(|o| o.files.clone()),
+        vec![page.clone()],
+    );
     let mode = if a.live {
         agent::Mode::Live
     } else {
@@ -340,9 +343,9 @@ pub fn main(a: &DemoArgs) -> i32 {
     }
     println!("  run      {}", started.run_id);
     println!("  viewer   {link}");
-    let page = tokens::run_dir(&cfg.home).join(format!("demo-{}.html", t.port));
     let opened = match tokens::write_private_file(&page, &tokens::opener_html(&link)) {
-        Ok(()) => browser::open_line(a.open && !auto, &page),
+        Ok(()) if auto => format!("browser not opened (no terminal: the demo releases both holds itself; --interactive leaves them to you); open {}", page.display()),
+        Ok(()) => browser::open_line(a.open, &page),
         Err(e) => format!("browser not opened (cannot write {}: {e})", page.display()),
     };
     println!("  browser  {opened}");
