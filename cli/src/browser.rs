@@ -145,13 +145,12 @@ pub fn open_command(port: Option<u16>, open: bool, home: &Path) -> i32 {
         eprintln!("graphmind open: no GraphMind server answers on port {port} (its run file {} is left from one that stopped); start one with `graphmind serve`", file.path.display());
         return crate::control_cli::EXIT_UNREACHABLE;
     }
-    let Some(url) = file.viewer_url else {
-        eprintln!(
-            "graphmind open: {} has no viewer link (a server from an older graphmind); open {}",
-            file.path.display(),
-            tokens::opener_path(home, port).display()
-        );
-        return 1;
+    let url = match tokens::read_viewer_url(home, port) {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("graphmind open: {}", e.message);
+            return 1;
+        }
     };
     println!("{url}");
     eprintln!(

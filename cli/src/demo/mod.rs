@@ -80,11 +80,11 @@ fn target(
     if port != 0 {
         match probe(port) {
             Probe::GraphMind => {
-                let file = tokens::read_run_file(home, port).map_err(|e| {
+                tokens::read_run_file(home, port).map_err(|e| {
                     (format!("a GraphMind server runs on port {port}, but not as this user (or with another GRAPHMIND_HOME): {}. Stop it, or pick another port with --port.", e.message), 1)
                 })?;
-                let viewer_token = file.viewer_url.as_deref().and_then(token_of).ok_or_else(|| {
-                    (format!("the GraphMind server on port {port} is from an older graphmind (its run file has no viewer link); restart it, or pick another port with --port"), 1)
+                let viewer_token = tokens::read_viewer_url(home, port).ok().as_deref().and_then(token_of).ok_or_else(|| {
+                    (format!("the GraphMind server on port {port} has no readable viewer link in {}; restart it, or pick another port with --port", tokens::opener_path(home, port).display()), 1)
                 })?;
                 if a.db.is_some() {
                     eprintln!("graphmind demo: --db applies only when the demo starts the server; recording into the server already running on port {port}");

@@ -171,7 +171,7 @@ impl Recording {
 
     /// What attempt `n` (1-based) of call `idx` does: its own recorded attempt, else its
     /// last one, else (a call injected before it ran) the first real attempt of an
-    /// earlier call to the same tool with the same input.
+    /// earlier call to the same tool with the same input (the latest such call).
     pub fn attempt(&self, idx: usize, n: u32) -> Option<&Attempt> {
         let call = self.calls.get(idx)?;
         let n = (n.max(1) - 1) as usize;
@@ -228,9 +228,9 @@ mod tests {
                 "bookFlight"
             ]
         );
-        // the looping third search was injected before it ran: it replays the first's result
+        // the looping third search was injected before it ran: it replays the previous one
         assert!(rec.calls[2].attempts.is_empty());
-        assert_eq!(rec.attempt(2, 1), rec.calls[0].attempts.first());
+        assert_eq!(rec.attempt(2, 1), rec.calls[1].attempts.first());
         // the booking fails once, then succeeds; each attempt keeps its real time
         let book = &rec.calls[4];
         assert!(book.attempts[0].outcome.is_err() && book.attempts[1].outcome.is_ok());
