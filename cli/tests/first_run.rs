@@ -362,3 +362,39 @@ fn skill_install_refuses_to_overwrite_and_names_the_failing_path() {
     let _ = std::fs::remove_dir_all(dir);
     let _ = http_get; // shared harness
 }
+
+#[test]
+fn ctrl_c_while_the_demo_is_held_stops_it_cleanly_every_time() {
+    for _ in 0..3 {
+        let home = temp_dir();
+        let port = free_port().to_string();
+        let mut child = fresh(&home, &["demo", "--no-open", "--interactive", "--port", &port]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        while !seen.contains("demo: held tool:searchFlights") {
+            let mut l = String::new();
+            assert!(out.read_line(&mut l).unwrap() > 0, "the demo ended before its first hold: {seen}");
+            seen.push_str(&l);
+        }
+        let run_dir = home.join(".graphmind/run");
+        assert!(run_dir.join(format!("serve-{port}.json")).exists() && run_dir.join(format!("demo-{port}.html")).exists());
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "the demo did not stop on Ctrl-C");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0));
+        for f in [format!("serve-{port}.json"), format!("open-{port}.html"), format!("demo-{port}.html")] {
+            assert!(!run_dir.join(&f).exists(), "{f} left behind");
+        }
+        // what was recorded up to the hold is stored
+        let listed = text(&fresh(&home, &["runs"]).output().unwrap().stdout);
+        assert!(listed.contains("trip-planner"), "{listed}");
+        let _ = std::fs::remove_dir_all(home);
+    }
+}
