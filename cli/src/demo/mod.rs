@@ -352,7 +352,7 @@ pub fn main(a: &DemoArgs) -> i32 {
     if auto {
         println!("demo: no terminal here, so the demo plays the developer: it injects a result at the loop and retries the failed booking.");
     } else {
-        println!("demo: the agent will be held twice — at its third identical searchFlights (a loop) and when bookFlight fails (an error).");
+        println!("demo: the agent will be held twice — at its third identical searchFlights (a loop) and when bookFlight fails (an error). Ctrl-C stops the demo.");
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
