@@ -140,7 +140,7 @@ pub fn open_command(port: Option<u16>, open: bool, home: &Path) -> i32 {
             return crate::control_cli::EXIT_UNREACHABLE;
         }
     };
-    if !matches!(crate::control_cli::request(port, "GET", "/health", "", "", std::time::Duration::from_secs(3)), Ok(r) if r.status == 200)
+    if !matches!(crate::control_cli::request(port, "GET", "/health", "", "", crate::demo::PROBE_TIMEOUT), Ok(r) if r.status == 200)
     {
         eprintln!("graphmind open: no GraphMind server answers on port {port} (its run file {} is left from one that stopped); start one with `graphmind serve`", file.path.display());
         return crate::control_cli::EXIT_UNREACHABLE;

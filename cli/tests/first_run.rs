@@ -212,6 +212,37 @@ fn serve_opens_the_browser_on_the_private_file_never_the_token() {
 }
 
 #[test]
+fn serve_json_opens_a_browser_only_with_open() {
+    for (flags, opens) in [(&["--open"][..], true), (&[][..], false)] {
+        let dir = temp_dir();
+        let browser = fake_browser(&dir);
+        let mut cmd = Command::new(BIN);
+        isolate(&mut cmd, &dir);
+        let mut child = cmd
+            .args(["serve", "--port", "0", "--json", "--db"])
+            .arg(dir.join("g.db"))
+            .args(flags)
+            .env("BROWSER", &browser)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(parse_str(line.trim()).is_ok(), "only the JSON line on stdout: {line}");
+        if opens {
+            assert!(wait_for(&dir.join("args.txt")).trim().ends_with(".html"));
+        } else {
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(!dir.join("args.txt").exists(), "--json alone opens nothing");
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+#[test]
 fn open_without_a_server_says_so() {
     let dir = temp_dir();
     let mut cmd = Command::new(BIN);

@@ -28,6 +28,15 @@ use std::time::{Duration, Instant};
 pub const HOLD_POLL: Duration = Duration::from_secs(20);
 /// How long a demo without a terminal may take, start to finish, before it gives up.
 pub const AUTO_DEADLINE: Duration = Duration::from_secs(120);
+/// How long a probe of the port (`GET /health`) may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Slack on top of a long-poll's own wait before the demo gives up on the answer.
+pub const POLL_SLACK: Duration = Duration::from_secs(5);
+/// How long the demo waits for the app's answer to its own resume (the server's default
+/// resume wait is 30 s).
+pub const RESUME_TIMEOUT: Duration = Duration::from_secs(35);
+/// How long the agent may take to report its outcome once the run has ended.
+pub const OUTCOME_WAIT: Duration = Duration::from_secs(10);
 /// What the demo injects at the loop hold when it plays the developer itself.
 pub const LOOP_INJECTION: &str = r#"[{"flight":"GM101","to":"Oslo","price":129.5,"note":"same result as before: stop searching"}]"#;
 
@@ -54,7 +63,7 @@ enum Probe {
 }
 
 fn probe(port: u16) -> Probe {
-    match request(port, "GET", "/health", "", "", Duration::from_secs(3)) {
+    match request(port, "GET", "/health", "", "", PROBE_TIMEOUT) {
         Err(_) => Probe::Nothing,
         Ok(r) if r.body.get("name").and_then(Value::as_str) == Some("graphmind-ai") => {
             Probe::GraphMind
@@ -215,18 +224,11 @@ fn follow(
             enc(run),
             HOLD_POLL.as_secs()
         );
-        let reply = match request(
-            t.port,
-            "GET",
-            &path,
-            &auth,
-            "",
-            HOLD_POLL + Duration::from_secs(5),
-        ) {
+        let reply = match request(t.port, "GET", &path, &auth, "", HOLD_POLL + POLL_SLACK) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("graphmind demo: {e}");
-                return done.recv_timeout(Duration::from_secs(5)).ok();
+                return done.recv_timeout(OUTCOME_WAIT).ok();
             }
         };
         for (pause, node, point, reason) in holds_of(&reply.body) {
@@ -249,14 +251,7 @@ fn follow(
             println!("demo: held {node} at {point} ({why}) -> {action}");
             let path = format!("/api/runs/{}/pauses/{}/resume", enc(run), enc(&pause));
             let headers = format!("Content-Type: application/json\r\n{auth}");
-            match request(
-                t.port,
-                "POST",
-                &path,
-                &headers,
-                &body,
-                Duration::from_secs(35),
-            ) {
+            match request(t.port, "POST", &path, &headers, &body, RESUME_TIMEOUT) {
                 Ok(r) if r.status == 200 => {}
                 Ok(r) => eprintln!(
                     "graphmind demo: resume answered {}: {}",
@@ -273,7 +268,7 @@ fn follow(
             .and_then(Value::as_str)
             .is_some_and(|s| s != "running")
         {
-            return done.recv_timeout(Duration::from_secs(10)).ok();
+            return done.recv_timeout(OUTCOME_WAIT).ok();
         }
     }
 }
