@@ -112,10 +112,12 @@ bench-python: setup
 	.venv/bin/python bench/python_tool.py bench/sample-1k.json
 	.venv/bin/python bench/python_llm.py
 
-## Starts the server, runs the example agent against it, prints what was recorded.
+## `graphmind demo`: the server (or the one already on the port), the demo agent held at a
+## loop and an error, the viewer link. Without a terminal (CI) it releases both holds itself
+## and exits. GRAPHMIND_DEMO_PORT picks the port (default 4747).
 demo: setup viewer
-	$(CARGO) build --release -q -p graphmind-cli -p graphmind-example-agent
-	@bash scripts/demo.sh
+	$(CARGO) build --release -q -p graphmind-cli
+	target/release/graphmind demo --port $${GRAPHMIND_DEMO_PORT:-4747}
 
 fmt:
 	$(CARGO) fmt --all

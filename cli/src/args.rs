@@ -16,8 +16,10 @@ pub struct ServeArgs {
     pub pause_on_error: Option<String>,
     /// `--json`.
     pub json: bool,
-    /// `--no-open` clears it. We never open a browser; kept for compatibility.
+    /// `--no-open` clears it: then the viewer is not opened in a browser.
     pub open: bool,
+    /// `--open` was given: open the browser even with `--json` (which alone does not).
+    pub open_explicit: bool,
     /// `--allow-control off|resume|inject|edit`: what the agent token may do.
     pub allow_control: Option<ControlLevel>,
     /// `--no-edit-input`: every input edit is refused.
@@ -87,6 +89,32 @@ pub struct ControlArgs {
     pub operator: Option<String>,
 }
 
+/// `graphmind demo` options.
+#[derive(Debug, Default, PartialEq)]
+pub struct DemoArgs {
+    /// `--port` (default 4747).
+    pub port: Option<u16>,
+    /// `--live`: run the example agent instead of the recording.
+    pub live: bool,
+    /// `--no-open` clears it.
+    pub open: bool,
+    /// `--interactive`: leave the holds to the viewer even without a terminal.
+    pub interactive: bool,
+    /// `--db` (only when this command starts the server).
+    pub db: Option<String>,
+}
+
+/// `graphmind init` options.
+#[derive(Debug, Default, PartialEq)]
+pub struct InitArgs {
+    /// `--lang python|ruby|node|c`.
+    pub lang: Option<String>,
+    /// `--write`: put the snippet in a new file.
+    pub write: bool,
+    /// The folder to look at (default: the current one).
+    pub dir: Option<String>,
+}
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
 pub enum Command {
@@ -104,6 +132,14 @@ pub enum Command {
     Wait(ControlArgs),
     /// `graphmind resume PAUSE_ID`.
     Resume(ControlArgs),
+    /// `graphmind demo`.
+    Demo(DemoArgs),
+    /// `graphmind init [dir]`.
+    Init(InitArgs),
+    /// `graphmind skill [--install [--force]]`.
+    Skill { install: bool, force: bool },
+    /// `graphmind open [--port N] [--no-open]`.
+    Open { port: Option<u16>, open: bool },
     /// `--help`.
     Help,
     /// `--version`.
@@ -136,7 +172,14 @@ pub fn help_text(version: &str) -> String {
 Usage: graphmind [command] [options]
 
 Commands:
-  serve      Start the GraphMind server (the default command)
+  serve      Start the GraphMind server (the default command) and open the viewer
+  demo       Watch a demo agent get held twice (a loop, an error) and release it in the
+             viewer: demo [--live] [--port <n>] [--no-open] [--interactive]
+  open       Print and open the viewer link (with its token) of the server on --port
+  init       Print the install line and snippet for the project here: init [dir]
+             [--lang python|ruby|node|c] [--write]
+  skill      Print the SKILL.md that teaches a coding agent to drive GraphMind:
+             skill [--install [--force]] (installs into .claude/skills/graphmind/)
   runs       List stored runs; --prune [--keep N] [--days N], --rm <runId>, --clear --yes
   record     Export a run: record <runId> [--out <file>] [--html] [--format ndjson|otlp]
              [--no-redact-secrets]
@@ -165,9 +208,12 @@ Options:
                  (serve) refuse every input edit, whoever asks
   --keep <n>     Runs kept by the prune (default 200, GRAPHMIND_KEEP_RUNS)
   --days <n>     Days kept by the prune (default 30, GRAPHMIND_KEEP_DAYS)
-  --json         (serve) print one JSON line {{port,url,pid,version}} once listening;
-                 (pauses, wait, resume) print JSON
-  --no-open      Do not open the viewer in a browser (this server never opens one)
+  --json         (serve) print one JSON line {{port,url,pid,version}} once listening, and
+                 open no browser unless --open; (pauses, wait, resume) print JSON
+  --live         (demo) run the example agent's own tools instead of the recording
+  --interactive  (demo) leave both holds to the viewer even without a terminal
+  --no-open      (serve, demo, open) do not open the viewer in a browser (neither do CI=1
+                 or a session without a display)
   --out <file>   (record) output path (default graphmind-run-<runId>.ndjson; - for stdout)
   -v, --version  Print the version and exit
   -h, --help     Show this help
@@ -205,6 +251,9 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut json = false;
     let mut keep = None;
     let mut days = None;
+    let mut demo = DemoArgs { open: true, ..Default::default() };
+    let mut init = InitArgs::default();
+    let (mut install, mut force) = (false, false);
     let (mut help, mut version) = (false, false);
     let mut seen: Vec<&'static str> = Vec::new();
     let mut i = 0;
@@ -297,7 +346,37 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             }
             "--open" => {
                 serve.open = true;
+                serve.open_explicit = true;
                 "open"
+            }
+            "--live" => {
+                demo.live = true;
+                "live"
+            }
+            "--interactive" => {
+                demo.interactive = true;
+                "interactive"
+            }
+            "--lang" => {
+                let raw = value("--lang")?;
+                let lang = raw.trim().to_ascii_lowercase();
+                if !crate::init::LANGS.contains(&lang.as_str()) {
+                    return Err(with_cmd(UsageError::new(format!("--lang must be one of {} (got \"{raw}\")", crate::init::LANGS.join(", ")))));
+                }
+                init.lang = Some(lang);
+                "lang"
+            }
+            "--write" => {
+                init.write = true;
+                "write"
+            }
+            "--install" => {
+                install = true;
+                "install"
+            }
+            "--force" => {
+                force = true;
+                "force"
             }
             "--out" => {
                 record.out = Some(value("--out")?);
@@ -362,7 +441,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             }
             other => return Err(with_cmd(UsageError::new(format!("unknown option \"{other}\"")))),
         };
-        if matches!(flag, "json" | "no-open" | "open" | "no-edit-input" | "html" | "no-redact-secrets" | "prune" | "clear" | "yes")
+        if matches!(flag, "json" | "no-open" | "open" | "no-edit-input" | "html" | "no-redact-secrets" | "prune" | "clear" | "yes" | "live" | "interactive" | "write" | "install" | "force")
             && inline.is_some()
         {
             return Err(with_cmd(UsageError::new(format!("{name} takes no value"))));
@@ -446,6 +525,34 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 Ok(if command == "pauses" { Command::Pauses(control) } else { Command::Wait(control) })
             }
         }
+        "demo" => {
+            allow(&["port", "db", "live", "no-open", "open", "interactive"])?;
+            no_more(&positionals)?;
+            demo.port = port;
+            demo.db = db;
+            demo.open = serve.open;
+            Ok(Command::Demo(demo))
+        }
+        "open" => {
+            allow(&["port", "no-open", "open"])?;
+            no_more(&positionals)?;
+            Ok(Command::Open { port, open: serve.open })
+        }
+        "init" => {
+            allow(&["lang", "write"])?;
+            let mut it = positionals.into_iter();
+            init.dir = it.next();
+            no_more(&it.collect::<Vec<_>>())?;
+            Ok(Command::Init(init))
+        }
+        "skill" => {
+            allow(&["install", "force"])?;
+            no_more(&positionals)?;
+            if force && !install {
+                return Err(err("--force only applies with --install".into()));
+            }
+            Ok(Command::Skill { install, force })
+        }
         other => Err(err(format!("unknown command \"{other}\""))),
     }
 }
@@ -489,6 +596,10 @@ mod tests {
         assert!(p(&["record"]).is_err());
         assert_eq!(p(&["resume", "--bogus"]).unwrap_err().command.as_deref(), Some("resume"));
         assert!(p(&["pauses", "--action", "x"]).is_err());
+        assert!(p(&["init", "--lang", "cobol"]).unwrap_err().message.contains("--lang must be one of"));
+        assert!(p(&["skill", "--force"]).unwrap_err().message.contains("--install"));
+        assert!(p(&["demo", "--write"]).is_err());
+        assert!(p(&["demo", "--live=yes"]).is_err());
     }
 
     #[test]
@@ -515,6 +626,10 @@ mod tests {
         assert_eq!(p(&["wait", "--timeout", "3"]).unwrap(), Command::Wait(ControlArgs { timeout: Some(3.0), ..Default::default() }));
         assert_eq!(p(&["import", "f.json"]).unwrap(), Command::Import { file: "f.json".into(), db: None });
         assert_eq!(p(&["--version"]).unwrap(), Command::Version);
+        assert_eq!(p(&["demo", "--live", "--no-open", "--port", "0"]).unwrap(), Command::Demo(DemoArgs { port: Some(0), live: true, ..Default::default() }));
+        assert_eq!(p(&["init", "app", "--lang", "Ruby", "--write"]).unwrap(), Command::Init(InitArgs { lang: Some("ruby".into()), write: true, dir: Some("app".into()) }));
+        assert_eq!(p(&["skill", "--install", "--force"]).unwrap(), Command::Skill { install: true, force: true });
+        assert_eq!(p(&["open"]).unwrap(), Command::Open { port: None, open: true });
         assert_eq!(p(&["runs", "-h"]).unwrap(), Command::Help);
     }
 }

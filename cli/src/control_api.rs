@@ -6,6 +6,7 @@
 //! | `GET /api/pauses[?runId=][&wait=S]` | open and resolving pauses; `wait` long-polls (at most 120 s) for an open one or the run's end |
 //! | `GET /api/runs/:runId/pauses/:pauseId` | one pause, rebuilt from the stored run, with the held node's input |
 //! | `POST /api/runs/:runId/pauses/:pauseId/resume` | release it (Bearer, JSON body, first writer wins) |
+//! | `POST /api/demo/start` | replay the demo recording into this server (viewer token only; one at a time): 202 `{runId}` |
 //!
 //! Every non-GET request under `/api/` needs `Authorization: Bearer <token>` (401 with
 //! `WWW-Authenticate: Bearer` otherwise). The resume route answers only POST (other
@@ -103,6 +104,9 @@ pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &
             Credential::Invalid(m) => return unauthorized(m),
         }
     }
+    if req.path == "/api/demo/start" {
+        return demo_start(shared, req);
+    }
     if req.path == "/api/session" && get {
         let principal = match credential_of(req, shared) {
             Credential::Invalid(m) => return unauthorized(m),
@@ -128,6 +132,22 @@ pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &
         Some((run, pause, false)) if get => pause_detail(shared, &run, &pause),
         Some((run, pause, true)) => resume(shared, req, stream, leftover, &run, &pause),
         _ => None,
+    }
+}
+
+/// `POST /api/demo/start` (viewer token only): replays the demo recording into this server,
+/// one demo at a time; answers 202 `{runId}`.
+fn demo_start(shared: &Shared, req: &Request) -> Option<Answer> {
+    if req.method != "POST" {
+        return Some((405, JSON_TYPE, "{\"error\":\"method-not-allowed\",\"message\":\"use POST\"}".into(), "Allow: POST\r\n".into()));
+    }
+    if credential_of(req, shared) != Credential::Ok(Principal::Viewer) {
+        return error(403, "forbidden", "starting the demo needs the viewer token: open the viewer with `graphmind open`");
+    }
+    match crate::demo::agent::start_for_viewer(shared.port) {
+        Ok(run) => answer(202, format!("{{\"runId\":{}}}", js(&run))),
+        Err(e) if e.starts_with("a demo run is already") => error(409, "conflict", &e),
+        Err(e) => error(500, "demo-failed", &e),
     }
 }
 

@@ -41,13 +41,13 @@ pub const INLINE_LIMIT: usize = 2_000;
 /// A value shown inline, or the private file (and size) it was written to.
 type Rendered = Result<Value, (PathBuf, usize)>;
 
-struct Reply {
-    status: u16,
-    body: Value,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) body: Value,
 }
 
 /// One HTTP exchange with the local server. `Err` is "unreachable", with the reason.
-fn request(port: u16, method: &str, path: &str, headers: &str, body: &str, timeout: Duration) -> Result<Reply, String> {
+pub(crate) fn request(port: u16, method: &str, path: &str, headers: &str, body: &str, timeout: Duration) -> Result<Reply, String> {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         .map_err(|_| format!("no GraphMind server on port {port} (start it with `graphmind serve`)"))?;
@@ -85,7 +85,7 @@ fn request(port: u16, method: &str, path: &str, headers: &str, body: &str, timeo
     Ok(Reply { status, body })
 }
 
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {

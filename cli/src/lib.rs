@@ -4,6 +4,10 @@
 
 mod conn;
 pub mod args;
+pub mod browser;
+pub mod demo;
+pub mod init;
+pub mod skill;
 pub mod commands;
 pub mod control_cli;
 pub mod export;
@@ -102,6 +106,22 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             control_cli::resume(&a)
         }
         Command::Serve(s) => serve(s),
+        Command::Demo(a) => demo::main(&a),
+        Command::Init(a) => {
+            control_telemetry("init");
+            init::main(&a)
+        }
+        Command::Skill { install, force } => {
+            control_telemetry("skill");
+            skill::main(install, force)
+        }
+        Command::Open { port, open } => match config_for(ServerFlags::default()) {
+            Ok(c) => {
+                telemetry::record_command("open", &c);
+                browser::open_command(port, open, &c.home)
+            }
+            Err(code) => code,
+        },
     }
 }
 
@@ -117,7 +137,8 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     SHUTDOWN.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
-fn install_signal_handlers() {
+/// Ctrl-C, SIGTERM and SIGHUP set [`SHUTDOWN`] (see [`spawn_shutdown_watcher`]).
+pub(crate) fn install_signal_handlers() {
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
@@ -171,6 +192,10 @@ fn serve(s: args::ServeArgs) -> i32 {
     };
     if s.json {
         println!("{}", server::json_line(port));
+        // `--json` is for scripts and coding agents: a browser only when asked with --open.
+        if let Some(f) = run_files.as_ref().filter(|_| s.open_explicit && browser::may_open(s.open).is_ok()) {
+            let _ = browser::open_file(&f.opener_path);
+        }
     } else {
         println!("GraphMind v{} listening on {url}", hub::VERSION);
         println!("  ingest   ws://127.0.0.1:{port}/ingest");
@@ -190,33 +215,49 @@ fn serve(s: args::ServeArgs) -> i32 {
             if scopes.is_empty() { "off".into() } else { scopes.join(", ") }
         );
         if let Some(f) = &run_files {
-            println!("  viewer   open {} (a private link carrying the viewer token)", f.opener_path.display());
+            println!("  viewer   open {} (a private link carrying the viewer token; `graphmind open` prints it)", f.opener_path.display());
         }
         println!("  control  agent token: --allow-control={} (graphmind pauses | wait | resume)", policy.agent_level.as_str());
+        if let Some(f) = &run_files {
+            println!("  browser  {}", browser::open_line(s.open, &f.opener_path));
+        }
         println!("Press Ctrl+C to stop.");
     }
     use std::io::Write;
     let _ = std::io::stdout().flush();
-    let shared = server.shared();
+    spawn_shutdown_watcher(Some(server.shared()), run_files, Vec::new());
+    server.run();
+    0
+}
+
+/// Closes every socket with 1001, stores what is queued, removes the run files.
+pub(crate) fn shutdown(shared: &hub::Shared, run_files: Option<&tokens::RunFiles>) {
+    server::close_sockets(shared, server::SHUTDOWN_CLOSE_GRACE);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    if shared.writer.send(writer::Op::Flush(tx)).is_ok() {
+        let _ = rx.recv_timeout(Duration::from_secs(5));
+    }
+    if let Some(f) = run_files {
+        f.remove();
+    }
+}
+
+/// A thread that, once a signal set [`SHUTDOWN`], shuts the server down (when this process
+/// runs one), deletes `extra` files, and exits 0.
+pub(crate) fn spawn_shutdown_watcher(shared: Option<std::sync::Arc<hub::Shared>>, run_files: Option<tokens::RunFiles>, extra: Vec<std::path::PathBuf>) {
     std::thread::Builder::new()
         .name("graphmind-signals".into())
         .spawn(move || loop {
             std::thread::sleep(Duration::from_millis(50));
             if SHUTDOWN.load(std::sync::atomic::Ordering::SeqCst) {
-                // Close every socket with 1001, store what is queued, remove the run
-                // files, leave.
-                server::close_sockets(&shared, server::SHUTDOWN_CLOSE_GRACE);
-                let (tx, rx) = crossbeam_channel::bounded(1);
-                if shared.writer.send(writer::Op::Flush(tx)).is_ok() {
-                    let _ = rx.recv_timeout(Duration::from_secs(5));
+                if let Some(shared) = &shared {
+                    shutdown(shared, run_files.as_ref());
                 }
-                if let Some(f) = &run_files {
-                    f.remove();
+                for f in &extra {
+                    let _ = std::fs::remove_file(f);
                 }
                 std::process::exit(0);
             }
         })
         .ok();
-    server.run();
-    0
 }

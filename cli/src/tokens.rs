@@ -10,7 +10,8 @@
 //! and abort (deprecated 0.5 behaviour), never inject, edit or change breakpoints.
 //!
 //! The run files (`$GRAPHMIND_HOME/run/serve-<port>.json` with the agent token and
-//! `open-<port>.html` redirecting to the viewer with its token) live in a 0700 folder as
+//! `open-<port>.html` redirecting to the viewer with its token, which `graphmind open`
+//! reads) live in a 0700 folder as
 //! 0600 files and are removed when the server exits.
 
 use crate::util::js;
@@ -483,7 +484,17 @@ pub fn opener_html(target: &str) -> String {
     )
 }
 
+/// The viewer link carrying `token` (in the fragment, which no request carries), opened on
+/// `run` when given.
+pub fn viewer_url(url: &str, token: &str, run: Option<&str>) -> String {
+    match run {
+        Some(r) => format!("{url}/#token={token}&/run/{r}"),
+        None => format!("{url}/#token={token}"),
+    }
+}
+
 /// The run files of one server; removed on [`RunFiles::remove`] if still ours.
+#[derive(Clone, Debug)]
 pub struct RunFiles {
     /// `serve-<port>.json`.
     pub credential_path: PathBuf,
@@ -507,7 +518,7 @@ pub fn write_run_files(home: &Path, port: u16, url: &str, tokens: &Tokens, versi
         js(version)
     );
     write_private_file(&credential_path, &content)?;
-    write_private_file(&opener_path, &opener_html(&format!("{url}/#token={}", tokens.viewer)))?;
+    write_private_file(&opener_path, &opener_html(&viewer_url(url, &tokens.viewer, None)))?;
     Ok(RunFiles { credential_path, opener_path, agent: tokens.agent.clone(), viewer: tokens.viewer.clone() })
 }
 
@@ -539,6 +550,42 @@ pub struct RunFileError {
     pub path: PathBuf,
     /// Human text.
     pub message: String,
+}
+
+/// Refuses a file that is not ours alone: not a regular file, owned by another user, or
+/// readable by others.
+fn check_private(path: &Path) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|_| format!("no file at {}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if !owned_by_me(&meta) || meta.permissions().mode() & 0o077 != 0 {
+            return Err(format!("{} is readable by other users or owned by someone else; delete it and restart graphmind serve", path.display()));
+        }
+    }
+    Ok(())
+}
+
+/// The viewer link (with its token) of the server on `port`, read from its redirect file
+/// `open-<port>.html` for `graphmind open` and `graphmind demo`. The viewer token never goes
+/// in `serve-<port>.json`, the file the agent's commands read.
+pub fn read_viewer_url(home: &Path, port: u16) -> Result<String, RunFileError> {
+    let path = opener_path(home, port);
+    let err = |message: String| RunFileError { path: path.clone(), message };
+    check_private(&path).map_err(err)?;
+    let html = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+    let quoted = html
+        .split_once("location.replace(")
+        .and_then(|(_, rest)| rest.split_once(");</script>"))
+        .map(|(q, _)| q)
+        .ok_or_else(|| err(format!("{} is not a GraphMind redirect file", path.display())))?;
+    match json::parse_str(quoted) {
+        Ok(Value::String(s)) => s.as_str().map(str::to_owned).ok_or_else(|| err(format!("{} is not a GraphMind redirect file", path.display()))),
+        _ => Err(err(format!("{} is not a GraphMind redirect file", path.display()))),
+    }
 }
 
 /// Reads `serve-<port>.json`, refusing a file another user owns or others can read.
@@ -656,6 +703,7 @@ mod tests {
         }
         let read = read_run_file(&home, 4999).unwrap();
         assert_eq!(read.agent_token, t.agent);
+        assert_eq!(read_viewer_url(&home, 4999).unwrap(), format!("http://127.0.0.1:4999/#token={}", t.viewer));
         assert!(std::fs::read_to_string(&files.opener_path).unwrap().contains(&format!("#token={}", t.viewer)));
         files.remove();
         assert!(!files.credential_path.exists() && !files.opener_path.exists());

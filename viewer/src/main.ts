@@ -1,6 +1,6 @@
 // GraphMind viewer: runs rail, live graph, inspector, timeline, palette, debugging controls.
 import './style.css';
-import { Socket, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
+import { Socket, authHeaders, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
@@ -21,6 +21,7 @@ import {
 } from './model';
 import { buildTree, initialFolds, isOpen, project, reveal, setOpen, FOLD_THRESHOLD, type FoldState, type Projection } from './project';
 import { stressRun } from './stress';
+import { fixtureEvents } from './fixtures';
 import { p90, timeline } from './timeline';
 
 interface RunInfo {
@@ -343,7 +344,7 @@ function may(what: 'inject' | 'edit' | 'debug'): boolean {
   if (what === 'edit') return c.editInput !== false;
   return true;
 }
-const NEEDS_TOKEN = 'Needs the viewer token: open the viewer from the link `graphmind serve` printed';
+const NEEDS_TOKEN = 'Needs the viewer token: run `graphmind open` in a terminal for this viewer’s link with its token';
 /** A held card in an exported run: the reason and a note, no row of action buttons. */
 const RECORD_HELD_H = 150;
 const READ_ONLY = 'An exported run is a record: nothing is executing, so nothing here can be resumed or changed';
@@ -472,7 +473,7 @@ function renderBar(): void {
     bar.append(ro);
   }
   if (!S.stress && S.conn === 'open' && S.control?.principal === 'anonymous') {
-    const w = el('span', 'chip chip-hidden', 'watch-only');
+    const w = el('span', 'chip chip-hidden', 'watch-only: run `graphmind open` for control');
     w.dataset.testid = 'watch-only';
     w.title = `${NEEDS_TOKEN}. Without it this tab may continue, retry and abort, but not inject, edit arguments, or change breakpoints and step mode.`;
     bar.append(w);
@@ -848,18 +849,47 @@ function emptyState(m: RunModel | undefined): HTMLElement {
   box.dataset.testid = 'empty';
   if (S.authNeeded) {
     box.append(el('h2', '', 'This server needs the viewer token'));
-    box.append(el('p', '', 'Open the viewer from the link `graphmind serve` printed (it ends in #token=…). The token is kept for this tab only.'));
+    box.append(el('p', '', 'Get this viewer’s link with its token: in a terminal on this machine, run'));
+    box.append(el('pre', 'cmd', 'graphmind open'));
+    box.append(el('p', 'muted', 'It prints the link (it ends in #token=…) and opens it. The token changes at every server start and is kept for this tab only.'));
     return box;
   }
   box.append(el('h2', '', 'No runs yet'));
-  box.append(el('p', '', 'See one first: from the repository root, run'));
-  box.append(el('pre', 'cmd', 'make demo'));
-  box.append(el('p', 'muted', 'It starts graphmind serve with an example agent that loops on a tool and fails once, holds it at both, and prints the viewer link to the recorded run (port 4747 when free).'));
+  box.append(el('p', '', 'See one first: a demo agent that loops on a tool and fails once, held at both for you to Continue, Inject or Retry.'));
+  box.append(startDemoButton());
+  box.append(el('p', 'muted', 'Or in a terminal: graphmind demo (make demo in the repository).'));
   box.append(el('p', 'muted', `Or point an instrumented app at this server: GRAPHMIND_URL=ws://${location.host}/ingest${location.port === '4747' ? ' (the default)' : ''}.`));
   const a = el('a', 'btn', 'Try a synthetic 300-node run');
   a.href = '?stress=300';
   box.append(a);
   return box;
+}
+
+/** "Start the demo": `POST /api/demo/start` with the viewer token, then opens the run. */
+function startDemoButton(): HTMLElement {
+  const b = el('button', 'btn primary', 'Start the demo') as HTMLButtonElement;
+  b.dataset.testid = 'start-demo';
+  if (!token() && S.control) {
+    b.disabled = true;
+    b.title = NEEDS_TOKEN;
+    const wrap = el('div', '');
+    wrap.append(b, el('p', 'muted', NEEDS_TOKEN));
+    return wrap;
+  }
+  b.onclick = async () => {
+    b.disabled = true;
+    try {
+      const r = await fetch('/api/demo/start', { method: 'POST', headers: authHeaders() });
+      const body = await r.json().catch(() => ({}));
+      if (r.ok && typeof body.runId === 'string') location.hash = `#/run/${body.runId}`;
+      else toast(`cannot start the demo: ${body.message ?? `HTTP ${r.status}`}`, 'warn');
+    } catch (e) {
+      toast(`cannot start the demo: ${e instanceof Error ? e.message : String(e)}`, 'warn');
+    } finally {
+      b.disabled = false;
+    }
+  };
+  return b;
 }
 
 // camera
@@ -1573,6 +1603,12 @@ function embeddedRun(): { run: Partial<RunInfo>; events: Envelope[] } | string |
   }
 }
 
+/** `?fixture=<name>`: a recorded run shipped in the viewer, shown like an exported one. */
+function fixtureRun(name: string): { run: Partial<RunInfo>; events: Envelope[] } | string {
+  const f = fixtureEvents(name);
+  return typeof f === 'string' ? f : { run: { source: `fixture ${name}` }, events: f.events as Envelope[] };
+}
+
 /** Opens an exported run: every event applied at once, the clocks frozen at its last
  * event, no socket, no HTTP, no controls. */
 function startEmbedded(data: { run: Partial<RunInfo>; events: Envelope[] }): void {
@@ -1612,7 +1648,9 @@ let lastAuthCheck = 0;
 const connLog: string[] = [];
 
 function main(): void {
-  const embedded = embeddedRun();
+  const params = new URLSearchParams(location.search);
+  const fixture = params.get('fixture');
+  const embedded = fixture !== null ? fixtureRun(fixture) : embeddedRun();
   if (embedded === undefined) captureToken();
   try {
     const t = localStorage.getItem('graphmind.theme');
@@ -1624,7 +1662,6 @@ function main(): void {
   matchMedia('(prefers-color-scheme: dark)').addEventListener('change', applyTheme);
   setupStage();
   document.addEventListener('keydown', onKey);
-  const params = new URLSearchParams(location.search);
   const stress = params.get('stress');
   if (embedded !== undefined) {
     if (typeof embedded === 'string') {
@@ -1650,7 +1687,7 @@ function main(): void {
         if (st === 'open') S.authNeeded = false;
         if (st === 'closed' && token()) {
           // a token from an earlier server start is refused at the upgrade: drop it, watch
-          tokenRejected().then((stale) => stale && toast('This tab’s viewer token is not valid for this server (it changes at every start). Watching without it; open the link `graphmind serve` printed for full control.', 'warn'));
+          tokenRejected().then((stale) => stale && toast('This tab’s viewer token is not valid for this server (it changes at every start). Watching without it; run `graphmind open` for the current link.', 'warn'));
         } else if (st === 'closed' && Date.now() - lastAuthCheck > 5000) {
           lastAuthCheck = Date.now();
           needsToken().then((need) => {
