@@ -143,6 +143,7 @@ def run_driver(driver: Path, server: Server, provider: FakeProvider, exchange: d
         GM_XL_EXCHANGE=str(HERE / "exchange.json"),
         GM_XL_APP=driver.stem,
         GRAPHMIND_TELEMETRY="0",
+        NODE_PATH=str(ROOT / "bindings" / "node" / "node_modules"),
     )
     failures: list[str] = []
     proc = subprocess.Popen(command(driver), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
