@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup soak test test-rust test-c test-ruby test-python test-node test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
+.PHONY: setup soak test test-rust test-c test-ruby test-python test-node test-cross test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -8,7 +8,7 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup viewer test-rust test-c test-ruby test-python test-node test-viewer
+test: setup viewer test-rust test-c test-ruby test-python test-node test-cross test-viewer
 
 ## The long versions of the bounded delivery tests `make test` runs: floods of 100,000
 ## tool calls with 1 KB inputs in every language, the server SIGSTOPped 10 s mid-flood
@@ -55,6 +55,17 @@ test-python: setup
 test-node:
 	$(CARGO) build -p graphmind-cli --release
 	cd bindings/node && npm ci --no-audit --no-fund && npm test
+
+## One scripted model exchange through every driver in tests/cross_language/drivers/ (each
+## language's SDK with its OpenAI client) against one real server: the stored events must
+## be identical. Builds what each driver loads (the Python package, the Ruby extension, the
+## Node addon); bounded (each driver 120 s at most, about 5 s in all).
+test-cross: setup
+	$(CARGO) build -p graphmind-cli --release
+	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
+	rake compile
+	cd bindings/node && npm ci --no-audit --no-fund
+	.venv/bin/python tests/cross_language/run.py
 
 ## The C ABI: libgraphmind (.so/.a), the vectors through C, the examples against a real
 ## server (shared and static), valgrind memcheck, and `make install` + pkg-config + CMake.

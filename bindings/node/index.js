@@ -153,6 +153,17 @@ function fromJson(text) {
   return text == null ? undefined : JSON.parse(text);
 }
 
+/**
+ * A stream part as a value: an `Error` it carries (an AI SDK `{type: 'error', error}`
+ * part) becomes `{name, message, stack}`, which `JSON.stringify` would drop (its fields are
+ * not enumerable); the core decides what the part means.
+ */
+function readablePart(part) {
+  if (!part || !(part.error instanceof Error)) return part;
+  const [name, message, stack] = errorParts(part.error);
+  return { ...part, error: { name, message, ...(stack === null ? {} : { stack }) } };
+}
+
 function errorParts(error) {
   if (error instanceof Error) {
     return [error.name || 'Error', String(error.message), typeof error.stack === 'string' ? error.stack : null];
@@ -473,7 +484,7 @@ class Session {
           controller.close();
           return;
         }
-        try { n.llmStreamChunk(handle, toJson(next.value) ?? 'null'); } catch { /* fail open */ }
+        try { n.llmStreamChunk(handle, toJson(readablePart(next.value)) ?? 'null'); } catch { /* fail open */ }
         controller.enqueue(next.value);
       },
       cancel(reason) {

@@ -8,7 +8,7 @@
 //! loop {
 //!     wait(step.before()) -> step.on_before(d)     // Run / ReturnInjected(reply) / Abort
 //!     send the request    -> answer | stream | error
-//!     answer: wait(step.after()) -> step.on_after(d, &answer)  // ReturnResult / ReturnInjected / Run / Abort
+//!     answer: wait(step.after(&answer)) -> step.on_after(d, &answer)  // ReturnResult / ReturnInjected / Run / Abort
 //!     stream: step.stream_started(); per chunk step.stream_chunk(&chunk); step.stream_end(..)
 //!     error:  wait(step.error(info)) -> step.on_error(d)       // Reraise / ReturnInjected / Run / Abort
 //! }
@@ -21,6 +21,12 @@
 //! own type; the node records the value as the debugger gave it. Streams have no `after`
 //! gate (the answer is already flowing); their deltas are batched into `node.token` by the
 //! session (`tokenIntervalMs`).
+//!
+//! Smart breakpoints ([`crate::smart`]): with a debugger attached, the `after` gate of a
+//! non-streamed answer holds (`reason: breakpoint`, `smart.rule: truncated-tool-call`) when
+//! the model stopped at the token limit or the content filter while asking for tool calls
+//! (`GRAPHMIND_BREAK_ON_TRUNCATED` / `breakOnTruncated`, default on). A stream has no
+//! `after` gate, so it is never held for that.
 //!
 //! Instance ids are `<invocation>:s<N>` ([`InvocationTracker`]): a request that continues the
 //! previous one of its run (`previous_response_id` naming its answer, or the same first
@@ -207,6 +213,8 @@ pub struct LlmStep {
     attempts: u32,
     stream: Option<StreamDecoder>,
     stream_only: bool,
+    /// The answer [`LlmStep::after`] decoded, for [`LlmStep::on_after`].
+    decoded: Option<Decoded>,
 }
 
 impl LlmStep {
@@ -277,6 +285,7 @@ impl LlmStep {
             attempts: 0,
             stream: None,
             stream_only: false,
+            decoded: None,
         }
     }
 
@@ -352,14 +361,28 @@ impl LlmStep {
         self.reply(next)
     }
 
-    /// The gate after a complete answer arrived.
-    pub fn after(&self) -> Gate {
-        self.step.after()
+    /// The gate after a complete answer `response` arrived (the answer as a value). With a
+    /// debugger attached the answer is decoded here, once, and the smart breakpoints see
+    /// its normalised output: tool calls cut off at the token limit or by the content
+    /// filter hold as `truncated-tool-call`.
+    pub fn after(&mut self, response: &Value) -> Gate {
+        if !self.session.is_attached() || !self.session.smart_switches().truncated {
+            self.decoded = None;
+            return self.step.after();
+        }
+        let decoded = codec::decode_response(self.api, response);
+        let output = Value::Object(decoded.output.clone());
+        self.decoded = Some(decoded);
+        self.step.after_seeing(Some(output))
     }
 
-    /// What the `after` decision means for `response` (the answer as a value).
+    /// What the `after` decision means for `response` (the answer as a value, the one
+    /// [`LlmStep::after`] was given).
     pub fn on_after(&mut self, decision: GateDecision, response: &Value) -> Next {
-        let decoded = codec::decode_response(self.api, response);
+        let decoded = match self.decoded.take() {
+            Some(decoded) => decoded,
+            None => codec::decode_response(self.api, response),
+        };
         if let Some(id) = decoded.response_id.as_ref().and_then(JsStr::as_str) {
             lock(&self.memory)
                 .invocations
@@ -431,7 +454,8 @@ impl LlmStep {
         (self.scope != NO_RUN_SCOPE).then_some(self.scope.as_str())
     }
 
-    /// The stream ended: `error` when it broke (then `node.error` first, status `error`),
+    /// The stream ended: `error` when it broke or one of its parts reported a failure (an AI
+    /// SDK `error` part; then `node.error` first, status `error`),
     /// `aborted` when the run was aborted meanwhile; `final_message` is what the client
     /// library accumulated, when it did. Once; later calls do nothing.
     pub fn stream_end(
@@ -447,6 +471,8 @@ impl LlmStep {
             Some(decoder) => decoder.finish(final_message),
             None => StreamDecoder::new(self.api).finish(final_message),
         };
+        // A stream that reported its failure in a part (AI SDK `error`) failed too.
+        let error = error.or_else(|| self.stream.as_ref().and_then(StreamDecoder::error));
         if let Some(id) = decoded.response_id.as_ref().and_then(JsStr::as_str) {
             lock(&self.memory)
                 .invocations

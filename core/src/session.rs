@@ -24,8 +24,8 @@ use crate::config::Config;
 use crate::event::{
     ErrorInfo, ExecPaused, ExecRefused, ExecResumed, GraphHint, GraphNodeHint, Hello, Message,
     MessageType, NodeError, NodeFinished, NodeKind, NodeStarted, NodeToken, RunFinished,
-    RunStarted, RunStatus, SdkInfo, TokenChannel, TokenDelta, KNOWN_CAPABILITIES, PROTOCOL_VERSION,
-    WILDCARD_RUN_ID,
+    RunStarted, RunStatus, SdkInfo, SmartInfo, TokenChannel, TokenDelta, KNOWN_CAPABILITIES,
+    PROTOCOL_VERSION, WILDCARD_RUN_ID,
 };
 use crate::gate::{
     BreakpointMatcher, GateDecision, GateEngine, GateNode, HeldGate, PausePoint, PauseReason,
@@ -40,7 +40,7 @@ use crate::loop_guard::{
 use crate::sync::{Condvar, ForkHold, Mutex, MutexGuard};
 use crate::transport::{self, LinkReader, LinkWriter};
 use crate::warn::{WarnSink, Warner};
-use crate::{buffer, config, edit_input, event, redact, shrink, wire};
+use crate::{buffer, config, edit_input, event, redact, shrink, smart, wire};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
 use payload::Payload;
 use std::collections::HashMap;
@@ -265,6 +265,10 @@ pub struct GateOptions {
     pub editable: bool,
     /// The live input an edit is merged into.
     pub live_input: Option<Value>,
+    /// The call's result, for the smart breakpoints ([`crate::smart`]): at `after` a
+    /// tool's output or an LLM step's normalised output, at `error` a tool's result when
+    /// the adapter has one. `None` (or detached) consults no rule.
+    pub result: Option<Value>,
 }
 
 /// The outcome of [`Session::gate`].
@@ -1242,12 +1246,18 @@ impl Session {
         } else {
             None
         };
-        if loop_hold.is_none() && !shared.engine.should_pause(point, node) {
+        let smart = options
+            .result
+            .as_ref()
+            .and_then(|result| self.smart_hold(point, &node.kind, result));
+        if loop_hold.is_none() && smart.is_none() && !shared.engine.should_pause(point, node) {
             return Gate::Continue;
         }
         self.flush_tokens_locked(&mut shared);
         let reason = if loop_hold.is_some() {
             PauseReason::Loop
+        } else if smart.is_some() {
+            PauseReason::Breakpoint
         } else {
             shared.engine.reason_for(point, node)
         };
@@ -1261,6 +1271,10 @@ impl Session {
         let mut paused = ExecPaused::new(pending.pause_id(), node.node_id.as_str(), point);
         paused.reason = Some(reason);
         paused.loop_info = loop_hold.map(|info| info.to_event());
+        if paused.loop_info.is_none() {
+            paused.smart =
+                smart.map(|info| smart::on_wire(info, &node.kind, &self.inner.config.hide));
+        }
         if editable {
             paused.editable = Some(true);
         }
@@ -1279,8 +1293,9 @@ impl Session {
     /// Whether a gate at `point` in `run_id` could hold now, for any node: `false` means
     /// that with the session as it is (detached; or attached with no step mode, no
     /// breakpoint at `point` and, before a call, no loop-guard rule the next start could
-    /// trip) [`Session::gate`] returns [`Gate::Continue`]. Conservative (`true` does not
-    /// mean it will hold); for a caller that forwards a message before recording it.
+    /// trip) [`Session::gate`] returns [`Gate::Continue`] for a gate given no
+    /// [`GateOptions::result`] (a result can raise a smart hold). Conservative (`true` does
+    /// not mean it will hold); for a caller that forwards a message before recording it.
     pub fn may_hold(&self, run_id: &str, point: PausePoint) -> bool {
         if !self.inner.config.enabled || !self.inner.attached.load(Ordering::Acquire) {
             return false;
@@ -1305,6 +1320,24 @@ impl Session {
             return true;
         }
         watch && self.inner.loop_guard.lock().may_hold_next(run_id, true)
+    }
+
+    /// The smart breakpoint a gate at `point` raises for a node of `kind` with `result`.
+    fn smart_hold(&self, point: PausePoint, kind: &str, result: &Value) -> Option<SmartInfo> {
+        let on = self.smart_switches();
+        match point {
+            PausePoint::After => smart::detect_after(kind, result, on),
+            PausePoint::Error => smart::detect_at_error(kind, result, on),
+            PausePoint::Before => None,
+        }
+    }
+
+    /// The smart breakpoints this session has on.
+    pub fn smart_switches(&self) -> smart::SmartSwitches {
+        smart::SmartSwitches {
+            error_result: self.inner.config.break_on_error_result,
+            truncated: self.inner.config.break_on_truncated,
+        }
     }
 
     fn loop_hide(&self, kind: &str) -> LoopHide {

@@ -5,7 +5,9 @@
 //!
 //! Pure functions over [`Value`]; none panics and none quotes a value in what it returns.
 
+use crate::event::{SmartInfo, SmartRule};
 use crate::json::{JsStr, Number, Value};
+use crate::redact::HideSwitches;
 
 /// Which strict error shape a tool result has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,6 +194,59 @@ pub fn parse_break_on(raw: Option<&str>) -> bool {
     }
 }
 
+/// The smart breakpoints a session has on (`breakOnErrorResult` / `breakOnTruncated`, each
+/// beating its `GRAPHMIND_BREAK_ON_*` variable; both default on).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmartSwitches {
+    /// The error-result rule (tool nodes).
+    pub error_result: bool,
+    /// The truncated-tool-call rule (LLM nodes).
+    pub truncated: bool,
+}
+
+/// The smart hold an `after` gate raises for a node of `kind` whose result (a tool's
+/// output, an LLM step's normalised output) is `result`: `error-result` for a tool,
+/// `truncated-tool-call` for an LLM step, each only while its switch is on.
+pub fn detect_after(kind: &str, result: &Value, on: SmartSwitches) -> Option<SmartInfo> {
+    match kind {
+        "tool" if on.error_result => error_result_shape(result).map(error_result_info),
+        "llm" if on.truncated => truncated_tool_call(result).map(|found| {
+            let mut info = SmartInfo::new(SmartRule::TruncatedToolCall);
+            info.detail = Some(JsStr::from(truncated_detail(&found).as_str()));
+            info
+        }),
+        _ => None,
+    }
+}
+
+/// The smart hold an `error` gate raises when it was handed a tool's result: a RETURNED
+/// error shape holds as `error-result` instead of as a plain error hold; the `{error}`-only
+/// object (how adapters wrap a thrown error) does not.
+pub fn detect_at_error(kind: &str, result: &Value, on: SmartSwitches) -> Option<SmartInfo> {
+    if kind != "tool" || !on.error_result {
+        return None;
+    }
+    error_result_shape(result)
+        .filter(|shape| shape.is_returned())
+        .map(error_result_info)
+}
+
+fn error_result_info(shape: ErrorResultShape) -> SmartInfo {
+    let mut info = SmartInfo::new(SmartRule::ErrorResult);
+    info.detail = Some(JsStr::from(shape.detail()));
+    info
+}
+
+/// A smart hold as it may leave the process: its `detail` explains in terms of the values
+/// the rule saw, so it is dropped whenever a switch hides this node's input or output.
+pub fn on_wire(mut info: SmartInfo, kind: &str, hide: &HideSwitches) -> SmartInfo {
+    let tool = kind == "tool";
+    if hide.inputs || hide.outputs || (tool && (hide.tool_args || hide.tool_results)) {
+        info.detail = None;
+    }
+    info
+}
+
 /// Error names and messages are compared on at most this many UTF-16 units.
 pub const MAX_ERROR_TEXT_CHARS: usize = 512;
 /// Only the first this-many UTF-16 units of an error text are scanned.
@@ -250,5 +305,56 @@ mod tests {
             Some("a b c")
         );
         assert_eq!(error_text_key(&JsStr::from("   ")).as_str(), Some(""));
+    }
+
+    const ON: SmartSwitches = SmartSwitches {
+        error_result: true,
+        truncated: true,
+    };
+
+    #[test]
+    fn each_rule_holds_its_own_kind_only_while_on() {
+        let cut = parse_str(r#"{"finishReason":"length","toolCalls":[{"name":"a","input":{}}]}"#)
+            .unwrap();
+        let failed = parse_str(r#"{"isError":true}"#).unwrap();
+        let hit = detect_after("llm", &cut, ON).unwrap();
+        assert_eq!(hit.rule, SmartRule::TruncatedToolCall);
+        assert_eq!(
+            hit.detail.unwrap().as_str(),
+            Some("the model was stopped at the token limit with 1 tool call requested")
+        );
+        assert_eq!(detect_after("tool", &cut, ON), None);
+        assert_eq!(detect_after("llm", &failed, ON), None);
+        assert_eq!(
+            detect_after("tool", &failed, ON).map(|i| i.rule),
+            Some(SmartRule::ErrorResult)
+        );
+        let off = SmartSwitches {
+            error_result: false,
+            truncated: false,
+        };
+        assert_eq!(detect_after("llm", &cut, off), None);
+        assert_eq!(detect_after("tool", &failed, off), None);
+    }
+
+    #[test]
+    fn at_an_error_gate_only_a_returned_shape_holds() {
+        let returned = parse_str(r#"{"isError":true}"#).unwrap();
+        let wrapped = parse_str(r#"{"error":"boom"}"#).unwrap();
+        assert!(detect_at_error("tool", &returned, ON).is_some());
+        assert_eq!(detect_at_error("tool", &wrapped, ON), None);
+        assert_eq!(detect_at_error("llm", &returned, ON), None);
+    }
+
+    #[test]
+    fn a_hide_switch_drops_the_detail() {
+        let info = detect_after("tool", &parse_str(r#"{"success":false}"#).unwrap(), ON).unwrap();
+        let mut hide = HideSwitches::default();
+        assert!(on_wire(info.clone(), "tool", &hide).detail.is_some());
+        hide.tool_results = true;
+        assert_eq!(on_wire(info.clone(), "tool", &hide).detail, None);
+        assert!(on_wire(info.clone(), "llm", &hide).detail.is_some());
+        hide.outputs = true;
+        assert_eq!(on_wire(info, "llm", &hide).detail, None);
     }
 }

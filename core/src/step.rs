@@ -282,7 +282,7 @@ impl Step {
 
     /// A pause is offered as editable only when the step kept the live input (a debugger
     /// that attaches mid-call sees this call's later pauses as not editable).
-    fn gate(&self, point: PausePoint) -> Gate {
+    fn gate(&self, point: PausePoint, result: Option<Value>) -> Gate {
         if !self.session.is_attached() {
             // What `Session::gate` answers at once too, without building the gate identity.
             return Gate::Continue;
@@ -291,6 +291,7 @@ impl Step {
         let options = GateOptions {
             editable: offer,
             live_input: if offer { self.live_input.clone() } else { None },
+            result,
         };
         self.session.gate(
             self.run_id.as_deref(),
@@ -306,7 +307,7 @@ impl Step {
             return Gate::Continue;
         }
         self.phase.set(Phase::BeforeAsked);
-        self.gate(PausePoint::Before)
+        self.gate(PausePoint::Before, None)
     }
 
     /// What the `before` decision means.
@@ -340,13 +341,34 @@ impl Step {
         Next::Run { input }
     }
 
-    /// The gate after the function returned.
+    /// The gate after the function returned (no smart breakpoint sees its result: see
+    /// [`Step::after_output`]).
     pub fn after(&self) -> Gate {
+        self.after_seeing(None)
+    }
+
+    /// The gate after the function returned `output`: with a debugger attached the smart
+    /// breakpoints see it (a tool's error-shaped result holds as `error-result`). Hands the
+    /// output back for [`Step::on_after_host`], parsed when it had to be looked at.
+    pub fn after_output(&self, output: Option<HostValue>) -> (Gate, Option<HostValue>) {
+        if self.finished
+            || !self.session.is_attached()
+            || !self.session.smart_switches().error_result
+        {
+            return (self.after(), output);
+        }
+        let value = output.map(|o| self.session.resolve(o));
+        let gate = self.after_seeing(value.clone());
+        (gate, value.map(HostValue::Built))
+    }
+
+    /// The `after` gate, the smart breakpoints seeing `result`.
+    pub(crate) fn after_seeing(&self, result: Option<Value>) -> Gate {
         if self.finished {
             return Gate::Continue;
         }
         self.phase.set(Phase::AfterAsked);
-        self.gate(PausePoint::After)
+        self.gate(PausePoint::After, result)
     }
 
     /// What the `after` decision means; `output` is the function's result as recorded.
@@ -390,7 +412,7 @@ impl Step {
         self.phase.set(Phase::ErrorAsked);
         self.session
             .node_error(self.run_id.as_deref(), &self.node, error);
-        self.gate(PausePoint::Error)
+        self.gate(PausePoint::Error, None)
     }
 
     /// What the `error` decision means.

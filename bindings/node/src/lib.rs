@@ -393,7 +393,7 @@ impl NativeSession {
         live_input_json: Option<JsString<'_>>,
     ) -> Result<u32> {
         let node = graphmind_core::gate::GateNode { node_id, kind, name };
-        let options = GateOptions { editable, live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)? };
+        let options = GateOptions { editable, live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)?, result: None };
         match self.session.gate(run_id.as_deref(), point_of(&point)?, &node, options) {
             Gate::Continue => Ok(0),
             Gate::Held(pending) => {
@@ -544,8 +544,8 @@ impl NativeSession {
         let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?;
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::After;
+        let (gate, output) = slot.step.after_output(output);
         slot.output = output;
-        let gate = slot.step.after();
         self.step_gate(&env, handle, gate)
     }
 

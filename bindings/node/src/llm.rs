@@ -114,8 +114,8 @@ impl NativeSession {
         let response = super::text::parse_js(&response_json, &mut self.scratch)?;
         let slot = self.llm.get_mut(&handle).ok_or_else(unknown)?;
         slot.point = PausePoint::After;
+        let gate = slot.step.after(&response);
         slot.response = Some(response);
-        let gate = slot.step.after();
         self.llm_gate(&env, handle, gate)
     }
 

@@ -212,6 +212,68 @@ test('wrapModel: a streamed answer records node.token deltas and the whole text'
   await gm.dispose();
 });
 
+test('wrapModel: an error part in a streamed answer is the step\'s node.error (through the core\'s LLM step)', async () => {
+  await fake.reset();
+  await fake.script({
+    status: 200,
+    sse: [
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: 'Half an ans' }),
+      [null, { error: { message: 'overloaded mid-stream', type: 'server_error', code: 'overloaded' } }],
+      [null, '[DONE]'],
+    ],
+  });
+  const dbg = await Debugger.open(srv);
+  const gm = await session(dbg);
+  let runId;
+  const seen = [];
+  const parts = await gm.run('llm-stream-error', async (ctx) => {
+    runId = ctx.runId;
+    const r = streamText({ model: fakeModel(gm), prompt: 'Say hello', maxRetries: 0, onError: ({ error }) => seen.push(error) });
+    const types = [];
+    for await (const part of r.fullStream) types.push(part.type);
+    return types;
+  });
+  assert.ok(parts.includes('error'), `the app saw the error part (${parts})`);
+  assert.equal(seen.length, 1);
+  const events = await storedLlmEvents(runId);
+  const errors = events.filter((e) => e.type === 'node.error');
+  assert.equal(errors.length, 1);
+  assert.equal(errors[0].payload.error.message, 'overloaded mid-stream');
+  const done = events.find((e) => e.type === 'node.finished');
+  assert.equal(done.payload.status, 'error');
+  assert.equal(done.payload.streaming, true);
+  assert.equal(done.payload.output.text, 'Half an ans');
+  const deltas = events.filter((e) => e.type === 'node.token').flatMap((e) => e.payload.deltas);
+  assert.equal(deltas.map((d) => d.v).join(''), 'Half an ans');
+  dbg.close();
+  await gm.dispose();
+});
+
+test('wrapModel: a stream part that does not parse is an Error object, recorded by its name and message', async () => {
+  await fake.reset();
+  await fake.script({
+    status: 200,
+    sse: [chunk({ role: 'assistant', content: '' }), [null, { choices: 'not a list' }], [null, '[DONE]']],
+  });
+  const dbg = await Debugger.open(srv);
+  const gm = await session(dbg);
+  let runId;
+  await gm.run('llm-stream-bad-part', async (ctx) => {
+    runId = ctx.runId;
+    const r = streamText({ model: fakeModel(gm), prompt: 'Say hello', maxRetries: 0, onError: () => {} });
+    for await (const _part of r.fullStream) { /* read it all */ }
+  });
+  const events = await storedLlmEvents(runId);
+  const error = events.find((e) => e.type === 'node.error');
+  assert.ok(error, 'node.error recorded');
+  assert.match(error.payload.error.name, /TypeValidationError/);
+  assert.ok(error.payload.error.message.length > 0);
+  assert.equal(events.find((e) => e.type === 'node.finished').payload.status, 'error');
+  dbg.close();
+  await gm.dispose();
+});
+
 test('wrapModel: an HTTP error held at `error`, retried, is one execution with attempts: 2', async () => {
   await fake.reset();
   await fake.script({ status: 500, json: { error: { message: 'upstream down' } } }, chat({ role: 'assistant', content: 'Second time lucky.' }));

@@ -362,11 +362,10 @@ impl NativeStep {
 
     /// The `after` gate for `output` (the function's result).
     fn after(&self, py: Python<'_>, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
-        let gate = self.step.lock().after();
+        let (gate, value) = self.step.lock().after_output(Some(host_value(&self.session, output)));
         match held(&self.session, gate) {
             None => {
-                let value = host_value(&self.session, output);
-                let next = self.step.lock().on_after_host(GateDecision::proceed(), Some(value));
+                let next = self.step.lock().on_after_host(GateDecision::proceed(), value);
                 next_to_py(py, next)
             }
             Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),

@@ -113,10 +113,10 @@ impl NativeLlmStep {
 
     /// The `after` gate for a complete answer (the client library's object).
     fn after(&self, py: Python<'_>, response: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
-        let gate = self.step.lock().after();
+        let value = sdk_value(response);
+        let gate = self.step.lock().after(&value);
         match held(&self.session, gate) {
             None => {
-                let value = sdk_value(response);
                 let next = self.step.lock().on_after(GateDecision::proceed(), &value);
                 next_to_py(py, next)
             }

@@ -163,7 +163,8 @@ def gm_for(server):
     made: list[Any] = []
 
     def make(**options: Any) -> Any:
-        inst = gm.GraphMind(url=server.url, env={}, app="py-test", **options)
+        options.setdefault("env", {})
+        inst = gm.GraphMind(url=server.url, app="py-test", **options)
         made.append(inst)
         return inst
 

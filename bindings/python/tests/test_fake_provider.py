@@ -322,3 +322,85 @@ def test_async_clients_over_http(server, provider, gm_for):
     done = of(events, "node.finished", "llm:step")
     assert done[0]["usage"] == {"inputTokens": 4, "outputTokens": 2, "inclusive": True}
     assert done[1]["output"]["text"] == "ab" and done[1]["streaming"] is True
+
+
+# -- smart breakpoints: the core's LLM step and tool step hold on what does not throw --------
+
+
+def _cut_off(arguments='{"city":"Par'):
+    return chat(None, [{"id": "call_9", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}], "length")
+
+
+def test_a_tool_call_cut_off_at_the_token_limit_holds_as_a_smart_breakpoint(server, debugger, provider, gm_for):
+    g = gm_for()
+    assert g.ready(3)
+    provider.script(_cut_off(), chat("fixed"))
+    client = g.instrument_openai(openai_client(provider))
+    call = lambda: client.chat.completions.create(model="gpt-test", messages=[], tools=[WEATHER], max_tokens=5)  # noqa: E731
+    # No breakpoint armed: the rule itself holds the after gate; retry sends the request again.
+    out = _drive_with_gate(server, debugger, g, call, "after", "retry", arm=False)
+    assert out["paused"]["reason"] == "breakpoint"
+    assert out["paused"]["smart"] == {
+        "rule": "truncated-tool-call",
+        "detail": "the model was stopped at the token limit with 1 tool call requested; "
+        "1 call has arguments that did not parse",
+    }
+    assert out["value"].choices[0].message.content == "fixed", out
+    events = run_events(server, g, out["ctx"].run_id)
+    done = of(events, "node.finished", "llm:step")
+    assert len(done) == 1 and done[0]["attempts"] == 2 and done[0]["output"]["text"] == "fixed"
+    assert len(provider.requests) == 2
+
+
+@pytest.mark.parametrize("switch", ["option", "env"])
+def test_the_truncated_rule_turned_off_never_holds(server, debugger, provider, gm_for, switch):
+    g = gm_for(break_on_truncated=False) if switch == "option" else gm_for(env={"GRAPHMIND_BREAK_ON_TRUNCATED": "off"})
+    assert g.ready(3)
+    provider.script(_cut_off())
+    client = g.instrument_openai(openai_client(provider))
+    with g.run("off") as ctx:
+        debugger.watch(ctx.run_id)
+        answer = client.chat.completions.create(model="gpt-test", messages=[], tools=[WEATHER])
+    assert answer.choices[0].finish_reason == "length"
+    events = run_events(server, g, ctx.run_id)
+    assert of(events, "exec.paused") == []
+    assert of(events, "node.finished", "llm:step")[0]["output"]["finishReason"] == "length"
+
+
+def test_a_streamed_cut_off_is_recorded_but_never_held(server, debugger, provider, gm_for):
+    g = gm_for()
+    assert g.ready(3)
+    call_delta = {"tool_calls": [{"index": 0, "id": "call_9", "type": "function", "function": {"name": "get_weather", "arguments": '{"ci'}}]}
+    provider.script({"status": 200, "sse": [chunk(call_delta), chunk({}, finish="length"), [None, "[DONE]"]]})
+    client = g.instrument_openai(openai_client(provider))
+    with g.run("stream-cut") as ctx:
+        list(client.chat.completions.create(model="gpt-test", messages=[], tools=[WEATHER], stream=True))
+    events = run_events(server, g, ctx.run_id)
+    assert of(events, "exec.paused") == []
+    output = of(events, "node.finished", "llm:step")[0]["output"]
+    assert output["finishReason"] == "length" and output["toolCalls"][0]["inputText"] == '{"ci'
+
+
+def test_a_tool_returning_an_error_shape_holds_at_after(server, debugger, gm_for):
+    g = gm_for()
+    assert g.ready(3)
+
+    @g.tool(name="deploy")
+    def deploy(target: str) -> dict:
+        return {"isError": True, "content": [{"type": "text", "text": "denied"}]}
+
+    out = _drive_with_gate(server, debugger, g, lambda: deploy("prod"), "after", "inject", node="tool:deploy", arm=False, output={"ok": True})
+    assert out["paused"]["reason"] == "breakpoint"
+    assert out["paused"]["smart"] == {"rule": "error-result", "detail": "the tool returned a result with isError: true"}
+    assert out["value"] == {"ok": True}
+
+
+def test_a_hide_switch_keeps_the_hold_and_drops_its_detail(server, debugger, provider, gm_for):
+    g = gm_for(hide_outputs=True)
+    assert g.ready(3)
+    provider.script(_cut_off())
+    client = g.instrument_openai(openai_client(provider))
+    call = lambda: client.chat.completions.create(model="gpt-test", messages=[], tools=[WEATHER])  # noqa: E731
+    out = _drive_with_gate(server, debugger, g, call, "after", "continue", arm=False)
+    assert out["paused"]["smart"] == {"rule": "truncated-tool-call"}
+    assert out["value"].choices[0].finish_reason == "length"

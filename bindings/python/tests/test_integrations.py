@@ -278,7 +278,9 @@ def test_openai_async_client_and_async_stream(server, gm_for):
 
 
 def test_openai_responses_api(server, gm_for):
-    g = gm_for()
+    # The answer is a tool call cut off: recorded here, not held (the smart hold's own tests
+    # are in test_fake_provider.py; nobody watches this server to resume it).
+    g = gm_for(break_on_truncated=False)
     assert g.ready(3)
     response = {
         "id": "resp_1",
@@ -440,9 +442,12 @@ def test_openai_instrumentation_is_idempotent_and_reversible(server, gm_for):
     off.dispose()
 
 
-def _drive_with_gate(server, debugger, g, body, point, action, **extra):
-    """Runs ``body`` in a thread while the debugger resumes the first pause with ``action``."""
-    debugger.breakpoint({"point": point, "nodeId": "llm:step"})
+def _drive_with_gate(server, debugger, g, body, point, action, node="llm:step", arm=True, **extra):
+    """Runs ``body`` in a thread while the debugger resumes the first pause (at ``point`` of
+    ``node``, armed by a breakpoint unless ``arm`` is false: a smart hold) with ``action``.
+    The pause's payload is ``result["paused"]``."""
+    if arm:
+        debugger.breakpoint({"point": point, "nodeId": node})
     result: dict[str, Any] = {}
     go = threading.Event()
 
@@ -464,9 +469,10 @@ def _drive_with_gate(server, debugger, g, body, point, action, **extra):
     time.sleep(0.1)
     go.set()
     paused = debugger.next_event("exec.paused")
-    assert paused["payload"]["nodeId"] == "llm:step" and paused["payload"]["point"] == point
-    if action == "retry":
-        debugger.control("*", "breakpoint.clear", {"matcher": {"point": point, "nodeId": "llm:step"}})
+    result["paused"] = paused["payload"]
+    assert paused["payload"]["nodeId"] == node and paused["payload"]["point"] == point
+    if action == "retry" and arm:
+        debugger.control("*", "breakpoint.clear", {"matcher": {"point": point, "nodeId": node}})
         time.sleep(0.15)
     debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], action, **extra)
     t.join(10)

@@ -336,7 +336,10 @@ impl RbStep {
     fn decide(&self, step: &mut Step, point: Point) -> Option<Next> {
         let (gate, output, at_error) = match point {
             Point::Before => (step.before(), None, false),
-            Point::After(output) => (step.after(), Some(output), false),
+            Point::After(output) => {
+                let (gate, output) = step.after_output(output);
+                (gate, Some(output), false)
+            }
             Point::Error(info) => (step.error(info), None, true),
         };
         let decision = match gate {

@@ -36,7 +36,7 @@ impl RbLlmStep {
             };
             match &point {
                 Point::Before => step.before(),
-                Point::After(_) => step.after(),
+                Point::After(response) => step.after(response),
                 Point::Error(info) => step.error(info.clone()),
             }
         };

@@ -178,6 +178,42 @@ class TestLive < Minitest::Test
     assert_equal "real", done[0].dig("payload", "output", "text")
   end
 
+  # Answers with a tool call cut off at the token limit (its arguments do not parse).
+  class CutOffOpenAI
+    def chat(parameters:)
+      { "id" => "c2", "model" => parameters[:model],
+        "choices" => [{ "finish_reason" => "length",
+                        "message" => { "role" => "assistant", "content" => nil,
+                                       "tool_calls" => [{ "id" => "call_9", "type" => "function",
+                                                          "function" => { "name" => "search", "arguments" => "{\"q\":\"par" } }] } }] }
+    end
+  end
+
+  def test_a_tool_call_cut_off_holds_as_a_smart_breakpoint_with_no_breakpoint_armed
+    gm = attach
+    client = gm.instrument_openai(CutOffOpenAI.new)
+    thread, run_id = in_run(gm, "llm-cut") { client.chat(parameters: { model: "gpt-test", messages: [] }) }
+    paused = @viewer.next_event("exec.paused")
+    assert_equal %w[after breakpoint], [paused.dig("payload", "point"), paused.dig("payload", "reason")]
+    assert_equal({ "rule" => "truncated-tool-call",
+                   "detail" => "the model was stopped at the token limit with 1 tool call requested; " \
+                               "1 call has arguments that did not parse" }, paused.dig("payload", "smart"))
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "continue")
+    assert_equal "length", thread.value.dig("choices", 0, "finish_reason")
+  end
+
+  def test_a_tool_returning_an_error_shape_holds_at_after
+    gm = attach
+    deploy = gm.tool("deploy") { |target:| { "success" => false, "target" => target } }
+    thread, run_id = in_run(gm, "tool-failed") { deploy.call(target: "prod") }
+    paused = @viewer.next_event("exec.paused")
+    assert_equal "tool:deploy", paused.dig("payload", "nodeId")
+    assert_equal({ "rule" => "error-result", "detail" => "the tool returned a result with success: false" },
+                 paused.dig("payload", "smart"))
+    @viewer.resume(run_id, paused.dig("payload", "pauseId"), "inject", output: { "success" => true })
+    assert_equal({ "success" => true }, thread.value)
+  end
+
   def test_abort_raises_abort_error_and_aborts_the_run
     @viewer.breakpoint({ "kind" => "tool" })
     gm = attach

@@ -4,6 +4,7 @@
 //! `doStream` parts.
 
 use super::{delta, get, items, params_and_stream, put_finish, text, Api, Decoded, Delta};
+use crate::event::ErrorInfo;
 use crate::event::TokenChannel;
 use crate::json::{JsStr, Map, Value};
 use crate::llm;
@@ -237,6 +238,8 @@ pub struct TextStream {
     pub(crate) text: String,
     calls: Vec<Value>,
     finish: Option<Value>,
+    /// The first AI SDK `{type: "error", error}` part's error.
+    error: Option<Value>,
 }
 
 impl TextStream {
@@ -246,7 +249,14 @@ impl TextStream {
             text: String::new(),
             calls: Vec::new(),
             finish: None,
+            error: None,
         }
+    }
+
+    /// The error an AI SDK `error` part carried (the provider failed mid-stream; the SDK
+    /// hands it to `onError` and the stream itself ends normally): the first one.
+    pub(crate) fn error(&self) -> Option<ErrorInfo> {
+        self.error.as_ref().map(error_info)
     }
 
     pub(crate) fn push(&mut self, chunk: &Value, deltas: &mut Vec<Delta>) {
@@ -294,6 +304,9 @@ impl TextStream {
                 get(c, "input").or_else(|| get(c, "args")),
             )),
             Some("finish") => self.finish = Some(chunk.clone()),
+            Some("error") if self.error.is_none() => {
+                self.error = Some(get(c, "error").cloned().unwrap_or(Value::Null));
+            }
             _ => {}
         }
     }
@@ -354,4 +367,24 @@ pub fn reply_with_text(api: Api, said: &JsStr) -> Value {
         out.insert("content", Value::String(said.clone()));
     }
     Value::Object(out)
+}
+
+/// Names the AI SDK's stream `error` part may carry when the error is not an object.
+pub const STREAM_ERROR_NAME: &str = "Error";
+
+/// An AI SDK stream error part's `error` as the recorded error: an object's `name` /
+/// `message` / `stack` (the skin turns a thrown `Error` into those fields), a string as
+/// the message, anything else as its JSON text.
+fn error_info(error: &Value) -> ErrorInfo {
+    let field = |k: &str| error.get(k).and_then(Value::as_js_str).cloned();
+    let message = match error {
+        Value::String(s) => s.clone(),
+        _ => field("message").unwrap_or_else(|| crate::json::to_string(error).as_str().into()),
+    };
+    let mut info = ErrorInfo::new(
+        field("name").unwrap_or_else(|| STREAM_ERROR_NAME.into()),
+        message,
+    );
+    info.stack = field("stack");
+    info
 }

@@ -397,6 +397,15 @@ impl StreamDecoder {
         Some((TokenChannel::Text, text.clone()))
     }
 
+    /// The error the stream itself reported in a part (an AI SDK `error` part), if any:
+    /// the stream then ends as failed even though the client read it to its end.
+    pub fn error(&self) -> Option<crate::event::ErrorInfo> {
+        match &self.state {
+            StreamState::Frameworks(s) => s.error(),
+            _ => None,
+        }
+    }
+
     /// What the stream records when it ended: `final_message`, when the client library
     /// accumulated one (Anthropic's `MessageStream`), completes what the events missed.
     pub fn finish(&self, final_message: Option<&Value>) -> Decoded {

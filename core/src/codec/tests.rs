@@ -262,6 +262,38 @@ fn ruby_llm_message() {
 }
 
 #[test]
+fn ai_sdk_stream_error_parts_fail_the_stream() {
+    let mut decoder = StreamDecoder::new(Api::AiSdk);
+    assert!(decoder.error().is_none());
+    for part in [
+        r#"{"type":"text-delta","id":"t","delta":"Hi"}"#,
+        r#"{"type":"error","error":{"name":"AI_APICallError","message":"overloaded","stack":"at x"}}"#,
+        r#"{"type":"error","error":"a second one is not the first"}"#,
+    ] {
+        decoder.push(&v(part));
+    }
+    let e = decoder.error().expect("the error part");
+    assert_eq!(
+        (e.name.as_str(), e.message.as_str()),
+        (Some("AI_APICallError"), Some("overloaded"))
+    );
+    assert_eq!(e.stack.as_ref().and_then(|s| s.as_str()), Some("at x"));
+    let mut plain = StreamDecoder::new(Api::AiSdk);
+    plain.push(&v(r#"{"type":"error","error":"boom"}"#));
+    let e = plain.error().unwrap();
+    assert_eq!(
+        (e.name.as_str(), e.message.as_str()),
+        (Some("Error"), Some("boom"))
+    );
+    let mut odd = StreamDecoder::new(Api::AiSdk);
+    odd.push(&v(r#"{"type":"error","error":{"code":7}}"#));
+    assert_eq!(odd.error().unwrap().message.as_str(), Some(r#"{"code":7}"#));
+    let mut chat = StreamDecoder::new(Api::OpenAiChat);
+    chat.push(&v(r#"{"type":"error","error":"not a part of this api"}"#));
+    assert!(chat.error().is_none());
+}
+
+#[test]
 fn ai_sdk_stream_parts() {
     let (deltas, d) = stream(
         Api::AiSdk,
