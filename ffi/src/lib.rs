@@ -1600,6 +1600,8 @@ pub unsafe extern "C" fn gm_session_gate(
             GateOptions {
                 editable,
                 live_input,
+                // the raw C gate carries no result: no smart rule is consulted
+                result: None,
             },
         );
         put(
