@@ -42,7 +42,7 @@ function isClientStream(value) {
 function teeForRecording(result, recorder) {
   if (!isClientStream(result)) return undefined;
   const [forApp, forRecord] = result.tee();
-  drain(forRecord, recorder, result.controller);
+  recorder.background(drain(forRecord, recorder, result.controller));
   return forApp;
 }
 

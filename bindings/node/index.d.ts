@@ -101,6 +101,8 @@ export interface StreamRecorder {
   chunk(value: unknown): void;
   /** The stream ended: `error` when it broke, `aborted` when it was stopped. Once. */
   end(error?: unknown, aborted?: boolean): void;
+  /** A recording going on in the background: the run waits (briefly) for it before it ends. */
+  background(promise: Promise<unknown>): void;
   /** `source` with each part reported as the app reads it, and its end. */
   readable<T>(source: ReadableStream<T>): ReadableStream<T>;
 }

@@ -20,6 +20,13 @@ const RERAISE = 4;
 const ABORT = 5;
 const HELD = 6;
 
+/**
+ * How long a finishing run waits for the model streams still being recorded in the
+ * background (a teed stream's recording branch, one chunk behind the app's, or the rest
+ * of a stream the app stopped reading); past it they end with what they carried.
+ */
+const STREAM_SETTLE_MS = 100;
+
 const CONTINUE_DECISION = Object.freeze({ action: 'continue' });
 const CONTINUE_PROMISE = Promise.resolve(CONTINUE_DECISION);
 const DEFAULT_READY_TIMEOUT_MS = CONSTANTS.defaultReadyTimeoutMs;
@@ -186,6 +193,8 @@ class Session {
   #waiters = new Map();
   #disposed = null;
   #exitRef = null;
+  /** Per run id: the background stream recordings not ended yet. */
+  #recordings = new Map();
 
   constructor(options) {
     const picked = {};
@@ -242,9 +251,11 @@ class Session {
     }, { once: true });
     try {
       const result = await this.#als.run(ctx, () => fn(ctx));
+      await this.#recordingsEnded(runId);
       n.finishRun(runId, 'ok');
       return result;
     } catch (error) {
+      await this.#recordingsEnded(runId);
       if (isAbortError(error)) {
         n.finishRun(runId, 'aborted');
       } else {
@@ -253,6 +264,17 @@ class Session {
       }
       throw error;
     }
+  }
+
+  /** Waits (at most STREAM_SETTLE_MS) for the run's background stream recordings. */
+  async #recordingsEnded(runId) {
+    const pending = this.#recordings.get(runId);
+    this.#recordings.delete(runId);
+    if (!pending || pending.size === 0) return;
+    let timer;
+    const bound = new Promise((resolve) => { timer = setTimeout(resolve, STREAM_SETTLE_MS); });
+    await Promise.race([Promise.allSettled([...pending]), bound]);
+    clearTimeout(timer);
   }
 
   /** The active run context, if any. */
@@ -457,8 +479,17 @@ class Session {
   /** What a model call's stream reports to the core: each chunk, then its end, once. */
   #recorder(handle, ctx) {
     const n = this.#native;
+    const recordings = this.#recordings;
     let ended = false;
     const recorder = {
+      /** A recording that goes on in the background (`promise` settles when it ends). */
+      background(promise) {
+        if (!ctx) return;
+        let pending = recordings.get(ctx.runId);
+        if (!pending) recordings.set(ctx.runId, (pending = new Set()));
+        pending.add(promise);
+        promise.finally(() => pending.delete(promise)).catch(() => {});
+      },
       chunk(value) {
         if (ended) return;
         try { n.llmStreamChunk(handle, toJson(value) ?? 'null'); } catch { /* fail open */ }

@@ -295,6 +295,7 @@ impl NativeSession {
     /// `aborted`.
     #[napi]
     pub fn finish_run(&mut self, run_id: String, status: String, error_name: Option<String>, error_message: Option<String>, stack: Option<String>) {
+        self.end_run_streams(&run_id, status == "aborted");
         if let Some(run) = self.runs.remove(&run_id) {
             let outcome = match status.as_str() {
                 "aborted" => RunOutcome::Aborted,
