@@ -193,6 +193,33 @@ test('the helpers: chat.completions.stream() and .parse(), responses.create / .s
   await gm.dispose();
 });
 
+test('runTools: each model turn is a recorded call, the tool a gated wrapTools function', async () => {
+  const gm = await attached();
+  await fake.script(
+    chat(null, { toolCalls: [{ id: 'call_7', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Porto"}' } }], finish: 'tool_calls' }),
+    chat('Porto is sunny.'),
+  );
+  const openai = gm.wrapClient(client());
+  const tools = gm.wrapTools({ get_weather: async ({ city }) => ({ city, sky: 'sun' }) });
+  let runId;
+  const text = await gm.run('run-tools', async (ctx) => {
+    runId = ctx.runId;
+    const runner = openai.chat.completions.runTools({
+      model: 'gpt-test',
+      messages: user('Weather in Porto?'),
+      tools: [{ type: 'function', function: { ...WEATHER.function, function: tools.get_weather, parse: JSON.parse } }],
+    });
+    return runner.finalContent();
+  });
+  assert.equal(text, 'Porto is sunny.');
+  const events = await runEvents(srv, gm, runId);
+  const started = of(events, 'node.started', 'llm:step');
+  assert.equal(started.length, 2);
+  assert.equal(started[1].instanceId, started[0].instanceId.replace(/:s0$/, ':s1'));
+  assert.deepEqual(of(events, 'node.finished', 'tool:get_weather')[0].output, { city: 'Porto', sky: 'sun' });
+  await gm.dispose();
+});
+
 test('a held before gate sends no HTTP request until released; inject at before returns a completion', async () => {
   const gm = await attached();
   const dbg = await Debugger.open(srv);
