@@ -4,52 +4,36 @@
  * wrapTools, wrapModel, dispose}`. Each wrapper is the identity when the session is
  * disabled. Tools are gated calls driven by the core's `Step`, model calls by its LLM step.
  */
-const { createSession, isAbortError } = require('./index.js');
+const { isAbortError } = require('./index.js');
+const { createFacade, packageVersion } = require('./facade.js');
 
 /** `node.started.sdk` of a model call made through `wrapModel`. */
 const SDK_NAME = 'ai-sdk';
-
-function aiVersion() {
-  try {
-    return String(require('ai/package.json').version);
-  } catch {
-    return 'unknown';
-  }
-}
 
 /** `wrapLanguageModel` from the app's own `ai` package. */
 function loadAi() {
   return require('ai');
 }
 
-function graphmind(options = {}) {
-  const { app, sdk, waitForAttach, ...sessionOptions } = options || {};
-  const session = createSession({
-    ...sessionOptions,
-    appName: app ?? 'ai-app',
-    sdk: sdk ?? { name: 'ai', version: aiVersion() },
-  });
+/** The AI SDK passes the call's options (`toolCallId`, ...) second: the tool call. */
+function callOptions(args) {
+  return args.length > 1 ? args[1] : null;
+}
 
-  // waitForAttach: the first run / model step / tool call awaits ready() once.
-  let attachWait = waitForAttach ? undefined : null;
-  const maybeWait = () => {
-    if (attachWait === null) return null;
-    if (attachWait === undefined) {
-      const timeoutMs = typeof waitForAttach === 'number' ? waitForAttach : undefined;
-      attachWait = session.ready({ timeoutMs }).then(() => { attachWait = null; });
-    }
-    return attachWait;
-  };
+function graphmind(options = {}) {
+  const facade = createFacade(options, { app: 'ai-app', sdk: { name: 'ai', version: packageVersion('ai') } });
+  const { session, attached } = facade;
+  const maybeWait = attached;
 
   const wrapTool = (name, tool) => {
     if (!tool || typeof tool.execute !== 'function') return tool; // provider-executed: observed, not gated
-    const call = session.wrapCall('tool', name, tool.execute.bind(tool), { editable: true });
+    const call = session.wrapCall('tool', name, tool.execute.bind(tool), { editable: true, toolCall: callOptions });
     return {
       ...tool,
-      async execute(input, callOptions) {
+      async execute(input, callOpts) {
         const wait = maybeWait();
         if (wait) await wait;
-        return call(input, callOptions);
+        return call(input, callOpts);
       },
     };
   };
@@ -61,7 +45,7 @@ function graphmind(options = {}) {
     model: model && model.modelId,
     ...(stream ? { stream: true } : {}),
   });
-  const withRecordedStream = (result, record) => ({ ...result, stream: record(result.stream) });
+  const withRecordedStream = (result, recorder) => ({ ...result, stream: recorder.readable(result.stream) });
   const middleware = {
     specificationVersion: 'v3',
     async wrapGenerate({ doGenerate, params, model }) {
@@ -80,18 +64,14 @@ function graphmind(options = {}) {
   };
 
   return {
-    session,
-
-    ready(opts) {
-      return session.ready(opts);
-    },
+    ...facade,
 
     wrapModel(model) {
       if (!session.enabled) return model;
       try {
         return loadAi().wrapLanguageModel({ model, middleware });
       } catch (error) {
-        console.warn(`[graphmind] wrapModel failed; the model runs uninstrumented (${error && error.message})`);
+        session.warn('wrap-model-failed', `wrapModel failed; the model runs uninstrumented (${error && error.message})`);
         return model;
       }
     },
@@ -101,17 +81,6 @@ function graphmind(options = {}) {
       const out = {};
       for (const [name, tool] of Object.entries(tools)) out[name] = wrapTool(name, tool);
       return out;
-    },
-
-    async run(name, fn) {
-      const wait = maybeWait();
-      if (wait) await wait;
-      // The run's agent node is recorded, not gated.
-      return session.run(name, (ctx) => session.observe('agent', name, () => fn(ctx)));
-    },
-
-    async dispose() {
-      await session.dispose();
     },
   };
 }

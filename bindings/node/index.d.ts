@@ -40,7 +40,10 @@ export interface SessionOptions {
   maxBufferBytes?: number;
   /** Auto-continue a held gate after this long. Default: hold until resumed. */
   pauseTimeoutMs?: number;
+  /** Token batch flush interval. Default 34. */
   tokenIntervalMs?: number;
+  /** The reference facades' name for tokenIntervalMs. */
+  tokenFlushIntervalMs?: number;
   loopGuard?: LoopGuardOptions | false;
   breakOnErrorResult?: boolean;
   breakOnTruncated?: boolean;
@@ -88,6 +91,20 @@ export interface WrapCallOptions<A extends unknown[], R> {
   input?: (args: A) => unknown;
   /** What to record as the output (default: the result). */
   output?: (result: Awaited<R>) => unknown;
+  /** The provider's tool call this execution answers: its id is the instance id. */
+  toolCall?: (args: A) => unknown;
+}
+
+/** What a model call's stream reports (see Session.callModel). */
+export interface StreamRecorder {
+  /** One chunk / event, as the app receives it. */
+  chunk(value: unknown): void;
+  /** The stream ended: `error` when it broke, `aborted` when it was stopped. Once. */
+  end(error?: unknown, aborted?: boolean): void;
+  /** A recording going on in the background: the run waits (briefly) for it before it ends. */
+  background(promise: Promise<unknown>): void;
+  /** `source` with each part reported as the app reads it, and its end. */
+  readable<T>(source: ReadableStream<T>): ReadableStream<T>;
 }
 
 export interface Session {
@@ -112,13 +129,16 @@ export interface Session {
   /**
    * One model call through the core's LLM step: `request` recorded through the codec of
    * `api` (`ai-sdk`, `openai-chat`, `openai-responses`, `anthropic`, ...), `send()` makes
-   * the call; with `stream`, `stream(result, record)` returns the result with its stream
-   * passed through `record`. Resolves to what `send` returned, or the injected reply.
+   * the call. With `stream`, `stream(result, recorder)` returns what the app gets when the
+   * answer is a stream (reporting its chunks to `recorder`), or undefined for a complete
+   * answer (then gated `after`). Resolves to what `send` returned, or the injected reply.
    */
   callModel<R>(api: string, request: unknown, send: () => R | Promise<R>, options?: {
     sdk?: string | null;
-    stream?: ((result: Awaited<R>, record: (source: ReadableStream<unknown>) => ReadableStream<unknown>) => Awaited<R>) | null;
+    stream?: ((result: Awaited<R>, recorder: StreamRecorder) => Awaited<R> | undefined) | null;
   }): Promise<Awaited<R>>;
+  /** One rate-limited warning through the session's logger. */
+  warn(key: string, message: string): void;
 }
 
 export function createSession(options?: SessionOptions): Session;
@@ -133,26 +153,38 @@ export const CONTINUE_DECISION: Readonly<GateDecision>;
 export const MAX_PAYLOAD_BYTES: number;
 export const REDACTED: string;
 
-// -- the Vercel AI SDK facade ------------------------------------------------------------
+// -- the provider facades (`/openai`, `/anthropic`, `/ai-sdk`) ----------------------------
 
 export interface GraphmindOptions extends Omit<SessionOptions, 'appName' | 'sdk'> {
-  /** Default "ai-app". */
+  /** The app name (default: "openai-app", "anthropic-app" or "ai-app"). */
   app?: string;
-  /** Default: {name: "ai", version: the installed ai package}. */
+  /** Default: the provider package's name and installed version. */
   sdk?: SdkInfo;
-  /** The first run / model step / tool call awaits ready() (true: 2000 ms, or a number of ms). */
+  /** The first run / model call / tool call awaits ready() (true: 2000 ms, or a number of ms). */
   waitForAttach?: boolean | number;
 }
 
-export interface Graphmind {
+/** What every facade returns. */
+export interface GraphmindBase {
   readonly session: Session;
+  /** Connects now; true once attached. Never rejects. */
   ready(opts?: ReadyOptions): Promise<boolean>;
+  /** Tool functions gated (before/after/error), called as `tools[name](args, toolCall)`; identity when disabled. */
+  wrapTools<T extends Record<string, unknown>>(tools: T): T;
+  /** One gated tool function. */
+  tool<F extends (...args: any[]) => unknown>(name: string, fn: F): (...args: Parameters<F>) => Promise<Awaited<ReturnType<F>>>;
+  /** An explicit run: its agent node parents what runs inside, its signal carries `abort`. */
+  run<T>(name: string, fn: (ctx: RunContext) => T | Promise<T>): Promise<T>;
+  /** Releases held gates, flushes and closes. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+/** The Vercel AI SDK facade (also `require('@graphmind/node/ai-sdk')`). */
+export interface Graphmind extends GraphmindBase {
   /** wrapLanguageModel with the debug middleware; identity when disabled. */
   wrapModel<M>(model: M): M;
   /** Every tool's execute gated (before/after/error); identity when disabled. */
   wrapTools<T extends Record<string, unknown>>(tools: T): T;
-  run<T>(name: string, fn: (ctx: RunContext) => T | Promise<T>): Promise<T>;
-  dispose(): Promise<void>;
 }
 
 export function graphmind(options?: GraphmindOptions): Graphmind;

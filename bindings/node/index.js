@@ -20,6 +20,13 @@ const RERAISE = 4;
 const ABORT = 5;
 const HELD = 6;
 
+/**
+ * How long a finishing run waits for the model streams still being recorded in the
+ * background (a teed stream's recording branch, one chunk behind the app's, or the rest
+ * of a stream the app stopped reading); past it they end with what they carried.
+ */
+const STREAM_SETTLE_MS = 100;
+
 const CONTINUE_DECISION = Object.freeze({ action: 'continue' });
 const CONTINUE_PROMISE = Promise.resolve(CONTINUE_DECISION);
 const DEFAULT_READY_TIMEOUT_MS = CONSTANTS.defaultReadyTimeoutMs;
@@ -54,7 +61,7 @@ function registerForExit(nativeSession) {
 /** The reference's option names the core resolves (`config::resolve_json`). */
 const OPTION_KEYS = [
   'url', 'appName', 'sdk', 'meta', 'enabled', 'connectTimeoutMs', 'handshakeTimeoutMs',
-  'retryIntervalMs', 'bufferSize', 'maxBufferBytes', 'pauseTimeoutMs', 'tokenIntervalMs',
+  'retryIntervalMs', 'bufferSize', 'maxBufferBytes', 'pauseTimeoutMs', 'tokenIntervalMs', 'tokenFlushIntervalMs',
   'warnIntervalMs', 'hideInputs', 'hideOutputs', 'hideToolArgs', 'hideToolResults',
   'loopGuard', 'breakOnErrorResult', 'breakOnTruncated',
 ];
@@ -197,6 +204,8 @@ class Session {
   #waiters = new Map();
   #disposed = null;
   #exitRef = null;
+  /** Per run id: the background stream recordings not ended yet. */
+  #recordings = new Map();
 
   constructor(options) {
     const picked = {};
@@ -253,9 +262,11 @@ class Session {
     }, { once: true });
     try {
       const result = await this.#als.run(ctx, () => fn(ctx));
+      await this.#recordingsEnded(runId);
       n.finishRun(runId, 'ok');
       return result;
     } catch (error) {
+      await this.#recordingsEnded(runId);
       if (isAbortError(error)) {
         n.finishRun(runId, 'aborted');
       } else {
@@ -264,6 +275,17 @@ class Session {
       }
       throw error;
     }
+  }
+
+  /** Waits (at most STREAM_SETTLE_MS) for the run's background stream recordings. */
+  async #recordingsEnded(runId) {
+    const pending = this.#recordings.get(runId);
+    this.#recordings.delete(runId);
+    if (!pending || pending.size === 0) return;
+    let timer;
+    const bound = new Promise((resolve) => { timer = setTimeout(resolve, STREAM_SETTLE_MS); });
+    await Promise.race([Promise.allSettled([...pending]), bound]);
+    clearTimeout(timer);
   }
 
   /** The active run context, if any. */
@@ -298,6 +320,11 @@ class Session {
   /** A diagnostics snapshot. */
   stats() { return this.#native.stats(); }
 
+  /** One rate-limited warning (by `key`) through the session's logger. Never throws. */
+  warn(key, message) {
+    try { this.#native.warn(String(key), String(message)); } catch { /* never into the app */ }
+  }
+
   /**
    * Waits (blocking, up to `timeoutMs`; default the core's exit deadline) until every event
    * so far reached the socket, a connection never tried being tried first.
@@ -319,16 +346,17 @@ class Session {
   /**
    * Wraps `fn` as one gated call of node `kind:name` (the core's `Step`): the wrapper
    * records the first argument as the input and the result as the output, and does what
-   * the debugger decides at each gate.
+   * the debugger decides at each gate. `toolCall(args)`: the provider's tool call this
+   * execution answers (an object; its id becomes the instance id, read by the core).
    */
-  wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v } = {}) {
+  wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v, toolCall = null } = {}) {
     const session = this;
     const nodeName = String(name);
     // The node is registered with the core on the first call (`null`: it could not be).
     let site;
     return function graphmindWrapped(...args) {
       if (site === undefined) site = session.#callSite(kind, nodeName, editable);
-      return session.#callStep(site, kind, nodeName, fn, this, args, editable, input, output);
+      return session.#callStep(site, kind, nodeName, fn, this, args, editable, input, output, toolCall);
     };
   }
 
@@ -402,7 +430,7 @@ class Session {
     }
   }
 
-  async #callStep(site, kind, name, fn, thisArg, args, editable, inputOf, outputOf) {
+  async #callStep(site, kind, name, fn, thisArg, args, editable, inputOf, outputOf, toolCallOf) {
     if (!this.#enabled) return fn.apply(thisArg, args);
     const n = this.#native;
     const ctx = this.#als.getStore();
@@ -412,7 +440,10 @@ class Session {
       // node.started and the `before` gate in one crossing: `handle * 8 + code`.
       let packed;
       try {
-        packed = n.stepCall(site, ctx ? ctx.runId : null, toJson(inputOf(args)));
+        const call = toolCallOf === null ? null : toolCallOf(args);
+        packed = call !== null && typeof call === 'object'
+          ? n.stepCallFor(site, ctx ? ctx.runId : null, toJson(inputOf(args)), call)
+          : n.stepCall(site, ctx ? ctx.runId : null, toJson(inputOf(args)));
       } catch {
         return fn.apply(thisArg, args);
       }
@@ -433,11 +464,13 @@ class Session {
    * One model call through the core's LLM step (`graphmind_core::llm_step`): `request`
    * (the provider request as a plain value) is recorded through the codec of `api`
    * (`ai-sdk`, `openai-chat`, ...), `send()` makes the call, and its answer is recorded
-   * the same way and gated. With `stream`, the answer is a stream instead:
-   * `stream(result, record)` returns the result with its stream passed through
-   * `record(source)`, which records each part as the app reads it. Returns what `send`
-   * returned, or the injected reply in the codec's shape. Fails open: whatever the core
-   * cannot record, the call still runs.
+   * the same way and gated. With `stream`, `stream(result, recorder)` says whether the
+   * answer is a stream: it returns what the app gets instead (having arranged for each
+   * chunk to reach `recorder.chunk(value)` and the end `recorder.end(error, aborted)`;
+   * `recorder.readable(source)` does both for a `ReadableStream`), or `undefined` for a
+   * complete answer, which then meets the `after` gate. Returns what `send` returned, or
+   * the injected reply in the codec's shape. Fails open: whatever the core cannot record,
+   * the call still runs.
    */
   async callModel(api, request, send, { sdk = null, stream = null } = {}) {
     if (!this.#enabled) return send();
@@ -450,48 +483,40 @@ class Session {
       return send();
     }
     const handle = Math.floor(packed / 8);
-    const record = stream ? (source) => this.#recordStream(handle, source, ctx) : null;
-    return this.#drive(MODEL_CALL, handle, packed - handle * 8, ctx, send, undefined, [], identity,
-      stream ? (result) => stream(result, record) : null);
+    const streamOf = stream ? (result) => stream(result, this.#recorder(handle, ctx)) : null;
+    return this.#drive(MODEL_CALL, handle, packed - handle * 8, ctx, send, undefined, [], identity, streamOf);
   }
 
-  /** `source` (a ReadableStream of the model's parts) as the app reads it, each part recorded. */
-  #recordStream(handle, source, ctx) {
+  /** What a model call's stream reports to the core: each chunk, then its end, once. */
+  #recorder(handle, ctx) {
     const n = this.#native;
-    const reader = source.getReader();
+    const recordings = this.#recordings;
     let ended = false;
-    const end = (error) => {
-      if (ended) return;
-      ended = true;
-      const aborted = Boolean(ctx && ctx.signal.aborted) || (error !== null && isAbortError(error));
-      try {
-        if (error === null || aborted) n.llmStreamEnd(handle, aborted);
-        else n.llmStreamEnd(handle, false, ...errorParts(error));
-      } catch { /* fail open */ }
-    };
-    return new ReadableStream({
-      async pull(controller) {
-        let next;
+    const recorder = {
+      /** A recording that goes on in the background (`promise` settles when it ends). */
+      background(promise) {
+        if (!ctx) return;
+        let pending = recordings.get(ctx.runId);
+        if (!pending) recordings.set(ctx.runId, (pending = new Set()));
+        pending.add(promise);
+        promise.finally(() => pending.delete(promise)).catch(() => {});
+      },
+      chunk(value) {
+        if (ended) return;
+        try { n.llmStreamChunk(handle, toJson(readablePart(value)) ?? 'null'); } catch { /* fail open */ }
+      },
+      end(error = null, aborted = false) {
+        if (ended) return;
+        ended = true;
+        const stopped = Boolean(aborted) || Boolean(ctx && ctx.signal.aborted) || (error !== null && isAbortError(error));
         try {
-          next = await reader.read();
-        } catch (error) {
-          end(error);
-          controller.error(error);
-          return;
-        }
-        if (next.done) {
-          end(null);
-          controller.close();
-          return;
-        }
-        try { n.llmStreamChunk(handle, toJson(readablePart(next.value)) ?? 'null'); } catch { /* fail open */ }
-        controller.enqueue(next.value);
+          if (error === null || stopped) n.llmStreamEnd(handle, stopped);
+          else n.llmStreamEnd(handle, false, ...errorParts(error));
+        } catch { /* fail open */ }
       },
-      cancel(reason) {
-        end(null);
-        return reader.cancel(reason);
-      },
-    });
+      readable(source) { return recordedReadable(source, recorder); },
+    };
+    return recorder;
   }
 
   /**
@@ -547,15 +572,23 @@ class Session {
           }
           onFailure = RETURN_RESULT;
           if (streamOf) {
+            let streamed;
             try {
-              code = n.llmStreamStarted(handle);
-              result = streamOf(result);
+              streamed = streamOf(result);
             } catch {
-              // Not a stream it can read: the call returns as it came, its node ends here.
+              streamed = null;
+            }
+            if (streamed === null) {
+              // A stream it could not read: the call returns as it came, its node ends here.
               try { n.llmStreamEnd(handle, false); } catch { /* fail open */ }
               code = RETURN_RESULT;
+              continue;
             }
-            continue;
+            if (streamed !== undefined) {
+              try { code = n.llmStreamStarted(handle); } catch { code = RETURN_RESULT; }
+              result = streamed;
+              continue;
+            }
           }
           try {
             code = driver.after(n, handle, toJson(outputOf(result)));
@@ -580,6 +613,34 @@ class Session {
 
 function identity(value) {
   return value;
+}
+
+/** `source` (a ReadableStream) as the app reads it, each part reported to `recorder`. */
+function recordedReadable(source, recorder) {
+  const reader = source.getReader();
+  return new ReadableStream({
+    async pull(controller) {
+      let next;
+      try {
+        next = await reader.read();
+      } catch (error) {
+        recorder.end(error);
+        controller.error(error);
+        return;
+      }
+      if (next.done) {
+        recorder.end(null);
+        controller.close();
+        return;
+      }
+      recorder.chunk(next.value);
+      controller.enqueue(next.value);
+    },
+    cancel(reason) {
+      recorder.end(null);
+      return reader.cancel(reason);
+    },
+  });
 }
 
 /** The native calls the loop makes for a tool step (`Step`). */
@@ -632,5 +693,9 @@ module.exports = {
   toJson,
 };
 
-// The Vercel AI SDK facade (`graphmind({app, ...options})`).
-Object.assign(module.exports, require('./ai-sdk.js'));
+// The Vercel AI SDK facade (`graphmind({app, ...options})`, also `/ai-sdk`), loaded on
+// first use: it builds on this module, which must be complete first.
+Object.defineProperty(module.exports, 'graphmind', {
+  enumerable: true,
+  get: () => require('./ai-sdk.js').graphmind,
+});

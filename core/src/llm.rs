@@ -215,6 +215,23 @@ pub fn tool_call(id: Option<&Value>, name: Option<&Value>, args: Option<&Value>)
     Some(Value::Object(out))
 }
 
+/// The members of a tool call, as a client library hands it to the app's tool dispatch,
+/// that carry the provider's call id, in the order they are read: Responses' `call_id`
+/// (its `id` names the output item, not the call), the AI SDK's `toolCallId`, then `id`
+/// (a Chat Completions `tool_calls[]` entry, an Anthropic `tool_use` block).
+pub const TOOL_CALL_ID_KEYS: [&str; 3] = ["call_id", "toolCallId", "id"];
+
+/// The provider's id of a tool call (see [`TOOL_CALL_ID_KEYS`]): the instance id of the
+/// tool execution it asked for, so the debugger correlates the two. `None` when the value
+/// carries no non-empty string id (a runner passed as the second argument, say).
+pub fn tool_call_instance_id(call: &Value) -> Option<&JsStr> {
+    TOOL_CALL_ID_KEYS.iter().find_map(|k| {
+        call.get(k)
+            .and_then(Value::as_js_str)
+            .filter(|s| !s.is_empty())
+    })
+}
+
 // -- usage -----------------------------------------------------------------------------
 
 /// A token count as reported: a finite number >= 0, rounded half up (JavaScript's
@@ -931,5 +948,28 @@ mod ai_sdk_output_tests {
         let out = crate::json::to_string(&ai_sdk_step_output(&result));
         assert!(out.starts_with(r#"{"text":"hi there","toolCalls":[{"id":"c1","name":"search","input":{"q":1}}],"finishReason":"tool-calls""#), "{out}");
         assert!(out.contains(r#""usage":"#), "{out}");
+    }
+
+    #[test]
+    fn a_tool_calls_id_is_read_where_each_provider_puts_it() {
+        let id = |text: &str| {
+            let v = crate::json::parse_str(text).unwrap();
+            tool_call_instance_id(&v).map(|s| s.to_string_lossy().into_owned())
+        };
+        assert_eq!(
+            id(r#"{"id":"call_1","type":"function"}"#).as_deref(),
+            Some("call_1")
+        );
+        assert_eq!(
+            id(r#"{"id":"fc_1","call_id":"call_2"}"#).as_deref(),
+            Some("call_2")
+        );
+        assert_eq!(
+            id(r#"{"toolCallId":"c3","messages":[]}"#).as_deref(),
+            Some("c3")
+        );
+        assert_eq!(id(r#"{"id":"","other":1}"#), None);
+        assert_eq!(id(r#"{"id":7}"#), None);
+        assert_eq!(id("[]"), None);
     }
 }

@@ -349,3 +349,11 @@ fn the_reason_a_session_is_off_names_the_variable_that_did_it() {
         Some("GRAPHMIND_DISABLED=yes is set")
     );
 }
+
+#[test]
+fn token_flush_interval_is_the_facades_name_for_the_token_interval() {
+    let options = json::parse_str(r#"{"tokenFlushIntervalMs": 5}"#).unwrap();
+    let config = resolve_json(&options, &EnvSnapshot::new(), SdkFlavor::Node);
+    assert_eq!(config.token_interval_ms, 5);
+    assert!(config.warnings.is_empty(), "{:?}", config.warnings);
+}

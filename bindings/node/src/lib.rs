@@ -19,6 +19,7 @@ use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatu
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Map, Value};
+use graphmind_core::llm as core_llm;
 use graphmind_core::session::{normalize_duration, Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
 use graphmind_core::warn::{stderr_sink, WarnSink};
@@ -294,6 +295,7 @@ impl NativeSession {
     /// `aborted`.
     #[napi]
     pub fn finish_run(&mut self, run_id: String, status: String, error_name: Option<String>, error_message: Option<String>, stack: Option<String>) {
+        self.end_run_streams(&run_id, status == "aborted");
         if let Some(run) = self.runs.remove(&run_id) {
             let outcome = match status.as_str() {
                 "aborted" => RunOutcome::Aborted,
@@ -467,14 +469,32 @@ impl NativeSession {
     /// `handle * 8 + code` (the step's handle and what to do first).
     #[napi]
     pub fn step_call(&mut self, env: Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>) -> Result<f64> {
+        self.enter_site(&env, site, run_id, input_json, None)
+    }
+
+    /// `stepCall` of a tool execution the model asked for: `call` (the tool call the app's
+    /// dispatch passed along, `tools[name](args, toolCall)`) gives the execution the
+    /// provider's call id as its instance id (the core's `llm::tool_call_instance_id`);
+    /// without one it gets a fresh id, as `stepCall` does.
+    #[napi]
+    pub fn step_call_for(&mut self, env: Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>, call: Object<'_>) -> Result<f64> {
+        let ids = call_id_members(&env, &call);
+        let instance = core_llm::tool_call_instance_id(&ids).map(|id| id.to_string_lossy().into_owned());
+        self.enter_site(&env, site, run_id, input_json, instance)
+    }
+
+    fn enter_site(&mut self, env: &Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>, instance: Option<String>) -> Result<f64> {
         let input = host_text_opt(input_json.as_ref(), &mut self.scratch)?;
         let site = self.sites.get(site as usize).ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
-        let node = NodeRef::new(site.kind, &site.name);
+        let mut node = NodeRef::new(site.kind, &site.name);
+        if let Some(id) = instance {
+            node.instance_id = id;
+        }
         let step = Step::start_host(&self.session, run_id.as_deref(), node, None, input, site.editable);
         let gate = step.before();
         let handle = self.token();
         self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });
-        match self.step_gate(&env, handle, gate) {
+        match self.step_gate(env, handle, gate) {
             Ok(code) => Ok(handle as f64 * CODE_SPAN + code as f64),
             Err(e) => {
                 // The step ends `aborted` as it drops; the caller runs the function unrecorded.
@@ -668,6 +688,30 @@ impl NativeWaits {
         let deadline = Duration::from_millis(deadline_ms.max(0.0) as u64);
         AsyncTask::new(DisposeTask { session: self.session.clone(), deadline })
     }
+}
+
+/// The members of a tool call object that may carry its id ([`core_llm::TOOL_CALL_ID_KEYS`]),
+/// the string ones, as a value for the core to read. A getter that throws is skipped (its
+/// exception cleared): the call still runs, under a fresh instance id.
+fn call_id_members(env: &Env, call: &Object<'_>) -> Value {
+    let mut members = Map::new();
+    for key in core_llm::TOOL_CALL_ID_KEYS {
+        match call.get::<Unknown>(key) {
+            Ok(Some(v)) if matches!(v.get_type(), Ok(ValueType::String)) => {
+                // SAFETY: the value's type was just checked to be a string.
+                if let Ok(text) = unsafe { v.cast::<String>() } {
+                    members.insert(key, Value::from(text.as_str()));
+                }
+            }
+            Ok(_) => {}
+            Err(_) => {
+                let mut pending = std::ptr::null_mut();
+                // SAFETY: on the JS thread, inside this call's scope.
+                unsafe { napi::sys::napi_get_and_clear_last_exception(env.raw(), &mut pending) };
+            }
+        }
+    }
+    Value::Object(members)
 }
 
 fn error_info(name: Option<String>, message: Option<String>, stack: Option<String>) -> ErrorInfo {

@@ -21,6 +21,10 @@ pub(crate) struct LlmSlot {
     point: PausePoint,
     /// The answer recorded at the `after` gate being waited on.
     response: Option<Value>,
+    /// The run the call belongs to.
+    run_id: Option<String>,
+    /// Whether its answer is a stream being recorded.
+    streaming: bool,
 }
 
 /// The session's model calls in flight, by handle (the handles share the tool steps'
@@ -62,6 +66,8 @@ impl NativeSession {
                 step,
                 point: PausePoint::Before,
                 response: None,
+                run_id,
+                streaming: false,
             },
         );
         match self.llm_gate(&env, handle, gate) {
@@ -158,11 +164,9 @@ impl NativeSession {
     /// `llmStreamEnd`. Returns `RETURN_RESULT` (a stream has no `after` gate).
     #[napi]
     pub fn llm_stream_started(&mut self, handle: u32) -> Result<i32> {
-        self.llm
-            .get_mut(&handle)
-            .ok_or_else(unknown)?
-            .step
-            .stream_started();
+        let slot = self.llm.get_mut(&handle).ok_or_else(unknown)?;
+        slot.streaming = true;
+        slot.step.stream_started();
         Ok(code::RETURN_RESULT)
     }
 
@@ -189,6 +193,26 @@ impl NativeSession {
         if let Some(mut slot) = self.llm.remove(&handle) {
             let error = error_name.map(|name| error_info(Some(name), error_message, stack));
             slot.step.stream_end(error, aborted, None);
+        }
+    }
+}
+
+impl NativeSession {
+    /// The run `run_id` finishes: the streams of its model calls still being recorded (the
+    /// app stopped reading one, or its end is still on its way) end first, with what they
+    /// carried so far, so that every `node.finished` of the run precedes its
+    /// `run.finished`.
+    pub(crate) fn end_run_streams(&mut self, run_id: &str, aborted: bool) {
+        let open: Vec<u32> = self
+            .llm
+            .iter()
+            .filter(|(_, slot)| slot.streaming && slot.run_id.as_deref() == Some(run_id))
+            .map(|(handle, _)| *handle)
+            .collect();
+        for handle in open {
+            if let Some(mut slot) = self.llm.remove(&handle) {
+                slot.step.stream_end(None, aborted, None);
+            }
         }
     }
 }

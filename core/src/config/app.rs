@@ -786,8 +786,8 @@ fn dedupe(list: Vec<String>) -> Vec<String> {
 impl Options {
     /// Options from a JSON object with the reference's camelCase names (`url`, `appName`,
     /// `sdk`, `meta`, `enabled`, `connectTimeoutMs`, `handshakeTimeoutMs`, `retryIntervalMs`,
-    /// `bufferSize`, `maxBufferBytes`, `pauseTimeoutMs`, `tokenIntervalMs`,
-    /// `warnIntervalMs`, `hideInputs`, `hideOutputs`, `hideToolArgs`, `hideToolResults`,
+    /// `bufferSize`, `maxBufferBytes`, `pauseTimeoutMs`, `tokenIntervalMs` (or
+    /// `tokenFlushIntervalMs`), `warnIntervalMs`, `hideInputs`, `hideOutputs`, `hideToolArgs`, `hideToolResults`,
     /// `loopGuard`, `breakOnErrorResult`, `breakOnTruncated`). `null` means not given. A
     /// value of the wrong type is dropped with a warning; an unknown name is ignored with a
     /// warning (a misspelt `hideInput` must not pass unnoticed). Hide switches take any
@@ -823,7 +823,10 @@ impl Options {
                 "handshakeTimeoutMs" => o.handshake_timeout_ms = number_opt(key, val, &mut w),
                 "retryIntervalMs" => o.retry_interval_ms = number_opt(key, val, &mut w),
                 "pauseTimeoutMs" => o.pause_timeout_ms = number_opt(key, val, &mut w),
-                "tokenIntervalMs" => o.token_interval_ms = number_opt(key, val, &mut w),
+                // `tokenFlushIntervalMs`: the name the reference's provider facades use.
+                "tokenIntervalMs" | "tokenFlushIntervalMs" => {
+                    o.token_interval_ms = number_opt(key, val, &mut w)
+                }
                 "warnIntervalMs" => o.warn_interval_ms = number_opt(key, val, &mut w),
                 "bufferSize" => o.buffer_size = whole_opt(key, val, &mut w),
                 "maxBufferBytes" => o.max_buffer_bytes = whole_opt(key, val, &mut w),

@@ -1,0 +1,192 @@
+'use strict';
+// wrapClient over the real npm `@anthropic-ai/sdk` client, talking HTTP to the fake
+// provider (tests/fake_provider/server.py), attached to a real `graphmind serve`.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const Anthropic = require('@anthropic-ai/sdk').default;
+const { graphmind } = require('../anthropic.js');
+const { startServer, startFakeProvider, Debugger, sleep } = require('./helpers');
+const { message, messageStream, of, runEvents, streamed } = require('./provider-helpers');
+
+let srv;
+let fake;
+test.before(async () => {
+  srv = await startServer(['--pause-on-error', 'off']);
+  fake = await startFakeProvider();
+});
+test.after(() => { fake.stop(); srv.stop(); });
+test.beforeEach(() => fake.reset());
+
+const WEATHER = { name: 'get_weather', description: 'Weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } };
+const body = (content, extra = {}) => ({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content }], ...extra });
+
+function client() {
+  return new Anthropic({ apiKey: 'sk-test', baseURL: fake.baseURL.replace(/\/v1$/, ''), maxRetries: 0 });
+}
+
+async function attached() {
+  const gm = graphmind({ app: 'anthropic-test', url: srv.url, env: {} });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  return gm;
+}
+
+test('the entry point; identity when disabled; a Proxy that keeps instanceof and leaves the client alone', async () => {
+  assert.equal(require('@graphmind/node/anthropic').graphmind, graphmind);
+  const raw = client();
+  assert.equal(graphmind({ enabled: false }).wrapClient(raw), raw);
+  const gm = graphmind({ url: 'ws://127.0.0.1:9/ingest', env: {}, logger: () => {} });
+  const wrapped = gm.wrapClient(raw);
+  assert.ok(wrapped instanceof Anthropic);
+  assert.equal(gm.wrapClient(wrapped), wrapped);
+  assert.equal(raw.messages.create, Object.getPrototypeOf(raw.messages).create);
+  assert.equal(wrapped.models, raw.models, 'a resource it does not instrument is the real one');
+  assert.equal(typeof wrapped.messages.countTokens, 'function');
+  await gm.dispose();
+});
+
+test('messages.create: text and tool_use blocks recorded, the tool gated under the tool_use id', async () => {
+  const gm = await attached();
+  await fake.script(
+    message([{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_9', name: 'get_weather', input: { city: 'Lisbon' } }], {
+      stop: 'tool_use',
+      usage: { input_tokens: 12, output_tokens: 4, cache_read_input_tokens: 5, cache_creation_input_tokens: 2 },
+    }),
+    message([{ type: 'text', text: 'Sunny.' }]),
+  );
+  const anthropic = gm.wrapClient(client());
+  const tools = gm.wrapTools({ get_weather: async ({ city }) => `${city}: sun` });
+  let runId;
+  const text = await gm.run('claude-loop', async (ctx) => {
+    runId = ctx.runId;
+    const messages = [{ role: 'user', content: 'Weather?' }];
+    for (;;) {
+      const msg = await anthropic.messages.create({ model: 'claude-test', max_tokens: 100, tools: [WEATHER], messages });
+      messages.push({ role: 'assistant', content: msg.content });
+      if (msg.stop_reason !== 'tool_use') return msg.content[0].text;
+      const results = await Promise.all(msg.content.filter((b) => b.type === 'tool_use').map(async (b) => ({
+        type: 'tool_result', tool_use_id: b.id, content: await tools[b.name](b.input, b),
+      })));
+      messages.push({ role: 'user', content: results });
+    }
+  });
+  assert.equal(text, 'Sunny.');
+  const events = await runEvents(srv, gm, runId);
+  const started = of(events, 'node.started', 'llm:step');
+  assert.equal(started[0].sdk, 'anthropic');
+  assert.equal(started[0].input.provider, 'anthropic');
+  assert.equal(started[1].instanceId, started[0].instanceId.replace(/:s0$/, ':s1'));
+  const done = of(events, 'node.finished', 'llm:step');
+  assert.deepEqual(done[0].output.toolCalls, [{ id: 'toolu_9', name: 'get_weather', input: { city: 'Lisbon' } }]);
+  assert.equal(done[0].output.finishReason, 'tool-calls');
+  assert.deepEqual(done[0].usage, { inputTokens: 19, outputTokens: 4, inclusive: true, cacheReadTokens: 5, cacheWriteTokens: 2 });
+  assert.equal(of(events, 'node.started', 'tool:get_weather')[0].instanceId, 'toolu_9');
+  await gm.dispose();
+});
+
+test('stream: true and messages.stream(): thinking on the reasoning channel, tool_use input on tool-args, the app sees every event', async () => {
+  const gm = await attached();
+  const bare = client();
+  await fake.script(messageStream(), messageStream(), messageStream());
+  const plain = [];
+  for await (const e of await bare.messages.create(body('x', { stream: true }))) plain.push(e);
+  const anthropic = gm.wrapClient(client());
+  let runId;
+  const got = await gm.run('claude-stream', async (ctx) => {
+    runId = ctx.runId;
+    const events = [];
+    for await (const e of await anthropic.messages.create(body('y', { stream: true }))) events.push(e);
+    const helper = anthropic.messages.stream(body('z'));
+    let text = '';
+    helper.on('text', (d) => { text += d; });
+    const final = await helper.finalMessage();
+    return { events, text, blocks: final.content.map((b) => b.type) };
+  });
+  assert.deepEqual(got.events, plain);
+  assert.equal(got.text, 'Checking the weather.');
+  assert.deepEqual(got.blocks, ['thinking', 'text', 'tool_use']);
+  const events = await runEvents(srv, gm, runId);
+  assert.equal(streamed(events, 'reasoning'), 'Let me think.Let me think.');
+  assert.equal(streamed(events, 'text'), 'Checking the weather.Checking the weather.');
+  assert.equal(streamed(events, 'tool-args'), '{"city":"Faro"}{"city":"Faro"}');
+  const done = of(events, 'node.finished', 'llm:step');
+  assert.equal(done.length, 2);
+  for (const d of done) {
+    assert.equal(d.streaming, true);
+    assert.deepEqual(d.output.toolCalls, [{ id: 'toolu_1', name: 'get_weather', input: { city: 'Faro' } }]);
+    assert.equal(d.usage.outputTokens, 15);
+  }
+  await gm.dispose();
+});
+
+test('beta.messages.create and beta.messages.stream() are recorded calls', async () => {
+  const gm = await attached();
+  await fake.script(message([{ type: 'text', text: 'beta' }]), messageStream());
+  const anthropic = gm.wrapClient(client());
+  let runId;
+  await gm.run('beta', async (ctx) => {
+    runId = ctx.runId;
+    const m = await anthropic.beta.messages.create(body('a'));
+    assert.equal(m.content[0].text, 'beta');
+    const final = await anthropic.beta.messages.stream(body('b')).finalMessage();
+    assert.equal(final.content.length, 3);
+  });
+  const events = await runEvents(srv, gm, runId);
+  const done = of(events, 'node.finished', 'llm:step');
+  assert.deepEqual(done.map((d) => d.output.text), ['beta', 'Checking the weather.']);
+  await gm.dispose();
+});
+
+test('a held before gate sends nothing until released; inject returns a Message; after-gate inject replaces the answer', async () => {
+  const gm = await attached();
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint({ kind: 'llm', point: 'before' });
+  await sleep(150);
+  await fake.script(message([{ type: 'text', text: 'real' }]));
+  const anthropic = gm.wrapClient(client());
+  let runId;
+  const done = gm.run('held', async (ctx) => {
+    runId = ctx.runId;
+    dbg.watch(ctx.runId);
+    const a = await anthropic.messages.create(body('a'));
+    const b = await anthropic.messages.create(body('b'));
+    return [a.content[0].text, b.content[0].text, b.type];
+  });
+  const first = await dbg.next('exec.paused');
+  await sleep(200);
+  assert.equal((await fake.requests()).length, 0, 'nothing sent while held');
+  dbg.resume(runId, first.payload.pauseId, 'continue');
+  const second = await dbg.next('exec.paused');
+  dbg.resume(runId, second.payload.pauseId, 'inject', { output: 'injected' });
+  assert.deepEqual(await done, ['real', 'injected', 'message']);
+  assert.equal((await fake.requests()).length, 1);
+  dbg.clear({ kind: 'llm', point: 'before' });
+  dbg.close();
+  await gm.dispose();
+});
+
+test('a provider error meets the error gate: retry sends the request again as one execution', async () => {
+  const gm = await attached();
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint({ kind: 'llm', point: 'error' });
+  await sleep(150);
+  await fake.script({ status: 500, json: { type: 'error', error: { type: 'api_error', message: 'boom' } } }, message([{ type: 'text', text: 'second try' }]));
+  const anthropic = gm.wrapClient(client());
+  let runId;
+  const done = gm.run('retry', async (ctx) => {
+    runId = ctx.runId;
+    dbg.watch(ctx.runId);
+    return (await anthropic.messages.create(body('a'))).content[0].text;
+  });
+  const paused = await dbg.next('exec.paused');
+  assert.equal(paused.payload.point, 'error');
+  dbg.resume(runId, paused.payload.pauseId, 'retry');
+  assert.equal(await done, 'second try');
+  const events = await runEvents(srv, gm, runId);
+  assert.equal(of(events, 'node.started', 'llm:step').length, 1);
+  const [fin] = of(events, 'node.finished', 'llm:step');
+  assert.equal(fin.attempts, 2);
+  assert.equal(fin.output.text, 'second try');
+  dbg.clear({ kind: 'llm', point: 'error' });
+  dbg.close();
+  await gm.dispose();
+});
