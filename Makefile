@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup soak test test-rust test-c test-ruby test-python test-node test-cross test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
+.PHONY: setup soak test dist test-dist test-rust test-c test-ruby test-python test-node test-cross test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -8,7 +8,22 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup viewer test-rust test-c test-ruby test-python test-node test-cross test-viewer
+test: setup viewer test-rust test-c test-ruby test-python test-node test-cross test-viewer test-dist
+
+## Every artifact a user installs, into dist/ (docs/install.md): the manylinux wheel and the
+## sdist, the npm tarball, the platform and source gems, the C tarball, the packaged crates.
+dist: setup viewer
+	bash scripts/dist/build.sh
+
+## Each artifact installed in a fresh environment with no cargo or rustc on PATH: its
+## `graphmind serve`, its example agent, `graphmind runs`, versions (scripts/dist/test.sh);
+## then the sdist and the source gem built where Rust is present (test-source.sh).
+test-dist: dist
+	bash scripts/dist/test-check-versions.sh
+	bash scripts/dist/check-versions.sh
+	DIST=$(CURDIR)/dist bash scripts/dist/check-versions.sh
+	bash scripts/dist/test.sh
+	bash scripts/dist/test-source.sh
 
 ## The long versions of the bounded delivery tests `make test` runs: floods of 100,000
 ## tool calls with 1 KB inputs in every language, the server SIGSTOPped 10 s mid-flood

@@ -68,4 +68,12 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import maturin, pytest, w
   python3 -m venv .venv
   .venv/bin/pip install -q maturin pytest websockets httpx openai anthropic langchain-core opentelemetry-sdk
 fi
+# `make dist`: maturin with zig (PyPI `ziglang`, via cargo-zigbuild) builds the manylinux2014
+# wheel and the glibc 2.17 server without Docker; auditwheel checks the wheel's tag.
+if [ ! -x .venv-dist/bin/python ] || ! .venv-dist/bin/python -c 'import maturin, ziglang, auditwheel' 2>/dev/null \
+   || [ ! -x .venv-dist/bin/cargo-zigbuild ]; then
+  echo "setup: installing maturin, ziglang, cargo-zigbuild and auditwheel into .venv-dist"
+  python3 -m venv .venv-dist
+  .venv-dist/bin/pip install -q maturin ziglang cargo-zigbuild auditwheel
+fi
 echo "setup: ok"

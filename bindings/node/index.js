@@ -1,14 +1,14 @@
 'use strict';
 /**
  * GraphMind for Node.js. Everything here translates JavaScript idioms (promises,
- * AsyncLocalStorage, AbortController) to the Rust core loaded as `graphmind.node`; what a
+ * AsyncLocalStorage, AbortController) to the Rust core (the prebuilt `graphmind.<platform>.node` that native.js loads); what a
  * debugger action means, when to gate, redaction, shrinking, configuration and the kill
  * switch all live in the core.
  */
-const path = require('node:path');
 const { AsyncLocalStorage } = require('node:async_hooks');
 
-const native = require(path.join(__dirname, 'graphmind.node'));
+// The prebuilt addon for this platform (napi-rs convention, see native.js).
+const native = require('./native.js').loadAddon();
 const CONSTANTS = native.constants();
 
 /** What the core's step tells the wrapper to do next (see `code` in src/lib.rs). */

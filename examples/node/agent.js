@@ -2,9 +2,18 @@
 // A small instrumented agent: two tools and a run, recorded by `graphmind serve`.
 //   cargo build -p graphmind-cli --release && target/release/graphmind &
 //   (cd bindings/node && npm install) && node examples/node/agent.js
+// or, installed: npm install @graphmind/node && npx graphmind serve & node agent.js
 // Set a breakpoint on tool "search" in the viewer to hold the call; inject, retry or abort it.
 const path = require('node:path');
-const { graphmind } = require(path.resolve(__dirname, '..', '..', 'bindings', 'node'));
+// The installed package (`npm install @graphmind/node`), or bindings/node in a checkout.
+const { graphmind } = (() => {
+  try {
+    return require('@graphmind/node');
+  } catch (error) {
+    if (error.code !== 'MODULE_NOT_FOUND' || !String(error.message).includes('@graphmind/node')) throw error;
+    return require(path.resolve(__dirname, '..', '..', 'bindings', 'node'));
+  }
+})();
 
 const gm = graphmind({ app: 'node-example-agent' });
 

@@ -1,6 +1,6 @@
 'use strict';
 // `npm install` builds the addon: cargo builds the napi crate, and the shared library is
-// copied next to index.js as graphmind.node. GRAPHMIND_NODE_PROFILE=debug for a debug build.
+// copied next to index.js under its napi-rs name (graphmind.linux-x64-gnu.node, see native.js). GRAPHMIND_NODE_PROFILE=debug for a debug build.
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -18,7 +18,8 @@ const targetDir = process.env.CARGO_TARGET_DIR
   : path.join(root, 'target');
 const names = { linux: 'libgraphmind_node.so', darwin: 'libgraphmind_node.dylib', win32: 'graphmind_node.dll' };
 const lib = path.join(targetDir, profile, names[process.platform] || names.linux);
-const out = path.join(here, 'graphmind.node');
+const { platformTriple } = require('../native.js');
+const out = path.join(here, `graphmind.${platformTriple()}.node`);
 // Copy to a temporary name and rename, so a running process never maps a half-written file.
 fs.copyFileSync(lib, out + '.tmp');
 fs.renameSync(out + '.tmp', out);
