@@ -295,9 +295,9 @@ impl RbRun {
 
 /// `Graphmind::Native::Step`: one gated call. Each gate method waits (GVL released) and
 /// returns what to do next: `[:run]`, `[:run, edited_input]`, `[:result]`,
-/// `[:inject, value]`, `[:reraise]`, `[:abort]`, or `[:interrupted]` when a Ruby interrupt
-/// (Thread#raise, Timeout, Ctrl-C) cut the wait: the gate was released as `continue`, the
-/// exception is pending and the wrapper lets Ruby raise it.
+/// `[:inject, value]`, `[:reraise]`, `[:abort]`; or it raises what a Ruby interrupt
+/// (Thread#raise, Timeout, Ctrl-C) delivered during the wait, the gate released as
+/// `continue` and the node ended as `error` ([`wait::await_gate`]).
 #[magnus::wrap(class = "Graphmind::Native::Step", free_immediately, size)]
 struct RbStep {
     session: Session,
@@ -318,22 +318,19 @@ impl RbStep {
             return next_to_ruby(ruby, &Next::ReturnResult);
         };
         let next = self.decide(&mut step, point);
-        if matches!(next, None | Some(Next::Run { .. })) {
+        if matches!(next, Ok(Next::Run { .. })) {
             *self.step.borrow_mut() = Some(step);
         } else {
             // The call has ended (its node is finished): the step, and the copy of the input
             // it keeps for edits, is freed now rather than when Ruby's GC sweeps this object.
             drop(step);
         }
-        match next {
-            Some(next) => next_to_ruby(ruby, &next),
-            None => Ok(ruby.get_inner(&NEXT_INTERRUPTED)),
-        }
+        next_to_ruby(ruby, &next?)
     }
 
-    /// Gates at `point` and applies the decision; `None` when a Ruby interrupt cut the wait
-    /// (the gate was released as `continue`).
-    fn decide(&self, step: &mut Step, point: Point) -> Option<Next> {
+    /// Gates at `point` and applies the decision; `Err` when a Ruby interrupt ended the wait
+    /// (the gate released as `continue`, the call ended as `error`).
+    fn decide(&self, step: &mut Step, point: Point) -> Result<Next, Error> {
         let (gate, output, at_error) = match point {
             Point::Before => (step.before(), None, false),
             Point::After(output) => {
@@ -344,15 +341,15 @@ impl RbStep {
         };
         let decision = match gate {
             Gate::Continue => graphmind_core::gate::GateDecision::proceed(),
-            Gate::Held(pending) => match wait::gate_without_gvl(&pending) {
-                Some(d) => d,
-                None => {
-                    self.session.discard_gate(pending.pause_id());
-                    return None;
+            Gate::Held(pending) => match wait::await_gate(&self.session, &pending) {
+                Ok(d) => d,
+                Err(interrupt) => {
+                    step.on_ungated_error(false);
+                    return Err(interrupt);
                 }
             },
         };
-        Some(match output {
+        Ok(match output {
             None if at_error => step.on_error(decision),
             None => step.on_before(decision),
             Some(out) => step.on_after_host(decision, out),
@@ -405,7 +402,6 @@ static NEXT_RUN: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "run"));
 static NEXT_RESULT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "result"));
 static NEXT_RERAISE: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "reraise"));
 static NEXT_ABORT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "abort"));
-static NEXT_INTERRUPTED: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "interrupted"));
 
 fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
     Ok(match next {
@@ -622,7 +618,6 @@ fn force_lazy_values(ruby: &Ruby) {
         &NEXT_RESULT,
         &NEXT_RERAISE,
         &NEXT_ABORT,
-        &NEXT_INTERRUPTED,
     ] {
         Lazy::force(lazy, ruby);
     }

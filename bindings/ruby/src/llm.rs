@@ -1,7 +1,7 @@
 //! The core's LLM step from Ruby: `Graphmind::Native.llm_step(session, run_id, run_name,
 //! api, request, sdk)` returns a `Graphmind::Native::LlmStep`, whose gate methods answer
-//! like `Step`'s (`[:run]`, `[:result]`, `[:inject, reply]`, `[:reraise]`, `[:abort]`,
-//! `[:interrupted]`), the reply already in the provider's shape. The Ruby integrations only
+//! like `Step`'s (`[:run]`, `[:result]`, `[:inject, reply]`, `[:reraise]`, `[:abort]`, or
+//! what a Ruby interrupt delivered during a hold, raised), the reply already in the provider's shape. The Ruby integrations only
 //! read their clients' objects into Hashes and back.
 
 use graphmind_core::codec::Api;
@@ -13,7 +13,7 @@ use magnus::{function, method, prelude::*, Error, RArray, RModule, Ruby, Value};
 use std::cell::RefCell;
 
 use crate::convert::{from_value, to_value};
-use crate::{error_info, next_to_ruby, wait, RbSession, NEXT_INTERRUPTED};
+use crate::{error_info, next_to_ruby, wait, RbSession};
 
 /// `Graphmind::Native::LlmStep`: one model call.
 #[magnus::wrap(class = "Graphmind::Native::LlmStep", free_immediately, size)]
@@ -42,11 +42,13 @@ impl RbLlmStep {
         };
         let decision = match gate {
             Gate::Continue => GateDecision::proceed(),
-            Gate::Held(pending) => match wait::gate_without_gvl(&pending) {
-                Some(d) => d,
-                None => {
-                    self.session.discard_gate(pending.pause_id());
-                    return Ok(ruby.get_inner(&NEXT_INTERRUPTED));
+            Gate::Held(pending) => match wait::await_gate(&self.session, &pending) {
+                Ok(d) => d,
+                Err(interrupt) => {
+                    if let Ok(mut step) = self.step.try_borrow_mut() {
+                        step.on_ungated_error(false);
+                    }
+                    return Err(interrupt);
                 }
             },
         };

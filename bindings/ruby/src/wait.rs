@@ -4,8 +4,11 @@
 //! `rb_thread_call_without_gvl2`, so every other Ruby thread keeps running. Its unblocking
 //! function (called by Ruby for `Thread#raise`, `Thread#kill`, `Timeout` and Ctrl-C) sets a
 //! flag that the wait checks between slices of [`WAIT_SLICE`]; the wait then returns
-//! `None`, the binding discards the gate (`continue`, announced as usual) and returns to
-//! Ruby, which raises the pending exception. The `2` variant is used because it returns
+//! `None`, and [`await_gate`] asks Ruby, with the GVL back and unwinding caught, to deliver
+//! what it has pending: an exception or a `throw` (Ruby 3.1's `Timeout` throws) releases the
+//! gate as `continue` and goes on unwinding in Ruby; nothing pending (Ruby wakes blocked
+//! threads for other reasons too, `Thread#wakeup` among them) waits on the same gate again,
+//! so the debugger's pause stays the one it saw. The `2` variant is used because it returns
 //! instead of raising from inside Rust frames.
 
 use graphmind_core::gate::{GateDecision, PendingGate};
@@ -87,6 +90,30 @@ pub fn gate_without_gvl(pending: &PendingGate) -> Option<GateDecision> {
         }
     })
     .flatten()
+}
+
+/// Waits for a held gate's decision (see the module doc): `Err` carries the exception or
+/// `throw` Ruby delivered to this thread, after the gate was released as `continue`.
+pub fn await_gate(session: &Session, pending: &PendingGate) -> Result<GateDecision, magnus::Error> {
+    loop {
+        if let Some(decision) = gate_without_gvl(pending) {
+            return Ok(decision);
+        }
+        if let Err(interrupt) = deliver_pending_interrupts() {
+            session.discard_gate(pending.pause_id());
+            return Err(interrupt);
+        }
+    }
+}
+
+/// Lets Ruby raise (or throw) what it has pending for this thread, caught as an `Error`.
+fn deliver_pending_interrupts() -> Result<(), magnus::Error> {
+    magnus::rb_sys::protect(|| {
+        // SAFETY: called with the GVL held; `protect` catches any unwinding it starts.
+        unsafe { rb_sys::rb_thread_check_ints() };
+        rb_sys::Qnil as rb_sys::VALUE
+    })
+    .map(|_| ())
 }
 
 /// `Session::ready` without the GVL, in slices so an interrupt ends it early.

@@ -20,14 +20,10 @@ module Graphmind
     module ModelCall
       module_function
 
-      def gate(nxt)
-        nxt[0] == :interrupted ? Wrap.wait { yield } : nxt
-      end
-
       # Runs one call (`answer` reads a result into what the core records); `stream` true when the answer arrives through the client's stream
       # callback (then there is no `after` gate and the step ends when the request returns).
       def run(client, step, ctx, reply:, answer: nil, stream: false, &send)
-        nxt = gate(step.before) { step.before }
+        nxt = step.before
         error = nil
         result = nil
         while true # rubocop:disable Style/InfiniteLoop
@@ -48,8 +44,8 @@ module Graphmind
               raise
             end
             error = e
-            nxt = gate(step.error(e)) { step.error(e) }
-            nxt = gate(step.before) { step.before } if nxt[0] == :run
+            nxt = step.error(e)
+            nxt = step.before if nxt[0] == :run
             next
           end
           if stream
@@ -57,8 +53,8 @@ module Graphmind
             return result
           end
           recorded = answer ? answer.call(result) : result
-          nxt = gate(step.after(recorded)) { step.after(recorded) }
-          nxt = gate(step.before) { step.before } if nxt[0] == :run
+          nxt = step.after(recorded)
+          nxt = step.before if nxt[0] == :run
         end
       rescue Exception => e # rubocop:disable Lint/RescueException
         step.ungated(e.is_a?(AbortError)) unless step.finished?

@@ -29,7 +29,6 @@ module Graphmind
       error = nil
       edited = NO_EDIT
       nxt = step.before
-      nxt = wait { step.before } if nxt[0] == :interrupted
       while true # rubocop:disable Style/InfiniteLoop
         case nxt[0]
         when :run
@@ -41,12 +40,10 @@ module Graphmind
 
             error = e
             nxt = step.error(e)
-            nxt = wait { step.error(e) } if nxt[0] == :interrupted
             next
           end
           output = output_for ? project(output_for, result) : result
           nxt = step.after(output)
-          nxt = wait { step.after(output) } if nxt[0] == :interrupted
         when :result then return result
         when :inject then return coerce(inject_as, nxt[1])
         when :reraise then raise error
@@ -57,17 +54,6 @@ module Graphmind
       # An abort, an interrupt, or a non-StandardError: never held; the node ends.
       step.ungated(e.is_a?(AbortError))
       raise
-    end
-
-    # A gate call, repeated after an [:interrupted] answer: the core has released the gate
-    # and Ruby has an exception pending for this thread (Thread#raise, Timeout, Ctrl-C),
-    # which Thread.pass lets raise.
-    def wait
-      loop do
-        Thread.pass
-        nxt = yield
-        return nxt unless nxt[0] == :interrupted
-      end
     end
 
     def gateable?(error) = error.is_a?(StandardError) && !error.is_a?(AbortError)
