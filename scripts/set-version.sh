@@ -10,6 +10,7 @@ new=${1:?usage: scripts/set-version.sh X.Y.Z}
 [[ $new =~ ^[0-9]+\.[0-9]+\.[0-9]+([-.][0-9A-Za-z.]+)?$ ]] || { echo "set-version: '$new' is not X.Y.Z"; exit 2; }
 sed -i -E '/^\[workspace.package\]/,/^\[/ s/^version = "[^"]*"/version = "'"$new"'"/' Cargo.toml
 sed -i -E 's/^(graphmind-core = \{ path = "core", version = ")[^"]*"/\1'"$new"'"/' Cargo.toml
+sed -i -E 's/^(graphmind-example-agent = \{ path = "examples\/rust", version = ")[^"]*"/\1'"$new"'"/' Cargo.toml
 sed -i -E 's/^(  VERSION = )"[^"]*"/\1"'"$new"'"/' bindings/ruby/lib/graphmind/version.rb
 for f in bindings/node/package.json viewer/package.json; do
   (cd "$(dirname "$f")" && npm version --no-git-tag-version --allow-same-version "$new" >/dev/null)

@@ -6,7 +6,7 @@
 #   graphmind-node-linux-x64-gnu-<v>.tgz                    its per-platform package (addon + server)
 #   graphmind-<v>-x86_64-linux.gem / graphmind-<v>.gem      the platform gem (+ server) / source gem
 #   libgraphmind-<v>-linux-x86_64.tar.gz                    lib, include, pkgconfig, cmake, bin/graphmind
-#   crates/graphmind-{core,cli}-<v>.crate                   `cargo package`d, verified
+#   crates/graphmind-{core,example-agent,cli}-<v>.crate                  `cargo package`d, verified
 # Reuses the release builds earlier make targets made (target/release); the server and the
 # Python extension are built once more with zig against glibc 2.17 (target/x86_64-unknown-
 # linux-gnu), so the wheel is manylinux2014 and the server runs on any glibc >= 2.17.
@@ -94,10 +94,10 @@ step "crates (cargo package, verified)"
 # The cli crate carries the built viewer (cli/build.rs reads cli/viewer-dist when there is
 # no ../viewer): a copy, so the packaged crate builds the same server.
 rm -rf cli/viewer-dist && cp -r viewer/dist cli/viewer-dist
-cargo package -q -p graphmind-core -p graphmind-cli --allow-dirty
+cargo package -q -p graphmind-core -p graphmind-example-agent -p graphmind-cli --allow-dirty
 tar -tzf target/package/graphmind-cli-"$version".crate | grep -q '/viewer-dist/index.html' \
   || { echo "dist: the cli crate lacks the viewer"; exit 1; }
-cp target/package/graphmind-core-"$version".crate target/package/graphmind-cli-"$version".crate "$DIST/crates/"
+cp target/package/graphmind-{core,example-agent,cli}-"$version".crate "$DIST/crates/"
 
 step "sizes"
 find "$DIST" -type f -printf '%s %P\n' | sort -k2 | awk '{printf "  %8.2f MB  %s\n", $1/1e6, $2}'

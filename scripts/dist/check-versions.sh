@@ -11,6 +11,7 @@ check() { # check <what> <found>
   if [ "$2" = "$want" ]; then echo "version: $1 = $2"; else echo "version: $1 is '$2', Cargo.toml says '$want'"; bad=1; fi
 }
 check "Cargo.toml graphmind-core dependency" "$(sed -n 's/^graphmind-core = { path = "core", version = "\([^"]*\)".*/\1/p' Cargo.toml)"
+check "Cargo.toml graphmind-example-agent dependency" "$(sed -n 's/^graphmind-example-agent = { path = "examples\/rust", version = "\([^"]*\)".*/\1/p' Cargo.toml)"
 json_version() { node -p "require('./$1').version"; }
 check bindings/node/package.json "$(json_version bindings/node/package.json)"
 check bindings/node/package-lock.json "$(json_version bindings/node/package-lock.json)"

@@ -113,7 +113,7 @@ test_npm() {
   installed_from npm "$(cd "$project" && node -p "require.resolve('@graphmind/node')")" "$project/node_modules"
   serve_and_run npm "$project/node_modules/.bin/graphmind" node-example-agent node "$project/agent.js"
   # The loader names the file it looked for when none fits.
-  local msg; msg=$(cd "$project" && node -e "require('@graphmind/node/native.js').loadAddon({dir: '/nonexistent', triple: 'linux-x64-musl'})" 2>&1 || true)
+  local msg; msg=$(cd "$project" && node -e "require('@graphmind/node/native').loadAddon({dir: '/nonexistent', triple: 'linux-x64-musl'})" 2>&1 || true)
   grep -q '/nonexistent/graphmind.linux-x64-musl.node' <<<"$msg" && grep -q '@graphmind/node-linux-x64-musl' <<<"$msg" \
     && pass "npm: the loader names what it looked for" || fail "npm: loader error does not name the file: $msg"
   # With no addon next to it, the loader takes the per-platform package (napi-rs fallback).
@@ -121,7 +121,7 @@ test_npm() {
   mkdir -p "$project2" && echo '{"name":"dist-test-platform","private":true}' > "$project2/package.json"
   if (cd "$project2" && npm install -q --no-audit --no-fund --offline "$tgz" "$plat" >"$work/npm-install2.log" 2>&1); then
     local got; got=$(cd "$project2" && node -e "
-      const n = require('@graphmind/node/native.js');
+      const n = require('@graphmind/node/native');
       const addon = n.loadAddon({ dir: '/nonexistent' });
       console.log(typeof addon.constants === 'function', require.resolve('@graphmind/node-linux-x64-gnu'), n.serverPath({ dir: '/nonexistent' }));" 2>&1 || true)
     local server; server=$(awk '{print $3}' <<<"$got")
