@@ -9,10 +9,18 @@ const { McpServer, ResourceTemplate } = require('@modelcontextprotocol/sdk/serve
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const http = require('node:http');
+const { spawn } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
 const { z } = require('zod');
 const { graphmind, liftInjected } = require('../mcp.js');
-const { startServer, Debugger, sleep, ROOT } = require('./helpers');
+const { startServer, Debugger, sleep, ROOT, BIN } = require('./helpers');
 const { of } = require('./provider-helpers');
+
+/** The stdio MCP server of examples/node. */
+const EXAMPLE = path.join(ROOT, 'examples', 'node', 'mcp-server.js');
 
 let srv;
 let dbg;
@@ -84,7 +92,7 @@ async function pausedAt(nodeId, point) {
 
 /** The stored events of the newest finished run whose run.started names `name`. */
 async function finishedRun(gm, name) {
-  gm.session.flushSync(5000);
+  if (gm) gm.session.flushSync(5000);
   const deadline = Date.now() + 10_000;
   for (;;) {
     const { body } = await srv.get('/api/runs');
@@ -228,7 +236,7 @@ test('a handler that throws: paused at error, retried; continue rethrows into th
 test('stdio: the example server answers over a clean stdout, and is held and injected from the viewer', async () => {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [path.join(ROOT, 'examples', 'node', 'mcp-server.js')],
+    args: [EXAMPLE],
     env: { ...process.env, GRAPHMIND_URL: srv.url },
     stderr: 'pipe',
   });
@@ -250,4 +258,74 @@ test('stdio: the example server answers over a clean stdout, and is held and inj
   }
   await client.close();
   assert.deepEqual(errors, [], 'every stdout line was a JSON-RPC message');
+});
+
+test('stdout purity: every byte the stdio example writes to stdout is a JSON-RPC line', async () => {
+  const child = spawn(process.execPath, [EXAMPLE], { env: { ...process.env, GRAPHMIND_URL: srv.url }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  const send = (m) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...m })}\n`);
+  send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  send({ method: 'notifications/initialized' });
+  send({ id: 2, method: 'tools/call', params: { name: 'weather', arguments: { city: 'Oslo' } } });
+  send({ id: 3, method: 'tools/call', params: { name: 'nope', arguments: {} } });
+  const deadline = Date.now() + 10_000;
+  while (out.split('\n').filter(Boolean).length < 3 && Date.now() < deadline) await sleep(20);
+  child.stdin.end();
+  await new Promise((r) => child.once('exit', r));
+  const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.id).sort(), [1, 2, 3], 'one answer per request (the unknown tool may answer first)');
+  assert.ok(lines.every((l) => l.jsonrpc === '2.0'));
+  assert.equal(lines.find((l) => l.id === 2).result.content[0].text, 'Oslo: cloudy, 4 C');
+  assert.ok(out.endsWith('\n'));
+});
+
+test('Streamable HTTP on 127.0.0.1: the same server held and injected', async () => {
+  const { gm } = await attached();
+  const server = build(gm);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+  await server.connect(transport);
+  const listener = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
+  });
+  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
+  const client = new Client({ name: 'http-client', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  await arm({ kind: 'tool', name: 'add', point: 'before' });
+  try {
+    const answer = client.callTool({ name: 'add', arguments: { a: 4, b: 4 } });
+    const p = await pausedAt('tool:add');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: { sum: 9 } });
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: '{"sum":9}' }], structuredContent: { sum: 9 } });
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
+  }
+  await sleep(BREAKPOINT_SETTLE_MS);
+  assert.deepEqual(await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }), { content: [{ type: 'text', text: '3' }] });
+  await client.close();
+  await new Promise((r) => listener.close(r));
+  await gm.dispose();
+});
+
+test('the stdio example behind `graphmind mcp-proxy`: both views record the same call', async () => {
+  const transport = new StdioClientTransport({
+    command: BIN,
+    args: ['mcp-proxy', '--port', String(srv.port), '--', process.execPath, EXAMPLE],
+    env: { ...process.env, GRAPHMIND_URL: srv.url, GRAPHMIND_HOME: path.join(path.dirname(srv.dbPath), 'gmhome') },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'proxied-client', version: '1.0.0' });
+  await client.connect(transport);
+  const result = await client.callTool({ name: 'weather', arguments: { city: 'Lisbon' } });
+  assert.deepEqual(result, { content: [{ type: 'text', text: 'Lisbon: sunny, 21 C' }] });
+  await client.close();
+  const inProcess = await finishedRun(null, 'tools/call:weather');
+  assert.equal(of(inProcess, 'node.finished', 'tool:weather')[0].output.content[0].text, 'Lisbon: sunny, 21 C');
+  const { body } = await srv.get('/api/runs');
+  const apps = new Set();
+  for (const run of body.runs) apps.add((await srv.events(run.id, 1)).find((e) => e.type === 'run.started')?.payload.app);
+  assert.ok(apps.has('mcp-weather'), 'the in-process view');
+  assert.ok([...apps].some((a) => a && a !== 'mcp-weather' && a !== 'mcp-test' && a !== 'mcp-server'), `the proxy's view: ${[...apps]}`);
 });
