@@ -17,7 +17,10 @@ const MAX_PACKAGE_DEPTH = 4;
 /** The version of an installed package (labels the session's `sdk`), or `unknown`. */
 function packageVersion(name) {
   try {
-    return String(require(`${name}/package.json`).version);
+    // A package whose `exports` map `./*` into a build folder answers with that folder's
+    // package.json, which has no version: then it is read beside the entry point.
+    const { version } = require(`${name}/package.json`);
+    if (version !== undefined) return String(version);
   } catch { /* not exported: read it beside the package's entry point */ }
   try {
     let dir = path.dirname(require.resolve(name));

@@ -93,6 +93,8 @@ export interface WrapCallOptions<A extends unknown[], R> {
   output?: (result: Awaited<R>) => unknown;
   /** The provider's tool call this execution answers: its id is the instance id. */
   toolCall?: (args: A) => unknown;
+  /** The node id to record as the call's parent (`null`: none). */
+  parentId?: ((args: A) => string | null) | null;
 }
 
 /** What a model call's stream reports (see Session.callModel). */

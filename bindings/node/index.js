@@ -348,15 +348,17 @@ class Session {
    * records the first argument as the input and the result as the output, and does what
    * the debugger decides at each gate. `toolCall(args)`: the provider's tool call this
    * execution answers (an object; its id becomes the instance id, read by the core).
+   * `parentId(args)`: the node id to record as the call's parent (`null`: none).
    */
-  wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v, toolCall = null } = {}) {
+  wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v, toolCall = null, parentId = null } = {}) {
     const session = this;
     const nodeName = String(name);
     // The node is registered with the core on the first call (`null`: it could not be).
     let site;
     return function graphmindWrapped(...args) {
       if (site === undefined) site = session.#callSite(kind, nodeName, editable);
-      return session.#callStep(site, kind, nodeName, fn, this, args, editable, input, output, toolCall);
+      const parent = parentId === null ? null : parentId(args);
+      return session.#callStep(parent === null ? site : null, kind, nodeName, fn, this, args, editable, input, output, toolCall, parent);
     };
   }
 
@@ -430,7 +432,7 @@ class Session {
     }
   }
 
-  async #callStep(site, kind, name, fn, thisArg, args, editable, inputOf, outputOf, toolCallOf) {
+  async #callStep(site, kind, name, fn, thisArg, args, editable, inputOf, outputOf, toolCallOf, parent = null) {
     if (!this.#enabled) return fn.apply(thisArg, args);
     const n = this.#native;
     const ctx = this.#als.getStore();
@@ -451,7 +453,7 @@ class Session {
       code = packed - handle * 8;
     } else {
       try {
-        handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, null, toJson(inputOf(args)), editable);
+        handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, parent, toJson(inputOf(args)), editable);
       } catch {
         return fn.apply(thisArg, args);
       }

@@ -1,0 +1,265 @@
+'use strict';
+/**
+ * The MCP server facade (`@graphmind/node/mcp`): `graphmind({app, ...options})` returns
+ * `{session, ready, run, wrapServer, wrapTools, tool, dispose}`.
+ *
+ * `wrapServer(new McpServer(...))` is a `Proxy` over the server; the server itself is never
+ * mutated. Every `tools/call`, `resources/read` and `prompts/get` that reaches a callback
+ * registered through the Proxy (`registerTool` / `registerResource` / `registerPrompt` and
+ * the older `tool` / `resource` / `prompt`) is one run named `<method>:<name>`: a
+ * `server:<server name>` node with the gated `tool:` / `resource:` / `prompt:` node under
+ * it, driven by the core's Step (before / after / error; `retry`, `inject`, `abort`). The
+ * gate sits after the SDK has validated the request and before the handler body runs.
+ * `connect(transport)` records a `graph.hint` of the registered surface (a short run
+ * `mcp:connect <server name>`). An injected value that is not already a result is lifted
+ * into one (`liftInjected`). Nothing is written to stdout (warnings go to the session's
+ * logger, standard error by default). A gate held past `HOLD_WARN_MS` warns once: the MCP
+ * client has its own request timeout.
+ */
+const { createFacade, packageVersion } = require('./facade.js');
+const { isAbortError } = require('./index.js');
+
+/** Marks a Proxy made here, so wrapping twice is the identity. */
+const WRAPPED = Symbol.for('graphmind.node.mcp.wrapped');
+/** A held request warns once after this long (the MCP SDK's client times out at 60 s). */
+const HOLD_WARN_MS = 1000;
+/** The session's warning key for the hold warning. */
+const HOLD_WARN_KEY = 'mcp-hold';
+/** The registration methods of `McpServer`, and the node kind of what each registers. */
+const REGISTRARS = Object.freeze({
+  registerTool: 'tool',
+  tool: 'tool',
+  registerResource: 'resource',
+  resource: 'resource',
+  registerPrompt: 'prompt',
+  prompt: 'prompt',
+});
+/** The MCP method each node kind answers. */
+const METHODS = Object.freeze({ tool: 'tools/call', resource: 'resources/read', prompt: 'prompts/get' });
+/** No result yet (a handler's result can be anything, `undefined` included). */
+const NONE = Symbol('none');
+
+function isObject(value) {
+  return value !== null && typeof value === 'object';
+}
+
+/** The `RequestHandlerExtra` the SDK passes last to every callback. */
+function isExtra(value) {
+  return isObject(value) && 'requestId' in value && typeof value.sendRequest === 'function';
+}
+
+function textBlock(text) {
+  return { type: 'text', text };
+}
+
+function asText(value) {
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * An injected `value` as the result `kind`'s method answers with (`CallToolResult`,
+ * `ReadResourceResult`, `GetPromptResult`), by the rule of `graphmind mcp-proxy`
+ * (cli/src/mcp_proxy/protocol.rs `coerce_injected`): a value already of that shape passes
+ * unchanged; for a tool, nothing is `{content: []}`, a string one text block, an object a
+ * text block plus `structuredContent`; a resource's value is one `contents` item for `uri`;
+ * a prompt's one user message.
+ */
+function liftInjected(kind, value, uri) {
+  const obj = isObject(value) && !Array.isArray(value);
+  switch (kind) {
+    case 'tool':
+      if (obj && (Array.isArray(value.content) || value.structuredContent !== undefined)) return value;
+      if (value === null || value === undefined) return { content: [] };
+      if (obj) return { content: [textBlock(asText(value))], structuredContent: value };
+      return { content: [textBlock(asText(value))] };
+    case 'resource': {
+      if (obj && Array.isArray(value.contents)) return value;
+      const at = uri || 'graphmind://injected';
+      return typeof value === 'string'
+        ? { contents: [{ uri: at, text: value }] }
+        : { contents: [{ uri: at, mimeType: 'application/json', text: asText(value ?? null) }] };
+    }
+    case 'prompt':
+      if (obj && Array.isArray(value.messages)) return value;
+      return { messages: [{ role: 'user', content: textBlock(asText(value ?? null)) }] };
+    default:
+      return value;
+  }
+}
+
+/** What a callback's arguments (the extra taken off) record as the node's input. */
+function describeInput(kind, args) {
+  if (kind === 'resource') {
+    const uri = args[0] instanceof URL ? args[0].href : String(args[0]);
+    return args.length > 1 && isObject(args[1]) ? { uri, variables: args[1] } : { uri };
+  }
+  return args.length > 0 ? args[0] : {};
+}
+
+/** The name and version the server was made with (read defensively off the SDK object). */
+function serverInfo(server, fallback) {
+  try {
+    const info = server.server && server.server._serverInfo;
+    if (info && typeof info.name === 'string') return { name: info.name, version: info.version };
+  } catch { /* an SDK that keeps it elsewhere */ }
+  return { name: fallback, version: undefined };
+}
+
+/** The facade over one session (never throws; `wrapServer` is the identity when disabled). */
+function graphmind(options = {}) {
+  const { server: serverLabel, ...rest } = isObject(options) ? options : {};
+  const facade = createFacade(rest, {
+    app: 'mcp-server',
+    sdk: { name: '@modelcontextprotocol/sdk', version: packageVersion('@modelcontextprotocol/sdk') },
+  });
+  const { session } = facade;
+  let holdWarned = false;
+
+  /** Arms the hold warning while a debugger is attached (a detached gate never holds). */
+  const holdTimer = (what) => {
+    if (holdWarned || !session.attached) return null;
+    const timer = setTimeout(() => {
+      if (holdWarned) return;
+      holdWarned = true;
+      session.warn(HOLD_WARN_KEY, `${what} has been held for over ${HOLD_WARN_MS} ms; the MCP client may time the request out (its own timeout, 60 s in the SDK)`);
+    }, HOLD_WARN_MS);
+    if (typeof timer.unref === 'function') timer.unref();
+    return timer;
+  };
+
+  function wrapServer(server) {
+    if (!session.enabled || !isObject(server)) return server;
+    if (server[WRAPPED] === true) return server;
+    if (typeof server.registerTool !== 'function' && typeof server.tool !== 'function') {
+      session.warn('mcp-unknown-server', 'wrapServer: not an McpServer (no registerTool); returned uninstrumented');
+      return server;
+    }
+    let labelled;
+    /** The server node's name and version (read once, on first use). */
+    const label = () => {
+      if (labelled === undefined) {
+        const info = serverInfo(server, rest.app ?? rest.appName ?? 'mcp-server');
+        labelled = { name: (serverLabel && serverLabel.name) || info.name, version: (serverLabel && serverLabel.version) || info.version };
+      }
+      return labelled;
+    };
+    const serverNodeId = () => `server:${label().name}`;
+    /** The registered surface, in registration order: `nodeId -> {kind, name}`. */
+    const surface = new Map();
+
+    /** One incoming request: a run, the server node, the gated node. */
+    const request = (kind, name, step, original, thisArg, args) => {
+      const last = args.length > 0 ? args[args.length - 1] : undefined;
+      const extra = isExtra(last) ? last : undefined;
+      const handlerArgs = extra === undefined ? args : args.slice(0, -1);
+      let input;
+      try { input = describeInput(kind, handlerArgs); } catch { return original.apply(thisArg, args); }
+      const uri = kind === 'resource' ? input.uri : undefined;
+      const { name: serverName } = label();
+      const call = async () => {
+        const wait = facade.attached();
+        if (wait) await wait;
+        return session.run(`${METHODS[kind]}:${name}`, (ctx) => session.observe('server', serverName, async () => {
+          // The handler's signal also aborts when the debugger aborts the run.
+          const nextExtra = extra === undefined ? undefined : { ...extra, signal: AbortSignal.any([extra.signal, ctx.signal]) };
+          const state = { result: NONE, timer: holdTimer(`${METHODS[kind]} ${name}`) };
+          const invoke = async (edited) => {
+            clearTimeout(state.timer);
+            const callArgs = [...handlerArgs];
+            if (kind !== 'resource' && handlerArgs.length > 0) callArgs[0] = edited;
+            if (nextExtra !== undefined) callArgs.push(nextExtra);
+            try {
+              state.result = await original.apply(thisArg, callArgs);
+              return state.result;
+            } finally {
+              state.timer = holdTimer(`${METHODS[kind]} ${name}`);
+            }
+          };
+          try {
+            const value = await step.call(invoke, input);
+            // Not the handler's own result: the debugger injected it.
+            return value === state.result && state.result !== NONE ? value : liftInjected(kind, value, uri);
+          } finally {
+            clearTimeout(state.timer);
+          }
+        }));
+      };
+      return call();
+    };
+
+    /** A registration method whose last function argument (the callback) is gated. */
+    const registrar = (method, kind) => function graphmindRegister(...args) {
+      let callArgs = args;
+      try {
+        const name = typeof args[0] === 'string' ? args[0] : null;
+        let at = -1;
+        for (let i = args.length - 1; i > 0; i -= 1) {
+          if (typeof args[i] === 'function') { at = i; break; }
+        }
+        if (name !== null && at > 0) {
+          const original = args[at];
+          const step = session.wrapCall(kind, name, function gated(edited) { return this(edited); }, {
+            editable: kind !== 'resource',
+            parentId: serverNodeId,
+          });
+          surface.set(`${kind}:${name}`, { kind, name });
+          callArgs = [...args];
+          callArgs[at] = function graphmindHandler(...handlerArgs) {
+            return request(kind, name, step, original, this, handlerArgs);
+          };
+        }
+      } catch {
+        callArgs = args;
+      }
+      // The SDK's own errors (a duplicate name, a bad schema) are the app's, raised once.
+      return method.apply(server, callArgs);
+    };
+
+    /** `connect`: waits for the debugger under `waitForAttach`, then the graph hint. */
+    const connect = (method) => async function graphmindConnect(...args) {
+      const wait = facade.attached();
+      if (wait) await wait;
+      const result = await method.apply(server, args);
+      try {
+        const { name: serverName } = label();
+        const serverId = serverNodeId();
+        const nodes = [{ nodeId: serverId, kind: 'server', name: serverName }];
+        for (const [nodeId, { kind, name }] of surface) nodes.push({ nodeId, kind, name, parentId: serverId });
+        await session.run(`mcp:connect ${serverName}`, () => session.emit('graph.hint', { nodes }));
+      } catch { /* fail open */ }
+      return result;
+    };
+
+    const views = new Map();
+    const bound = new Map();
+    return new Proxy(server, {
+      get(target, prop) {
+        if (prop === WRAPPED) return true;
+        const value = Reflect.get(target, prop, target);
+        if (typeof value !== 'function') return value;
+        if (!views.has(prop)) {
+          if (typeof prop === 'string' && Object.hasOwn(REGISTRARS, prop)) views.set(prop, registrar(value, REGISTRARS[prop]));
+          else if (prop === 'connect') views.set(prop, connect(value));
+          else {
+            // The SDK's classes keep private fields: their methods run on the real object.
+            if (!bound.has(prop)) bound.set(prop, value.bind(target));
+            return bound.get(prop);
+          }
+        }
+        return views.get(prop);
+      },
+      set(target, prop, value) {
+        return Reflect.set(target, prop, value, target);
+      },
+    });
+  }
+
+  return { ...facade, wrapServer };
+}
+
+module.exports = { graphmind, isAbortError, liftInjected, HOLD_WARN_MS };

@@ -1,0 +1,331 @@
+'use strict';
+// wrapServer over a real `@modelcontextprotocol/sdk` McpServer, driven by the SDK's real
+// client over the in-memory transport and over stdio (examples/node/mcp-server.js in a
+// child process), attached to a real `graphmind serve`.
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { McpServer, ResourceTemplate } = require('@modelcontextprotocol/sdk/server/mcp.js');
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
+const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const http = require('node:http');
+const { spawn } = require('node:child_process');
+const { randomUUID } = require('node:crypto');
+const { z } = require('zod');
+const { graphmind, liftInjected } = require('../mcp.js');
+const { startServer, Debugger, sleep, ROOT, BIN } = require('./helpers');
+const { of } = require('./provider-helpers');
+
+/** The stdio MCP server of examples/node. */
+const EXAMPLE = path.join(ROOT, 'examples', 'node', 'mcp-server.js');
+
+let srv;
+let dbg;
+test.before(async () => {
+  srv = await startServer(['--pause-on-error', 'off']);
+  dbg = await Debugger.open(srv);
+});
+test.after(() => { dbg.close(); srv.stop(); });
+
+/** A server with one tool, one resource template, one prompt; `calls` counts handler bodies. */
+function build(gm, calls = { add: [], fail: 0 }) {
+  const server = gm.wrapServer(new McpServer({ name: 'calc', version: '1.2.3' }));
+  server.registerTool('add', { description: 'Adds', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => {
+    calls.add.push(Date.now());
+    return { content: [{ type: 'text', text: String(a + b) }] };
+  });
+  server.registerTool('flaky', { description: 'Fails once' }, async () => {
+    calls.fail += 1;
+    if (calls.fail === 1) throw new Error('flaky failed');
+    return { content: [{ type: 'text', text: 'recovered' }] };
+  });
+  server.registerResource('note', new ResourceTemplate('note://{id}', { list: undefined }), {}, async (uri, { id }) => ({
+    contents: [{ uri: uri.href, text: `note ${id}` }],
+  }));
+  server.registerPrompt('greet', { argsSchema: { who: z.string() } }, ({ who }) => ({
+    messages: [{ role: 'user', content: { type: 'text', text: `hello ${who}` } }],
+  }));
+  return server;
+}
+
+async function connected(server) {
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: 'test-client', version: '1.0.0' });
+  await client.connect(clientSide);
+  return client;
+}
+
+async function attached(extra = {}) {
+  const lines = [];
+  const gm = graphmind({ app: 'mcp-test', url: srv.url, env: {}, logger: (l) => lines.push(l), ...extra });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  return { gm, lines };
+}
+
+/** Sets breakpoints and lets them reach the attached apps (as the other suites do). */
+async function arm(...matchers) {
+  for (const m of matchers) dbg.breakpoint(m);
+  await sleep(BREAKPOINT_SETTLE_MS);
+}
+const BREAKPOINT_SETTLE_MS = 200;
+
+/** The first exec.paused at `nodeId` not yet resumed, in any running run: `{runId, pauseId}`. */
+async function pausedAt(nodeId, point) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { body } = await srv.get('/api/runs');
+    for (const run of (body && body.runs) || []) {
+      if (run.status !== 'running') continue;
+      const events = await srv.events(run.id, 1);
+      const resumed = new Set(of(events, 'exec.resumed').map((p) => p.pauseId));
+      const p = of(events, 'exec.paused', nodeId).find((x) => !resumed.has(x.pauseId) && (!point || x.point === point));
+      if (p) return { runId: run.id, pauseId: p.pauseId };
+    }
+    if (Date.now() > deadline) throw new Error(`no pause at ${nodeId}`);
+    await sleep(30);
+  }
+}
+
+/** The stored events of the newest finished run whose run.started names `name`. */
+async function finishedRun(gm, name) {
+  if (gm) gm.session.flushSync(5000);
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const { body } = await srv.get('/api/runs');
+    for (const run of (body && body.runs) || []) {
+      if (run.status === 'running') continue;
+      const events = await srv.events(run.id, 1);
+      const started = events.find((e) => e.type === 'run.started');
+      if (started && started.payload.meta && started.payload.meta.name === name && events.at(-1).type === 'run.finished') return events;
+    }
+    if (Date.now() > deadline) throw new Error(`no finished run ${name}`);
+    await sleep(30);
+  }
+}
+
+test('liftInjected: a result passes, a string is text, an object is structuredContent plus text', () => {
+  const result = { content: [{ type: 'text', text: 'x' }] };
+  assert.equal(liftInjected('tool', result), result);
+  assert.deepEqual(liftInjected('tool', 'hi'), { content: [{ type: 'text', text: 'hi' }] });
+  assert.deepEqual(liftInjected('tool', { price: 42 }), { content: [{ type: 'text', text: '{"price":42}' }], structuredContent: { price: 42 } });
+  assert.deepEqual(liftInjected('tool', undefined), { content: [] });
+  assert.deepEqual(liftInjected('resource', 'body', 'note://1'), { contents: [{ uri: 'note://1', text: 'body' }] });
+  assert.deepEqual(liftInjected('prompt', 'say'), { messages: [{ role: 'user', content: { type: 'text', text: 'say' } }] });
+});
+
+test('identity when disabled; a Proxy that never mutates the server; wrapping twice is the identity', async () => {
+  const raw = new McpServer({ name: 'x', version: '1' });
+  assert.equal(graphmind({ enabled: false }).wrapServer(raw), raw);
+  const gm = graphmind({ url: 'ws://127.0.0.1:9/ingest', env: {}, logger: () => {} });
+  const keys = Reflect.ownKeys(raw);
+  const wrapped = gm.wrapServer(raw);
+  assert.notEqual(wrapped, raw);
+  assert.ok(wrapped instanceof McpServer);
+  assert.equal(gm.wrapServer(wrapped), wrapped);
+  wrapped.registerTool('t', {}, async () => ({ content: [{ type: 'text', text: 'ok' }] }));
+  assert.deepEqual(Reflect.ownKeys(raw), keys, 'no property of ours written onto the server');
+  assert.equal(raw.registerTool, McpServer.prototype.registerTool);
+  // Detached: the request answers as it would without GraphMind.
+  const client = await connected(wrapped);
+  assert.deepEqual(await client.callTool({ name: 't', arguments: {} }), { content: [{ type: 'text', text: 'ok' }] });
+  await client.close();
+  await gm.dispose();
+});
+
+test('tools/call: one run per request under server:<name>, graph.hint on connect, held before the body for a second', async () => {
+  const { gm, lines } = await attached();
+  const calls = { add: [], fail: 0 };
+  const client = await connected(build(gm, calls));
+  const hint = of(await finishedRun(gm, 'mcp:connect calc'), 'graph.hint')[0];
+  assert.deepEqual(hint.nodes.map((n) => n.nodeId), ['server:calc', 'tool:add', 'tool:flaky', 'resource:note', 'prompt:greet']);
+  assert.equal(hint.nodes[1].parentId, 'server:calc');
+
+  await arm({ kind: 'tool', name: 'add', point: 'before' });
+  const asked = Date.now();
+  const answer = client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
+  const { runId, pauseId } = await pausedAt('tool:add', 'before');
+  await sleep(1100);
+  assert.equal(calls.add.length, 0, 'the handler body has not started while held');
+  const releasedAt = Date.now();
+  dbg.resume(runId, pauseId, 'continue');
+  assert.deepEqual(await answer, { content: [{ type: 'text', text: '5' }] });
+  assert.ok(calls.add[0] >= releasedAt && calls.add[0] - asked >= 1100, 'the body ran after the release');
+  dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
+  assert.equal(lines.filter((l) => l.includes('held for over')).length, 1, `one hold warning: ${lines}`);
+
+  const events = await finishedRun(gm, 'tools/call:add');
+  const server = of(events, 'node.started', 'server:calc')[0];
+  const tool = of(events, 'node.started', 'tool:add')[0];
+  assert.equal(server.kind, 'server');
+  assert.equal(tool.parentId, 'server:calc');
+  assert.deepEqual(tool.input, { a: 2, b: 3 });
+  assert.equal(of(events, 'node.finished', 'tool:add')[0].output.content[0].text, '5');
+  await client.close();
+  await gm.dispose();
+});
+
+test('inject lifting: a string and an object at tools/call, resources/read and prompts/get', async () => {
+  const { gm } = await attached();
+  const calls = { add: [], fail: 0 };
+  const client = await connected(build(gm, calls));
+  await arm(...['tool', 'resource', 'prompt'].map((kind) => ({ kind, point: 'before' })));
+  try {
+    let answer = client.callTool({ name: 'add', arguments: { a: 1, b: 1 } });
+    let p = await pausedAt('tool:add');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'typed by hand' });
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: 'typed by hand' }] });
+
+    answer = client.callTool({ name: 'add', arguments: { a: 1, b: 1 } });
+    p = await pausedAt('tool:add');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: { price: 42 } });
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: '{"price":42}' }], structuredContent: { price: 42 } });
+    assert.equal(calls.add.length, 0, 'an injected request never ran the handler');
+
+    answer = client.readResource({ uri: 'note://7' });
+    p = await pausedAt('resource:note');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'not found, really' });
+    assert.deepEqual(await answer, { contents: [{ uri: 'note://7', text: 'not found, really' }] });
+
+    answer = client.getPrompt({ name: 'greet', arguments: { who: 'Ada' } });
+    p = await pausedAt('prompt:greet');
+    dbg.resume(p.runId, p.pauseId, 'continue');
+    assert.equal((await answer).messages[0].content.text, 'hello Ada');
+    answer = client.getPrompt({ name: 'greet', arguments: { who: 'Ada' } });
+    p = await pausedAt('prompt:greet');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'be terse' });
+    assert.deepEqual((await answer).messages, [{ role: 'user', content: { type: 'text', text: 'be terse' } }]);
+  } finally {
+    for (const kind of ['tool', 'resource', 'prompt']) dbg.clear({ kind, point: 'before' });
+  }
+  const resource = of(await finishedRun(gm, 'resources/read:note'), 'node.started', 'resource:note')[0];
+  assert.deepEqual(resource.input, { uri: 'note://7', variables: { id: '7' } });
+  await client.close();
+  await gm.dispose();
+});
+
+test('a handler that throws: paused at error, retried; continue rethrows into the SDK (isError)', async () => {
+  const { gm } = await attached();
+  const calls = { add: [], fail: 0 };
+  const client = await connected(build(gm, calls));
+  await arm({ kind: 'tool', name: 'flaky', point: 'error' });
+  try {
+    const answer = client.callTool({ name: 'flaky', arguments: {} });
+    const p = await pausedAt('tool:flaky', 'error');
+    dbg.resume(p.runId, p.pauseId, 'retry');
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: 'recovered' }] });
+    assert.equal(calls.fail, 2);
+
+    calls.fail = 0;
+    const again = client.callTool({ name: 'flaky', arguments: {} });
+    const q = await pausedAt('tool:flaky', 'error');
+    dbg.resume(q.runId, q.pauseId, 'continue');
+    const result = await again;
+    assert.equal(result.isError, true);
+    assert.match(result.content[0].text, /flaky failed/);
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'flaky', point: 'error' });
+  }
+  await client.close();
+  await gm.dispose();
+});
+
+test('stdio: the example server answers over a clean stdout, and is held and injected from the viewer', async () => {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [EXAMPLE],
+    env: { ...process.env, GRAPHMIND_URL: srv.url },
+    stderr: 'pipe',
+  });
+  const errors = [];
+  const client = new Client({ name: 'stdio-client', version: '1.0.0' });
+  client.onerror = (e) => errors.push(e);
+  await client.connect(transport);
+  const { tools } = await client.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), ['lookup', 'weather']);
+  assert.deepEqual(await client.callTool({ name: 'weather', arguments: { city: 'Lisbon' } }), { content: [{ type: 'text', text: 'Lisbon: sunny, 21 C' }] });
+  await arm({ kind: 'tool', name: 'weather', point: 'before' });
+  try {
+    const answer = client.callTool({ name: 'weather', arguments: { city: 'Oslo' } });
+    const p = await pausedAt('tool:weather');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'snowing (injected)' });
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: 'snowing (injected)' }] });
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'weather', point: 'before' });
+  }
+  await client.close();
+  assert.deepEqual(errors, [], 'every stdout line was a JSON-RPC message');
+});
+
+test('stdout purity: every byte the stdio example writes to stdout is a JSON-RPC line', async () => {
+  const child = spawn(process.execPath, [EXAMPLE], { env: { ...process.env, GRAPHMIND_URL: srv.url }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  const send = (m) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...m })}\n`);
+  send({ id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  send({ method: 'notifications/initialized' });
+  send({ id: 2, method: 'tools/call', params: { name: 'weather', arguments: { city: 'Oslo' } } });
+  send({ id: 3, method: 'tools/call', params: { name: 'nope', arguments: {} } });
+  const deadline = Date.now() + 10_000;
+  while (out.split('\n').filter(Boolean).length < 3 && Date.now() < deadline) await sleep(20);
+  child.stdin.end();
+  await new Promise((r) => child.once('exit', r));
+  const lines = out.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => l.id).sort(), [1, 2, 3], 'one answer per request (the unknown tool may answer first)');
+  assert.ok(lines.every((l) => l.jsonrpc === '2.0'));
+  assert.equal(lines.find((l) => l.id === 2).result.content[0].text, 'Oslo: cloudy, 4 C');
+  assert.ok(out.endsWith('\n'));
+});
+
+test('Streamable HTTP on 127.0.0.1: the same server held and injected', async () => {
+  const { gm } = await attached();
+  const server = build(gm);
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+  await server.connect(transport);
+  const listener = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
+  });
+  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
+  const client = new Client({ name: 'http-client', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  await arm({ kind: 'tool', name: 'add', point: 'before' });
+  try {
+    const answer = client.callTool({ name: 'add', arguments: { a: 4, b: 4 } });
+    const p = await pausedAt('tool:add');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: { sum: 9 } });
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: '{"sum":9}' }], structuredContent: { sum: 9 } });
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
+  }
+  await sleep(BREAKPOINT_SETTLE_MS);
+  assert.deepEqual(await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }), { content: [{ type: 'text', text: '3' }] });
+  await client.close();
+  await new Promise((r) => listener.close(r));
+  await gm.dispose();
+});
+
+test('the stdio example behind `graphmind mcp-proxy`: both views record the same call', async () => {
+  const transport = new StdioClientTransport({
+    command: BIN,
+    args: ['mcp-proxy', '--port', String(srv.port), '--', process.execPath, EXAMPLE],
+    env: { ...process.env, GRAPHMIND_URL: srv.url, GRAPHMIND_HOME: path.join(path.dirname(srv.dbPath), 'gmhome') },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'proxied-client', version: '1.0.0' });
+  await client.connect(transport);
+  const result = await client.callTool({ name: 'weather', arguments: { city: 'Lisbon' } });
+  assert.deepEqual(result, { content: [{ type: 'text', text: 'Lisbon: sunny, 21 C' }] });
+  await client.close();
+  const inProcess = await finishedRun(null, 'tools/call:weather');
+  assert.equal(of(inProcess, 'node.finished', 'tool:weather')[0].output.content[0].text, 'Lisbon: sunny, 21 C');
+  const { body } = await srv.get('/api/runs');
+  const apps = new Set();
+  for (const run of body.runs) apps.add((await srv.events(run.id, 1)).find((e) => e.type === 'run.started')?.payload.app);
+  assert.ok(apps.has('mcp-weather'), 'the in-process view');
+  assert.ok([...apps].some((a) => a && a !== 'mcp-weather' && a !== 'mcp-test' && a !== 'mcp-server'), `the proxy's view: ${[...apps]}`);
+});
