@@ -17,7 +17,7 @@
  * client has its own request timeout.
  */
 const { createFacade, packageVersion } = require('./facade.js');
-const { isAbortError } = require('./index.js');
+const { isAbortError, native, toJson } = require('./index.js');
 
 /** Marks a Proxy made here, so wrapping twice is the identity. */
 const WRAPPED = Symbol.for('graphmind.node.mcp.wrapped');
@@ -48,48 +48,17 @@ function isExtra(value) {
   return isObject(value) && 'requestId' in value && typeof value.sendRequest === 'function';
 }
 
-function textBlock(text) {
-  return { type: 'text', text };
-}
-
-function asText(value) {
-  if (typeof value === 'string') return value;
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
-  }
-}
-
 /**
  * An injected `value` as the result `kind`'s method answers with (`CallToolResult`,
- * `ReadResourceResult`, `GetPromptResult`), by the rule of `graphmind mcp-proxy`
- * (cli/src/mcp_proxy/protocol.rs `coerce_injected`): a value already of that shape passes
- * unchanged; for a tool, nothing is `{content: []}`, a string one text block, an object a
- * text block plus `structuredContent`; a resource's value is one `contents` item for `uri`;
- * a prompt's one user message.
+ * `ReadResourceResult`, `GetPromptResult`): the core's rule, the one `graphmind mcp-proxy`
+ * applies (a string is one text block, an object a text block plus `structuredContent`, a
+ * value already of the result's shape passes unchanged; docs/node.md, "/mcp").
  */
 function liftInjected(kind, value, uri) {
-  const obj = isObject(value) && !Array.isArray(value);
-  switch (kind) {
-    case 'tool':
-      if (obj && (Array.isArray(value.content) || value.structuredContent !== undefined)) return value;
-      if (value === null || value === undefined) return { content: [] };
-      if (obj) return { content: [textBlock(asText(value))], structuredContent: value };
-      return { content: [textBlock(asText(value))] };
-    case 'resource': {
-      if (obj && Array.isArray(value.contents)) return value;
-      const at = uri || 'graphmind://injected';
-      return typeof value === 'string'
-        ? { contents: [{ uri: at, text: value }] }
-        : { contents: [{ uri: at, mimeType: 'application/json', text: asText(value ?? null) }] };
-    }
-    case 'prompt':
-      if (obj && Array.isArray(value.messages)) return value;
-      return { messages: [{ role: 'user', content: textBlock(asText(value ?? null)) }] };
-    default:
-      return value;
-  }
+  const method = METHODS[kind];
+  if (!method) return value;
+  const params = uri ? JSON.stringify({ uri }) : undefined;
+  return JSON.parse(native.mcpLiftInjected(method, params, toJson(value) ?? 'null'));
 }
 
 /** What a callback's arguments (the extra taken off) record as the node's input. */

@@ -18,6 +18,7 @@ pub mod json;
 pub mod llm;
 pub mod llm_step;
 pub mod loop_guard;
+pub mod mcp;
 pub mod redact;
 pub mod session;
 pub mod shrink;

@@ -449,3 +449,11 @@ impl NativeLoopGuard {
         }
     }
 }
+
+/// An injected value lifted into the result `method` answers with (the core's MCP rule,
+/// `graphmind_core::mcp::lift_injected`); `params_json` gives a resource its `uri`.
+#[napi]
+pub fn mcp_lift_injected(method: String, params_json: Option<String>, value_json: String) -> Result<String> {
+    let params = parse_opt(params_json)?;
+    Ok(text(&graphmind_core::mcp::lift_injected(&method, params.as_ref(), parse(&value_json)?)))
+}

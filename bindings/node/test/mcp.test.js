@@ -107,9 +107,11 @@ async function finishedRun(gm, name) {
   }
 }
 
+// The rule is the core's (graphmind_core::mcp, the one mcp-proxy applies); this checks the
+// binding reaches it with each kind's method and a resource's uri.
 test('liftInjected: a result passes, a string is text, an object is structuredContent plus text', () => {
-  const result = { content: [{ type: 'text', text: 'x' }] };
-  assert.equal(liftInjected('tool', result), result);
+  const result = { content: [{ type: 'text', text: 'x' }], isError: true };
+  assert.deepEqual(liftInjected('tool', result), result);
   assert.deepEqual(liftInjected('tool', 'hi'), { content: [{ type: 'text', text: 'hi' }] });
   assert.deepEqual(liftInjected('tool', { price: 42 }), { content: [{ type: 'text', text: '{"price":42}' }], structuredContent: { price: 42 } });
   assert.deepEqual(liftInjected('tool', undefined), { content: [] });

@@ -209,13 +209,6 @@ pub fn describe_failure(method: &str, error: Option<&Value>, result: Option<&Val
     ("McpToolError".into(), message)
 }
 
-fn text_block(text: String) -> Value {
-    let mut m = Map::new();
-    m.insert("type", Value::from("text"));
-    m.insert("text", Value::from(text));
-    Value::Object(m)
-}
-
 fn obj(pairs: Vec<(&str, Value)>) -> Value {
     let mut m = Map::new();
     for (k, v) in pairs {
@@ -224,62 +217,7 @@ fn obj(pairs: Vec<(&str, Value)>) -> Value {
     Value::Object(m)
 }
 
-/// Lifts an injected value into the result type `method` answers with (`CallToolResult`,
-/// `ReadResourceResult`, `GetPromptResult`, `CreateMessageResult`); a value already of
-/// that shape, a whole frame (has `jsonrpc`) or an unmodelled method passes unchanged.
-pub fn coerce_injected(method: &str, params: Option<&Value>, value: Value) -> Value {
-    let is_obj = matches!(value, Value::Object(_));
-    if is_obj && value.get("jsonrpc").and_then(Value::as_str).is_some() {
-        return value;
-    }
-    let as_text = |v: &Value| match v {
-        Value::String(s) => s.to_string_lossy().into_owned(),
-        other => json::to_string(other),
-    };
-    match method {
-        "tools/call" => {
-            if is_obj && (matches!(value.get("content"), Some(Value::Array(_))) || value.get("structuredContent").is_some()) {
-                return value;
-            }
-            match value {
-                Value::Null => obj(vec![("content", Value::Array(vec![]))]),
-                Value::String(_) => obj(vec![("content", Value::Array(vec![text_block(as_text(&value))]))]),
-                Value::Object(_) => obj(vec![("content", Value::Array(vec![text_block(as_text(&value))])), ("structuredContent", value)]),
-                other => obj(vec![("content", Value::Array(vec![text_block(as_text(&other))]))]),
-            }
-        }
-        "resources/read" => {
-            if is_obj && matches!(value.get("contents"), Some(Value::Array(_))) {
-                return value;
-            }
-            let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("graphmind://injected").to_owned();
-            let item = match &value {
-                Value::String(_) => obj(vec![("uri", Value::from(uri)), ("text", Value::from(as_text(&value)))]),
-                _ => obj(vec![("uri", Value::from(uri)), ("mimeType", Value::from("application/json")), ("text", Value::from(as_text(&value)))]),
-            };
-            obj(vec![("contents", Value::Array(vec![item]))])
-        }
-        "prompts/get" => {
-            if is_obj && matches!(value.get("messages"), Some(Value::Array(_))) {
-                return value;
-            }
-            let msg = obj(vec![("role", Value::from("user")), ("content", text_block(as_text(&value)))]);
-            obj(vec![("messages", Value::Array(vec![msg]))])
-        }
-        "sampling/createMessage" => {
-            if is_obj && value.get("content").is_some() {
-                return value;
-            }
-            obj(vec![
-                ("model", Value::from("graphmind-injected")),
-                ("role", Value::from("assistant")),
-                ("content", text_block(as_text(&value))),
-                ("stopReason", Value::from("endTurn")),
-            ])
-        }
-        _ => value,
-    }
-}
+pub use graphmind_core::mcp::lift_injected as coerce_injected;
 
 /// A response frame (with its trailing newline) answering `id` with `result`; a `result`
 /// that is itself a whole frame (has `jsonrpc`) is sent as it is, except that its `id` is
