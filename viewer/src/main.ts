@@ -9,6 +9,7 @@ import {
   carriesPlaceholder,
   hiddenBy,
   instanceTimes,
+  holdingPause,
   newRun,
   nodeStatus,
   pauseReasonText,
@@ -754,7 +755,7 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
   const stLabel = el('span', `st-text st-${st}`, st);
   sub.append(stLabel);
   if (last) {
-    const t = instanceTimes(last, m.endTs ?? now());
+    const t = instanceTimes(last, m.endTs ?? now(), m);
     sub.append(el('span', 'muted', last.status === 'running' ? fmtMs(t.total) : `ran ${fmtMs(t.ran)}${t.held ? ` · held ${fmtMs(t.held)}` : ''}`));
     if (last.usage) sub.append(el('span', 'muted', `${(last.usage.inputTokens ?? 0) + (last.usage.outputTokens ?? 0)} tok`));
   }
@@ -1118,16 +1119,16 @@ function renderInspector(): void {
 
 function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
   const v = el('div', 'inst');
-  const t = instanceTimes(i, m.endTs ?? now());
+  const t = instanceTimes(i, m.endTs ?? now(), m);
   const times = el('div', 'times');
   times.dataset.testid = 'times';
-  const holding = [...m.pauses.values()].find((p) => p.active && p.nodeId === n.id && p.instanceId === i.instanceId);
-  times.textContent =
-    i.status !== 'running'
+  // an `error` gate holds after node.error: held first, whatever the status says
+  const holding = holdingPause(m, i);
+  times.textContent = holding
+    ? `held ${fmtMs(now() - holding.ts)} at the ${holding.point} gate · started ${fmtMs(t.total)} ago`
+    : i.status !== 'running'
       ? `ran ${fmtMs(t.ran)} · held ${fmtMs(t.held)}`
-      : holding
-        ? `held ${fmtMs(now() - holding.ts)} at the ${holding.point} gate · started ${fmtMs(t.total)} ago`
-        : `running ${fmtMs(t.total)}`;
+      : `running ${fmtMs(t.total)}`;
   v.append(times);
   const marks = el('div', 'marks');
   if (i.injected) marks.append(el('span', 'chip chip-mark', 'injected'));
