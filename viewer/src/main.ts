@@ -2,6 +2,7 @@
 import './style.css';
 import { Socket, authHeaders, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
+import { whyHeld } from './why';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
   activePauses,
@@ -1096,7 +1097,11 @@ function renderInspector(): void {
   if (!may('debug')) (bp.disabled = true), (bp.title = NEEDS_TOKEN);
   if (!S.embedded) box.append(bp);
   const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
-  if (pause?.active) box.append(heldBanner(m, n, pause));
+  if (pause?.active) {
+    box.append(heldBanner(m, n, pause));
+    const why = whyHeld(m, n, pause);
+    if (why) box.append(why);
+  }
   if (n.instances.length === 0) {
     box.append(el('p', 'muted', 'Announced by a graph hint; it has not run yet.'));
     return;

@@ -58,6 +58,8 @@ export interface GNode {
 
 export interface LoopInfo {
   repeats?: number;
+  firstSeq?: number;
+  lastSeq?: number;
   kind?: string;
   period?: number;
   laps?: number;
