@@ -3,6 +3,7 @@ import './style.css';
 import { Socket, authHeaders, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
 import { whyHeld } from './why';
+import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
   activePauses,
@@ -26,85 +27,17 @@ import { stressRun } from './stress';
 import { fixtureEvents } from './fixtures';
 import { p90, timeline } from './timeline';
 
-interface RunInfo {
-  id: string;
-  app: string;
-  startedAt: number;
-  finishedAt: number | null;
-  status: string;
-  eventCount: number;
-  errorCount: number;
-  live: boolean;
-  durationMs: number | null;
-  source?: string;
-}
-
-interface Summary {
-  nodes: number;
-  heldMs: number;
-  atEvents: number;
-}
-
-const KINDS = ['agent', 'llm', 'tool', 'chain', 'retriever', 'server', 'resource', 'prompt', 'custom'];
-
-const S = {
-  runs: new Map<string, RunInfo>(),
-  runsLoaded: false,
-  models: new Map<string, RunModel>(),
-  summaries: new Map<string, Summary>(),
-  subscribed: new Set<string>(),
-  replaying: new Set<string>(),
-  selectedRun: undefined as string | undefined,
-  selectedNode: undefined as string | undefined,
-  selectedInstance: undefined as string | undefined,
-  folds: new Map<string, FoldState>(),
-  userFolded: new Set<string>(),
-  filters: { errored: false, errorPath: false, slow: false, paused: false, kinds: new Set<string>() },
-  breakpoints: [] as any[],
-  mode: 'run',
-  conn: 'connecting' as string,
-  authNeeded: false,
-  /** `welcome.control` from a server with control tokens (absent from older servers). */
-  control: undefined as undefined | { principal?: string; editInput?: boolean; hubCapabilities?: string[] },
-  rail: true,
-  showTimeline: false,
-  theme: 'system' as 'system' | 'dark' | 'light',
-  cam: { x: 40, y: 40, k: 1 },
-  follow: false,
-  stress: false,
-  /** An exported run (`graphmind record --html`): read-only, no server, no network. */
-  embedded: false,
-  /** The exported run's last event time: "now" for the clocks of a frozen run. */
-  frozenAt: undefined as number | undefined,
-  /** Why the page's embedded run could not be read. */
-  embeddedError: undefined as string | undefined,
-  lastSeenShape: new Map<string, string>(),
-  principal: new Map<string, string>(),
-};
-
 let socket: Socket | undefined;
 const $ = (id: string) => document.getElementById(id)!;
 
-// ---------------------------------------------------------------------------------------
-// scheduling
-
-let dirty = { bar: true, rail: true, graph: true, inspector: true, timeline: true };
-let frame = 0;
-function invalidate(parts: Partial<typeof dirty> = { bar: true, rail: true, graph: true, inspector: true, timeline: true }): void {
-  dirty = { bar: dirty.bar || !!parts.bar, rail: dirty.rail || !!parts.rail, graph: dirty.graph || !!parts.graph, inspector: dirty.inspector || !!parts.inspector, timeline: dirty.timeline || !!parts.timeline };
-  if (!frame) frame = requestAnimationFrame(render);
-}
-
-function render(): void {
-  frame = 0;
-  const d = dirty;
-  dirty = { bar: false, rail: false, graph: false, inspector: false, timeline: false };
+function render(d: Parts): void {
   if (d.bar) renderBar();
   if (d.rail) renderRail();
   if (d.graph) renderGraph();
   if (d.inspector) renderInspector();
   if (d.timeline) renderTimeline();
 }
+setRenderer(render);
 
 // ---------------------------------------------------------------------------------------
 // formatting
