@@ -3,6 +3,8 @@ import './style.css';
 import { Socket, authHeaders, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
 import { whyHeld } from './why';
+import { fmtAgo, fmtMs, now } from './format';
+import { renderTimeline, toggleTimeline } from './timeline-panel';
 import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
@@ -25,7 +27,7 @@ import {
 import { buildTree, initialFolds, isOpen, project, reveal, setOpen, FOLD_THRESHOLD, type FoldState, type Projection } from './project';
 import { stressRun } from './stress';
 import { fixtureEvents } from './fixtures';
-import { p90, timeline } from './timeline';
+import { p90 } from './timeline';
 
 let socket: Socket | undefined;
 const $ = (id: string) => document.getElementById(id)!;
@@ -35,33 +37,9 @@ function render(d: Parts): void {
   if (d.rail) renderRail();
   if (d.graph) renderGraph();
   if (d.inspector) renderInspector();
-  if (d.timeline) renderTimeline();
+  if (d.timeline) renderTimeline((id) => selectNode(id, true));
 }
 setRenderer(render);
-
-// ---------------------------------------------------------------------------------------
-// formatting
-
-function fmtMs(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !isFinite(ms)) return '—';
-  if (ms === 0) return '0 ms';
-  if (ms < 1) return `${ms.toFixed(2)} ms`;
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
-  const m = Math.floor(ms / 60_000);
-  return `${m}m ${Math.round((ms % 60_000) / 1000)}s`;
-}
-/** The clock the durations read: the last recorded event for an exported run, else now. */
-function now(): number {
-  return S.frozenAt ?? Date.now();
-}
-function fmtAgo(ts: number): string {
-  const s = Math.max(0, (Date.now() - ts) / 1000);
-  if (s < 60) return `${Math.floor(s)}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
-  return new Date(ts).toLocaleDateString();
-}
 
 // ---------------------------------------------------------------------------------------
 // server messages
@@ -1111,61 +1089,6 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
 }
 
 // ---------------------------------------------------------------------------------------
-// the timeline
-
-const ROW = 20;
-let tlZoom = 1;
-function toggleTimeline(): void {
-  S.showTimeline = !S.showTimeline;
-  $('timeline').hidden = !S.showTimeline;
-  invalidate({ timeline: true, bar: true });
-}
-
-function renderTimeline(): void {
-  const box = $('timeline');
-  box.hidden = !S.showTimeline;
-  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
-  if (!S.showTimeline || !m) return;
-  const tl = timeline(m, now());
-  const scroller = $('tl-scroll');
-  const inner = $('tl-inner');
-  const width = Math.max(200, (scroller.clientWidth - 200) * tlZoom);
-  inner.style.height = `${tl.bars.length * ROW}px`;
-  inner.style.width = `${width + 200}px`;
-  const first = Math.max(0, Math.floor(scroller.scrollTop / ROW) - 5);
-  const last = Math.min(tl.bars.length, first + Math.ceil(scroller.clientHeight / ROW) + 10);
-  const frag = document.createDocumentFragment();
-  for (let r = first; r < last; r++) {
-    const b = tl.bars[r];
-    const row = el('div', `tl-row${b.nodeId === S.selectedNode ? ' sel' : ''}`);
-    row.style.top = `${r * ROW}px`;
-    const label = el('div', 'tl-label', b.name);
-    label.style.left = `${scroller.scrollLeft}px`;
-    const bar = el('div', `tl-bar st-${b.status}`);
-    const x = 200 + (b.start / tl.span) * width;
-    const w = Math.max(2, (b.total / tl.span) * width);
-    bar.style.left = `${x}px`;
-    bar.style.width = `${w}px`;
-    bar.title = `${b.name}: ${fmtMs(b.total)}${b.held ? `, held ${fmtMs(b.held)}` : ''}${b.firstToken !== undefined ? `, first token after ${fmtMs(b.firstToken)}` : ''}`;
-    if (b.held) {
-      const h = el('div', 'tl-held');
-      h.style.width = `${(b.held / Math.max(1, b.total)) * 100}%`;
-      bar.append(h);
-    }
-    if (b.firstToken !== undefined && w > 12) {
-      const ft = el('div', 'tl-ft');
-      ft.style.left = `${(b.firstToken / Math.max(1, b.total)) * 100}%`;
-      bar.append(ft);
-    }
-    row.append(bar, label);
-    row.onclick = () => selectNode(b.nodeId, true);
-    frag.append(row);
-  }
-  inner.replaceChildren(frag);
-  $('tl-info').textContent = `${tl.bars.length} executions · ${fmtMs(tl.span)}`;
-}
-
-// ---------------------------------------------------------------------------------------
 // palette
 
 interface Item {
@@ -1491,17 +1414,17 @@ function setupStage(): void {
       e.preventDefault();
       const sc = $('tl-scroll');
       const px = e.clientX - sc.getBoundingClientRect().left - 200;
-      const before = tlZoom;
-      tlZoom = Math.max(1, Math.min(500, tlZoom * Math.exp(-e.deltaY * 0.002)));
+      const before = S.tlZoom;
+      S.tlZoom = Math.max(1, Math.min(500, S.tlZoom * Math.exp(-e.deltaY * 0.002)));
       // keep the time under the pointer in place
-      sc.scrollLeft = Math.max(0, ((sc.scrollLeft + px) * tlZoom) / before - px);
+      sc.scrollLeft = Math.max(0, ((sc.scrollLeft + px) * S.tlZoom) / before - px);
       invalidate({ timeline: true });
     },
     { passive: false },
   );
-  $('tl-zoom-in').onclick = () => ((tlZoom *= 1.5), invalidate({ timeline: true }));
-  $('tl-zoom-out').onclick = () => ((tlZoom = Math.max(1, tlZoom / 1.5)), invalidate({ timeline: true }));
-  $('tl-fit').onclick = () => ((tlZoom = 1), invalidate({ timeline: true }));
+  $('tl-zoom-in').onclick = () => ((S.tlZoom *= 1.5), invalidate({ timeline: true }));
+  $('tl-zoom-out').onclick = () => ((S.tlZoom = Math.max(1, S.tlZoom / 1.5)), invalidate({ timeline: true }));
+  $('tl-fit').onclick = () => ((S.tlZoom = 1), invalidate({ timeline: true }));
   ($('pal-input') as HTMLInputElement).addEventListener('input', () => {
     palSel = 0;
     refreshPalette();
