@@ -2,6 +2,10 @@
 import './style.css';
 import { Socket, authHeaders, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
+import { whyHeld } from './why';
+import { fmtAgo, fmtMs, now } from './format';
+import { renderTimeline, toggleTimeline } from './timeline-panel';
+import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
   activePauses,
@@ -9,6 +13,7 @@ import {
   carriesPlaceholder,
   hiddenBy,
   instanceTimes,
+  holdingPause,
   newRun,
   nodeStatus,
   pauseReasonText,
@@ -22,111 +27,19 @@ import {
 import { buildTree, initialFolds, isOpen, project, reveal, setOpen, FOLD_THRESHOLD, type FoldState, type Projection } from './project';
 import { stressRun } from './stress';
 import { fixtureEvents } from './fixtures';
-import { p90, timeline } from './timeline';
-
-interface RunInfo {
-  id: string;
-  app: string;
-  startedAt: number;
-  finishedAt: number | null;
-  status: string;
-  eventCount: number;
-  errorCount: number;
-  live: boolean;
-  durationMs: number | null;
-  source?: string;
-}
-
-interface Summary {
-  nodes: number;
-  heldMs: number;
-  atEvents: number;
-}
-
-const KINDS = ['agent', 'llm', 'tool', 'chain', 'retriever', 'server', 'resource', 'prompt', 'custom'];
-
-const S = {
-  runs: new Map<string, RunInfo>(),
-  runsLoaded: false,
-  models: new Map<string, RunModel>(),
-  summaries: new Map<string, Summary>(),
-  subscribed: new Set<string>(),
-  replaying: new Set<string>(),
-  selectedRun: undefined as string | undefined,
-  selectedNode: undefined as string | undefined,
-  selectedInstance: undefined as string | undefined,
-  folds: new Map<string, FoldState>(),
-  userFolded: new Set<string>(),
-  filters: { errored: false, errorPath: false, slow: false, paused: false, kinds: new Set<string>() },
-  breakpoints: [] as any[],
-  mode: 'run',
-  conn: 'connecting' as string,
-  authNeeded: false,
-  /** `welcome.control` from a server with control tokens (absent from older servers). */
-  control: undefined as undefined | { principal?: string; editInput?: boolean; hubCapabilities?: string[] },
-  rail: true,
-  showTimeline: false,
-  theme: 'system' as 'system' | 'dark' | 'light',
-  cam: { x: 40, y: 40, k: 1 },
-  follow: false,
-  stress: false,
-  /** An exported run (`graphmind record --html`): read-only, no server, no network. */
-  embedded: false,
-  /** The exported run's last event time: "now" for the clocks of a frozen run. */
-  frozenAt: undefined as number | undefined,
-  /** Why the page's embedded run could not be read. */
-  embeddedError: undefined as string | undefined,
-  lastSeenShape: new Map<string, string>(),
-  principal: new Map<string, string>(),
-};
+import { p90 } from './timeline';
 
 let socket: Socket | undefined;
 const $ = (id: string) => document.getElementById(id)!;
 
-// ---------------------------------------------------------------------------------------
-// scheduling
-
-let dirty = { bar: true, rail: true, graph: true, inspector: true, timeline: true };
-let frame = 0;
-function invalidate(parts: Partial<typeof dirty> = { bar: true, rail: true, graph: true, inspector: true, timeline: true }): void {
-  dirty = { bar: dirty.bar || !!parts.bar, rail: dirty.rail || !!parts.rail, graph: dirty.graph || !!parts.graph, inspector: dirty.inspector || !!parts.inspector, timeline: dirty.timeline || !!parts.timeline };
-  if (!frame) frame = requestAnimationFrame(render);
-}
-
-function render(): void {
-  frame = 0;
-  const d = dirty;
-  dirty = { bar: false, rail: false, graph: false, inspector: false, timeline: false };
+function render(d: Parts): void {
   if (d.bar) renderBar();
   if (d.rail) renderRail();
   if (d.graph) renderGraph();
   if (d.inspector) renderInspector();
-  if (d.timeline) renderTimeline();
+  if (d.timeline) renderTimeline((id) => selectNode(id, true));
 }
-
-// ---------------------------------------------------------------------------------------
-// formatting
-
-function fmtMs(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined || !isFinite(ms)) return '—';
-  if (ms === 0) return '0 ms';
-  if (ms < 1) return `${ms.toFixed(2)} ms`;
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
-  const m = Math.floor(ms / 60_000);
-  return `${m}m ${Math.round((ms % 60_000) / 1000)}s`;
-}
-/** The clock the durations read: the last recorded event for an exported run, else now. */
-function now(): number {
-  return S.frozenAt ?? Date.now();
-}
-function fmtAgo(ts: number): string {
-  const s = Math.max(0, (Date.now() - ts) / 1000);
-  if (s < 60) return `${Math.floor(s)}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
-  return new Date(ts).toLocaleDateString();
-}
+setRenderer(render);
 
 // ---------------------------------------------------------------------------------------
 // server messages
@@ -754,7 +667,7 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
   const stLabel = el('span', `st-text st-${st}`, st);
   sub.append(stLabel);
   if (last) {
-    const t = instanceTimes(last, m.endTs ?? now());
+    const t = instanceTimes(last, m.endTs ?? now(), m);
     sub.append(el('span', 'muted', last.status === 'running' ? fmtMs(t.total) : `ran ${fmtMs(t.ran)}${t.held ? ` · held ${fmtMs(t.held)}` : ''}`));
     if (last.usage) sub.append(el('span', 'muted', `${(last.usage.inputTokens ?? 0) + (last.usage.outputTokens ?? 0)} tok`));
   }
@@ -1095,7 +1008,11 @@ function renderInspector(): void {
   if (!may('debug')) (bp.disabled = true), (bp.title = NEEDS_TOKEN);
   if (!S.embedded) box.append(bp);
   const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
-  if (pause?.active) box.append(heldBanner(m, n, pause));
+  if (pause?.active) {
+    box.append(heldBanner(m, n, pause));
+    const why = whyHeld(m, n, pause);
+    if (why) box.append(why);
+  }
   if (n.instances.length === 0) {
     box.append(el('p', 'muted', 'Announced by a graph hint; it has not run yet.'));
     return;
@@ -1118,16 +1035,16 @@ function renderInspector(): void {
 
 function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
   const v = el('div', 'inst');
-  const t = instanceTimes(i, m.endTs ?? now());
+  const t = instanceTimes(i, m.endTs ?? now(), m);
   const times = el('div', 'times');
   times.dataset.testid = 'times';
-  const holding = [...m.pauses.values()].find((p) => p.active && p.nodeId === n.id && p.instanceId === i.instanceId);
-  times.textContent =
-    i.status !== 'running'
+  // an `error` gate holds after node.error: held first, whatever the status says
+  const holding = holdingPause(m, i);
+  times.textContent = holding
+    ? `held ${fmtMs(now() - holding.ts)} at the ${holding.point} gate · started ${fmtMs(t.total)} ago`
+    : i.status !== 'running'
       ? `ran ${fmtMs(t.ran)} · held ${fmtMs(t.held)}`
-      : holding
-        ? `held ${fmtMs(now() - holding.ts)} at the ${holding.point} gate · started ${fmtMs(t.total)} ago`
-        : `running ${fmtMs(t.total)}`;
+      : `running ${fmtMs(t.total)}`;
   v.append(times);
   const marks = el('div', 'marks');
   if (i.injected) marks.append(el('span', 'chip chip-mark', 'injected'));
@@ -1169,61 +1086,6 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
     if (i.error.stack) v.append(el('pre', 'stack', String(i.error.stack)));
   }
   return v;
-}
-
-// ---------------------------------------------------------------------------------------
-// the timeline
-
-const ROW = 20;
-let tlZoom = 1;
-function toggleTimeline(): void {
-  S.showTimeline = !S.showTimeline;
-  $('timeline').hidden = !S.showTimeline;
-  invalidate({ timeline: true, bar: true });
-}
-
-function renderTimeline(): void {
-  const box = $('timeline');
-  box.hidden = !S.showTimeline;
-  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
-  if (!S.showTimeline || !m) return;
-  const tl = timeline(m, now());
-  const scroller = $('tl-scroll');
-  const inner = $('tl-inner');
-  const width = Math.max(200, (scroller.clientWidth - 200) * tlZoom);
-  inner.style.height = `${tl.bars.length * ROW}px`;
-  inner.style.width = `${width + 200}px`;
-  const first = Math.max(0, Math.floor(scroller.scrollTop / ROW) - 5);
-  const last = Math.min(tl.bars.length, first + Math.ceil(scroller.clientHeight / ROW) + 10);
-  const frag = document.createDocumentFragment();
-  for (let r = first; r < last; r++) {
-    const b = tl.bars[r];
-    const row = el('div', `tl-row${b.nodeId === S.selectedNode ? ' sel' : ''}`);
-    row.style.top = `${r * ROW}px`;
-    const label = el('div', 'tl-label', b.name);
-    label.style.left = `${scroller.scrollLeft}px`;
-    const bar = el('div', `tl-bar st-${b.status}`);
-    const x = 200 + (b.start / tl.span) * width;
-    const w = Math.max(2, (b.total / tl.span) * width);
-    bar.style.left = `${x}px`;
-    bar.style.width = `${w}px`;
-    bar.title = `${b.name}: ${fmtMs(b.total)}${b.held ? `, held ${fmtMs(b.held)}` : ''}${b.firstToken !== undefined ? `, first token after ${fmtMs(b.firstToken)}` : ''}`;
-    if (b.held) {
-      const h = el('div', 'tl-held');
-      h.style.width = `${(b.held / Math.max(1, b.total)) * 100}%`;
-      bar.append(h);
-    }
-    if (b.firstToken !== undefined && w > 12) {
-      const ft = el('div', 'tl-ft');
-      ft.style.left = `${(b.firstToken / Math.max(1, b.total)) * 100}%`;
-      bar.append(ft);
-    }
-    row.append(bar, label);
-    row.onclick = () => selectNode(b.nodeId, true);
-    frag.append(row);
-  }
-  inner.replaceChildren(frag);
-  $('tl-info').textContent = `${tl.bars.length} executions · ${fmtMs(tl.span)}`;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1552,17 +1414,17 @@ function setupStage(): void {
       e.preventDefault();
       const sc = $('tl-scroll');
       const px = e.clientX - sc.getBoundingClientRect().left - 200;
-      const before = tlZoom;
-      tlZoom = Math.max(1, Math.min(500, tlZoom * Math.exp(-e.deltaY * 0.002)));
+      const before = S.tlZoom;
+      S.tlZoom = Math.max(1, Math.min(500, S.tlZoom * Math.exp(-e.deltaY * 0.002)));
       // keep the time under the pointer in place
-      sc.scrollLeft = Math.max(0, ((sc.scrollLeft + px) * tlZoom) / before - px);
+      sc.scrollLeft = Math.max(0, ((sc.scrollLeft + px) * S.tlZoom) / before - px);
       invalidate({ timeline: true });
     },
     { passive: false },
   );
-  $('tl-zoom-in').onclick = () => ((tlZoom *= 1.5), invalidate({ timeline: true }));
-  $('tl-zoom-out').onclick = () => ((tlZoom = Math.max(1, tlZoom / 1.5)), invalidate({ timeline: true }));
-  $('tl-fit').onclick = () => ((tlZoom = 1), invalidate({ timeline: true }));
+  $('tl-zoom-in').onclick = () => ((S.tlZoom *= 1.5), invalidate({ timeline: true }));
+  $('tl-zoom-out').onclick = () => ((S.tlZoom = Math.max(1, S.tlZoom / 1.5)), invalidate({ timeline: true }));
+  $('tl-fit').onclick = () => ((S.tlZoom = 1), invalidate({ timeline: true }));
   ($('pal-input') as HTMLInputElement).addEventListener('input', () => {
     palSel = 0;
     refreshPalette();

@@ -58,6 +58,8 @@ export interface GNode {
 
 export interface LoopInfo {
   repeats?: number;
+  firstSeq?: number;
+  lastSeq?: number;
   kind?: string;
   period?: number;
   laps?: number;
@@ -297,6 +299,18 @@ export function apply(run: RunModel, env: Envelope): boolean {
       if (inst) {
         if (p.edited) inst.edited = p.edited.after;
         if (pause.resumed.principal) inst.principal = pause.resumed.principal;
+        // The hold counts as held until the node.finished that follows stamps the core's own
+        // heldMs (which replaces this): an `error` gate holds after node.error, outside the
+        // time that event measured.
+        inst.heldMs = (inst.heldMs ?? 0) + Math.max(0, ts - pause.ts);
+        if (pause.point === 'error' && pause.resumed.action === 'retry' && inst.status === 'error') {
+          // a retry runs the call again on the same instance: it is running, not failed
+          inst.status = 'running';
+          inst.endTs = undefined;
+          inst.durationMs = undefined;
+          run.running.add(n!.id);
+        }
+        n!.version++;
       }
       break;
     }
@@ -392,10 +406,26 @@ export function runHeldMs(run: RunModel, now = Date.now()): number {
   return Math.max(held, longest);
 }
 
-/** Wall time an instance took, and the part of it spent running (duration − held). */
-export function instanceTimes(i: Instance, now = Date.now()): { total: number; held: number; ran: number } {
-  const total = i.durationMs ?? Math.max(0, (i.endTs ?? now) - i.startTs);
-  const held = Math.min(total, i.heldMs ?? 0);
+/** The gate an instance is held at right now, if any (an `error` gate holds after the
+ * instance's `node.error`, so its status is no longer `running`). */
+export function holdingPause(run: RunModel, i: Instance): Pause | undefined {
+  for (const p of run.pauses.values()) if (p.active && p.nodeId === i.nodeId && p.instanceId === i.instanceId) return p;
+  return undefined;
+}
+
+/** Wall time an instance took, and the part of it spent running (duration − held).
+ * With the run given, a hold still open on the instance counts as held up to `now`: a
+ * node held at its `error` gate reads as held, not as run. */
+export function instanceTimes(i: Instance, now = Date.now(), run?: RunModel): { total: number; held: number; ran: number } {
+  let total = i.durationMs ?? Math.max(0, (i.endTs ?? now) - i.startTs);
+  let heldSoFar = i.heldMs ?? 0;
+  const open = run ? holdingPause(run, i) : undefined;
+  if (open) {
+    // the open hold is not in the stamped heldMs yet, and the wall time runs on while it holds
+    heldSoFar += Math.max(0, now - open.ts);
+    total = Math.max(total, now - i.startTs);
+  }
+  const held = Math.min(total, heldSoFar);
   return { total, held, ran: Math.max(0, total - held) };
 }
 

@@ -27,7 +27,7 @@ export function timeline(run: RunModel, now = Date.now()): Timeline {
   let end = 0;
   for (const n of run.nodes.values()) {
     for (const i of n.instances) {
-      const t = instanceTimes(i, run.endTs ?? now);
+      const t = instanceTimes(i, run.endTs ?? now, run);
       const start = i.startTs - t0;
       bars.push({
         nodeId: n.id,

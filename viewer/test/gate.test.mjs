@@ -78,3 +78,31 @@ test('an app refusal shows on the banner; the server stamps who released the gat
   await shot(page, 'gate-principal');
   assert.deepEqual(page.errors, []);
 });
+
+test('a node held at its error gate reads as held, not as run (live, after a retry, and finished)', async () => {
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+  send('node.started', { nodeId: 'tool:book', kind: 'tool', name: 'book', instanceId: 'b1', parentId: 'agent:gate', input: { flight: 'GM101' } });
+  await sleep(100);
+  send('node.error', { nodeId: 'tool:book', instanceId: 'b1', error: { name: 'ToolError', message: 'seat map timed out' } });
+  send('exec.paused', { pauseId: 'p_2', nodeId: 'tool:book', point: 'error', reason: 'error', editable: true });
+  await waitFor(() => page.locator('#cards [data-testid=held]').count().then((n) => n === 1), 5000, 'the error hold');
+  await page.locator('.card[data-id="tool:book"]').click();
+  const times = page.locator('#inspector [data-testid=times]');
+  await sleep(1200);
+  await page.locator('.card[data-id="tool:book"]').click();
+  // while held: the held time, at the error gate, not "ran … · held 0 ms"
+  await waitFor(() => times.textContent().then((t) => /^held 1\.\d+ s at the error gate/.test(t)), 5000, 'held time while at the error gate');
+  await shot(page, 'gate-error-held');
+  // the app retries: the call runs again, and the hold so far counts as held
+  send('exec.resumed', { pauseId: 'p_2', action: 'retry' });
+  await waitFor(() => page.locator('#cards [data-testid=held]').count().then((n) => n === 0), 5000, 'released');
+  const sub = page.locator('.card[data-id="tool:book"] .card-sub');
+  await waitFor(() => sub.textContent().then((t) => /running/.test(t)), 5000, 'retry shows running');
+  await sleep(100);
+  // the core stamps the whole execution's held time on the node.finished that follows
+  send('node.finished', { nodeId: 'tool:book', instanceId: 'b1', status: 'ok', durationMs: 1450, heldMs: 1250, output: { booking: 'GM101-7F' } });
+  await waitFor(() => sub.textContent().then((t) => /ran 200 ms · held 1\.25 s/.test(t)), 5000, 'card: ran and held');
+  await page.locator('.card[data-id="tool:book"]').click();
+  assert.equal(await times.textContent(), 'ran 200 ms · held 1.25 s');
+  assert.deepEqual(page.errors, []);
+});
