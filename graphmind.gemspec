@@ -43,8 +43,8 @@ Gem::Specification.new do |spec|
     if source_gem
       spec.extensions = ["bindings/ruby/ext/graphmind/extconf.rb"]
       Dir["bindings/ruby/lib/**/*.rb"] + ruby_files + ["bindings/ruby/ext/graphmind/extconf.rb"] +
-        %w[Cargo.toml Cargo.lock] + Dir["{core,cli,bindings/ruby}/{Cargo.toml,build.rs}"] +
-        Dir["{core,cli,bindings/ruby}/{src,benches}/**/*.rs"] + Dir["viewer/dist/**/*"].select { |f| File.file?(f) }
+        %w[Cargo.toml Cargo.lock] + Dir["{core,cli,examples/rust,bindings/ruby}/{Cargo.toml,build.rs}"] +
+        Dir["{core,cli,examples/rust,bindings/ruby}/{src,benches}/**/*"].select { |f| File.file?(f) } + Dir["viewer/dist/**/*"].select { |f| File.file?(f) }
     else
       if File.exist?(native)
         spec.platform = Gem::Platform::CURRENT

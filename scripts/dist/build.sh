@@ -67,15 +67,16 @@ strip -o bindings/ruby/lib/graphmind_native.so.tmp target/release/libgraphmind_n
 mv bindings/ruby/lib/graphmind_native.so.tmp bindings/ruby/lib/graphmind_native.so
 install -D -m 755 "$server" bindings/ruby/libexec/graphmind
 gem build graphmind.gemspec --silent --output "$DIST/graphmind-$version-x86_64-linux.gem"
-# The source gem: the Ruby sources, extconf.rb and the Rust sources of the three crates it
-# compiles, under a workspace manifest trimmed to them (the checkout's lists every binding).
+# The source gem: the Ruby sources, extconf.rb and the Rust sources of the four crates it
+# compiles (the server needs the demo's agent, examples/rust), under a workspace manifest trimmed to them (the checkout's lists every binding).
 gs=$stage/gem-src
-mkdir -p "$gs/bindings/ruby" "$gs/viewer" "$gs/docs"
+mkdir -p "$gs/bindings/ruby" "$gs/viewer" "$gs/docs" "$gs/examples"
 cp -r core cli Cargo.lock graphmind.gemspec "$gs/"
+cp -r examples/rust "$gs/examples/"
 cp -r bindings/ruby/Cargo.toml bindings/ruby/src bindings/ruby/lib bindings/ruby/exe bindings/ruby/ext "$gs/bindings/ruby/"
 cp -r viewer/dist "$gs/viewer/" 2>/dev/null || true
 cp docs/ruby.md "$gs/docs/"
-sed -E 's|^members = .*|members = ["core", "cli", "bindings/ruby"]|' Cargo.toml > "$gs/Cargo.toml"
+sed -E 's|^members = .*|members = ["core", "cli", "examples/rust", "bindings/ruby"]|' Cargo.toml > "$gs/Cargo.toml"
 (cd "$gs" && GRAPHMIND_GEM=source gem build graphmind.gemspec --silent --output "$DIST/graphmind-$version.gem")
 
 step "C tarball"
@@ -94,6 +95,16 @@ step "crates (cargo package, verified)"
 # The cli crate carries the built viewer (cli/build.rs reads cli/viewer-dist when there is
 # no ../viewer): a copy, so the packaged crate builds the same server.
 rm -rf cli/viewer-dist && cp -r viewer/dist cli/viewer-dist
+# Verifying a crate builds it (dev profile, target/debug) against its siblings as just packaged,
+# which cargo treats as registry crates: immutable per name and version, so neither their
+# extracted sources in CARGO_HOME nor their build in target/debug is redone when the code has
+# changed under the same version (the cli crate then failed to verify against yesterday's
+# core). Remove both first; nothing else builds graphmind crates into target/debug.
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+for crate in graphmind-core graphmind-example-agent graphmind-cli; do
+  rm -rf "$cargo_home"/registry/src/*/"$crate-$version" "$cargo_home"/registry/cache/*/"$crate-$version.crate"
+  rm -rf target/debug/.fingerprint/"$crate"-* target/debug/deps/lib"${crate//-/_}"-* target/debug/deps/"${crate//-/_}"-*
+done
 cargo package -q -p graphmind-core -p graphmind-example-agent -p graphmind-cli --allow-dirty
 tar -tzf target/package/graphmind-cli-"$version".crate | grep -q '/viewer-dist/index.html' \
   || { echo "dist: the cli crate lacks the viewer"; exit 1; }
