@@ -5,7 +5,7 @@
 import { buildLib } from './build-lib.mjs';
 
 const lib = await import(await buildLib());
-const { stressRun, newRun, apply, buildTree, initialFolds, project, layout, timeline } = lib;
+const { stressRun, newRun, apply, buildTree, initialFolds, project, layout, timeline, promptDiff } = lib;
 
 function measure(fn, { warm = 10, runs = 30 } = {}) {
   for (let i = 0; i < warm; i++) fn();
@@ -36,12 +36,19 @@ const folds = initialFolds(tree, m.nodes.size);
 const projAll = project(m, allOpen, tree);
 const projFolded = project(m, folds, tree);
 console.log(`run: ${m.nodes.size} nodes, ${envs.length} events; folded view ${projFolded.visible.length} cards\n`);
+// two consecutive 50-message chat prompts: one message edited, one added, the system prompt changed
+const chat = (sys, n) => ({ model: 'gpt-4o', tools: [{ name: 'search', schemaHash: 'h1' }], messages: [{ role: 'system', content: sys },
+  ...Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}: ${'lorem ipsum '.repeat(20)}` }))] });
+const promptA = chat('You are a travel agent.', 50);
+const promptB = chat('You are a careful travel agent.', 51);
+promptB.messages[25].content = 'edited';
 const rows = [
   ['reducer (all events)', () => modelOf(envs)],
   ['projection (tree + folds + project)', () => { const t = buildTree(m); project(m, initialFolds(t, m.nodes.size), t); }],
   ['layout, 300 cards (all open)', () => layout({ visible: projAll.visible, parent: projAll.parent })],
   [`layout, ${projFolded.visible.length} cards (folded)`, () => layout({ visible: projFolded.visible, parent: projFolded.parent })],
   ['timeline (all instances)', () => timeline(m, m.endTs)],
+  ['prompt diff, 2 x 50 messages', () => promptDiff(promptA, promptB)],
 ];
 console.log('step'.padEnd(40) + '  median       p90       min   budget');
 for (const [name, fn] of rows) {

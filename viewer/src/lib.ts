@@ -4,3 +4,4 @@ export * from './project';
 export * from './layout';
 export * from './timeline';
 export * from './stress';
+export * from './prompt-diff';

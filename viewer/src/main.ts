@@ -3,6 +3,7 @@ import './style.css';
 import { Socket, authHeaders, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
 import { whyHeld } from './why';
+import { contextPanel, runCostChip } from './cost';
 import { fmtAgo, fmtMs, now } from './format';
 import { renderTimeline, toggleTimeline } from './timeline-panel';
 import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
@@ -113,7 +114,7 @@ function onMessage(msg: any): void {
         if (env.type === 'exec.resumed' && env.payload?.principal) S.principal.set(env.payload.pauseId, String(env.payload.principal?.name ?? env.payload.principal));
         if (env.runId === S.selectedRun && !S.replaying.has(env.runId)) {
           if (env.type === 'exec.paused') onPaused(m, env.payload.nodeId);
-          invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: env.type.startsWith('exec.') || env.type.startsWith('run.'), rail: env.type === 'node.started' || env.type.startsWith('exec.') });
+          invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: env.type.startsWith('exec.') || env.type.startsWith('run.') || env.type === 'node.finished', rail: env.type === 'node.started' || env.type.startsWith('exec.') });
         }
       }
       break;
@@ -396,6 +397,8 @@ function renderBar(): void {
     const info = S.runs.get(m.runId);
     const t = el('span', 'run-title', `${info?.app ?? m.app ?? ''} · ${m.runId}`);
     bar.append(t);
+    const cost = runCostChip(m);
+    if (cost) bar.append(cost);
   }
   const spacer = el('div', 'spacer');
   bar.append(spacer);
@@ -1056,7 +1059,9 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
     marks.append(el('span', 'chip chip-mark', `${p.reason ?? p.point} → ${p.resumed.action}${who ? ` by ${who}` : ''}`));
   }
   if (marks.childElementCount) v.append(marks);
-  if (i.usage) {
+  const ctx = contextPanel(n, i);
+  if (ctx) v.append(ctx);
+  else if (i.usage) {
     const u = i.usage;
     const parts = [`in ${u.inputTokens ?? 0}`, `out ${u.outputTokens ?? 0}`];
     if (u.cacheReadTokens) parts.push(`cache read ${u.cacheReadTokens}`);

@@ -66,8 +66,9 @@ test('error with stack, injected marker, token usage', async () => {
   await page.locator('.card[data-id="llm:step"]').click();
   await waitFor(() => page.locator('#inspector h2').textContent().then((t) => t === 'step'), 10000, 'step');
   await page.locator('#inspector .inst-list .chip', { hasText: '#1' }).click();
-  await waitFor(() => page.locator('#inspector .usage').count(), 10000, 'usage');
-  assert.match(await page.locator('#inspector .usage').textContent(), /in 1200 · out 85 · cache read 1000/);
+  await waitFor(() => page.locator('#inspector [data-testid=call-tokens]').count(), 10000, 'usage');
+  // the usage is not marked inclusive, so the 1,000 cached tokens are added to the input
+  assert.match(await page.locator('#inspector [data-testid=call-tokens]').textContent(), /in 2,200 · out 85 · cached 1,000/);
   await shot(page, 'markers-usage');
   assert.deepEqual(page.errors, []);
 });
