@@ -24,6 +24,7 @@ pub mod mcp_proxy;
 pub mod mcp_server;
 pub mod payload_guard;
 pub mod security;
+pub mod otlp_wire;
 pub mod server;
 pub mod storage;
 pub mod storage_health;
