@@ -116,12 +116,13 @@ pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &
         return answer(
             200,
             format!(
-                "{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{},\"version\":{}}}",
+                "{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{},\"version\":{},\"otlp\":{}}}",
                 js(principal.as_str()),
                 js(shared.policy.agent_level.as_str()),
                 shared.policy.edit_input,
                 shared.policy.hub_capabilities_json(),
-                js(VERSION)
+                js(VERSION),
+                shared.otlp.as_ref().map_or_else(|| "null".to_owned(), |x| x.session_json())
             ),
         );
     }

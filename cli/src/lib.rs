@@ -24,6 +24,8 @@ pub mod mcp_proxy;
 pub mod mcp_server;
 pub mod payload_guard;
 pub mod security;
+pub mod otlp_config;
+pub mod otlp_export;
 pub mod otlp_wire;
 pub mod server;
 pub mod storage;
@@ -162,6 +164,14 @@ fn serve(s: args::ServeArgs) -> i32 {
     if cfg.retention {
         retention::startup_prune(&cfg.db_path, cfg.keep_runs, cfg.keep_days);
     }
+    let otlp = match otlp_config::resolve(s.otlp_endpoint.as_deref(), s.otlp_no_redact_secrets, |k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("graphmind serve: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let otlp_url = otlp.as_ref().map(|c| c.url.clone());
     let tokens = tokens::Tokens::generate();
     let policy = tokens::ControlPolicy { agent_level: s.allow_control.unwrap_or_default(), edit_input: !s.no_edit_input };
     let db = cfg.db_path.clone();
@@ -173,6 +183,7 @@ fn serve(s: args::ServeArgs) -> i32 {
         allowed_origins: cfg.allowed_origins.clone(),
         policy,
         tokens: tokens.clone(),
+        otlp,
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -222,6 +233,9 @@ fn serve(s: args::ServeArgs) -> i32 {
         if let Some(f) = &run_files {
             println!("  browser  {}", browser::open_line(s.open, &f.opener_path));
         }
+        if let Some(u) = &otlp_url {
+            println!("  otlp     exporting spans to {u}");
+        }
         println!("Press Ctrl+C to stop.");
     }
     use std::io::Write;
@@ -237,6 +251,9 @@ pub(crate) fn shutdown(shared: &hub::Shared, run_files: Option<&tokens::RunFiles
     let (tx, rx) = crossbeam_channel::bounded(1);
     if shared.writer.send(writer::Op::Flush(tx)).is_ok() {
         let _ = rx.recv_timeout(Duration::from_secs(5));
+    }
+    if let Some(x) = &shared.otlp {
+        x.shutdown_flush();
     }
     if let Some(f) = run_files {
         f.remove();
