@@ -1,0 +1,293 @@
+//! `graphmind serve --otlp-endpoint` against a local OTLP/HTTP sink on 127.0.0.1 (a std
+//! TcpListener that decodes each request with opentelemetry-proto): a live run arrives as
+//! spans; an endpoint that is down, comes up late, answers 429 with Retry-After or stalls
+//! never disturbs ingest. Each test is bounded (a few seconds).
+
+mod common;
+use common::*;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How the sink answers.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// 200 to everything.
+    Ok,
+    /// 429 with `Retry-After: 1` to the first request, then 200.
+    TooManyOnce,
+    /// Reads the request and never answers until the test ends (the exporter times out).
+    Stall,
+}
+
+#[derive(Default)]
+struct Seen {
+    spans: Vec<(String, Span)>,
+    /// (arrival, content-type, headers lower-cased, status answered)
+    requests: Vec<(Instant, String, String, u16)>,
+}
+
+struct Sink {
+    port: u16,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Sink {
+    fn start(mode: Mode) -> Sink {
+        Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), mode)
+    }
+
+    fn on(listener: TcpListener, mode: Mode) -> Sink {
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let s = s.clone();
+                std::thread::spawn(move || serve_conn(conn, mode, s));
+            }
+        });
+        Sink { port, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Waits until `n` spans arrived (or `within` passes); returns them all.
+    fn wait_spans(&self, n: usize, within: Duration) -> Vec<(String, Span)> {
+        let deadline = Instant::now() + within;
+        loop {
+            let got = self.seen.lock().unwrap().spans.clone();
+            if got.len() >= n || Instant::now() > deadline {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut w = conn;
+    loop {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line.to_ascii_lowercase());
+        }
+        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+        let ctype = head.lines().find_map(|l| l.strip_prefix("content-type:")).unwrap_or("").trim().to_owned();
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let status = {
+            let mut st = seen.lock().unwrap();
+            let status = match mode {
+                Mode::TooManyOnce if st.requests.is_empty() => 429,
+                Mode::Stall => 0,
+                _ => 200,
+            };
+            st.requests.push((Instant::now(), ctype.clone(), head.clone(), status));
+            if status == 200 {
+                let req = if ctype == "application/json" {
+                    serde_json::from_slice::<ExportTraceServiceRequest>(&body).expect("OTLP/JSON body")
+                } else {
+                    ExportTraceServiceRequest::decode(body.as_slice()).expect("OTLP protobuf body")
+                };
+                for rs in req.resource_spans {
+                    let service = rs
+                        .resource
+                        .iter()
+                        .flat_map(|r| &r.attributes)
+                        .find(|a| a.key == "service.name")
+                        .and_then(|a| match a.value.as_ref().and_then(|v| v.value.as_ref()) {
+                            Some(Any::StringValue(s)) => Some(s.clone()),
+                            _ => None,
+                        })
+                        .unwrap_or_default();
+                    for ss in rs.scope_spans {
+                        for sp in ss.spans {
+                            st.spans.push((service.clone(), sp));
+                        }
+                    }
+                }
+            }
+            status
+        };
+        match status {
+            0 => {
+                std::thread::sleep(Duration::from_secs(30));
+                return;
+            }
+            429 => {
+                let _ = w.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n");
+            }
+            _ => {
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n");
+            }
+        }
+    }
+}
+
+fn attr(sp: &Span, key: &str) -> Option<Any> {
+    sp.attributes.iter().find(|a| a.key == key).and_then(|a| a.value.clone()).and_then(|v| v.value)
+}
+
+/// A run of three spans (root, llm, failing tool child), with a secret in the llm input.
+fn send_run(srv: &Server, run: &str) {
+    let mut app = srv.ingest();
+    app.hello("otlp-app", None);
+    app.event(run, "run.started", r#"{"app":"otlp-app","sdk":{"name":"t","version":"0"}}"#);
+    app.event(run, "node.started", r#"{"nodeId":"llm:chat","instanceId":"c1","kind":"llm","name":"chat","input":{"q":"hi","api_key":"sk-live-secret"}}"#);
+    app.event(run, "node.started", r#"{"nodeId":"tool:search","instanceId":"s1","kind":"tool","name":"search","parentId":"llm:chat"}"#);
+    app.event(run, "node.error", r#"{"nodeId":"tool:search","instanceId":"s1","error":{"name":"E","message":"boom"}}"#);
+    app.event(run, "node.finished", r#"{"nodeId":"llm:chat","instanceId":"c1","durationMs":1,"status":"ok","output":"hello","usage":{"inputTokens":7,"outputTokens":3}}"#);
+    app.event(run, "run.finished", r#"{"status":"error"}"#);
+    srv.wait_run(run, |r| i(r, &["eventCount"]) == Some(6));
+}
+
+fn session(srv: &Server) -> graphmind_core::json::Value {
+    srv.get_json("/api/session").get("otlp").cloned().unwrap()
+}
+
+/// A port nothing listens on (bound, then released).
+fn free_port() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").unwrap()
+}
+
+#[test]
+fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
+    let sink = Sink::start(Mode::Ok);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[("OTEL_EXPORTER_OTLP_HEADERS", "x-team=debug%20ci")]);
+    send_run(&srv, "run_live");
+    let spans = sink.wait_spans(3, Duration::from_secs(5));
+    assert_eq!(spans.len(), 3, "root, llm, tool");
+    let by = |name: &str| spans.iter().map(|(_, s)| s).find(|s| s.name == name).unwrap_or_else(|| panic!("no span {name}"));
+    let (root, chat, search) = (by("otlp-app"), by("chat"), by("search"));
+    assert!(spans.iter().all(|(svc, _)| svc == "otlp-app"));
+    assert!(root.parent_span_id.is_empty());
+    assert_eq!(chat.parent_span_id, root.span_id);
+    assert_eq!(search.parent_span_id, chat.span_id);
+    assert_eq!(chat.trace_id, root.trace_id);
+    assert_eq!(attr(chat, "llm.token_count.prompt"), Some(Any::IntValue(7)));
+    assert_eq!(attr(chat, "llm.token_count.completion"), Some(Any::IntValue(3)));
+    assert_eq!(attr(chat, "openinference.span.kind"), Some(Any::StringValue("LLM".into())));
+    assert_eq!(search.status.as_ref().unwrap().code, 2);
+    assert_eq!(root.status.as_ref().unwrap().code, 2, "the run finished with error");
+    let input = match attr(chat, "input.value") {
+        Some(Any::StringValue(s)) => s,
+        other => panic!("input.value: {other:?}"),
+    };
+    assert!(input.contains("__REDACTED__") && !input.contains("sk-live-secret"), "{input}");
+    let seen = sink.seen.lock().unwrap();
+    assert!(seen.requests.iter().all(|r| r.1 == "application/x-protobuf"));
+    assert!(seen.requests[0].2.contains("x-team: debug ci"), "{}", seen.requests[0].2);
+    drop(seen);
+    let s = session(&srv);
+    assert_eq!(i(&s, &["exported"]), Some(3));
+    assert_eq!(i(&s, &["dropped"]), Some(0));
+    assert_eq!(s.get("endpoint").and_then(|v| v.as_str()), Some(format!("{}/v1/traces", sink.url()).as_str()));
+}
+
+#[test]
+fn json_when_asked_secrets_kept_when_asked_and_the_signal_endpoint_used_as_is() {
+    let sink = Sink::start(Mode::Ok);
+    let traces = format!("{}/v1/traces", sink.url());
+    let srv = Server::start(
+        &["--otlp-no-redact-secrets"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9/nowhere"), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces), ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")],
+    );
+    send_run(&srv, "run_json");
+    let spans = sink.wait_spans(3, Duration::from_secs(5));
+    assert_eq!(spans.len(), 3);
+    assert!(sink.seen.lock().unwrap().requests.iter().all(|r| r.1 == "application/json"));
+    let chat = spans.iter().map(|(_, s)| s).find(|s| s.name == "chat").unwrap();
+    assert!(matches!(attr(chat, "input.value"), Some(Any::StringValue(s)) if s.contains("sk-live-secret")));
+}
+
+#[test]
+fn endpoint_down_for_the_whole_run_changes_nothing_for_recording() {
+    let port = free_port().local_addr().unwrap().port();
+    let srv = Server::start(&["--otlp-endpoint", &format!("http://127.0.0.1:{port}")], &[]);
+    let t = Instant::now();
+    send_run(&srv, "run_down");
+    assert!(t.elapsed() < Duration::from_secs(3), "ingest waited for the export: {:?}", t.elapsed());
+    let db = srv.db.to_str().unwrap().to_owned();
+    let out = srv.cli(&["runs", "--db", &db], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("run_down"), "{}", String::from_utf8_lossy(&out.stdout));
+    std::thread::sleep(Duration::from_millis(1200));
+    let s = session(&srv);
+    assert_eq!(i(&s, &["exported"]), Some(0));
+    assert!(i(&s, &["failedRequests"]).unwrap() >= 1, "{}", to_json(&s));
+    assert_eq!(i(&s, &["dropped"]), Some(0), "waiting spans are not dropped");
+}
+
+#[test]
+fn endpoint_down_then_up_gets_the_spans_after() {
+    let held = free_port();
+    let port = held.local_addr().unwrap().port();
+    drop(held);
+    let srv = Server::start(&["--otlp-endpoint", &format!("http://127.0.0.1:{port}")], &[]);
+    send_run(&srv, "run_late");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(i(&session(&srv), &["failedRequests"]).unwrap() >= 1);
+    let sink = Sink::on(TcpListener::bind(("127.0.0.1", port)).unwrap(), Mode::Ok);
+    let spans = sink.wait_spans(3, Duration::from_secs(6));
+    assert_eq!(spans.len(), 3, "the spans held while the endpoint was down");
+    assert_eq!(i(&session(&srv), &["exported"]), Some(3));
+}
+
+#[test]
+fn too_many_requests_is_retried_after_retry_after() {
+    let sink = Sink::start(Mode::TooManyOnce);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_429");
+    let spans = sink.wait_spans(3, Duration::from_secs(6));
+    assert_eq!(spans.len(), 3);
+    let seen = sink.seen.lock().unwrap();
+    assert_eq!(seen.requests[0].3, 429);
+    let gap = seen.requests[1].0 - seen.requests[0].0;
+    assert!(gap >= Duration::from_millis(950), "Retry-After: 1 honoured (next attempt after {gap:?})");
+    assert!(gap < Duration::from_secs(3), "not much later than asked: {gap:?}");
+}
+
+#[test]
+fn a_stalled_endpoint_leaves_ingest_alone() {
+    let sink = Sink::start(Mode::Stall);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_stall_0");
+    // The first batch is now stuck in a request that gets no answer.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while sink.seen.lock().unwrap().requests.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!sink.seen.lock().unwrap().requests.is_empty(), "the exporter reached the stalled endpoint");
+    let t = Instant::now();
+    let mut app = srv.ingest();
+    app.hello("stall", None);
+    app.event("run_stall_1", "run.started", r#"{"app":"stall","sdk":{"name":"t","version":"0"}}"#);
+    for n in 0..1000 {
+        app.event("run_stall_1", "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"tool","name":"t"}}"#));
+        app.event("run_stall_1", "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":{n}}}"#));
+    }
+    app.event("run_stall_1", "run.finished", r#"{"status":"ok"}"#);
+    srv.wait_run("run_stall_1", |r| i(r, &["eventCount"]) == Some(2002));
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(4), "2,002 events took {took:?} with the endpoint stalled");
+    let (status, _) = srv.get("/");
+    assert_eq!(status, 200, "the viewer is served");
+}
