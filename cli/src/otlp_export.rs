@@ -3,9 +3,11 @@
 //! The writer offers each stored event to a bounded queue ([`QUEUE_CAPACITY`]) with a
 //! non-blocking send: when the queue is full the event is dropped and counted, so ingest
 //! and the viewer never wait for the export. One exporter thread keeps each open run's
-//! envelopes (redacted unless `--otlp-no-redact-secrets`), and when a node execution
+//! open node starts (redacted unless `--otlp-no-redact-secrets`), and when a node execution
 //! finishes (or the run does) it builds the run's spans with `import::to_otlp` (the one
-//! mapping, shared with `record --format otlp`) and queues the spans not yet sent. Spans go
+//! mapping, shared with `record --format otlp`) on just the envelopes that span needs
+//! (its start, its end, its parent's start), so each span costs the same however long
+//! the run is. Spans go
 //! out in batches of at most [`BATCH_MAX_SPANS`], at least every [`BATCH_INTERVAL`], over
 //! OTLP/HTTP (protobuf by default, JSON when asked). 429, 5xx and connection errors are
 //! retried with exponential backoff, honouring `Retry-After`; while the endpoint is away
@@ -17,21 +19,26 @@ use crate::otlp_config::{OtlpConfig, Protocol};
 use crate::storage::RunRow;
 use crossbeam_channel::{bounded, select, Receiver, Sender, TrySendError};
 use graphmind_core::json::{self, Value};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Events the writer may queue for the exporter before new ones are dropped.
-pub const QUEUE_CAPACITY: usize = 16_384;
+pub const QUEUE_CAPACITY: usize = 65_536;
+/// Frame bytes the writer may queue for the exporter before new events are dropped.
+pub const QUEUE_MAX_BYTES: usize = 64 * 1024 * 1024;
+/// The event types spans are made of; the writer offers no other.
+pub const EXPORTED_KINDS: [&str; 5] = ["run.started", "run.finished", "node.started", "node.finished", "node.error"];
 /// Most spans in one request.
 pub const BATCH_MAX_SPANS: usize = 512;
 /// Longest a finished span waits for a batch to fill.
 pub const BATCH_INTERVAL: Duration = Duration::from_millis(500);
 /// Most spans held while the endpoint is unreachable (the oldest are dropped beyond).
 pub const MAX_PENDING_SPANS: usize = 65_536;
-/// Most envelopes kept for one open run (later ones are dropped and counted).
-pub const MAX_RUN_EVENTS: usize = 200_000;
+/// Most open node executions (and distinct node ids) tracked for one run; beyond, new
+/// nodes are not exported (dropped and counted).
+pub const MAX_OPEN_NODES: usize = 100_000;
 /// Most open runs tracked at once (the oldest is forgotten beyond).
 pub const MAX_OPEN_RUNS: usize = 1_024;
 /// First retry delay; it doubles up to [`RETRY_MAX`].
@@ -79,6 +86,7 @@ pub struct Exporter {
     pub url: String,
     /// Counters.
     pub stats: Arc<Stats>,
+    queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Exporter {
@@ -89,16 +97,27 @@ impl Exporter {
         let stats = Arc::new(Stats::default());
         let url = cfg.url.clone();
         let s = stats.clone();
-        std::thread::Builder::new().name("graphmind-otlp".into()).spawn(move || Worker::new(cfg, s).run(rx, frx))?;
-        Ok(Exporter { tx, flush: ftx, url, stats })
+        let queued_bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let q = queued_bytes.clone();
+        std::thread::Builder::new().name("graphmind-otlp".into()).spawn(move || Worker::new(cfg, s, q).run(rx, frx))?;
+        Ok(Exporter { tx, flush: ftx, url, stats, queued_bytes })
     }
 
-    /// Offers one stored event; never blocks (a full queue drops it and counts it).
-    pub fn offer(&self, run_id: &str, app: &str, frame: &str) {
+    /// Offers one stored event of type `kind`; never blocks (a full queue drops it and
+    /// counts it). Types no span is made of are not queued.
+    pub fn offer(&self, run_id: &str, app: &str, kind: &str, frame: &str) {
+        if !EXPORTED_KINDS.contains(&kind) {
+            return;
+        }
+        let full = self.queued_bytes.load(Ordering::Relaxed) + frame.len() > QUEUE_MAX_BYTES;
         let item = Item { run_id: run_id.to_owned(), app: app.to_owned(), frame: frame.to_owned() };
-        if let Err(TrySendError::Full(_)) = self.tx.try_send(item) {
+        let len = frame.len();
+        let sent = if full { Err(TrySendError::Full(item)) } else { self.tx.try_send(item) };
+        if sent.is_ok() {
+            self.queued_bytes.fetch_add(len, Ordering::Relaxed);
+        } else if let Err(TrySendError::Full(_)) = sent {
             self.stats.queue_dropped.fetch_add(1, Ordering::Relaxed);
-            self.stats.report_drop(&format!("the export queue is full ({QUEUE_CAPACITY} events: the endpoint is slower than ingest)"));
+            self.stats.report_drop(&format!("the export queue is full ({QUEUE_CAPACITY} events or {QUEUE_MAX_BYTES} bytes: export is slower than ingest)"));
         }
     }
 
@@ -124,15 +143,12 @@ impl Exporter {
     }
 }
 
+/// What the exporter keeps of an open run: only what the next spans need (the `node.started`
+/// of executions still open, and the latest one of each node id, for parentage).
 struct OpenRun {
     row: RunRow,
-    envelopes: Vec<Value>,
-    /// Span ids of executions that finished and are not yet queued.
-    finished: HashSet<String>,
-    /// Span ids already queued.
-    queued: HashSet<String>,
-    done: bool,
-    dirty: bool,
+    open: HashMap<(String, String), Value>,
+    latest_started: HashMap<String, Value>,
 }
 
 /// A span ready to send, with its resource and scope (as `to_otlp` wrote them).
@@ -150,6 +166,7 @@ enum Outcome {
 
 struct Worker {
     cfg: OtlpConfig,
+    queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
     stats: Arc<Stats>,
     agent: ureq::Agent,
     runs: HashMap<String, OpenRun>,
@@ -162,11 +179,12 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(cfg: OtlpConfig, stats: Arc<Stats>) -> Worker {
+    fn new(cfg: OtlpConfig, stats: Arc<Stats>, queued_bytes: Arc<std::sync::atomic::AtomicUsize>) -> Worker {
         let agent: ureq::Agent =
             ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).timeout_global(Some(REQUEST_TIMEOUT)).build().into();
         Worker {
             cfg,
+            queued_bytes,
             stats,
             agent,
             runs: HashMap::new(),
@@ -186,7 +204,7 @@ impl Worker {
                 recv(rx) -> item => match item {
                     Ok(item) => {
                         self.ingest(item);
-                        // Take what else is queued before building spans.
+                        // Take what else is queued before sending.
                         while let Ok(item) = rx.try_recv() {
                             self.ingest(item);
                         }
@@ -197,7 +215,6 @@ impl Worker {
                     while let Ok(item) = rx.try_recv() {
                         self.ingest(item);
                     }
-                    self.build();
                     self.drain_until(Instant::now() + SHUTDOWN_GRACE);
                     if let Ok(reply) = reply {
                         let _ = reply.send(());
@@ -206,7 +223,6 @@ impl Worker {
                 },
                 default(wait) => {},
             }
-            self.build();
             self.send_due();
         }
     }
@@ -219,12 +235,12 @@ impl Worker {
     }
 
     fn ingest(&mut self, item: Item) {
+        self.queued_bytes.fetch_sub(item.frame.len(), Ordering::Relaxed);
         let Ok(mut env) = json::parse_str(&item.frame) else { return };
         if self.cfg.redact {
             if let Some(p) = env.as_object_mut().and_then(|o| o.get_mut("payload")) {
                 crate::export::redact_secrets(p, &mut crate::export::Redaction::default());
             }
-            crate::export::blank_loop_fingerprint(&mut env);
         }
         let kind = env.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
         let ts = env.get("ts").and_then(Value::as_f64).unwrap_or(0.0);
@@ -246,75 +262,68 @@ impl Worker {
                 error_count: 0,
             };
             self.order.push_back(item.run_id.clone());
-            self.runs.insert(item.run_id.clone(), OpenRun { row, envelopes: Vec::new(), finished: HashSet::new(), queued: HashSet::new(), done: false, dirty: false });
+            self.runs.insert(item.run_id.clone(), OpenRun { row, open: HashMap::new(), latest_started: HashMap::new() });
         }
         let Some(run) = self.runs.get_mut(&item.run_id) else { return };
-        if run.envelopes.len() >= MAX_RUN_EVENTS {
-            self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
-            self.stats.report_drop(&format!("run \"{}\" has more than {MAX_RUN_EVENTS} events; later ones are not exported", item.run_id));
-            return;
-        }
         let payload = env.get("payload");
         let s = |k: &str| payload.and_then(|p| p.get(k)).and_then(Value::as_str).map(str::to_owned);
-        match kind.as_str() {
+        let node = s("nodeId").unwrap_or_default();
+        let instance = s("instanceId").unwrap_or_else(|| node.clone());
+        let (envs, span_id) = match kind.as_str() {
             "run.started" => {
                 run.row.started_at = ts;
                 if let Some(app) = s("app") {
                     run.row.app = app;
                 }
+                return;
+            }
+            "node.started" => {
+                if run.open.len() >= MAX_OPEN_NODES || run.latest_started.len() >= MAX_OPEN_NODES {
+                    self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
+                    self.stats.report_drop(&format!("run \"{}\" has more than {MAX_OPEN_NODES} open or distinct nodes; later ones are not exported", item.run_id));
+                    return;
+                }
+                run.latest_started.insert(node.clone(), env.clone());
+                run.open.insert((node, instance), env);
+                return;
             }
             "node.finished" | "node.error" => {
-                let node = s("nodeId").unwrap_or_default();
-                let instance = s("instanceId").unwrap_or_else(|| node.clone());
-                run.finished.insert(crate::import::node_span_id(&item.run_id, &node, &instance));
-                run.dirty = true;
+                let key = (node.clone(), instance.clone());
+                let key = if run.open.contains_key(&key) { Some(key) } else { run.open.keys().find(|k| k.0 == node).cloned() };
+                let Some(key) = key else { return };
+                let Some(started) = run.open.remove(&key) else { return };
+                let mut envs = Vec::with_capacity(3);
+                let parent = started.get("payload").and_then(|p| p.get("parentId")).and_then(Value::as_str);
+                if let Some(p) = parent.and_then(|p| run.latest_started.get(p)).filter(|_| parent != Some(key.0.as_str())) {
+                    envs.push(p.clone());
+                }
+                envs.push(started);
+                envs.push(env);
+                (envs, crate::import::node_span_id(&item.run_id, &key.0, &key.1))
             }
             "run.finished" => {
                 run.row.finished_at = Some(ts);
                 run.row.status = s("status").unwrap_or_else(|| "ok".into());
-                run.done = true;
-                run.dirty = true;
+                (Vec::new(), crate::import::run_span_id(&item.run_id))
             }
-            _ => {}
+            _ => return,
+        };
+        // The one mapping, on just the envelopes this span needs.
+        let doc = crate::import::to_otlp(&run.row, &envs);
+        if kind == "run.finished" {
+            self.runs.remove(&item.run_id);
+            self.order.retain(|r| r != &item.run_id);
         }
-        run.envelopes.push(env);
-    }
-
-    /// Turns the finished executions (and finished runs) into pending spans.
-    fn build(&mut self) {
-        let dirty: Vec<String> = self.runs.iter().filter(|(_, r)| r.dirty).map(|(id, _)| id.clone()).collect();
-        for id in dirty {
-            let Some(run) = self.runs.get_mut(&id) else { continue };
-            run.dirty = false;
-            let doc = crate::import::to_otlp(&run.row, &run.envelopes);
-            let Ok(doc) = serde_json::from_str::<serde_json::Value>(&doc) else { continue };
-            let root = crate::import::run_span_id(&id);
-            let rs = &doc["resourceSpans"][0];
-            let resource = rs["resource"].clone();
-            let scope = rs["scopeSpans"][0]["scope"].clone();
-            let spans = rs["scopeSpans"][0]["spans"].as_array().cloned().unwrap_or_default();
-            let mut ready = Vec::new();
-            for span in spans {
-                let sid = span["spanId"].as_str().unwrap_or("").to_owned();
-                let send = if sid == root { run.done } else { run.finished.remove(&sid) };
-                if send && run.queued.insert(sid) {
-                    ready.push(span);
-                }
-            }
-            if run.done {
-                self.runs.remove(&id);
-                self.order.retain(|r| r != &id);
-            }
-            for span in ready {
-                if self.pending.len() >= MAX_PENDING_SPANS {
-                    self.pending.pop_front();
-                    self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
-                    self.stats.report_drop(&format!("{MAX_PENDING_SPANS} spans are waiting for the endpoint; the oldest are dropped"));
-                }
-                self.pending.push_back(Pending { resource: resource.clone(), scope: scope.clone(), span });
-                self.first_pending.get_or_insert_with(Instant::now);
-            }
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&doc) else { return };
+        let rs = &doc["resourceSpans"][0];
+        let Some(span) = rs["scopeSpans"][0]["spans"].as_array().and_then(|a| a.iter().find(|sp| sp["spanId"] == span_id.as_str())).cloned() else { return };
+        if self.pending.len() >= MAX_PENDING_SPANS {
+            self.pending.pop_front();
+            self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
+            self.stats.report_drop(&format!("{MAX_PENDING_SPANS} spans are waiting for the endpoint; the oldest are dropped"));
         }
+        self.pending.push_back(Pending { resource: rs["resource"].clone(), scope: rs["scopeSpans"][0]["scope"].clone(), span });
+        self.first_pending.get_or_insert_with(Instant::now);
     }
 
     /// Sends batches that are due (not before a retry delay).

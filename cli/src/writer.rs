@@ -335,7 +335,7 @@ impl Writer {
             return Ok(());
         }
         if let Some(x) = &self.shared.otlp {
-            x.offer(&e.run_id, &e.app, &e.frame);
+            x.offer(&e.run_id, &e.app, &e.kind, &e.frame);
         }
         let mut lifecycle = e.owner_changed;
         if let Some(app) = &e.started_app {

@@ -291,3 +291,49 @@ fn a_stalled_endpoint_leaves_ingest_alone() {
     let (status, _) = srv.get("/");
     assert_eq!(status, 200, "the viewer is served");
 }
+
+/// Sends `nodes` finished node executions in one run on one connection; returns how long
+/// until all of them were stored.
+fn ingest_nodes(srv: &Server, run: &str, nodes: usize) -> Duration {
+    let mut app = srv.ingest();
+    app.hello("figures", None);
+    let t = Instant::now();
+    app.event(run, "run.started", r#"{"app":"figures","sdk":{"name":"t","version":"0"}}"#);
+    for n in 0..nodes {
+        app.event(run, "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"llm","name":"step","input":{{"q":{n}}}}}"#));
+        app.event(run, "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":"ok","usage":{{"inputTokens":5,"outputTokens":2}}}}"#));
+    }
+    app.event(run, "run.finished", r#"{"status":"ok"}"#);
+    srv.wait_run(run, |r| i(r, &["eventCount"]) == Some(2 * nodes as i64 + 2));
+    t.elapsed()
+}
+
+/// The issue's figures, side by side in one run: ingest with export off and on, and the
+/// spans per second the local sink received. Printed; the test asserts every span arrived.
+#[test]
+fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
+    const NODES: usize = 20_000;
+    let sink = Sink::start(Mode::Ok);
+    let off = Server::start_quiet(&[], &[]);
+    let on = Server::start_quiet(&["--otlp-endpoint", &sink.url()], &[]);
+    let t_off = ingest_nodes(&off, "run_off", NODES);
+    let t_on = ingest_nodes(&on, "run_on", NODES);
+    let spans = sink.wait_spans(NODES + 1, Duration::from_secs(15));
+    assert_eq!(spans.len(), NODES + 1, "every node and the run; export state {}", to_json(&session(&on)));
+    let seen = sink.seen.lock().unwrap();
+    let (first, last) = (seen.requests.first().unwrap().0, seen.requests.last().unwrap().0);
+    let window = (last - first).max(Duration::from_millis(1));
+    let events = (2 * NODES + 2) as f64;
+    eprintln!(
+        "figures: ingest export off {:.0} events/s, export on {:.0} events/s ({:+.1}%); {} spans in {} requests to the local sink over {:?} = {:.0} spans/s",
+        events / t_off.as_secs_f64(),
+        events / t_on.as_secs_f64(),
+        (t_off.as_secs_f64() / t_on.as_secs_f64() - 1.0) * 100.0,
+        spans.len(),
+        seen.requests.len(),
+        window,
+        spans.len() as f64 / window.as_secs_f64()
+    );
+    drop(seen);
+    assert_eq!(i(&session(&on), &["dropped"]), Some(0));
+}
