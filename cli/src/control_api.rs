@@ -2,7 +2,7 @@
 //!
 //! | route | answer |
 //! | --- | --- |
-//! | `GET /api/session` | who a Bearer token is: `{principal, agentLevel, editInput, hubCapabilities, version}` (401 for an unknown token) |
+//! | `GET /api/session` | who a Bearer token is: `{principal, agentLevel, editInput, hubCapabilities, version, otlp}` (401 for an unknown token; `otlp`: the live export's counters or null) |
 //! | `GET /api/pauses[?runId=][&wait=S]` | open and resolving pauses; `wait` long-polls (at most 120 s) for an open one or the run's end |
 //! | `GET /api/runs/:runId/pauses/:pauseId` | one pause, rebuilt from the stored run, with the held node's input |
 //! | `POST /api/runs/:runId/pauses/:pauseId/resume` | release it (Bearer, JSON body, first writer wins) |

@@ -337,3 +337,31 @@ fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
     drop(seen);
     assert_eq!(i(&session(&on), &["dropped"]), Some(0));
 }
+
+fn sigterm_and_wait(srv: &mut Server, within: Duration) -> Duration {
+    let t = Instant::now();
+    unsafe { libc::kill(srv.child.id() as i32, libc::SIGTERM) };
+    while t.elapsed() < within {
+        if srv.child.try_wait().unwrap().is_some() {
+            return t.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the server did not exit within {within:?} of SIGTERM");
+}
+
+#[test]
+fn shutdown_sends_what_is_held_and_stays_within_the_grace() {
+    // Spans still inside their batch interval go out before the process exits.
+    let sink = Sink::start(Mode::Ok);
+    let mut srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_bye");
+    sigterm_and_wait(&mut srv, Duration::from_secs(6));
+    assert_eq!(sink.seen.lock().unwrap().spans.len(), 3, "flushed at shutdown");
+    // A stalled endpoint does not hold the shutdown past the export grace (3 s).
+    let stalled = Sink::start(Mode::Stall);
+    let mut srv = Server::start(&["--otlp-endpoint", &stalled.url()], &[]);
+    send_run(&srv, "run_stuck");
+    let took = sigterm_and_wait(&mut srv, Duration::from_secs(8));
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+}
