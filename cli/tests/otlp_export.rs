@@ -23,6 +23,10 @@ enum Mode {
     TooManyOnce,
     /// Reads the request and never answers until the test ends (the exporter times out).
     Stall,
+    /// Answers bytes that are not HTTP.
+    Garbage,
+    /// Answers `302 Found` to another URL.
+    Redirect,
 }
 
 #[derive(Default)]
@@ -99,6 +103,8 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
             let status = match mode {
                 Mode::TooManyOnce if st.requests.is_empty() => 429,
                 Mode::Stall => 0,
+                Mode::Garbage => 1,
+                Mode::Redirect => 302,
                 _ => 200,
             };
             st.requests.push((Instant::now(), ctype.clone(), head.clone(), status));
@@ -132,6 +138,13 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
             0 => {
                 std::thread::sleep(Duration::from_secs(30));
                 return;
+            }
+            1 => {
+                let _ = w.write_all(b"\x00\x01 this is not http at all \xff\r\n\r\n");
+                return;
+            }
+            302 => {
+                let _ = w.write_all(b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:9/elsewhere\r\nContent-Length: 0\r\n\r\n");
             }
             429 => {
                 let _ = w.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n");
@@ -364,4 +377,28 @@ fn shutdown_sends_what_is_held_and_stays_within_the_grace() {
     send_run(&srv, "run_stuck");
     let took = sigterm_and_wait(&mut srv, Duration::from_secs(8));
     assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+}
+
+#[test]
+fn an_endpoint_that_answers_garbage_or_redirects_changes_nothing_for_recording() {
+    let garbage = Sink::start(Mode::Garbage);
+    let srv = Server::start(&["--otlp-endpoint", &garbage.url()], &[]);
+    send_run(&srv, "run_garbage");
+    std::thread::sleep(Duration::from_millis(1200));
+    let s = session(&srv);
+    assert!(i(&s, &["failedRequests"]).unwrap() >= 1, "garbage is a failed request, retried: {}", to_json(&s));
+    assert_eq!(i(&s, &["exported"]), Some(0));
+    assert_eq!(srv.get("/").0, 200);
+
+    let redirect = Sink::start(Mode::Redirect);
+    let srv = Server::start(&["--otlp-endpoint", &redirect.url()], &[]);
+    send_run(&srv, "run_redirect");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while i(&session(&srv), &["dropped"]) != Some(3) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s = session(&srv);
+    assert_eq!(i(&s, &["spansDropped"]), Some(3), "a redirect is not followed; the batch is dropped and counted: {}", to_json(&s));
+    assert_eq!(redirect.seen.lock().unwrap().requests.len(), 1, "and not retried");
+    assert!(srv.find_run("run_redirect").is_some());
 }
