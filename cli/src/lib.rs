@@ -159,19 +159,25 @@ fn serve(s: args::ServeArgs) -> i32 {
     for w in &cfg.warnings {
         eprintln!("graphmind: {w}");
     }
+    let otlp = match otlp_config::resolve(s.otlp_endpoint.as_deref(), s.otlp_no_redact_secrets, |k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        // Asked for on the command line: a usage error. Only from the environment: a
+        // warning and no export (an unusable variable must not stop a server starting).
+        Err(e) if s.otlp_endpoint.is_some() => {
+            eprintln!("graphmind serve: {e}");
+            return EXIT_USAGE;
+        }
+        Err(e) => {
+            eprintln!("graphmind: {e}; OTLP export is off");
+            None
+        }
+    };
+    let otlp_url = otlp.as_ref().map(|c| c.url.clone());
     telemetry::record_command("serve", &cfg);
     install_signal_handlers();
     if cfg.retention {
         retention::startup_prune(&cfg.db_path, cfg.keep_runs, cfg.keep_days);
     }
-    let otlp = match otlp_config::resolve(s.otlp_endpoint.as_deref(), s.otlp_no_redact_secrets, |k| std::env::var(k).ok()) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("graphmind serve: {e}");
-            return EXIT_USAGE;
-        }
-    };
-    let otlp_url = otlp.as_ref().map(|c| c.url.clone());
     let tokens = tokens::Tokens::generate();
     let policy = tokens::ControlPolicy { agent_level: s.allow_control.unwrap_or_default(), edit_input: !s.no_edit_input };
     let db = cfg.db_path.clone();

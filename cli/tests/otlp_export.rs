@@ -402,3 +402,17 @@ fn an_endpoint_that_answers_garbage_or_redirects_changes_nothing_for_recording()
     assert_eq!(redirect.seen.lock().unwrap().requests.len(), 1, "and not retried");
     assert!(srv.find_run("run_redirect").is_some());
 }
+
+#[test]
+fn a_bad_flag_stops_serve_but_a_bad_variable_only_turns_export_off() {
+    let dir = temp_dir();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--port", "0", "--no-open", "--otlp-endpoint", "https://collector.example:4318"]);
+    isolate(&mut cmd, &dir);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("https is not supported"), "{}", String::from_utf8_lossy(&out.stderr));
+    let srv = Server::start(&[], &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]);
+    assert_eq!(srv.get_json("/api/session").get("otlp").map(to_json).as_deref(), Some("null"));
+    let _ = std::fs::remove_dir_all(dir);
+}
