@@ -177,6 +177,19 @@ fn session(srv: &Server) -> graphmind_core::json::Value {
     srv.get_json("/api/session").get("otlp").cloned().unwrap()
 }
 
+/// `/api/session`'s `otlp` once `exported` reached `n` (the sink records spans before it
+/// answers, so the server counts them a moment later), or after 3 s.
+fn session_exported(srv: &Server, n: i64) -> graphmind_core::json::Value {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let s = session(srv);
+        if i(&s, &["exported"]) == Some(n) || Instant::now() > deadline {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A port nothing listens on (bound, then released).
 fn free_port() -> TcpListener {
     TcpListener::bind("127.0.0.1:0").unwrap()
@@ -210,7 +223,7 @@ fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
     assert!(seen.requests.iter().all(|r| r.1 == "application/x-protobuf"));
     assert!(seen.requests[0].2.contains("x-team: debug ci"), "{}", seen.requests[0].2);
     drop(seen);
-    let s = session(&srv);
+    let s = session_exported(&srv, 3);
     assert_eq!(i(&s, &["exported"]), Some(3));
     assert_eq!(i(&s, &["dropped"]), Some(0));
     assert_eq!(s.get("endpoint").and_then(|v| v.as_str()), Some(format!("{}/v1/traces", sink.url()).as_str()));
@@ -261,7 +274,7 @@ fn endpoint_down_then_up_gets_the_spans_after() {
     let sink = Sink::on(TcpListener::bind(("127.0.0.1", port)).unwrap(), Mode::Ok);
     let spans = sink.wait_spans(3, Duration::from_secs(6));
     assert_eq!(spans.len(), 3, "the spans held while the endpoint was down");
-    assert_eq!(i(&session(&srv), &["exported"]), Some(3));
+    assert_eq!(i(&session_exported(&srv, 3), &["exported"]), Some(3));
 }
 
 #[test]
@@ -348,7 +361,7 @@ fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
         spans.len() as f64 / window.as_secs_f64()
     );
     drop(seen);
-    assert_eq!(i(&session(&on), &["dropped"]), Some(0));
+    assert_eq!(i(&session_exported(&on, NODES as i64 + 1), &["dropped"]), Some(0));
 }
 
 fn sigterm_and_wait(srv: &mut Server, within: Duration) -> Duration {
