@@ -28,6 +28,10 @@ pub struct ServeArgs {
     pub keep: Option<u64>,
     /// `--days N` for the startup prune.
     pub days: Option<f64>,
+    /// `--otlp-endpoint URL`: stream finished spans there (docs/otlp.md).
+    pub otlp_endpoint: Option<String>,
+    /// `--otlp-no-redact-secrets`: export secret-looking values as they are.
+    pub otlp_no_redact_secrets: bool,
 }
 
 /// `graphmind runs` options.
@@ -206,6 +210,13 @@ Options:
                  (serve) what the agent token (graphmind resume) may do. Default: off
   --no-edit-input
                  (serve) refuse every input edit, whoever asks
+  --otlp-endpoint <url>
+                 (serve) stream every finished node and run as OTLP/HTTP spans to this
+                 OpenTelemetry endpoint (base URL; /v1/traces is appended). Also
+                 OTEL_EXPORTER_OTLP_ENDPOINT / _TRACES_ENDPOINT / _HEADERS / _PROTOCOL
+                 (http/protobuf default, http/json). See docs/otlp.md
+  --otlp-no-redact-secrets
+                 (serve) export secret-looking values as they are (redacted by default)
   --keep <n>     Runs kept by the prune (default 200, GRAPHMIND_KEEP_RUNS)
   --days <n>     Days kept by the prune (default 30, GRAPHMIND_KEEP_DAYS)
   --json         (serve) print one JSON line {{port,url,pid,version}} once listening, and
@@ -322,6 +333,14 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             "--no-edit-input" => {
                 serve.no_edit_input = true;
                 "no-edit-input"
+            }
+            "--otlp-endpoint" => {
+                serve.otlp_endpoint = Some(value("--otlp-endpoint")?);
+                "otlp-endpoint"
+            }
+            "--otlp-no-redact-secrets" => {
+                serve.otlp_no_redact_secrets = true;
+                "otlp-no-redact-secrets"
             }
             "--keep" => {
                 let raw = value("--keep")?;
@@ -441,7 +460,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             }
             other => return Err(with_cmd(UsageError::new(format!("unknown option \"{other}\"")))),
         };
-        if matches!(flag, "json" | "no-open" | "open" | "no-edit-input" | "html" | "no-redact-secrets" | "prune" | "clear" | "yes" | "live" | "interactive" | "write" | "install" | "force")
+        if matches!(flag, "json" | "no-open" | "open" | "no-edit-input" | "otlp-no-redact-secrets" | "html" | "no-redact-secrets" | "prune" | "clear" | "yes" | "live" | "interactive" | "write" | "install" | "force")
             && inline.is_some()
         {
             return Err(with_cmd(UsageError::new(format!("{name} takes no value"))));
@@ -470,7 +489,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     };
     match command.as_str() {
         "serve" => {
-            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days"])?;
+            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets"])?;
             no_more(&positionals)?;
             serve.db = db;
             serve.port = port;

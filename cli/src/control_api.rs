@@ -2,7 +2,7 @@
 //!
 //! | route | answer |
 //! | --- | --- |
-//! | `GET /api/session` | who a Bearer token is: `{principal, agentLevel, editInput, hubCapabilities, version}` (401 for an unknown token) |
+//! | `GET /api/session` | who a Bearer token is: `{principal, agentLevel, editInput, hubCapabilities, version, otlp}` (401 for an unknown token; `otlp`: the live export's counters or null) |
 //! | `GET /api/pauses[?runId=][&wait=S]` | open and resolving pauses; `wait` long-polls (at most 120 s) for an open one or the run's end |
 //! | `GET /api/runs/:runId/pauses/:pauseId` | one pause, rebuilt from the stored run, with the held node's input |
 //! | `POST /api/runs/:runId/pauses/:pauseId/resume` | release it (Bearer, JSON body, first writer wins) |
@@ -116,12 +116,13 @@ pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &
         return answer(
             200,
             format!(
-                "{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{},\"version\":{}}}",
+                "{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{},\"version\":{},\"otlp\":{}}}",
                 js(principal.as_str()),
                 js(shared.policy.agent_level.as_str()),
                 shared.policy.edit_input,
                 shared.policy.hub_capabilities_json(),
-                js(VERSION)
+                js(VERSION),
+                shared.otlp.as_ref().map_or_else(|| "null".to_owned(), |x| x.session_json())
             ),
         );
     }

@@ -447,6 +447,8 @@ pub struct Shared {
     pub viewer_backlog: Arc<AtomicUsize>,
     /// Events the writer could not store (a full disk...), shown in `/health`.
     pub storage: crate::storage_health::StorageHealth,
+    /// The live OTLP export, when an endpoint is configured.
+    pub otlp: Option<crate::otlp_export::Exporter>,
 }
 
 /// Writes one server log line (stderr; stdout carries only the banner or `--json`).

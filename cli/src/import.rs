@@ -68,11 +68,22 @@ struct Exec {
     error: Option<Value>,
 }
 
+/// The span id `to_otlp` gives one node execution (`instance` is `payload.instanceId`, or
+/// the node id when there is none).
+pub fn node_span_id(run_id: &str, node_id: &str, instance: &str) -> String {
+    hex_id(&format!("{run_id}/{node_id}/{instance}"), 8)
+}
+
+/// The span id `to_otlp` gives the run's root span.
+pub fn run_span_id(run_id: &str) -> String {
+    hex_id(&format!("{run_id}/run"), 8)
+}
+
 /// The run as OTLP/JSON: one resource (`service.name` = the app), one scope, a root span
 /// for the run and one span per node execution (OpenInference attributes).
 pub fn to_otlp(run: &RunRow, envelopes: &[Value]) -> String {
     let trace = hex_id(&run.id, 16);
-    let root = hex_id(&format!("{}/run", run.id), 8);
+    let root = run_span_id(&run.id);
     let mut execs: Vec<Exec> = Vec::new();
     let mut open: HashMap<(String, String), usize> = HashMap::new();
     let mut latest_of_node: HashMap<String, usize> = HashMap::new();
@@ -123,7 +134,7 @@ pub fn to_otlp(run: &RunRow, envelopes: &[Value]) -> String {
     let mut spans = Vec::new();
     let mut ids: HashMap<String, String> = HashMap::new();
     for x in &execs {
-        ids.insert(x.node_id.clone(), hex_id(&format!("{}/{}/{}", run.id, x.node_id, x.instance), 8));
+        ids.insert(x.node_id.clone(), node_span_id(&run.id, &x.node_id, &x.instance));
     }
     let run_failed = run.status == "error";
     spans.push(format!(
@@ -136,7 +147,7 @@ pub fn to_otlp(run: &RunRow, envelopes: &[Value]) -> String {
         if run_failed { 2 } else { 1 }
     ));
     for x in &execs {
-        let span_id = hex_id(&format!("{}/{}/{}", run.id, x.node_id, x.instance), 8);
+        let span_id = node_span_id(&run.id, &x.node_id, &x.instance);
         let parent = x.parent.as_ref().and_then(|p| ids.get(p)).cloned().unwrap_or_else(|| root.clone());
         let mut attrs = vec![
             attr("openinference.span.kind", &Value::from(oi_kind(&x.kind))),

@@ -24,6 +24,9 @@ pub mod mcp_proxy;
 pub mod mcp_server;
 pub mod payload_guard;
 pub mod security;
+pub mod otlp_config;
+pub mod otlp_export;
+pub mod otlp_wire;
 pub mod server;
 pub mod storage;
 pub mod storage_health;
@@ -156,6 +159,20 @@ fn serve(s: args::ServeArgs) -> i32 {
     for w in &cfg.warnings {
         eprintln!("graphmind: {w}");
     }
+    let otlp = match otlp_config::resolve(s.otlp_endpoint.as_deref(), s.otlp_no_redact_secrets, |k| std::env::var(k).ok()) {
+        Ok(c) => c,
+        // Asked for on the command line: a usage error. Only from the environment: a
+        // warning and no export (an unusable variable must not stop a server starting).
+        Err(e) if s.otlp_endpoint.is_some() => {
+            eprintln!("graphmind serve: {e}");
+            return EXIT_USAGE;
+        }
+        Err(e) => {
+            eprintln!("graphmind: {e}; OTLP export is off");
+            None
+        }
+    };
+    let otlp_url = otlp.as_ref().map(|c| c.url.clone());
     telemetry::record_command("serve", &cfg);
     install_signal_handlers();
     if cfg.retention {
@@ -172,6 +189,7 @@ fn serve(s: args::ServeArgs) -> i32 {
         allowed_origins: cfg.allowed_origins.clone(),
         policy,
         tokens: tokens.clone(),
+        otlp,
     }) {
         Ok(s) => s,
         Err(e) => {
@@ -221,6 +239,9 @@ fn serve(s: args::ServeArgs) -> i32 {
         if let Some(f) = &run_files {
             println!("  browser  {}", browser::open_line(s.open, &f.opener_path));
         }
+        if let Some(u) = &otlp_url {
+            println!("  otlp     exporting spans to {u}");
+        }
         println!("Press Ctrl+C to stop.");
     }
     use std::io::Write;
@@ -236,6 +257,9 @@ pub(crate) fn shutdown(shared: &hub::Shared, run_files: Option<&tokens::RunFiles
     let (tx, rx) = crossbeam_channel::bounded(1);
     if shared.writer.send(writer::Op::Flush(tx)).is_ok() {
         let _ = rx.recv_timeout(Duration::from_secs(5));
+    }
+    if let Some(x) = &shared.otlp {
+        x.shutdown_flush();
     }
     if let Some(f) = run_files {
         f.remove();

@@ -60,6 +60,8 @@ pub struct ServeConfig {
     pub policy: ControlPolicy,
     /// The control tokens minted for this process.
     pub tokens: Tokens,
+    /// `--otlp-endpoint` / `OTEL_EXPORTER_OTLP_*`, resolved.
+    pub otlp: Option<crate::otlp_config::OtlpConfig>,
 }
 
 /// A listening server (not yet accepting).
@@ -85,6 +87,10 @@ impl Server {
             }
         })?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let otlp = match cfg.otlp {
+            Some(c) => Some(crate::otlp_export::Exporter::start(c).map_err(|e| format!("cannot start the OTLP exporter: {e}"))?),
+            None => None,
+        };
         let (wtx, wrx) = unbounded::<Op>();
         let (ttx, trx) = unbounded::<(Duration, Timer)>();
         let shared = Arc::new(Shared {
@@ -103,6 +109,7 @@ impl Server {
             db_path: cfg.db_path,
             viewer_backlog: Default::default(),
             storage: Default::default(),
+            otlp,
         });
         let _ = shared.writer.send(Op::ReconcileOrphans);
         let s = shared.clone();

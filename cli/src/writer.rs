@@ -334,6 +334,9 @@ impl Writer {
             }
             return Ok(());
         }
+        if let Some(x) = &self.shared.otlp {
+            x.offer(&e.run_id, &e.app, &e.kind, &e.frame);
+        }
         let mut lifecycle = e.owner_changed;
         if let Some(app) = &e.started_app {
             storage::mark_started(&self.db, &e.run_id, app, e.ts)?;

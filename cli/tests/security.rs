@@ -150,7 +150,7 @@ fn session_says_who_a_token_is_and_bearer_guards_every_non_get_api_route() {
     let p = srv.port;
     let (st, _, v) = session(p, None);
     assert_eq!(st, 200);
-    assert_eq!(to_json(&v), format!(r#"{{"principal":"anonymous","agentLevel":"inject","editInput":false,"hubCapabilities":["pause-registry"],"version":"{}"}}"#, env!("CARGO_PKG_VERSION")));
+    assert_eq!(to_json(&v), format!(r#"{{"principal":"anonymous","agentLevel":"inject","editInput":false,"hubCapabilities":["pause-registry"],"version":"{}","otlp":null}}"#, env!("CARGO_PKG_VERSION")));
     assert_eq!(s(&session(p, Some(&format!("Bearer {}", srv.agent_token))).2, &["principal"]), Some("agent"));
     assert_eq!(s(&session(p, Some(&format!("bearer   {}", srv.viewer_token))).2, &["principal"]), Some("viewer"));
     let (st, head, v) = session(p, Some("Bearer gma_00000000000000000000000000000000"));

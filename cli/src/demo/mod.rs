@@ -120,6 +120,7 @@ fn target(
         allowed_origins: origins,
         policy: ControlPolicy::default(),
         tokens: tokens.clone(),
+        otlp: None,
     })
     .map_err(|e| (e, 1))?;
     let port = server.port();

@@ -60,6 +60,13 @@ pub fn isolate(cmd: &mut Command, dir: &std::path::Path) {
         "DO_NOT_TRACK",
         "CI",
         "GRAPHMIND_VIEWER_DIST",
+        // A developer's own OpenTelemetry settings must not make every test server export.
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
     ] {
         cmd.env_remove(v);
     }

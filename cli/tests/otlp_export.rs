@@ -1,0 +1,431 @@
+//! `graphmind serve --otlp-endpoint` against a local OTLP/HTTP sink on 127.0.0.1 (a std
+//! TcpListener that decodes each request with opentelemetry-proto): a live run arrives as
+//! spans; an endpoint that is down, comes up late, answers 429 with Retry-After or stalls
+//! never disturbs ingest. Each test is bounded (a few seconds).
+
+mod common;
+use common::*;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How the sink answers.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// 200 to everything.
+    Ok,
+    /// 429 with `Retry-After: 1` to the first request, then 200.
+    TooManyOnce,
+    /// Reads the request and never answers until the test ends (the exporter times out).
+    Stall,
+    /// Answers bytes that are not HTTP.
+    Garbage,
+    /// Answers `302 Found` to another URL.
+    Redirect,
+}
+
+#[derive(Default)]
+struct Seen {
+    spans: Vec<(String, Span)>,
+    /// (arrival, content-type, headers lower-cased, status answered)
+    requests: Vec<(Instant, String, String, u16)>,
+}
+
+struct Sink {
+    port: u16,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Sink {
+    fn start(mode: Mode) -> Sink {
+        Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), mode)
+    }
+
+    fn on(listener: TcpListener, mode: Mode) -> Sink {
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                let s = s.clone();
+                std::thread::spawn(move || serve_conn(conn, mode, s));
+            }
+        });
+        Sink { port, seen }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Waits until `n` spans arrived (or `within` passes); returns them all.
+    fn wait_spans(&self, n: usize, within: Duration) -> Vec<(String, Span)> {
+        let deadline = Instant::now() + within;
+        loop {
+            let got = self.seen.lock().unwrap().spans.clone();
+            if got.len() >= n || Instant::now() > deadline {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut r = BufReader::new(conn.try_clone().unwrap());
+    let mut w = conn;
+    loop {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            if line == "\r\n" {
+                break;
+            }
+            head.push_str(&line.to_ascii_lowercase());
+        }
+        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+        let ctype = head.lines().find_map(|l| l.strip_prefix("content-type:")).unwrap_or("").trim().to_owned();
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let status = {
+            let mut st = seen.lock().unwrap();
+            let status = match mode {
+                Mode::TooManyOnce if st.requests.is_empty() => 429,
+                Mode::Stall => 0,
+                Mode::Garbage => 1,
+                Mode::Redirect => 302,
+                _ => 200,
+            };
+            st.requests.push((Instant::now(), ctype.clone(), head.clone(), status));
+            if status == 200 {
+                let req = if ctype == "application/json" {
+                    serde_json::from_slice::<ExportTraceServiceRequest>(&body).expect("OTLP/JSON body")
+                } else {
+                    ExportTraceServiceRequest::decode(body.as_slice()).expect("OTLP protobuf body")
+                };
+                for rs in req.resource_spans {
+                    let service = rs
+                        .resource
+                        .iter()
+                        .flat_map(|r| &r.attributes)
+                        .find(|a| a.key == "service.name")
+                        .and_then(|a| match a.value.as_ref().and_then(|v| v.value.as_ref()) {
+                            Some(Any::StringValue(s)) => Some(s.clone()),
+                            _ => None,
+                        })
+                        .unwrap_or_default();
+                    for ss in rs.scope_spans {
+                        for sp in ss.spans {
+                            st.spans.push((service.clone(), sp));
+                        }
+                    }
+                }
+            }
+            status
+        };
+        match status {
+            0 => {
+                std::thread::sleep(Duration::from_secs(30));
+                return;
+            }
+            1 => {
+                let _ = w.write_all(b"\x00\x01 this is not http at all \xff\r\n\r\n");
+                return;
+            }
+            302 => {
+                let _ = w.write_all(b"HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:9/elsewhere\r\nContent-Length: 0\r\n\r\n");
+            }
+            429 => {
+                let _ = w.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n");
+            }
+            _ => {
+                let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n");
+            }
+        }
+    }
+}
+
+fn attr(sp: &Span, key: &str) -> Option<Any> {
+    sp.attributes.iter().find(|a| a.key == key).and_then(|a| a.value.clone()).and_then(|v| v.value)
+}
+
+/// A run of three spans (root, llm, failing tool child), with a secret in the llm input.
+fn send_run(srv: &Server, run: &str) {
+    let mut app = srv.ingest();
+    app.hello("otlp-app", None);
+    app.event(run, "run.started", r#"{"app":"otlp-app","sdk":{"name":"t","version":"0"}}"#);
+    app.event(run, "node.started", r#"{"nodeId":"llm:chat","instanceId":"c1","kind":"llm","name":"chat","input":{"q":"hi","api_key":"sk-live-secret"}}"#);
+    app.event(run, "node.started", r#"{"nodeId":"tool:search","instanceId":"s1","kind":"tool","name":"search","parentId":"llm:chat"}"#);
+    app.event(run, "node.error", r#"{"nodeId":"tool:search","instanceId":"s1","error":{"name":"E","message":"boom"}}"#);
+    app.event(run, "node.finished", r#"{"nodeId":"llm:chat","instanceId":"c1","durationMs":1,"status":"ok","output":"hello","usage":{"inputTokens":7,"outputTokens":3}}"#);
+    app.event(run, "run.finished", r#"{"status":"error"}"#);
+    srv.wait_run(run, |r| i(r, &["eventCount"]) == Some(6));
+}
+
+fn session(srv: &Server) -> graphmind_core::json::Value {
+    srv.get_json("/api/session").get("otlp").cloned().unwrap()
+}
+
+/// `/api/session`'s `otlp` once `exported` reached `n` (the sink records spans before it
+/// answers, so the server counts them a moment later), or after 3 s.
+fn session_exported(srv: &Server, n: i64) -> graphmind_core::json::Value {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let s = session(srv);
+        if i(&s, &["exported"]) == Some(n) || Instant::now() > deadline {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A port nothing listens on (bound, then released).
+fn free_port() -> TcpListener {
+    TcpListener::bind("127.0.0.1:0").unwrap()
+}
+
+#[test]
+fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
+    let sink = Sink::start(Mode::Ok);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[("OTEL_EXPORTER_OTLP_HEADERS", "x-team=debug%20ci")]);
+    send_run(&srv, "run_live");
+    let spans = sink.wait_spans(3, Duration::from_secs(5));
+    assert_eq!(spans.len(), 3, "root, llm, tool");
+    let by = |name: &str| spans.iter().map(|(_, s)| s).find(|s| s.name == name).unwrap_or_else(|| panic!("no span {name}"));
+    let (root, chat, search) = (by("otlp-app"), by("chat"), by("search"));
+    assert!(spans.iter().all(|(svc, _)| svc == "otlp-app"));
+    assert!(root.parent_span_id.is_empty());
+    assert_eq!(chat.parent_span_id, root.span_id);
+    assert_eq!(search.parent_span_id, chat.span_id);
+    assert_eq!(chat.trace_id, root.trace_id);
+    assert_eq!(attr(chat, "llm.token_count.prompt"), Some(Any::IntValue(7)));
+    assert_eq!(attr(chat, "llm.token_count.completion"), Some(Any::IntValue(3)));
+    assert_eq!(attr(chat, "openinference.span.kind"), Some(Any::StringValue("LLM".into())));
+    assert_eq!(search.status.as_ref().unwrap().code, 2);
+    assert_eq!(root.status.as_ref().unwrap().code, 2, "the run finished with error");
+    let input = match attr(chat, "input.value") {
+        Some(Any::StringValue(s)) => s,
+        other => panic!("input.value: {other:?}"),
+    };
+    assert!(input.contains("__REDACTED__") && !input.contains("sk-live-secret"), "{input}");
+    let seen = sink.seen.lock().unwrap();
+    assert!(seen.requests.iter().all(|r| r.1 == "application/x-protobuf"));
+    assert!(seen.requests[0].2.contains("x-team: debug ci"), "{}", seen.requests[0].2);
+    drop(seen);
+    let s = session_exported(&srv, 3);
+    assert_eq!(i(&s, &["exported"]), Some(3));
+    assert_eq!(i(&s, &["dropped"]), Some(0));
+    assert_eq!(s.get("endpoint").and_then(|v| v.as_str()), Some(format!("{}/v1/traces", sink.url()).as_str()));
+}
+
+#[test]
+fn json_when_asked_secrets_kept_when_asked_and_the_signal_endpoint_used_as_is() {
+    let sink = Sink::start(Mode::Ok);
+    let traces = format!("{}/v1/traces", sink.url());
+    let srv = Server::start(
+        &["--otlp-no-redact-secrets"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9/nowhere"), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces), ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")],
+    );
+    send_run(&srv, "run_json");
+    let spans = sink.wait_spans(3, Duration::from_secs(5));
+    assert_eq!(spans.len(), 3);
+    assert!(sink.seen.lock().unwrap().requests.iter().all(|r| r.1 == "application/json"));
+    let chat = spans.iter().map(|(_, s)| s).find(|s| s.name == "chat").unwrap();
+    assert!(matches!(attr(chat, "input.value"), Some(Any::StringValue(s)) if s.contains("sk-live-secret")));
+}
+
+#[test]
+fn endpoint_down_for_the_whole_run_changes_nothing_for_recording() {
+    let port = free_port().local_addr().unwrap().port();
+    let srv = Server::start(&["--otlp-endpoint", &format!("http://127.0.0.1:{port}")], &[]);
+    let t = Instant::now();
+    send_run(&srv, "run_down");
+    assert!(t.elapsed() < Duration::from_secs(3), "ingest waited for the export: {:?}", t.elapsed());
+    let db = srv.db.to_str().unwrap().to_owned();
+    let out = srv.cli(&["runs", "--db", &db], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("run_down"), "{}", String::from_utf8_lossy(&out.stdout));
+    std::thread::sleep(Duration::from_millis(1200));
+    let s = session(&srv);
+    assert_eq!(i(&s, &["exported"]), Some(0));
+    assert!(i(&s, &["failedRequests"]).unwrap() >= 1, "{}", to_json(&s));
+    assert_eq!(i(&s, &["dropped"]), Some(0), "waiting spans are not dropped");
+}
+
+#[test]
+fn endpoint_down_then_up_gets_the_spans_after() {
+    let held = free_port();
+    let port = held.local_addr().unwrap().port();
+    drop(held);
+    let srv = Server::start(&["--otlp-endpoint", &format!("http://127.0.0.1:{port}")], &[]);
+    send_run(&srv, "run_late");
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(i(&session(&srv), &["failedRequests"]).unwrap() >= 1);
+    let sink = Sink::on(TcpListener::bind(("127.0.0.1", port)).unwrap(), Mode::Ok);
+    let spans = sink.wait_spans(3, Duration::from_secs(6));
+    assert_eq!(spans.len(), 3, "the spans held while the endpoint was down");
+    assert_eq!(i(&session_exported(&srv, 3), &["exported"]), Some(3));
+}
+
+#[test]
+fn too_many_requests_is_retried_after_retry_after() {
+    let sink = Sink::start(Mode::TooManyOnce);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_429");
+    let spans = sink.wait_spans(3, Duration::from_secs(6));
+    assert_eq!(spans.len(), 3);
+    let seen = sink.seen.lock().unwrap();
+    assert_eq!(seen.requests[0].3, 429);
+    let gap = seen.requests[1].0 - seen.requests[0].0;
+    assert!(gap >= Duration::from_millis(950), "Retry-After: 1 honoured (next attempt after {gap:?})");
+    assert!(gap < Duration::from_secs(3), "not much later than asked: {gap:?}");
+}
+
+#[test]
+fn a_stalled_endpoint_leaves_ingest_alone() {
+    let sink = Sink::start(Mode::Stall);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_stall_0");
+    // The first batch is now stuck in a request that gets no answer.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while sink.seen.lock().unwrap().requests.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!sink.seen.lock().unwrap().requests.is_empty(), "the exporter reached the stalled endpoint");
+    let t = Instant::now();
+    let mut app = srv.ingest();
+    app.hello("stall", None);
+    app.event("run_stall_1", "run.started", r#"{"app":"stall","sdk":{"name":"t","version":"0"}}"#);
+    for n in 0..1000 {
+        app.event("run_stall_1", "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"tool","name":"t"}}"#));
+        app.event("run_stall_1", "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":{n}}}"#));
+    }
+    app.event("run_stall_1", "run.finished", r#"{"status":"ok"}"#);
+    srv.wait_run("run_stall_1", |r| i(r, &["eventCount"]) == Some(2002));
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(4), "2,002 events took {took:?} with the endpoint stalled");
+    let (status, _) = srv.get("/");
+    assert_eq!(status, 200, "the viewer is served");
+}
+
+/// Sends `nodes` finished node executions in one run on one connection; returns how long
+/// until all of them were stored.
+fn ingest_nodes(srv: &Server, run: &str, nodes: usize) -> Duration {
+    let mut app = srv.ingest();
+    app.hello("figures", None);
+    let t = Instant::now();
+    app.event(run, "run.started", r#"{"app":"figures","sdk":{"name":"t","version":"0"}}"#);
+    for n in 0..nodes {
+        app.event(run, "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"llm","name":"step","input":{{"q":{n}}}}}"#));
+        app.event(run, "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":"ok","usage":{{"inputTokens":5,"outputTokens":2}}}}"#));
+    }
+    app.event(run, "run.finished", r#"{"status":"ok"}"#);
+    srv.wait_run(run, |r| i(r, &["eventCount"]) == Some(2 * nodes as i64 + 2));
+    t.elapsed()
+}
+
+/// The issue's figures, side by side in one run: ingest with export off and on, and the
+/// spans per second the local sink received. Printed; the test asserts every span arrived.
+#[test]
+fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
+    const NODES: usize = 20_000;
+    let sink = Sink::start(Mode::Ok);
+    let off = Server::start_quiet(&[], &[]);
+    let on = Server::start_quiet(&["--otlp-endpoint", &sink.url()], &[]);
+    let t_off = ingest_nodes(&off, "run_off", NODES);
+    let t_on = ingest_nodes(&on, "run_on", NODES);
+    let spans = sink.wait_spans(NODES + 1, Duration::from_secs(15));
+    assert_eq!(spans.len(), NODES + 1, "every node and the run; export state {}", to_json(&session(&on)));
+    let seen = sink.seen.lock().unwrap();
+    let (first, last) = (seen.requests.first().unwrap().0, seen.requests.last().unwrap().0);
+    let window = (last - first).max(Duration::from_millis(1));
+    let events = (2 * NODES + 2) as f64;
+    eprintln!(
+        "figures: ingest export off {:.0} events/s, export on {:.0} events/s ({:+.1}%); {} spans in {} requests to the local sink over {:?} = {:.0} spans/s",
+        events / t_off.as_secs_f64(),
+        events / t_on.as_secs_f64(),
+        (t_off.as_secs_f64() / t_on.as_secs_f64() - 1.0) * 100.0,
+        spans.len(),
+        seen.requests.len(),
+        window,
+        spans.len() as f64 / window.as_secs_f64()
+    );
+    drop(seen);
+    assert_eq!(i(&session_exported(&on, NODES as i64 + 1), &["dropped"]), Some(0));
+}
+
+fn sigterm_and_wait(srv: &mut Server, within: Duration) -> Duration {
+    let t = Instant::now();
+    unsafe { libc::kill(srv.child.id() as i32, libc::SIGTERM) };
+    while t.elapsed() < within {
+        if srv.child.try_wait().unwrap().is_some() {
+            return t.elapsed();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the server did not exit within {within:?} of SIGTERM");
+}
+
+#[test]
+fn shutdown_sends_what_is_held_and_stays_within_the_grace() {
+    // Spans still inside their batch interval go out before the process exits.
+    let sink = Sink::start(Mode::Ok);
+    let mut srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_bye");
+    sigterm_and_wait(&mut srv, Duration::from_secs(6));
+    assert_eq!(sink.seen.lock().unwrap().spans.len(), 3, "flushed at shutdown");
+    // A stalled endpoint does not hold the shutdown past the export grace (3 s).
+    let stalled = Sink::start(Mode::Stall);
+    let mut srv = Server::start(&["--otlp-endpoint", &stalled.url()], &[]);
+    send_run(&srv, "run_stuck");
+    let took = sigterm_and_wait(&mut srv, Duration::from_secs(8));
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+}
+
+#[test]
+fn an_endpoint_that_answers_garbage_or_redirects_changes_nothing_for_recording() {
+    let garbage = Sink::start(Mode::Garbage);
+    let srv = Server::start(&["--otlp-endpoint", &garbage.url()], &[]);
+    send_run(&srv, "run_garbage");
+    std::thread::sleep(Duration::from_millis(1200));
+    let s = session(&srv);
+    assert!(i(&s, &["failedRequests"]).unwrap() >= 1, "garbage is a failed request, retried: {}", to_json(&s));
+    assert_eq!(i(&s, &["exported"]), Some(0));
+    assert_eq!(srv.get("/").0, 200);
+
+    let redirect = Sink::start(Mode::Redirect);
+    let srv = Server::start(&["--otlp-endpoint", &redirect.url()], &[]);
+    send_run(&srv, "run_redirect");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while i(&session(&srv), &["dropped"]) != Some(3) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let s = session(&srv);
+    assert_eq!(i(&s, &["spansDropped"]), Some(3), "a redirect is not followed; the batch is dropped and counted: {}", to_json(&s));
+    assert_eq!(redirect.seen.lock().unwrap().requests.len(), 1, "and not retried");
+    assert!(srv.find_run("run_redirect").is_some());
+}
+
+#[test]
+fn a_bad_flag_stops_serve_but_a_bad_variable_only_turns_export_off() {
+    let dir = temp_dir();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["serve", "--port", "0", "--no-open", "--otlp-endpoint", "https://collector.example:4318"]);
+    isolate(&mut cmd, &dir);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("https is not supported"), "{}", String::from_utf8_lossy(&out.stderr));
+    let srv = Server::start(&[], &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]);
+    assert_eq!(srv.get_json("/api/session").get("otlp").map(to_json).as_deref(), Some("null"));
+    let _ = std::fs::remove_dir_all(dir);
+}
