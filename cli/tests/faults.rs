@@ -374,10 +374,14 @@ fn a_full_descriptor_table_does_not_spin_the_server_and_it_recovers() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let log = std::fs::read_to_string(srv.dir.join("server.log")).unwrap();
-    assert_eq!(
-        log.matches("cannot accept connections").count(),
-        1,
-        "said once per episode: {log}"
+    // Said once per episode, and each episode ends with its recovery line. A held connection
+    // that the server times out frees a descriptor, so one accept can succeed in between and a
+    // second episode start: that is two lines, not one per failed accept (hundreds).
+    let failing = log.matches("cannot accept connections").count();
+    let recovered = log.matches("accepting connections again").count();
+    assert!(
+        (1..=5).contains(&failing) && recovered == failing,
+        "said once per episode ({failing} episodes, {recovered} recoveries): {log}"
     );
     assert!(!log.contains("panicked"), "{log}");
     srv.stop();
