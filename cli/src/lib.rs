@@ -178,7 +178,13 @@ fn serve(s: args::ServeArgs) -> i32 {
     if cfg.retention {
         retention::startup_prune(&cfg.db_path, cfg.keep_runs, cfg.keep_days);
     }
-    let tokens = tokens::Tokens::generate();
+    let tokens = match tokens::Tokens::generate() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("graphmind: cannot make the viewer and agent tokens: {e}");
+            return 1;
+        }
+    };
     let policy = tokens::ControlPolicy { agent_level: s.allow_control.unwrap_or_default(), edit_input: !s.no_edit_input };
     let db = cfg.db_path.clone();
     let server = match server::Server::bind(server::ServeConfig {

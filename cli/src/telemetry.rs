@@ -26,13 +26,7 @@ pub const TELEMETRY_TIMEOUT: Duration = Duration::from_secs(3);
 pub const LOG_PREFIX: &str = "[graphmind telemetry] ";
 
 fn random_uuid() -> String {
-    let mut b = [0u8; 16];
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_err() {
-        let t = crate::util::new_token();
-        for (i, byte) in b.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&t[i * 2..i * 2 + 2], 16).unwrap_or(0);
-        }
-    }
+    let mut b: [u8; 16] = graphmind_core::random::bytes_or_fallback();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();

@@ -18,7 +18,7 @@ use crate::util::js;
 use graphmind_core::edit_input::{proposed_value_refusal, RefusalCode};
 use graphmind_core::json::{self, Value};
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The only subprotocol `/ws/ui` selects.
@@ -144,20 +144,12 @@ pub struct Tokens {
     pub agent: String,
 }
 
-fn random_hex16() -> String {
-    let mut bytes = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes)).is_ok();
-    if !ok {
-        // No urandom (not Linux/macOS): fall back to the hashed clock/pid/counter id.
-        return crate::util::new_token();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 impl Tokens {
-    /// Two fresh 128-bit tokens from the OS random source.
-    pub fn generate() -> Tokens {
-        Tokens { viewer: format!("gmv_{}", random_hex16()), agent: format!("gma_{}", random_hex16()) }
+    /// Two fresh 128-bit tokens from the OS random source; no guessable fallback: a server
+    /// whose OS gives no randomness does not start.
+    pub fn generate() -> Result<Tokens, graphmind_core::random::RandomError> {
+        use graphmind_core::random::hex;
+        Ok(Tokens { viewer: format!("gmv_{}", hex::<16>()?), agent: format!("gma_{}", hex::<16>()?) })
     }
 }
 
@@ -446,7 +438,7 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 /// Writes `content` with mode 0600 atomically: a fresh temp file created exclusively
 /// (never following a planted file or symlink), written, renamed over `path`.
 pub fn write_private_file(path: &Path, content: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), &random_hex16()[..8]));
+    let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), &crate::util::new_token()[..8]));
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
@@ -628,7 +620,7 @@ mod tests {
 
     #[test]
     fn tokens_and_verifier() {
-        let t = Tokens::generate();
+        let t = Tokens::generate().unwrap();
         assert!(t.viewer.starts_with("gmv_") && t.viewer.len() == 36);
         assert!(t.agent.starts_with("gma_") && t.agent.len() == 36);
         assert_ne!(t.viewer[4..], t.agent[4..]);
@@ -691,7 +683,7 @@ mod tests {
     #[test]
     fn run_files_are_private_and_removed() {
         let home = std::env::temp_dir().join(format!("gm-tokens-{}", crate::util::new_token()));
-        let t = Tokens::generate();
+        let t = Tokens::generate().unwrap();
         let files = write_run_files(&home, 4999, "http://127.0.0.1:4999", &t, "0.0.0").unwrap();
         #[cfg(unix)]
         {

@@ -309,26 +309,11 @@ pub fn llm_step_instance_id(invocation_id: &str, step: u64) -> String {
 
 static ID_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// `len` lowercase hex digits (at most 32) that differ between calls and between processes.
-/// Not a secret: ids only have to be unique.
+/// `len` lowercase hex digits (at most 32) of OS randomness ([`crate::random`]), different
+/// between calls and between processes. Not a secret: ids only have to be unique.
 pub fn random_hex(len: usize) -> String {
-    use std::collections::hash_map::RandomState;
-    use std::hash::{BuildHasher, Hasher};
-    let len = len.min(32);
-    let mut out = String::with_capacity(32);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    for round in 0..2u64 {
-        let mut h = RandomState::new().build_hasher();
-        h.write_u64(ID_COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_u128(nanos);
-        h.write_u32(std::process::id());
-        h.write_u64(round);
-        out.push_str(&format!("{:016x}", h.finish()));
-    }
-    out.truncate(len);
+    let mut out = crate::random::to_hex(&crate::random::bytes_or_fallback::<16>());
+    out.truncate(len.min(32));
     out
 }
 

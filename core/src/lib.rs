@@ -19,6 +19,7 @@ pub mod llm;
 pub mod llm_step;
 pub mod loop_guard;
 pub mod mcp;
+pub mod random;
 pub mod redact;
 pub mod session;
 pub mod shrink;

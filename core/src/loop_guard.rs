@@ -1228,25 +1228,7 @@ fn process_salt() -> &'static [u8; 32] {
 }
 
 fn new_salt() -> [u8; 32] {
-    let mut salt = [0u8; 32];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        if f.read_exact(&mut salt).is_ok() {
-            return salt;
-        }
-    }
-    // No /dev/urandom (Windows): std's hasher keys come from the OS's random source.
-    use std::hash::{BuildHasher, Hasher};
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    for (i, chunk) in salt.chunks_mut(8).enumerate() {
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_usize(i);
-        h.write_u128(now);
-        chunk.copy_from_slice(&h.finish().to_le_bytes());
-    }
-    salt
+    crate::random::bytes_or_fallback()
 }
 
 #[cfg(test)]

@@ -110,7 +110,8 @@ fn target(
             Probe::Nothing => {}
         }
     }
-    let tokens = Tokens::generate();
+    let tokens = Tokens::generate()
+        .map_err(|e| (format!("cannot make the viewer and agent tokens: {e}"), 1))?;
     let server = server::Server::bind(server::ServeConfig {
         port,
         db_path: db.clone(),
