@@ -28,6 +28,7 @@ pub mod otlp_config;
 pub mod otlp_export;
 pub mod otlp_wire;
 pub mod server;
+pub mod migrations;
 pub mod storage;
 pub mod storage_health;
 pub mod tokens;

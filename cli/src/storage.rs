@@ -14,36 +14,14 @@ pub const PAGE_LIMIT_DEFAULT: i64 = 1000;
 /// Largest page size of `GET /api/runs/:id/events`.
 pub const PAGE_LIMIT_MAX: i64 = 5000;
 
-const DDL: &str = "
-CREATE TABLE IF NOT EXISTS runs (
-  id             TEXT PRIMARY KEY,
-  app            TEXT NOT NULL,
-  started_at     REAL NOT NULL,
-  finished_at    REAL,
-  status         TEXT NOT NULL,
-  schema_version INTEGER NOT NULL,
-  source         TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-  run_id     TEXT NOT NULL,
-  seq        INTEGER NOT NULL,
-  ts         REAL NOT NULL,
-  type       TEXT NOT NULL,
-  node_id    TEXT,
-  frame_json TEXT NOT NULL,
-  PRIMARY KEY (run_id, seq)
-);
--- Only error events are counted per run (`errorCount`); a partial index keeps every
--- other insert to one b-tree.
-CREATE INDEX IF NOT EXISTS idx_events_errors ON events (run_id) WHERE type = 'node.error';
-";
 
 const RUN_COLUMNS: &str = "r.id, r.app, r.started_at, r.finished_at, r.status, r.schema_version, r.source,
   (SELECT COUNT(*) FROM events e WHERE e.run_id = r.id) AS event_count,
   (SELECT COUNT(*) FROM events e WHERE e.run_id = r.id AND e.type = 'node.error') AS error_count";
 
 /// Opens (creating if needed) the database at `path`: parent folder (mode 0700 when it is
-/// created), WAL, `synchronous = NORMAL`, the schema.
+/// created), WAL, `synchronous = NORMAL`, the schema brought to this build's version
+/// (`migrations.rs`).
 pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.exists() {
@@ -59,11 +37,16 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
             })?;
         }
     }
-    let conn = Connection::open(path)?;
+    let mut conn = Connection::open(path)?;
     conn.busy_timeout(Duration::from_secs(5))?;
+    // The schema first: a database from a newer GraphMind is refused before anything (WAL
+    // mode included) writes to it.
+    crate::migrations::migrate(&mut conn).map_err(|e| match e {
+        crate::migrations::MigrateError::Sqlite(e) => e,
+        other => rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN), Some(other.to_string())),
+    })?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
-    conn.execute_batch(DDL)?;
     harden_files(path);
     // Checkpoint (and fsync) every 32 MB of WAL rather than SQLite's 4 MB: a burst of
     // events then costs a few checkpoints instead of one per few thousand events.

@@ -80,6 +80,25 @@ fn a_garbage_database_is_refused_with_a_clear_error_and_left_as_it_was() {
 }
 
 #[test]
+fn a_database_from_a_newer_graphmind_is_refused_and_left_as_it_was() {
+    let dir = temp_dir();
+    let db = dir.join("graphmind.db");
+    let st = Command::new("python3")
+        .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('CREATE TABLE runs(id TEXT)'); c.execute('PRAGMA user_version=999'); c.commit()"])
+        .arg(&db)
+        .status()
+        .expect("python3");
+    assert!(st.success());
+    let before = std::fs::read(&db).unwrap();
+    let (code, stderr) = refused_start(&dir, &db);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("cannot open database {}", db.display())), "{stderr}");
+    assert!(stderr.contains("schema is version 999, newer than this graphmind knows"), "{stderr}");
+    assert!(std::fs::read(&db).unwrap() == before, "the file is never changed");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn a_database_locked_by_another_process_is_refused_with_a_clear_error() {
     let dir = temp_dir();
     let db = dir.join("graphmind.db");
