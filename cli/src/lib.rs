@@ -67,6 +67,9 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             return if control { control_cli::EXIT_USAGE_CONTROL } else { EXIT_USAGE };
         }
     };
+    if matches!(cmd, Command::Version | Command::Help | Command::Runs(_) | Command::Record(_)) {
+        die_quietly_on_closed_stdout();
+    }
     match cmd {
         Command::Version => {
             println!("{}", hub::VERSION);
@@ -139,6 +142,16 @@ static SHUTDOWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 
 extern "C" fn on_signal(_sig: libc::c_int) {
     SHUTDOWN.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A command that only prints (`runs`, `record`, `--help`, `--version`) ends quietly when its
+/// reader goes away (`graphmind runs | head -1`), as Unix tools do: SIGPIPE back to its
+/// default instead of Rust's ignore, under which `println!` panicked (exit 101).
+fn die_quietly_on_closed_stdout() {
+    // SAFETY: restoring a signal's default disposition has no handler to be unsafe in.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP set [`SHUTDOWN`] (see [`spawn_shutdown_watcher`]).

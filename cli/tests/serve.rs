@@ -499,3 +499,27 @@ fn run_status_from_cli(db: &std::path::Path, run: &str) -> Option<String> {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.lines().find(|l| l.contains(run)).map(|l| l.split_whitespace().find(|w| ["running", "abandoned", "ok", "error", "aborted"].contains(w)).unwrap_or("").to_owned())
 }
+
+#[test]
+fn a_listing_whose_reader_has_gone_ends_quietly_not_with_a_panic() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let dir = temp_dir();
+    let db = dir.join("graphmind.db");
+    for args in [vec!["runs", "--db"], vec!["--help"], vec!["--version"]] {
+        // stdout is a pipe whose read end is already closed: the first write fails
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        unsafe { libc::close(fds[0]) };
+        let write_end = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args);
+        if args[0] == "runs" {
+            cmd.arg(&db);
+        }
+        let out = cmd.stdout(write_end).stderr(std::process::Stdio::piped()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
