@@ -16,6 +16,7 @@ pub mod gate;
 pub mod host_value;
 pub mod json;
 pub mod llm;
+pub mod llm_builtin;
 pub mod llm_step;
 pub mod loop_guard;
 pub mod mcp;
