@@ -79,7 +79,10 @@ pub fn decode(message: &Value) -> Decoded {
             Some(kind) if kind.ends_with(SERVER_TOOL_RESULT_SUFFIX) => {
                 let id = get(b, "tool_use_id");
                 let content = get(b, "content").cloned().unwrap_or(Value::Null);
-                if let Some(entry) = builtin.iter_mut().find(|e| e.get("id") == id && id.is_some()) {
+                if let Some(entry) = builtin
+                    .iter_mut()
+                    .find(|e| e.get("id") == id && id.is_some())
+                {
                     entry.insert("output", content);
                 }
             }
