@@ -9,6 +9,7 @@ pub mod canonical;
 pub mod codec;
 pub mod config;
 pub mod edit_input;
+pub mod edit_schema;
 pub mod event;
 pub mod fingerprint;
 pub mod fork;

@@ -75,6 +75,51 @@ test('generateText with a wrapped model and tools: recorded, and an injected too
   await gm.dispose();
 });
 
+test('an edited tool argument is re-checked against the tool\'s zod schema: a refused edit keeps the gate held, a valid one runs', async () => {
+  const { z } = require('zod');
+  const dbg = await Debugger.open(srv);
+  dbg.clear({ name: 'weather', point: 'after' }); // the test above leaves it set on the server
+  dbg.breakpoint({ name: 'weather', point: 'before' });
+  await sleep(150);
+  const gm = graphmind({ app: 'ai-schema-test', url: srv.url, env: {} });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  const ran = [];
+  const tools = gm.wrapTools({
+    weather: tool({
+      description: 'Weather for a city',
+      inputSchema: z.object({ city: z.string().min(2) }),
+      execute: async ({ city }) => { ran.push(city); return { city, sky: 'rain' }; },
+    }),
+  });
+  let runId;
+  const done = gm.run('schema-agent', async (ctx) => {
+    runId = ctx.runId;
+    dbg.watch(ctx.runId);
+    return generateText({ model: gm.wrapModel(mockModel()), tools, prompt: 'Weather in Lisbon?', stopWhen: stepCountIs(3), abortSignal: ctx.signal });
+  });
+  const paused = await dbg.next('exec.paused');
+  assert.equal(paused.payload.nodeId, 'tool:weather');
+  assert.equal(paused.payload.editable, true);
+  dbg.resume(runId, paused.payload.pauseId, 'continue', { input: { city: 12345 } });
+  const refused = await dbg.nextWithin('exec.refused', 3000);
+  assert.ok(refused, 'the app refused the edit');
+  assert.equal(refused.payload.code, 'schema');
+  assert.match(refused.payload.message, /\/city/);
+  assert.doesNotMatch(refused.payload.message, /12345/, 'the refusal does not quote the value');
+  await sleep(100);
+  assert.deepEqual(ran, [], 'still held: the tool has not run');
+  dbg.resume(runId, paused.payload.pauseId, 'continue', { input: { city: 'Porto' } });
+  const again = await dbg.nextWithin('exec.refused', 1000);
+  assert.equal(again, null, `a valid edit runs (${again && JSON.stringify(again.payload)})`);
+  const result = await done;
+  assert.deepEqual(ran, ['Porto']);
+  assert.deepEqual(result.steps[0].toolResults[0].output, { city: 'Porto', sky: 'rain' });
+  dbg.clear({ name: 'weather', point: 'before' });
+  await sleep(100);
+  dbg.close();
+  await gm.dispose();
+});
+
 /** A model whose provider runs a web search itself (a provider-executed tool call and its result), then answers. */
 function searchingModel() {
   const usage = { inputTokens: { total: 10, noCache: 10 }, outputTokens: { total: 5, text: 5 } };
