@@ -15,6 +15,16 @@ function loadAi() {
   return require('ai');
 }
 
+/**
+ * The JSON Schema of a tool's `inputSchema` (zod, Standard Schema or the AI SDK's
+ * `jsonSchema()`), through the app's own `ai` (`asSchema`): a promise, or `null` when the
+ * tool declares none. The core re-checks an edited argument against it.
+ */
+function toolJsonSchema(tool) {
+  if (!tool || tool.inputSchema === undefined || tool.inputSchema === null) return null;
+  return Promise.resolve().then(() => loadAi().asSchema(tool.inputSchema).jsonSchema);
+}
+
 /** The AI SDK passes the call's options (`toolCallId`, ...) second: the tool call. */
 function callOptions(args) {
   return args.length > 1 ? args[1] : null;
@@ -27,7 +37,11 @@ function graphmind(options = {}) {
 
   const wrapTool = (name, tool) => {
     if (!tool || typeof tool.execute !== 'function') return tool; // provider-executed: observed, not gated
-    const call = session.wrapCall('tool', name, tool.execute.bind(tool), { editable: true, toolCall: callOptions });
+    const call = session.wrapCall('tool', name, tool.execute.bind(tool), {
+      editable: true,
+      toolCall: callOptions,
+      inputSchema: toolJsonSchema(tool),
+    });
     return {
       ...tool,
       async execute(input, callOpts) {

@@ -95,6 +95,8 @@ export interface WrapCallOptions<A extends unknown[], R> {
   toolCall?: (args: A) => unknown;
   /** The node id to record as the call's parent (`null`: none). */
   parentId?: ((args: A) => string | null) | null;
+  /** The JSON Schema (or a promise of it) an edited input must match; else the edit is refused (`schema`) and the gate stays held. */
+  inputSchema?: object | PromiseLike<object> | null;
 }
 
 /** What a model call's stream reports (see Session.callModel). */

@@ -349,17 +349,45 @@ class Session {
    * the debugger decides at each gate. `toolCall(args)`: the provider's tool call this
    * execution answers (an object; its id becomes the instance id, read by the core).
    * `parentId(args)`: the node id to record as the call's parent (`null`: none).
+   * `inputSchema`: the JSON Schema (or a promise of it) an edited input must match after
+   * the merge; the core refuses an edit that does not (`schema`) and keeps the gate held.
    */
-  wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v, toolCall = null, parentId = null } = {}) {
+  wrapCall(kind, name, fn, { editable = kind === 'tool', input = (args) => args[0], output = (v) => v, toolCall = null, parentId = null, inputSchema = null } = {}) {
     const session = this;
     const nodeName = String(name);
     // The node is registered with the core on the first call (`null`: it could not be).
     let site;
+    let schemaText = null;
+    const applySchema = () => {
+      if (site === undefined || site === null || schemaText === null) return;
+      session.#siteSchema(site, schemaText, nodeName);
+    };
+    Promise.resolve(inputSchema).then((schema) => {
+      if (schema === null || schema === undefined) return;
+      schemaText = JSON.stringify(schema);
+      applySchema();
+    }, () => session.#warnSchema(nodeName, 'its schema could not be read'));
     return function graphmindWrapped(...args) {
-      if (site === undefined) site = session.#callSite(kind, nodeName, editable);
+      if (site === undefined) {
+        site = session.#callSite(kind, nodeName, editable);
+        applySchema();
+      }
       const parent = parentId === null ? null : parentId(args);
       return session.#callStep(parent === null ? site : null, kind, nodeName, fn, this, args, editable, input, output, toolCall, parent);
     };
+  }
+
+  #siteSchema(site, text, name) {
+    try {
+      const problem = this.#native.siteInputSchema(site, text);
+      if (problem) this.#warnSchema(name, problem);
+    } catch (error) {
+      this.#warnSchema(name, error && error.message);
+    }
+  }
+
+  #warnSchema(name, why) {
+    this.warn(`input-schema:${name}`, `graphmind: edits of ${name} are not checked against its input schema (${why})`);
   }
 
   #callSite(kind, name, editable) {

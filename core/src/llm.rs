@@ -893,8 +893,12 @@ pub fn ai_sdk_step_output(result: &Value) -> Value {
     let mut text = String::new();
     let mut has_text = false;
     let mut calls = Vec::new();
+    let mut builtin = crate::llm_builtin::AiSdkBuiltin::default();
     if let Some(Value::Array(parts)) = result.get("content") {
         for part in parts {
+            if builtin.take(part) {
+                continue;
+            }
             match part.get("type").and_then(Value::as_str) {
                 Some("text") => {
                     if let Some(t) = part.get("text").and_then(Value::as_str) {
@@ -922,6 +926,7 @@ pub fn ai_sdk_step_output(result: &Value) -> Value {
     if has_calls {
         out.insert("toolCalls", Value::Array(calls));
     }
+    builtin.put(&mut out);
     let raw_reason = match result.get("finishReason") {
         Some(obj @ Value::Object(_)) => obj.get("unified"),
         other => other,

@@ -392,6 +392,7 @@ impl LlmStep {
             decoded.usage.as_ref().and_then(token_usage),
             self.extra(false),
         );
+        self.observe_builtin(&decoded.output);
         let next = self
             .step
             .on_after(decision, Some(Value::Object(decoded.output)));
@@ -491,7 +492,21 @@ impl LlmStep {
         } else {
             RunStatus::Ok
         };
+        self.observe_builtin(&decoded.output);
         self.step.end(Some(Value::Object(decoded.output)), status);
+    }
+
+    /// The tools the provider ran during this call (`builtinTools` of its decoded output),
+    /// recorded as observed nodes under the step (see [`crate::llm_builtin`]).
+    fn observe_builtin(&self, output: &Map) {
+        let node = self.step.node();
+        crate::llm_builtin::observe_builtin_tools(
+            &self.session,
+            self.step_run_id(),
+            node.node_id.as_str(),
+            node.instance_id.as_str(),
+            output,
+        );
     }
 }
 

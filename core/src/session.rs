@@ -265,6 +265,8 @@ pub struct GateOptions {
     pub editable: bool,
     /// The live input an edit is merged into.
     pub live_input: Option<Value>,
+    /// The tool's input schema an edit must match after the merge (else `schema`, held).
+    pub input_schema: Option<crate::edit_schema::InputSchema>,
     /// The call's result, for the smart breakpoints ([`crate::smart`]): at `after` a
     /// tool's output or an LLM step's normalised output, at `error` a tool's result when
     /// the adapter has one. `None` (or detached) consults no rule.
@@ -398,6 +400,8 @@ struct Shared {
     runs: HashMap<String, Arc<RunSignal>>,
     /// Editable pauses: the live input an edit merges into.
     editable: HashMap<String, Option<Value>>,
+    /// The input schema of an editable pause whose tool declared one.
+    edit_schemas: HashMap<String, crate::edit_schema::InputSchema>,
     worker_started: bool,
     /// A forked child's outbox is the parent's: the next worker start opens a fresh one.
     outbox_reopen: bool,
@@ -530,6 +534,7 @@ impl Session {
                 implicit_run: None,
                 runs: HashMap::new(),
                 editable: HashMap::new(),
+                edit_schemas: HashMap::new(),
                 worker_started: false,
                 outbox_reopen: false,
                 worker: None,
@@ -1264,6 +1269,11 @@ impl Session {
         let editable = options.editable && self.edits_honoured(&shared);
         let pending = shared.engine.hold(point, node.clone(), &run_id, editable);
         if editable {
+            if let Some(schema) = options.input_schema {
+                shared
+                    .edit_schemas
+                    .insert(pending.pause_id().to_string(), schema);
+            }
             shared
                 .editable
                 .insert(pending.pause_id().to_string(), options.live_input);
@@ -1559,6 +1569,7 @@ impl Session {
         // Gates held by the parent's other threads do not exist in the child.
         drop(shared.engine.take_all());
         shared.editable.clear();
+        shared.edit_schemas.clear();
         shared.hub_capabilities = None;
         shared.session_token = None;
         shared.implicit_run = None;
@@ -1785,6 +1796,7 @@ impl Session {
         edited: Option<Value>,
     ) {
         shared.editable.remove(&gate.pause_id);
+        shared.edit_schemas.remove(&gate.pause_id);
         let mut resumed = ExecResumed::new(gate.pause_id.as_str(), action);
         resumed.edited_after = edited;
         resumed.request_id = request_id.map(JsStr::from);
@@ -1941,7 +1953,11 @@ impl Session {
             return Err(refusal);
         }
         let hidden = self.inner.config.hide.covers_pause_input(Some(kind));
-        edit_input::merge_edited_input(live.as_ref(), Some(proposed), hidden)
+        let merged = edit_input::merge_edited_input(live.as_ref(), Some(proposed), hidden)?;
+        if let Some(schema) = shared.edit_schemas.get(pause_id) {
+            schema.check(&merged)?;
+        }
+        Ok(merged)
     }
 
     /// A control frame from the debugger (reader thread).

@@ -140,6 +140,8 @@ pub struct Step {
     /// attached (copying 1 KB per call for nobody is most of a detached call's cost).
     live_input: Option<Value>,
     kept_input: bool,
+    /// The tool's input schema an edit must match.
+    input_schema: Option<crate::edit_schema::InputSchema>,
     finished: bool,
     phase: PhaseCell,
     /// Set by the LLM step: recorded on `node.finished` beside the output.
@@ -196,6 +198,7 @@ impl Step {
             editable,
             live_input,
             kept_input,
+            input_schema: None,
             finished: false,
             phase: PhaseCell::new(Phase::Started),
             finish_usage: None,
@@ -218,6 +221,7 @@ impl Step {
             editable: false,
             live_input: None,
             kept_input: false,
+            input_schema: None,
             finished: false,
             phase: PhaseCell::new(Phase::Started),
             finish_usage: None,
@@ -243,6 +247,13 @@ impl Step {
     /// The node being called.
     pub fn node(&self) -> &NodeRef {
         &self.node
+    }
+
+    /// An edited input of this call must match `schema` after the merge (the tool's
+    /// declared input schema): an edit that does not is refused (`schema`) and the gate
+    /// stays held.
+    pub fn set_input_schema(&mut self, schema: Option<crate::edit_schema::InputSchema>) {
+        self.input_schema = schema;
     }
 
     /// Whether `call` is the step's next move in the module's order: before → its
@@ -291,6 +302,11 @@ impl Step {
         let options = GateOptions {
             editable: offer,
             live_input: if offer { self.live_input.clone() } else { None },
+            input_schema: if offer {
+                self.input_schema.clone()
+            } else {
+                None
+            },
             result,
         };
         self.session.gate(

@@ -1602,6 +1602,7 @@ pub unsafe extern "C" fn gm_session_gate(
                 live_input,
                 // the raw C gate carries no result: no smart rule is consulted
                 result: None,
+                input_schema: None,
             },
         );
         put(

@@ -114,6 +114,8 @@ struct CallSite {
     kind: NodeKind,
     name: String,
     editable: bool,
+    /// The tool's input schema an edited argument must match (`siteInputSchema`).
+    input_schema: Option<graphmind_core::edit_schema::InputSchema>,
 }
 
 /// At most this many distinct call sites are kept (a wrapper made per call with ever new
@@ -395,7 +397,7 @@ impl NativeSession {
         live_input_json: Option<JsString<'_>>,
     ) -> Result<u32> {
         let node = graphmind_core::gate::GateNode { node_id, kind, name };
-        let options = GateOptions { editable, live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)?, result: None };
+        let options = GateOptions { editable, live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)?, result: None, input_schema: None };
         match self.session.gate(run_id.as_deref(), point_of(&point)?, &node, options) {
             Gate::Continue => Ok(0),
             Gate::Held(pending) => {
@@ -460,9 +462,25 @@ impl NativeSession {
             return None;
         }
         let id = self.sites.len() as u32;
-        self.sites.push(CallSite { kind: kind_of(&key.0), name: key.1.clone(), editable });
+        self.sites.push(CallSite { kind: kind_of(&key.0), name: key.1.clone(), editable, input_schema: None });
         self.site_ids.insert(key, id);
         Some(id)
+    }
+
+    /// The JSON Schema an edited input of `site`'s calls must match (the tool's declared
+    /// input schema; `null` clears it). Returns `null`, or why the schema cannot be used
+    /// (then edits are not schema-checked).
+    #[napi]
+    pub fn site_input_schema(&mut self, site: u32, schema_json: Option<JsString<'_>>) -> Result<Option<String>> {
+        let schema = parse_js_opt(schema_json.as_ref(), &mut self.scratch)?;
+        let slot = self.sites.get_mut(site as usize).ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
+        let (compiled, problem) = match schema.as_ref().map(graphmind_core::edit_schema::InputSchema::compile) {
+            None => (None, None),
+            Some(Ok(s)) => (Some(s), None),
+            Some(Err(e)) => (None, Some(e.to_string())),
+        };
+        slot.input_schema = compiled;
+        Ok(problem)
     }
 
     /// `stepStart` and `stepBefore` of a call of `site`, in one crossing: returns
@@ -490,7 +508,8 @@ impl NativeSession {
         if let Some(id) = instance {
             node.instance_id = id;
         }
-        let step = Step::start_host(&self.session, run_id.as_deref(), node, None, input, site.editable);
+        let mut step = Step::start_host(&self.session, run_id.as_deref(), node, None, input, site.editable);
+        step.set_input_schema(site.input_schema.clone());
         let gate = step.before();
         let handle = self.token();
         self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });

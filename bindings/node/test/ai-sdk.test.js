@@ -7,7 +7,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { generateText, tool, jsonSchema, stepCountIs } = require('ai');
+const { generateText, streamText, simulateReadableStream, tool, jsonSchema, stepCountIs } = require('ai');
 const { MockLanguageModelV3 } = require('ai/test');
 const { graphmind } = require('..');
 const { startServer, startFakeProvider, Debugger, sleep, ROOT } = require('./helpers');
@@ -75,6 +75,99 @@ test('generateText with a wrapped model and tools: recorded, and an injected too
   await gm.dispose();
 });
 
+test('an edited tool argument is re-checked against the tool\'s zod schema: a refused edit keeps the gate held, a valid one runs', async () => {
+  const { z } = require('zod');
+  const dbg = await Debugger.open(srv);
+  dbg.clear({ name: 'weather', point: 'after' }); // the test above leaves it set on the server
+  dbg.breakpoint({ name: 'weather', point: 'before' });
+  await sleep(150);
+  const gm = graphmind({ app: 'ai-schema-test', url: srv.url, env: {} });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  const ran = [];
+  const tools = gm.wrapTools({
+    weather: tool({
+      description: 'Weather for a city',
+      inputSchema: z.object({ city: z.string().min(2) }),
+      execute: async ({ city }) => { ran.push(city); return { city, sky: 'rain' }; },
+    }),
+  });
+  let runId;
+  const done = gm.run('schema-agent', async (ctx) => {
+    runId = ctx.runId;
+    dbg.watch(ctx.runId);
+    return generateText({ model: gm.wrapModel(mockModel()), tools, prompt: 'Weather in Lisbon?', stopWhen: stepCountIs(3), abortSignal: ctx.signal });
+  });
+  const paused = await dbg.next('exec.paused');
+  assert.equal(paused.payload.nodeId, 'tool:weather');
+  assert.equal(paused.payload.editable, true);
+  dbg.resume(runId, paused.payload.pauseId, 'continue', { input: { city: 12345 } });
+  const refused = await dbg.nextWithin('exec.refused', 3000);
+  assert.ok(refused, 'the app refused the edit');
+  assert.equal(refused.payload.code, 'schema');
+  assert.match(refused.payload.message, /\/city/);
+  assert.doesNotMatch(refused.payload.message, /12345/, 'the refusal does not quote the value');
+  await sleep(100);
+  assert.deepEqual(ran, [], 'still held: the tool has not run');
+  dbg.resume(runId, paused.payload.pauseId, 'continue', { input: { city: 'Porto' } });
+  const again = await dbg.nextWithin('exec.refused', 1000);
+  assert.equal(again, null, `a valid edit runs (${again && JSON.stringify(again.payload)})`);
+  const result = await done;
+  assert.deepEqual(ran, ['Porto']);
+  assert.deepEqual(result.steps[0].toolResults[0].output, { city: 'Porto', sky: 'rain' });
+  dbg.clear({ name: 'weather', point: 'before' });
+  await sleep(100);
+  dbg.close();
+  await gm.dispose();
+});
+
+/** A model whose provider runs a web search itself (a provider-executed tool call and its result), then answers. */
+function searchingModel() {
+  const usage = { inputTokens: { total: 10, noCache: 10 }, outputTokens: { total: 5, text: 5 } };
+  const call = { type: 'tool-call', toolCallId: 'ws_1', toolName: 'web_search', input: JSON.stringify({ query: 'faro' }), providerExecuted: true, dynamic: true };
+  const result = { type: 'tool-result', toolCallId: 'ws_1', toolName: 'web_search', result: [{ url: 'https://example.test' }], dynamic: true };
+  const finish = { unified: 'stop', raw: 'stop' };
+  return new MockLanguageModelV3({
+    modelId: 'mock-search',
+    doGenerate: async () => ({ content: [call, result, { type: 'text', text: 'Sunny.' }], finishReason: finish, usage, warnings: [] }),
+    doStream: async () => ({
+      stream: simulateReadableStream({
+        chunks: [
+          { type: 'stream-start', warnings: [] }, call, result,
+          { type: 'text-start', id: 't' }, { type: 'text-delta', id: 't', delta: 'Sun' }, { type: 'text-delta', id: 't', delta: 'ny.' }, { type: 'text-end', id: 't' },
+          { type: 'finish', finishReason: finish, usage },
+        ],
+      }),
+    }),
+  });
+}
+
+test('provider-executed tools are observed: generateText and streamText record tool:web_search under the step, not as a tool call', async () => {
+  const gm = graphmind({ app: 'ai-builtin-test', url: srv.url, env: {} });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  const model = gm.wrapModel(searchingModel());
+  let runId;
+  const texts = await gm.run('search', async (ctx) => {
+    runId = ctx.runId;
+    const a = await generateText({ model, prompt: 'weather?' });
+    const b = streamText({ model, prompt: 'weather again?' });
+    return [a.text, await b.text];
+  });
+  assert.deepEqual(texts, ['Sunny.', 'Sunny.']);
+  gm.session.flushSync(5000);
+  await srv.run(runId, (r) => r.status === 'ok');
+  const events = await srv.events(runId, 1);
+  const started = events.filter((e) => e.type === 'node.started' && e.payload.nodeId === 'tool:web_search').map((e) => e.payload);
+  assert.equal(started.length, 2, 'one observed node per model call');
+  for (const s of started) {
+    assert.deepEqual([s.instanceId, s.parentId, s.input, s.providerExecuted, s.ungated], ['ws_1', 'llm:step', { query: 'faro' }, true, true]);
+  }
+  const done = events.filter((e) => e.type === 'node.finished' && e.payload.nodeId === 'tool:web_search').map((e) => e.payload);
+  assert.deepEqual(done.map((d) => [d.status, d.output]), [['ok', [{ url: 'https://example.test' }]], ['ok', [{ url: 'https://example.test' }]]]);
+  const steps = events.filter((e) => e.type === 'node.finished' && e.payload.nodeId === 'llm:step').map((e) => e.payload.output);
+  assert.deepEqual(steps.map((o) => [o.text, o.toolCalls]), [['Sunny.', undefined], ['Sunny.', undefined]], 'the provider\'s tool is not a call the app runs');
+  await gm.dispose();
+});
+
 test('examples/node/agent.js runs against the server and exits', () => {
   const r = spawnSync(process.execPath, [path.join(ROOT, 'examples', 'node', 'agent.js')], {
     encoding: 'utf8',
@@ -92,7 +185,7 @@ test('examples/node/agent.js runs against the server and exits', () => {
 // `forecast`, and each test below clears its own.)
 
 const { createOpenAICompatible } = require('@ai-sdk/openai-compatible');
-const { streamText } = require('ai');
+// streamText comes from the require at the top.
 
 let fake;
 test.before(async () => { fake = await startFakeProvider(); });

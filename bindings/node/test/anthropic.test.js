@@ -190,3 +190,32 @@ test('a provider error meets the error gate: retry sends the request again as on
   dbg.close();
   await gm.dispose();
 });
+
+test('server tools are observed: server_tool_use and its result block are a tool node under the step, providerExecuted', async () => {
+  const gm = await attached();
+  const results = [{ type: 'web_search_result', url: 'https://example.test', title: 'Faro', encrypted_content: 'x' }];
+  await fake.script(message([
+    { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'weather faro' } },
+    { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: results },
+    { type: 'text', text: 'Sunny.' },
+  ]));
+  const anthropic = gm.wrapClient(client());
+  let runId;
+  const text = await gm.run('server-tool', async (ctx) => {
+    runId = ctx.runId;
+    const m = await anthropic.messages.create(body('weather?', { tools: [{ type: 'web_search_20250305', name: 'web_search' }] }));
+    return m.content.map((b) => b.type).join(',');
+  });
+  assert.equal(text, 'server_tool_use,web_search_tool_result,text');
+  const events = await runEvents(srv, gm, runId);
+  const started = of(events, 'node.started', 'tool:web_search');
+  assert.equal(started.length, 1);
+  assert.deepEqual(
+    [started[0].instanceId, started[0].parentId, started[0].input, started[0].providerExecuted, started[0].ungated],
+    ['srvtoolu_1', 'llm:step', { query: 'weather faro' }, true, true],
+  );
+  const done = of(events, 'node.finished', 'tool:web_search');
+  assert.deepEqual([done[0].status, done[0].output], ['ok', results]);
+  assert.equal(of(events, 'node.finished', 'llm:step')[0].output.text, 'Sunny.');
+  await gm.dispose();
+});

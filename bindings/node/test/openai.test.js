@@ -330,3 +330,37 @@ test('a script using wrapClient exits on its own when its work is done', () => {
     assert.ok(Date.now() - started < 10_000);
   });
 });
+
+test('built-in tools are observed: a Responses web_search_call is a tool node under the step, providerExecuted, never gated', async () => {
+  const gm = await attached();
+  const searched = response('Sunny in Faro');
+  const item = { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'weather faro' } };
+  searched.json.output.unshift(item);
+  const streamedAnswer = responseStream('ok');
+  const last = streamedAnswer.sse[streamedAnswer.sse.length - 1][1];
+  last.response.output.unshift({ type: 'file_search_call', id: 'fs_1', status: 'failed', queries: ['q'] });
+  await fake.script(searched, streamedAnswer);
+  const openai = gm.wrapClient(client());
+  let runId;
+  const got = await gm.run('builtin', async (ctx) => {
+    runId = ctx.runId;
+    const r = await openai.responses.create({ model: 'gpt-test', input: 'weather?', tools: [{ type: 'web_search' }] });
+    const s = await openai.responses.stream({ model: 'gpt-test', input: 'files?' }).finalResponse();
+    return [r.output_text, r.output[0].type, s.output_text];
+  });
+  assert.deepEqual(got, ['Sunny in Faro', 'web_search_call', 'ok'], 'the app sees the answer unchanged');
+  const events = await runEvents(srv, gm, runId);
+  const ws = of(events, 'node.started', 'tool:web_search');
+  assert.equal(ws.length, 1);
+  assert.deepEqual(
+    { kind: ws[0].kind, instanceId: ws[0].instanceId, parentId: ws[0].parentId, input: ws[0].input, providerExecuted: ws[0].providerExecuted, ungated: ws[0].ungated },
+    { kind: 'tool', instanceId: 'ws_1', parentId: 'llm:step', input: item.action, providerExecuted: true, ungated: true },
+  );
+  const wsDone = of(events, 'node.finished', 'tool:web_search');
+  assert.deepEqual([wsDone[0].status, wsDone[0].providerExecuted], ['ok', true]);
+  const fsDone = of(events, 'node.finished', 'tool:file_search');
+  assert.equal(fsDone.length, 1, 'a streamed answer\'s built-in tools are observed from its final event');
+  assert.equal(fsDone[0].status, 'error', 'a failed built-in tool item finishes as error');
+  assert.deepEqual(of(events, 'node.started', 'tool:file_search')[0].input, ['q']);
+  await gm.dispose();
+});

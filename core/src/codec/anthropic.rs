@@ -38,6 +38,11 @@ pub fn request_input(request: &Value) -> Map {
     out
 }
 
+/// The content block of a tool the provider runs (web search, code execution...).
+const SERVER_TOOL_USE: &str = "server_tool_use";
+/// How the type of a server tool's result block ends (`web_search_tool_result`, ...).
+const SERVER_TOOL_RESULT_SUFFIX: &str = "_tool_result";
+
 /// A complete `Message`: text blocks joined, the last thinking block, `tool_use` blocks as
 /// tool calls, `parsed_output` (from `parse`), the finish reason from `stop_reason`; usage.
 pub fn decode(message: &Value) -> Decoded {
@@ -46,6 +51,7 @@ pub fn decode(message: &Value) -> Decoded {
     let mut text = String::new();
     let mut thinking = None;
     let mut calls = Vec::new();
+    let mut builtin: Vec<Map> = Vec::new();
     for block in items(m, "content") {
         let b = Some(block);
         match get(b, "type").and_then(Value::as_str) {
@@ -64,8 +70,30 @@ pub fn decode(message: &Value) -> Decoded {
                     thinking = Some(t.clone());
                 }
             }
+            Some(SERVER_TOOL_USE) => {
+                let mut entry = Map::with_capacity(4);
+                entry.insert("type", Value::from(SERVER_TOOL_USE));
+                copy_given(&mut entry, block, &["id", "name", "input"]);
+                builtin.push(entry);
+            }
+            Some(kind) if kind.ends_with(SERVER_TOOL_RESULT_SUFFIX) => {
+                let id = get(b, "tool_use_id");
+                let content = get(b, "content").cloned().unwrap_or(Value::Null);
+                if let Some(entry) = builtin
+                    .iter_mut()
+                    .find(|e| e.get("id") == id && id.is_some())
+                {
+                    entry.insert("output", content);
+                }
+            }
             _ => {}
         }
+    }
+    if !builtin.is_empty() {
+        out.insert(
+            crate::llm_builtin::BUILTIN_TOOLS_KEY,
+            Value::Array(builtin.into_iter().map(Value::Object).collect()),
+        );
     }
     if let Some(t) = thinking {
         out.insert("thinking", t);

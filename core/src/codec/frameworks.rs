@@ -237,6 +237,8 @@ pub struct TextStream {
     api: Api,
     pub(crate) text: String,
     calls: Vec<Value>,
+    /// AI SDK provider-executed tool parts.
+    builtin: crate::llm_builtin::AiSdkBuiltin,
     finish: Option<Value>,
     /// The first AI SDK `{type: "error", error}` part's error.
     error: Option<Value>,
@@ -248,6 +250,7 @@ impl TextStream {
             api,
             text: String::new(),
             calls: Vec::new(),
+            builtin: Default::default(),
             finish: None,
             error: None,
         }
@@ -273,6 +276,9 @@ impl TextStream {
             if let Some(t) = delta(deltas, TokenChannel::Text, piece) {
                 self.text.push_str(&t.to_string_lossy());
             }
+            return;
+        }
+        if self.builtin.take(chunk) {
             return;
         }
         // AI SDK V2+ parts carry `delta`; V1 `textDelta`.
@@ -332,6 +338,7 @@ impl TextStream {
         if has_calls {
             out.insert("toolCalls", Value::Array(self.calls.clone()));
         }
+        self.builtin.put(&mut out);
         let finish = self.finish.as_ref();
         let raw_reason = match get(finish, "finishReason") {
             Some(obj @ Value::Object(_)) => obj.get("unified"),

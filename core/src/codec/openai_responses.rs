@@ -13,6 +13,17 @@ use crate::llm;
 /// built-in tool).
 const APP_TOOL_ITEMS: [&str; 2] = ["function_call", "custom_tool_call"];
 
+/// Members of a built-in tool item that say what it was asked (the first one present).
+const BUILTIN_INPUTS: [&str; 4] = ["action", "queries", "code", "arguments"];
+/// Members of a built-in tool item that say what it found (the first one present).
+const BUILTIN_OUTPUTS: [&str; 4] = ["results", "outputs", "output", "result"];
+
+/// The first of `keys` that `item` carries (not `null`).
+fn first_given<'a>(item: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter()
+        .find_map(|k| get(Some(item), k).filter(|v| !v.is_null()))
+}
+
 /// Stream events whose `delta` is reasoning text.
 const REASONING_EVENTS: [&str; 2] = [
     "response.reasoning_summary_text.delta",
@@ -95,6 +106,12 @@ pub fn decode(response: &Value) -> Decoded {
                 let mut entry = Map::with_capacity(3);
                 entry.insert("type", Value::from(kind));
                 copy_given(&mut entry, item, &["id", "status"]);
+                if let Some(input) = first_given(item, &BUILTIN_INPUTS) {
+                    entry.insert("input", input.clone());
+                }
+                if let Some(output) = first_given(item, &BUILTIN_OUTPUTS) {
+                    entry.insert("output", output.clone());
+                }
                 builtin.push(Value::Object(entry));
             }
             _ => {}
