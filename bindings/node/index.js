@@ -317,6 +317,97 @@ class Session {
     });
   }
 
+  /** Runs `fn` in the run `ctx` (a context `run` made, or `undefined`: the implicit run). */
+  within(ctx, fn) {
+    return ctx ? this.#als.run(ctx, fn) : fn();
+  }
+
+  /**
+   * One node recorded from a framework's callbacks (LangGraph's): `node.started` now, then
+   * `before()`, `after(output)`, `error(error)` or `ungated(aborted)` as the callbacks
+   * arrive. Each gate resolves to whether the run was aborted there (the core's watching
+   * gate: `inject` and `retry` cannot be delivered by a callback, so they continue with
+   * a warning keyed `<integration>-<action>`). `watch`: `[integration, label, hint]`.
+   * Returns `null` when nothing is recorded (disabled, or the core refused).
+   */
+  watchNode(kind, name, { parentId = null, input, watch }) {
+    if (!this.#enabled) return null;
+    const ctx = this.#als.getStore();
+    let handle;
+    try {
+      handle = this.#native.stepStart(ctx ? ctx.runId : null, String(kind), String(name), null, parentId, toJson(input), false);
+    } catch {
+      return null;
+    }
+    return this.#watched(WATCHED_STEP, handle, ctx, watch, null);
+  }
+
+  /**
+   * [`watchNode`] for a model call through the core's LLM step: `request` recorded
+   * through the codec of `api` (`langchain`), `before()` offered at once; `after(response)`
+   * records the answer through the same codec.
+   */
+  watchModel(api, request, { parentId = null, sdk = null, watch }) {
+    if (!this.#enabled) return null;
+    const ctx = this.#als.getStore();
+    let packed;
+    try {
+      packed = this.#native.llmCall(ctx ? ctx.runId : null, ctx ? ctx.name : null, String(api), toJson(request) ?? '{}', sdk, parentId);
+    } catch {
+      return null;
+    }
+    const handle = Math.floor(packed / 8);
+    return this.#watched(WATCHED_MODEL, handle, ctx, watch, packed - handle * 8);
+  }
+
+  #watched(driver, handle, ctx, watch, firstCode) {
+    const n = this.#native;
+    let done = false;
+    /** Waits out a held gate; resolves whether the run was aborted. */
+    const settle = async (code) => {
+      try {
+        if (code === HELD) {
+          try {
+            await this.#wait(handle, ctx);
+          } catch {
+            driver.ungated(n, handle, true);
+            done = true;
+            return true;
+          }
+          code = driver.resume(n, handle, watch);
+          this.#afterDecision(ctx);
+        }
+      } catch {
+        return false;
+      }
+      if (code !== RUN) done = true;
+      if (code !== ABORT) return false;
+      if (ctx && !ctx.signal.aborted) ctx.abortController.abort(new GraphMindAbortError());
+      return true;
+    };
+    return {
+      before: () => settle(firstCode !== null ? firstCode : (() => { try { return n.stepBefore(handle); } catch { return RUN; } })()),
+      after: (output) => {
+        if (done) return Promise.resolve(false);
+        let code;
+        try { code = driver.after(n, handle, toJson(output)); } catch { return Promise.resolve(false); }
+        return settle(code);
+      },
+      error: (error) => {
+        if (done) return Promise.resolve(false);
+        const [errName, message, stack] = errorParts(error);
+        let code;
+        try { code = driver.error(n, handle, errName, message, stack); } catch { return Promise.resolve(false); }
+        return settle(code);
+      },
+      ungated: (aborted) => {
+        if (done) return;
+        done = true;
+        try { driver.ungated(n, handle, Boolean(aborted)); } catch { /* fail open */ }
+      },
+    };
+  }
+
   /** A diagnostics snapshot. */
   stats() { return this.#native.stats(); }
 
@@ -684,6 +775,22 @@ const TOOL_STEP = Object.freeze({
 /** The native calls the loop makes for a model call (`LlmStep`). */
 const MODEL_CALL = Object.freeze({
   resume: (n, handle) => n.llmResume(handle),
+  after: (n, handle, json) => n.llmAfter(handle, json ?? 'null'),
+  error: (n, handle, name, message, stack) => n.llmError(handle, name, message, stack),
+  ungated: (n, handle, aborted) => n.llmUngated(handle, aborted),
+});
+
+/** The native calls a watched node makes (`Step`, its gates only watching). */
+const WATCHED_STEP = Object.freeze({
+  resume: (n, handle, watch) => n.stepResumeWatching(handle, ...watch),
+  after: (n, handle, json) => n.stepAfter(handle, json),
+  error: (n, handle, name, message, stack) => n.stepError(handle, name, message, stack),
+  ungated: (n, handle, aborted) => n.stepUngated(handle, aborted),
+});
+
+/** The native calls a watched model call makes (`LlmStep`, its gates only watching). */
+const WATCHED_MODEL = Object.freeze({
+  resume: (n, handle, watch) => n.llmResumeWatching(handle, ...watch),
   after: (n, handle, json) => n.llmAfter(handle, json ?? 'null'),
   error: (n, handle, name, message, stack) => n.llmError(handle, name, message, stack),
   ungated: (n, handle, aborted) => n.llmUngated(handle, aborted),

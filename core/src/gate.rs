@@ -91,6 +91,32 @@ impl GateDecision {
     }
 }
 
+impl GateDecision {
+    /// The decision a watching gate can carry out in place of `self`, and the warning
+    /// `(key, message)` to give when that is not the one asked for
+    /// ([`GateDecision::at_watching_gate`]): `abort` stays `abort`; `continue`, `inject`
+    /// and `retry` become a plain `continue` (an edit or an injected value dropped: a
+    /// callback can neither run the call with other arguments nor hand back a result).
+    /// A step applying the result ends as it really went, never as if something had been
+    /// injected.
+    pub fn watched(&self, integration: &str, label: &str, hint: &str) -> (GateDecision, Option<(String, String)>) {
+        match self.at_watching_gate(integration, label, hint) {
+            WatchingNext::Abort => (
+                GateDecision {
+                    action: ResumeAction::Abort,
+                    output: None,
+                    input: None,
+                },
+                None,
+            ),
+            WatchingNext::Continue => (GateDecision::proceed(), None),
+            WatchingNext::ContinueInstead { key, message } => {
+                (GateDecision::proceed(), Some((key, message)))
+            }
+        }
+    }
+}
+
 /// [`GateDecision::at_watching_gate`]: what a watching gate does next.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchingNext {
@@ -459,6 +485,26 @@ mod tests {
             at(ResumeAction::Retry),
             WatchingNext::ContinueInstead { key, .. } if key == "langchain-retry"
         ));
+    }
+
+    #[test]
+    fn a_watched_decision_is_continue_or_abort_with_nothing_to_deliver() {
+        let asked = |action| GateDecision {
+            action,
+            output: Some(Value::from("made up")),
+            input: Some(Value::from("edited")),
+        };
+        let (inject, warning) = asked(ResumeAction::Inject).watched("langgraph", "LangGraph", "Wrap it.");
+        assert_eq!(inject, GateDecision::proceed());
+        assert_eq!(warning.map(|(key, _)| key).as_deref(), Some("langgraph-inject"));
+        let (retry, warning) = asked(ResumeAction::Retry).watched("langgraph", "LangGraph", "Wrap it.");
+        assert_eq!(retry, GateDecision::proceed());
+        assert!(warning.is_some_and(|(_, message)| message.ends_with("Wrap it.")));
+        let (cont, warning) = asked(ResumeAction::Continue).watched("langgraph", "LangGraph", "");
+        assert_eq!((cont, warning), (GateDecision::proceed(), None));
+        let (abort, warning) = asked(ResumeAction::Abort).watched("langgraph", "LangGraph", "");
+        assert_eq!(abort.action, ResumeAction::Abort);
+        assert_eq!((abort.output, abort.input, warning), (None, None, None));
     }
 
     #[test]

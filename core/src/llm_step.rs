@@ -228,11 +228,28 @@ impl LlmStep {
         request: &Value,
         sdk: Option<&str>,
     ) -> LlmStep {
+        LlmStep::start_under(session, run, None, api, request, sdk)
+    }
+
+    /// [`LlmStep::start`] with the step's parent node given (`parent_id`: a framework's
+    /// node the call belongs to, a LangGraph node `chain:<name>`); `None` is the run's
+    /// agent node, as for [`LlmStep::start`].
+    pub fn start_under(
+        session: &Session,
+        run: LlmRun<'_>,
+        parent_id: Option<&str>,
+        api: Api,
+        request: &Value,
+        sdk: Option<&str>,
+    ) -> LlmStep {
         let scope = run.run_id.unwrap_or(NO_RUN_SCOPE).to_string();
         let memory = memory_of(session);
-        let parent = run
-            .run_name
-            .map(|name| event::node_id(NodeKind::Agent, name));
+        let parent = match parent_id {
+            Some(id) => Some(id.to_string()),
+            None => run
+                .run_name
+                .map(|name| event::node_id(NodeKind::Agent, name)),
+        };
         let tools = codec::request_tools(request);
         let (position, hint, captured) = {
             let mut m = lock(&memory);
@@ -246,7 +263,9 @@ impl LlmStep {
             (position, hint, captured)
         };
         if hint {
-            session.graph_hint(run.run_id, roster(parent.as_deref(), run.run_name, tools));
+            // Under a framework's node the agent node is not this step's to announce.
+            let agent = if parent_id.is_some() { None } else { run.run_name };
+            session.graph_hint(run.run_id, roster(parent.as_deref(), agent, tools));
         }
         let node = NodeRef {
             node_id: LLM_NODE_ID.to_string(),

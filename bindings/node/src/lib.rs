@@ -604,6 +604,27 @@ impl NativeSession {
         self.apply(handle, decision)
     }
 
+    /// [`NativeSession::step_resume`] at a gate that can only watch (a framework's callback,
+    /// LangGraph's): the decision as [`GateDecision::watched`] makes it, its warning given
+    /// once through the session, so the code is `RUN`, `RETURN_RESULT`, `RERAISE` or
+    /// `ABORT`. `integration` keys the warning, `label` names the gate, `hint` says what to
+    /// use instead.
+    #[napi]
+    pub fn step_resume_watching(&mut self, env: Env, handle: u32, integration: String, label: String, hint: String) -> Result<i32> {
+        let decision = self.take(&env, handle)?.unwrap_or_else(GateDecision::proceed);
+        let decision = self.watched(&decision, &integration, &label, &hint);
+        self.apply(handle, decision)
+    }
+
+    /// What a watching gate carries out of `decision`, its warning given.
+    pub(crate) fn watched(&self, decision: &GateDecision, integration: &str, label: &str, hint: &str) -> GateDecision {
+        let (decision, warning) = decision.watched(integration, label, hint);
+        if let Some((key, message)) = warning {
+            self.session.warn(&key, &message);
+        }
+        decision
+    }
+
     /// The call threw something never held (an abort): it ends `aborted` or `error`.
     #[napi]
     pub fn step_ungated(&mut self, handle: u32, aborted: bool) {

@@ -39,7 +39,8 @@ fn unknown() -> Error {
 impl NativeSession {
     /// Starts a model call of `api` (`ai-sdk`, `openai-chat`, ...: the codec names) with
     /// `request` (JSON) and offers its `before` gate, in one crossing: returns
-    /// `handle * 8 + code`.
+    /// `handle * 8 + code`. `parent_id`: the node the call belongs to (default: the run's
+    /// agent node).
     #[napi]
     pub fn llm_call(
         &mut self,
@@ -49,6 +50,7 @@ impl NativeSession {
         api: String,
         request_json: JsString<'_>,
         sdk: Option<String>,
+        parent_id: Option<String>,
     ) -> Result<f64> {
         let api = Api::from_name(&api)
             .ok_or_else(|| Error::from_reason(format!("graphmind: unknown model API {api:?}")))?;
@@ -57,7 +59,7 @@ impl NativeSession {
             run_id: run_id.as_deref(),
             run_name: run_name.as_deref(),
         };
-        let step = LlmStep::start(&self.session, run, api, &request, sdk.as_deref());
+        let step = LlmStep::start_under(&self.session, run, parent_id.as_deref(), api, &request, sdk.as_deref());
         let gate = step.before();
         let handle = self.token();
         self.llm.insert(
@@ -149,6 +151,17 @@ impl NativeSession {
         let decision = self
             .take(&env, handle)?
             .unwrap_or_else(GateDecision::proceed);
+        self.llm_apply(&env, handle, decision)
+    }
+
+    /// [`NativeSession::llm_resume`] at a gate that can only watch (a framework's callback,
+    /// see [`NativeSession::step_resume_watching`]).
+    #[napi]
+    pub fn llm_resume_watching(&mut self, env: Env, handle: u32, integration: String, label: String, hint: String) -> Result<i32> {
+        let decision = self
+            .take(&env, handle)?
+            .unwrap_or_else(GateDecision::proceed);
+        let decision = self.watched(&decision, &integration, &label, &hint);
         self.llm_apply(&env, handle, decision)
     }
 

@@ -20,7 +20,8 @@ pub fn request_input(api: Api, request: &Value) -> Map {
     super::copy_given(&mut out, request, &["model"]);
     for key in ["prompt", "messages", "prompts"] {
         if let Some(v) = get(r, key) {
-            out.insert(key, v.clone());
+            let v = if api == Api::LangChain { langchain_plain(v) } else { v.clone() };
+            out.insert(key, v);
         }
     }
     params_and_stream(&mut out, request);
@@ -28,6 +29,63 @@ pub fn request_input(api: Api, request: &Value) -> Map {
 }
 
 // -- LangChain ---------------------------------------------------------------------------
+
+/// The largest depth [`langchain_plain`] unwraps (deeper values are kept as they are).
+const MAX_PLAIN_DEPTH: usize = 64;
+
+/// A LangChain.js value as the Python shapes the codec reads: a serialized `Serializable`
+/// (`{lc: 1, type: "constructor", id: [..., "AIMessageChunk"], kwargs}`, what
+/// `JSON.stringify` makes of a message) becomes its `kwargs` with `type` the message type
+/// (`human`, `ai`, `system`, `tool`, ...); the camelCase fields of an `LLMResult`
+/// (`llmOutput`, `generationInfo`, `tokenUsage`) get their snake_case names.
+pub fn langchain_plain(value: &Value) -> Value {
+    plain_at(value, 0)
+}
+
+fn plain_at(value: &Value, depth: usize) -> Value {
+    if depth >= MAX_PLAIN_DEPTH {
+        return value.clone();
+    }
+    match value {
+        Value::Array(list) => Value::Array(list.iter().map(|v| plain_at(v, depth + 1)).collect()),
+        Value::Object(map) => {
+            let serialized = map.get("lc").is_some_and(|v| v.as_f64().is_some())
+                && map.get("type").and_then(Value::as_str) == Some("constructor");
+            if let (true, Some(Value::Object(kwargs))) = (serialized, map.get("kwargs")) {
+                let mut out = match plain_at(&Value::Object(kwargs.clone()), depth + 1) {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                let class = items(Some(value), "id").last().and_then(Value::as_str);
+                if let (false, Some(class)) = (out.contains_key("type"), class) {
+                    out.insert("type", Value::from(message_type(class).as_str()));
+                }
+                return Value::Object(out);
+            }
+            let mut out = Map::with_capacity(map.len());
+            for (k, v) in map.iter() {
+                let key = match k.as_str() {
+                    Some("llmOutput") => "llm_output".into(),
+                    Some("generationInfo") => "generation_info".into(),
+                    Some("tokenUsage") => "token_usage".into(),
+                    _ => k.clone(),
+                };
+                out.insert(key, plain_at(v, depth + 1));
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+/// `HumanMessage` -> `human`, `AIMessageChunk` -> `ai`, `ToolMessage` -> `tool`.
+fn message_type(class: &str) -> String {
+    let base = class
+        .strip_suffix("MessageChunk")
+        .or_else(|| class.strip_suffix("Message"))
+        .unwrap_or(class);
+    base.to_lowercase()
+}
 
 fn first_generation(result: &Value) -> Option<&Value> {
     items(Some(result), "generations")
@@ -85,6 +143,11 @@ fn langchain_calls(message: Option<&Value>) -> Vec<Value> {
 /// message's `response_metadata.usage`.
 /// A bare message (`AIMessage`, an injected reply) is read as a result of one generation.
 pub fn langchain_decode(result: &Value) -> Decoded {
+    let plain = langchain_plain(result);
+    decode_plain(&plain)
+}
+
+fn decode_plain(result: &Value) -> Decoded {
     if get(Some(result), "generations").is_none() && get(Some(result), "content").is_some() {
         let text = get(Some(result), "content")
             .filter(|c| c.as_str().is_some())
@@ -98,7 +161,7 @@ pub fn langchain_decode(result: &Value) -> Decoded {
             "generations",
             Value::Array(vec![Value::Array(vec![Value::Object(generation)])]),
         );
-        return langchain_decode(&Value::Object(wrapped));
+        return decode_plain(&Value::Object(wrapped));
     }
     let r = Some(result);
     let mut out = Map::with_capacity(5);

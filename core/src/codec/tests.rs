@@ -407,3 +407,35 @@ fn nothing_a_codec_is_handed_makes_it_panic() {
         }
     }
 }
+
+#[test]
+fn langchain_js_result_serialized_by_json_stringify() {
+    // What JSON.stringify makes of a LangChain.js LLMResult: the message as a serialized
+    // Serializable, the result's fields in camelCase.
+    let d = decode_response(
+        Api::LangChain,
+        &v(
+            r#"{"generations":[[{"text":"","generationInfo":{"finish_reason":"tool_calls"},
+            "message":{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessageChunk"],
+            "kwargs":{"content":"","tool_calls":[{"id":"c1","name":"search","args":{"q":"x"},"type":"tool_call"}],
+            "usage_metadata":{"input_tokens":9,"output_tokens":2,"total_tokens":11}}}}]],"llmOutput":{"model_name":"fake-1"}}"#,
+        ),
+    );
+    assert_eq!(
+        out(&d),
+        r#"{"text":"","toolCalls":[{"id":"c1","name":"search","input":{"q":"x"}}],"finishReason":"tool-calls","rawFinishReason":"tool_calls","model":"fake-1"}"#
+    );
+    assert_eq!(usage(&d), r#"{"inputTokens":9,"outputTokens":2,"inclusive":true}"#);
+}
+
+#[test]
+fn langchain_js_messages_are_recorded_plain() {
+    let input = frameworks::request_input(
+        Api::LangChain,
+        &v(r#"{"model":"fake-1","messages":[[{"lc":1,"type":"constructor","id":["langchain_core","messages","HumanMessage"],"kwargs":{"content":"hi"}}]]}"#),
+    );
+    assert_eq!(
+        to_string(&Value::Object(input)),
+        r#"{"provider":"langchain","model":"fake-1","messages":[[{"content":"hi","type":"human"}]]}"#
+    );
+}
