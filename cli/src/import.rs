@@ -40,6 +40,68 @@ fn attr(key: &str, v: &Value) -> String {
     format!("{{\"key\":{},\"value\":{}}}", js(key), any_value(v))
 }
 
+/// An attribute whose value is an array of strings (`arrayValue`).
+fn attr_strings(key: &str, items: &[&str]) -> String {
+    let values: Vec<String> = items.iter().map(|s| any_value(&Value::from(*s))).collect();
+    format!("{{\"key\":{},\"value\":{{\"arrayValue\":{{\"values\":[{}]}}}}}}", js(key), values.join(","))
+}
+
+/// The OpenTelemetry GenAI semantic-convention attributes (`gen_ai.*`) of one node
+/// execution, written beside the OpenInference ones: the operation (`chat` for an llm
+/// node, `execute_tool` for a tool, `invoke_agent` for an agent; other kinds have none),
+/// the provider (as `gen_ai.provider.name` and the older `gen_ai.system`), the request and
+/// response model, the token counts, the finish reason as the provider reported it, and
+/// the tool's name and call id. The OpenInference `llm.provider` / `llm.model_name` come
+/// from the same values.
+fn gen_ai_attrs(x: &Exec) -> Vec<String> {
+    let text = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+    let mut out = Vec::new();
+    match x.kind.as_str() {
+        "llm" => {
+            out.push(attr("gen_ai.operation.name", &Value::from("chat")));
+            if let Some(p) = text(x.input.as_ref(), "provider") {
+                out.push(attr("gen_ai.provider.name", &Value::from(p.as_str())));
+                out.push(attr("gen_ai.system", &Value::from(p.as_str())));
+                out.push(attr("llm.provider", &Value::from(p.as_str())));
+            }
+            let request_model = text(x.input.as_ref(), "model");
+            let response_model = text(x.output.as_ref(), "model");
+            if let Some(m) = &request_model {
+                out.push(attr("gen_ai.request.model", &Value::from(m.as_str())));
+            }
+            if let Some(m) = &response_model {
+                out.push(attr("gen_ai.response.model", &Value::from(m.as_str())));
+            }
+            if let Some(m) = response_model.as_ref().or(request_model.as_ref()) {
+                out.push(attr("llm.model_name", &Value::from(m.as_str())));
+            }
+            if let Some(r) = text(x.output.as_ref(), "rawFinishReason").or_else(|| text(x.output.as_ref(), "finishReason")) {
+                out.push(attr_strings("gen_ai.response.finish_reasons", &[r.as_str()]));
+            }
+        }
+        "tool" => {
+            out.push(attr("gen_ai.operation.name", &Value::from("execute_tool")));
+            out.push(attr("gen_ai.tool.name", &Value::from(x.name.as_str())));
+            if x.instance != x.node_id {
+                out.push(attr("gen_ai.tool.call.id", &Value::from(x.instance.as_str())));
+            }
+        }
+        "agent" => {
+            out.push(attr("gen_ai.operation.name", &Value::from("invoke_agent")));
+            out.push(attr("gen_ai.agent.name", &Value::from(x.name.as_str())));
+        }
+        _ => {}
+    }
+    if let Some(u) = &x.usage {
+        for (k, key) in [("inputTokens", "gen_ai.usage.input_tokens"), ("outputTokens", "gen_ai.usage.output_tokens")] {
+            if let Some(n) = u.get(k) {
+                out.push(attr(key, n));
+            }
+        }
+    }
+    out
+}
+
 fn ms_to_ns(ms: f64) -> String {
     format!("{}", (ms.max(0.0) as u128) * 1_000_000)
 }
@@ -138,12 +200,14 @@ pub fn to_otlp(run: &RunRow, envelopes: &[Value]) -> String {
     }
     let run_failed = run.status == "error";
     spans.push(format!(
-        "{{\"traceId\":\"{trace}\",\"spanId\":\"{root}\",\"name\":{},\"kind\":1,\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\",\"attributes\":[{},{}],\"status\":{{\"code\":{}}}}}",
+        "{{\"traceId\":\"{trace}\",\"spanId\":\"{root}\",\"name\":{},\"kind\":1,\"startTimeUnixNano\":\"{}\",\"endTimeUnixNano\":\"{}\",\"attributes\":[{},{},{},{}],\"status\":{{\"code\":{}}}}}",
         js(&run.app),
         ms_to_ns(run.started_at),
         ms_to_ns(run_end.unwrap_or(run.started_at)),
         attr("openinference.span.kind", &Value::from("AGENT")),
         attr("graphmind.run.id", &Value::from(run.id.as_str())),
+        attr("gen_ai.operation.name", &Value::from("invoke_agent")),
+        attr("gen_ai.agent.name", &Value::from(run.app.as_str())),
         if run_failed { 2 } else { 1 }
     ));
     for x in &execs {
@@ -170,6 +234,7 @@ pub fn to_otlp(run: &RunRow, envelopes: &[Value]) -> String {
                 }
             }
         }
+        attrs.extend(gen_ai_attrs(x));
         let (status, events) = match &x.error {
             Some(err) => {
                 let msg = err.get("message").and_then(Value::as_str).unwrap_or("error");
@@ -566,10 +631,10 @@ fn classify(sp: &Span) -> Option<Mapped> {
         };
         m.usage = usage(&["gen_ai.usage.input_tokens"], &["gen_ai.usage.output_tokens"]);
         if m.input.is_none() {
-            m.input = a.get("gen_ai.input.messages").map(maybe_json);
+            m.input = a.get("gen_ai.input.messages").or_else(|| a.get("input.value")).map(maybe_json);
         }
         if m.output.is_none() {
-            m.output = a.get("gen_ai.output.messages").map(maybe_json);
+            m.output = a.get("gen_ai.output.messages").or_else(|| a.get("output.value")).map(maybe_json);
         }
         m.model = s("gen_ai.response.model").or_else(|| s("gen_ai.request.model"));
         return Some(m);

@@ -198,6 +198,9 @@ fn record_as_otlp_and_import_it_back_as_a_read_only_run() {
     assert_eq!(spans.len(), 3, "the run and its two node executions");
     assert!(text.contains(r#"{"key":"service.name","value":{"stringValue":"agent-app"}}"#));
     assert!(text.contains(r#"{"key":"llm.token_count.prompt","value":{"intValue":"3"}}"#));
+    assert!(text.contains(r#"{"key":"gen_ai.operation.name","value":{"stringValue":"chat"}}"#), "GenAI conventions beside OpenInference");
+    assert!(text.contains(r#"{"key":"gen_ai.usage.output_tokens","value":{"intValue":"5"}}"#));
+    assert!(text.contains(r#"{"key":"gen_ai.tool.call.id","value":{"stringValue":"t1"}}"#));
     assert!(text.contains(r#""status":{"code":2,"message":"took too long"}"#));
     assert!(!text.contains("\\\"k\\\""), "redaction applies to OTLP too");
 

@@ -165,10 +165,10 @@ fn send_run(srv: &Server, run: &str) {
     let mut app = srv.ingest();
     app.hello("otlp-app", None);
     app.event(run, "run.started", r#"{"app":"otlp-app","sdk":{"name":"t","version":"0"}}"#);
-    app.event(run, "node.started", r#"{"nodeId":"llm:chat","instanceId":"c1","kind":"llm","name":"chat","input":{"q":"hi","api_key":"sk-live-secret"}}"#);
+    app.event(run, "node.started", r#"{"nodeId":"llm:chat","instanceId":"c1","kind":"llm","name":"chat","input":{"provider":"openai","model":"gpt-4o","q":"hi","api_key":"sk-live-secret"}}"#);
     app.event(run, "node.started", r#"{"nodeId":"tool:search","instanceId":"s1","kind":"tool","name":"search","parentId":"llm:chat"}"#);
     app.event(run, "node.error", r#"{"nodeId":"tool:search","instanceId":"s1","error":{"name":"E","message":"boom"}}"#);
-    app.event(run, "node.finished", r#"{"nodeId":"llm:chat","instanceId":"c1","durationMs":1,"status":"ok","output":"hello","usage":{"inputTokens":7,"outputTokens":3}}"#);
+    app.event(run, "node.finished", r#"{"nodeId":"llm:chat","instanceId":"c1","durationMs":1,"status":"ok","output":{"text":"hello","finishReason":"stop","rawFinishReason":"end_turn","model":"gpt-4o-2024"},"usage":{"inputTokens":7,"outputTokens":3}}"#);
     app.event(run, "run.finished", r#"{"status":"error"}"#);
     srv.wait_run(run, |r| i(r, &["eventCount"]) == Some(6));
 }
@@ -214,6 +214,25 @@ fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
     assert_eq!(attr(chat, "openinference.span.kind"), Some(Any::StringValue("LLM".into())));
     assert_eq!(search.status.as_ref().unwrap().code, 2);
     assert_eq!(root.status.as_ref().unwrap().code, 2, "the run finished with error");
+    // The OpenTelemetry GenAI semantic conventions, beside OpenInference.
+    let st = |v: &str| Some(Any::StringValue(v.into()));
+    assert_eq!(attr(root, "gen_ai.operation.name"), st("invoke_agent"));
+    assert_eq!(attr(root, "gen_ai.agent.name"), st("otlp-app"));
+    assert_eq!(attr(chat, "gen_ai.operation.name"), st("chat"));
+    assert_eq!(attr(chat, "gen_ai.provider.name"), st("openai"));
+    assert_eq!(attr(chat, "gen_ai.system"), st("openai"));
+    assert_eq!(attr(chat, "gen_ai.request.model"), st("gpt-4o"));
+    assert_eq!(attr(chat, "gen_ai.response.model"), st("gpt-4o-2024"));
+    assert_eq!(attr(chat, "llm.model_name"), st("gpt-4o-2024"));
+    assert_eq!(attr(chat, "gen_ai.usage.input_tokens"), Some(Any::IntValue(7)));
+    assert_eq!(attr(chat, "gen_ai.usage.output_tokens"), Some(Any::IntValue(3)));
+    match attr(chat, "gen_ai.response.finish_reasons") {
+        Some(Any::ArrayValue(a)) => assert_eq!(format!("{:?}", a.values.iter().map(|v| v.value.clone()).collect::<Vec<_>>()), format!("{:?}", vec![st("end_turn")])),
+        other => panic!("gen_ai.response.finish_reasons: {other:?}"),
+    }
+    assert_eq!(attr(search, "gen_ai.operation.name"), st("execute_tool"));
+    assert_eq!(attr(search, "gen_ai.tool.name"), st("search"));
+    assert_eq!(attr(search, "gen_ai.tool.call.id"), st("s1"));
     let input = match attr(chat, "input.value") {
         Some(Any::StringValue(s)) => s,
         other => panic!("input.value: {other:?}"),
