@@ -134,23 +134,10 @@ fn int_param(query: &str, name: &str, fallback: i64) -> Option<i64> {
     }
 }
 
-/// Decodes `%XX` escapes (invalid UTF-8 replaced).
+/// Decodes `%XX` escapes (invalid UTF-8 replaced; a `%` not followed by two hex digits is
+/// kept as it is), with the `percent-encoding` crate.
 pub fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 mod embedded {
@@ -300,5 +287,10 @@ mod tests {
         assert_eq!(int_param("afterSeq=3", "limit", 1000), Some(1000));
         assert_eq!(int_param("limit=x", "limit", 1000), None);
         assert_eq!(percent_decode("run%3A1"), "run:1");
+        // a `%` before a multi-byte character, or at the end, is kept (the hand-written
+        // decoder sliced inside the character and panicked the connection's thread)
+        assert_eq!(percent_decode("run%é"), "run%é");
+        assert_eq!(percent_decode("run%4"), "run%4");
+        assert_eq!(percent_decode("%FF"), "\u{fffd}");
     }
 }

@@ -12,6 +12,8 @@
 //!
 //! No endpoint anywhere means no export.
 
+use crate::http::percent_decode;
+
 /// The path the generic endpoint gets, as the specification says for traces.
 pub const TRACES_PATH: &str = "/v1/traces";
 
@@ -43,24 +45,6 @@ fn non_empty(v: Option<String>) -> Option<String> {
 
 fn with_traces_path(base: &str) -> String {
     format!("{}{TRACES_PATH}", base.trim_end_matches('/'))
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() && s.is_char_boundary(i + 3) {
-            if let Ok(n) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(n);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Parses `key=value,key2=value2` (the specification's W3C-baggage-like list).
