@@ -51,6 +51,18 @@ if [ ! -x .venv-mcp/bin/python ] || ! .venv-mcp/bin/python -c 'import mcp' 2>/de
   python3 -m venv .venv-mcp
   .venv-mcp/bin/pip install -q 'mcp>=1.0,<2'
 fi
+# Arize Phoenix, the real OpenTelemetry backend of cli/tests/otlp_phoenix.rs (issue #24),
+# pinned, in its own venv (about 850 MB). If the venv cannot be made, say so loudly and
+# leave .venv-phoenix.skipped: that test then reports SKIPPED instead of failing.
+if [ ! -x .venv-phoenix/bin/phoenix ] || ! .venv-phoenix/bin/python -c 'import importlib.metadata as m; assert m.version("arize-phoenix") == "20.26.1"' 2>/dev/null; then
+  echo "setup: installing arize-phoenix==20.26.1 into .venv-phoenix"
+  if python3 -m venv .venv-phoenix && .venv-phoenix/bin/pip install -q 'arize-phoenix==20.26.1'; then
+    rm -f .venv-phoenix.skipped
+  else
+    echo "setup: !!! COULD NOT create .venv-phoenix: the Phoenix OTLP test will be SKIPPED !!!" >&2
+    echo "python3 -m venv / pip install arize-phoenix==20.26.1 failed on $(date -u)" > .venv-phoenix.skipped
+  fi
+fi
 # The viewer's build and test tools (Vite, TypeScript, playwright-core driving Debian's
 # chromium), pinned by viewer/package-lock.json. Installed when missing or out of date.
 if [ -f viewer/package-lock.json ] && have npm; then
