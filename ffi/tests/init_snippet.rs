@@ -45,9 +45,18 @@ fn the_c_snippet_init_prints_records_a_run() {
     }
     let ran = cmd.env("LD_LIBRARY_PATH", lib_dir()).env("GRAPHMIND_URL", format!("ws://127.0.0.1:{}/ingest", srv.port)).output().unwrap();
     assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
-    let runs = srv.get_json("/api/runs");
-    let run = runs.get("runs").and_then(Value::as_array).and_then(|a| a.iter().find(|r| r.get("app").and_then(Value::as_str) == Some("my-agent")).cloned());
-    let run = run.expect("a run from the snippet");
+    // The server stores what the app sent on its writer thread, a moment after the app has
+    // gone: wait for the run to be listed as finished (bounded), rather than read once.
+    let started = std::time::Instant::now();
+    let run = loop {
+        let runs = srv.get_json("/api/runs");
+        let run = runs.get("runs").and_then(Value::as_array).and_then(|a| a.iter().find(|r| r.get("app").and_then(Value::as_str) == Some("my-agent")).cloned());
+        match run {
+            Some(r) if r.get("status").and_then(Value::as_str) != Some("running") => break r,
+            _ if started.elapsed() > std::time::Duration::from_secs(10) => panic!("no finished run from the snippet: {runs:?}"),
+            _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
     assert_eq!(run.get("status").and_then(Value::as_str), Some("ok"));
     let _ = std::fs::remove_dir_all(dir);
 }
