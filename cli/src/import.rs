@@ -21,7 +21,7 @@ use std::path::Path;
 // -- export: OTLP/JSON --------------------------------------------------------------------
 
 fn hex_id(seed: &str, bytes: usize) -> String {
-    Sha256::digest(seed.as_bytes())[..bytes].iter().map(|b| format!("{b:02x}")).collect()
+    graphmind_core::fingerprint::to_hex(&Sha256::digest(seed.as_bytes())[..bytes])
 }
 
 fn any_value(v: &Value) -> String {

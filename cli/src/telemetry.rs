@@ -29,7 +29,7 @@ fn random_uuid() -> String {
     let mut b: [u8; 16] = graphmind_core::random::bytes_or_fallback();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let h = graphmind_core::fingerprint::to_hex(&b);
     format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 

@@ -114,11 +114,16 @@ impl Sink for SaltedHasher {
 }
 
 fn hex32(digest: &[u8]) -> String {
+    to_hex(&digest[..FINGERPRINT_HEX_CHARS / 2])
+}
+
+/// Lowercase hex of `bytes`, two digits a byte: how every digest, id and token is spelled.
+pub fn to_hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(FINGERPRINT_HEX_CHARS);
-    for &b in &digest[..FINGERPRINT_HEX_CHARS / 2] {
-        out.push(HEX[(b >> 4) as usize] as char);
-        out.push(HEX[(b & 0xF) as usize] as char);
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0xf)] as char);
     }
     out
 }

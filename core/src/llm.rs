@@ -595,11 +595,7 @@ const TOOL_SECRET_KEY_PARTS: [&str; 11] = [
 pub fn schema_hash(definition: &Value) -> String {
     let canonical = canonical_json_with(definition, &[]);
     let digest = Sha256::digest(canonical.as_bytes());
-    let mut hex = String::with_capacity(SCHEMA_HASH_HEX_CHARS);
-    for byte in digest.iter().take(SCHEMA_HASH_HEX_CHARS / 2) {
-        hex.push_str(&format!("{byte:02x}"));
-    }
-    hex
+    crate::fingerprint::to_hex(&digest[..SCHEMA_HASH_HEX_CHARS / 2])
 }
 
 fn is_secret_key(key: &JsStr) -> bool {

@@ -30,7 +30,7 @@ mod history;
 mod key;
 
 use crate::canonical::write_escaped;
-use crate::fingerprint::{HashSink, FINGERPRINT_HEX_CHARS};
+use crate::fingerprint::HashSink;
 use crate::json::{JsStr, Map, Value};
 use history::{CallEntry, KindHistory, OpenCall, OutDigest, Outcome};
 use sha2::{Digest, Sha256};
@@ -372,13 +372,7 @@ pub struct StartFingerprint(Option<Fp>);
 pub(crate) type Fp = [u8; 16];
 
 pub(crate) fn hex(fp: &Fp) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(FINGERPRINT_HEX_CHARS);
-    for &b in fp {
-        out.push(HEX[(b >> 4) as usize] as char);
-        out.push(HEX[(b & 0xF) as usize] as char);
-    }
-    out
+    crate::fingerprint::to_hex(fp)
 }
 
 /// The v3 streak of one (run, kind).
