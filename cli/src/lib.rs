@@ -70,6 +70,10 @@ pub fn main_with_args(argv: &[String]) -> i32 {
     if matches!(cmd, Command::Version | Command::Help | Command::Runs(_) | Command::Record(_)) {
         die_quietly_on_closed_stdout();
     }
+    if !matches!(cmd, Command::Serve(_) | Command::Demo(_)) {
+        // a long-running server keeps serving when one print fails
+        report_failed_stdout_as_an_error();
+    }
     match cmd {
         Command::Version => {
             println!("{}", hub::VERSION);
@@ -152,6 +156,25 @@ fn die_quietly_on_closed_stdout() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+}
+
+/// Exit code of a command whose standard output could not be written (a full disk, `> /dev/full`).
+pub const EXIT_STDOUT_FAILED: i32 = 1;
+
+/// A write to standard output that fails for another reason than a closed reader (a full
+/// disk, `graphmind runs > /dev/full`) ends the command with one clear line and
+/// [`EXIT_STDOUT_FAILED`], not with `println!`'s panic and its backtrace (exit 101). Any
+/// other panic keeps the default report.
+fn report_failed_stdout_as_an_error() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+        if let Some(cause) = message.strip_prefix("failed printing to stdout: ") {
+            eprintln!("graphmind: cannot write to standard output: {cause}");
+            std::process::exit(EXIT_STDOUT_FAILED);
+        }
+        default_hook(info);
+    }));
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP set [`SHUTDOWN`] (see [`spawn_shutdown_watcher`]).

@@ -523,3 +523,24 @@ fn a_listing_whose_reader_has_gone_ends_quietly_not_with_a_panic() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_listing_into_a_full_disk_is_one_clear_error_not_a_panic() {
+    let dir = temp_dir();
+    let db = dir.join("graphmind.db");
+    for args in [vec!["runs", "--db"], vec!["--help"], vec!["--version"]] {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args);
+        if args[0] == "runs" {
+            cmd.arg(&db);
+        }
+        let out = cmd.stdout(full).stderr(std::process::Stdio::piped()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.starts_with("graphmind: cannot write to standard output: "), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
