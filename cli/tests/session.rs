@@ -829,6 +829,82 @@ fn json_text_from_a_binding_is_recorded_alike_detached_and_attached() {
     session.dispose(Duration::from_secs(2));
 }
 
+/// One call through a `Step` with its input and output as `JSON.stringify`'s text (the
+/// Node binding's hand-over), detached.
+fn stringified_step(session: &Session, run_id: &str, input: &[u8], output: &[u8], as_written: bool) {
+    let wrap = |b: &[u8]| if as_written { HostValue::Stringified(b.to_vec()) } else { HostValue::Text(b.to_vec()) };
+    let node = NodeRef::new(NodeKind::Tool, "search");
+    let mut step = Step::start_host(session, Some(run_id), node, None, Some(wrap(input)), true);
+    assert!(matches!(step.on_before(step.before().wait()), Next::Run { .. }));
+    let after = step.after().wait();
+    assert_eq!(step.on_after_host(after, Some(wrap(output))), Next::ReturnResult);
+}
+
+#[test]
+fn stringified_text_sent_as_written_is_stored_as_the_parsed_text_would_be() {
+    // The worker forwards JSON.stringify's text without parsing it when nothing needs the
+    // value; what the server stores must not depend on that: the same calls handed over as
+    // plain text (always parsed) are the oracle. Cases: escapes and non-ASCII, a value deeper
+    // than the depth limit (cut), one over the payload budget (shrunk), a hide switch on.
+    let deep = format!("{}1{}", "[".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH + 3), "]".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH + 3));
+    let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(graphmind_core::shrink::MAX_PAYLOAD_BYTES + 10));
+    let cases: [(&str, &[u8], &[u8]); 4] = [
+        ("plain", r#"{"q":"é \"quoted\" \\ \n\u0001 \ud800 😀","n":[1,2.5,1e+21,-0.5],"o":{}}"#.as_bytes(), br#"["found",{"k":null}]"#),
+        ("deep", deep.as_bytes(), b"true"),
+        ("big", br#"{"q":1}"#, big.as_bytes()),
+        ("shallow", b"[[1]]", b"\"ok\""),
+    ];
+    for hide in [false, true] {
+        let dir = temp_dir();
+        let port = free_port();
+        let configure = |o: &mut Options| {
+            o.loop_guard = Some(graphmind_core::config::LoopGuardOption::Off);
+            if hide {
+                o.hide_inputs = Some(true);
+            }
+        };
+        let (session, _) = session_for(port, configure, &[]);
+        let mut runs = Vec::new();
+        for as_written in [true, false] {
+            let run = session.start_run(if as_written { "stringified" } else { "text" }, None);
+            for (_, input, output) in &cases {
+                stringified_step(&session, &run.run_id, input, output, as_written);
+            }
+            session.finish_run(&run, RunOutcome::Ok);
+            runs.push(run.run_id);
+        }
+        let srv = Server::start_in(dir, &["--port", &port.to_string()], &[]);
+        assert!(session.ready(Duration::from_secs(5)), "attaches to the server started late");
+        assert!(session.flush(Duration::from_secs(5)));
+        let members = |run: &str| -> Vec<String> {
+            stored(&srv, run, 2 + 2 * cases.len())
+                .iter()
+                .filter_map(|e| {
+                    let p = e.get("payload")?;
+                    match s(e, &["type"])? {
+                        "node.started" => Some(format!("in {}", p.get("input").map(to_json).unwrap_or_default())),
+                        "node.finished" => Some(format!("out {}", p.get("output").map(to_json).unwrap_or_default())),
+                        _ => None,
+                    }
+                })
+                .collect()
+        };
+        let (written, parsed) = (members(&runs[0]), members(&runs[1]));
+        assert_eq!(written.len(), 2 * cases.len(), "hide={hide}: {written:?}");
+        assert_eq!(written, parsed, "hide={hide}");
+        // The oracle itself did what each case is about.
+        if hide {
+            assert!(!written[0].contains("quoted"), "{}", written[0]);
+        } else {
+            assert!(written[0].contains(r#""n":[1,2.5,1e+21,-0.5]"#), "{}", written[0]);
+            let too_deep = "[".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH);
+            assert!(written[2].contains(&"[".repeat(100)) && !written[2].contains(&too_deep), "the deep value is cut: {}", written[2]);
+        }
+        assert!(written[5].len() < graphmind_core::shrink::MAX_PAYLOAD_BYTES, "the big output is shrunk");
+        session.dispose(Duration::from_secs(2));
+    }
+}
+
 #[test]
 fn streamed_tokens_are_batched_by_the_flush_interval_and_keep_their_order() {
     let srv = Server::start(&[], &[]);

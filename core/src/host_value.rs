@@ -28,6 +28,12 @@ pub enum HostValue {
     Built(Value),
     /// UTF-8 JSON text, parsed later.
     Text(Vec<u8>),
+    /// UTF-8 JSON text in the core's own compact spelling: what `JSON.stringify` writes
+    /// (no whitespace, keys as given, JavaScript's number form, the escapes of
+    /// [`crate::json::write`]). Read like [`HostValue::Text`]; while nothing needs the value
+    /// itself (no hide switch, no loop guard keying it), the worker checks it and sends it
+    /// as it is instead of parsing and writing the same bytes again.
+    Stringified(Vec<u8>),
     /// A packed value ([`crate::json::packed`]), decoded later.
     Packed(Vec<u8>),
 }
@@ -51,7 +57,7 @@ impl HostValue {
                 value,
                 invalid_text: false,
             },
-            HostValue::Text(bytes) => match json::parse_value_text(&bytes) {
+            HostValue::Text(bytes) | HostValue::Stringified(bytes) => match json::parse_value_text(&bytes) {
                 Ok(value) => Resolved {
                     value,
                     invalid_text: false,

@@ -61,11 +61,13 @@ pub(crate) fn parse_js_opt(s: Option<&JsString<'_>>, buf: &mut Vec<u8>) -> Resul
 /// session's worker while no debugger is attached (no parse on the JavaScript thread).
 /// V8 writes into the reused `buf` (sized for the worst case, 3 bytes per UTF-16 unit);
 /// the core gets an exact-size copy, so a call allocates ~1x its text, not 3x, in memory
-/// the worker frees.
+/// the worker frees. Every caller passes `JSON.stringify`'s text (index.js `toJson`), which
+/// is the core's own compact spelling: [`HostValue::Stringified`], so the worker can send
+/// it as it is.
 pub(crate) fn host_text_opt(s: Option<&JsString<'_>>, buf: &mut Vec<u8>) -> Result<Option<HostValue>> {
     s.map(|s| {
         read_utf8(s, buf)?;
-        Ok(HostValue::Text(buf.as_slice().to_vec()))
+        Ok(HostValue::Stringified(buf.as_slice().to_vec()))
     })
     .transpose()
 }

@@ -638,9 +638,50 @@ pub(crate) fn skip_plain_string_bytes(bytes: &[u8], mut pos: usize) -> usize {
     pos
 }
 
+/// How deeply the containers of `text` nest (0 for a scalar), reading only brackets and
+/// strings: for text a trusted writer produced (`JSON.stringify`), whose grammar is not in
+/// doubt. `None` when a string or a container is left open, or a bracket closes nothing.
+pub fn nesting_depth(text: &[u8]) -> Option<usize> {
+    let (mut depth, mut deepest, mut pos) = (0usize, 0usize, 0usize);
+    while let Some(&b) = text.get(pos) {
+        pos += 1;
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.checked_sub(1)?,
+            b'"' => loop {
+                pos = skip_plain_string_bytes(text, pos);
+                match text.get(pos)? {
+                    b'"' => {
+                        pos += 1;
+                        break;
+                    }
+                    b'\\' => pos += 2,
+                    _ => pos += 1,
+                }
+            },
+            _ => {}
+        }
+    }
+    (depth == 0).then_some(deepest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_depth_reads_brackets_outside_strings_only() {
+        assert_eq!(nesting_depth(b"1"), Some(0));
+        assert_eq!(nesting_depth(br#"{"a":[1,{"b":"]]}}[[\"x"}]}"#), Some(3));
+        assert_eq!(nesting_depth(br#"["\\",["#), None);
+        assert_eq!(nesting_depth(br#"["open"#), None);
+        assert_eq!(nesting_depth(b"]"), None);
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        assert_eq!(nesting_depth(deep.as_bytes()), Some(300));
+    }
 
     #[test]
     fn the_word_scan_stops_exactly_at_the_first_byte_that_needs_attention() {

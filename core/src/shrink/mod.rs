@@ -72,6 +72,34 @@ pub struct Serialized {
     pub original_bytes: usize,
 }
 
+/// The JSON of the object `payload` with `text` written as it is in place of the member
+/// `key` (a placeholder there keeps the member's place), when the whole fits in
+/// `max_bytes`; `None` when it does not (or `payload` is not an object), and the member
+/// must be read and the payload shrunk as usual. `text` must be JSON in the core's compact
+/// spelling ([`crate::host_value::HostValue::Stringified`]).
+pub(crate) fn serialize_with_verbatim(payload: &Value, key: &str, text: &str, max_bytes: usize) -> Option<String> {
+    let map = payload.as_object()?;
+    if text.len() > max_bytes {
+        return None;
+    }
+    let mut json = String::with_capacity(text.len() + 256);
+    json.push('{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        crate::json::write_string(k, &mut json);
+        json.push(':');
+        if k.as_bytes() == key.as_bytes() {
+            json.push_str(text);
+        } else if !write_capped(v, &mut json, max_bytes) {
+            return None;
+        }
+    }
+    json.push('}');
+    (json.len() <= max_bytes).then_some(json)
+}
+
 /// Serializes `payload`, shrinking it when its JSON exceeds `max_bytes` UTF-8 bytes.
 ///
 /// With `event_type` a known event type and a valid payload of it, the result is a valid
