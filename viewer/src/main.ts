@@ -6,6 +6,7 @@ import { whyHeld } from './why';
 import { contextPanel, runCostChip } from './cost';
 import { fmtAgo, fmtMs, now } from './format';
 import { renderTimeline, toggleTimeline } from './timeline-panel';
+import { gapNotices, importedBadge, imported, noteEvent, replayEnded, replayStarted, streamChips } from './stream';
 import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
 import {
@@ -98,9 +99,12 @@ function onMessage(msg: any): void {
     }
     case 'replay.start':
       S.replaying.add(msg.runId);
+      replayStarted(msg.runId, msg.count);
+      if (msg.runId === S.selectedRun) invalidate({ bar: true });
       break;
     case 'replay.end': {
       S.replaying.delete(msg.runId);
+      replayEnded(msg.runId);
       const m = S.models.get(msg.runId);
       if (m && msg.runId === S.selectedRun) for (const p of activePauses(m)) onPaused(m, p.nodeId);
       invalidate();
@@ -110,12 +114,13 @@ function onMessage(msg: any): void {
       const env = msg.envelope as Envelope;
       if (!env || typeof env.runId !== 'string') return;
       const m = model(env.runId);
+      noteEvent(env);
       if (apply(m, env)) {
         if (env.type === 'exec.resumed' && env.payload?.principal) S.principal.set(env.payload.pauseId, String(env.payload.principal?.name ?? env.payload.principal));
         if (env.runId === S.selectedRun && !S.replaying.has(env.runId)) {
           if (env.type === 'exec.paused') onPaused(m, env.payload.nodeId);
-          invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: env.type.startsWith('exec.') || env.type.startsWith('run.') || env.type === 'node.finished', rail: env.type === 'node.started' || env.type.startsWith('exec.') });
-        }
+          invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: true, rail: env.type === 'node.started' || env.type.startsWith('exec.') });
+        } else if (env.runId === S.selectedRun) invalidate({ bar: true });
       }
       break;
     }
@@ -399,7 +404,12 @@ function renderBar(): void {
     bar.append(t);
     const cost = runCostChip(m);
     if (cost) bar.append(cost);
+    bar.append(...streamChips(m, info));
   }
+  const notices = gapNotices(m);
+  const strip = $('stream');
+  strip.hidden = notices.length === 0;
+  strip.replaceChildren(...notices);
   const spacer = el('div', 'spacer');
   bar.append(spacer);
   if (!S.embedded) debugControls(bar);
@@ -468,6 +478,7 @@ function renderRail(): void {
     item.dataset.testid = 'run-item';
     const top = el('div', 'run-top');
     top.append(el('span', 'run-app', r.app), el('span', `pill st-${runStatus(r)}`, runStatus(r)));
+    if (imported(r)) top.append(importedBadge());
     const m = S.models.get(r.id);
     const sum = m && S.subscribed.has(r.id) ? { nodes: m.nodes.size, heldMs: runHeldMs(m, now()), events: m.eventCount } : S.summaries.get(r.id);
     const duration = r.durationMs ?? (r.status === 'running' ? now() - r.startedAt : null);

@@ -4,6 +4,7 @@ import { el } from './json';
 import { fmtMs, now } from './format';
 import { S, invalidate } from './store';
 import { timeline } from './timeline';
+import { gapText, gapTime } from './stream';
 
 const $ = (id: string) => document.getElementById(id)!;
 /** Height of one timeline row in px. */
@@ -55,6 +56,17 @@ export function renderTimeline(select: (nodeId: string) => void): void {
     row.append(bar, label);
     row.onclick = () => select(b.nodeId);
     frag.append(row);
+  }
+  // Gap markers where the lost events fall (between the events around them).
+  for (const g of m.gapList) {
+    const t = gapTime(g);
+    if (t === undefined) continue;
+    const mark = el('div', 'tl-gap');
+    mark.dataset.testid = 'tl-gap';
+    mark.style.left = `${200 + (Math.max(0, t - tl.t0) / tl.span) * width}px`;
+    mark.title = gapText(g);
+    mark.append(el('span', '', gapText(g)));
+    frag.append(mark);
   }
   inner.replaceChildren(frag);
   $('tl-info').textContent = `${tl.bars.length} executions · ${fmtMs(tl.span)}`;
