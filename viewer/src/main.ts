@@ -6,6 +6,7 @@ import { whyHeld } from './why';
 import { contextPanel, runCostChip } from './cost';
 import { fmtAgo, fmtMs, now } from './format';
 import { renderTimeline, toggleTimeline } from './timeline-panel';
+import { fillVirtualCard, foldBy, setFold, summaryText } from './folds';
 import { gapNotices, importedBadge, imported, noteEvent, replayEnded, replayStarted, streamChips } from './stream';
 import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
@@ -26,7 +27,7 @@ import {
   type Pause,
   type RunModel,
 } from './model';
-import { buildTree, initialFolds, isOpen, project, reveal, setOpen, FOLD_THRESHOLD, type FoldState, type Projection } from './project';
+import { buildTree, foldDefaults, foldsByDefault, initialFolds, isOpen, project, reveal, setOpen, FOLD_THRESHOLD, type FoldState, type Projection } from './project';
 import { stressRun } from './stress';
 import { fixtureEvents } from './fixtures';
 import { p90 } from './timeline';
@@ -520,11 +521,11 @@ function foldsFor(m: RunModel, tree: ReturnType<typeof buildTree>): FoldState {
   // and every held node revealed.
   let f = S.folds.get(m.runId);
   if (!f || !S.userFolded.has(m.runId)) {
-    f = initialFolds(tree, m.nodes.size);
+    f = initialFolds(tree, m.nodes.size, m);
     if (S.selectedNode && m.nodes.has(S.selectedNode)) reveal(f, m, S.selectedNode);
     for (const p of activePauses(m)) reveal(f, m, p.nodeId);
     S.folds.set(m.runId, f);
-  }
+  } else foldDefaults(f, tree, m);
   return f;
 }
 
@@ -578,9 +579,33 @@ function renderGraph(): void {
   const anyFilter = S.filters.errored || S.filters.errorPath || S.filters.slow || S.filters.paused || S.filters.kinds.size > 0;
   const onErrorPath = S.filters.errorPath ? errorPath(m) : undefined;
   for (const id of v.proj.visible) {
-    const n = m.nodes.get(id)!;
+    const n = m.nodes.get(id);
     const box = v.lay.boxes.get(id)!;
     seen.add(id);
+    if (!n) {
+      // a card that stands for no node: the run, or an MCP session's protocol traffic
+      const vn = v.proj.tree.virtual.get(id)!;
+      const folded = v.proj.folded.get(id);
+      const stamp = `virtual|${m.version}|${folded ?? -1}|${anyFilter}`;
+      let c = cards.get(id);
+      if (!c) {
+        const e = el('div', 'card');
+        e.dataset.id = id;
+        layer.append(e);
+        c = { el: e, stamp: '' };
+        cards.set(id, c);
+      }
+      c.el.style.transform = `translate(${box.x}px, ${box.y}px)`;
+      c.el.style.height = `${box.h}px`;
+      if (c.stamp !== stamp) {
+        c.stamp = stamp;
+        fillVirtualCard(c.el, m, v.proj.tree, vn, folded, anyFilter, () => {
+          anchorHint = id;
+          setFold(m, id, folded !== undefined);
+        });
+      }
+      continue;
+    }
     const st = nodeStatus(n);
     const folded = v.proj.folded.get(id);
     const hasKids = (v.proj.tree.children.get(id)?.length ?? 0) > 0;
@@ -595,7 +620,7 @@ function renderGraph(): void {
       if (S.filters.kinds.size) keep &&= S.filters.kinds.has(n.kind);
       dim = !keep;
     }
-    const stamp = `${n.version}|${st}|${folded ?? -1}|${hasKids}|${bp}|${dim}|${id === S.selectedNode}|${box.h}|${S.mode}`;
+    const stamp = `${n.version}|${st}|${folded ?? -1}|${folded !== undefined ? m.version : ''}|${hasKids}|${bp}|${dim}|${id === S.selectedNode}|${box.h}|${S.mode}`;
     let c = cards.get(id);
     if (!c) {
       const e = el('div', 'card');
@@ -644,7 +669,7 @@ function renderGraph(): void {
     fit();
     fitPending = false;
   } else if (S.follow) {
-    const running = v.proj.visible.find((id) => ['running', 'paused'].includes(nodeStatus(m.nodes.get(id)!)));
+    const running = v.proj.visible.find((id) => m.nodes.has(id) && ['running', 'paused'].includes(nodeStatus(m.nodes.get(id)!)));
     if (running) centerOn(running);
   } else if (fitted && fittedLayout !== v.lay) {
     // a run shown whole that grew out of the stage or under the minimap is shown whole again
@@ -697,6 +722,11 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
     e.append(prev);
   } else if (last?.status === 'error' && last.error) {
     e.append(el('div', 'card-preview err', `${last.error.name ?? 'Error'}: ${last.error.message ?? ''}`.slice(0, 90)));
+  }
+  if (folded !== undefined && !(last && last.status === 'running') && !(last?.status === 'error' && last.error) && view) {
+    const sum = el('div', 'card-preview fold-summary', summaryText(view.proj.tree, m, n.id));
+    sum.dataset.testid = 'fold-summary';
+    e.append(sum);
   }
   if (hasKids) {
     const fb = el('button', 'fold-btn', folded !== undefined ? `▸ ${folded} folded` : '▾');
@@ -1125,6 +1155,8 @@ function actions(): Item[] {
     { label: 'Filter: paused nodes', hint: '', run: () => toggleFilter('paused') },
     { label: 'Clear all filters', hint: '', run: clearFilters },
     { label: 'Collapse / expand all', hint: '⇧C', run: toggleAllFolds },
+    { label: 'Fold every sub-agent into a summary card', hint: '⇧G', run: () => foldBy('agent', toast) },
+    { label: 'Fold every chain into a summary card', hint: '⇧H', run: () => foldBy('chain', toast) },
     { label: 'Copy a deep link to this view', hint: '⇧L', run: copyLink },
     { label: 'Toggle the run list', hint: 'B', run: toggleRail },
     { label: 'Cycle the theme', hint: 'D', run: cycleTheme },
@@ -1223,7 +1255,9 @@ function toggleAllFolds(): void {
   const tree = buildTree(m);
   const f = S.folds.get(m.runId) ?? initialFolds(tree, m.nodes.size);
   const anyFolded = [...tree.children.keys()].some((id) => !isOpen(f, id));
-  S.folds.set(m.runId, anyFolded ? { defaultOpen: true, expanded: new Set(), collapsed: new Set() } : { defaultOpen: false, expanded: new Set(tree.roots), collapsed: new Set() });
+  // Opening everything opens the cards that fold by default too; folding keeps the roots open.
+  const known = new Set([...tree.children.keys()].filter((id) => foldsByDefault(tree, m, id)));
+  S.folds.set(m.runId, anyFolded ? { defaultOpen: true, expanded: new Set(), collapsed: new Set(), known } : { defaultOpen: false, expanded: new Set(tree.roots), collapsed: new Set(), known });
   S.userFolded.add(m.runId);
   fitPending = true;
   invalidate({ graph: true });
@@ -1337,6 +1371,12 @@ function onKey(e: KeyboardEvent): void {
       return;
     case 'A':
       rearrange();
+      return;
+    case 'G':
+      foldBy('agent', toast);
+      return;
+    case 'H':
+      foldBy('chain', toast);
       return;
     case 'C':
       toggleAllFolds();

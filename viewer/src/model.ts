@@ -53,6 +53,8 @@ export interface GNode {
   instances: Instance[];
   byInstance: Map<string, Instance>;
   activePause?: string;
+  /** `node.started.collapsed`: the app asks for the node to open folded. */
+  collapsed?: boolean;
   version: number;
 }
 
@@ -215,6 +217,10 @@ export function apply(run: RunModel, env: Envelope): boolean {
       const parent = typeof p.parentId === 'string' ? p.parentId : run.nodes.has(p.nodeId) ? undefined : innermostRunning(run, p.nodeId);
       const n = ensureNode(run, p.nodeId, p.kind, p.name, parent);
       n.hinted = false;
+      if (p.collapsed === true && !n.collapsed) {
+        n.collapsed = true;
+        run.shapeVersion++;
+      }
       const instanceId = typeof p.instanceId === 'string' ? p.instanceId : `${p.nodeId}#${n.instances.length}`;
       let inst = n.byInstance.get(instanceId);
       if (!inst) {
