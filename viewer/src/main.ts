@@ -6,7 +6,7 @@ import { whyHeld } from './why';
 import { contextPanel, runCostChip } from './cost';
 import { fmtAgo, fmtMs, now } from './format';
 import { renderTimeline, toggleTimeline } from './timeline-panel';
-import { fillVirtualCard, foldBy, setFold, summaryText } from './folds';
+import { fillVirtualCard, foldBy, setFold, summaryText, virtualStatus } from './folds';
 import { gapNotices, importedBadge, imported, noteEvent, replayEnded, replayStarted, streamChips } from './stream';
 import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
@@ -678,7 +678,7 @@ function renderGraph(): void {
   }
   applyCamera();
   focusHeld(m);
-  $('foldinfo').textContent = `${v.proj.visible.length} of ${m.nodes.size} nodes shown${v.proj.folded.size ? ` · ${[...v.proj.folded.values()].reduce((a, b) => a + b, 0)} folded` : ''}`;
+  $('foldinfo').textContent = `${v.proj.visible.length - [...v.proj.tree.virtual.keys()].filter((id) => v.lay.boxes.has(id)).length} of ${m.nodes.size} nodes shown${v.proj.folded.size ? ` · ${[...v.proj.folded.values()].reduce((a, b) => a + b, 0)} folded` : ''}`;
   renderFilters();
 }
 
@@ -946,8 +946,9 @@ function drawMinimap(): void {
   const { x0, y0 } = view.lay;
   for (const [id, b] of view.lay.boxes) {
     const n = m.nodes.get(id);
-    if (!n) continue;
-    ctx.fillStyle = cs.getPropertyValue(`--st-${nodeStatus(n)}`).trim() || '#888';
+    const st = n ? nodeStatus(n) : view.proj.tree.virtual.has(id) ? virtualStatus(view.proj.tree, m, id) : undefined;
+    if (!st) continue;
+    ctx.fillStyle = cs.getPropertyValue(`--st-${st}`).trim() || '#888';
     ctx.fillRect(pad + (b.x - x0) * sc, pad + (b.y - y0) * sc, Math.max(2, b.w * sc), Math.max(2, b.h * sc));
   }
   const stage = $('stage').getBoundingClientRect();

@@ -95,6 +95,8 @@ export interface RunModel {
   pauses: Map<string, Pause>;
   /** seq -> ts of every applied event (dedupe, and where a gap falls). */
   seen: Map<number, number>;
+  /** instanceId -> nodeId: the C ABI and the Rust API name a parent by its instance id. */
+  instanceNode: Map<string, string>;
   /** Nodes with an instance still running (for inferring a missing parentId). */
   running: Set<string>;
   eventCount: number;
@@ -126,6 +128,7 @@ export function newRun(runId: string): RunModel {
     nodes: new Map(),
     pauses: new Map(),
     seen: new Map(),
+    instanceNode: new Map(),
     running: new Set(),
     eventCount: 0,
     errorCount: 0,
@@ -214,7 +217,10 @@ export function apply(run: RunModel, env: Envelope): boolean {
     case 'node.started': {
       if (typeof p.nodeId !== 'string') break;
       // No parentId: the node runs under whatever started most recently and is still running.
-      const parent = typeof p.parentId === 'string' ? p.parentId : run.nodes.has(p.nodeId) ? undefined : innermostRunning(run, p.nodeId);
+      // A parentId that names no node but an execution (the C ABI's and the Rust API's
+      // parent instance id) stands for that execution's node.
+      const named = typeof p.parentId === 'string' ? (run.nodes.has(p.parentId) ? p.parentId : run.instanceNode.get(p.parentId) ?? p.parentId) : undefined;
+      const parent = named ?? (run.nodes.has(p.nodeId) ? undefined : innermostRunning(run, p.nodeId));
       const n = ensureNode(run, p.nodeId, p.kind, p.name, parent);
       n.hinted = false;
       if (p.collapsed === true && !n.collapsed) {
@@ -227,6 +233,7 @@ export function apply(run: RunModel, env: Envelope): boolean {
         inst = { instanceId, nodeId: n.id, startTs: ts, status: 'running', text: '', reasoning: '', hiddenChars: 0 };
         n.instances.push(inst);
         n.byInstance.set(instanceId, inst);
+        run.instanceNode.set(instanceId, n.id);
       }
       inst.input = p.input;
       inst.startRedaction = redactionOf(p);
