@@ -5,8 +5,9 @@ import { el, jsonTree } from './json';
 import { whyHeld } from './why';
 import { contextPanel, runCostChip } from './cost';
 import { fmtAgo, fmtMs, now } from './format';
-import { renderTimeline, toggleTimeline } from './timeline-panel';
+import { renderTimeline, setupTimeline, toggleTimeline, toggleTimelineOnly } from './timeline-panel';
 import { fillVirtualCard, foldBy, setFold, summaryText, virtualStatus } from './folds';
+import { controlLevelChips } from './control-level';
 import { gapNotices, importedBadge, imported, noteEvent, replayEnded, replayStarted, streamChips } from './stream';
 import { KINDS, S, invalidate, setRenderer, type Parts, type RunInfo, type Summary } from './store';
 import { anchorTo, layout, CARD_H, HELD_H, type Layout } from './layout';
@@ -413,6 +414,7 @@ function renderBar(): void {
   strip.replaceChildren(...notices);
   const spacer = el('div', 'spacer');
   bar.append(spacer);
+  if (!S.embedded && !S.stress && S.conn === 'open') bar.append(...controlLevelChips(S.control));
   if (!S.embedded) debugControls(bar);
   const search = el('button', 'btn', '⌘K');
   search.title = 'Command palette (⌘K or /)';
@@ -1149,6 +1151,7 @@ function actions(): Item[] {
     { label: 'Fit the graph', hint: '⇧F', run: fit },
     { label: 'Follow the active node', hint: 'F', run: () => (S.follow = !S.follow) },
     { label: 'Toggle the timeline', hint: '⇧T', run: toggleTimeline },
+    { label: 'Timeline only (hide the graph)', hint: '⇧O', run: toggleTimelineOnly },
     { label: 'Filter: errored nodes', hint: '', run: () => toggleFilter('errored') },
     { label: 'Filter: error path (failures and what led to them)', hint: '⇧E', run: () => toggleFilter('errorPath') },
     { label: 'Re-arrange the layout and fit', hint: '⇧A', run: rearrange },
@@ -1367,6 +1370,9 @@ function onKey(e: KeyboardEvent): void {
     case 'T':
       toggleTimeline();
       return;
+    case 'O':
+      toggleTimelineOnly();
+      return;
     case 'E':
       toggleFilter('errorPath');
       return;
@@ -1463,25 +1469,7 @@ function setupStage(): void {
   });
   mm.addEventListener('pointermove', (e) => mmDrag && minimapPan(e));
   mm.addEventListener('pointerup', () => (mmDrag = false));
-  $('tl-scroll').addEventListener('scroll', () => invalidate({ timeline: true }));
-  $('tl-scroll').addEventListener(
-    'wheel',
-    (e) => {
-      if (!(e.ctrlKey || e.metaKey)) return;
-      e.preventDefault();
-      const sc = $('tl-scroll');
-      const px = e.clientX - sc.getBoundingClientRect().left - 200;
-      const before = S.tlZoom;
-      S.tlZoom = Math.max(1, Math.min(500, S.tlZoom * Math.exp(-e.deltaY * 0.002)));
-      // keep the time under the pointer in place
-      sc.scrollLeft = Math.max(0, ((sc.scrollLeft + px) * S.tlZoom) / before - px);
-      invalidate({ timeline: true });
-    },
-    { passive: false },
-  );
-  $('tl-zoom-in').onclick = () => ((S.tlZoom *= 1.5), invalidate({ timeline: true }));
-  $('tl-zoom-out').onclick = () => ((S.tlZoom = Math.max(1, S.tlZoom / 1.5)), invalidate({ timeline: true }));
-  $('tl-fit').onclick = () => ((S.tlZoom = 1), invalidate({ timeline: true }));
+  setupTimeline();
   ($('pal-input') as HTMLInputElement).addEventListener('input', () => {
     palSel = 0;
     refreshPalette();

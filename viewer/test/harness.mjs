@@ -31,11 +31,11 @@ export function requireTools() {
 /** Starts the server; resolves {port, url, viewerUrl, stop, logs}. `viewerUrl` is the link
  * the server's redirect file opens (`/#token=<viewer token>`), or `url` when this server
  * writes none (no control tokens). */
-export async function startServer(env = {}, { port = 0 } = {}) {
+export async function startServer(env = {}, { port = 0, args = [] } = {}) {
   requireTools();
   const dir = mkdtempSync(join(tmpdir(), 'gm-viewer-'));
   const home = join(dir, 'home');
-  const proc = spawn(BIN, ['serve', '--port', String(port), '--json', '--db', join(dir, 'test.db')], {
+  const proc = spawn(BIN, ['serve', '--port', String(port), '--json', '--db', join(dir, 'test.db'), ...args], {
     env: { ...process.env, GRAPHMIND_HOME: home, GRAPHMIND_TELEMETRY: '0', GRAPHMIND_VIEWER_DIST: join(viewerDir, 'dist'), GRAPHMIND_ABANDON_GRACE_MS: '60000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
