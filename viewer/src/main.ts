@@ -1151,7 +1151,7 @@ function actions(): Item[] {
     { label: 'Fit the graph', hint: '⇧F', run: fit },
     { label: 'Follow the active node', hint: 'F', run: () => (S.follow = !S.follow) },
     { label: 'Toggle the timeline', hint: '⇧T', run: toggleTimeline },
-    { label: 'Timeline only (hide the graph)', hint: '⇧O', run: toggleTimelineOnly },
+    { label: 'Hide the graph: timeline only', hint: '⇧O', run: toggleTimelineOnly },
     { label: 'Filter: errored nodes', hint: '', run: () => toggleFilter('errored') },
     { label: 'Filter: error path (failures and what led to them)', hint: '⇧E', run: () => toggleFilter('errorPath') },
     { label: 'Re-arrange the layout and fit', hint: '⇧A', run: rearrange },
