@@ -1,19 +1,19 @@
 // The graph panel: the view (projection + layout) of the selected run, its cards (lit per
 // execution, the held gate's banner), edges, the empty state, and focus on a new hold.
-import { authHeaders, token } from './conn';
 import { el } from './json';
 import { fmtMs, now } from './format';
 import { fillVirtualCard, setFold, summaryText } from './folds';
 import { invalidate, KINDS, S } from './store';
 import { anchorTo, CARD_H, HELD_H, type Layout, layout } from './layout';
-import { activePauses, type GNode, hiddenBy, instanceTimes, nodeStatus, type Pause, pauseReasonText, type RunModel } from './model';
+import { activePauses, type GNode, hiddenBy, instanceTimes, nodeStatus, type RunModel } from './model';
 import { buildTree, foldDefaults, type FoldState, initialFolds, project, type Projection, reveal, setOpen } from './project';
 import { p90 } from './timeline';
-import { matches, may, NEEDS_TOKEN, openEditor, READ_ONLY, RECORD_HELD_H, resume, step } from './control';
+import { matches, RECORD_HELD_H } from './control';
 import { applyCamera, centerOn, fit, fitsInView } from './camera';
 import { errorPath, renderFilters } from './filters';
-import { toast } from './actions';
 import { selectNode } from './routing';
+import { heldBanner, heldMeta } from './gate-card';
+import { emptyState } from './empty-state';
 
 const $ = (id: string) => document.getElementById(id)!;
 
@@ -295,107 +295,4 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
   const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
   if (pause && pause.active) e.append(heldBanner(m, n, pause));
   e.onclick = () => selectNode(n.id, false);
-}
-
-/** The banner of a held card: why it held and the actions that release it. */
-export function heldBanner(m: RunModel, n: GNode, p: Pause): HTMLElement {
-  const b = el('div', 'held');
-  b.dataset.testid = 'held';
-  b.append(el('div', 'held-reason', pauseReasonText(p, n)));
-  if (p.refused) b.append(el('div', 'held-refused', `refused: ${p.refused.code}${p.refused.message ? ` — ${p.refused.message}` : ''}`));
-  if (S.embedded) {
-    // A record: the gate was held when the run was exported; there is nothing to release.
-    const note = el('div', 'held-meta muted', `${heldMeta(p)} when exported · read-only record`);
-    note.dataset.testid = 'held-readonly';
-    note.title = READ_ONLY;
-    b.append(note);
-    return b;
-  }
-  const row = el('div', 'held-actions');
-  const mk = (label: string, key: string, cls: string, fn: () => void) => {
-    const btn = el('button', `btn act ${cls}`);
-    btn.append(document.createTextNode(label));
-    if (key) btn.append(el('kbd', '', key));
-    btn.onclick = (ev) => {
-      ev.stopPropagation();
-      fn();
-    };
-    row.append(btn);
-    return btn;
-  };
-  mk('Continue', 'C', 'act-continue primary', () => resume(p, 'continue'));
-  const st = mk('Step', 'S', 'act-step', () => step(p));
-  if (!may('debug')) (st.disabled = true), (st.title = `${NEEDS_TOKEN} (Step arms step mode)`);
-  mk('Retry', 'R', 'act-retry', () => resume(p, 'retry'));
-  const inj = mk('Inject', 'I', 'act-inject', () => openEditor(p, 'inject'));
-  if (!may('inject')) (inj.disabled = true), (inj.title = NEEDS_TOKEN);
-  if (p.editable && S.control?.editInput !== false) {
-    const ed = mk('Edit args', '', 'act-edit', () => openEditor(p, 'edit'));
-    if (!may('edit')) (ed.disabled = true), (ed.title = NEEDS_TOKEN);
-  }
-  mk('Abort', '', 'act-abort danger', () => resume(p, 'abort'));
-  b.append(row);
-  b.append(el('div', 'held-meta muted', heldMeta(p)));
-  return b;
-}
-
-function heldMeta(p: Pause): string {
-  return `${p.point} gate · held ${fmtMs(Math.max(0, now() - p.ts))}`;
-}
-
-function emptyState(m: RunModel | undefined): HTMLElement {
-  const box = el('div', 'empty-card');
-  if (S.embeddedError !== undefined) {
-    box.dataset.testid = 'empty';
-    box.append(el('h2', '', 'This exported run cannot be read'), el('p', 'muted', S.embeddedError));
-    return box;
-  }
-  if (m && S.selectedRun) {
-    box.append(el('h2', '', S.embedded ? 'No nodes recorded' : 'Waiting for events…'), el('p', 'muted', S.embedded ? `The exported run ${m.runId} has no node events.` : `Run ${m.runId} has no nodes yet.`));
-    return box;
-  }
-  box.dataset.testid = 'empty';
-  if (S.authNeeded) {
-    box.append(el('h2', '', 'This server needs the viewer token'));
-    box.append(el('p', '', 'Get this viewer’s link with its token: in a terminal on this machine, run'));
-    box.append(el('pre', 'cmd', 'graphmind open'));
-    box.append(el('p', 'muted', 'It prints the link (it ends in #token=…) and opens it. The token changes at every server start and is kept for this tab only.'));
-    return box;
-  }
-  box.append(el('h2', '', 'No runs yet'));
-  box.append(el('p', '', 'See one first: a demo agent that loops on a tool and fails once, held at both for you to Continue, Inject or Retry.'));
-  box.append(startDemoButton());
-  box.append(el('p', 'muted', 'Or in a terminal: graphmind demo (make demo in the repository).'));
-  box.append(el('p', 'muted', `Or point an instrumented app at this server: GRAPHMIND_URL=ws://${location.host}/ingest${location.port === '4747' ? ' (the default)' : ''}.`));
-  const a = el('a', 'btn', 'Try a synthetic 300-node run');
-  a.href = '?stress=300';
-  box.append(a);
-  return box;
-}
-
-/** "Start the demo": `POST /api/demo/start` with the viewer token, then opens the run. */
-function startDemoButton(): HTMLElement {
-  const b = el('button', 'btn primary', 'Start the demo') as HTMLButtonElement;
-  b.dataset.testid = 'start-demo';
-  if (!token() && S.control) {
-    b.disabled = true;
-    b.title = NEEDS_TOKEN;
-    const wrap = el('div', '');
-    wrap.append(b, el('p', 'muted', NEEDS_TOKEN));
-    return wrap;
-  }
-  b.onclick = async () => {
-    b.disabled = true;
-    try {
-      const r = await fetch('/api/demo/start', { method: 'POST', headers: authHeaders() });
-      const body = await r.json().catch(() => ({}));
-      if (r.ok && typeof body.runId === 'string') location.hash = `#/run/${body.runId}`;
-      else toast(`cannot start the demo: ${body.message ?? `HTTP ${r.status}`}`, 'warn');
-    } catch (e) {
-      toast(`cannot start the demo: ${e instanceof Error ? e.message : String(e)}`, 'warn');
-    } finally {
-      b.disabled = false;
-    }
-  };
-  return b;
 }

@@ -7,7 +7,7 @@ import { fmtMs, now } from './format';
 import { invalidate, S } from './store';
 import { type GNode, hiddenBy, holdingPause, type Instance, instanceTimes, type RunModel } from './model';
 import { may, NEEDS_TOKEN, sameMatcher, toggleBreakpoint } from './control';
-import { heldBanner } from './graph';
+import { heldBanner } from './gate-card';
 import { selectNode } from './routing';
 
 const $ = (id: string) => document.getElementById(id)!;
