@@ -5,7 +5,7 @@
 import { buildLib } from './build-lib.mjs';
 
 const lib = await import(await buildLib());
-const { stressRun, newRun, apply, buildTree, initialFolds, project, layout, timeline, promptDiff } = lib;
+const { stressRun, newRun, apply, buildTree, initialFolds, project, layout, timeline, promptDiff, foldSummary } = lib;
 
 function measure(fn, { warm = 10, runs = 30 } = {}) {
   for (let i = 0; i < warm; i++) fn();
@@ -42,12 +42,19 @@ const chat = (sys, n) => ({ model: 'gpt-4o', tools: [{ name: 'search', schemaHas
 const promptA = chat('You are a travel agent.', 50);
 const promptB = chat('You are a careful travel agent.', 51);
 promptB.messages[25].content = 'edited';
+// a gap marker stored after the run's events (as the server replays it, in seq order): it is
+// placed among all 5,000 events already seen
+const lastSeq = envs[envs.length - 1].seq;
+const withGap = [...envs, { gm: 1, seq: lastSeq + 1, ts: envs[envs.length - 1].ts, runId: envs[0].runId, type: 'graph.hint', payload: { nodes: [], gap: { droppedCount: 100, fromSeq: 2000, toSeq: 2099, reason: 'buffer-overflow' } } }];
+const foldedIds = [...projFolded.folded.keys()];
 const rows = [
   ['reducer (all events)', () => modelOf(envs)],
+  ['reducer + a gap marker placed', () => modelOf(withGap)],
   ['projection (tree + folds + project)', () => { const t = buildTree(m); project(m, initialFolds(t, m.nodes.size), t); }],
   ['layout, 300 cards (all open)', () => layout({ visible: projAll.visible, parent: projAll.parent })],
   [`layout, ${projFolded.visible.length} cards (folded)`, () => layout({ visible: projFolded.visible, parent: projFolded.parent })],
   ['timeline (all instances)', () => timeline(m, m.endTs)],
+  [`fold summaries, ${foldedIds.length} folded cards`, () => { for (const id of foldedIds) foldSummary(tree, m, id); }],
   ['prompt diff, 2 x 50 messages', () => promptDiff(promptA, promptB)],
 ];
 console.log('step'.padEnd(40) + '  median       p90       min   budget');

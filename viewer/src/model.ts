@@ -53,6 +53,8 @@ export interface GNode {
   instances: Instance[];
   byInstance: Map<string, Instance>;
   activePause?: string;
+  /** `node.started.collapsed`: the app asks for the node to open folded. */
+  collapsed?: boolean;
   version: number;
 }
 
@@ -91,16 +93,32 @@ export interface RunModel {
   error?: { name?: string; message?: string };
   nodes: Map<string, GNode>;
   pauses: Map<string, Pause>;
-  seen: Set<number>;
+  /** seq -> ts of every applied event (dedupe, and where a gap falls). */
+  seen: Map<number, number>;
+  /** instanceId -> nodeId: the C ABI and the Rust API name a parent by its instance id. */
+  instanceNode: Map<string, string>;
   /** Nodes with an instance still running (for inferring a missing parentId). */
   running: Set<string>;
   eventCount: number;
   errorCount: number;
   gaps: number;
+  /** The replay gap markers (`graph.hint` with `gap`), in arrival order: what was lost and where. */
+  gapList: Gap[];
   /** Bumps on every applied event. */
   version: number;
   /** Bumps when the set of nodes, their parents or their pause state changes (layout input). */
   shapeVersion: number;
+}
+
+/** One gap marker: `dropped` events with seq `fromSeq`..`toSeq` never reached a debugger. */
+export interface Gap {
+  dropped: number;
+  fromSeq: number;
+  toSeq: number;
+  reason: string;
+  /** The newest ts seen on an event before `fromSeq` and the oldest after `toSeq`: where the gap falls in time. */
+  beforeTs?: number;
+  afterTs?: number;
 }
 
 export function newRun(runId: string): RunModel {
@@ -109,11 +127,13 @@ export function newRun(runId: string): RunModel {
     status: 'running',
     nodes: new Map(),
     pauses: new Map(),
-    seen: new Set(),
+    seen: new Map(),
+    instanceNode: new Map(),
     running: new Set(),
     eventCount: 0,
     errorCount: 0,
     gaps: 0,
+    gapList: [],
     version: 0,
     shapeVersion: 0,
   };
@@ -168,13 +188,14 @@ function redactionOf(p: any): Redaction | undefined {
 /** Applies one envelope; returns false for a duplicate (same seq) or a non-run envelope. */
 export function apply(run: RunModel, env: Envelope): boolean {
   if (!env || typeof env.seq !== 'number' || run.seen.has(env.seq)) return false;
-  run.seen.add(env.seq);
-  run.eventCount++;
-  run.version++;
   const p = env.payload ?? {};
   const ts = typeof env.ts === 'number' ? env.ts : 0;
+  run.seen.set(env.seq, ts);
+  run.eventCount++;
+  run.version++;
   if (run.startTs === undefined || ts < run.startTs) run.startTs = ts;
   if (run.lastTs === undefined || ts > run.lastTs) run.lastTs = ts;
+  if (env.type !== 'graph.hint') for (const g of run.gapList) placeGap(g, env.seq, ts);
   switch (env.type) {
     case 'run.started':
       if (typeof p.app === 'string') run.app = p.app;
@@ -190,21 +211,29 @@ export function apply(run: RunModel, env: Envelope): boolean {
       }
       break;
     case 'graph.hint':
-      if (p.gap) run.gaps += Number(p.gap.droppedCount) || 0;
+      if (p.gap && typeof p.gap === 'object') addGap(run, p.gap, env.seq);
       if (Array.isArray(p.nodes)) for (const h of p.nodes) if (h && typeof h.nodeId === 'string') ensureNode(run, h.nodeId, h.kind, h.name, h.parentId);
       break;
     case 'node.started': {
       if (typeof p.nodeId !== 'string') break;
       // No parentId: the node runs under whatever started most recently and is still running.
-      const parent = typeof p.parentId === 'string' ? p.parentId : run.nodes.has(p.nodeId) ? undefined : innermostRunning(run, p.nodeId);
+      // A parentId that names no node but an execution (the C ABI's and the Rust API's
+      // parent instance id) stands for that execution's node.
+      const named = typeof p.parentId === 'string' ? (run.nodes.has(p.parentId) ? p.parentId : run.instanceNode.get(p.parentId) ?? p.parentId) : undefined;
+      const parent = named ?? (run.nodes.has(p.nodeId) ? undefined : innermostRunning(run, p.nodeId));
       const n = ensureNode(run, p.nodeId, p.kind, p.name, parent);
       n.hinted = false;
+      if (p.collapsed === true && !n.collapsed) {
+        n.collapsed = true;
+        run.shapeVersion++;
+      }
       const instanceId = typeof p.instanceId === 'string' ? p.instanceId : `${p.nodeId}#${n.instances.length}`;
       let inst = n.byInstance.get(instanceId);
       if (!inst) {
         inst = { instanceId, nodeId: n.id, startTs: ts, status: 'running', text: '', reasoning: '', hiddenChars: 0 };
         n.instances.push(inst);
         n.byInstance.set(instanceId, inst);
+        run.instanceNode.set(instanceId, n.id);
       }
       inst.input = p.input;
       inst.startRedaction = redactionOf(p);
@@ -372,6 +401,25 @@ function closePause(run: RunModel, pause: Pause): void {
 const PREVIEW_CHARS = 4000;
 function clip(s: string): string {
   return s.length > PREVIEW_CHARS ? s.slice(s.length - PREVIEW_CHARS) : s;
+}
+
+/** Records a gap marker and places it among the events already seen. */
+function addGap(run: RunModel, raw: any, markerSeq: number): void {
+  const dropped = Number(raw.droppedCount) || 0;
+  run.gaps += dropped;
+  const fromSeq = Number(raw.fromSeq);
+  const toSeq = Number(raw.toSeq);
+  if (!Number.isFinite(fromSeq) || !Number.isFinite(toSeq)) return;
+  const g: Gap = { dropped, fromSeq, toSeq, reason: typeof raw.reason === 'string' ? raw.reason : 'unknown' };
+  run.gapList.push(g);
+  // Live, the marker comes before the buffered events (later ones place it as they arrive);
+  // from storage it comes in seq order, after them. Its own seq is fresh and not part of it.
+  for (const [seq, ts] of run.seen) if (seq !== markerSeq) placeGap(g, seq, ts);
+}
+
+function placeGap(g: Gap, seq: number, ts: number): void {
+  if (seq < g.fromSeq && (g.beforeTs === undefined || ts > g.beforeTs)) g.beforeTs = ts;
+  else if (seq > g.toSeq && (g.afterTs === undefined || ts < g.afterTs)) g.afterTs = ts;
 }
 
 /** The node's status: paused > running > last instance's outcome; `pending` for a hint. */

@@ -49,6 +49,8 @@ export const S = {
   control: undefined as undefined | { principal?: string; editInput?: boolean; hubCapabilities?: string[] },
   rail: true,
   showTimeline: false,
+  /** The timeline alone, the graph hidden. */
+  timelineOnly: false,
   /** Timeline zoom factor (1 = the run fits the width; wheel over the timeline changes it). */
   tlZoom: 1,
   theme: 'system' as 'system' | 'dark' | 'light',

@@ -17,6 +17,8 @@ mkdirSync(outDir, { recursive: true });
 export const BIN = process.env.GRAPHMIND_BIN ? resolve(viewerDir, process.env.GRAPHMIND_BIN) : resolve(viewerDir, '../target/debug/graphmind');
 // The reference Python SDK (graphmind-ai 0.5.1), installed by `make setup` into .venv-ref.
 export const PYTHON = process.env.GRAPHMIND_REF_PYTHON ?? [resolve(viewerDir, '../.venv-ref/bin/python'), '/work/main/.venv-ref/bin/python'].find((p) => existsSync(p)) ?? 'python3';
+// The Node SDK (bindings/node with its built addon): this tree's, else the main checkout's.
+export const NODE_SDK = process.env.GM_NODE_SDK ?? [resolve(viewerDir, '../bindings/node'), '/work/main/bindings/node'].find((p) => existsSync(join(p, 'graphmind.linux-x64-gnu.node')));
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
@@ -29,11 +31,11 @@ export function requireTools() {
 /** Starts the server; resolves {port, url, viewerUrl, stop, logs}. `viewerUrl` is the link
  * the server's redirect file opens (`/#token=<viewer token>`), or `url` when this server
  * writes none (no control tokens). */
-export async function startServer(env = {}) {
+export async function startServer(env = {}, { port = 0, args = [] } = {}) {
   requireTools();
   const dir = mkdtempSync(join(tmpdir(), 'gm-viewer-'));
   const home = join(dir, 'home');
-  const proc = spawn(BIN, ['serve', '--port', '0', '--json', '--db', join(dir, 'test.db')], {
+  const proc = spawn(BIN, ['serve', '--port', String(port), '--json', '--db', join(dir, 'test.db'), ...args], {
     env: { ...process.env, GRAPHMIND_HOME: home, GRAPHMIND_TELEMETRY: '0', GRAPHMIND_VIEWER_DIST: join(viewerDir, 'dist'), GRAPHMIND_ABANDON_GRACE_MS: '60000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
