@@ -47,7 +47,7 @@ viewer:
 
 ## The viewer's browser tests: Chromium against the real server binary.
 test-viewer:
-	$(CARGO) build --release -p graphmind-cli
+	$(CARGO) build --release -p graphmind-cli -p graphmind-ffi
 	cd viewer && GRAPHMIND_BIN=../target/release/graphmind npm test
 
 ## Builds first: `cargo test` links the tests against the rlib only, and the ABI test

@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { viewerDir, startServer, launch, newPage, shot, geometry, overlaps, waitFor, closePages } from './harness.mjs';
 
-// libgraphmind.so and its header: this tree's release build, else the main checkout's.
-const ROOT = [resolve(viewerDir, '..'), '/work/main'].find((r) => existsSync(join(r, 'target/release/libgraphmind.so')) && existsSync(join(r, 'include/graphmind.h')));
+// libgraphmind.so and its header: this tree's release build (`make test-viewer` builds it;
+// GM_C_ROOT names another checkout's).
+const ROOT = process.env.GM_C_ROOT ?? resolve(viewerDir, '..');
 let browser, srv;
 after(async () => {
   await closePages();
@@ -18,7 +19,8 @@ after(async () => {
   await srv?.stop();
 });
 
-test('a C-ABI run with no root reads as a graph: the run as root, its calls in call order', { skip: !ROOT && 'no libgraphmind.so built (cargo build --release -p graphmind-ffi)' }, async () => {
+test('a C-ABI run with no root reads as a graph: the run as root, its calls in call order', async () => {
+  assert.ok(existsSync(join(ROOT, 'target/release/libgraphmind.so')), `no ${ROOT}/target/release/libgraphmind.so: run cargo build --release -p graphmind-ffi (make test-viewer does)`);
   const exe = join(mkdtempSync(join(tmpdir(), 'gm-c-')), 'c_run');
   const cc = spawnSync('cc', ['-std=c99', '-Wall', '-Wextra', '-Werror', '-pedantic', '-I', join(ROOT, 'include'), join(viewerDir, 'test/c_run.c'), '-o', exe, '-L', join(ROOT, 'target/release'), '-lgraphmind'], { encoding: 'utf8' });
   assert.equal(cc.status, 0, cc.stderr);

@@ -16,9 +16,9 @@ mkdirSync(outDir, { recursive: true });
 
 export const BIN = process.env.GRAPHMIND_BIN ? resolve(viewerDir, process.env.GRAPHMIND_BIN) : resolve(viewerDir, '../target/debug/graphmind');
 // The reference Python SDK (graphmind-ai 0.5.1), installed by `make setup` into .venv-ref.
-export const PYTHON = process.env.GRAPHMIND_REF_PYTHON ?? [resolve(viewerDir, '../.venv-ref/bin/python'), '/work/main/.venv-ref/bin/python'].find((p) => existsSync(p)) ?? 'python3';
+export const PYTHON = process.env.GRAPHMIND_REF_PYTHON ?? [resolve(viewerDir, '../.venv-ref/bin/python')].find((p) => existsSync(p)) ?? 'python3';
 // The Node SDK (bindings/node with its built addon): this tree's, else the main checkout's.
-export const NODE_SDK = process.env.GM_NODE_SDK ?? [resolve(viewerDir, '../bindings/node'), '/work/main/bindings/node'].find((p) => existsSync(join(p, 'graphmind.linux-x64-gnu.node')));
+export const NODE_SDK = process.env.GM_NODE_SDK ?? [resolve(viewerDir, '../bindings/node')].find((p) => existsSync(join(p, 'graphmind.linux-x64-gnu.node')));
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 

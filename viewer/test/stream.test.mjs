@@ -36,7 +36,8 @@ function freePort() {
   });
 }
 
-test('a gap the Node SDK lost reads "N events lost between seq a and b", in the bar, over the graph and on the timeline', { skip: !NODE_SDK && 'no built Node SDK' }, async () => {
+test('a gap the Node SDK lost reads "N events lost between seq a and b", in the bar, over the graph and on the timeline', async () => {
+  assert.ok(NODE_SDK, 'no built Node SDK in bindings/node (make test-node builds it; GM_NODE_SDK names another)');
   const port = await freePort();
   const app = spawn(process.execPath, [join(here, 'gap_app.cjs')], { env: { ...process.env, GM_NODE_SDK: NODE_SDK, GRAPHMIND_URL: `ws://127.0.0.1:${port}/ingest`, GRAPHMIND_TELEMETRY: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
