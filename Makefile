@@ -46,7 +46,7 @@ viewer:
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund; } && npx vite build
 
 ## The viewer's browser tests: Chromium against the real server binary.
-test-viewer:
+test-viewer: viewer
 	$(CARGO) build --release -p graphmind-cli -p graphmind-ffi
 	cd viewer && GRAPHMIND_BIN=../target/release/graphmind npm test
 
