@@ -11,6 +11,7 @@ pub mod config;
 pub mod edit_input;
 pub mod edit_schema;
 pub mod event;
+pub mod failure_once;
 pub mod fingerprint;
 pub mod fork;
 pub mod gate;

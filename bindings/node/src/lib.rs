@@ -16,6 +16,7 @@
 
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatus};
+use graphmind_core::failure_once::GatedFailures;
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Map, Value};
@@ -162,8 +163,19 @@ pub struct NativeSession {
     runs: HashMap<String, Run>,
     sites: Vec<CallSite>,
     site_ids: HashMap<(String, String, bool), u32>,
+    /// The failures whose error gate was offered (one pause per failure, the core's rule).
+    pub(crate) failures: GatedFailures,
     /// The buffer JSON text from JavaScript is read into (reused across calls).
     scratch: Vec<u8>,
+}
+
+/// A skin's failure number as the core's [`graphmind_core::failure_once::FailureId`]
+/// (none, negative or fractional: unnamed).
+pub(crate) fn failure_id(failure: Option<f64>) -> graphmind_core::failure_once::FailureId {
+    match failure {
+        Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => n as u64,
+        _ => 0,
+    }
 }
 
 /// `ready()` off the JS thread.
@@ -244,6 +256,7 @@ impl NativeSession {
             runs: HashMap::new(),
             sites: Vec::new(),
             site_ids: HashMap::new(),
+            failures: GatedFailures::new(),
             scratch: Vec::new(),
         })
     }
@@ -588,12 +601,14 @@ impl NativeSession {
         self.step_gate(&env, handle, gate)
     }
 
-    /// The call threw: `node.error` and the gate at `error`.
+    /// The call threw: `node.error` and the gate at `error`. `failure` names the thrown
+    /// value (the same number at every level it climbs through; `0` or none: unnamed): only
+    /// the first level to report a failure offers its gate (`Step::error_once`).
     #[napi]
-    pub fn step_error(&mut self, env: Env, handle: u32, name: String, message: String, stack: Option<String>) -> Result<i32> {
+    pub fn step_error(&mut self, env: Env, handle: u32, name: String, message: String, stack: Option<String>, failure: Option<f64>) -> Result<i32> {
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::Error;
-        let gate = slot.step.error(error_info(Some(name), Some(message), stack));
+        let gate = slot.step.error_once(error_info(Some(name), Some(message), stack), failure_id(failure), &mut self.failures);
         self.step_gate(&env, handle, gate)
     }
 
