@@ -428,6 +428,15 @@ class Session {
     };
   }
 
+  /**
+   * Records node inputs and outputs longer than `maxChars` characters of JSON as a preview
+   * (`{__graphmind: 'truncated', preview, chars}`, the core's `payload_cap`); `null`: no
+   * cap. What the app's code sees is never changed. Never throws.
+   */
+  capPayloads(maxChars) {
+    try { this.#native.setMaxPayloadChars(typeof maxChars === 'number' ? maxChars : null); } catch { /* fail open */ }
+  }
+
   /** A diagnostics snapshot. */
   stats() { return this.#native.stats(); }
 

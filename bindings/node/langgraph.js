@@ -309,7 +309,7 @@ function graphmind(options = {}) {
       session.emit('graph.hint', { nodes });
     },
   };
-  if (maxPayloadChars !== undefined) session.warn('langgraph-max-payload', 'maxPayloadChars is not applied: payloads are bounded by the core\'s event budget (docs/node.md)');
+  if (maxPayloadChars !== undefined) session.capPayloads(maxPayloadChars);
 
   const tool = (name, fn) => {
     if (!session.enabled || typeof fn !== 'function') return fn;

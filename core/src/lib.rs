@@ -22,6 +22,7 @@ pub mod llm_builtin;
 pub mod llm_step;
 pub mod loop_guard;
 pub mod mcp;
+pub mod payload_cap;
 pub mod random;
 pub mod redact;
 pub mod session;

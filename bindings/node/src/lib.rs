@@ -17,6 +17,7 @@
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatus};
 use graphmind_core::failure_once::GatedFailures;
+use graphmind_core::payload_cap;
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Map, Value};
@@ -165,6 +166,8 @@ pub struct NativeSession {
     site_ids: HashMap<(String, String, bool), u32>,
     /// The failures whose error gate was offered (one pause per failure, the core's rule).
     pub(crate) failures: GatedFailures,
+    /// The host's cap on recorded node inputs and outputs (`setMaxPayloadChars`).
+    max_payload_chars: Option<usize>,
     /// The buffer JSON text from JavaScript is read into (reused across calls).
     scratch: Vec<u8>,
 }
@@ -257,6 +260,7 @@ impl NativeSession {
             sites: Vec::new(),
             site_ids: HashMap::new(),
             failures: GatedFailures::new(),
+            max_payload_chars: None,
             scratch: Vec::new(),
         })
     }
@@ -451,7 +455,7 @@ impl NativeSession {
         input_json: Option<JsString<'_>>,
         editable: bool,
     ) -> Result<u32> {
-        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?;
+        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?.map(|v| payload_cap::cap_value(v, self.max_payload_chars));
         let kind = kind_of(&kind);
         let node = match node_id {
             Some(id) => NodeRef::with_id(kind, &name, &id),
@@ -593,7 +597,7 @@ impl NativeSession {
     /// The call returned `output` (JSON): the gate after it.
     #[napi]
     pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<JsString<'_>>) -> Result<i32> {
-        let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?;
+        let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?.map(|v| payload_cap::cap_host(v, self.max_payload_chars));
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::After;
         let (gate, output) = slot.step.after_output(output);
@@ -610,6 +614,17 @@ impl NativeSession {
         slot.point = PausePoint::Error;
         let gate = slot.step.error_once(error_info(Some(name), Some(message), stack), failure_id(failure), &mut self.failures);
         self.step_gate(&env, handle, gate)
+    }
+
+    /// Caps the node inputs (`stepStart`) and outputs (`stepAfter`) this session records at
+    /// `max_chars` characters of JSON (`core::payload_cap`); `null` or a negative number: no
+    /// cap. The app's values are never touched.
+    #[napi]
+    pub fn set_max_payload_chars(&mut self, max_chars: Option<f64>) {
+        self.max_payload_chars = match max_chars {
+            Some(n) if n >= 0.0 && n.is_finite() => Some(n as usize),
+            _ => None,
+        };
     }
 
     /// The decision of the step's held gate arrived (the dispatcher named `handle`): apply it.

@@ -259,3 +259,29 @@ test('a callback gate asked to inject warns once and continues with the real wor
   assert.match(warned[0], /wrapStructuredTool/);
   await gm.dispose();
 });
+
+test('maxPayloadChars: longer node inputs and outputs are recorded as a preview, the graph gets the full values', async () => {
+  const { gm } = await attached({ maxPayloadChars: 40 });
+  const long = 'x'.repeat(500);
+  const State = Annotation.Root({ text: Annotation() });
+  const graph = new StateGraph(State)
+    .addNode('grow', async () => ({ text: long }))
+    .addNode('keep', async (s) => ({ text: s.text }))
+    .addEdge(START, 'grow')
+    .addEdge('grow', 'keep')
+    .addEdge('keep', END)
+    .compile();
+  const before = await runIds();
+  const result = await graph.invoke({ text: 'short' }, gm.config());
+  assert.equal(result.text, long, 'the app sees the real state');
+  const [runId] = (await runIds()).filter((id) => !before.includes(id));
+  const events = await runEvents(srv, gm, runId);
+  const grown = of(events, 'node.finished', 'chain:grow')[0].output;
+  assert.equal(grown.__graphmind, 'truncated');
+  assert.equal(grown.preview.length, 40);
+  assert.ok(grown.chars > 500, String(grown.chars));
+  const kept = of(events, 'node.started', 'chain:keep')[0].input;
+  assert.equal(kept.__graphmind, 'truncated');
+  assert.deepEqual(of(events, 'node.started', 'chain:grow')[0].input, { text: 'short' }, 'within the cap: as it was');
+  await gm.dispose();
+});
