@@ -11,11 +11,14 @@
  * it, driven by the core's Step (before / after / error; `retry`, `inject`, `abort`). The
  * gate sits after the SDK has validated the request and before the handler body runs.
  * `connect(transport)` records a `graph.hint` of the registered surface (a short run
- * `mcp:connect <server name>`). An injected value that is not already a result is lifted
+ * `mcp:connect <server name>`). A handler asking the client to sample
+ * (`server.server.createMessage(params)`, or `extra.sendRequest` with `sampling/createMessage`)
+ * is a gated `llm:sampling` node under the handler's node, in the request's run. An injected value that is not already a result is lifted
  * into one (`liftInjected`). Nothing is written to stdout (warnings go to the session's
  * logger, standard error by default). A gate held past `HOLD_WARN_MS` warns once: the MCP
  * client has its own request timeout.
  */
+const { AsyncLocalStorage } = require('node:async_hooks');
 const { createFacade, packageVersion } = require('./facade.js');
 const { isAbortError, native, toJson } = require('./index.js');
 
@@ -36,6 +39,8 @@ const REGISTRARS = Object.freeze({
 });
 /** The MCP method each node kind answers. */
 const METHODS = Object.freeze({ tool: 'tools/call', resource: 'resources/read', prompt: 'prompts/get' });
+/** The method a server asks its client to sample with (a gated `llm:sampling` node). */
+const SAMPLING = 'sampling/createMessage';
 /** No result yet (a handler's result can be anything, `undefined` included). */
 const NONE = Symbol('none');
 
@@ -55,7 +60,7 @@ function isExtra(value) {
  * value already of the result's shape passes unchanged; docs/node.md, "/mcp").
  */
 function liftInjected(kind, value, uri) {
-  const method = METHODS[kind];
+  const method = kind === 'sampling' ? SAMPLING : METHODS[kind];
   if (!method) return value;
   const params = uri ? JSON.stringify({ uri }) : undefined;
   return JSON.parse(native.mcpLiftInjected(method, params, toJson(value) ?? 'null'));
@@ -121,6 +126,51 @@ function graphmind(options = {}) {
     /** The registered surface, in registration order: `nodeId -> {kind, name}`. */
     const surface = new Map();
 
+    /** The node of the handler running now (what a sampling request hangs under). */
+    const handlerNode = new AsyncLocalStorage();
+    const sampling = session.wrapCall('llm', 'sampling', function gatedSampling(params, send) { return send(params); }, {
+      editable: true,
+      parentId: () => handlerNode.getStore() ?? serverNodeId(),
+    });
+    /** `send(params)` (the real sampling request) as the gated `llm:sampling` node. */
+    const sample = async (params, send) => {
+      let real = NONE;
+      const value = await sampling(params, async (edited) => { real = await send(edited); return real; });
+      return value === real && real !== NONE ? value : liftInjected('sampling', value);
+    };
+    /** The low-level Server with `createMessage` gated (read through `server.server`). */
+    let innerView;
+    const inner = () => {
+      const real = server.server;
+      if (!isObject(real) || typeof real.createMessage !== 'function') return real;
+      if (innerView === undefined || innerView.target !== real) {
+        const createMessage = real.createMessage;
+        const gated = (params, ...more) => sample(params, (edited) => createMessage.call(real, edited, ...more));
+        innerView = {
+          target: real,
+          proxy: new Proxy(real, {
+            get(target, prop) {
+              if (prop === 'createMessage') return gated;
+              const value = Reflect.get(target, prop, target);
+              return typeof value === 'function' ? value.bind(target) : value;
+            },
+          }),
+        };
+      }
+      return innerView.proxy;
+    };
+    /** The handler's `extra` with `sendRequest` gating a sampling request. */
+    const extraWith = (extra, signal) => {
+      const sendRequest = extra.sendRequest;
+      return {
+        ...extra,
+        signal,
+        sendRequest: (req, ...more) => (isObject(req) && req.method === SAMPLING
+          ? sample(req.params, (edited) => sendRequest.call(extra, { ...req, params: edited }, ...more))
+          : sendRequest.call(extra, req, ...more)),
+      };
+    };
+
     /** One incoming request: a run, the server node, the gated node. */
     const request = (kind, name, step, original, thisArg, args) => {
       const last = args.length > 0 ? args[args.length - 1] : undefined;
@@ -135,7 +185,7 @@ function graphmind(options = {}) {
         if (wait) await wait;
         return session.run(`${METHODS[kind]}:${name}`, (ctx) => session.observe('server', serverName, async () => {
           // The handler's signal also aborts when the debugger aborts the run.
-          const nextExtra = extra === undefined ? undefined : { ...extra, signal: AbortSignal.any([extra.signal, ctx.signal]) };
+          const nextExtra = extra === undefined ? undefined : extraWith(extra, AbortSignal.any([extra.signal, ctx.signal]));
           const state = { result: NONE, timer: holdTimer(`${METHODS[kind]} ${name}`) };
           const invoke = async (edited) => {
             clearTimeout(state.timer);
@@ -143,7 +193,7 @@ function graphmind(options = {}) {
             if (kind !== 'resource' && handlerArgs.length > 0) callArgs[0] = edited;
             if (nextExtra !== undefined) callArgs.push(nextExtra);
             try {
-              state.result = await original.apply(thisArg, callArgs);
+              state.result = await handlerNode.run(`${kind}:${name}`, () => original.apply(thisArg, callArgs));
               return state.result;
             } finally {
               state.timer = holdTimer(`${METHODS[kind]} ${name}`);
@@ -209,6 +259,7 @@ function graphmind(options = {}) {
     return new Proxy(server, {
       get(target, prop) {
         if (prop === WRAPPED) return true;
+        if (prop === 'server') return inner();
         const value = Reflect.get(target, prop, target);
         if (typeof value !== 'function') return value;
         if (!views.has(prop)) {
