@@ -13,7 +13,11 @@
  * `connect(transport)` records a `graph.hint` of the registered surface (a short run
  * `mcp:connect <server name>`). A handler asking the client to sample
  * (`server.server.createMessage(params)`, or `extra.sendRequest` with `sampling/createMessage`)
- * is a gated `llm:sampling` node under the handler's node, in the request's run. An injected value that is not already a result is lifted
+ * is a gated `llm:sampling` node under the handler's node, in the request's run. A low-level
+ * `Server` (no `McpServer`) is wrapped the same way: the handlers it is given through
+ * `setRequestHandler` for `tools/call`, `resources/read` and `prompts/get` are gated
+ * (`resource:<uri>` names a resource: there is no registration), every other method passes
+ * untouched, and its own `createMessage` is `llm:sampling`. An injected value that is not already a result is lifted
  * into one (`liftInjected`). Nothing is written to stdout (warnings go to the session's
  * logger, standard error by default). A gate held past `HOLD_WARN_MS` warns once: the MCP
  * client has its own request timeout.
@@ -78,7 +82,7 @@ function describeInput(kind, args) {
 /** The name and version the server was made with (read defensively off the SDK object). */
 function serverInfo(server, fallback) {
   try {
-    const info = server.server && server.server._serverInfo;
+    const info = (server.server && server.server._serverInfo) || server._serverInfo;
     if (info && typeof info.name === 'string') return { name: info.name, version: info.version };
   } catch { /* an SDK that keeps it elsewhere */ }
   return { name: fallback, version: undefined };
@@ -109,8 +113,10 @@ function graphmind(options = {}) {
   function wrapServer(server) {
     if (!session.enabled || !isObject(server)) return server;
     if (server[WRAPPED] === true) return server;
-    if (typeof server.registerTool !== 'function' && typeof server.tool !== 'function') {
-      session.warn('mcp-unknown-server', 'wrapServer: not an McpServer (no registerTool); returned uninstrumented');
+    /** A low-level `Server` (requests answered by its own `setRequestHandler`). */
+    const lowLevel = typeof server.registerTool !== 'function' && typeof server.tool !== 'function';
+    if (lowLevel && typeof server.setRequestHandler !== 'function') {
+      session.warn('mcp-unknown-server', 'wrapServer: neither an McpServer nor a Server (no registerTool, no setRequestHandler); returned uninstrumented');
       return server;
     }
     let labelled;
@@ -211,6 +217,59 @@ function graphmind(options = {}) {
       return call();
     };
 
+    /**
+     * A low-level `Server`'s `setRequestHandler`: the handler of a work method (the core's
+     * `gated_request`: tools/call, resources/read, prompts/get) is one run with the gated
+     * node under the server node, as a registered callback is; other methods pass untouched.
+     */
+    const handlerSetter = (method) => function graphmindSetRequestHandler(schema, handler) {
+      if (typeof handler !== 'function') return method.call(server, schema, handler);
+      const gatedHandler = function graphmindRequestHandler(req, extra) {
+        let gated = null;
+        try {
+          const view = native.mcpGatedRequest(String(req && req.method), isObject(req) && req.params !== undefined ? toJson(req.params) : null);
+          gated = view === null ? null : JSON.parse(view);
+        } catch { /* fail open: the request runs unrecorded */ }
+        if (gated === null) return handler.call(this, req, extra);
+        return answer(gated, req, extra, (edited, nextExtra) => handler.call(this, edited === gated.input ? req : { ...req, params: { ...req.params, arguments: edited } }, nextExtra));
+      };
+      return method.call(server, schema, gatedHandler);
+    };
+
+    /** One request of a low-level `Server`: a run, the server node, the gated node. */
+    const answer = (gated, req, extra, run) => {
+      const { name: serverName } = label();
+      const step = session.wrapCall(gated.kind, gated.name, function gatedRequest(edited) { return this(edited); }, {
+        editable: gated.editable,
+        parentId: serverNodeId,
+      });
+      const call = async () => {
+        const wait = facade.attached();
+        if (wait) await wait;
+        return session.run(`${req.method}:${gated.name}`, (ctx) => session.observe('server', serverName, async () => {
+          // The handler's signal also aborts when the debugger aborts the run.
+          const nextExtra = isObject(extra) ? extraWith(extra, AbortSignal.any([extra.signal, ctx.signal])) : extra;
+          const state = { result: NONE, timer: holdTimer(`${req.method} ${gated.name}`) };
+          const invoke = async (edited) => {
+            clearTimeout(state.timer);
+            try {
+              state.result = await handlerNode.run(gated.nodeId, () => run(edited, nextExtra));
+              return state.result;
+            } finally {
+              state.timer = holdTimer(`${req.method} ${gated.name}`);
+            }
+          };
+          try {
+            const value = await step.call(invoke, gated.input);
+            return value === state.result && state.result !== NONE ? value : JSON.parse(native.mcpLiftInjected(req.method, toJson(req.params) ?? null, toJson(value) ?? 'null'));
+          } finally {
+            clearTimeout(state.timer);
+          }
+        }));
+      };
+      return call();
+    };
+
     /** A registration method whose last function argument (the callback) is gated. */
     const registrar = (method, kind) => function graphmindRegister(...args) {
       let callArgs = args;
@@ -259,11 +318,13 @@ function graphmind(options = {}) {
     return new Proxy(server, {
       get(target, prop) {
         if (prop === WRAPPED) return true;
-        if (prop === 'server') return inner();
+        if (prop === 'server' && !lowLevel) return inner();
         const value = Reflect.get(target, prop, target);
         if (typeof value !== 'function') return value;
         if (!views.has(prop)) {
-          if (typeof prop === 'string' && Object.hasOwn(REGISTRARS, prop)) views.set(prop, registrar(value, REGISTRARS[prop]));
+          if (lowLevel && prop === 'setRequestHandler') views.set(prop, handlerSetter(value));
+          else if (lowLevel && prop === 'createMessage') views.set(prop, (params, ...more) => sample(params, (edited) => value.call(target, edited, ...more)));
+          else if (!lowLevel && typeof prop === 'string' && Object.hasOwn(REGISTRARS, prop)) views.set(prop, registrar(value, REGISTRARS[prop]));
           else if (prop === 'connect') views.set(prop, connect(value));
           else {
             // The SDK's classes keep private fields: their methods run on the real object.

@@ -301,6 +301,66 @@ test('sampling/createMessage from a handler: a gated llm:sampling node under the
   await gm.dispose();
 });
 
+test('a low-level Server (setRequestHandler, no McpServer): tools/call and resources/read gated, other methods untouched', async () => {
+  const { Server } = require('@modelcontextprotocol/sdk/server/index.js');
+  const { CallToolRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
+  const { gm } = await attached();
+  const calls = [];
+  const raw = new Server({ name: 'hand-rolled', version: '0.4.0' }, { capabilities: { tools: {}, resources: {} } });
+  const server = gm.wrapServer(raw);
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }));
+  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    calls.push('echo');
+    if (req.params.arguments && req.params.arguments.fail) throw new Error('echo failed');
+    return { content: [{ type: 'text', text: `echo: ${req.params.arguments.message}` }] };
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+    calls.push('read');
+    return { contents: [{ uri: req.params.uri, text: 'raw contents' }] };
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const client = new Client({ name: 'c', version: '1' });
+  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+
+  assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo']);
+  assert.equal((await client.callTool({ name: 'echo', arguments: { message: 'hi' } })).content[0].text, 'echo: hi');
+  let events = await finishedRun(gm, 'tools/call:echo');
+  const tool = of(events, 'node.started', 'tool:echo')[0];
+  assert.equal(tool.parentId, 'server:hand-rolled');
+  assert.deepEqual(tool.input, { message: 'hi' });
+  assert.equal((await client.readResource({ uri: 'file:///notes.txt' })).contents[0].text, 'raw contents');
+  events = await finishedRun(gm, 'resources/read:file:///notes.txt');
+  assert.equal(of(events, 'node.started', 'resource:file:///notes.txt')[0].kind, 'resource');
+
+  await arm({ kind: 'tool', name: 'echo', point: 'before' }, { kind: 'tool', name: 'echo', point: 'error' });
+  try {
+    calls.length = 0;
+    let answer = client.callTool({ name: 'echo', arguments: { message: 'hi' } });
+    let p = await pausedAt('tool:echo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'substituted' });
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: 'substituted' }] });
+    assert.equal(calls.length, 0, 'an injected request never ran the handler');
+
+    answer = client.callTool({ name: 'echo', arguments: { message: 'x', fail: true } });
+    p = await pausedAt('tool:echo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'continue', { input: { message: 'edited', fail: false } });
+    assert.equal((await answer).content[0].text, 'echo: edited', 'the edit replaced params.arguments');
+
+    answer = client.callTool({ name: 'echo', arguments: { message: 'y', fail: true } });
+    p = await pausedAt('tool:echo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'continue');
+    p = await pausedAt('tool:echo', 'error');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'recovered by hand' });
+    assert.equal((await answer).content[0].text, 'recovered by hand');
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'echo', point: 'before' });
+    dbg.clear({ kind: 'tool', name: 'echo', point: 'error' });
+  }
+  await client.ping();
+  await client.close();
+  await gm.dispose();
+});
+
 test('stdio: the example server answers over a clean stdout, and is held and injected from the viewer', async () => {
   const transport = new StdioClientTransport({
     command: process.execPath,
