@@ -285,3 +285,38 @@ test('maxPayloadChars: longer node inputs and outputs are recorded as a preview,
   assert.deepEqual(of(events, 'node.started', 'chain:grow')[0].input, { text: 'short' }, 'within the cap: as it was');
   await gm.dispose();
 });
+
+test('a retriever inside a node: retriever:<name> under chain:<node>, held before it runs, its documents recorded', async () => {
+  const { gm } = await attached();
+  const { FakeRetriever } = require('@langchain/core/utils/testing');
+  const { Document } = require('@langchain/core/documents');
+  let fetched = 0;
+  class Notes extends FakeRetriever {
+    async _getRelevantDocuments(query) { fetched += 1; return [new Document({ pageContent: `note about ${query}` })]; }
+  }
+  const retriever = new Notes();
+  const State = Annotation.Root({ q: Annotation(), docs: Annotation() });
+  const graph = new StateGraph(State)
+    .addNode('search', async (s, config) => ({ docs: (await retriever.invoke(s.q, config)).map((d) => d.pageContent) }))
+    .addEdge(START, 'search')
+    .addEdge('search', END)
+    .compile();
+  dbg.breakpoint({ kind: 'retriever', point: 'before' });
+  const known = await runIds();
+  const out = graph.invoke({ q: 'faro' }, gm.config());
+  const { runId, pauses } = await paused(known);
+  assert.match(pauses[0].nodeId, /^retriever:/);
+  await sleep(300);
+  assert.equal(fetched, 0, 'held before the retriever ran');
+  dbg.resume(runId, pauses[0].pauseId, 'continue');
+  const result = await out;
+  dbg.clear({ kind: 'retriever', point: 'before' });
+  assert.deepEqual(result.docs, ['note about faro']);
+  const events = await runEvents(srv, gm, runId);
+  const started = of(events, 'node.started').find((p) => p.nodeId.startsWith('retriever:'));
+  assert.equal(started.parentId, 'chain:search');
+  assert.deepEqual(started.input, { query: 'faro' });
+  const done = of(events, 'node.finished', started.nodeId)[0];
+  assert.match(JSON.stringify(done.output), /note about faro/);
+  await gm.dispose();
+});
