@@ -143,6 +143,14 @@ export interface Session {
   }): Promise<Awaited<R>>;
   /** One rate-limited warning through the session's logger. */
   warn(key: string, message: string): void;
+  /** Runs `fn` in the run `ctx` (`undefined`: the implicit run). */
+  within<T>(ctx: RunContext | undefined, fn: () => T): T;
+  /**
+   * Records node inputs and outputs longer than `maxChars` characters of JSON as a preview
+   * (`{__graphmind: 'truncated', preview, chars}`); `null`: no cap. The app's values are
+   * never changed.
+   */
+  capPayloads(maxChars: number | null): void;
 }
 
 export function createSession(options?: SessionOptions): Session;

@@ -180,6 +180,21 @@ function errorParts(error) {
   return ['Error', message, null];
 }
 
+/** Each thrown object's number for the core (`failure_once`): the same at every level. */
+const failureIds = new WeakMap();
+let lastFailureId = 0;
+
+/** The number naming the thrown value `error` (`0`: a primitive, which cannot be named). */
+function failureOf(error) {
+  if (error === null || (typeof error !== 'object' && typeof error !== 'function')) return 0;
+  let id = failureIds.get(error);
+  if (id === undefined) {
+    id = ++lastFailureId;
+    failureIds.set(error, id);
+  }
+  return id;
+}
+
 function abortReason(signal) {
   const reason = signal && signal.reason;
   return isAbortError(reason) ? reason : new GraphMindAbortError();
@@ -325,7 +340,7 @@ class Session {
   /**
    * One node recorded from a framework's callbacks (LangGraph's): `node.started` now, then
    * `before()`, `after(output)`, `error(error)` or `ungated(aborted)` as the callbacks
-   * arrive. Each gate resolves to whether the run was aborted there (the core's watching
+   * arrive (`chunk(value)`: a streamed piece, for a model call). Each gate resolves to whether the run was aborted there (the core's watching
    * gate: `inject` and `retry` cannot be delivered by a callback, so they continue with
    * a warning keyed `<integration>-<action>`). `watch`: `[integration, label, hint]`.
    * Returns `null` when nothing is recorded (disabled, or the core refused).
@@ -397,7 +412,7 @@ class Session {
         if (done) return Promise.resolve(false);
         const [errName, message, stack] = errorParts(error);
         let code;
-        try { code = driver.error(n, handle, errName, message, stack); } catch { return Promise.resolve(false); }
+        try { code = driver.error(n, handle, errName, message, stack, failureOf(error)); } catch { return Promise.resolve(false); }
         return settle(code);
       },
       ungated: (aborted) => {
@@ -405,7 +420,21 @@ class Session {
         done = true;
         try { driver.ungated(n, handle, Boolean(aborted)); } catch { /* fail open */ }
       },
+      /** One streamed piece (a model's token or chunk): the core batches it into `node.token`. */
+      chunk: (value) => {
+        if (done) return;
+        try { driver.chunk(n, handle, toJson(value) ?? 'null'); } catch { /* fail open */ }
+      },
     };
+  }
+
+  /**
+   * Records node inputs and outputs longer than `maxChars` characters of JSON as a preview
+   * (`{__graphmind: 'truncated', preview, chars}`, the core's `payload_cap`); `null`: no
+   * cap. What the app's code sees is never changed. Never throws.
+   */
+  capPayloads(maxChars) {
+    try { this.#native.setMaxPayloadChars(typeof maxChars === 'number' ? maxChars : null); } catch { /* fail open */ }
   }
 
   /** A diagnostics snapshot. */
@@ -685,7 +714,7 @@ class Session {
             onFailure = RERAISE;
             const [errName, message, stack] = errorParts(error);
             try {
-              code = driver.error(n, handle, errName, message, stack);
+              code = driver.error(n, handle, errName, message, stack, failureOf(error));
             } catch {
               code = RERAISE;
             }
@@ -768,7 +797,7 @@ function recordedReadable(source, recorder) {
 const TOOL_STEP = Object.freeze({
   resume: (n, handle) => n.stepResume(handle),
   after: (n, handle, json) => n.stepAfter(handle, json),
-  error: (n, handle, name, message, stack) => n.stepError(handle, name, message, stack),
+  error: (n, handle, name, message, stack, failure) => n.stepError(handle, name, message, stack, failure),
   ungated: (n, handle, aborted) => n.stepUngated(handle, aborted),
 });
 
@@ -776,7 +805,7 @@ const TOOL_STEP = Object.freeze({
 const MODEL_CALL = Object.freeze({
   resume: (n, handle) => n.llmResume(handle),
   after: (n, handle, json) => n.llmAfter(handle, json ?? 'null'),
-  error: (n, handle, name, message, stack) => n.llmError(handle, name, message, stack),
+  error: (n, handle, name, message, stack, failure) => n.llmError(handle, name, message, stack, failure),
   ungated: (n, handle, aborted) => n.llmUngated(handle, aborted),
 });
 
@@ -784,16 +813,18 @@ const MODEL_CALL = Object.freeze({
 const WATCHED_STEP = Object.freeze({
   resume: (n, handle, watch) => n.stepResumeWatching(handle, ...watch),
   after: (n, handle, json) => n.stepAfter(handle, json),
-  error: (n, handle, name, message, stack) => n.stepError(handle, name, message, stack),
+  error: (n, handle, name, message, stack, failure) => n.stepError(handle, name, message, stack, failure),
   ungated: (n, handle, aborted) => n.stepUngated(handle, aborted),
+  chunk: () => {},
 });
 
 /** The native calls a watched model call makes (`LlmStep`, its gates only watching). */
 const WATCHED_MODEL = Object.freeze({
   resume: (n, handle, watch) => n.llmResumeWatching(handle, ...watch),
   after: (n, handle, json) => n.llmAfter(handle, json ?? 'null'),
-  error: (n, handle, name, message, stack) => n.llmError(handle, name, message, stack),
+  error: (n, handle, name, message, stack, failure) => n.llmError(handle, name, message, stack, failure),
   ungated: (n, handle, aborted) => n.llmUngated(handle, aborted),
+  chunk: (n, handle, json) => n.llmStreamChunk(handle, json),
 });
 
 /**

@@ -198,13 +198,11 @@ function handlerClass() {
       this.records.delete(runId);
       const { step } = record;
       if (step) {
-        const aborted = isAbortError(error) || this.signal.aborted;
-        const seen = error !== null && typeof error === 'object' && this.shared.gatedErrors.has(error);
-        if (aborted || seen) {
-          // One pause per failure: it was held where it happened (or it is an abort).
-          step.ungated(aborted);
+        if (isAbortError(error) || this.signal.aborted) {
+          step.ungated(true);
         } else {
-          if (error !== null && typeof error === 'object') this.shared.gatedErrors.add(error);
+          // The core offers the error gate at the first level reporting this failure only
+          // (one pause per failure): a wrapped tool or an inner node already held it.
           try {
             await this.shared.session.within(record.root.ctx, () => this.gate(record, step.error(error)));
           } catch (abort) {
@@ -241,6 +239,12 @@ function handlerClass() {
         const model = (metadata && text(metadata.ls_model_name)) ?? params.model ?? serializedName(llm);
         return this.start(runId, parentRunId, 'llm', text(runName) ?? model ?? 'llm', { prompts }, { tags, metadata, model: { ...params, model, prompts } });
       });
+    }
+    /** A streamed token: the chunk (text and tool-call chunks) goes to the core's stream reader. */
+    handleLLMNewToken(token, idx, runId, parentRunId, tags, fields) {
+      const record = this.records.get(runId);
+      if (!record || !record.step) return;
+      record.step.chunk(fields && fields.chunk ? fields.chunk : token);
     }
     handleLLMEnd(output, runId) { return this.guard(() => this.end(runId, output)); }
     handleLLMError(error, runId) { return this.guard(() => this.fail(runId, error)); }
@@ -296,8 +300,6 @@ function graphmind(options = {}) {
     wrapped: new Set(),
     /** LangChain tool run id -> the run and parent a wrapper records under. */
     toolRuns: new Map(),
-    /** Errors a gate already held: the levels they climb through do not pause again. */
-    gatedErrors: new WeakSet(),
     /** Ships the `hintGraph` roster into the current run, under its agent node. */
     replayHint(agentName) {
       if (!roster) return;
@@ -307,21 +309,11 @@ function graphmind(options = {}) {
       session.emit('graph.hint', { nodes });
     },
   };
-  if (maxPayloadChars !== undefined) session.warn('langgraph-max-payload', 'maxPayloadChars is not applied: payloads are bounded by the core\'s event budget (docs/node.md)');
-
-  /** A gated call whose failure, once held, does not pause again on the way out. */
-  const marking = (call) => async function graphmindMarked(...args) {
-    try {
-      return await call.apply(this, args);
-    } catch (error) {
-      if (error !== null && typeof error === 'object') shared.gatedErrors.add(error);
-      throw error;
-    }
-  };
+  if (maxPayloadChars !== undefined) session.capPayloads(maxPayloadChars);
 
   const tool = (name, fn) => {
     if (!session.enabled || typeof fn !== 'function') return fn;
-    return marking(facade.tool(name, fn));
+    return facade.tool(name, fn);
   };
 
   function wrapStructuredTool(lcTool) {
@@ -331,13 +323,13 @@ function graphmind(options = {}) {
       const clone = Object.create(Object.getPrototypeOf(lcTool), Object.getOwnPropertyDescriptors(lcTool));
       const original = lcTool._call;
       const link = (args) => (args[1] && args[1].runId !== undefined ? shared.toolRuns.get(args[1].runId) : undefined);
-      const gated = marking(session.wrapCall('tool', name, function body(input, runManager, config) {
+      const gated = session.wrapCall('tool', name, function body(input, runManager, config) {
         return original.call(clone, input, runManager, config);
       }, {
         editable: true,
         toolCall: (args) => (args[2] && args[2].toolCall && typeof args[2].toolCall === 'object' ? args[2].toolCall : null),
         parentId: (args) => { const l = link(args); return l ? l.parentId : null; },
-      }));
+      });
       clone._call = function graphmindCall(input, runManager, config) {
         const l = link([input, runManager]);
         const wait = facade.attached();

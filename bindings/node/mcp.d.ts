@@ -16,7 +16,9 @@ export interface GraphmindMcp extends GraphmindBase {
    * through it (`registerTool` / `registerResource` / `registerPrompt`, and `tool` /
    * `resource` / `prompt`) are gated `tool:` / `resource:` / `prompt:` nodes under a
    * `server:<name>` node, one run per request; `connect` records a `graph.hint` of the
-   * registered surface. Identity when disabled, idempotent.
+   * registered surface. `server.server.createMessage(...)` and a handler's
+   * `extra.sendRequest` of `sampling/createMessage` are a gated `llm:sampling` node under
+   * the handler's node. Identity when disabled, idempotent.
    */
   wrapServer<S>(server: S): S;
 }
@@ -29,7 +31,7 @@ export function graphmind(options?: GraphmindMcpOptions): GraphmindMcp;
  * nothing `{content: []}`; a resource's value one `contents` item for `uri`; a prompt's
  * one user message.
  */
-export function liftInjected(kind: 'tool' | 'resource' | 'prompt', value: unknown, uri?: string): unknown;
+export function liftInjected(kind: 'tool' | 'resource' | 'prompt' | 'sampling', value: unknown, uri?: string): unknown;
 
 /** A held request warns once after this many milliseconds. */
 export const HOLD_WARN_MS: number;

@@ -11,11 +11,18 @@
  * it, driven by the core's Step (before / after / error; `retry`, `inject`, `abort`). The
  * gate sits after the SDK has validated the request and before the handler body runs.
  * `connect(transport)` records a `graph.hint` of the registered surface (a short run
- * `mcp:connect <server name>`). An injected value that is not already a result is lifted
+ * `mcp:connect <server name>`). A handler asking the client to sample
+ * (`server.server.createMessage(params)`, or `extra.sendRequest` with `sampling/createMessage`)
+ * is a gated `llm:sampling` node under the handler's node, in the request's run. A low-level
+ * `Server` (no `McpServer`) is wrapped the same way: the handlers it is given through
+ * `setRequestHandler` for `tools/call`, `resources/read` and `prompts/get` are gated
+ * (`resource:<uri>` names a resource: there is no registration), every other method passes
+ * untouched, and its own `createMessage` is `llm:sampling`. An injected value that is not already a result is lifted
  * into one (`liftInjected`). Nothing is written to stdout (warnings go to the session's
  * logger, standard error by default). A gate held past `HOLD_WARN_MS` warns once: the MCP
  * client has its own request timeout.
  */
+const { AsyncLocalStorage } = require('node:async_hooks');
 const { createFacade, packageVersion } = require('./facade.js');
 const { isAbortError, native, toJson } = require('./index.js');
 
@@ -36,6 +43,8 @@ const REGISTRARS = Object.freeze({
 });
 /** The MCP method each node kind answers. */
 const METHODS = Object.freeze({ tool: 'tools/call', resource: 'resources/read', prompt: 'prompts/get' });
+/** The method a server asks its client to sample with (a gated `llm:sampling` node). */
+const SAMPLING = 'sampling/createMessage';
 /** No result yet (a handler's result can be anything, `undefined` included). */
 const NONE = Symbol('none');
 
@@ -55,7 +64,7 @@ function isExtra(value) {
  * value already of the result's shape passes unchanged; docs/node.md, "/mcp").
  */
 function liftInjected(kind, value, uri) {
-  const method = METHODS[kind];
+  const method = kind === 'sampling' ? SAMPLING : METHODS[kind];
   if (!method) return value;
   const params = uri ? JSON.stringify({ uri }) : undefined;
   return JSON.parse(native.mcpLiftInjected(method, params, toJson(value) ?? 'null'));
@@ -73,7 +82,7 @@ function describeInput(kind, args) {
 /** The name and version the server was made with (read defensively off the SDK object). */
 function serverInfo(server, fallback) {
   try {
-    const info = server.server && server.server._serverInfo;
+    const info = (server.server && server.server._serverInfo) || server._serverInfo;
     if (info && typeof info.name === 'string') return { name: info.name, version: info.version };
   } catch { /* an SDK that keeps it elsewhere */ }
   return { name: fallback, version: undefined };
@@ -104,8 +113,10 @@ function graphmind(options = {}) {
   function wrapServer(server) {
     if (!session.enabled || !isObject(server)) return server;
     if (server[WRAPPED] === true) return server;
-    if (typeof server.registerTool !== 'function' && typeof server.tool !== 'function') {
-      session.warn('mcp-unknown-server', 'wrapServer: not an McpServer (no registerTool); returned uninstrumented');
+    /** A low-level `Server` (requests answered by its own `setRequestHandler`). */
+    const lowLevel = typeof server.registerTool !== 'function' && typeof server.tool !== 'function';
+    if (lowLevel && typeof server.setRequestHandler !== 'function') {
+      session.warn('mcp-unknown-server', 'wrapServer: neither an McpServer nor a Server (no registerTool, no setRequestHandler); returned uninstrumented');
       return server;
     }
     let labelled;
@@ -121,6 +132,51 @@ function graphmind(options = {}) {
     /** The registered surface, in registration order: `nodeId -> {kind, name}`. */
     const surface = new Map();
 
+    /** The node of the handler running now (what a sampling request hangs under). */
+    const handlerNode = new AsyncLocalStorage();
+    const sampling = session.wrapCall('llm', 'sampling', function gatedSampling(params, send) { return send(params); }, {
+      editable: true,
+      parentId: () => handlerNode.getStore() ?? serverNodeId(),
+    });
+    /** `send(params)` (the real sampling request) as the gated `llm:sampling` node. */
+    const sample = async (params, send) => {
+      let real = NONE;
+      const value = await sampling(params, async (edited) => { real = await send(edited); return real; });
+      return value === real && real !== NONE ? value : liftInjected('sampling', value);
+    };
+    /** The low-level Server with `createMessage` gated (read through `server.server`). */
+    let innerView;
+    const inner = () => {
+      const real = server.server;
+      if (!isObject(real) || typeof real.createMessage !== 'function') return real;
+      if (innerView === undefined || innerView.target !== real) {
+        const createMessage = real.createMessage;
+        const gated = (params, ...more) => sample(params, (edited) => createMessage.call(real, edited, ...more));
+        innerView = {
+          target: real,
+          proxy: new Proxy(real, {
+            get(target, prop) {
+              if (prop === 'createMessage') return gated;
+              const value = Reflect.get(target, prop, target);
+              return typeof value === 'function' ? value.bind(target) : value;
+            },
+          }),
+        };
+      }
+      return innerView.proxy;
+    };
+    /** The handler's `extra` with `sendRequest` gating a sampling request. */
+    const extraWith = (extra, signal) => {
+      const sendRequest = extra.sendRequest;
+      return {
+        ...extra,
+        signal,
+        sendRequest: (req, ...more) => (isObject(req) && req.method === SAMPLING
+          ? sample(req.params, (edited) => sendRequest.call(extra, { ...req, params: edited }, ...more))
+          : sendRequest.call(extra, req, ...more)),
+      };
+    };
+
     /** One incoming request: a run, the server node, the gated node. */
     const request = (kind, name, step, original, thisArg, args) => {
       const last = args.length > 0 ? args[args.length - 1] : undefined;
@@ -135,7 +191,7 @@ function graphmind(options = {}) {
         if (wait) await wait;
         return session.run(`${METHODS[kind]}:${name}`, (ctx) => session.observe('server', serverName, async () => {
           // The handler's signal also aborts when the debugger aborts the run.
-          const nextExtra = extra === undefined ? undefined : { ...extra, signal: AbortSignal.any([extra.signal, ctx.signal]) };
+          const nextExtra = extra === undefined ? undefined : extraWith(extra, AbortSignal.any([extra.signal, ctx.signal]));
           const state = { result: NONE, timer: holdTimer(`${METHODS[kind]} ${name}`) };
           const invoke = async (edited) => {
             clearTimeout(state.timer);
@@ -143,7 +199,7 @@ function graphmind(options = {}) {
             if (kind !== 'resource' && handlerArgs.length > 0) callArgs[0] = edited;
             if (nextExtra !== undefined) callArgs.push(nextExtra);
             try {
-              state.result = await original.apply(thisArg, callArgs);
+              state.result = await handlerNode.run(`${kind}:${name}`, () => original.apply(thisArg, callArgs));
               return state.result;
             } finally {
               state.timer = holdTimer(`${METHODS[kind]} ${name}`);
@@ -153,6 +209,59 @@ function graphmind(options = {}) {
             const value = await step.call(invoke, input);
             // Not the handler's own result: the debugger injected it.
             return value === state.result && state.result !== NONE ? value : liftInjected(kind, value, uri);
+          } finally {
+            clearTimeout(state.timer);
+          }
+        }));
+      };
+      return call();
+    };
+
+    /**
+     * A low-level `Server`'s `setRequestHandler`: the handler of a work method (the core's
+     * `gated_request`: tools/call, resources/read, prompts/get) is one run with the gated
+     * node under the server node, as a registered callback is; other methods pass untouched.
+     */
+    const handlerSetter = (method) => function graphmindSetRequestHandler(schema, handler) {
+      if (typeof handler !== 'function') return method.call(server, schema, handler);
+      const gatedHandler = function graphmindRequestHandler(req, extra) {
+        let gated = null;
+        try {
+          const view = native.mcpGatedRequest(String(req && req.method), isObject(req) && req.params !== undefined ? toJson(req.params) : null);
+          gated = view === null ? null : JSON.parse(view);
+        } catch { /* fail open: the request runs unrecorded */ }
+        if (gated === null) return handler.call(this, req, extra);
+        return answer(gated, req, extra, (edited, nextExtra) => handler.call(this, edited === gated.input ? req : { ...req, params: { ...req.params, arguments: edited } }, nextExtra));
+      };
+      return method.call(server, schema, gatedHandler);
+    };
+
+    /** One request of a low-level `Server`: a run, the server node, the gated node. */
+    const answer = (gated, req, extra, run) => {
+      const { name: serverName } = label();
+      const step = session.wrapCall(gated.kind, gated.name, function gatedRequest(edited) { return this(edited); }, {
+        editable: gated.editable,
+        parentId: serverNodeId,
+      });
+      const call = async () => {
+        const wait = facade.attached();
+        if (wait) await wait;
+        return session.run(`${req.method}:${gated.name}`, (ctx) => session.observe('server', serverName, async () => {
+          // The handler's signal also aborts when the debugger aborts the run.
+          const nextExtra = isObject(extra) ? extraWith(extra, AbortSignal.any([extra.signal, ctx.signal])) : extra;
+          const state = { result: NONE, timer: holdTimer(`${req.method} ${gated.name}`) };
+          const invoke = async (edited) => {
+            clearTimeout(state.timer);
+            try {
+              state.result = await handlerNode.run(gated.nodeId, () => run(edited, nextExtra));
+              return state.result;
+            } finally {
+              state.timer = holdTimer(`${req.method} ${gated.name}`);
+            }
+          };
+          try {
+            const value = await step.call(invoke, gated.input);
+            return value === state.result && state.result !== NONE ? value : JSON.parse(native.mcpLiftInjected(req.method, toJson(req.params) ?? null, toJson(value) ?? 'null'));
           } finally {
             clearTimeout(state.timer);
           }
@@ -209,10 +318,13 @@ function graphmind(options = {}) {
     return new Proxy(server, {
       get(target, prop) {
         if (prop === WRAPPED) return true;
+        if (prop === 'server' && !lowLevel) return inner();
         const value = Reflect.get(target, prop, target);
         if (typeof value !== 'function') return value;
         if (!views.has(prop)) {
-          if (typeof prop === 'string' && Object.hasOwn(REGISTRARS, prop)) views.set(prop, registrar(value, REGISTRARS[prop]));
+          if (lowLevel && prop === 'setRequestHandler') views.set(prop, handlerSetter(value));
+          else if (lowLevel && prop === 'createMessage') views.set(prop, (params, ...more) => sample(params, (edited) => value.call(target, edited, ...more)));
+          else if (!lowLevel && typeof prop === 'string' && Object.hasOwn(REGISTRARS, prop)) views.set(prop, registrar(value, REGISTRARS[prop]));
           else if (prop === 'connect') views.set(prop, connect(value));
           else {
             // The SDK's classes keep private fields: their methods run on the real object.

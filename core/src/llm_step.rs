@@ -424,6 +424,17 @@ impl LlmStep {
         self.step.error(error)
     }
 
+    /// [`LlmStep::error`], gated only at the first level to report `failure`
+    /// ([`Step::error_once`]).
+    pub fn error_once(
+        &mut self,
+        error: ErrorInfo,
+        failure: crate::failure_once::FailureId,
+        gated: &mut crate::failure_once::GatedFailures,
+    ) -> Gate {
+        self.step.error_once(error, failure, gated)
+    }
+
     /// What the `error` decision means.
     pub fn on_error(&mut self, decision: GateDecision) -> Next {
         self.step.annotate(None, self.extra(false));

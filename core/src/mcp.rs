@@ -2,6 +2,7 @@
 //! request (`graphmind mcp-proxy`, the Node `wrapServer`): one rule, so every MCP surface
 //! lifts the same value the same way.
 
+use crate::event::NodeKind;
 use crate::json::{self, Map, Value};
 
 fn text_block(text: String) -> Value {
@@ -76,10 +77,101 @@ pub fn lift_injected(method: &str, params: Option<&Value>, value: Value) -> Valu
     }
 }
 
+/// The graph node an MCP method maps to: `(node_id, kind, name)`. `tools/call` ->
+/// `tool:<name>`, `resources/read` -> `resource:<uri>`, `prompts/get` -> `prompt:<name>`,
+/// `sampling/createMessage` -> `llm:sampling`, anything else `mcp:<method>` (custom); a
+/// missing name or URI is `unknown`. `graphmind mcp-proxy` and the Node `wrapServer` both
+/// draw requests with it.
+pub fn request_node(method: &str, params: Option<&Value>) -> (String, NodeKind, String) {
+    let param = |key: &str| {
+        params
+            .and_then(|p| p.get(key))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("unknown")
+            .to_owned()
+    };
+    match method {
+        "tools/call" => {
+            let n = param("name");
+            (format!("tool:{n}"), NodeKind::Tool, n)
+        }
+        "resources/read" => {
+            let u = param("uri");
+            (format!("resource:{u}"), NodeKind::Resource, u)
+        }
+        "prompts/get" => {
+            let n = param("name");
+            (format!("prompt:{n}"), NodeKind::Prompt, n)
+        }
+        "sampling/createMessage" => ("llm:sampling".into(), NodeKind::Llm, "sampling".into()),
+        other => (format!("mcp:{other}"), NodeKind::Custom, other.to_owned()),
+    }
+}
+
+/// How a server built on the low-level `Server` (its own `setRequestHandler`) gates a
+/// request it receives: the work methods (`tools/call`, `resources/read`, `prompts/get`)
+/// are gated nodes; every other method (`tools/list`, `ping`, ...) passes untouched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GatedRequest {
+    /// The node ([`request_node`]).
+    pub node_id: String,
+    /// Its kind.
+    pub kind: NodeKind,
+    /// Its name.
+    pub name: String,
+    /// What the node records as its input: a tool's or prompt's `arguments` (`{}` when
+    /// none), a resource's `{uri}`.
+    pub input: Value,
+    /// Whether the debugger may edit the input (arguments: yes; a URI: no). An edit
+    /// replaces `params.arguments`.
+    pub editable: bool,
+}
+
+/// The gated view of a request a server received, or `None` for a method not gated.
+pub fn gated_request(method: &str, params: Option<&Value>) -> Option<GatedRequest> {
+    let (node_id, kind, name) = request_node(method, params);
+    let (input, editable) = match method {
+        "tools/call" | "prompts/get" => (
+            params
+                .and_then(|p| p.get("arguments"))
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            true,
+        ),
+        "resources/read" => (obj(vec![("uri", Value::from(name.as_str()))]), false),
+        _ => return None,
+    };
+    Some(GatedRequest {
+        node_id,
+        kind,
+        name,
+        input,
+        editable,
+    })
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_methods_are_gated_with_their_input_others_pass() {
+        let p = json::parse_str(r#"{"name":"echo","arguments":{"m":"hi"}}"#).unwrap();
+        let g = gated_request("tools/call", Some(&p)).unwrap();
+        assert_eq!((g.node_id.as_str(), g.kind, g.editable), ("tool:echo", NodeKind::Tool, true));
+        assert_eq!(json::to_string(&g.input), r#"{"m":"hi"}"#);
+        let r = json::parse_str(r#"{"uri":"file:///n.txt"}"#).unwrap();
+        let g = gated_request("resources/read", Some(&r)).unwrap();
+        assert_eq!((g.node_id.as_str(), g.editable), ("resource:file:///n.txt", false));
+        assert_eq!(json::to_string(&g.input), r#"{"uri":"file:///n.txt"}"#);
+        let g = gated_request("prompts/get", Some(&json::parse_str(r#"{"name":"greet"}"#).unwrap())).unwrap();
+        assert_eq!(json::to_string(&g.input), "{}");
+        assert!(gated_request("tools/list", None).is_none());
+        assert!(gated_request("ping", None).is_none());
+        assert_eq!(request_node("sampling/createMessage", None).0, "llm:sampling");
+        assert_eq!(request_node("tools/call", None).0, "tool:unknown");
+    }
 
     fn lift(method: &str, params: Option<&str>, value: &str) -> String {
         let params = params.map(|p| json::parse_str(p).unwrap());

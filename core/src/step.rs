@@ -431,6 +431,28 @@ impl Step {
         self.gate(PausePoint::Error, None)
     }
 
+    /// [`Step::error`] for a failure that climbs through nested steps (a framework's
+    /// levels): `node.error` is recorded at every level, but only the first level to report
+    /// `failure` (the innermost) offers the error gate; the others continue at once, so
+    /// [`Step::on_error`] with [`GateDecision::proceed`] re-raises there. One pause per
+    /// failure (`crate::failure_once`).
+    pub fn error_once(
+        &mut self,
+        error: ErrorInfo,
+        failure: crate::failure_once::FailureId,
+        gated: &mut crate::failure_once::GatedFailures,
+    ) -> Gate {
+        if gated.first_report(failure) {
+            return self.error(error);
+        }
+        if !self.finished {
+            self.phase.set(Phase::ErrorAsked);
+            self.session
+                .node_error(self.run_id.as_deref(), &self.node, error);
+        }
+        Gate::Continue
+    }
+
     /// What the `error` decision means.
     pub fn on_error(&mut self, decision: GateDecision) -> Next {
         if self.finished {

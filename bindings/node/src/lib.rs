@@ -16,6 +16,8 @@
 
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatus};
+use graphmind_core::failure_once::GatedFailures;
+use graphmind_core::payload_cap;
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Map, Value};
@@ -162,8 +164,21 @@ pub struct NativeSession {
     runs: HashMap<String, Run>,
     sites: Vec<CallSite>,
     site_ids: HashMap<(String, String, bool), u32>,
+    /// The failures whose error gate was offered (one pause per failure, the core's rule).
+    pub(crate) failures: GatedFailures,
+    /// The host's cap on recorded node inputs and outputs (`setMaxPayloadChars`).
+    max_payload_chars: Option<usize>,
     /// The buffer JSON text from JavaScript is read into (reused across calls).
     scratch: Vec<u8>,
+}
+
+/// A skin's failure number as the core's [`graphmind_core::failure_once::FailureId`]
+/// (none, negative or fractional: unnamed).
+pub(crate) fn failure_id(failure: Option<f64>) -> graphmind_core::failure_once::FailureId {
+    match failure {
+        Some(n) if n >= 1.0 && n.fract() == 0.0 && n <= u64::MAX as f64 => n as u64,
+        _ => 0,
+    }
 }
 
 /// `ready()` off the JS thread.
@@ -244,6 +259,8 @@ impl NativeSession {
             runs: HashMap::new(),
             sites: Vec::new(),
             site_ids: HashMap::new(),
+            failures: GatedFailures::new(),
+            max_payload_chars: None,
             scratch: Vec::new(),
         })
     }
@@ -438,7 +455,7 @@ impl NativeSession {
         input_json: Option<JsString<'_>>,
         editable: bool,
     ) -> Result<u32> {
-        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?;
+        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?.map(|v| payload_cap::cap_value(v, self.max_payload_chars));
         let kind = kind_of(&kind);
         let node = match node_id {
             Some(id) => NodeRef::with_id(kind, &name, &id),
@@ -580,7 +597,7 @@ impl NativeSession {
     /// The call returned `output` (JSON): the gate after it.
     #[napi]
     pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<JsString<'_>>) -> Result<i32> {
-        let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?;
+        let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?.map(|v| payload_cap::cap_host(v, self.max_payload_chars));
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::After;
         let (gate, output) = slot.step.after_output(output);
@@ -588,13 +605,26 @@ impl NativeSession {
         self.step_gate(&env, handle, gate)
     }
 
-    /// The call threw: `node.error` and the gate at `error`.
+    /// The call threw: `node.error` and the gate at `error`. `failure` names the thrown
+    /// value (the same number at every level it climbs through; `0` or none: unnamed): only
+    /// the first level to report a failure offers its gate (`Step::error_once`).
     #[napi]
-    pub fn step_error(&mut self, env: Env, handle: u32, name: String, message: String, stack: Option<String>) -> Result<i32> {
+    pub fn step_error(&mut self, env: Env, handle: u32, name: String, message: String, stack: Option<String>, failure: Option<f64>) -> Result<i32> {
         let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::Error;
-        let gate = slot.step.error(error_info(Some(name), Some(message), stack));
+        let gate = slot.step.error_once(error_info(Some(name), Some(message), stack), failure_id(failure), &mut self.failures);
         self.step_gate(&env, handle, gate)
+    }
+
+    /// Caps the node inputs (`stepStart`) and outputs (`stepAfter`) this session records at
+    /// `max_chars` characters of JSON (`core::payload_cap`); `null` or a negative number: no
+    /// cap. The app's values are never touched.
+    #[napi]
+    pub fn set_max_payload_chars(&mut self, max_chars: Option<f64>) {
+        self.max_payload_chars = match max_chars {
+            Some(n) if n >= 0.0 && n.is_finite() => Some(n as usize),
+            _ => None,
+        };
     }
 
     /// The decision of the step's held gate arrived (the dispatcher named `handle`): apply it.

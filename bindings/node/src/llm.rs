@@ -4,7 +4,7 @@
 //! the same codes as a tool step (`code`), so `index.js` drives both with one loop and
 //! waits for a held gate on the event loop (the session's dispatcher), never blocking it.
 
-use super::{code, error_info, NativeSession, CODE_SPAN};
+use super::{code, error_info, failure_id, NativeSession, CODE_SPAN};
 use graphmind_core::codec::Api;
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::json::Value;
@@ -127,7 +127,8 @@ impl NativeSession {
         self.llm_gate(&env, handle, gate)
     }
 
-    /// The request failed: `node.error` and the `error` gate.
+    /// The request failed: `node.error` and the `error` gate (`failure`: see
+    /// [`NativeSession::step_error`]).
     #[napi]
     pub fn llm_error(
         &mut self,
@@ -136,12 +137,15 @@ impl NativeSession {
         name: String,
         message: String,
         stack: Option<String>,
+        failure: Option<f64>,
     ) -> Result<i32> {
         let slot = self.llm.get_mut(&handle).ok_or_else(unknown)?;
         slot.point = PausePoint::Error;
-        let gate = slot
-            .step
-            .error(error_info(Some(name), Some(message), stack));
+        let gate = slot.step.error_once(
+            error_info(Some(name), Some(message), stack),
+            failure_id(failure),
+            &mut self.failures,
+        );
         self.llm_gate(&env, handle, gate)
     }
 

@@ -457,3 +457,20 @@ pub fn mcp_lift_injected(method: String, params_json: Option<String>, value_json
     let params = parse_opt(params_json)?;
     Ok(text(&graphmind_core::mcp::lift_injected(&method, params.as_ref(), parse(&value_json)?)))
 }
+
+/// The gated view of an MCP request a low-level `Server` received
+/// (`graphmind_core::mcp::gated_request`): `{nodeId, kind, name, input, editable}` as JSON,
+/// or `null` for a method that passes untouched (`tools/list`, `ping`, ...).
+#[napi]
+pub fn mcp_gated_request(method: String, params_json: Option<String>) -> Result<Option<String>> {
+    let params = parse_opt(params_json)?;
+    Ok(graphmind_core::mcp::gated_request(&method, params.as_ref()).map(|g| {
+        let mut m = json::Map::new();
+        m.insert("nodeId", Value::from(g.node_id.as_str()));
+        m.insert("kind", Value::from(g.kind.as_str()));
+        m.insert("name", Value::from(g.name.as_str()));
+        m.insert("input", g.input);
+        m.insert("editable", Value::Bool(g.editable));
+        text(&Value::Object(m))
+    }))
+}

@@ -6,7 +6,9 @@ const { StateGraph, Annotation, START, END } = require('@langchain/langgraph');
 const { tool: lcTool } = require('@langchain/core/tools');
 const { z } = require('zod');
 const { graphmind, isAbortError } = require('../langgraph.js');
-const { startServer, Debugger, sleep } = require('./helpers');
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { startServer, Debugger, sleep, ROOT } = require('./helpers');
 
 let srv;
 let dbg;
@@ -88,4 +90,29 @@ test('abort at a held node ends the run as aborted', async () => {
   dbg.clear({ kind: 'chain', name: 'act' });
   await srv.run(p.runId, (r) => r.status === 'aborted');
   await gm.dispose();
+});
+
+test('examples/node/langgraph-agent.js: held at its tool from the viewer, injected, the graph answers with it', async () => {
+  dbg.breakpoint({ kind: 'tool', name: 'weather' });
+  const child = spawn(process.execPath, [path.join(ROOT, 'examples', 'node', 'langgraph-agent.js'), 'Lisbon'], {
+    env: { ...process.env, GRAPHMIND_URL: srv.url, OPENAI_API_KEY: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => { out += d; });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    const p = await pausedAt('tool:weather');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'snowing' });
+    assert.equal(await exited, 0);
+    assert.match(out, /^Lisbon: snowing - /);
+    const events = await srv.events(p.runId, 1);
+    const started = Object.fromEntries(events.filter((e) => e.type === 'node.started').map((e) => [e.payload.nodeId, e.payload.parentId]));
+    assert.equal(started['tool:weather'], 'chain:lookup');
+    assert.equal(started['llm:step'], 'chain:respond');
+    await srv.run(p.runId, (r) => r.status === 'ok');
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'weather' });
+    child.kill();
+  }
 });

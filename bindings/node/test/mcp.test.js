@@ -235,6 +235,132 @@ test('a handler that throws: paused at error, retried; continue rethrows into th
   await gm.dispose();
 });
 
+test('abort at a held tools/call: the handler never runs, the client gets an error, the run ends aborted', async () => {
+  const { gm } = await attached();
+  const calls = { add: [], fail: 0 };
+  const client = await connected(build(gm, calls));
+  await arm({ kind: 'tool', name: 'add', point: 'before' });
+  try {
+    const answer = client.callTool({ name: 'add', arguments: { a: 4, b: 4 } }).then((r) => r, (e) => e);
+    const p = await pausedAt('tool:add', 'before');
+    dbg.resume(p.runId, p.pauseId, 'abort');
+    const result = await answer;
+    // The SDK answers a handler's throw as an isError result (v1), or rejects (a protocol error).
+    const text = result instanceof Error ? result.message : (result.isError ? result.content[0].text : '');
+    assert.match(text, /abort/i, JSON.stringify(result));
+    assert.equal(calls.add.length, 0, 'the handler body never ran');
+    await srv.run(p.runId, (r) => r.status === 'aborted');
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
+  }
+  await client.close();
+  await gm.dispose();
+});
+
+test('sampling/createMessage from a handler: a gated llm:sampling node under the tool, in its run; inject lifts a string', async () => {
+  const { CreateMessageRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
+  const { gm } = await attached();
+  const server = gm.wrapServer(new McpServer({ name: 'sampler', version: '1.0.0' }));
+  server.registerTool('summarize', { description: 'Summarizes', inputSchema: { text: z.string() } }, async ({ text }, extra) => {
+    const viaServer = await server.server.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: `summarize: ${text}` } }], maxTokens: 50 });
+    const viaExtra = await extra.sendRequest(
+      { method: 'sampling/createMessage', params: { messages: [{ role: 'user', content: { type: 'text', text: 'again' } }], maxTokens: 5 } },
+      require('@modelcontextprotocol/sdk/types.js').CreateMessageResultSchema,
+    );
+    return { content: [{ type: 'text', text: `summary: ${viaServer.content.text} / ${viaExtra.content.text}` }] };
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: 'sampling-client', version: '1.0.0' }, { capabilities: { sampling: {} } });
+  let sampled = 0;
+  client.setRequestHandler(CreateMessageRequestSchema, async () => {
+    sampled += 1;
+    return { role: 'assistant', model: 'client-model', content: { type: 'text', text: 'from the client' } };
+  });
+  await client.connect(clientSide);
+  await arm({ kind: 'llm', point: 'before' });
+  try {
+    const answer = client.callTool({ name: 'summarize', arguments: { text: 'a long document' } });
+    const p = await pausedAt('llm:sampling', 'before');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected model answer' });
+    const q = await pausedAt('llm:sampling', 'before');
+    assert.equal(q.runId, p.runId, 'both sampling requests in the request\'s run');
+    dbg.resume(q.runId, q.pauseId, 'continue');
+    const result = await answer;
+    assert.equal(result.content[0].text, 'summary: injected model answer / from the client');
+    assert.equal(sampled, 1, 'the injected request never reached the client');
+    const events = await srv.events(p.runId, 1);
+    const started = of(events, 'node.started', 'llm:sampling');
+    assert.equal(started.length, 2);
+    assert.ok(started.every((n) => n.parentId === 'tool:summarize'), JSON.stringify(started.map((n) => n.parentId)));
+    assert.match(JSON.stringify(started[0].input), /a long document/);
+  } finally {
+    dbg.clear({ kind: 'llm', point: 'before' });
+  }
+  await client.close();
+  await gm.dispose();
+});
+
+test('a low-level Server (setRequestHandler, no McpServer): tools/call and resources/read gated, other methods untouched', async () => {
+  const { Server } = require('@modelcontextprotocol/sdk/server/index.js');
+  const { CallToolRequestSchema, ListToolsRequestSchema, ReadResourceRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
+  const { gm } = await attached();
+  const calls = [];
+  const raw = new Server({ name: 'hand-rolled', version: '0.4.0' }, { capabilities: { tools: {}, resources: {} } });
+  const server = gm.wrapServer(raw);
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }));
+  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    calls.push('echo');
+    if (req.params.arguments && req.params.arguments.fail) throw new Error('echo failed');
+    return { content: [{ type: 'text', text: `echo: ${req.params.arguments.message}` }] };
+  });
+  server.setRequestHandler(ReadResourceRequestSchema, async (req) => {
+    calls.push('read');
+    return { contents: [{ uri: req.params.uri, text: 'raw contents' }] };
+  });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  const client = new Client({ name: 'c', version: '1' });
+  await Promise.all([server.connect(serverSide), client.connect(clientSide)]);
+
+  assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['echo']);
+  assert.equal((await client.callTool({ name: 'echo', arguments: { message: 'hi' } })).content[0].text, 'echo: hi');
+  let events = await finishedRun(gm, 'tools/call:echo');
+  const tool = of(events, 'node.started', 'tool:echo')[0];
+  assert.equal(tool.parentId, 'server:hand-rolled');
+  assert.deepEqual(tool.input, { message: 'hi' });
+  assert.equal((await client.readResource({ uri: 'file:///notes.txt' })).contents[0].text, 'raw contents');
+  events = await finishedRun(gm, 'resources/read:file:///notes.txt');
+  assert.equal(of(events, 'node.started', 'resource:file:///notes.txt')[0].kind, 'resource');
+
+  await arm({ kind: 'tool', name: 'echo', point: 'before' }, { kind: 'tool', name: 'echo', point: 'error' });
+  try {
+    calls.length = 0;
+    let answer = client.callTool({ name: 'echo', arguments: { message: 'hi' } });
+    let p = await pausedAt('tool:echo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'substituted' });
+    assert.deepEqual(await answer, { content: [{ type: 'text', text: 'substituted' }] });
+    assert.equal(calls.length, 0, 'an injected request never ran the handler');
+
+    answer = client.callTool({ name: 'echo', arguments: { message: 'x', fail: true } });
+    p = await pausedAt('tool:echo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'continue', { input: { message: 'edited', fail: false } });
+    assert.equal((await answer).content[0].text, 'echo: edited', 'the edit replaced params.arguments');
+
+    answer = client.callTool({ name: 'echo', arguments: { message: 'y', fail: true } });
+    p = await pausedAt('tool:echo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'continue');
+    p = await pausedAt('tool:echo', 'error');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'recovered by hand' });
+    assert.equal((await answer).content[0].text, 'recovered by hand');
+  } finally {
+    dbg.clear({ kind: 'tool', name: 'echo', point: 'before' });
+    dbg.clear({ kind: 'tool', name: 'echo', point: 'error' });
+  }
+  await client.ping();
+  await client.close();
+  await gm.dispose();
+});
+
 test('stdio: the example server answers over a clean stdout, and is held and injected from the viewer', async () => {
   const transport = new StdioClientTransport({
     command: process.execPath,

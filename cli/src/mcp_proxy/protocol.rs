@@ -2,6 +2,7 @@
 //! maps to, how the run is labelled, how an injected value becomes a typed MCP result, and
 //! the server-stderr ring. No I/O here, so every rule is unit-tested without a child.
 
+#[cfg(test)]
 use graphmind_core::event::NodeKind;
 use graphmind_core::json::{self, Map, Value};
 use std::collections::VecDeque;
@@ -98,26 +99,9 @@ pub fn id_text(id: &Value) -> String {
     }
 }
 
-/// The graph node a method maps to: `(node_id, kind, name)`.
-pub fn map_method(method: &str, params: Option<&Value>) -> (String, NodeKind, String) {
-    let param = |key: &str| params.and_then(|p| p.get(key)).and_then(Value::as_str).filter(|s| !s.is_empty()).unwrap_or("unknown").to_owned();
-    match method {
-        "tools/call" => {
-            let n = param("name");
-            (format!("tool:{n}"), NodeKind::Tool, n)
-        }
-        "resources/read" => {
-            let u = param("uri");
-            (format!("resource:{u}"), NodeKind::Resource, u)
-        }
-        "prompts/get" => {
-            let n = param("name");
-            (format!("prompt:{n}"), NodeKind::Prompt, n)
-        }
-        "sampling/createMessage" => ("llm:sampling".into(), NodeKind::Llm, "sampling".into()),
-        other => (format!("mcp:{other}"), NodeKind::Custom, other.to_owned()),
-    }
-}
+/// The graph node a method maps to: `(node_id, kind, name)` (the core's rule, shared with
+/// the Node `wrapServer`).
+pub use graphmind_core::mcp::request_node as map_method;
 
 fn base_name(path: &str) -> &str {
     let trimmed = path.trim_end_matches(['/', '\\']);

@@ -334,6 +334,10 @@ impl TextStream {
             }
             return;
         }
+        if self.api == Api::LangChain {
+            self.push_langchain(chunk, deltas);
+            return;
+        }
         if self.api != Api::AiSdk {
             let piece = get(c, "text").or_else(|| get(c, "content"));
             if let Some(t) = delta(deltas, TokenChannel::Text, piece) {
@@ -377,6 +381,25 @@ impl TextStream {
                 self.error = Some(get(c, "error").cloned().unwrap_or(Value::Null));
             }
             _ => {}
+        }
+    }
+
+    /// A LangChain.js token: `{text}` or a `ChatGenerationChunk` (`{text, message}`, the
+    /// message serialized or plain) whose `tool_call_chunks` carry the arguments as they
+    /// stream (`tool-args`).
+    fn push_langchain(&mut self, chunk: &Value, deltas: &mut Vec<Delta>) {
+        let plain = langchain_plain(chunk);
+        let c = Some(&plain);
+        let message = get(c, "message");
+        let piece = get(c, "text")
+            .or_else(|| get(c, "content"))
+            .or_else(|| get(message, "content").filter(|v| v.as_str().is_some()));
+        if let Some(t) = delta(deltas, TokenChannel::Text, piece) {
+            self.text.push_str(&t.to_string_lossy());
+        }
+        let calls = get(message, "tool_call_chunks").or_else(|| get(c, "tool_call_chunks"));
+        for call in calls.and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
+            delta(deltas, TokenChannel::ToolArgs, get(Some(call), "args"));
         }
     }
 

@@ -439,3 +439,21 @@ fn langchain_js_messages_are_recorded_plain() {
         r#"{"provider":"langchain","model":"fake-1","messages":[[{"content":"hi","type":"human"}]]}"#
     );
 }
+
+#[test]
+fn langchain_js_stream_chunks_text_and_tool_args() {
+    // handleLLMNewToken's ChatGenerationChunk as JSON.stringify makes it: text pieces, then
+    // the tool call's arguments in `tool_call_chunks` (text empty).
+    let (deltas, d) = stream(
+        Api::LangChain,
+        &[
+            r#""Hel""#,
+            r#"{"text":"lo","message":{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessageChunk"],"kwargs":{"content":"lo"}}}"#,
+            r#"{"text":"","message":{"lc":1,"type":"constructor","id":["langchain_core","messages","AIMessageChunk"],"kwargs":{"content":"","tool_call_chunks":[{"name":"lookup","args":"{\"q\":","id":"c1","index":0}]}}}"#,
+            r#"{"text":"","message":{"content":"","tool_call_chunks":[{"args":"\"x\"}","index":0}]}}"#,
+        ],
+    );
+    assert_eq!(joined(&deltas, TokenChannel::Text), "Hello");
+    assert_eq!(joined(&deltas, TokenChannel::ToolArgs), r#"{"q":"x"}"#);
+    assert_eq!(d.output.get("text").and_then(Value::as_str), Some("Hello"));
+}
