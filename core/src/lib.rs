@@ -23,6 +23,7 @@ pub mod loop_guard;
 pub mod mcp;
 pub mod random;
 pub mod redact;
+pub mod replay;
 pub mod session;
 pub mod shrink;
 pub mod smart;

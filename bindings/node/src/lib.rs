@@ -538,6 +538,12 @@ impl NativeSession {
             }
             Next::Reraise => code::RERAISE,
             Next::Abort => code::ABORT,
+            // Replay's answers, not produced for this SDK yet (config::REPLAY_FLAVORS).
+            Next::Raise(_) => code::RERAISE,
+            Next::Stream(chunks) => {
+                self.values.insert(handle, Value::Array(chunks));
+                code::RETURN_INJECTED
+            }
         };
         if finished {
             self.steps.remove(&handle);
