@@ -3,6 +3,7 @@ import './style.css';
 import { Socket, authHeaders, captureToken, control, getJson, needsToken, newRequestId, token, tokenRejected } from './conn';
 import { el, jsonTree } from './json';
 import { whyHeld } from './why';
+import { rerunPanel } from './rerun';
 import { contextPanel, runCostChip } from './cost';
 import { fmtAgo, fmtMs, now } from './format';
 import { renderTimeline, toggleTimeline } from './timeline-panel';
@@ -1059,6 +1060,10 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
     marks.append(el('span', 'chip chip-mark', `${p.reason ?? p.point} → ${p.resumed.action}${who ? ` by ${who}` : ''}`));
   }
   if (marks.childElementCount) v.append(marks);
+  if (!S.embedded) {
+    const rerun = rerunPanel(m.runId, n.id, n.kind, n.instances.indexOf(i) + 1, Number(location.port) || 80);
+    if (rerun) v.append(rerun);
+  }
   const ctx = contextPanel(n, i);
   if (ctx) v.append(ctx);
   else if (i.usage) {
