@@ -582,7 +582,7 @@ fn replay_decision(
     if !replay::is_replaying(session) {
         return (None, Map::new());
     }
-    let answerable = !streamed || codec::rebuild::can_rebuild_stream(api);
+    let answerable = codec::rebuild::can_replay(api, streamed);
     let value = Value::Object(input.clone());
     match replay::decide(session, run_id, LLM_NODE_ID, Some(&value), answerable) {
         Decision::Off => (None, Map::new()),

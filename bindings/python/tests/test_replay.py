@@ -308,3 +308,41 @@ def test_the_pytest_fixture(graphmind_replay, tmp_path):
         assert r.replayed == 1
     finally:
         gm.reset()
+
+
+# -- graphmind replay ---------------------------------------------------------------------------
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMIND")}
+    full["GRAPHMIND_TELEMETRY"] = "0"
+    full.update(env or {})
+    return subprocess.run([str(BIN), "replay", *args], capture_output=True, text=True, timeout=AGENT_TIMEOUT, env=full)
+
+
+def test_the_cli_prints_the_line_and_runs_it(recorded):
+    server = recorded["server"]
+    p = cli(recorded["run"], "--from", "llm:step#3", "--port", str(server.port))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"GRAPHMIND_URL={server.url} GRAPHMIND_REPLAY={recorded['run']}@llm:step#3 <the command that starts your app>"
+    provider = FakeProvider()
+    try:
+        provider.script(SCRIPT[2], SCRIPT[3])
+        env = {"OPENAI_BASE_URL": provider.base_url, "OPENAI_API_KEY": "sk-test", "OPENAI_MAX_RETRIES": "0", "PYTHONPATH": str(ROOT / "bindings" / "python")}
+        p = cli(recorded["run"], "--from", "llm:step#3", "--port", str(server.port), "--exec", f"{sys.executable} {AGENT}", env=env)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout.splitlines()[-1]) == EXPECTED
+        assert len(provider.requests) == 2
+        check_replayed_run(server, recorded["run"], recorded["known"])
+    finally:
+        provider.stop()
+
+
+def test_the_cli_refuses_what_it_cannot_replay(recorded):
+    port = str(recorded["server"].port)
+    assert cli("run_000000000000", "--port", port).returncode == 4
+    p = cli(recorded["run"], "--from", "tool:book#9", "--port", port)
+    assert p.returncode == 4 and "has no call tool:book#9" in p.stderr
+    assert cli(recorded["run"], "--from", "tool:book", "--port", port).returncode == 2
+    assert cli(recorded["run"], "--output", "{}", "--port", port).returncode == 2
+    assert cli(recorded["run"], "--port", "1").returncode == 3

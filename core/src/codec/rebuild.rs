@@ -17,6 +17,18 @@ pub fn can_rebuild_stream(api: Api) -> bool {
     matches!(api, Api::OpenAiChat)
 }
 
+/// Whether a replay may answer a call of `api` (`streamed`: the request asked for a
+/// stream). Anthropic's calls are left live for now: its `messages.stream()` helper opens
+/// the provider's own stream whatever the step answers, and its request does not say so.
+/// The frameworks (LangChain, ruby_llm, the AI SDK) are not replayed yet either.
+pub fn can_replay(api: Api, streamed: bool) -> bool {
+    match api {
+        Api::OpenAiChat => true,
+        Api::OpenAiResponses => !streamed,
+        Api::Anthropic | Api::LangChain | Api::RubyLlm | Api::AiSdk => false,
+    }
+}
+
 fn text_of(output: &Value) -> String {
     get(Some(output), "text")
         .and_then(Value::as_js_str)

@@ -56,19 +56,19 @@ pub enum LiveReason {
     Unrecorded,
     /// The recorded call never finished.
     Unfinished,
-    /// A streamed model call whose stream this provider's codec cannot rebuild.
-    Stream,
+    /// A model call of an API (or a stream) whose reply replay cannot rebuild yet.
+    Unsupported,
 }
 
 impl LiveReason {
-    /// `fork`, `diverged`, `unrecorded`, `unfinished`, `stream`.
+    /// `fork`, `diverged`, `unrecorded`, `unfinished`, `unsupported`.
     pub fn as_str(self) -> &'static str {
         match self {
             LiveReason::Fork => "fork",
             LiveReason::Diverged => "diverged",
             LiveReason::Unrecorded => "unrecorded",
             LiveReason::Unfinished => "unfinished",
-            LiveReason::Stream => "stream",
+            LiveReason::Unsupported => "unsupported",
         }
     }
 }
@@ -360,15 +360,15 @@ pub fn decide(
                 } else if exec.outcome == Outcome::Unfinished {
                     Err(live(LiveReason::Unfinished, None))
                 } else if !answerable {
-                    Err(live(LiveReason::Stream, None))
+                    Err(live(LiveReason::Unsupported, None))
                 } else {
-                    Ok(exec.clone())
+                    Ok((exec.outcome.clone(), exec.usage.clone()))
                 }
             }
         }
     };
     match outcome {
-        Ok(exec) => {
+        Ok((recorded, usage)) => {
             r.report.replayed += 1;
             let edited = r
                 .edited_target
@@ -376,11 +376,11 @@ pub fn decide(
                 .is_some_and(|(id, k)| id == node_id && *k == n);
             let outcome = match (&r.spec.output, edited) {
                 (Some(v), true) => Outcome::Output(Some(v.clone())),
-                _ => exec.outcome,
+                _ => recorded,
             };
             Decision::Replay(Answer {
                 outcome,
-                usage: exec.usage,
+                usage,
                 edited,
             })
         }
