@@ -200,7 +200,11 @@ impl Step {
         input: Option<HostValue>,
         editable: bool,
     ) -> Step {
-        let (input, replay, started_extra) = Step::replay_decision(session, run_id, &node, input);
+        let (input, replay, started_extra) = if editable {
+            Step::replay_decision(session, run_id, &node, input)
+        } else {
+            (input, None, crate::json::Map::new())
+        };
         let kept_input = editable && session.is_attached() && replay.is_none();
         let (input, live_input) = match input {
             Some(input) if kept_input => {
@@ -228,8 +232,10 @@ impl Step {
         }
     }
 
-    /// Whether a replay answers this call ([`crate::replay::decide`]; tool calls only:
-    /// spans and agents run their own code). The input is resolved only while replaying.
+    /// Whether a replay answers this call ([`crate::replay::decide`]): tool calls whose
+    /// wrapper owns the call (the editable ones: it can skip or re-run them; a tool node a
+    /// framework's callback only observes runs whatever the step says), never spans or
+    /// agents. The input is resolved only while replaying.
     fn replay_decision(
         session: &Session,
         run_id: Option<&str>,
