@@ -67,7 +67,7 @@ const OPTION_KEYS = [
   'url', 'appName', 'sdk', 'meta', 'enabled', 'connectTimeoutMs', 'handshakeTimeoutMs',
   'retryIntervalMs', 'bufferSize', 'maxBufferBytes', 'pauseTimeoutMs', 'tokenIntervalMs', 'tokenFlushIntervalMs',
   'warnIntervalMs', 'hideInputs', 'hideOutputs', 'hideToolArgs', 'hideToolResults',
-  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated',
+  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated', 'replay',
 ];
 
 /** The error a wrapped call throws when its run was aborted (name `AbortError`). */
@@ -838,7 +838,7 @@ const WATCHED_MODEL = Object.freeze({
  * Creates a session from the reference's options (url, appName, sdk, meta, enabled,
  * connectTimeoutMs, handshakeTimeoutMs, retryIntervalMs, bufferSize, maxBufferBytes,
  * pauseTimeoutMs, loopGuard, the four hide switches, breakOnErrorResult, breakOnTruncated,
- * env, logger, warnIntervalMs). Never throws.
+ * replay (docs/replay.md), env, logger, warnIntervalMs). Never throws.
  */
 function createSession(options = {}) {
   return new Session(options && typeof options === 'object' ? options : {});

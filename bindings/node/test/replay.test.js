@@ -125,3 +125,42 @@ test('a recorded tool error is raised as an Error with its name and message', ()
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout.trim().split('\n').pop()), { name: 'TimeoutError', message: 'slow', replayed: true });
 });
+
+// -- model calls: the npm `openai` client through /openai's wrapClient -------------------------
+
+test('openai calls replay by run id: the same reply and stream, nothing sent', async () => {
+  const OpenAI = require('openai');
+  const { graphmind: openaiGraphmind } = require('../openai.js');
+  const { startFakeProvider } = require('./helpers');
+  const { chat, chatStream } = require('./provider-helpers');
+  const fake = await startFakeProvider();
+  try {
+    const ask = async (gm) => {
+      const c = gm.wrapClient(new OpenAI({ apiKey: 'sk-test', baseURL: fake.baseURL, maxRetries: 0 }));
+      return gm.run('ask', async () => {
+        const messages = [{ role: 'user', content: 'Weather in Lisbon?' }];
+        const reply = await c.chat.completions.create({ model: 'gpt-test', messages });
+        const stream = await c.chat.completions.create({ model: 'gpt-test', messages: [...messages, reply.choices[0].message, { role: 'user', content: 'Again' }], stream: true, stream_options: { include_usage: true } });
+        let text = '';
+        for await (const chunk of stream) text += (chunk.choices[0] && chunk.choices[0].delta.content) || '';
+        return { reply: reply.choices[0].message.content, finish: reply.choices[0].finish_reason, text };
+      });
+    };
+    await fake.script(chat('Sunny in Lisbon.', { usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 } }), chatStream());
+    const gm1 = openaiGraphmind({ app: 'openai-replay', url: srv.url, env: {} });
+    const original = await ask(gm1);
+    await gm1.dispose();
+    assert.deepEqual(original, { reply: 'Sunny in Lisbon.', finish: 'stop', text: 'Sunny' });
+    const { body } = await srv.get('/api/runs');
+    const run = body.runs.find((r) => r.app === 'openai-replay');
+    await srv.events(run.id, 8);
+    await fake.reset();
+    const gm2 = openaiGraphmind({ app: 'openai-replay', url: srv.url, env: {}, replay: run.id });
+    const replayed = await ask(gm2);
+    await gm2.dispose();
+    assert.deepEqual(replayed, original);
+    assert.deepEqual(await fake.requests(), [], 'the provider saw no request');
+  } finally {
+    fake.stop();
+  }
+});
