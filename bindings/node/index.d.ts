@@ -47,6 +47,8 @@ export interface SessionOptions {
   loopGuard?: LoopGuardOptions | false;
   breakOnErrorResult?: boolean;
   breakOnTruncated?: boolean;
+  /** Replay a recorded run (docs/replay.md): `"<runId>[@<nodeId>#<n>]"` or `{run?, file?, from?, output?}`. */
+  replay?: string | { run?: string; file?: string; from?: string; output?: unknown };
   hideInputs?: boolean;
   hideOutputs?: boolean;
   hideToolArgs?: boolean;

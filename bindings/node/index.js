@@ -19,6 +19,10 @@ const RETURN_INJECTED = 3;
 const RERAISE = 4;
 const ABORT = 5;
 const HELD = 6;
+const RAISE = 7;
+const STREAM = 8;
+/** `stepCall` packs `handle * CODE_SPAN + code` (the addon's CODE_SPAN). */
+const CODE_SPAN = 16;
 
 /**
  * How long a finishing run waits for the model streams still being recorded in the
@@ -63,7 +67,7 @@ const OPTION_KEYS = [
   'url', 'appName', 'sdk', 'meta', 'enabled', 'connectTimeoutMs', 'handshakeTimeoutMs',
   'retryIntervalMs', 'bufferSize', 'maxBufferBytes', 'pauseTimeoutMs', 'tokenIntervalMs', 'tokenFlushIntervalMs',
   'warnIntervalMs', 'hideInputs', 'hideOutputs', 'hideToolArgs', 'hideToolResults',
-  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated',
+  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated', 'replay',
 ];
 
 /** The error a wrapped call throws when its run was aborted (name `AbortError`). */
@@ -371,8 +375,8 @@ class Session {
     } catch {
       return null;
     }
-    const handle = Math.floor(packed / 8);
-    return this.#watched(WATCHED_MODEL, handle, ctx, watch, packed - handle * 8);
+    const handle = Math.floor(packed / CODE_SPAN);
+    return this.#watched(WATCHED_MODEL, handle, ctx, watch, packed - handle * CODE_SPAN);
   }
 
   #watched(driver, handle, ctx, watch, firstCode) {
@@ -587,7 +591,7 @@ class Session {
     let handle;
     let code;
     if (site !== null) {
-      // node.started and the `before` gate in one crossing: `handle * 8 + code`.
+      // node.started and the `before` gate in one crossing: `handle * CODE_SPAN + code`.
       let packed;
       try {
         const call = toolCallOf === null ? null : toolCallOf(args);
@@ -597,8 +601,8 @@ class Session {
       } catch {
         return fn.apply(thisArg, args);
       }
-      handle = Math.floor(packed / 8);
-      code = packed - handle * 8;
+      handle = Math.floor(packed / CODE_SPAN);
+      code = packed - handle * CODE_SPAN;
     } else {
       try {
         handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, parent, toJson(inputOf(args)), editable);
@@ -632,9 +636,9 @@ class Session {
     } catch {
       return send();
     }
-    const handle = Math.floor(packed / 8);
+    const handle = Math.floor(packed / CODE_SPAN);
     const streamOf = stream ? (result) => stream(result, this.#recorder(handle, ctx)) : null;
-    return this.#drive(MODEL_CALL, handle, packed - handle * 8, ctx, send, undefined, [], identity, streamOf);
+    return this.#drive(MODEL_CALL, handle, packed - handle * CODE_SPAN, ctx, send, undefined, [], identity, streamOf);
   }
 
   /** What a model call's stream reports to the core: each chunk, then its end, once. */
@@ -752,6 +756,10 @@ class Session {
           return fromJson(n.stepValue(handle));
         case RERAISE:
           throw failure;
+        case RAISE:
+          throw replayedError(fromJson(n.stepValue(handle)));
+        case STREAM:
+          return replayedStream(fromJson(n.stepValue(handle)));
         case ABORT:
         default:
           if (ctx && !ctx.signal.aborted) ctx.abortController.abort(new GraphMindAbortError());
@@ -759,6 +767,36 @@ class Session {
       }
     }
   }
+}
+
+/**
+ * A replayed call's recorded error, raised as a tool's error: an `Error` with the recorded
+ * `name`, `message` and `stack`, marked `replayed` (docs/replay.md).
+ */
+function replayedError(info) {
+  const error = new Error(info && typeof info.message === 'string' ? info.message : '');
+  error.name = info && typeof info.name === 'string' ? info.name : 'Error';
+  if (info && typeof info.stack === 'string') error.stack = info.stack;
+  error.replayed = true;
+  return error;
+}
+
+/**
+ * A replayed stream: the chunks the core rebuilt from the recording, read with
+ * `for await` (and `controller.abort()`, as the clients' streams offer).
+ */
+function replayedStream(chunks) {
+  const items = Array.isArray(chunks) ? chunks : [];
+  const controller = new AbortController();
+  return {
+    controller,
+    async *[Symbol.asyncIterator]() {
+      for (const chunk of items) {
+        if (controller.signal.aborted) return;
+        yield chunk;
+      }
+    },
+  };
 }
 
 function identity(value) {
@@ -831,7 +869,7 @@ const WATCHED_MODEL = Object.freeze({
  * Creates a session from the reference's options (url, appName, sdk, meta, enabled,
  * connectTimeoutMs, handshakeTimeoutMs, retryIntervalMs, bufferSize, maxBufferBytes,
  * pauseTimeoutMs, loopGuard, the four hide switches, breakOnErrorResult, breakOnTruncated,
- * env, logger, warnIntervalMs). Never throws.
+ * replay (docs/replay.md), env, logger, warnIntervalMs). Never throws.
  */
 function createSession(options = {}) {
   return new Session(options && typeof options === 'object' ? options : {});

@@ -119,6 +119,21 @@ pub struct InitArgs {
     pub dir: Option<String>,
 }
 
+/// `graphmind replay` options.
+#[derive(Debug, Default, PartialEq)]
+pub struct ReplayArgs {
+    /// The recorded run.
+    pub run_id: String,
+    /// `--from <nodeId>#<n>`: the fork point.
+    pub from: Option<String>,
+    /// `--output <json|@file>`: the edited output of the call before the fork point.
+    pub output: Option<String>,
+    /// `--exec <command>`: run it (through `sh -c`) in replay mode.
+    pub exec: Option<String>,
+    /// `--port` of the server the app attaches to (default 4747).
+    pub port: Option<u16>,
+}
+
 /// What the command line asks for.
 #[derive(Debug, PartialEq)]
 pub enum Command {
@@ -138,6 +153,8 @@ pub enum Command {
     Resume(ControlArgs),
     /// `graphmind demo`.
     Demo(DemoArgs),
+    /// `graphmind replay RUN_ID`.
+    Replay(ReplayArgs),
     /// `graphmind init [dir]`.
     Init(InitArgs),
     /// `graphmind skill [--install [--force]]`.
@@ -187,6 +204,9 @@ Commands:
   runs       List stored runs; --prune [--keep N] [--days N], --rm <runId>, --clear --yes
   record     Export a run: record <runId> [--out <file>] [--html] [--format ndjson|otlp]
              [--no-redact-secrets]
+  replay     Re-run an app with a recorded run answering its tool and model calls:
+             replay <runId> [--from <nodeId>#<n>] [--output <json|@file>] [--exec <cmd>]
+             [--port <n>] (prints the command line; --exec runs it; docs/replay.md)
   import     Load OTLP/JSON or OpenInference spans as a read-only run: import <file>
   pauses     List held pauses of the server on --port: pauses [--run <id>] [--json]
   wait       Block until a pause is held: wait [--run <id>] [--timeout <s>] [--json]
@@ -257,6 +277,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut runs = RunsArgs::default();
     let mut record = RecordArgs::default();
     let mut control = ControlArgs::default();
+    let mut replay = ReplayArgs::default();
     let mut db = None;
     let mut port = None;
     let mut json = false;
@@ -454,6 +475,14 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 control.input = Some(value("--input")?);
                 "input"
             }
+            "--from" => {
+                replay.from = Some(value("--from")?);
+                "from"
+            }
+            "--exec" => {
+                replay.exec = Some(value("--exec")?);
+                "exec"
+            }
             "--operator" => {
                 control.operator = Some(value("--operator")?);
                 "operator"
@@ -571,6 +600,16 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 return Err(err("--force only applies with --install".into()));
             }
             Ok(Command::Skill { install, force })
+        }
+        "replay" => {
+            allow(&["port", "from", "output", "exec"])?;
+            let mut it = positionals.into_iter();
+            let Some(run_id) = it.next() else { return Err(err("replay needs a run id: graphmind replay <runId>".into())) };
+            no_more(&it.collect::<Vec<_>>())?;
+            replay.run_id = run_id;
+            replay.output = control.output;
+            replay.port = port;
+            Ok(Command::Replay(replay))
         }
         other => Err(err(format!("unknown command \"{other}\""))),
     }

@@ -359,7 +359,7 @@ pub fn wait(a: &ControlArgs) -> i32 {
     EXIT_OK
 }
 
-fn read_json_arg(flag: &str, raw: &str) -> Result<Value, String> {
+pub(crate) fn read_json_arg(flag: &str, raw: &str) -> Result<Value, String> {
     let content = match raw.strip_prefix('@') {
         Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{flag}: cannot read {path} ({e})"))?,
         None => raw.to_owned(),

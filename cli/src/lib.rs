@@ -13,6 +13,7 @@ pub mod control_cli;
 pub mod export;
 pub mod export_html;
 pub mod import;
+pub mod replay_cmd;
 pub mod retention;
 pub mod telemetry;
 pub mod config;
@@ -118,6 +119,10 @@ pub fn main_with_args(argv: &[String]) -> i32 {
         }
         Command::Serve(s) => serve(s),
         Command::Demo(a) => demo::main(&a),
+        Command::Replay(a) => {
+            control_telemetry("replay");
+            replay_cmd::main(&a)
+        }
         Command::Init(a) => {
             control_telemetry("init");
             init::main(&a)

@@ -729,6 +729,8 @@ fn drive(session: &Session, run_id: &str, failures: usize) -> Result<Value, Stri
             Next::ReturnInjected(v) => return Ok(v),
             Next::Reraise => return Err(format!("raised after {calls}")),
             Next::Abort => return Err("aborted".into()),
+            Next::Raise(e) => return Err(e.message.to_string_lossy().into_owned()),
+            Next::Stream(_) => unreachable!(),
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod mcp;
 pub mod payload_cap;
 pub mod random;
 pub mod redact;
+pub mod replay;
 pub mod session;
 pub mod shrink;
 pub mod smart;

@@ -215,6 +215,9 @@ pub struct LlmStep {
     stream_only: bool,
     /// The answer [`LlmStep::after`] decoded, for [`LlmStep::on_after`].
     decoded: Option<Decoded>,
+    /// A recorded answer this call returns without sending the request, and whether the
+    /// request asked for a stream ([`crate::replay`]).
+    replay: Option<(crate::replay::Answer, bool)>,
 }
 
 impl LlmStep {
@@ -274,6 +277,8 @@ impl LlmStep {
             name: LLM_NODE_NAME.to_string(),
         };
         let mut input = codec::request_input(api, request);
+        let streamed = request.get("stream").and_then(Value::as_bool) == Some(true);
+        let (replay, replay_extra) = replay_decision(session, run.run_id, api, &input, streamed);
         if let Some(captured) = captured {
             if let Value::Object(fields) = captured.to_value() {
                 for (k, v) in fields.iter() {
@@ -293,6 +298,9 @@ impl LlmStep {
         if let Some(sdk) = sdk {
             started.insert("sdk", Value::from(sdk));
         }
+        for (k, v) in replay_extra.iter() {
+            started.insert(k.clone(), v.clone());
+        }
         session.emit(run.run_id, "node.started", Value::Object(started));
         LlmStep {
             step: Step::started_elsewhere(session, run.run_id, node),
@@ -305,6 +313,7 @@ impl LlmStep {
             stream: None,
             stream_only: false,
             decoded: None,
+            replay: replay.map(|a| (a, streamed)),
         }
     }
 
@@ -358,14 +367,24 @@ impl LlmStep {
         }
     }
 
-    /// The gate before the request is sent (offered again before every retry).
+    /// The gate before the request is sent (offered again before every retry). A replayed
+    /// call is answered without a pause.
     pub fn before(&self) -> Gate {
+        if self.replay.is_some() {
+            self.step.skip_before();
+            return Gate::Continue;
+        }
         self.step.before()
     }
 
     /// What the `before` decision means (`retry` before anything was sent is `continue`).
+    /// A replayed call ends here with its recorded answer: the provider's reply rebuilt
+    /// from it (`ReturnInjected`), its stream's chunks (`Stream`), or its error (`Raise`).
     pub fn on_before(&mut self, mut decision: GateDecision) -> Next {
         self.attempts += 1;
+        if let Some((answer, streamed)) = self.replay.take() {
+            return self.replayed(&answer, streamed);
+        }
         if self.stream_only && decision.action == ResumeAction::Inject {
             self.session.warn(
                 "llm-stream-inject",
@@ -378,6 +397,26 @@ impl LlmStep {
         self.step.annotate(None, self.extra(false));
         let next = self.step.on_before(decision);
         self.reply(next)
+    }
+
+    fn replayed(&mut self, answer: &crate::replay::Answer, streamed: bool) -> Next {
+        let output = match &answer.outcome {
+            crate::replay::Outcome::Output(o) => o.clone().unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        self.step.annotate(
+            answer.usage.as_ref().and_then(token_usage),
+            self.extra(streamed),
+        );
+        if let Some(error) = self.step.end_replayed(answer) {
+            return Next::Raise(error);
+        }
+        let model = self.model.as_ref();
+        if streamed {
+            Next::Stream(codec::rebuild::stream_from_output(self.api, &output, answer.usage.as_ref(), model))
+        } else {
+            Next::ReturnInjected(codec::rebuild::reply_from_output(self.api, &output, answer.usage.as_ref(), model))
+        }
     }
 
     /// The gate after a complete answer `response` arrived (the answer as a value). With a
@@ -537,6 +576,36 @@ impl LlmStep {
             node.instance_id.as_str(),
             output,
         );
+    }
+}
+
+/// Whether a replay answers this model call: its request's input (`input`, tool
+/// definitions aside) against the recorded one. Returns the answer and the fields
+/// `node.started` carries (`replayed` or `replayLive`).
+fn replay_decision(
+    session: &Session,
+    run_id: Option<&str>,
+    api: Api,
+    input: &Map,
+    streamed: bool,
+) -> (Option<crate::replay::Answer>, Map) {
+    use crate::replay::{self, Decision};
+    if !replay::is_replaying(session) {
+        return (None, Map::new());
+    }
+    let answerable = codec::rebuild::can_replay(api, streamed);
+    let value = Value::Object(input.clone());
+    match replay::decide(session, run_id, LLM_NODE_ID, Some(&value), answerable) {
+        Decision::Off => (None, Map::new()),
+        Decision::Live(field) => {
+            let mut extra = Map::with_capacity(1);
+            extra.insert(replay::FIELD_LIVE, Value::Object(field));
+            (None, extra)
+        }
+        Decision::Replay(answer) => {
+            let extra = crate::step::replay_marks(answer.edited);
+            (Some(answer), extra)
+        }
     }
 }
 

@@ -636,7 +636,14 @@ impl Session {
         if !self.active() {
             return run;
         }
-        let payload = self.run_started_payload(name, meta, false);
+        // A replay binds to the run it answers and links it to the recorded one.
+        let linked = crate::replay::on_run_start(self, &run.run_id, name).map(|mut extra| {
+            for (k, v) in meta.into_iter().flat_map(Map::iter) {
+                extra.insert(k.clone(), v.clone());
+            }
+            extra
+        });
+        let payload = self.run_started_payload(name, linked.as_ref().or(meta), false);
         let mut shared = self.lock_with_room(false);
         shared.runs.insert(run.run_id.clone(), run.signal.clone());
         self.ensure_worker(&mut shared);
@@ -1050,6 +1057,19 @@ impl Session {
         parent_id: Option<&str>,
         input: Option<HostValue>,
     ) -> Option<u64> {
+        self.node_started_extra(run_id, node, parent_id, input, Map::new())
+    }
+
+    /// [`Session::node_started_host`] with further fields (a replay's `replayed` /
+    /// `replayLive`, see [`crate::replay`]).
+    pub fn node_started_extra(
+        &self,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        parent_id: Option<&str>,
+        input: Option<HostValue>,
+        extra: Map,
+    ) -> Option<u64> {
         let mut started = NodeStarted::new(
             node.node_id.as_str(),
             node.kind,
@@ -1057,6 +1077,7 @@ impl Session {
             node.instance_id.as_str(),
         );
         started.parent_id = parent_id.map(JsStr::from);
+        started.extra = extra;
         let (input, deferred) = split_host_value(input, "input");
         started.input = input;
         self.emit_with(

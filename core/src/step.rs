@@ -127,6 +127,13 @@ pub enum Next {
     Reraise,
     /// Raise the binding's abort error: the run was aborted.
     Abort,
+    /// Raise this error as the binding raises a tool's error (a replayed call whose
+    /// recorded execution raised it; see [`crate::replay`]).
+    Raise(ErrorInfo),
+    /// Return a stream of these chunks instead of calling (a replayed streamed model
+    /// call: the provider's chunks rebuilt by its codec, each as the client library's
+    /// chunk type).
+    Stream(Vec<Value>),
 }
 
 /// One gated call in flight.
@@ -147,6 +154,19 @@ pub struct Step {
     /// Set by the LLM step: recorded on `node.finished` beside the output.
     finish_usage: Option<crate::event::TokenUsage>,
     finish_extra: crate::json::Map,
+    /// A recorded answer this call returns without running ([`crate::replay`]).
+    replay: Option<crate::replay::Answer>,
+}
+
+/// The `replayed` marker (and `replayEdited` for an edited output) a replayed execution
+/// records on `node.started` and `node.finished`.
+pub(crate) fn replay_marks(edited: bool) -> crate::json::Map {
+    let mut m = crate::json::Map::with_capacity(2);
+    m.insert(crate::replay::FIELD_REPLAYED, Value::Bool(true));
+    if edited {
+        m.insert("replayEdited", Value::Bool(true));
+    }
+    m
 }
 
 impl Step {
@@ -180,7 +200,12 @@ impl Step {
         input: Option<HostValue>,
         editable: bool,
     ) -> Step {
-        let kept_input = editable && session.is_attached();
+        let (input, replay, started_extra) = if editable {
+            Step::replay_decision(session, run_id, &node, input)
+        } else {
+            (input, None, crate::json::Map::new())
+        };
+        let kept_input = editable && session.is_attached() && replay.is_none();
         let (input, live_input) = match input {
             Some(input) if kept_input => {
                 let value = session.resolve(input);
@@ -189,7 +214,7 @@ impl Step {
             }
             other => (other, None),
         };
-        session.node_started_host(run_id, &node, parent_id, input);
+        session.node_started_extra(run_id, &node, parent_id, input, started_extra);
         Step {
             session: session.clone(),
             run_id: run_id.map(str::to_string),
@@ -203,6 +228,38 @@ impl Step {
             phase: PhaseCell::new(Phase::Started),
             finish_usage: None,
             finish_extra: crate::json::Map::new(),
+            replay,
+        }
+    }
+
+    /// Whether a replay answers this call ([`crate::replay::decide`]): tool calls whose
+    /// wrapper owns the call (the editable ones: it can skip or re-run them; a tool node a
+    /// framework's callback only observes runs whatever the step says), never spans or
+    /// agents. The input is resolved only while replaying.
+    fn replay_decision(
+        session: &Session,
+        run_id: Option<&str>,
+        node: &NodeRef,
+        input: Option<HostValue>,
+    ) -> (Option<HostValue>, Option<crate::replay::Answer>, crate::json::Map) {
+        use crate::replay::{self, Decision};
+        if node.kind != crate::event::NodeKind::Tool || !replay::is_replaying(session) {
+            return (input, None, crate::json::Map::new());
+        }
+        let value = input.map(|i| session.resolve(i));
+        let decision = replay::decide(session, run_id, &node.node_id, value.as_ref(), true);
+        let input = value.map(HostValue::Built);
+        match decision {
+            Decision::Off => (input, None, crate::json::Map::new()),
+            Decision::Live(field) => {
+                let mut extra = crate::json::Map::with_capacity(1);
+                extra.insert(replay::FIELD_LIVE, Value::Object(field));
+                (input, None, extra)
+            }
+            Decision::Replay(answer) => {
+                let extra = replay_marks(answer.edited);
+                (input, Some(answer), extra)
+            }
         }
     }
 
@@ -226,6 +283,15 @@ impl Step {
             phase: PhaseCell::new(Phase::Started),
             finish_usage: None,
             finish_extra: crate::json::Map::new(),
+            replay: None,
+        }
+    }
+
+    /// The gate before the call is skipped (a replayed model call): the step moves on
+    /// as if it continued.
+    pub(crate) fn skip_before(&self) {
+        if !self.finished {
+            self.phase.set(Phase::BeforeAsked);
         }
     }
 
@@ -323,6 +389,10 @@ impl Step {
             return Gate::Continue;
         }
         self.phase.set(Phase::BeforeAsked);
+        if self.replay.is_some() {
+            // A replayed call is answered without a pause (see `on_before`).
+            return Gate::Continue;
+        }
         self.gate(PausePoint::Before, None)
     }
 
@@ -332,6 +402,9 @@ impl Step {
             return self.after_finish();
         }
         self.phase.set(Phase::Running);
+        if let Some(answer) = self.replay.take() {
+            return self.replayed(answer);
+        }
         match decision.action {
             ResumeAction::Abort => {
                 self.finish(None, RunStatus::Aborted, false, false);
@@ -343,6 +416,51 @@ impl Step {
                 Next::ReturnInjected(output)
             }
             ResumeAction::Continue | ResumeAction::Retry => self.run_with(decision.input),
+        }
+    }
+
+    /// Ends the call with its recorded answer: the output returned as an injected one
+    /// is (without `injected`), or the recorded error raised.
+    fn replayed(&mut self, answer: crate::replay::Answer) -> Next {
+        for (k, v) in replay_marks(answer.edited).iter() {
+            self.finish_extra.insert(k.clone(), v.clone());
+        }
+        match answer.outcome {
+            crate::replay::Outcome::Output(output) => {
+                let output = output.unwrap_or(Value::Null);
+                self.finish(Some(output.clone().into()), RunStatus::Ok, false, false);
+                Next::ReturnInjected(output)
+            }
+            crate::replay::Outcome::Error(error) => {
+                self.session
+                    .node_error(self.run_id.as_deref(), &self.node, error.clone());
+                self.finish(None, RunStatus::Error, false, false);
+                Next::Raise(error)
+            }
+            crate::replay::Outcome::Unfinished => Next::Run { input: None },
+        }
+    }
+
+    /// Ends a replayed model call (its `node.finished` carries `extra` and the marks).
+    pub(crate) fn end_replayed(&mut self, answer: &crate::replay::Answer) -> Option<ErrorInfo> {
+        for (k, v) in replay_marks(answer.edited).iter() {
+            self.finish_extra.insert(k.clone(), v.clone());
+        }
+        match &answer.outcome {
+            crate::replay::Outcome::Error(error) => {
+                self.session
+                    .node_error(self.run_id.as_deref(), &self.node, error.clone());
+                self.finish(None, RunStatus::Error, false, false);
+                Some(error.clone())
+            }
+            crate::replay::Outcome::Output(output) => {
+                self.finish(output.clone().map(HostValue::Built), RunStatus::Ok, false, false);
+                None
+            }
+            crate::replay::Outcome::Unfinished => {
+                self.finish(None, RunStatus::Aborted, false, false);
+                None
+            }
         }
     }
 

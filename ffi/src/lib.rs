@@ -1881,6 +1881,15 @@ fn next_out(next: Next) -> gm_next {
             kind: gm_next_kind::GM_NEXT_ABORT,
             value: gm_string::empty(),
         },
+        // Replay's answers, not produced for the C ABI yet (config::REPLAY_FLAVORS).
+        Next::Raise(_) => gm_next {
+            kind: gm_next_kind::GM_NEXT_RERAISE,
+            value: gm_string::empty(),
+        },
+        Next::Stream(chunks) => gm_next {
+            kind: gm_next_kind::GM_NEXT_RETURN_INJECTED,
+            value: gm_string::from_string(json::to_string(&Value::Array(chunks))),
+        },
     }
 }
 

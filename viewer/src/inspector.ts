@@ -3,6 +3,7 @@
 import { el, jsonTree } from './json';
 import { whyHeld } from './why';
 import { contextPanel } from './cost';
+import { rerunPanel } from './rerun';
 import { fmtMs, now } from './format';
 import { invalidate, S } from './store';
 import { type GNode, hiddenBy, holdingPause, type Instance, instanceTimes, type RunModel } from './model';
@@ -92,6 +93,10 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
     marks.append(el('span', 'chip chip-mark', `${p.reason ?? p.point} → ${p.resumed.action}${who ? ` by ${who}` : ''}`));
   }
   if (marks.childElementCount) v.append(marks);
+  if (!S.embedded) {
+    const rerun = rerunPanel(m.runId, n.id, n.kind, n.instances.indexOf(i) + 1, Number(location.port) || 80);
+    if (rerun) v.append(rerun);
+  }
   const ctx = contextPanel(n, i);
   if (ctx) v.append(ctx);
   else if (i.usage) {

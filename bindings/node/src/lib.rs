@@ -69,6 +69,10 @@ pub mod code {
     pub const ABORT: i32 = 5;
     /// A debugger holds the step: wait for the dispatcher, then call `stepResume`.
     pub const HELD: i32 = 6;
+    /// Raise the recorded error (`stepValue`: `{name, message, stack?}`): a replayed call.
+    pub const RAISE: i32 = 7;
+    /// Return a stream of these chunks (`stepValue`: an array): a replayed streamed call.
+    pub const STREAM: i32 = 8;
 }
 
 fn parse_json(text: &str) -> Result<Value> {
@@ -125,7 +129,7 @@ struct CallSite {
 const MAX_CALL_SITES: usize = 4096;
 
 /// `stepCall` packs the step's handle and its first code as `handle * CODE_SPAN + code`.
-const CODE_SPAN: f64 = 8.0;
+const CODE_SPAN: f64 = 16.0;
 
 struct NodeSlot {
     node: NodeRef,
@@ -555,6 +559,14 @@ impl NativeSession {
             }
             Next::Reraise => code::RERAISE,
             Next::Abort => code::ABORT,
+            Next::Raise(error) => {
+                self.values.insert(handle, error.to_value());
+                code::RAISE
+            }
+            Next::Stream(chunks) => {
+                self.values.insert(handle, Value::Array(chunks));
+                code::STREAM
+            }
         };
         if finished {
             self.steps.remove(&handle);

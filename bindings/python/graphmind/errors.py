@@ -24,6 +24,34 @@ class GraphMindAbortError(Exception):
         super().__init__(message)
 
 
+class ReplayedError(Exception):
+    """A tool or model call's error raised again by a replay: the recorded execution raised
+    it (``name``, ``message`` and ``stack`` as recorded). Each recorded name gets its own
+    subclass of this one, named after it (``ValueError`` -> a ``ValueError`` subclass of
+    ``ReplayedError``), so ``except ReplayedError`` catches every replayed error."""
+
+    name = "Error"
+
+    def __init__(self, name: str, message: str, stack: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+        self.message = message
+        self.recorded_stack = stack
+
+
+_replayed_classes: dict[str, type[ReplayedError]] = {}
+
+
+def replayed_error(parts: Any) -> ReplayedError:
+    """The exception a replay raises for a recorded error ``(name, message, stack)``."""
+    name, message, stack = parts
+    cls = _replayed_classes.get(name)
+    if cls is None:
+        cls = type(name, (ReplayedError,), {}) if name.isidentifier() else ReplayedError
+        _replayed_classes[name] = cls
+    return cls(name, message, stack)
+
+
 def is_abort_error(error: BaseException | None) -> bool:
     """True for GraphMind aborts and for the standard cancellation exceptions."""
     if error is None:

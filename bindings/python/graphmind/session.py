@@ -46,6 +46,7 @@ _OPTION_NAMES: dict[str, tuple[str, bool]] = {
     "loop_guard": ("loopGuard", False),
     "break_on_error_result": ("breakOnErrorResult", False),
     "break_on_truncated": ("breakOnTruncated", False),
+    "replay": ("replay", False),
 }
 
 # loop_guard keys: snake_case spellings of the core's camelCase ones.
@@ -295,6 +296,7 @@ class Session:
         break_on_error_result: bool | None = None,
         break_on_truncated: bool | None = None,
         max_buffer_bytes: int | None = None,
+        replay: Any = None,
     ) -> None:
         options = core_options(
             {
@@ -318,6 +320,7 @@ class Session:
                 "hide_tool_results": hide_tool_results,
                 "break_on_error_result": break_on_error_result,
                 "break_on_truncated": break_on_truncated,
+                "replay": replay,
             }
         )
         # `clock` drove the reference's held-time ledger; the core times holds itself.

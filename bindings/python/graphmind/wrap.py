@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, Union
 
 from . import _native
-from .errors import error_parts, is_abort_error
+from .errors import error_parts, is_abort_error, replayed_error
 from .session import Session, _current_run, await_gate
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,6 +26,8 @@ INJECT = _native.NEXT_INJECT
 RERAISE = _native.NEXT_RERAISE
 ABORT = _native.NEXT_ABORT
 WAIT = _native.NEXT_WAIT
+RAISE = _native.NEXT_RAISE
+STREAM = _native.NEXT_STREAM
 
 _POK = inspect.Parameter.POSITIONAL_OR_KEYWORD
 _KWO = inspect.Parameter.KEYWORD_ONLY
@@ -193,6 +195,10 @@ class ModelPlan:
     def reply(self, value: Any) -> Any:  # pragma: no cover
         raise NotImplementedError
 
+    def stream(self, chunks: list[Any], is_async: bool) -> Any:  # pragma: no cover
+        """A replayed stream: the recorded answer's chunks as the client library's stream."""
+        raise NotImplementedError
+
 
 def _run_sync(session: Session, spec: Any, fn: Callable[..., Any], args: Any, kwargs: Any, entered: Any = None, plan: ModelPlan | None = None) -> Any:
     """One gated call, sync: does what the core's step says at each gate. ``entered``:
@@ -212,6 +218,10 @@ def _run_sync(session: Session, spec: Any, fn: Callable[..., Any], args: Any, kw
             code, value = step.on_before(value.wait())
         if code == INJECT:
             return value if plan is None else plan.reply(value)
+        if code == RAISE:
+            raise replayed_error(value)
+        if code == STREAM:
+            return value if plan is None else plan.stream(value, False)
         if code == ABORT:
             raise session.abort_error(ctx)
         if value is not None:
@@ -270,6 +280,10 @@ async def _run_async(session: Session, spec: Any, fn: Callable[..., Any], args: 
             code, value = step.on_before(await await_gate(value))
         if code == INJECT:
             return value if plan is None else plan.reply(value)
+        if code == RAISE:
+            raise replayed_error(value)
+        if code == STREAM:
+            return value if plan is None else plan.stream(value, True)
         if code == ABORT:
             raise session.abort_error(ctx)
         if value is not None:

@@ -297,6 +297,10 @@ pub const NEXT_RERAISE: u8 = 3;
 pub const NEXT_ABORT: u8 = 4;
 /// A gate holds: wait on the value, then call the matching `on_*`.
 pub const NEXT_WAIT: u8 = 5;
+/// Raise the recorded error `(name, message, stack)` as a tool error (a replayed call).
+pub const NEXT_RAISE: u8 = 6;
+/// Return a stream of these chunks (a replayed streamed model call).
+pub const NEXT_STREAM: u8 = 7;
 
 fn next_to_py(py: Python<'_>, next: Next) -> PyResult<(u8, Py<PyAny>)> {
     Ok(match next {
@@ -306,6 +310,12 @@ fn next_to_py(py: Python<'_>, next: Next) -> PyResult<(u8, Py<PyAny>)> {
         Next::ReturnInjected(v) => (NEXT_INJECT, to_py(py, &v)?.unbind()),
         Next::Reraise => (NEXT_RERAISE, py.None()),
         Next::Abort => (NEXT_ABORT, py.None()),
+        Next::Raise(e) => {
+            let stack = e.stack.as_ref().map(|s| s.to_string_lossy().into_owned());
+            let parts = (e.name.to_string_lossy().into_owned(), e.message.to_string_lossy().into_owned(), stack);
+            (NEXT_RAISE, parts.into_pyobject(py)?.into_any().unbind())
+        }
+        Next::Stream(chunks) => (NEXT_STREAM, to_py(py, &Value::Array(chunks))?.unbind()),
     })
 }
 
@@ -772,6 +782,29 @@ impl NativeSession {
         }
     }
 
+    /// Starts replaying a recorded run (`spec`: the `replay` option's value, a run
+    /// reference or `{file?, run?, from?, output?}`); the next run started is answered
+    /// from it. Returns the report (`error` says why nothing will be replayed).
+    fn replay_begin<'py>(&self, py: Python<'py>, spec: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let mut warnings = Vec::new();
+        let value = to_value_or_marker(spec);
+        let report = match graphmind_core::replay::spec::resolve(Some(&value), &graphmind_core::config::EnvSnapshot::new(), &mut warnings) {
+            Some(spec) => graphmind_core::replay::begin(&self.session, spec),
+            None => graphmind_core::replay::ReplayReport { error: Some(warnings.join("; ")), ..Default::default() },
+        };
+        to_py(py, &report.to_value())
+    }
+
+    /// Stops replaying; returns the last report (`None` when not replaying).
+    fn replay_end<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        graphmind_core::replay::end(&self.session).map(|r| to_py(py, &r.to_value())).transpose()
+    }
+
+    /// What the replay has done so far (`None` when not replaying).
+    fn replay_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        graphmind_core::replay::report(&self.session).map(|r| to_py(py, &r.to_value())).transpose()
+    }
+
     /// Diagnostics: `(enabled, attached, buffered, dropped, held_gates, seq, lost)`.
     fn stats(&self) -> (bool, bool, u64, u64, u64, u64, u64) {
         let s = self.session.stats();
@@ -855,6 +888,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NEXT_RERAISE", NEXT_RERAISE)?;
     m.add("NEXT_ABORT", NEXT_ABORT)?;
     m.add("NEXT_WAIT", NEXT_WAIT)?;
+    m.add("NEXT_RAISE", NEXT_RAISE)?;
+    m.add("NEXT_STREAM", NEXT_STREAM)?;
     m.add("DEFAULT_URL", config::DEFAULT_URL)?;
     m.add("PROTOCOL_VERSION", graphmind_core::event::PROTOCOL_VERSION)?;
     m.add("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;

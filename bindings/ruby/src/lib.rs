@@ -411,6 +411,9 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
         Next::ReturnInjected(v) => ary(ruby, &[ruby.to_symbol("inject").as_value(), from_value(ruby, v)?]),
         Next::Reraise => ruby.get_inner(&NEXT_RERAISE),
         Next::Abort => ruby.get_inner(&NEXT_ABORT),
+        // Replay's answers, not produced for this SDK yet (config::REPLAY_FLAVORS).
+        Next::Raise(_) => ruby.get_inner(&NEXT_RERAISE),
+        Next::Stream(chunks) => ary(ruby, &[ruby.to_symbol("inject").as_value(), from_value(ruby, &graphmind_core::json::Value::Array(chunks.clone()))?]),
     })
 }
 

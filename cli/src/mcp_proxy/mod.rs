@@ -556,7 +556,8 @@ impl Recorder {
                 self.remember(id_key(&id), dir, Pending { step, method, frame, raw, params, retries: 0 });
                 action
             }
-            Next::ReturnResult | Next::Reraise => {
+            // Replay's answers are not produced for the proxy's session (config::REPLAY_FLAVORS).
+            Next::ReturnResult | Next::Reraise | Next::Raise(_) | Next::Stream(_) => {
                 self.remember(id_key(&id), dir, Pending { step, method, frame, raw: raw.to_vec(), params, retries: 0 });
                 Action::Forward
             }
@@ -611,7 +612,7 @@ impl Recorder {
             }
         };
         match next {
-            Next::ReturnResult | Next::Reraise => Action::Forward,
+            Next::ReturnResult | Next::Reraise | Next::Raise(_) | Next::Stream(_) => Action::Forward,
             Next::ReturnInjected(v) => Action::Replace(result_frame(&id, coerce_injected(&entry.method, entry.params.as_ref(), v))),
             Next::Abort => {
                 let msg = format!("{} aborted by the GraphMind debugger", entry.method);

@@ -18,6 +18,7 @@ pub mod anthropic;
 pub mod frameworks;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod rebuild;
 
 use crate::event::TokenChannel;
 use crate::json::{JsStr, Map, Value};

@@ -73,6 +73,10 @@ pub const PRODUCTION_ENV_VARS_RUBY: [&str; 7] = [
 /// The production check's variables for a C or Rust host: the spec's documented list.
 pub const PRODUCTION_ENV_VARS_NATIVE: [&str; 8] = PRODUCTION_ENV_VARS_PYTHON;
 
+/// The SDKs whose skins handle a replayed call (`Next::Raise`, `Next::Stream`): replay
+/// asked for in another is one warning and a live run.
+pub const REPLAY_FLAVORS: [SdkFlavor; 2] = [SdkFlavor::Python, SdkFlavor::Node];
+
 /// Which language hosts the session: it picks the production rule and a few defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SdkFlavor {
@@ -231,6 +235,9 @@ pub struct Options {
     pub break_on_error_result: Option<bool>,
     /// `breakOnTruncated`: the truncated-tool-call smart breakpoint; beats its variable.
     pub break_on_truncated: Option<bool>,
+    /// `replay`: `"<run id>[@<nodeId>#<n>]"` or `{run?, file?, from?, output?}`; beats the
+    /// `GRAPHMIND_REPLAY*` variables (see [`crate::replay`]).
+    pub replay: Option<Value>,
 }
 
 /// Why a session is on or off: the row of the kill-switch table that decided.
@@ -309,6 +316,8 @@ pub struct Config {
     pub break_on_truncated: bool,
     /// Whether edited input is announced and honoured (`GRAPHMIND_DISABLE_EDIT_INPUT` off).
     pub edit_input: bool,
+    /// The run to replay, if any ([`crate::replay`]).
+    pub replay: Option<crate::replay::ReplaySpec>,
     /// One line per value that could not be used, naming it and what was used instead, for
     /// the SDK to log once (prefixed `[graphmind] ` by its warner). Always empty for a
     /// disabled session, which stays silent.
@@ -494,6 +503,14 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
         .break_on_truncated
         .unwrap_or_else(|| parse_break_on(env.get("GRAPHMIND_BREAK_ON_TRUNCATED")));
     let edit_input = !kill_switch_on(env.get("GRAPHMIND_DISABLE_EDIT_INPUT"));
+    let mut replay = crate::replay::spec::resolve(options.replay.as_ref(), env, w);
+    if replay.is_some() && !REPLAY_FLAVORS.contains(&flavor) {
+        w.push(format!(
+            "replay is not supported by the {} SDK yet; running live",
+            flavor.as_str()
+        ));
+        replay = None;
+    }
 
     if !enabled {
         warnings.clear();
@@ -521,6 +538,7 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
         break_on_error_result,
         break_on_truncated,
         edit_input,
+        replay,
         warnings,
     }
 }
@@ -837,6 +855,7 @@ impl Options {
                 "loopGuard" => o.loop_guard = loop_guard_opt(val, &mut w),
                 "breakOnErrorResult" => o.break_on_error_result = bool_opt(key, val, &mut w),
                 "breakOnTruncated" => o.break_on_truncated = bool_opt(key, val, &mut w),
+                "replay" => o.replay = Some(val.clone()),
                 _ => w.push(format!("{key} is not a GraphMind option; ignored")),
             }
         }

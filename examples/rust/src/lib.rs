@@ -101,6 +101,8 @@ pub fn call(
             Next::ReturnResult => return Err("the step returned a result it never had".into()),
             Next::Reraise => return Err("re-raised".into()),
             Next::Abort => return Err("aborted by the debugger".into()),
+            Next::Raise(error) => return Err(error.message.to_string_lossy().into_owned()),
+            Next::Stream(_) => return Err("a tool call is never a stream".into()),
         }
     }
 }

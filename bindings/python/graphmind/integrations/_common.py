@@ -254,30 +254,91 @@ class ModelMethod:
     the integration's name, and how its results look to Python: whether a result is a
     stream, and which of the client library's types an injected reply becomes."""
 
-    __slots__ = ("api", "reply_type", "sdk", "stream_only")
+    __slots__ = ("api", "chunk_type", "reply_type", "sdk", "stream_only")
 
-    def __init__(self, api: str, sdk: str, reply_type: str, stream_only: bool = False) -> None:
+    def __init__(self, api: str, sdk: str, reply_type: str, stream_only: bool = False, chunk_type: str | None = None) -> None:
         self.api = api
         self.sdk = sdk
         self.reply_type = reply_type  # "package.module:Class"
         self.stream_only = stream_only
+        self.chunk_type = chunk_type  # the stream's chunk type, same spelling
 
     def reply(self, value: Any) -> Any:
         """The core's provider-shaped reply as the client library's own type (a value that
         is not a reply object is handed back as it is)."""
-        if not isinstance(value, dict):
-            return value
-        try:
-            module_name, _, class_name = self.reply_type.partition(":")
-            cls = getattr(__import__(module_name, fromlist=[class_name]), class_name)
-        except Exception:
-            return value
-        for build in ("model_validate", "model_construct"):
-            try:
-                return getattr(cls, build)(value)
-            except Exception:
-                continue
+        return _as_type(self.reply_type, value)
+
+    def stream(self, chunks: list[Any], is_async: bool) -> Any:
+        """A replayed stream: each chunk the core rebuilt as the library's chunk type."""
+        items = [_as_type(self.chunk_type, c) if self.chunk_type else c for c in chunks]
+        return AsyncReplayedStream(items) if is_async else ReplayedStream(items)
+
+
+def _as_type(type_name: str, value: Any) -> Any:
+    """``value`` (plain data) as the client library's ``package.module:Class``, by its
+    pydantic ``model_validate`` (else ``model_construct``); handed back as it is when that
+    fails or it is not a mapping."""
+    if not isinstance(value, dict):
         return value
+    try:
+        module_name, _, class_name = type_name.partition(":")
+        cls = getattr(__import__(module_name, fromlist=[class_name]), class_name)
+    except Exception:
+        return value
+    for build in ("model_validate", "model_construct"):
+        try:
+            return getattr(cls, build)(value)
+        except Exception:
+            continue
+    return value
+
+
+class ReplayedStream:
+    """A replayed stream's chunks, read as the client library's stream is: iteration,
+    ``with``, ``close()``."""
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self._chunks = iter(chunks)
+
+    def __iter__(self) -> ReplayedStream:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._chunks)
+
+    def __enter__(self) -> ReplayedStream:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._chunks = iter(())
+
+
+class AsyncReplayedStream:
+    """The ``async for`` twin of :class:`ReplayedStream`."""
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self._chunks = iter(chunks)
+
+    def __aiter__(self) -> AsyncReplayedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return next(self._chunks)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AsyncReplayedStream:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        self._chunks = iter(())
 
 
 def is_response_wrapper(result: Any) -> bool:
@@ -390,6 +451,9 @@ class _CallPlan(ModelPlan):
 
     def reply(self, value: Any) -> Any:
         return self.method.reply(value)
+
+    def stream(self, chunks: list[Any], is_async: bool) -> Any:
+        return self.method.stream(chunks, is_async)
 
 
 def model_caller(session: Session, method: ModelMethod, original: Callable[..., Any], is_async: bool) -> Callable[..., Any]:

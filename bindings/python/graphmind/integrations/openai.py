@@ -30,7 +30,7 @@ from ._common import (
 
 SDK_NAME = "openai"
 
-_CHAT = ModelMethod("openai-chat", SDK_NAME, "openai.types.chat:ChatCompletion")
+_CHAT = ModelMethod("openai-chat", SDK_NAME, "openai.types.chat:ChatCompletion", chunk_type="openai.types.chat:ChatCompletionChunk")
 _RESPONSES = ModelMethod("openai-responses", SDK_NAME, "openai.types.responses:Response")
 
 #: (resource path, method, how it speaks).
