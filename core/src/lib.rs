@@ -28,6 +28,7 @@ pub mod shrink;
 pub mod smart;
 pub mod step;
 pub mod sync;
+pub mod tool_edit;
 pub mod transport;
 pub mod warn;
 pub mod wire;
