@@ -77,7 +77,10 @@ pub fn schema_verdict(schema: &InputSchema, value: &Value) -> InputValidation {
 /// The edited arguments a decision (`{action, output?, input?}`, as a binding hands it out)
 /// carries: its `input` on `continue` or `retry`, else `None` (the call keeps its own).
 pub fn edited_args(decision: &Value) -> Option<&Value> {
-    let action = decision.get("action")?.as_str().and_then(ResumeAction::parse)?;
+    let action = decision
+        .get("action")?
+        .as_str()
+        .and_then(ResumeAction::parse)?;
     match action {
         ResumeAction::Continue | ResumeAction::Retry => decision.get("input"),
         _ => None,
@@ -182,7 +185,9 @@ fn identifier(value: Option<&Value>) -> Option<&str> {
 /// A schema bound (a finite number, or a bigint's digits) as text.
 fn bound(value: Option<&Value>) -> Option<String> {
     match value? {
-        Value::Number(n) if n.as_f64().is_finite() => Some(crate::json::to_string(&Value::Number(n.clone()))),
+        Value::Number(n) if n.as_f64().is_finite() => {
+            Some(crate::json::to_string(&Value::Number(n.clone())))
+        }
         Value::String(s) => {
             let s = s.as_str()?;
             let digits = s.strip_prefix('-').unwrap_or(s);
@@ -208,7 +213,10 @@ fn size_problem(issue: &Value, big: bool) -> String {
         (_, true) => ("too large", ""),
     };
     match limit {
-        Some(n) => format!("{what} ({} {n}{unit})", if big { "at most" } else { "at least" }),
+        Some(n) => format!(
+            "{what} ({} {n}{unit})",
+            if big { "at most" } else { "at least" }
+        ),
         None => what.into(),
     }
 }
@@ -245,7 +253,11 @@ fn issue_problem(issue: &Value, at: Option<&Value>) -> String {
                 .take(MAX_NAMED_KEYS)
                 .map(|k| format!("\"{}\"", pointer_segment(k)))
                 .collect();
-            let more = if keys.len() > MAX_NAMED_KEYS { ", …" } else { "" };
+            let more = if keys.len() > MAX_NAMED_KEYS {
+                ", …"
+            } else {
+                ""
+            };
             format!("keys the schema does not allow: {}{more}", named.join(", "))
         }
         "invalid_format" | "invalid_string" => {
@@ -254,10 +266,12 @@ fn issue_problem(issue: &Value, at: Option<&Value>) -> String {
                 None => "not in the expected format".into(),
             }
         }
-        "not_multiple_of" => match bound(issue.get("divisor")).or_else(|| bound(issue.get("multipleOf"))) {
-            Some(d) => format!("not a multiple of {d}"),
-            None => "not an allowed multiple".into(),
-        },
+        "not_multiple_of" => {
+            match bound(issue.get("divisor")).or_else(|| bound(issue.get("multipleOf"))) {
+                Some(d) => format!("not a multiple of {d}"),
+                None => "not an allowed multiple".into(),
+            }
+        }
         "invalid_union" | "invalid_union_discriminator" => "none of the allowed shapes".into(),
         "invalid_date" => "not a valid date".into(),
         "not_finite" => "not a finite number".into(),
@@ -283,7 +297,10 @@ pub fn describe_issues(issues: &Value, value: Option<&Value>) -> JsStr {
         0 | 1 => String::new(),
         n => format!("; {} more problem{}", n - 1, if n > 2 { "s" } else { "" }),
     };
-    let text = format!("{SCHEMA_REFUSAL_PREFIX} (at {}: {problem}{more})", pointer(&path));
+    let text = format!(
+        "{SCHEMA_REFUSAL_PREFIX} (at {}: {problem}{more})",
+        pointer(&path)
+    );
     edit_input::sanitize_text(&JsStr::from(text)).unwrap_or_else(generic)
 }
 
@@ -311,24 +328,51 @@ mod tests {
         ))
         .unwrap();
         let live = v(r#"{"city":"Faro","days":3}"#);
-        let ok = check_edit(Some(&live), Some(&v(r#"{"city":"Porto"}"#)), false, Some(&schema));
+        let ok = check_edit(
+            Some(&live),
+            Some(&v(r#"{"city":"Porto"}"#)),
+            false,
+            Some(&schema),
+        );
         assert_eq!(ok.unwrap(), v(r#"{"city":"Porto","days":3}"#));
-        let refuse = |p: &str, hidden| check_edit(Some(&live), Some(&v(p)), hidden, Some(&schema)).unwrap_err().code;
-        assert_eq!(refuse(r#"{"city":"__REDACTED__"}"#, false), RefusalCode::Placeholder);
-        assert_eq!(refuse(r#"{"__proto__":{"x":1}}"#, false), RefusalCode::Shape);
+        let refuse = |p: &str, hidden| {
+            check_edit(Some(&live), Some(&v(p)), hidden, Some(&schema))
+                .unwrap_err()
+                .code
+        };
+        assert_eq!(
+            refuse(r#"{"city":"__REDACTED__"}"#, false),
+            RefusalCode::Placeholder
+        );
+        assert_eq!(
+            refuse(r#"{"__proto__":{"x":1}}"#, false),
+            RefusalCode::Shape
+        );
         assert_eq!(refuse(r#"[1]"#, false), RefusalCode::Shape);
         assert_eq!(refuse(r#"{"city":7}"#, false), RefusalCode::Schema);
         // Hidden: the live city does not complete the edit, so `required` fails.
         assert_eq!(refuse(r#"{"days":4}"#, true), RefusalCode::Schema);
-        assert_eq!(check_edit(None, None, false, None).unwrap_err().code, RefusalCode::Shape);
+        assert_eq!(
+            check_edit(None, None, false, None).unwrap_err().code,
+            RefusalCode::Shape
+        );
     }
 
     #[test]
     fn edited_args_ride_on_continue_and_retry_only() {
-        assert_eq!(edited_args(&v(r#"{"action":"continue","input":{"a":1}}"#)), Some(&v(r#"{"a":1}"#)));
-        assert_eq!(edited_args(&v(r#"{"action":"retry","input":null}"#)), Some(&Value::Null));
+        assert_eq!(
+            edited_args(&v(r#"{"action":"continue","input":{"a":1}}"#)),
+            Some(&v(r#"{"a":1}"#))
+        );
+        assert_eq!(
+            edited_args(&v(r#"{"action":"retry","input":null}"#)),
+            Some(&Value::Null)
+        );
         assert_eq!(edited_args(&v(r#"{"action":"continue"}"#)), None);
-        assert_eq!(edited_args(&v(r#"{"action":"inject","output":1,"input":{"a":1}}"#)), None);
+        assert_eq!(
+            edited_args(&v(r#"{"action":"inject","output":1,"input":{"a":1}}"#)),
+            None
+        );
         assert_eq!(edited_args(&v(r#"{"action":"abort"}"#)), None);
         assert_eq!(edited_args(&v(r#"{"input":{}}"#)), None);
     }
@@ -337,26 +381,79 @@ mod tests {
     fn issues_name_the_place_and_the_problem_never_the_value() {
         let secret = "SECRET-9f3";
         let cases = [
-            (r#"{"code":"invalid_type","expected":"string","path":["q"]}"#, r#"{"q":5}"#, "(at /q: expected string, got integer)"),
-            (r#"{"code":"invalid_type","expected":"string","path":["q"]}"#, "{}", "(at /q: missing (expected string))"),
-            (r#"{"code":"too_small","origin":"string","minimum":3,"path":["q"]}"#, r#"{"q":"a"}"#, "(at /q: too short (at least 3 characters))"),
-            (r#"{"code":"too_big","origin":"number","maximum":10,"path":["n"]}"#, "{}", "(at /n: too large (at most 10))"),
-            (r#"{"code":"too_small","type":"array","minimum":1,"path":["tags"]}"#, "{}", "(at /tags: too few items (at least 1))"),
-            (r#"{"code":"invalid_value","values":["SECRET-9f3"],"path":["m"]}"#, "{}", "(at /m: not an allowed value)"),
-            (r#"{"code":"unrecognized_keys","keys":["x","a/b"],"path":[]}"#, "{}", "(at /: keys the schema does not allow: \"x\", \"a~1b\")"),
-            (r#"{"code":"invalid_format","format":"email","path":["e"]}"#, "{}", "(at /e: not a valid email)"),
-            (r#"{"code":"custom","message":"bad SECRET-9f3","path":[{"key":"c"},0]}"#, "{}", "(at /c/0: refused by a check of the tool's schema)"),
-            (r#"{"message":"SECRET-9f3","path":["s"],"expected":"SECRET-9f3 x!"}"#, "{}", "(at /s: invalid)"),
+            (
+                r#"{"code":"invalid_type","expected":"string","path":["q"]}"#,
+                r#"{"q":5}"#,
+                "(at /q: expected string, got integer)",
+            ),
+            (
+                r#"{"code":"invalid_type","expected":"string","path":["q"]}"#,
+                "{}",
+                "(at /q: missing (expected string))",
+            ),
+            (
+                r#"{"code":"too_small","origin":"string","minimum":3,"path":["q"]}"#,
+                r#"{"q":"a"}"#,
+                "(at /q: too short (at least 3 characters))",
+            ),
+            (
+                r#"{"code":"too_big","origin":"number","maximum":10,"path":["n"]}"#,
+                "{}",
+                "(at /n: too large (at most 10))",
+            ),
+            (
+                r#"{"code":"too_small","type":"array","minimum":1,"path":["tags"]}"#,
+                "{}",
+                "(at /tags: too few items (at least 1))",
+            ),
+            (
+                r#"{"code":"invalid_value","values":["SECRET-9f3"],"path":["m"]}"#,
+                "{}",
+                "(at /m: not an allowed value)",
+            ),
+            (
+                r#"{"code":"unrecognized_keys","keys":["x","a/b"],"path":[]}"#,
+                "{}",
+                "(at /: keys the schema does not allow: \"x\", \"a~1b\")",
+            ),
+            (
+                r#"{"code":"invalid_format","format":"email","path":["e"]}"#,
+                "{}",
+                "(at /e: not a valid email)",
+            ),
+            (
+                r#"{"code":"custom","message":"bad SECRET-9f3","path":[{"key":"c"},0]}"#,
+                "{}",
+                "(at /c/0: refused by a check of the tool's schema)",
+            ),
+            (
+                r#"{"message":"SECRET-9f3","path":["s"],"expected":"SECRET-9f3 x!"}"#,
+                "{}",
+                "(at /s: invalid)",
+            ),
         ];
         for (issue, value, want) in cases {
             let got = describe_issues(&v(&format!("[{issue}]")), Some(&v(value))).to_string();
-            assert!(got.starts_with(SCHEMA_REFUSAL_PREFIX) && got.ends_with(want), "{issue}: {got}");
+            assert!(
+                got.starts_with(SCHEMA_REFUSAL_PREFIX) && got.ends_with(want),
+                "{issue}: {got}"
+            );
             assert!(!got.contains(secret), "{got}");
         }
-        let two = describe_issues(&v(r#"[{"code":"custom","path":["a"]},{},{}]"#), None).to_string();
+        let two =
+            describe_issues(&v(r#"[{"code":"custom","path":["a"]},{},{}]"#), None).to_string();
         assert!(two.ends_with("; 2 more problems)"), "{two}");
-        assert_eq!(describe_issues(&v(r#""nope""#), None).to_string(), SCHEMA_REFUSAL_PREFIX);
-        let long = describe_issues(&v(&format!(r#"[{{"code":"custom","path":["{}"]}}]"#, "k".repeat(300))), None);
+        assert_eq!(
+            describe_issues(&v(r#""nope""#), None).to_string(),
+            SCHEMA_REFUSAL_PREFIX
+        );
+        let long = describe_issues(
+            &v(&format!(
+                r#"[{{"code":"custom","path":["{}"]}}]"#,
+                "k".repeat(300)
+            )),
+            None,
+        );
         assert!(long.to_string().chars().count() <= edit_input::MAX_REFUSAL_MESSAGE);
     }
 }
