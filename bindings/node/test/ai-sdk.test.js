@@ -428,3 +428,41 @@ for (const point of ['before', 'error']) {
     await gm.dispose();
   });
 }
+
+// A streamed step has no `after` gate in the core (its answer is already flowing to the
+// app: docs/llm.md), so only generateText is held for it.
+test('the after-gate truncation hold: a generateText step cut at the token limit while calling a tool holds at llm:step after', async () => {
+  const usage = { inputTokens: { total: 10, noCache: 10 }, outputTokens: { total: 100, text: 100 } };
+  const cut = { unified: 'length', raw: 'max_tokens' };
+  const call = { type: 'tool-call', toolCallId: 'c9', toolName: 'weather', input: '{"city":"Lis' };
+  const model = new MockLanguageModelV3({
+    modelId: 'mock-cut',
+    doGenerate: async () => ({ content: [call], finishReason: cut, usage, warnings: [] }),
+  });
+  const dbg = await Debugger.open(srv);
+  const gm = graphmind({ app: 'ai-truncated', url: srv.url, env: {} });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  const ran = [];
+  const tools = gm.wrapTools({
+    weather: tool({ inputSchema: jsonSchema({ type: 'object' }), execute: async (input) => { ran.push(input); return 'sun'; } }),
+  });
+  for (const mode of ['generate']) {
+    let runId;
+    const done = gm.run(`cut-${mode}`, async (ctx) => {
+      runId = ctx.runId;
+      dbg.watch(ctx.runId);
+      const opts = { model: gm.wrapModel(model), tools, prompt: 'Weather?', maxRetries: 0 };
+      return (await generateText(opts)).finishReason;
+    });
+    const paused = await dbg.nextWithin('exec.paused', 5000);
+    assert.ok(paused, `${mode}: held`);
+    assert.equal(paused.payload.nodeId, 'llm:step', mode);
+    assert.equal(paused.payload.point, 'after', mode);
+    assert.equal(paused.payload.reason, 'breakpoint', mode);
+    assert.equal(paused.payload.smart.rule, 'truncated-tool-call', mode);
+    dbg.resume(runId, paused.payload.pauseId, 'continue');
+    assert.equal(await done, 'length', mode);
+  }
+  dbg.close();
+  await gm.dispose();
+});
