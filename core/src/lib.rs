@@ -8,6 +8,7 @@ pub mod buffer;
 pub mod canonical;
 pub mod codec;
 pub mod config;
+pub mod declared_schema;
 pub mod edit_input;
 pub mod edit_schema;
 pub mod event;
