@@ -6,6 +6,7 @@
  */
 const { isAbortError } = require('./index.js');
 const { createFacade, packageVersion } = require('./facade.js');
+const { signalFilter } = require('./signals.js');
 
 /** `node.started.sdk` of a model call made through `wrapModel`. */
 const SDK_NAME = 'ai-sdk';
@@ -34,6 +35,11 @@ function graphmind(options = {}) {
   const facade = createFacade(options, { app: 'ai-app', sdk: { name: 'ai', version: packageVersion('ai') } });
   const { session, attached } = facade;
   const maybeWait = attached;
+  // While attached, the app's abortSignal is chained with the run's, its timeouts held back.
+  const held = signalFilter(session);
+  const withHeldSignal = (options) => (options && options.abortSignal && session.attached
+    ? { ...options, abortSignal: held(options.abortSignal) }
+    : options);
 
   const wrapTool = (name, tool) => {
     if (!tool || typeof tool.execute !== 'function') return tool; // provider-executed: observed, not gated
@@ -47,7 +53,7 @@ function graphmind(options = {}) {
       async execute(input, callOpts) {
         const wait = maybeWait();
         if (wait) await wait;
-        return call(input, callOpts);
+        return call(input, withHeldSignal(callOpts));
       },
     };
   };
@@ -62,6 +68,9 @@ function graphmind(options = {}) {
   const withRecordedStream = (result, recorder) => ({ ...result, stream: recorder.readable(result.stream) });
   const middleware = {
     specificationVersion: 'v3',
+    async transformParams({ params }) {
+      return withHeldSignal(params);
+    },
     async wrapGenerate({ doGenerate, params, model }) {
       const wait = maybeWait();
       if (wait) await wait;

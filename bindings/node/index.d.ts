@@ -72,7 +72,15 @@ export interface RunContext {
 }
 
 export interface GateNode { nodeId: string; kind: NodeKind | string; name?: string }
-export interface GateOptions { editable?: boolean; liveInput?: unknown }
+export interface GateOptions {
+  /** Offer the pause as editable: an edit is merged into `liveInput` by the core. */
+  editable?: boolean;
+  liveInput?: unknown;
+  /** The JSON Schema an edit must match after the merge (else `schema`, the gate stays held). */
+  inputSchema?: object | null;
+  /** The call's result, read by the smart breakpoints (`error-result`, `truncated-tool-call`). */
+  result?: unknown;
+}
 export interface GateDecision { action: ResumeAction; output?: unknown; input?: unknown }
 
 export interface SessionStats {
@@ -156,6 +164,33 @@ export interface Session {
 }
 
 export function createSession(options?: SessionOptions): Session;
+
+// -- the reference client's tool-edit helpers (gate-helpers.js, rules in core::tool_edit) ---
+
+/** Why an edit was refused (`exec.refused.code`). */
+export type RefusalCode = 'schema' | 'shape' | 'placeholder' | 'truncated' | 'disabled' | 'unsupported';
+/** A verdict on a proposed input: `value` is what the call runs with. */
+export type InputValidation = { ok: true; value: unknown } | { ok: false; code: RefusalCode; message?: string };
+/** A check of merged tool arguments; `jsonSchema`: its JSON Schema form, run by the core at a held gate. */
+export interface SchemaCheck {
+  (value: unknown): InputValidation | Promise<InputValidation>;
+  readonly jsonSchema?: object | null;
+}
+/** What a tool gate can do with an edit: the live arguments and how to check an edit of them. */
+export interface ToolEdit { args: unknown; check?: SchemaCheck | object | null }
+/**
+ * The check a held gate runs on an edit (placeholder guard, pollution paths, merge into
+ * `live`, then `schema`: a JSON Schema, or a SchemaCheck whose verdict may be a promise).
+ */
+export function validateInput(live: unknown, proposed: unknown, options?: { schema?: object | SchemaCheck | null; inputHidden?: boolean }): InputValidation | Promise<InputValidation>;
+/** A check for a zod, Standard Schema, AI SDK `jsonSchema()` or plain JSON Schema; undefined for anything else. */
+export function toolSchemaCheck(schema: unknown): SchemaCheck | undefined;
+/** Gate options for a tool gate (editable + schema, and the result at `after`); undefined while detached. */
+export function toolGateOptions(session: { readonly attached: boolean }, edit: ToolEdit | (() => ToolEdit | undefined) | undefined, after?: { result: unknown }): GateOptions | undefined;
+/** `{result}` for an `after` gate while attached, else undefined. */
+export function resultGateOptions(session: { readonly attached: boolean }, result: unknown): GateOptions | undefined;
+/** The arguments an accepted edit hands the call (`continue` / `retry` with `input`), else undefined. */
+export function editedArgs(decision: GateDecision): { args: unknown } | undefined;
 /** Canonical JSON (keys sorted by UTF-16 code units, `_meta` ignored unless ignoreKeys says otherwise). */
 export function canonicalJson(value: unknown, ignoreKeys?: string[]): string;
 /** 32 hex characters identifying a call of `nodeId` with `input`. */

@@ -323,10 +323,12 @@ class Session {
     const ctx = this.#als.getStore();
     let token = 0;
     try {
-      token = this.#native.gate(
-        ctx ? ctx.runId : null, String(point), String(node.nodeId), String(node.kind), String(node.name ?? ''),
-        Boolean(options && options.editable), options && options.editable ? toJson(options.liveInput) : null,
-      );
+      const args = [ctx ? ctx.runId : null, String(point), String(node.nodeId), String(node.kind), String(node.name ?? ''),
+        Boolean(options && options.editable), options && options.editable ? toJson(options.liveInput) : null];
+      // `inputSchema` (edits) and `result` (smart breakpoints): see gate-helpers.js.
+      token = options && (options.inputSchema != null || options.result !== undefined)
+        ? this.#native.gateWith(...args, options.editable ? toJson(options.inputSchema) : null, toJson(options.result))
+        : this.#native.gate(...args);
     } catch { /* fail open */ }
     if (token === 0) return CONTINUE_PROMISE;
     return this.#wait(token, ctx).then(() => {
@@ -898,6 +900,9 @@ module.exports = {
   native,
   toJson,
 };
+
+// The reference client's tool-edit helpers, over the core (gate-helpers.js builds on this module).
+Object.assign(module.exports, require('./gate-helpers.js'));
 
 // The Vercel AI SDK facade (`graphmind({app, ...options})`, also `/ai-sdk`), loaded on
 // first use: it builds on this module, which must be complete first.

@@ -11,6 +11,9 @@ use crate::edit_input::EditRefusal;
 use crate::event::RefusalCode;
 use crate::json::{self, Value};
 
+/// The first words of every schema refusal (also of a host validator's, `tool_edit`).
+pub const SCHEMA_REFUSAL_PREFIX: &str = "the edited arguments do not match the tool's input schema";
+
 /// Why a schema could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SchemaError {
@@ -52,9 +55,7 @@ impl InputSchema {
                 let at = if at.is_empty() { "/".to_string() } else { at };
                 Err(EditRefusal {
                     code: RefusalCode::Schema,
-                    message: format!(
-                        "the edited arguments do not match the tool's input schema (at {at})"
-                    ),
+                    message: format!("{SCHEMA_REFUSAL_PREFIX} (at {at})"),
                 })
             }
         }

@@ -141,6 +141,8 @@ struct LlmMemory {
     invocations: InvocationTracker,
     schemas: ToolSchemaMemory,
     hinted: VecDeque<String>,
+    /// The input schemas the requests declared, for edits of plain tool functions.
+    declared: crate::declared_schema::DeclaredSchemas,
 }
 
 impl LlmMemory {
@@ -178,6 +180,18 @@ fn memory_of(session: &Session) -> Arc<Mutex<LlmMemory>> {
     let m = Arc::new(Mutex::new(LlmMemory::default()));
     all.push((session.downgrade(), m.clone()));
     m
+}
+
+/// The input schema this run's model requests declared for tool `name` (see
+/// [`crate::declared_schema`]), compiled; `None` when none did.
+pub fn declared_tool_schema(
+    session: &Session,
+    run_id: Option<&str>,
+    name: &str,
+) -> Option<crate::edit_schema::InputSchema> {
+    let memory = memory_of(session);
+    let mut m = lock(&memory);
+    m.declared.lookup(run_id.unwrap_or(NO_RUN_SCOPE), name)
 }
 
 // -- the step --------------------------------------------------------------------------------
@@ -259,6 +273,7 @@ impl LlmStep {
             let position = m.invocations.next(&scope, &codec::prompt_key(api, request));
             let hint = m.first_hint(&scope);
             let captured = if session.is_enabled() {
+                m.declared.record(&scope, tools);
                 m.schemas.capture_tools(&scope, tools)
             } else {
                 None

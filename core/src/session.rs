@@ -1975,16 +1975,13 @@ impl Session {
                 "an edited input needs continue at a before gate, or retry at an after or error gate",
             );
         }
-        edit_input::check_proposed_value(proposed)?;
-        if let Some(refusal) = edit_input::prototype_key_refusal(proposed) {
-            return Err(refusal);
-        }
         let hidden = self.inner.config.hide.covers_pause_input(Some(kind));
-        let merged = edit_input::merge_edited_input(live.as_ref(), Some(proposed), hidden)?;
-        if let Some(schema) = shared.edit_schemas.get(pause_id) {
-            schema.check(&merged)?;
-        }
-        Ok(merged)
+        crate::tool_edit::check_edit(
+            live.as_ref(),
+            Some(proposed),
+            hidden,
+            shared.edit_schemas.get(pause_id),
+        )
     }
 
     /// A control frame from the debugger (reader thread).

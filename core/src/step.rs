@@ -368,11 +368,7 @@ impl Step {
         let options = GateOptions {
             editable: offer,
             live_input: if offer { self.live_input.clone() } else { None },
-            input_schema: if offer {
-                self.input_schema.clone()
-            } else {
-                None
-            },
+            input_schema: if offer { self.edit_schema() } else { None },
             result,
         };
         self.session.gate(
@@ -381,6 +377,20 @@ impl Step {
             &self.node.gate_node(),
             options,
         )
+    }
+
+    /// The schema an edit of this step must match: its own, else (a tool) the one the run's
+    /// model requests declared for its name.
+    fn edit_schema(&self) -> Option<crate::edit_schema::InputSchema> {
+        self.input_schema.clone().or_else(|| {
+            (self.node.kind == NodeKind::Tool).then(|| {
+                crate::llm_step::declared_tool_schema(
+                    &self.session,
+                    self.run_id.as_deref(),
+                    &self.node.name,
+                )
+            })?
+        })
     }
 
     /// The gate before the function runs.

@@ -474,3 +474,58 @@ pub fn mcp_gated_request(method: String, params_json: Option<String>) -> Result<
         text(&Value::Object(m))
     }))
 }
+
+// -- tool-argument edits (`core::tool_edit`): the client helpers' rules ---------------------
+
+fn compile_schema(schema: &Value) -> Result<graphmind_core::edit_schema::InputSchema> {
+    graphmind_core::edit_schema::InputSchema::compile(schema).map_err(|e| Error::from_reason(format!("graphmind: {e}")))
+}
+
+/// The whole check of an edited tool input, as a held gate runs it (`validateInput`): the
+/// placeholder guard, the pollution paths, the merge into `live` (none when `inputHidden`),
+/// then `schema` (a JSON Schema, `null`: none). A verdict `{ok, value}` / `{ok, code,
+/// message}`; an invalid schema throws.
+#[napi]
+pub fn validate_input(live_json: Option<String>, proposed_json: Option<String>, input_hidden: bool, schema_json: Option<String>) -> Result<String> {
+    let (live, proposed) = (parse_opt(live_json)?, parse_opt(proposed_json)?);
+    let schema = parse_opt(schema_json)?.map(|s| compile_schema(&s)).transpose()?;
+    let verdict = graphmind_core::tool_edit::validate_edit(live.as_ref(), proposed.as_ref(), input_hidden, schema.as_ref());
+    Ok(text(&verdict.to_value()))
+}
+
+/// The arguments a decision `{action, input?}` hands the call (JSON), or `null`.
+#[napi]
+pub fn edited_args(decision_json: String) -> Result<Option<String>> {
+    let decision = parse(&decision_json)?;
+    Ok(graphmind_core::tool_edit::edited_args(&decision).map(text))
+}
+
+/// A host validator's issues (zod, Standard Schema) as the `schema` refusal verdict, its
+/// message naming the place and the problem, never a value.
+#[napi]
+pub fn issues_refusal(issues_json: String, value_json: Option<String>) -> Result<String> {
+    let (issues, value) = (parse(&issues_json)?, parse_opt(value_json)?);
+    Ok(text(&graphmind_core::tool_edit::issues_verdict(&issues, value.as_ref()).to_value()))
+}
+
+/// A tool's JSON Schema, compiled once (`toolSchemaCheck`).
+#[napi]
+pub struct NativeInputSchema {
+    inner: graphmind_core::edit_schema::InputSchema,
+}
+
+#[napi]
+impl NativeInputSchema {
+    /// Compiles `schema` (JSON text); throws when it is not a valid JSON Schema.
+    #[napi(constructor)]
+    pub fn new(schema_json: String) -> Result<Self> {
+        Ok(NativeInputSchema { inner: compile_schema(&parse(&schema_json)?)? })
+    }
+
+    /// The verdict on `value` (JSON): itself when it matches, else the `schema` refusal.
+    #[napi]
+    pub fn check(&self, value_json: String) -> Result<String> {
+        let value = parse(&value_json)?;
+        Ok(text(&graphmind_core::tool_edit::schema_verdict(&self.inner, &value).to_value()))
+    }
+}

@@ -428,3 +428,87 @@ for (const point of ['before', 'error']) {
     await gm.dispose();
   });
 }
+
+// A streamed step has no `after` gate in the core (its answer is already flowing to the
+// app: docs/llm.md), so only generateText is held for it.
+test('the after-gate truncation hold: a generateText step cut at the token limit while calling a tool holds at llm:step after', async () => {
+  const usage = { inputTokens: { total: 10, noCache: 10 }, outputTokens: { total: 100, text: 100 } };
+  const cut = { unified: 'length', raw: 'max_tokens' };
+  const call = { type: 'tool-call', toolCallId: 'c9', toolName: 'weather', input: '{"city":"Lis' };
+  const model = new MockLanguageModelV3({
+    modelId: 'mock-cut',
+    doGenerate: async () => ({ content: [call], finishReason: cut, usage, warnings: [] }),
+  });
+  const dbg = await Debugger.open(srv);
+  const gm = graphmind({ app: 'ai-truncated', url: srv.url, env: {} });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  const ran = [];
+  const tools = gm.wrapTools({
+    weather: tool({ inputSchema: jsonSchema({ type: 'object' }), execute: async (input) => { ran.push(input); return 'sun'; } }),
+  });
+  for (const mode of ['generate']) {
+    let runId;
+    const done = gm.run(`cut-${mode}`, async (ctx) => {
+      runId = ctx.runId;
+      dbg.watch(ctx.runId);
+      const opts = { model: gm.wrapModel(model), tools, prompt: 'Weather?', maxRetries: 0 };
+      return (await generateText(opts)).finishReason;
+    });
+    const paused = await dbg.nextWithin('exec.paused', 5000);
+    assert.ok(paused, `${mode}: held`);
+    assert.equal(paused.payload.nodeId, 'llm:step', mode);
+    assert.equal(paused.payload.point, 'after', mode);
+    assert.equal(paused.payload.reason, 'breakpoint', mode);
+    assert.equal(paused.payload.smart.rule, 'truncated-tool-call', mode);
+    dbg.resume(runId, paused.payload.pauseId, 'continue');
+    assert.equal(await done, 'length', mode);
+  }
+  dbg.close();
+  await gm.dispose();
+});
+
+test('while attached, an AbortSignal.timeout() the app passed does not time out a request held longer than it (warned once); the app\'s own abort still aborts', async () => {
+  await fake.reset();
+  await fake.script(chat({ role: 'assistant', content: 'Held, then answered.' }), chat({ role: 'assistant', content: 'Second.' }));
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint({ kind: 'llm', point: 'before' });
+  await sleep(150);
+  const lines = [];
+  const gm = graphmind({ app: 'ai-timeout', url: srv.url, env: {}, logger: (l) => lines.push(l) });
+  assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  let runId;
+  const done = gm.run('timeout-agent', async (ctx) => {
+    runId = ctx.runId;
+    dbg.watch(ctx.runId);
+    const first = await generateText({ model: fakeModel(gm), prompt: 'hi', maxRetries: 0, abortSignal: AbortSignal.timeout(250) });
+    const second = await generateText({ model: fakeModel(gm), prompt: 'again', maxRetries: 0, abortSignal: AbortSignal.timeout(250) });
+    return [first.text, second.text];
+  });
+  for (let i = 0; i < 2; i += 1) {
+    const paused = await dbg.next('exec.paused');
+    await sleep(600); // held well past the 250 ms timeout
+    assert.equal((await fake.requests()).length, i, 'nothing sent while held');
+    dbg.resume(runId, paused.payload.pauseId, 'continue');
+  }
+  assert.deepEqual(await done, ['Held, then answered.', 'Second.']);
+  const warnings = lines.filter((l) => l.includes('timeout abort'));
+  assert.equal(warnings.length, 1, `warned once: ${JSON.stringify(lines)}`);
+
+  // The app's own abort is not a timeout: it still aborts the held call.
+  const own = new AbortController();
+  const aborted = gm.run('own-abort', async (ctx) => {
+    dbg.watch(ctx.runId);
+    return generateText({ model: fakeModel(gm), prompt: 'stop me', maxRetries: 0, abortSignal: own.signal });
+  });
+  const held = await dbg.next('exec.paused');
+  const ownRun = held.runId;
+  own.abort(new Error('the app gave up'));
+  await sleep(100);
+  // The debugger still holds the gate; once released, the request meets the aborted signal.
+  dbg.clear({ kind: 'llm', point: 'before' });
+  dbg.resume(ownRun, held.payload.pauseId, 'continue');
+  await assert.rejects(aborted, /gave up|abort/i);
+  assert.equal((await fake.requests()).length, 2, 'the aborted request was never answered');
+  dbg.close();
+  await gm.dispose();
+});

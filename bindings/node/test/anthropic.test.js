@@ -219,3 +219,48 @@ test('server tools are observed: server_tool_use and its result block are a tool
   assert.equal(of(events, 'node.finished', 'llm:step')[0].output.text, 'Sunny.');
   await gm.dispose();
 });
+
+test('a raw stream: true read without finalMessage records its server tools (the core decoder follows the blocks)', async () => {
+  const gm = await attached();
+  const ev = (type, data) => [type, { type, ...data }];
+  const results = [{ type: 'web_search_result', url: 'https://example.test', title: 'Faro' }];
+  await fake.script({
+    status: 200,
+    sse: [
+      ev('message_start', { message: { id: 'msg_r', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 4, output_tokens: 1 } } }),
+      ev('content_block_start', { index: 0, content_block: { type: 'server_tool_use', id: 'srvtoolu_9', name: 'web_search', input: {} } }),
+      ev('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: '{"query":' } }),
+      ev('content_block_delta', { index: 0, delta: { type: 'input_json_delta', partial_json: '"faro"}' } }),
+      ev('content_block_stop', { index: 0 }),
+      ev('content_block_start', { index: 1, content_block: { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_9', content: results } }),
+      ev('content_block_stop', { index: 1 }),
+      ev('content_block_start', { index: 2, content_block: { type: 'text', text: '' } }),
+      ev('content_block_delta', { index: 2, delta: { type: 'text_delta', text: 'Sunny.' } }),
+      ev('content_block_stop', { index: 2 }),
+      ev('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: 7 } }),
+      ev('message_stop', {}),
+    ],
+  });
+  const anthropic = gm.wrapClient(client());
+  let runId;
+  const types = await gm.run('raw-server-tool', async (ctx) => {
+    runId = ctx.runId;
+    const seen = [];
+    for await (const e of await anthropic.messages.create(body('weather?', { stream: true, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }))) seen.push(e.type);
+    return seen;
+  });
+  assert.equal(types.length, 12, 'the app read every event');
+  const events = await runEvents(srv, gm, runId);
+  const started = of(events, 'node.started', 'tool:web_search');
+  assert.equal(started.length, 1);
+  assert.deepEqual(
+    [started[0].instanceId, started[0].parentId, started[0].input, started[0].providerExecuted, started[0].ungated],
+    ['srvtoolu_9', 'llm:step', { query: 'faro' }, true, true],
+  );
+  const done = of(events, 'node.finished', 'tool:web_search');
+  assert.deepEqual([done[0].status, done[0].output], ['ok', results]);
+  const step = of(events, 'node.finished', 'llm:step')[0];
+  assert.equal(step.output.text, 'Sunny.');
+  assert.equal(step.output.toolCalls, undefined, 'a server tool is not a call for the app');
+  await gm.dispose();
+});

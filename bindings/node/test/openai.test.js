@@ -364,3 +364,55 @@ test('built-in tools are observed: a Responses web_search_call is a tool node un
   assert.deepEqual(of(events, 'node.started', 'tool:file_search')[0].input, ['q']);
   await gm.dispose();
 });
+
+test('an edit of a plain wrapTools({fn}) tool is checked against the parameters the request declared for it', async () => {
+  const gm = await attached();
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint({ name: 'get_weather', point: 'before' });
+  await sleep(150);
+  const declared = {
+    type: 'function',
+    function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', minLength: 2 } }, required: ['city'] } },
+  };
+  await fake.script(
+    chat(null, { toolCalls: [{ id: 'call_7', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lisbon"}' } }], finish: 'tool_calls' }),
+    chat('Done.'),
+  );
+  const openai = gm.wrapClient(client());
+  const ran = [];
+  const tools = gm.wrapTools({ get_weather: async ({ city }) => { ran.push(city); return { city, sky: 'sun' }; } });
+  let runId;
+  const done = gm.run('declared-schema', async (ctx) => {
+    runId = ctx.runId;
+    dbg.watch(ctx.runId);
+    const messages = user('Weather?');
+    for (;;) {
+      const completion = await openai.chat.completions.create({ model: 'gpt-test', messages, tools: [declared] });
+      const msg = completion.choices[0].message;
+      if (!msg.tool_calls) return msg.content;
+      messages.push(msg);
+      for (const call of msg.tool_calls) {
+        const out = await tools[call.function.name](JSON.parse(call.function.arguments), call);
+        messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(out) });
+      }
+    }
+  });
+  const paused = await dbg.next('exec.paused');
+  assert.equal(paused.payload.nodeId, 'tool:get_weather');
+  assert.equal(paused.payload.editable, true);
+  dbg.resume(runId, paused.payload.pauseId, 'continue', { input: { city: 12345 } });
+  const refused = await dbg.nextWithin('exec.refused', 3000);
+  assert.ok(refused, 'the edit was refused');
+  assert.equal(refused.payload.code, 'schema');
+  assert.match(refused.payload.message, /\/city/);
+  assert.doesNotMatch(refused.payload.message, /12345/);
+  await sleep(100);
+  assert.deepEqual(ran, [], 'still held');
+  dbg.resume(runId, paused.payload.pauseId, 'continue', { input: { city: 'Porto' } });
+  assert.equal(await done, 'Done.');
+  assert.deepEqual(ran, ['Porto']);
+  dbg.clear({ name: 'get_weather', point: 'before' });
+  await sleep(100);
+  dbg.close();
+  await gm.dispose();
+});

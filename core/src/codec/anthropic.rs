@@ -43,6 +43,56 @@ const SERVER_TOOL_USE: &str = "server_tool_use";
 /// How the type of a server tool's result block ends (`web_search_tool_result`, ...).
 const SERVER_TOOL_RESULT_SUFFIX: &str = "_tool_result";
 
+/// The `builtinTools` entry of a `server_tool_use` block.
+fn server_entry(block: &Value) -> Map {
+    let mut entry = Map::with_capacity(4);
+    entry.insert("type", Value::from(SERVER_TOOL_USE));
+    copy_given(&mut entry, block, &["id", "name", "input"]);
+    entry
+}
+
+/// A server tool's result block (`*_tool_result`) as the `output` of its call's entry.
+fn attach_server_result(builtin: &mut [Map], block: &Value) {
+    let id = get(Some(block), "tool_use_id");
+    let content = get(Some(block), "content").cloned().unwrap_or(Value::Null);
+    if let Some(entry) = builtin
+        .iter_mut()
+        .find(|e| e.get("id") == id && id.is_some())
+    {
+        entry.insert("output", content);
+    }
+}
+
+/// Adds the entries as `builtinTools` (nothing when there are none).
+fn put_builtin(out: &mut Map, builtin: Vec<Map>) {
+    if !builtin.is_empty() {
+        out.insert(
+            crate::llm_builtin::BUILTIN_TOOLS_KEY,
+            Value::Array(builtin.into_iter().map(Value::Object).collect()),
+        );
+    }
+}
+
+/// A streamed `server_tool_use` block: its start, and its input as `input_json_delta`s.
+#[derive(Clone, Debug)]
+struct ServerCall {
+    block: Value,
+    args: String,
+}
+
+impl ServerCall {
+    /// The entry, its input the streamed JSON when it came and parses (else the block's).
+    fn entry(&self) -> Map {
+        let mut entry = server_entry(&self.block);
+        if !self.args.trim().is_empty() {
+            let input = crate::json::parse_str(&self.args)
+                .unwrap_or_else(|_| Value::from(self.args.as_str()));
+            entry.insert("input", input);
+        }
+        entry
+    }
+}
+
 /// A complete `Message`: text blocks joined, the last thinking block, `tool_use` blocks as
 /// tool calls, `parsed_output` (from `parse`), the finish reason from `stop_reason`; usage.
 pub fn decode(message: &Value) -> Decoded {
@@ -70,31 +120,14 @@ pub fn decode(message: &Value) -> Decoded {
                     thinking = Some(t.clone());
                 }
             }
-            Some(SERVER_TOOL_USE) => {
-                let mut entry = Map::with_capacity(4);
-                entry.insert("type", Value::from(SERVER_TOOL_USE));
-                copy_given(&mut entry, block, &["id", "name", "input"]);
-                builtin.push(entry);
-            }
+            Some(SERVER_TOOL_USE) => builtin.push(server_entry(block)),
             Some(kind) if kind.ends_with(SERVER_TOOL_RESULT_SUFFIX) => {
-                let id = get(b, "tool_use_id");
-                let content = get(b, "content").cloned().unwrap_or(Value::Null);
-                if let Some(entry) = builtin
-                    .iter_mut()
-                    .find(|e| e.get("id") == id && id.is_some())
-                {
-                    entry.insert("output", content);
-                }
+                attach_server_result(&mut builtin, block)
             }
             _ => {}
         }
     }
-    if !builtin.is_empty() {
-        out.insert(
-            crate::llm_builtin::BUILTIN_TOOLS_KEY,
-            Value::Array(builtin.into_iter().map(Value::Object).collect()),
-        );
-    }
+    put_builtin(&mut out, builtin);
     if let Some(t) = thinking {
         out.insert("thinking", t);
     }
@@ -118,6 +151,10 @@ pub struct MessageStream {
     usage: Map,
     open: BTreeMap<i64, PartialCall>,
     closed: BTreeMap<i64, PartialCall>,
+    /// The provider's own tool calls (`server_tool_use`), by block index.
+    servers: BTreeMap<i64, ServerCall>,
+    /// Their result blocks (`*_tool_result`, complete in their start event), in order.
+    server_results: Vec<Value>,
 }
 
 impl MessageStream {
@@ -153,9 +190,19 @@ impl MessageStream {
             Some("message_start") => self.add_usage(get(get(e, "message"), "usage")),
             Some("content_block_start") => {
                 let block = get(e, "content_block");
-                if let (Some("tool_use"), Some(i)) =
-                    (get(block, "type").and_then(Value::as_str), index)
-                {
+                let kind = get(block, "type").and_then(Value::as_str);
+                if let (Some(SERVER_TOOL_USE), Some(i), Some(b)) = (kind, index, block) {
+                    let call = ServerCall {
+                        block: b.clone(),
+                        args: String::new(),
+                    };
+                    self.servers.insert(i, call);
+                } else if let (Some(k), Some(b)) = (kind, block) {
+                    if k.ends_with(SERVER_TOOL_RESULT_SUFFIX) {
+                        self.server_results.push(b.clone());
+                    }
+                }
+                if let (Some("tool_use"), Some(i)) = (kind, index) {
                     self.open.insert(
                         i,
                         PartialCall {
@@ -185,6 +232,10 @@ impl MessageStream {
                         {
                             if let Some(call) = index.and_then(|i| self.open.get_mut(&i)) {
                                 call.args.push_str(&t.to_string_lossy());
+                            } else if let Some(server) =
+                                index.and_then(|i| self.servers.get_mut(&i))
+                            {
+                                server.args.push_str(&t.to_string_lossy());
                             }
                         }
                     }
@@ -206,8 +257,8 @@ impl MessageStream {
         }
     }
 
-    /// The streamed text and calls (a block never closed was cut off: recorded as far as
-    /// it came), completed by the library's accumulated message when there is one.
+    /// The streamed text, calls and server tools (a block never closed was cut off:
+    /// recorded as far as it came), completed by the library's accumulated message when there is one.
     pub(crate) fn finish(&self, final_message: Option<&Value>) -> Decoded {
         let mut out = Map::with_capacity(6);
         out.insert("text", Value::from(self.text.as_str()));
@@ -221,6 +272,11 @@ impl MessageStream {
             out.insert("toolCalls", Value::Array(calls));
         }
         put_finish(&mut out, self.raw_reason.as_ref(), has_calls);
+        let mut builtin: Vec<Map> = self.servers.values().map(ServerCall::entry).collect();
+        for result in &self.server_results {
+            attach_server_result(&mut builtin, result);
+        }
+        put_builtin(&mut out, builtin);
         let mut usage = if self.usage.is_empty() {
             None
         } else {

@@ -223,6 +223,42 @@ fn anthropic_stream_in_pieces() {
 }
 
 #[test]
+fn anthropic_raw_stream_records_server_tools() {
+    // `messages.create({stream: true})` read raw, no `finalMessage`: the server tool's
+    // input arrives as `input_json_delta`s, its result block whole in its start event.
+    let (deltas, d) = stream(
+        Api::Anthropic,
+        &[
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}"#,
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\": "}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"\"faro\"}"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://example.test"}]}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"srvtoolu_2","name":"code_execution","input":{"code":"1+1"}}}"#,
+            r#"{"type":"content_block_stop","index":2}"#,
+            r#"{"type":"content_block_start","index":3,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"Sunny."}}"#,
+            r#"{"type":"content_block_stop","index":3}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
+            r#"{"type":"message_stop"}"#,
+        ],
+    );
+    assert_eq!(joined(&deltas, TokenChannel::Text), "Sunny.");
+    let o = out(&d);
+    assert!(
+        o.contains(r#""builtinTools":[{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"faro"},"output":[{"type":"web_search_result","url":"https://example.test"}]},{"type":"server_tool_use","id":"srvtoolu_2","name":"code_execution","input":{"code":"1+1"}}]"#),
+        "{o}"
+    );
+    assert!(
+        !o.contains("toolCalls"),
+        "server tools are not the app's tool calls: {o}"
+    );
+    assert!(o.contains(r#""finishReason":"stop""#), "{o}");
+}
+
+#[test]
 fn langchain_result_with_invalid_call() {
     let d = decode_response(
         Api::LangChain,
