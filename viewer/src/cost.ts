@@ -91,8 +91,34 @@ function add(a: Tokens, b: Tokens): void {
   a.reasoningTokens += b.reasoningTokens;
 }
 
-/** Tokens and cost of every finished call with a usage in the run (LLM nodes only). */
+// genai-prices takes ~0.1 ms a call (a model lookup over its data) and the run bar is redrawn
+// on every event: a finished call's price is computed once and kept with the call.
+const callPrices = new WeakMap<Instance, { key: string; price: Price | undefined }>();
+
+/** The price of one call (`priceOf` on its model, provider and tokens), memoised per call. */
+export function callPrice(i: Instance, t: Tokens): Price | undefined {
+  const { model, provider } = modelOf(i);
+  const key = `${provider}|${model}|${t.inputTokens}|${t.outputTokens}|${t.cacheReadTokens}|${t.cacheWriteTokens}`;
+  const hit = callPrices.get(i);
+  if (hit && hit.key === key) return hit.price;
+  const price = priceOf(model, provider, t);
+  callPrices.set(i, { key, price });
+  return price;
+}
+
+const runCosts = new WeakMap<RunModel, { version: number; cost: RunCost }>();
+
+/** `runCostOf`, memoised per run until its next event. */
 export function runCost(m: RunModel): RunCost {
+  const hit = runCosts.get(m);
+  if (hit && hit.version === m.version) return hit.cost;
+  const cost = runCostOf(m);
+  runCosts.set(m, { version: m.version, cost });
+  return cost;
+}
+
+/** Tokens and cost of every finished call with a usage in the run (LLM nodes only). */
+export function runCostOf(m: RunModel): RunCost {
   const c: RunCost = { calls: 0, tokens: zero(), total: 0, unpriced: 0 };
   for (const n of m.nodes.values()) {
     if (n.kind !== 'llm') continue;
@@ -101,8 +127,7 @@ export function runCost(m: RunModel): RunCost {
       if (!t) continue;
       c.calls++;
       add(c.tokens, t);
-      const { model, provider } = modelOf(i);
-      const p = priceOf(model, provider, t);
+      const p = callPrice(i, t);
       if (p) c.total += p.total;
       else c.unpriced++;
     }
@@ -168,12 +193,12 @@ export function contextPanel(n: GNode, i: Instance): HTMLElement | undefined {
   box.dataset.testid = 'context-cost';
   box.append(el('h4', '', 'Context and cost'));
   const t = tokensOf(i.usage);
-  const { model, provider } = modelOf(i);
+  const { model } = modelOf(i);
   if (t) {
     const line = el('div', 'mono', `tokens: ${tokenLine(t)}`);
     line.dataset.testid = 'call-tokens';
     box.append(line);
-    const p = priceOf(model, provider, t);
+    const p = callPrice(i, t);
     const cost = el('div', '', p ? `cost: ${fmtUsd(p.total)} (input ${fmtUsd(p.input)}, output ${fmtUsd(p.output)}) · ${model}` : `cost: no price known for ${model ?? 'an unnamed model'}`);
     cost.dataset.testid = 'call-cost';
     if (p) cost.dataset.usd = String(p.total);

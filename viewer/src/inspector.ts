@@ -47,7 +47,7 @@ export function renderInspector(): void {
   const pause = n.activePause ? m.pauses.get(n.activePause) : undefined;
   if (pause?.active) {
     box.append(heldBanner(m, n, pause));
-    const why = whyHeld(m, n, pause);
+    const why = whyHeld(n, pause);
     if (why) box.append(why);
   }
   if (n.instances.length === 0) {

@@ -78,49 +78,74 @@ export function imported(r: RunInfo | undefined): boolean {
   return r?.source === 'import';
 }
 
-/** The run bar's stream chips for the selected run: catching up, behind, lost events, imported. */
-export function streamChips(m: RunModel, info: RunInfo | undefined): HTMLElement[] {
-  const out: HTMLElement[] = [];
+/** One chip of the run bar, as data: its text, class, test id and tooltip. */
+export interface Chip {
+  text: string;
+  cls: string;
+  testid: string;
+  title: string;
+}
+
+/** The stream chips of a run as data: catching up, behind, lost events, imported. */
+export function streamFacts(m: RunModel, info: RunInfo | undefined): Chip[] {
+  const out: Chip[] = [];
   const s = streams.get(m.runId);
   if (s && s.replayTotal !== undefined) {
-    const c = el('span', 'chip chip-stream', `catching up · ${Math.min(s.replayed, s.replayTotal).toLocaleString('en-US')} / ${s.replayTotal.toLocaleString('en-US')} events`);
-    c.dataset.testid = 'catching-up';
-    c.title = 'The server is replaying this run’s stored history; the graph is drawn when it is in';
-    out.push(c);
+    out.push({
+      text: `catching up · ${Math.min(s.replayed, s.replayTotal).toLocaleString('en-US')} / ${s.replayTotal.toLocaleString('en-US')} events`,
+      cls: 'chip chip-stream',
+      testid: 'catching-up',
+      title: 'The server is replaying this run’s stored history; the graph is drawn when it is in',
+    });
   }
   const behind = behindMs(m);
   if (behind !== undefined) {
-    const c = el('span', 'chip chip-hidden', `behind ${fmtBehind(behind)}`);
-    c.dataset.testid = 'behind';
-    c.title = `The newest event arrived ${fmtMs(behind)} after the app stamped it: the app, the server or this tab is lagging`;
-    out.push(c);
+    out.push({ text: `behind ${fmtBehind(behind)}`, cls: 'chip chip-hidden', testid: 'behind', title: `The newest event arrived ${fmtMs(behind)} after the app stamped it: the app, the server or this tab is lagging` });
   }
   if (m.gapList.length || m.gaps) {
     const lost = m.gaps;
-    const c = el('span', 'chip chip-mark', `${lost.toLocaleString('en-US')} event${lost === 1 ? '' : 's'} lost`);
-    c.dataset.testid = 'gap-chip';
-    c.title = `${m.gapList.map(gapText).join('\n')}\nThe app’s buffer overflowed while no debugger was attached; the graph may miss nodes or show executions without a start.`;
-    out.push(c);
+    out.push({
+      text: `${lost.toLocaleString('en-US')} event${lost === 1 ? '' : 's'} lost`,
+      cls: 'chip chip-mark',
+      testid: 'gap-chip',
+      title: `${m.gapList.map(gapText).join('\n')}\nThe app’s buffer overflowed while no debugger was attached; the graph may miss nodes or show executions without a start.`,
+    });
   }
-  if (imported(info)) out.push(importedBadge());
+  if (imported(info)) out.push(IMPORTED);
   return out;
+}
+
+const IMPORTED: Chip = { text: 'imported', cls: 'chip chip-trunc', testid: 'imported', title: 'Imported from a trace file (graphmind import): a read-only record, not a live run' };
+
+/** A chip's element. */
+export function chipEl(c: Chip): HTMLElement {
+  const e = el('span', c.cls, c.text);
+  e.dataset.testid = c.testid;
+  e.title = c.title;
+  return e;
+}
+
+/** The run bar's stream chips for the selected run. */
+export function streamChips(m: RunModel, info: RunInfo | undefined): HTMLElement[] {
+  return streamFacts(m, info).map(chipEl);
 }
 
 /** The "imported" badge (run bar and runs rail). */
 export function importedBadge(): HTMLElement {
-  const b = el('span', 'chip chip-trunc', 'imported');
-  b.dataset.testid = 'imported';
-  b.title = 'Imported from a trace file (graphmind import): a read-only record, not a live run';
-  return b;
+  return chipEl(IMPORTED);
+}
+
+/** One line of text per gap marker, for the strip over the graph. */
+export function gapLines(m: RunModel | undefined): { text: string; title: string }[] {
+  return m ? m.gapList.map((g) => ({ text: `⚠ ${gapText(g)}`, title: `reason: ${g.reason}` })) : [];
 }
 
 /** One line per gap marker, for the strip over the graph. */
 export function gapNotices(m: RunModel | undefined): HTMLElement[] {
-  if (!m) return [];
-  return m.gapList.map((g) => {
-    const line = el('div', 'gap-line', `⚠ ${gapText(g)}`);
+  return gapLines(m).map((g) => {
+    const line = el('div', 'gap-line', g.text);
     line.dataset.testid = 'gap-line';
-    line.title = `reason: ${g.reason}`;
+    line.title = g.title;
     return line;
   });
 }

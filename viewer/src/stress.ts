@@ -3,6 +3,9 @@
 import type { Envelope } from './model';
 
 const KINDS = ['llm', 'tool', 'tool', 'retriever', 'chain', 'tool'];
+/** The model and provider the synthetic LLM calls name (genai-prices knows both). */
+export const LLM_MODEL = 'gpt-4o';
+export const LLM_PROVIDER = 'openai';
 
 function rng(seed: number) {
   let s = seed >>> 0 || 1;
@@ -53,13 +56,16 @@ export function stressRun(nodes: number, events = nodes * 16, runId = `run_stres
     for (let j = 0; j < instances; j++) {
       const instanceId = `${n.id}#${j}`;
       const start = ts + 1;
-      push('node.started', { nodeId: n.id, kind: n.kind, name: n.name, instanceId, parentId: n.parentId, input: { q: `query ${k}`, attempt: j } });
+      // LLM calls carry what a recorded model call carries (model, provider, messages), so
+      // the cost panel prices them
+      const input = n.kind === 'llm' ? { model: LLM_MODEL, provider: LLM_PROVIDER, messages: [{ role: 'user', content: `query ${k}` }], attempt: j } : { q: `query ${k}`, attempt: j };
+      push('node.started', { nodeId: n.id, kind: n.kind, name: n.name, instanceId, parentId: n.parentId, input });
       const tokenEvents = Math.max(0, perNode / instances - 2);
       for (let t = 0; t < tokenEvents; t++) push('node.token', { nodeId: n.id, instanceId, deltas: [{ t: 'text', v: `tok${t} ` }] });
       if (j === 0) for (const c of kids.get(n.id) ?? []) emit(c, ids.indexOf(c));
       const fail = rand() < 0.03;
       if (fail) push('node.error', { nodeId: n.id, instanceId, error: { name: 'Error', message: `synthetic failure in ${n.name}` } });
-      else push('node.finished', { nodeId: n.id, instanceId, status: 'ok', durationMs: ts - start, output: { ok: true, n: k }, usage: n.kind === 'llm' ? { inputTokens: 100 + k, outputTokens: 20 } : undefined });
+      else push('node.finished', { nodeId: n.id, instanceId, status: 'ok', durationMs: ts - start, output: { ok: true, n: k }, usage: n.kind === 'llm' ? { inputTokens: 100 + k, outputTokens: 20, cacheReadTokens: j ? 64 : 0 } : undefined });
     }
   };
   emit(ids[0], 0);

@@ -4,7 +4,7 @@
 // rule and its evidence. Built only from what the run's events carry (`exec.paused.loop`,
 // `exec.paused.smart`, the node's executions).
 import { el } from './json';
-import type { GNode, Instance, Pause, RunModel } from './model';
+import type { GNode, Instance, Pause } from './model';
 
 /** At most this many repeated calls shown side by side (the newest ones). */
 export const MAX_SIDE_BY_SIDE = 4;
@@ -41,57 +41,92 @@ function cut(s: string): string {
   return s.length > MAX_VALUE_CHARS ? `${s.slice(0, MAX_VALUE_CHARS - 1)}…` : s;
 }
 
-function row(label: string, value: string, testid?: string): HTMLElement {
-  const r = el('div', 'why-row');
-  r.append(el('span', 'why-label muted', label), el('span', 'why-value mono', value));
-  if (testid) r.dataset.testid = testid;
-  return r;
+/** One line of the panel: a label and its value (`testid` names it for the tests). */
+export interface WhyRow {
+  label: string;
+  value: string;
+  testid?: string;
 }
 
-/** The panel for a pause (active or not) on node `n`, or undefined when there is nothing to add. */
-export function whyHeld(run: RunModel, n: GNode, p: Pause): HTMLElement | undefined {
-  const box = el('div', 'why');
-  box.dataset.testid = 'why-held';
-  box.append(el('h3', '', 'Why it held'));
+/** One repeated call shown side by side: which call, its input, and its error if any. */
+export interface WhyCall {
+  label: string;
+  input: string;
+  error?: string;
+}
+
+/** What the panel says about a pause, as data (the DOM is built from it by `whyHeld`). */
+export interface WhyFacts {
+  rows: WhyRow[];
+  calls?: WhyCall[];
+}
+
+/** The facts of a pause (active or not) on node `n`, or undefined when there is nothing to add. */
+export function whyFacts(n: GNode, p: Pause): WhyFacts | undefined {
+  const rows: WhyRow[] = [];
+  const row = (label: string, value: string, testid?: string) => rows.push({ label, value, testid });
   const inst = (p.instanceId && n.byInstance.get(p.instanceId)) || n.instances[n.instances.length - 1];
   if (p.reason === 'loop' || p.loop) {
     const l = p.loop ?? {};
     const kind = l.kind ?? 'repeat';
-    box.append(row('rule', kind === 'cycle' ? 'loop: a repeated cycle of calls' : kind === 'error-repeat' ? 'loop: the same call failing the same way' : 'loop: the same call with identical arguments', 'why-rule'));
-    if (kind === 'cycle') box.append(row('laps', `${l.laps ?? l.repeats ?? '?'} laps of ${l.period ?? '?'} calls`, 'why-laps'));
-    else box.append(row('repeats', `${l.repeats ?? '?'}×`, 'why-laps'));
-    box.append(row('seq', `first ${l.firstSeq ?? '?'} · last ${l.lastSeq ?? '?'}`, 'why-seq'));
-    if (kind !== 'cycle') {
-      const calls = n.instances.filter((i) => !inst || i.startTs <= inst.startTs).slice(-Math.min(MAX_SIDE_BY_SIDE, Math.max(2, l.repeats ?? 2)));
-      const { same, differ } = identicalKeys(calls.map((c) => c.input));
-      box.append(row('identical keys', same.length ? same.join(', ') : '(the whole value)', 'why-same-keys'));
-      if (differ.length) box.append(row('differing keys', differ.join(', ')));
-      const grid = el('div', 'why-calls');
-      grid.dataset.testid = 'why-calls';
-      calls.forEach((c) => {
-        const col = el('div', 'why-call');
-        col.append(el('div', 'muted', `call ${n.instances.indexOf(c) + 1}${c === inst ? ' (held)' : ''}`));
-        col.append(el('pre', 'mono', cut(stableJson(c.input))));
-        if (kind === 'error-repeat' && c.error) col.append(el('div', 'why-err', cut(`${c.error.name ?? 'Error'}: ${c.error.message ?? ''}`)));
-        grid.append(col);
-      });
-      box.append(grid);
-    }
-    return box;
+    row('rule', kind === 'cycle' ? 'loop: a repeated cycle of calls' : kind === 'error-repeat' ? 'loop: the same call failing the same way' : 'loop: the same call with identical arguments', 'why-rule');
+    if (kind === 'cycle') row('laps', `${l.laps ?? l.repeats ?? '?'} laps of ${l.period ?? '?'} calls`, 'why-laps');
+    else row('repeats', `${l.repeats ?? '?'}×`, 'why-laps');
+    row('seq', `first ${l.firstSeq ?? '?'} · last ${l.lastSeq ?? '?'}`, 'why-seq');
+    if (kind === 'cycle') return { rows };
+    const calls = n.instances.filter((i) => !inst || i.startTs <= inst.startTs).slice(-Math.min(MAX_SIDE_BY_SIDE, Math.max(2, l.repeats ?? 2)));
+    const { same, differ } = identicalKeys(calls.map((c) => c.input));
+    row('identical keys', same.length ? same.join(', ') : '(the whole value)', 'why-same-keys');
+    if (differ.length) row('differing keys', differ.join(', '));
+    return {
+      rows,
+      calls: calls.map((c) => ({
+        label: `call ${n.instances.indexOf(c) + 1}${c === inst ? ' (held)' : ''}`,
+        input: cut(stableJson(c.input)),
+        error: kind === 'error-repeat' && c.error ? cut(`${c.error.name ?? 'Error'}: ${c.error.message ?? ''}`) : undefined,
+      })),
+    };
   }
   if (p.smart) {
-    box.append(row('rule', p.smart.rule === 'truncated-tool-call' ? 'smart: a tool call was cut off' : p.smart.rule === 'error-result' ? 'smart: the result reads as an error' : `smart: ${p.smart.rule}`, 'why-rule'));
-    box.append(row('evidence', p.smart.detail ?? 'none given', 'why-evidence'));
-    return box;
+    row('rule', p.smart.rule === 'truncated-tool-call' ? 'smart: a tool call was cut off' : p.smart.rule === 'error-result' ? 'smart: the result reads as an error' : `smart: ${p.smart.rule}`, 'why-rule');
+    row('evidence', p.smart.detail ?? 'none given', 'why-evidence');
+    return { rows };
   }
   if (p.reason === 'error' || p.point === 'error') {
-    box.append(row('rule', 'error: the call failed', 'why-rule'));
-    if (inst?.error) box.append(row('error', cut(`${inst.error.name ?? 'Error'}: ${inst.error.message ?? ''}`), 'why-error'));
+    row('rule', 'error: the call failed', 'why-rule');
+    if (inst?.error) row('error', cut(`${inst.error.name ?? 'Error'}: ${inst.error.message ?? ''}`), 'why-error');
     if (inst) {
       const before = sameArgsFailures(n, inst);
-      box.append(row('same arguments', before.length ? `failed before: ${before.length}× (call ${before.map((b) => n.instances.indexOf(b) + 1).join(', ')})` : 'first failure with these arguments', 'why-repeat'));
+      row('same arguments', before.length ? `failed before: ${before.length}× (call ${before.map((b) => n.instances.indexOf(b) + 1).join(', ')})` : 'first failure with these arguments', 'why-repeat');
     }
-    return box;
+    return { rows };
   }
   return undefined;
+}
+
+/** The panel for a pause (active or not) on node `n`, or undefined when there is nothing to add. */
+export function whyHeld(n: GNode, p: Pause): HTMLElement | undefined {
+  const f = whyFacts(n, p);
+  if (!f) return undefined;
+  const box = el('div', 'why');
+  box.dataset.testid = 'why-held';
+  box.append(el('h3', '', 'Why it held'));
+  for (const r of f.rows) {
+    const line = el('div', 'why-row');
+    line.append(el('span', 'why-label muted', r.label), el('span', 'why-value mono', r.value));
+    if (r.testid) line.dataset.testid = r.testid;
+    box.append(line);
+  }
+  if (f.calls) {
+    const grid = el('div', 'why-calls');
+    grid.dataset.testid = 'why-calls';
+    for (const c of f.calls) {
+      const col = el('div', 'why-call');
+      col.append(el('div', 'muted', c.label), el('pre', 'mono', c.input));
+      if (c.error) col.append(el('div', 'why-err', c.error));
+      grid.append(col);
+    }
+    box.append(grid);
+  }
+  return box;
 }
