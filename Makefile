@@ -45,9 +45,12 @@ soak: setup lib-c
 viewer:
 	cd viewer && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund 2>/dev/null || npm install --no-audit --no-fund; } && npx vite build
 
-## The viewer's browser tests: Chromium against the real server binary.
+## The viewer's browser tests: Chromium against the real server binary. The tests that
+## record through the Node SDK (why, cost, folding, replay) need its addon and its npm
+## `openai`: `npm ci` in bindings/node builds and installs both (they fail, never skip).
 test-viewer: viewer
 	$(CARGO) build --release -p graphmind-cli -p graphmind-ffi
+	cd bindings/node && npm ci --no-audit --no-fund
 	cd viewer && GRAPHMIND_BIN=../target/release/graphmind npm test
 
 ## Builds first: `cargo test` links the tests against the rlib only, and the ABI test

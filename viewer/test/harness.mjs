@@ -2,6 +2,8 @@
 // Chromium driven by playwright-core, the reference Python SDK as a real client, and a raw
 // WebSocket ingest client.
 import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
 import { mkdtempSync, mkdirSync, existsSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
@@ -19,6 +21,41 @@ export const BIN = process.env.GRAPHMIND_BIN ? resolve(viewerDir, process.env.GR
 export const PYTHON = process.env.GRAPHMIND_REF_PYTHON ?? [resolve(viewerDir, '../.venv-ref/bin/python')].find((p) => existsSync(p)) ?? 'python3';
 // The Node SDK (bindings/node with its built addon): this tree's, else the main checkout's.
 export const NODE_SDK = process.env.GM_NODE_SDK ?? [resolve(viewerDir, '../bindings/node')].find((p) => existsSync(join(p, 'graphmind.linux-x64-gnu.node')));
+/** How to build the Node SDK the SDK-driven tests need (`make test-viewer` does it). */
+export const BUILD_NODE_SDK = 'run `cd bindings/node && npm ci --no-audit --no-fund` (it builds the addon and installs the npm `openai` the tests drive; `make test-viewer` does it first), or set GM_NODE_SDK to a built bindings/node';
+
+/** `require` rooted in the built Node SDK; with `openai`, checks its npm `openai` is there too.
+ * Throws, saying how to build what is missing: these tests fail rather than skip. */
+export function nodeSdk({ openai = false } = {}) {
+  if (!NODE_SDK) throw new Error(`the Node SDK is not built (no bindings/node/graphmind.linux-x64-gnu.node): ${BUILD_NODE_SDK}`);
+  const need = createRequire(join(NODE_SDK, 'index.js'));
+  if (openai) {
+    try {
+      need('openai');
+    } catch (e) {
+      throw new Error(`the npm \`openai\` client is not installed in ${NODE_SDK} (${e.message.split('\n')[0]}): ${BUILD_NODE_SDK}`);
+    }
+  }
+  return need;
+}
+
+/** tests/fake_provider/server.py, scripted over HTTP (it serves until its stdin closes). */
+export async function startFakeProvider() {
+  const child = spawn('python3', [resolve(viewerDir, '../tests/fake_provider/server.py')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise((res, rej) => {
+    const rl = createInterface({ input: child.stdout });
+    rl.once('line', (l) => (rl.close(), res(l)));
+    child.once('exit', (c) => rej(new Error(`fake provider exited ${c}`)));
+  });
+  const root = `http://127.0.0.1:${JSON.parse(line).port}`;
+  return {
+    baseURL: `${root}/v1`,
+    root,
+    script: (...answers) => fetch(`${root}/__script`, { method: 'POST', body: JSON.stringify(answers), headers: { 'content-type': 'application/json' } }),
+    stop: () => (child.stdin.end(), child.kill()),
+  };
+}
+
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 

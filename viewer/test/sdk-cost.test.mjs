@@ -6,38 +6,11 @@
 // genai-prices' own calculation on the usage the provider sent.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { createInterface } from 'node:readline';
-import { join, resolve } from 'node:path';
 import { calcPrice } from '@pydantic/genai-prices';
-import { NODE_SDK, viewerDir, startServer, launch, newPage, shot, waitFor, closePages } from './harness.mjs';
+import { nodeSdk, startFakeProvider, startServer, launch, newPage, shot, waitFor, closePages } from './harness.mjs';
 
-const need = NODE_SDK ? createRequire(join(NODE_SDK, 'index.js')) : undefined;
-let OpenAI;
-try {
-  OpenAI = need?.('openai');
-} catch {
-  OpenAI = undefined;
-}
-const skip = !OpenAI && 'no built Node SDK with its npm `openai` (cd bindings/node && npm ci)';
+let need, OpenAI;
 let browser, srv, fake;
-
-/** tests/fake_provider/server.py, scripted over HTTP (it serves until its stdin closes). */
-async function startFakeProvider() {
-  const child = spawn('python3', [resolve(viewerDir, '../tests/fake_provider/server.py')], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const line = await new Promise((res, rej) => {
-    const rl = createInterface({ input: child.stdout });
-    rl.once('line', (l) => (rl.close(), res(l)));
-    child.once('exit', (c) => rej(new Error(`fake provider exited ${c}`)));
-  });
-  const root = `http://127.0.0.1:${JSON.parse(line).port}`;
-  return {
-    baseURL: `${root}/v1`,
-    script: (...answers) => fetch(`${root}/__script`, { method: 'POST', body: JSON.stringify(answers), headers: { 'content-type': 'application/json' } }),
-    stop: () => (child.stdin.end(), child.kill()),
-  };
-}
 
 const MODEL = 'gpt-4o';
 /** A streamed Chat Completions answer of `text` in two chunks, then the usage chunk. */
@@ -52,7 +25,8 @@ const usage2 = { prompt_tokens: 2100, completion_tokens: 90, total_tokens: 2190,
 const price = (u) => calcPrice({ input_tokens: u.prompt_tokens, output_tokens: u.completion_tokens, cache_read_tokens: u.prompt_tokens_details.cached_tokens }, MODEL, { providerId: 'openai' }).total_price;
 
 before(async () => {
-  if (skip) return;
+  need = nodeSdk({ openai: true });
+  OpenAI = need('openai');
   srv = await startServer();
   fake = await startFakeProvider();
   browser = await launch();
@@ -64,7 +38,7 @@ after(async () => {
   await srv?.stop();
 });
 
-test('two streamed calls through wrapClient: tokens, cached tokens, cost = genai-prices, the prompt diff and the cache miss', { skip }, async () => {
+test('two streamed calls through wrapClient: tokens, cached tokens, cost = genai-prices, the prompt diff and the cache miss', async () => {
   const { graphmind } = need('./openai.js');
   await fake.script(streamed('Sunny in Oslo.', usage1), streamed('Booked.', usage2));
   const gm = graphmind({ app: 'sdk-cost', url: `ws://127.0.0.1:${srv.port}/ingest`, env: {} });

@@ -5,42 +5,17 @@
 // released from the viewer's Continue button, and the app goes on.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { createInterface } from 'node:readline';
-import { join, resolve } from 'node:path';
-import { NODE_SDK, viewerDir, startServer, launch, newPage, shot, waitFor, closePages } from './harness.mjs';
+import { nodeSdk, startFakeProvider, startServer, launch, newPage, shot, waitFor, closePages } from './harness.mjs';
 
-const need = NODE_SDK ? createRequire(join(NODE_SDK, 'index.js')) : undefined;
-let OpenAI;
-try {
-  OpenAI = need?.('openai');
-} catch {
-  OpenAI = undefined;
-}
-const skip = !OpenAI && 'no built Node SDK with its npm `openai` (cd bindings/node && npm ci)';
+let need, OpenAI;
 let browser, srv, page, fake, gm;
 const why = () => page.locator('#inspector [data-testid=why-held]');
 const held = (n) => () => page.locator('#cards [data-testid=held]').count().then((c) => c === n);
 const cont = (id) => page.locator(`.card[data-id="${id}"] .act-continue`).click();
 
-async function startFakeProvider() {
-  const child = spawn('python3', [resolve(viewerDir, '../tests/fake_provider/server.py')], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const line = await new Promise((res, rej) => {
-    const rl = createInterface({ input: child.stdout });
-    rl.once('line', (l) => (rl.close(), res(l)));
-    child.once('exit', (c) => rej(new Error(`fake provider exited ${c}`)));
-  });
-  const root = `http://127.0.0.1:${JSON.parse(line).port}`;
-  return {
-    baseURL: `${root}/v1`,
-    script: (...answers) => fetch(`${root}/__script`, { method: 'POST', body: JSON.stringify(answers), headers: { 'content-type': 'application/json' } }),
-    stop: () => (child.stdin.end(), child.kill()),
-  };
-}
-
 before(async () => {
-  if (skip) return;
+  need = nodeSdk({ openai: true });
+  OpenAI = need('openai');
   srv = await startServer();
   fake = await startFakeProvider();
   browser = await launch();
@@ -56,7 +31,7 @@ after(async () => {
   await srv?.stop();
 });
 
-test('the loop guard, the error gate twice on the same arguments, a truncated tool call: why each held', { skip }, async () => {
+test('the loop guard, the error gate twice on the same arguments, a truncated tool call: why each held', async () => {
   const { graphmind } = need('./openai.js');
   gm = graphmind({ app: 'why-sdk', url: `ws://127.0.0.1:${srv.port}/ingest`, env: {} });
   assert.equal(await gm.ready({ timeoutMs: 5000 }), true);
