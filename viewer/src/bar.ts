@@ -9,6 +9,7 @@ import { S } from './store';
 import { may, NEEDS_TOKEN, READ_ONLY, send, setMode, toggleBreakpoint } from './control';
 import { openPalette } from './palette';
 import { cycleTheme } from './actions';
+import { replayChips } from './compare-panel';
 
 const $ = (id: string) => document.getElementById(id)!;
 
@@ -41,7 +42,7 @@ export function renderBar(): void {
     bar.append(t);
     const cost = runCostChip(m);
     if (cost) bar.append(cost);
-    bar.append(...streamChips(m, info));
+    bar.append(...streamChips(m, info), ...replayChips(m));
   }
   const notices = gapNotices(m);
   const strip = $('stream');

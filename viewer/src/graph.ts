@@ -14,6 +14,7 @@ import { errorPath, renderFilters } from './filters';
 import { selectNode } from './routing';
 import { heldBanner, heldMeta } from './gate-card';
 import { emptyState } from './empty-state';
+import { cardMark } from './replay';
 
 const $ = (id: string) => document.getElementById(id)!;
 
@@ -250,6 +251,13 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
     head.append(dot);
   }
   if (n.instances.length > 1) head.append(el('span', 'count', `×${n.instances.length}`));
+  const rm = cardMark(m, n);
+  if (rm) {
+    const c = el('span', `replay-mark mark-${rm.mark}`, rm.mark === 'replayed' || rm.mark === 'edited' ? `↺ ${rm.text}` : `⚡ ${rm.text}`);
+    c.dataset.testid = 'replay-mark';
+    c.dataset.mark = rm.mark;
+    head.append(c);
+  }
   e.append(head);
   const last = n.instances[n.instances.length - 1];
   const sub = el('div', 'card-sub');

@@ -4,6 +4,7 @@ import { el, jsonTree } from './json';
 import { whyHeld } from './why';
 import { contextPanel } from './cost';
 import { rerunPanel } from './rerun';
+import { liveText, markOf, markText } from './replay';
 import { fmtMs, now } from './format';
 import { invalidate, S } from './store';
 import { type GNode, hiddenBy, holdingPause, type Instance, instanceTimes, type RunModel } from './model';
@@ -70,6 +71,16 @@ export function renderInspector(): void {
   box.append(instanceView(m, n, inst));
 }
 
+/** The replay marker of an execution: replayed (nothing ran), the edited output, or where
+ * the replay went live and what differed. */
+function replayMarker(m: RunModel, n: GNode, i: Instance): HTMLElement {
+  const mark = markOf(n, i);
+  const c = el('span', `chip chip-replay mark-${mark}`, i.replayLive ? `${markText(mark)} · ${liveText(i.replayLive)}` : `${markText(mark)} from ${m.replayOf ?? 'the recording'}`);
+  c.dataset.testid = 'replay-marker';
+  c.dataset.mark = mark;
+  return c;
+}
+
 function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
   const v = el('div', 'inst');
   const t = instanceTimes(i, m.endTs ?? now(), m);
@@ -87,6 +98,7 @@ function instanceView(m: RunModel, n: GNode, i: Instance): HTMLElement {
   if (i.injected) marks.append(el('span', 'chip chip-mark', 'injected'));
   if (i.recovered) marks.append(el('span', 'chip chip-mark', 'recovered from error'));
   if (i.edited !== undefined) marks.append(el('span', 'chip chip-mark', 'edited arguments'));
+  if (i.replayed || i.replayLive) marks.append(replayMarker(m, n, i));
   for (const p of m.pauses.values()) {
     if (p.nodeId !== n.id || p.instanceId !== i.instanceId || !p.resumed) continue;
     const who = p.resumed.principal ?? S.principal.get(p.pauseId);

@@ -6,5 +6,6 @@ export * from './timeline';
 export * from './stress';
 export * from './prompt-diff';
 export { runCost, runCostOf, callPrice, priceOf, tokensOf, modelOf } from './cost';
+export * from './replay';
 export { whyFacts, identicalKeys, sameArgsFailures, stableJson } from './why';
 export { streamFacts, gapLines, noteEvent, replayStarted, replayEnded, behindMs } from './stream';

@@ -17,6 +17,7 @@ import { renderRail, summarizeSoon } from './rail';
 import { G, renderGraph } from './graph';
 import { centerOn, fit, setupStage } from './camera';
 import { renderInspector } from './inspector';
+import { renderCompare } from './compare-panel';
 import { onKey } from './keys';
 import { applyTheme, toast } from './actions';
 import { model, readHash, selectNode, selectRun } from './routing';
@@ -24,7 +25,7 @@ import { model, readHash, selectNode, selectRun } from './routing';
 function render(d: Parts): void {
   if (d.bar) renderBar();
   if (d.rail) renderRail();
-  if (d.graph) renderGraph();
+  if (d.graph) renderGraph(), renderCompare();
   if (d.inspector) renderInspector();
   if (d.timeline) renderTimeline((id) => selectNode(id, true));
 }
@@ -194,7 +195,6 @@ function startEmbedded(data: { run: Partial<RunInfo>; events: Envelope[] }): voi
 }
 
 let lastAuthCheck = 0;
-
 const connLog: string[] = [];
 
 function main(): void {

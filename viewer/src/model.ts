@@ -41,6 +41,22 @@ export interface Instance {
   reasoning: string;
   /** Characters streamed whose text a redaction switch hid (deltas with `v: ""`, `chars`). */
   hiddenChars: number;
+  /** The `seq` of its `node.started` (start order where `ts` ties). */
+  startSeq?: number;
+  /** Answered from the recording by a replay (`node.started/finished.replayed`): nothing ran. */
+  replayed?: boolean;
+  /** The replay answered it with the edited output (`node.finished.replayEdited`). */
+  replayEdited?: boolean;
+  /** The call where a replay went live (`node.started.replayLive`). */
+  replayLive?: ReplayLive;
+}
+
+/** Where and why a replay went live (docs/replay.md): `fork`, `diverged`, `unrecorded`,
+ * `unfinished` or `unsupported`, at `<nodeId>#<n>`, with up to 8 input paths that differ. */
+export interface ReplayLive {
+  reason: string;
+  at: string;
+  differs?: string[];
 }
 
 export interface GNode {
@@ -99,6 +115,10 @@ export interface RunModel {
   instanceNode: Map<string, string>;
   /** Nodes with an instance still running (for inferring a missing parentId). */
   running: Set<string>;
+  /** `run.started.meta.replayOf`: the run this one replays. */
+  replayOf?: string;
+  /** `run.started.meta.from`: the replay's fork point, `<nodeId>#<n>`. */
+  replayFrom?: string;
   eventCount: number;
   errorCount: number;
   gaps: number;
@@ -199,6 +219,8 @@ export function apply(run: RunModel, env: Envelope): boolean {
   switch (env.type) {
     case 'run.started':
       if (typeof p.app === 'string') run.app = p.app;
+      if (typeof p.meta?.replayOf === 'string') run.replayOf = p.meta.replayOf;
+      if (typeof p.meta?.from === 'string') run.replayFrom = p.meta.from;
       run.startTs = ts;
       break;
     case 'run.finished':
@@ -236,6 +258,10 @@ export function apply(run: RunModel, env: Envelope): boolean {
         run.instanceNode.set(instanceId, n.id);
       }
       inst.input = p.input;
+      inst.startSeq ??= env.seq;
+      if (p.replayed === true) inst.replayed = true;
+      const live = replayLiveOf(p.replayLive);
+      if (live) inst.replayLive = live;
       inst.startRedaction = redactionOf(p);
       run.running.add(n.id);
       n.version++;
@@ -275,6 +301,8 @@ export function apply(run: RunModel, env: Envelope): boolean {
       if (typeof p.heldMs === 'number') inst.heldMs = p.heldMs;
       inst.finishRedaction = redactionOf(p);
       if (p.injected) inst.injected = true;
+      if (p.replayed === true) inst.replayed = true;
+      if (p.replayEdited === true) inst.replayEdited = true;
       if (p.recoveredFromError) inst.recovered = true;
       if (inst.status === 'error') run.errorCount++;
       settle(run, n);
@@ -289,6 +317,7 @@ export function apply(run: RunModel, env: Envelope): boolean {
       inst.status = 'error';
       inst.endTs = ts;
       inst.error = p.error;
+      if (p.replayed === true) inst.replayed = true;
       if (typeof p.heldMs === 'number') inst.heldMs = p.heldMs;
       if (inst.durationMs === undefined) inst.durationMs = Math.max(0, ts - inst.startTs);
       run.errorCount++;
@@ -356,6 +385,12 @@ export function apply(run: RunModel, env: Envelope): boolean {
       break;
   }
   return true;
+}
+
+function replayLiveOf(v: any): ReplayLive | undefined {
+  if (!v || typeof v !== 'object' || typeof v.reason !== 'string') return undefined;
+  const differs = Array.isArray(v.differs) ? v.differs.filter((d: unknown) => typeof d === 'string') : undefined;
+  return { reason: v.reason, at: typeof v.at === 'string' ? v.at : '', differs };
 }
 
 function innermostRunning(run: RunModel, except: string): string | undefined {

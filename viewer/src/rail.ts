@@ -30,7 +30,7 @@ export function summarizeSoon(): void {
           const page = await getJson(`/api/runs/${encodeURIComponent(r.id)}/events?limit=5000`);
           const m = newRun(r.id);
           for (const e of page.events ?? []) apply(m, e);
-          S.summaries.set(r.id, { nodes: m.nodes.size, heldMs: runHeldMs(m), atEvents: r.eventCount });
+          S.summaries.set(r.id, { nodes: m.nodes.size, heldMs: runHeldMs(m), atEvents: r.eventCount, replayOf: m.replayOf });
           invalidate({ rail: true });
         } catch {
           /* a summary is optional */

@@ -13,15 +13,19 @@ export function selectRun(id: string | undefined, node?: string): void {
     S.selectedInstance = undefined;
     S.cam = { x: 40, y: 40, k: 1 };
     G.fitPending = true;
-    if (id && !S.stress && !S.subscribed.has(id)) {
-      S.subscribed.add(id);
-      model(id);
-      wire.socket?.send({ type: 'subscribe', runId: id });
-    }
+    if (id) subscribe(id);
   }
   if (node) selectNode(node, true);
   writeHash();
   invalidate();
+}
+
+/** Subscribes to run `id`'s events (once), so its model fills. */
+export function subscribe(id: string): void {
+  if (S.stress || S.subscribed.has(id)) return;
+  S.subscribed.add(id);
+  model(id);
+  wire.socket?.send({ type: 'subscribe', runId: id });
 }
 
 /** Selects node `id` for the inspector, centring its card if `center`. */

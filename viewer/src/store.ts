@@ -22,6 +22,8 @@ export interface Summary {
   nodes: number;
   heldMs: number;
   atEvents: number;
+  /** `run.started.meta.replayOf`: the run it replays, if it is a replay. */
+  replayOf?: string;
 }
 
 /** Node kinds the filter chips offer. */
@@ -53,6 +55,10 @@ export const S = {
   timelineOnly: false,
   /** Timeline zoom factor (1 = the run fits the width; wheel over the timeline changes it). */
   tlZoom: 1,
+  /** The compare view (an original and its replay side by side) in the graph's place. */
+  compare: false,
+  /** The compare view lists the executions before the fork point too. */
+  compareAll: false,
   theme: 'system' as 'system' | 'dark' | 'light',
   cam: { x: 40, y: 40, k: 1 },
   follow: false,
