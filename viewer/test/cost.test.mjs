@@ -75,4 +75,5 @@ test('a model genai-prices does not know says "no price known"', async () => {
   assert.equal(await insp().locator('[data-testid=context-fill]').count(), 0);
   const chip = page.locator('#bar [data-testid=run-cost]');
   await waitFor(() => chip.textContent().then((t) => /3 LLM calls .* \+ 1 unpriced/.test(t)), 5000, 'the run total counts the unpriced call');
+  await shot(page, 'cost-unpriced');
 });

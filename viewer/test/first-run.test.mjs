@@ -95,6 +95,7 @@ test('the empty viewer starts the demo with its token; without one it says how t
     await anon.goto(`${srv.url}/#/run/${run}`);
     await anon.locator('[data-testid=watch-only]').waitFor();
     assert.match(await anon.locator('[data-testid=watch-only]').textContent(), /graphmind open/);
+    await shot(anon, 'first-run-watch-only');
     assert.deepEqual(page.errors, []);
   } finally {
     await srv.stop();

@@ -1,9 +1,15 @@
 // Folding for real graphs: the MCP proxy's recorded session (its protocol traffic under one
 // folded "MCP protocol" card), `node.started.collapsed`, and fold by sub-agent / by chain into
-// summary cards with counts, each unfolded again.
+// summary cards with counts, each unfolded again: on frames written to /ingest, and on a run
+// the Node SDK recorded (test/fold_app.cjs: a sub-agent and two chains around wrapped calls).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launch, newPage, shot, ingest, waitFor, closePages } from './harness.mjs';
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NODE_SDK, nodeSdk, startServer, launch, newPage, shot, ingest, waitFor, closePages } from './harness.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
 
 let browser, srv;
 before(async () => {
@@ -98,5 +104,40 @@ test('collapsed nodes open folded; fold by sub-agent and by chain make summary c
   await bulk.locator('[data-testid=fold-expander]').click();
   await card(p, 'tool:part2').waitFor();
   ws.close();
+  assert.deepEqual(p.errors, []);
+});
+
+test('a run the Node SDK recorded: fold by sub-agent and by chain, the summaries, each unfolded', async () => {
+  nodeSdk();
+  const app = spawn(process.execPath, [join(here, 'fold_app.cjs')], { env: { ...process.env, GM_NODE_SDK: NODE_SDK, GRAPHMIND_URL: `ws://127.0.0.1:${srv.port}/ingest`, GRAPHMIND_TELEMETRY: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  app.stdout.on('data', (d) => (out += d));
+  app.stderr.on('data', (d) => (err += d));
+  const code = await new Promise((r) => app.on('exit', r));
+  assert.equal(code, 0, err);
+  const runId = /run (\S+)/.exec(out)[1];
+  const p = await newPage(browser);
+  await p.goto(`${srv.viewerUrl}&/run/${runId}`);
+  for (const id of ['agent:planner', 'agent:researcher', 'chain:lookup', 'tool:search', 'tool:fetch', 'retriever:docs', 'chain:finalize', 'tool:book']) await card(p, id).waitFor();
+  await shot(p, 'fold-sdk-open');
+  await p.keyboard.press('Shift+G');
+  await card(p, 'tool:search').waitFor({ state: 'detached' });
+  const researcher = card(p, 'agent:researcher');
+  assert.equal(await researcher.locator('[data-testid=fold-expander]').textContent(), '▸ 4 folded');
+  assert.equal(await researcher.locator('[data-testid=fold-summary]').textContent(), '2 tool · 1 chain · 1 retriever');
+  assert.equal(await card(p, 'agent:planner').locator('[data-testid=fold-toggle]').count(), 1, 'the top agent is open');
+  await card(p, 'tool:book').waitFor();
+  await p.keyboard.press('Shift+H');
+  await card(p, 'tool:book').waitFor({ state: 'detached' });
+  assert.equal(await card(p, 'chain:finalize').locator('[data-testid=fold-summary]').textContent(), '1 tool');
+  await p.waitForTimeout(400); // the cards' slide to their new places
+  await shot(p, 'fold-sdk-summaries');
+  await researcher.locator('[data-testid=fold-expander]').click();
+  await card(p, 'chain:lookup').waitFor();
+  await card(p, 'chain:lookup').locator('[data-testid=fold-expander]').click();
+  await card(p, 'tool:fetch').waitFor();
+  await card(p, 'chain:finalize').locator('[data-testid=fold-expander]').click();
+  await card(p, 'tool:book').waitFor();
   assert.deepEqual(p.errors, []);
 });

@@ -119,6 +119,7 @@ test('switching runs with the same node ids redraws every card and edge', async 
     await waitFor(() => page.locator('.card[data-id="tool:fetch"]').getAttribute('class').then((c) => /st-ok/.test(c)), 5000, 'run 1 card');
     assert.equal(await page.locator('#cards .card').count(), 9);
     assert.equal(await page.locator('#edges path').count(), 8);
+    await shot(page, 'inspector-switched-run');
   } finally {
     ws2.close();
   }

@@ -201,6 +201,7 @@ test('the #token= link: taken out of the URL, kept per tab, full control', async
     // a reload keeps control (sessionStorage), without the token in the address bar
     await page.reload();
     await waitFor(() => page.evaluate(() => window.__gm.S.control?.principal), 10000, 'welcome').then((p) => assert.equal(p, 'viewer'));
+    await shot(page, 'live-token-link');
   } finally {
     await closePages();
     await srv.stop();

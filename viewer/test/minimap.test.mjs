@@ -45,6 +45,7 @@ const underMinimap = () =>
 test('the first fit leaves no card under the minimap', async () => {
   await page.waitForTimeout(400);
   assert.deepEqual(await underMinimap(), []);
+  await shot(page, 'minimap-first-fit');
 });
 
 test('opening the inspector refits a run shown whole, still clear of the minimap; every card takes its click', async () => {
@@ -73,4 +74,5 @@ test('a camera the user moved stays where they put it when the stage resizes', a
   await waitFor(() => width().then((w) => w > narrow), 5000, 'the stage widens as the inspector closes');
   await page.waitForTimeout(300);
   assert.equal(await cam(), moved);
+  await shot(page, 'minimap-camera-kept');
 });

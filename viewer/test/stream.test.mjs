@@ -129,6 +129,7 @@ test('a stored run replays with "catching up · k / N events", then the chip goe
   console.log(`catching-up texts: ${seen.join(' | ')}`);
   for (const s of seen) assert.match(s, new RegExp(`^catching up · [\\d,]+ / ${envs.length.toLocaleString('en-US')} events$`));
   assert.equal(await p.locator('#bar').getByText(`${envs.length.toLocaleString('en-US')} events`).count(), 0);
+  await shot(p, 'stream-caught-up');
   assert.deepEqual(p.errors, []);
 });
 

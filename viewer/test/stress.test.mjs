@@ -60,6 +60,7 @@ test('stays interactive: a fold expander opens its nodes quickly, layout stays c
   await page.locator('[data-testid=fold-toggle]').first().evaluate((el) => el.click());
   await page.waitForTimeout(350);
   assertClean(await geometry(page), 'refolded');
+  await shot(page, 'stress-refolded');
 });
 
 test('the palette finds a folded node, reveals and inspects it', async () => {
@@ -174,6 +175,7 @@ test('keyboard: > opens palette actions, B toggles the run list, Esc closes and 
   await page.locator('#palette').waitFor();
   await page.keyboard.press('Escape');
   assert.equal(await page.locator('#palette').isVisible(), false);
+  await shot(page, 'stress-keyboard');
 });
 
 test('?stress=N renders a synthetic run without a server run', async () => {
