@@ -5,7 +5,7 @@
 import { el } from './json';
 import { invalidate, S } from './store';
 import type { RunModel } from './model';
-import { compareRuns, type CompareRow, liveText, markText, replaysOf, shortJson } from './replay';
+import { compareRuns, type CompareRow, keysText, liveText, markText, replaysOf, shortJson } from './replay';
 import { selectNode, selectRun, subscribe } from './routing';
 
 const $ = (id: string) => document.getElementById(id)!;
@@ -102,6 +102,7 @@ export function renderCompare(): void {
     const at = c.rows[c.forkIndex];
     const l = el('div', `cmp-live mark-${at.mark}`, `${markText(at.mark)}: ${liveText(c.live)}`);
     l.dataset.testid = 'compare-live';
+    l.title = keysText(c.live) ?? '';
     box.append(l);
   } else if (!r.eventCount || !o.eventCount) box.append(el('div', 'muted', 'loading the two runs…'));
   else box.append(el('div', 'muted', 'the replay never went live: every call was answered from the recording'));

@@ -4,7 +4,7 @@ import { el, jsonTree } from './json';
 import { whyHeld } from './why';
 import { contextPanel } from './cost';
 import { rerunPanel } from './rerun';
-import { liveText, markOf, markText } from './replay';
+import { keysText, liveText, markOf, markText } from './replay';
 import { fmtMs, now } from './format';
 import { invalidate, S } from './store';
 import { type GNode, hiddenBy, holdingPause, type Instance, instanceTimes, type RunModel } from './model';
@@ -78,6 +78,7 @@ function replayMarker(m: RunModel, n: GNode, i: Instance): HTMLElement {
   const c = el('span', `chip chip-replay mark-${mark}`, i.replayLive ? `${markText(mark)} · ${liveText(i.replayLive)}` : `${markText(mark)} from ${m.replayOf ?? 'the recording'}`);
   c.dataset.testid = 'replay-marker';
   c.dataset.mark = mark;
+  if (i.replayLive) c.title = keysText(i.replayLive) ?? '';
   return c;
 }
 

@@ -51,12 +51,15 @@ export interface Instance {
   replayLive?: ReplayLive;
 }
 
-/** Where and why a replay went live (docs/replay.md): `fork`, `diverged`, `unrecorded`,
- * `unfinished` or `unsupported`, at `<nodeId>#<n>`, with up to 8 input paths that differ. */
+/** Where and why a replay went live (docs/protocol.md): `fork`, `diverged`, `unrecorded`,
+ * `unfinished` or `unsupported`, at `<nodeId>#<n>`, with up to 8 input paths that differ and,
+ * for a divergence, the recorded and the live call's match keys. */
 export interface ReplayLive {
   reason: string;
   at: string;
   differs?: string[];
+  recordedKey?: string;
+  liveKey?: string;
 }
 
 export interface GNode {
@@ -389,8 +392,12 @@ export function apply(run: RunModel, env: Envelope): boolean {
 
 function replayLiveOf(v: any): ReplayLive | undefined {
   if (!v || typeof v !== 'object' || typeof v.reason !== 'string') return undefined;
-  const differs = Array.isArray(v.differs) ? v.differs.filter((d: unknown) => typeof d === 'string') : undefined;
-  return { reason: v.reason, at: typeof v.at === 'string' ? v.at : '', differs };
+  const differs: string[] | undefined = Array.isArray(v.differs) ? v.differs.filter((d: unknown) => typeof d === 'string') : undefined;
+  const out: ReplayLive = { reason: v.reason, at: typeof v.at === 'string' ? v.at : '' };
+  if (differs) out.differs = differs;
+  if (typeof v.recordedKey === 'string') out.recordedKey = v.recordedKey;
+  if (typeof v.liveKey === 'string') out.liveKey = v.liveKey;
+  return out;
 }
 
 function innermostRunning(run: RunModel, except: string): string | undefined {

@@ -69,7 +69,12 @@ export function cardMark(m: RunModel, n: GNode): { mark: Mark; text: string } | 
   return { mark: k, text: k === 'replayed' && n.instances.length > 1 ? `replayed ×${n.instances.filter((i) => i.replayed).length}` : markText(k) };
 }
 
-/** "diverged at tool:book#1 · differs: input.passenger" for a `replayLive` record. */
+/** "match key recorded 5f0c… · live a91e…" for a divergence that carries its keys. */
+export function keysText(l: ReplayLive): string | undefined {
+  return l.recordedKey && l.liveKey ? `match key recorded ${l.recordedKey} · live ${l.liveKey}` : undefined;
+}
+
+/** "went live at tool:book#1 (diverged) · differs: input.passenger" for a `replayLive` record. */
 export function liveText(l: ReplayLive): string {
   const why = l.reason === 'fork' ? 'the fork point' : l.reason;
   return `went live at ${l.at || 'this call'} (${why})${l.differs?.length ? ` · differs: ${l.differs.join(', ')}` : ''}`;

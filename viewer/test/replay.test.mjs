@@ -48,6 +48,12 @@ test('the reducer keeps replayOf, from, replayed, replayEdited and replayLive', 
   assert.equal(s2.replayEdited, true);
   assert.deepEqual(m.nodes.get('tool:book').instances[0].replayLive, { reason: 'diverged', at: 'tool:book#1', differs: ['input.passenger'] });
   assert.equal(original().replayOf, undefined);
+  // the match keys a divergence carries (docs/protocol.md), and a malformed record ignored
+  const k = run('run_k', [['node.started', { nodeId: 'tool:x', kind: 'tool', name: 'x', instanceId: 'i', replayLive: { reason: 'diverged', at: 'tool:x#1', differs: ['input.a', 7], recordedKey: 'ab'.repeat(16), liveKey: 'cd'.repeat(16) } }], ['node.started', { nodeId: 'tool:y', kind: 'tool', name: 'y', instanceId: 'j', replayLive: 'live' }]]);
+  const live = k.nodes.get('tool:x').instances[0].replayLive;
+  assert.deepEqual(live, { reason: 'diverged', at: 'tool:x#1', differs: ['input.a'], recordedKey: 'ab'.repeat(16), liveKey: 'cd'.repeat(16) });
+  assert.equal(L.keysText(live), `match key recorded ${'ab'.repeat(16)} · live ${'cd'.repeat(16)}`);
+  assert.equal(k.nodes.get('tool:y').instances[0].replayLive, undefined);
 });
 
 test('marks: replayed, edited, diverged, live after it, own code for the agent; the card marker', () => {
