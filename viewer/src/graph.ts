@@ -253,7 +253,8 @@ function fillCard(e: HTMLElement, m: RunModel, n: GNode, st: string, folded: num
   if (n.instances.length > 1) head.append(el('span', 'count', `×${n.instances.length}`));
   const rm = cardMark(m, n);
   if (rm) {
-    const c = el('span', `replay-mark mark-${rm.mark}`, rm.mark === 'replayed' || rm.mark === 'edited' ? `↺ ${rm.text}` : `⚡ ${rm.text}`);
+    const c = el('span', `replay-mark mark-${rm.mark}`, rm.text);
+    c.title = rm.title;
     c.dataset.testid = 'replay-mark';
     c.dataset.mark = rm.mark;
     head.append(c);

@@ -58,15 +58,18 @@ export function markText(m: Mark): string {
   }
 }
 
-/** The card's replay marker for a node of a replay run: the last execution's mark, or
- * undefined when the run is no replay or the node ran live as any other. */
-export function cardMark(m: RunModel, n: GNode): { mark: Mark; text: string } | undefined {
+/** The card's replay marker for a node of a replay run (the last execution's mark: a short
+ * label, the words as its title), or undefined when the run is no replay or the node ran live
+ * as any other. */
+export function cardMark(m: RunModel, n: GNode): { mark: Mark; text: string; title: string } | undefined {
   if (!m.replayOf) return undefined;
   const last = n.instances[n.instances.length - 1];
   if (!last) return undefined;
   const k = markOf(n, last);
   if (k === 'own-code' || k === 'live') return undefined;
-  return { mark: k, text: k === 'replayed' && n.instances.length > 1 ? `replayed ×${n.instances.filter((i) => i.replayed).length}` : markText(k) };
+  const replayed = n.instances.filter((i) => i.replayed).length;
+  const text = k === 'replayed' ? `↺ replayed${replayed > 1 ? ` ×${replayed}` : ''}` : k === 'edited' ? '↺ edited' : k === 'fork' || k === 'diverged' ? `⚡ ${k}` : '⚡ live';
+  return { mark: k, text, title: last.replayLive ? `${markText(k)}: ${liveText(last.replayLive)}` : markText(k) };
 }
 
 /** "match key recorded 5f0c… · live a91e…" for a divergence that carries its keys. */
