@@ -80,6 +80,11 @@ test('Re-run from here, run as printed; a divergence; markers, links both ways a
   const printed = await line.textContent();
   assert.equal(printed, `graphmind replay ${orig} --from tool:book#1 --port ${srv.port}`);
   assert.match(await page.locator('#inspector [data-testid=rerun]').textContent(), /this call \(#1\) and what follows run live/);
+  await card('agent:trip').click();
+  await page.locator('#inspector h2').filter({ hasText: 'trip' }).waitFor();
+  assert.equal(await page.locator('#inspector [data-testid=rerun]').count(), 0, 'an agent runs its own code: no line');
+  await card('tool:book').click();
+  await line.filter({ hasText: 'tool:book#1' }).waitFor();
   await shot(page, 'replay-rerun-line');
 
   // run it as printed, the quote's output edited, the app started by --exec
