@@ -7,6 +7,7 @@ import { nodeStatus } from './model';
 import { setMode, toggleBreakpoint } from './control';
 import { fit } from './camera';
 import { clearFilters, toggleFilter, toggleKind } from './filters';
+import { comparePair, toggleCompare } from './compare-panel';
 import { copyLink, cycleTheme, rearrange, toast, toggleAllFolds, toggleRail } from './actions';
 import { selectNode, selectRun } from './routing';
 
@@ -44,6 +45,8 @@ function actions(): Item[] {
       { label: 'Pause all (hold before every node)', hint: '', run: () => toggleBreakpoint({}) },
     );
   for (const k of KINDS) a.push({ label: `Filter: kind ${k}`, hint: '', run: () => toggleKind(k) });
+  const m = S.selectedRun ? S.models.get(S.selectedRun) : undefined;
+  if (m && comparePair(m)) a.push({ label: S.compare ? 'Back to the graph (leave the replay comparison)' : 'Compare the original and its replay side by side', hint: '', run: () => toggleCompare() });
   return a;
 }
 

@@ -153,7 +153,10 @@ test('Re-run from here, run as printed; a divergence; markers, links both ways a
   assert.deepEqual((await replays.allTextContents()).sort(), [fork, diverged].sort());
   assert.equal(await page.locator('#compare [data-testid=compare-replay]').textContent(), diverged);
   await shot(page, 'replay-original');
-  await page.locator('#bar [data-testid=compare-toggle]').click();
+  // the palette's action leaves the comparison too
+  await page.keyboard.press('>');
+  await page.locator('#pal-input').fill('>back to the graph');
+  await page.keyboard.press('Enter');
   await page.locator('#stage').waitFor({ state: 'visible' });
   assert.equal(await mark('tool:book').count(), 0, 'the original carries no replay marker');
   assert.deepEqual(page.errors, []);
