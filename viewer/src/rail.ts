@@ -12,10 +12,16 @@ const $ = (id: string) => document.getElementById(id)!;
 
 // Lazy run summaries (nodes, held time) for the rail, from the HTTP API.
 let summarizing = false;
+/** A call that came while a pass was running: one more pass after it. */
+let again = false;
 
 /** Reads the rail's figures of the newest runs not subscribed to, soon and once at a time. */
 export function summarizeSoon(): void {
-  if (summarizing || S.stress || S.embedded) return;
+  if (S.stress || S.embedded) return;
+  if (summarizing) {
+    again = true;
+    return;
+  }
   summarizing = true;
   setTimeout(async () => {
     try {
@@ -31,13 +37,18 @@ export function summarizeSoon(): void {
           const m = newRun(r.id);
           for (const e of page.events ?? []) apply(m, e);
           S.summaries.set(r.id, { nodes: m.nodes.size, heldMs: runHeldMs(m), atEvents: r.eventCount, replayOf: m.replayOf });
-          invalidate({ rail: true });
+          // a replay's summary names its original, whose bar lists it
+          invalidate({ rail: true, bar: !!m.replayOf, graph: !!m.replayOf && S.compare });
         } catch {
           /* a summary is optional */
         }
       }
     } finally {
       summarizing = false;
+      if (again) {
+        again = false;
+        summarizeSoon();
+      }
     }
   }, 150);
 }

@@ -97,6 +97,10 @@ test('Re-run from here, run as printed; a divergence; markers, links both ways a
   assert.equal(div.code, 0, div.err);
   assert.match(div.err, /tool:book#1 diverged/);
   const diverged = await newRun();
+  // the original, still on screen, learns its replays from the rail's summaries (their
+  // run.started.meta), before either replay is opened
+  const listed = page.locator('#bar [data-testid=replays] [data-testid=replays-link]');
+  await waitFor(async () => (await listed.count()) === 2, 10_000, 'the replays listed on the original');
 
   // the forked replay: replayed, edited and fork markers, the link to its original
   await openRun(fork);
