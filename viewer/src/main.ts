@@ -99,7 +99,7 @@ function onMessage(msg: any): void {
         if (env.runId === S.selectedRun && !S.replaying.has(env.runId)) {
           if (env.type === 'exec.paused') onPaused(m, env.payload.nodeId);
           invalidate({ graph: true, inspector: true, timeline: S.showTimeline, bar: true, rail: env.type === 'node.started' || env.type.startsWith('exec.') });
-        } else if (env.runId === S.selectedRun) invalidate({ bar: true });
+        } else if (env.runId === S.selectedRun || S.compare) invalidate({ bar: env.runId === S.selectedRun, graph: S.compare });
       }
       break;
     }

@@ -164,4 +164,13 @@ test('Re-run from here, run as printed; a divergence; markers, links both ways a
   await page.locator('#stage').waitFor({ state: 'visible' });
   assert.equal(await mark('tool:book').count(), 0, 'the original carries no replay marker');
   assert.deepEqual(page.errors, []);
+
+  // a fresh tab opened on the replay: the compare view loads the original it has not seen
+  const fresh = await newPage(browser);
+  await fresh.goto(`${srv.viewerUrl}&/run/${diverged}`);
+  await fresh.locator('#bar [data-testid=compare-toggle]').click();
+  await fresh.locator('#compare [data-testid=compare-live]').filter({ hasText: 'differs: input.passenger' }).waitFor();
+  await waitFor(async () => (await fresh.locator('#compare [data-testid=compare-row]').count()) === 2, 5000, 'the rows from the fork point');
+  assert.equal(await fresh.locator('#compare [data-testid=compare-row]').first().getAttribute('data-same'), 'false');
+  assert.deepEqual(fresh.errors, []);
 });
