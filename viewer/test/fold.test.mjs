@@ -139,5 +139,17 @@ test('a run the Node SDK recorded: fold by sub-agent and by chain, the summaries
   await card(p, 'tool:fetch').waitFor();
   await card(p, 'chain:finalize').locator('[data-testid=fold-expander]').click();
   await card(p, 'tool:book').waitFor();
+  // the same run on the timeline, alone: one row per execution, each bar inside its parent's
+  await p.keyboard.press('Shift+O');
+  await waitFor(async () => (await p.locator('#timeline .tl-row').count()) === 8, 5000, 'eight rows');
+  const span = async (name) => {
+    const b = await p.locator('#timeline .tl-row').filter({ hasText: new RegExp(`^${name}$`) }).locator('.tl-bar').boundingBox();
+    return [b.x, b.x + b.width];
+  };
+  const [rs, re] = await span('researcher');
+  const [ss, se] = await span('search');
+  assert.ok(ss >= rs - 1 && se <= re + 1, `search [${ss}, ${se}] inside researcher [${rs}, ${re}]`);
+  await shot(p, 'fold-sdk-timeline');
+  await p.keyboard.press('Shift+O');
   assert.deepEqual(p.errors, []);
 });
