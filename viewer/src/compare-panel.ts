@@ -27,6 +27,12 @@ export function comparePair(m: RunModel): { original: string; replay: string } |
 }
 
 function runLink(id: string, testid: string): HTMLElement {
+  if (S.embedded && !S.runs.has(id)) {
+    // an exported page holds one run: the other is named, not linked
+    const t = el('span', 'mono', id);
+    t.dataset.testid = testid;
+    return t;
+  }
   const b = el('button', 'chip chip-link', id);
   b.dataset.testid = testid;
   b.dataset.runId = id;
@@ -53,7 +59,7 @@ export function replayChips(m: RunModel): HTMLElement[] {
     for (const id of replays) c.append(runLink(id, 'replays-link'));
     out.push(c);
   }
-  if (m.replayOf || replays.length) {
+  if ((m.replayOf && (!S.embedded || S.runs.has(m.replayOf))) || replays.length) {
     const b = el('button', `btn small${S.compare ? ' on' : ''}`, S.compare ? 'graph' : 'compare');
     b.dataset.testid = 'compare-toggle';
     b.title = 'The original and its replay side by side, execution by execution, from the fork point on';
