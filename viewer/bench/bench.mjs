@@ -2,13 +2,13 @@
 // reducer (envelopes -> run model), projection (tree + folds -> visible cards), layout
 // (cards -> boxes + edges, every node open: the worst case), timeline (instances -> bars),
 // and the panels' own work: the run's cost (every LLM call priced by genai-prices), why it
-// held, the stream chips; on a 300-node / ~5,000-event synthetic run whose LLM calls carry a
+// held, the stream chips, the replay comparison (the run against a replay of it); on a 300-node / ~5,000-event synthetic run whose LLM calls carry a
 // model, a provider and a usage; then a layout sweep from 100 to 1,600 nodes. A median over
 // its budget prints OVER and the process exits 1 after printing every figure.
 import { buildLib } from './build-lib.mjs';
 
 const lib = await import(await buildLib());
-const { stressRun, newRun, apply, buildTree, initialFolds, project, layout, timeline, promptDiff, foldSummary, runCost, runCostOf, priceOf, tokensOf, modelOf: callModel, whyFacts, streamFacts, gapLines, noteEvent } = lib;
+const { stressRun, newRun, apply, buildTree, initialFolds, project, layout, timeline, promptDiff, foldSummary, runCost, runCostOf, priceOf, tokensOf, modelOf: callModel, whyFacts, streamFacts, gapLines, noteEvent, compareRuns } = lib;
 
 /** Every budgeted step must take less than this (ms, median, warm): one frame. */
 const FRAME_MS = 16;
@@ -74,6 +74,21 @@ const priceAll = () => {
   }
   return total;
 };
+// a replay of the run: the same events under another run id, the first half of the calls
+// answered from the recording, the call at the middle where it went live, outputs changed after
+const half = Math.floor(envs.length / 2);
+const replayEnvs = envs.map((e, k) => {
+  const payload = { ...e.payload };
+  if (e.type === 'run.started') payload.meta = { replayOf: e.runId, from: 'tool:x#1' };
+  if ((e.type === 'node.started' || e.type === 'node.finished') && k < half) payload.replayed = true;
+  if (e.type === 'node.finished' && k >= half) payload.output = { ...payload.output, changed: true };
+  return { ...e, runId: 'run_replay', payload };
+});
+const live = replayEnvs.findIndex((e, k) => k >= half && e.type === 'node.started');
+replayEnvs[live].payload.replayLive = { reason: 'diverged', at: `${replayEnvs[live].payload.nodeId}#1`, differs: ['input.q'] };
+const mReplay = modelOf(replayEnvs);
+const cmp = compareRuns(m, mReplay);
+console.log(`compare: ${cmp.rows.length} executions aligned, fork at row ${cmp.forkIndex}, ${cmp.changedOutputs} outputs differ`);
 const cold = performance.now();
 const cost = runCostOf(m);
 const coldMs = performance.now() - cold;
@@ -90,6 +105,7 @@ const rows = [
   ['prompt diff, 2 x 50 messages', () => promptDiff(promptA, promptB)],
   [`cost: run total, ${cost.calls} calls (bar, per event)`, () => runCostOf(m)],
   ['why: a loop hold and an error hold', () => (whyFacts(llm, loopPause), whyFacts(failed, errorPause))],
+  [`compare: ${cmp.rows.length} executions, original vs replay`, () => compareRuns(m, mReplay)],
   [`stream: ${withGap.length} events noted + chips`, () => { for (const e of withGap) noteEvent(e, e.ts + 10); streamFacts(mGap, info); gapLines(mGap); }],
 ];
 console.log('step'.padEnd(44) + '  median       p90       min   budget');
