@@ -72,12 +72,17 @@ export function priceOf(model: string | undefined, provider: string | undefined,
   return { total: r.total_price, input: r.input_price, output: r.output_price, contextWindow: r.model.context_window };
 }
 
-/** Sums of one run's LLM calls: tokens, the priced total, and how many calls had no known price. */
+/** Sums of one run's LLM calls: tokens, the priced total, and how many calls had no known
+ * price; calls a replay answered from the recording are counted apart (nothing was sent). */
 export interface RunCost {
   calls: number;
   tokens: Tokens;
   total: number;
   unpriced: number;
+  /** Calls answered from the recording (`replayed`): not sent, not charged. */
+  replayed: number;
+  /** What the replayed calls cost when they were recorded (priced ones only). */
+  saved: number;
 }
 
 const zero = (): Tokens => ({ inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 });
@@ -119,12 +124,17 @@ export function runCost(m: RunModel): RunCost {
 
 /** Tokens and cost of every finished call with a usage in the run (LLM nodes only). */
 export function runCostOf(m: RunModel): RunCost {
-  const c: RunCost = { calls: 0, tokens: zero(), total: 0, unpriced: 0 };
+  const c: RunCost = { calls: 0, tokens: zero(), total: 0, unpriced: 0, replayed: 0, saved: 0 };
   for (const n of m.nodes.values()) {
     if (n.kind !== 'llm') continue;
     for (const i of n.instances) {
       const t = tokensOf(i.usage);
       if (!t) continue;
+      if (i.replayed) {
+        c.replayed++;
+        c.saved += callPrice(i, t)?.total ?? 0;
+        continue;
+      }
       c.calls++;
       add(c.tokens, t);
       const p = callPrice(i, t);
@@ -154,13 +164,14 @@ export function tokenLine(t: Tokens): string {
 /** The run bar's chip: the run's tokens and cost (nothing for a run with no LLM usage). */
 export function runCostChip(m: RunModel): HTMLElement | undefined {
   const c = runCost(m);
-  if (!c.calls) return undefined;
+  if (!c.calls && !c.replayed) return undefined;
   const priced = c.calls - c.unpriced;
-  const money = priced ? `${fmtUsd(c.total)}${c.unpriced ? ` + ${c.unpriced} unpriced` : ''}` : 'no price known';
-  const chip = el('span', 'chip run-cost', `${c.calls} LLM call${c.calls === 1 ? '' : 's'} · ${fmtN(c.tokens.inputTokens + c.tokens.outputTokens)} tok · ${money}`);
+  const money = !c.calls ? fmtUsd(0) : priced ? `${fmtUsd(c.total)}${c.unpriced ? ` + ${c.unpriced} unpriced` : ''}` : 'no price known';
+  const replayed = c.replayed ? ` · ${c.replayed} replayed, not charged` : '';
+  const chip = el('span', 'chip run-cost', `${c.calls} LLM call${c.calls === 1 ? '' : 's'} · ${fmtN(c.tokens.inputTokens + c.tokens.outputTokens)} tok · ${money}${replayed}`);
   chip.dataset.testid = 'run-cost';
   chip.dataset.usd = String(c.total);
-  chip.title = `${tokenLine(c.tokens)} (inclusive). Prices: @pydantic/genai-prices, bundled at build time.`;
+  chip.title = `${tokenLine(c.tokens)} (inclusive). Prices: @pydantic/genai-prices, bundled at build time.${c.replayed ? ` ${c.replayed} call${c.replayed === 1 ? ' was' : 's were'} answered from the recording: nothing sent, nothing charged (they cost ${fmtUsd(c.saved)} when recorded).` : ''}`;
   return chip;
 }
 
@@ -199,9 +210,11 @@ export function contextPanel(n: GNode, i: Instance): HTMLElement | undefined {
     line.dataset.testid = 'call-tokens';
     box.append(line);
     const p = callPrice(i, t);
-    const cost = el('div', '', p ? `cost: ${fmtUsd(p.total)} (input ${fmtUsd(p.input)}, output ${fmtUsd(p.output)}) · ${model}` : `cost: no price known for ${model ?? 'an unnamed model'}`);
+    const priced = p ? `${fmtUsd(p.total)} (input ${fmtUsd(p.input)}, output ${fmtUsd(p.output)}) · ${model}` : `no price known for ${model ?? 'an unnamed model'}`;
+    // a replayed call was answered from the recording: nothing was sent or charged
+    const cost = el('div', '', i.replayed ? `cost: $0, answered from the recording (recorded: ${priced})` : `cost: ${priced}`);
     cost.dataset.testid = 'call-cost';
-    if (p) cost.dataset.usd = String(p.total);
+    if (p) cost.dataset.usd = String(i.replayed ? 0 : p.total);
     box.append(cost);
     if (p?.contextWindow) {
       const pct = (100 * t.inputTokens) / p.contextWindow;

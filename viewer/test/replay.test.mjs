@@ -111,3 +111,15 @@ test('an execution only the original has comes last as not run; an error compare
   assert.deepEqual(L.diffPaths({ a: [1, { b: 2 }] }, { a: [1, { b: 3 }, 4] }), ['a[1].b', 'a[2]']);
   assert.deepEqual(L.diffPaths(1, 1), []);
 });
+
+test('cost: a replayed model call is not charged; the run counts it apart with what it cost when recorded', () => {
+  const usage = { inputTokens: 1000, outputTokens: 100 };
+  const llm = (k, extra, fin) => call('llm:step', k, { model: 'gpt-4o', provider: 'openai', messages: [{ role: 'user', content: `q${k}` }] }, { text: 'a' }, extra, { usage, ...fin });
+  const m = run('run_cost', [...llm(1, { replayed: true }, { replayed: true }), ...llm(2, { replayLive: { reason: 'fork', at: 'llm:step#2' } }, {})], { replayOf: 'run_x', from: 'llm:step#2' });
+  const c = L.runCostOf(m);
+  const one = L.priceOf('gpt-4o', 'openai', L.tokensOf(usage)).total;
+  assert.ok(one > 0);
+  assert.deepEqual([c.calls, c.replayed, c.unpriced, c.tokens.inputTokens], [1, 1, 0, 1000]);
+  assert.equal(c.total, one, 'only the live call is charged');
+  assert.equal(c.saved, one, 'the replayed call cost this when it was recorded');
+});

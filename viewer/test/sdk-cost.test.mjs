@@ -38,10 +38,12 @@ after(async () => {
   await srv?.stop();
 });
 
-test('two streamed calls through wrapClient: tokens, cached tokens, cost = genai-prices, the prompt diff and the cache miss', async () => {
+let recorded;
+
+/** The app: two streamed calls of one node in a run `trip` (`options` adds e.g. `replay`). */
+async function trip(options = {}) {
   const { graphmind } = need('./openai.js');
-  await fake.script(streamed('Sunny in Oslo.', usage1), streamed('Booked.', usage2));
-  const gm = graphmind({ app: 'sdk-cost', url: `ws://127.0.0.1:${srv.port}/ingest`, env: {} });
+  const gm = graphmind({ app: 'sdk-cost', url: `ws://127.0.0.1:${srv.port}/ingest`, env: {}, ...options });
   assert.equal(await gm.ready({ timeoutMs: 5000 }), true);
   const openai = gm.wrapClient(new OpenAI({ apiKey: 'sk-test', baseURL: fake.baseURL, maxRetries: 0 }));
   const WEATHER = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
@@ -63,6 +65,12 @@ test('two streamed calls through wrapClient: tokens, cached tokens, cost = genai
   assert.deepEqual(texts, ['Sunny in Oslo.', 'Booked.'], 'the app read both streams unchanged');
   await gm.dispose();
   await waitFor(async () => (await (await fetch(`${srv.url}/api/runs`)).json()).runs?.find((r) => r.id === runId && r.status === 'ok'), 10000, 'the run stored');
+  return runId;
+}
+
+test('two streamed calls through wrapClient: tokens, cached tokens, cost = genai-prices, the prompt diff and the cache miss', async () => {
+  await fake.script(streamed('Sunny in Oslo.', usage1), streamed('Booked.', usage2));
+  const runId = (recorded = await trip());
   const p = await newPage(browser);
   await p.goto(`${srv.viewerUrl}&/run/${runId}`);
   const llm = p.locator('.card[data-kind], .card').filter({ has: p.locator('.kind-badge', { hasText: /^llm$/ }) }).first();
@@ -88,5 +96,28 @@ test('two streamed calls through wrapClient: tokens, cached tokens, cost = genai
   const total = Number(await chip.getAttribute('data-usd'));
   assert.ok(Math.abs(total - (price(usage1) + price(usage2))) < 1e-12, `${total} vs ${price(usage1) + price(usage2)}`);
   await shot(p, 'sdk-context-cost');
+  assert.deepEqual(p.errors, []);
+});
+
+test('the run replayed by run id: both calls answered from the recording, nothing charged, what they cost when recorded', async () => {
+  assert.ok(recorded, 'the recorded run of the test above');
+  // nothing scripted: a call that reached the fake provider would fail
+  const runId = await trip({ replay: recorded });
+  const p = await newPage(browser);
+  await p.goto(`${srv.viewerUrl}&/run/${runId}`);
+  const llm = p.locator('.card').filter({ has: p.locator('.kind-badge', { hasText: /^llm$/ }) }).first();
+  await llm.locator('[data-testid=replay-mark]').filter({ hasText: '↺ replayed ×2' }).waitFor();
+  const chip = p.locator('#bar [data-testid=run-cost]');
+  await waitFor(() => chip.textContent().then((t) => t === '0 LLM calls · 0 tok · $0 · 2 replayed, not charged'), 5000, 'the replayed calls counted apart');
+  assert.equal(Number(await chip.getAttribute('data-usd')), 0);
+  const saved = price(usage1) + price(usage2);
+  const said = /2 calls were answered from the recording: nothing sent, nothing charged \(they cost \$([\d.]+) when recorded\)/.exec(await chip.getAttribute('title'));
+  assert.ok(said && Math.abs(Number(said[1]) - saved) < 1e-4, `${said?.[1]} vs genai-prices ${saved}`);
+  await llm.click();
+  const cost = p.locator('#inspector [data-testid=call-cost]');
+  await cost.waitFor();
+  assert.match(await cost.textContent(), /^cost: \$0, answered from the recording \(recorded: \$[\d.]+ \(input/);
+  assert.equal(Number(await cost.getAttribute('data-usd')), 0);
+  await shot(p, 'sdk-cost-replayed');
   assert.deepEqual(p.errors, []);
 });
