@@ -181,6 +181,17 @@ struct Pending {
     span: Span,
 }
 
+/// How long a `Retry-After` value asks to wait: delay-seconds, or an HTTP date (a date in
+/// the past means now). `None` for anything else (the backoff applies).
+fn retry_after(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
 /// One request's body, encoded once: it waits here while the endpoint is retried, so a
 /// retry re-sends the same bytes instead of re-encoding (or keeping copies of) its spans.
 struct Batch {
@@ -458,7 +469,7 @@ impl Worker {
         let outcome = match req.send(&batch.body[..]) {
             Ok(mut resp) => {
                 let code = resp.status().as_u16();
-                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_after);
                 let _ = resp.body_mut().read_to_vec();
                 match code {
                     200..=299 => Outcome::Sent,
@@ -481,5 +492,21 @@ impl Worker {
             }
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_an_http_date() {
+        assert_eq!(retry_after(" 7 "), Some(Duration::from_secs(7)));
+        let later = std::time::SystemTime::now() + Duration::from_secs(20);
+        let d = retry_after(&httpdate::fmt_http_date(later)).unwrap();
+        assert!(d > Duration::from_secs(18) && d <= Duration::from_secs(20), "{d:?}");
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO), "a past date: now");
+        assert_eq!(retry_after("soon"), None);
+        assert_eq!(retry_after("-3"), None);
     }
 }

@@ -14,6 +14,9 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// How long `Mode::StallTenSeconds` stalls.
+const STALL: Duration = Duration::from_secs(10);
+
 /// How the sink answers.
 #[derive(Clone, Copy)]
 enum Mode {
@@ -21,8 +24,12 @@ enum Mode {
     Ok,
     /// 429 with `Retry-After: 1` to the first request, then 200.
     TooManyOnce,
+    /// 429 with `Retry-After` as an HTTP date 2 s ahead to the first request, then 200.
+    TooManyOnceDate,
     /// Reads the request and never answers until the test ends (the exporter times out).
     Stall,
+    /// Like `Stall` for requests that arrive in the sink's first 10 s, then 200.
+    StallTenSeconds,
     /// Answers bytes that are not HTTP.
     Garbage,
     /// Answers `302 Found` to another URL.
@@ -32,7 +39,8 @@ enum Mode {
 #[derive(Default)]
 struct Seen {
     spans: Vec<(String, Span)>,
-    /// (arrival, content-type, headers lower-cased, status answered)
+    /// (arrival, content-type, headers lower-cased, status answered: 430 is a 429 whose
+    /// `Retry-After` is a date, 0 and 2 a stall, 1 garbage)
     requests: Vec<(Instant, String, String, u16)>,
 }
 
@@ -50,10 +58,11 @@ impl Sink {
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Seen::default()));
         let s = seen.clone();
+        let born = Instant::now();
         std::thread::spawn(move || {
             for conn in listener.incoming().flatten() {
                 let s = s.clone();
-                std::thread::spawn(move || serve_conn(conn, mode, s));
+                std::thread::spawn(move || serve_conn(conn, mode, s, born));
             }
         });
         Sink { port, seen }
@@ -76,7 +85,7 @@ impl Sink {
     }
 }
 
-fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
+fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>, born: Instant) {
     conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut r = BufReader::new(conn.try_clone().unwrap());
     let mut w = conn;
@@ -102,7 +111,9 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
             let mut st = seen.lock().unwrap();
             let status = match mode {
                 Mode::TooManyOnce if st.requests.is_empty() => 429,
+                Mode::TooManyOnceDate if st.requests.is_empty() => 430,
                 Mode::Stall => 0,
+                Mode::StallTenSeconds if born.elapsed() < STALL => 2,
                 Mode::Garbage => 1,
                 Mode::Redirect => 302,
                 _ => 200,
@@ -139,6 +150,10 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
                 std::thread::sleep(Duration::from_secs(30));
                 return;
             }
+            2 => {
+                std::thread::sleep(STALL.saturating_sub(born.elapsed()));
+                return;
+            }
             1 => {
                 let _ = w.write_all(b"\x00\x01 this is not http at all \xff\r\n\r\n");
                 return;
@@ -148,6 +163,10 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>) {
             }
             429 => {
                 let _ = w.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n");
+            }
+            430 => {
+                let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
+                let _ = write!(w, "HTTP/1.1 429 Too Many Requests\r\nRetry-After: {at}\r\nContent-Length: 0\r\n\r\n");
             }
             _ => {
                 let _ = w.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n");
@@ -308,6 +327,53 @@ fn too_many_requests_is_retried_after_retry_after() {
     let gap = seen.requests[1].0 - seen.requests[0].0;
     assert!(gap >= Duration::from_millis(950), "Retry-After: 1 honoured (next attempt after {gap:?})");
     assert!(gap < Duration::from_secs(3), "not much later than asked: {gap:?}");
+}
+
+#[test]
+fn retry_after_as_an_http_date_is_honoured() {
+    let sink = Sink::start(Mode::TooManyOnceDate);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_429_date");
+    let spans = sink.wait_spans(3, Duration::from_secs(8));
+    assert_eq!(spans.len(), 3);
+    let seen = sink.seen.lock().unwrap();
+    assert_eq!(seen.requests[0].3, 430, "answered 429 with a date");
+    let gap = seen.requests[1].0 - seen.requests[0].0;
+    // The date has whole seconds: 2 s ahead is between 1 and 2 s away when it is read.
+    assert!(gap >= Duration::from_millis(950), "the date honoured (next attempt after {gap:?}, the backoff alone is 200 ms)");
+    assert!(gap < Duration::from_secs(4), "not much later than asked: {gap:?}");
+}
+
+/// The issue's "10 s stall": every request in the endpoint's first 10 s gets no answer
+/// (each is cut off after the 5 s request timeout); ingest and the viewer go on as if there
+/// were no export, and once the endpoint answers every span arrives.
+#[test]
+fn a_ten_second_stall_leaves_ingest_alone_and_the_spans_arrive_after() {
+    let sink = Sink::start(Mode::StallTenSeconds);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    send_run(&srv, "run_stall10_0");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while sink.seen.lock().unwrap().requests.is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!sink.seen.lock().unwrap().requests.is_empty(), "the exporter reached the stalled endpoint");
+    let t = Instant::now();
+    let mut app = srv.ingest();
+    app.hello("stall10", None);
+    app.event("run_stall10_1", "run.started", r#"{"app":"stall10","sdk":{"name":"t","version":"0"}}"#);
+    for n in 0..500 {
+        app.event("run_stall10_1", "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"tool","name":"t"}}"#));
+        app.event("run_stall10_1", "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":{n}}}"#));
+    }
+    app.event("run_stall10_1", "run.finished", r#"{"status":"ok"}"#);
+    srv.wait_run("run_stall10_1", |r| i(r, &["eventCount"]) == Some(1002));
+    assert!(t.elapsed() < Duration::from_secs(4), "1,002 events took {:?} during the stall", t.elapsed());
+    assert_eq!(srv.get("/").0, 200, "the viewer is served during the stall");
+    // 3 spans of the first run + 501 of the second, after the stall (and a 5 s timeout).
+    let spans = sink.wait_spans(3 + 501, Duration::from_secs(25));
+    assert_eq!(spans.len(), 3 + 501, "every span arrives once the endpoint answers; {}", to_json(&session(&srv)));
+    let first_ok = sink.seen.lock().unwrap().requests.iter().find(|r| r.3 == 200).map(|r| r.0).unwrap();
+    assert!(first_ok.duration_since(t) >= Duration::from_secs(5), "nothing was accepted during the stall");
 }
 
 #[test]
