@@ -93,9 +93,19 @@ fn normalise(key: &str) -> String {
     key.to_lowercase().replace('-', "_")
 }
 
+/// Substrings one of which every listed key contains, so a key (once lowercased) that has
+/// none of them cannot match: checked first, without allocating, since most keys are not
+/// secrets. Only for ASCII keys (a non-ASCII letter may lowercase to an ASCII one).
+const ANCHORS: [&str; 7] = ["authorization", "cookie", "key", "pass", "secret", "token", "bearer"];
+
+fn has_anchor(key: &str) -> bool {
+    let k = key.as_bytes();
+    ANCHORS.iter().any(|a| k.windows(a.len()).any(|w| w.eq_ignore_ascii_case(a.as_bytes())))
+}
+
 /// Does this key name a secret (see the module doc for the rule)?
 pub fn is_secret_key(key: &str) -> bool {
-    if key.is_empty() {
+    if key.is_empty() || (key.is_ascii() && !has_anchor(key)) {
         return false;
     }
     matches_normalised(&normalise(key)) || matches_normalised(&normalise(&split_camel(key)))
@@ -257,7 +267,7 @@ pub fn record(db: &Path, a: &RecordArgs) -> i32 {
         }
     } else if otlp {
         let values: Vec<Value> = envelopes.iter().filter_map(|l| json::parse_str(l).ok()).collect();
-        (crate::import::to_otlp(&run, &values), "otlp.json")
+        (crate::otlp_map::to_json(&run, &values), "otlp.json")
     } else {
         let mut s = String::with_capacity(envelopes.iter().map(|l| l.len() + 1).sum());
         for line in &envelopes {
@@ -307,6 +317,15 @@ mod tests {
         for k in ["max_tokens", "maxTokens", "tokenizer", "apiKeys", "tokens", "secrets", "", "author", "keyword", "passwords", "cookies"] {
             assert!(!is_secret_key(k), "{k} must not match");
         }
+    }
+
+    #[test]
+    fn every_listed_key_has_an_anchor_and_non_ascii_keys_skip_the_shortcut() {
+        for k in SECRET_KEYS {
+            assert!(has_anchor(k), "{k}: add its anchor to ANCHORS");
+        }
+        // KELVIN SIGN lowercases to an ASCII `k`: the full rule still sees `api_key`.
+        assert!(is_secret_key("api_\u{212A}ey"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub mod payload_guard;
 pub mod security;
 pub mod otlp_config;
 pub mod otlp_export;
-pub mod otlp_wire;
+pub mod otlp_map;
 pub mod server;
 pub mod migrations;
 pub mod storage;

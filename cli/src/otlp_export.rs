@@ -4,10 +4,11 @@
 //! non-blocking send: when the queue is full the event is dropped and counted, so ingest
 //! and the viewer never wait for the export. One exporter thread keeps each open run's
 //! open node starts (redacted unless `--otlp-no-redact-secrets`), and when a node execution
-//! finishes (or the run does) it builds the run's spans with `import::to_otlp` (the one
-//! mapping, shared with `record --format otlp`) on just the envelopes that span needs
-//! (its start, its end, its parent's start), so each span costs the same however long
-//! the run is. Spans go
+//! finishes (or the run does) it builds that one span with `otlp_map` (the one mapping,
+//! shared with `record --format otlp`) from just the envelopes it needs (its start, its
+//! end, its parent's start), so each span costs the same however long the run is. Spans
+//! are kept as the typed `opentelemetry-proto` messages and encoded straight to protobuf
+//! (or OTLP/JSON when asked): no text in between. Spans go
 //! out in batches of at most [`BATCH_MAX_SPANS`], at least every [`BATCH_INTERVAL`], over
 //! OTLP/HTTP (protobuf by default, JSON when asked). 429, 5xx and connection errors are
 //! retried with exponential backoff, honouring `Retry-After`; while the endpoint is away
@@ -16,10 +17,15 @@
 //! sends what it holds within [`SHUTDOWN_GRACE`].
 
 use crate::otlp_config::{OtlpConfig, Protocol};
+use crate::otlp_map;
 use crate::storage::RunRow;
 use crossbeam_channel::{bounded, select, Receiver, Sender, TrySendError};
 use graphmind_core::json::{self, Value};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::Message;
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,6 +55,20 @@ pub const RETRY_MAX: Duration = Duration::from_secs(30);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest the shutdown waits for the last spans to go out.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+/// The exporter thread's nice value: export is background work, so when the cores are busy
+/// the threads that receive and store events (and serve the viewer) get them first, and the
+/// exporter catches up from its queue when they are idle.
+pub const EXPORT_THREAD_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority to [`EXPORT_THREAD_NICE`] (Linux: nice is per thread).
+/// Best effort: where it cannot, the exporter runs at normal priority.
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, EXPORT_THREAD_NICE);
+    }
+}
 
 struct Item {
     run_id: String,
@@ -99,7 +119,10 @@ impl Exporter {
         let s = stats.clone();
         let queued_bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let q = queued_bytes.clone();
-        std::thread::Builder::new().name("graphmind-otlp".into()).spawn(move || Worker::new(cfg, s, q).run(rx, frx))?;
+        std::thread::Builder::new().name("graphmind-otlp".into()).spawn(move || {
+            lower_this_threads_priority();
+            Worker::new(cfg, s, q).run(rx, frx)
+        })?;
         Ok(Exporter { tx, flush: ftx, url, stats, queued_bytes })
     }
 
@@ -144,18 +167,37 @@ impl Exporter {
 }
 
 /// What the exporter keeps of an open run: only what the next spans need (the `node.started`
-/// of executions still open, and the latest one of each node id, for parentage).
+/// of executions still open, and the latest one of each node id, for parentage; shared,
+/// not copied).
 struct OpenRun {
     row: RunRow,
-    open: HashMap<(String, String), Value>,
-    latest_started: HashMap<String, Value>,
+    open: HashMap<(String, String), Rc<Value>>,
+    latest_started: HashMap<String, Rc<Value>>,
 }
 
-/// A span ready to send, with its resource and scope (as `to_otlp` wrote them).
+/// A span ready to send, with the app whose resource it goes under.
 struct Pending {
-    resource: serde_json::Value,
-    scope: serde_json::Value,
-    span: serde_json::Value,
+    app: String,
+    span: Span,
+}
+
+/// How long a `Retry-After` value asks to wait: delay-seconds, or an HTTP date (a date in
+/// the past means now). `None` for anything else (the backoff applies).
+fn retry_after(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(v).ok()?;
+    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+/// One request's body, encoded once: it waits here while the endpoint is retried, so a
+/// retry re-sends the same bytes instead of re-encoding (or keeping copies of) its spans.
+struct Batch {
+    spans: usize,
+    content_type: &'static str,
+    body: Vec<u8>,
 }
 
 enum Outcome {
@@ -172,6 +214,7 @@ struct Worker {
     runs: HashMap<String, OpenRun>,
     order: VecDeque<String>,
     pending: VecDeque<Pending>,
+    inflight: Option<Batch>,
     first_pending: Option<Instant>,
     retry_at: Option<Instant>,
     backoff: Duration,
@@ -190,6 +233,7 @@ impl Worker {
             runs: HashMap::new(),
             order: VecDeque::new(),
             pending: VecDeque::new(),
+            inflight: None,
             first_pending: None,
             retry_at: None,
             backoff: RETRY_MIN,
@@ -227,8 +271,12 @@ impl Worker {
         }
     }
 
-    /// When the next batch is due: full now, or the oldest span's interval, after any retry delay.
+    /// When the next batch is due: a batch being retried at its retry time; else full now, or
+    /// the oldest span's interval, after any retry delay.
     fn next_wake(&self) -> Option<Instant> {
+        if self.inflight.is_some() {
+            return Some(self.retry_at.unwrap_or_else(Instant::now));
+        }
         let first = self.first_pending?;
         let due = if self.pending.len() >= BATCH_MAX_SPANS { Instant::now() } else { first + BATCH_INTERVAL };
         Some(self.retry_at.map_or(due, |r| r.max(due)))
@@ -269,7 +317,7 @@ impl Worker {
         let s = |k: &str| payload.and_then(|p| p.get(k)).and_then(Value::as_str).map(str::to_owned);
         let node = s("nodeId").unwrap_or_default();
         let instance = s("instanceId").unwrap_or_else(|| node.clone());
-        let (envs, span_id) = match kind.as_str() {
+        let span = match kind.as_str() {
             "run.started" => {
                 run.row.started_at = ts;
                 if let Some(app) = s("app") {
@@ -283,6 +331,7 @@ impl Worker {
                     self.stats.report_drop(&format!("run \"{}\" has more than {MAX_OPEN_NODES} open or distinct nodes; later ones are not exported", item.run_id));
                     return;
                 }
+                let env = Rc::new(env);
                 run.latest_started.insert(node.clone(), env.clone());
                 run.open.insert((node, instance), env);
                 return;
@@ -292,37 +341,35 @@ impl Worker {
                 let key = if run.open.contains_key(&key) { Some(key) } else { run.open.keys().find(|k| k.0 == node).cloned() };
                 let Some(key) = key else { return };
                 let Some(started) = run.open.remove(&key) else { return };
-                let mut envs = Vec::with_capacity(3);
+                let mut envs: Vec<&Value> = Vec::with_capacity(3);
                 let parent = started.get("payload").and_then(|p| p.get("parentId")).and_then(Value::as_str);
                 if let Some(p) = parent.and_then(|p| run.latest_started.get(p)).filter(|_| parent != Some(key.0.as_str())) {
-                    envs.push(p.clone());
+                    envs.push(p);
                 }
-                envs.push(started);
-                envs.push(env);
-                (envs, crate::import::node_span_id(&item.run_id, &key.0, &key.1))
+                envs.push(&started);
+                envs.push(&env);
+                // The one mapping, on just the envelopes this span needs.
+                let Some(span) = otlp_map::node_span_of(&run.row, &envs, &key.0, &key.1) else { return };
+                span
             }
             "run.finished" => {
                 run.row.finished_at = Some(ts);
                 run.row.status = s("status").unwrap_or_else(|| "ok".into());
-                (Vec::new(), crate::import::run_span_id(&item.run_id))
+                otlp_map::root_span_of(&run.row)
             }
             _ => return,
         };
-        // The one mapping, on just the envelopes this span needs.
-        let doc = crate::import::to_otlp(&run.row, &envs);
+        let app = run.row.app.clone();
         if kind == "run.finished" {
             self.runs.remove(&item.run_id);
             self.order.retain(|r| r != &item.run_id);
         }
-        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&doc) else { return };
-        let rs = &doc["resourceSpans"][0];
-        let Some(span) = rs["scopeSpans"][0]["spans"].as_array().and_then(|a| a.iter().find(|sp| sp["spanId"] == span_id.as_str())).cloned() else { return };
-        if self.pending.len() >= MAX_PENDING_SPANS {
+        if self.pending.len() + self.inflight.as_ref().map_or(0, |b| b.spans) >= MAX_PENDING_SPANS && !self.pending.is_empty() {
             self.pending.pop_front();
             self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
             self.stats.report_drop(&format!("{MAX_PENDING_SPANS} spans are waiting for the endpoint; the oldest are dropped"));
         }
-        self.pending.push_back(Pending { resource: rs["resource"].clone(), scope: rs["scopeSpans"][0]["scope"].clone(), span });
+        self.pending.push_back(Pending { app, span });
         self.first_pending.get_or_insert_with(Instant::now);
     }
 
@@ -340,7 +387,7 @@ impl Worker {
 
     /// At shutdown: send everything, retrying, until `deadline`; what is left is dropped.
     fn drain_until(&mut self, deadline: Instant) {
-        while !self.pending.is_empty() && Instant::now() < deadline {
+        while (!self.pending.is_empty() || self.inflight.is_some()) && Instant::now() < deadline {
             if let Some(r) = self.retry_at {
                 let now = Instant::now();
                 if r > now {
@@ -350,7 +397,7 @@ impl Worker {
             }
             self.send_one_batch();
         }
-        let left = self.pending.len() as u64;
+        let left = (self.pending.len() + self.inflight.take().map_or(0, |b| b.spans)) as u64;
         if left > 0 {
             self.pending.clear();
             self.first_pending = None;
@@ -361,11 +408,25 @@ impl Worker {
 
     /// One request with up to [`BATCH_MAX_SPANS`] spans; true when it went out (or was refused for good).
     fn send_one_batch(&mut self) -> bool {
-        let n = self.pending.len().min(BATCH_MAX_SPANS);
-        let body = document(self.pending.iter().take(n));
-        match self.post(&body) {
+        let batch = match self.inflight.take() {
+            Some(b) => b,
+            None => {
+                let n = self.pending.len().min(BATCH_MAX_SPANS);
+                let req = otlp_map::request(self.pending.drain(..n).map(|p| (p.app, p.span)));
+                self.first_pending = if self.pending.is_empty() { None } else { Some(Instant::now()) };
+                match self.encode(&req) {
+                    Ok((content_type, body)) => Batch { spans: n, content_type, body },
+                    Err(why) => {
+                        self.stats.spans_dropped.fetch_add(n as u64, Ordering::Relaxed);
+                        self.stats.report_drop(&why);
+                        return true;
+                    }
+                }
+            }
+        };
+        let n = batch.spans;
+        match self.post(&batch) {
             Outcome::Sent => {
-                self.pending.drain(..n);
                 self.stats.exported.fetch_add(n as u64, Ordering::Relaxed);
                 self.backoff = RETRY_MIN;
                 self.retry_at = None;
@@ -373,14 +434,11 @@ impl Worker {
                     self.logged_failure = false;
                     crate::hub::log(&format!("otlp: {} accepts spans again", self.cfg.url));
                 }
-                self.first_pending = if self.pending.is_empty() { None } else { Some(Instant::now()) };
                 true
             }
             Outcome::Refused(why) => {
-                self.pending.drain(..n);
                 self.stats.spans_dropped.fetch_add(n as u64, Ordering::Relaxed);
                 self.stats.report_drop(&format!("{} refused {n} span(s): {why}", self.cfg.url));
-                self.first_pending = if self.pending.is_empty() { None } else { Some(Instant::now()) };
                 true
             }
             Outcome::Retry(after) => {
@@ -388,28 +446,30 @@ impl Worker {
                 let delay = after.unwrap_or(self.backoff).min(RETRY_MAX);
                 self.backoff = (self.backoff * 2).min(RETRY_MAX);
                 self.retry_at = Some(Instant::now() + delay);
+                self.inflight = Some(batch);
                 false
             }
         }
     }
 
-    fn post(&mut self, doc: &str) -> Outcome {
-        let (ctype, body) = match self.cfg.protocol {
-            Protocol::Json => ("application/json", doc.as_bytes().to_vec()),
-            Protocol::Protobuf => match crate::otlp_wire::protobuf_body(doc) {
-                Ok(b) => ("application/x-protobuf", b),
-                Err(e) => return Outcome::Refused(e.0),
-            },
-        };
-        let mut req = self.agent.post(&self.cfg.url).header("Content-Type", ctype);
+    /// The request body in the configured protocol, and its content type.
+    fn encode(&self, req: &ExportTraceServiceRequest) -> Result<(&'static str, Vec<u8>), String> {
+        match self.cfg.protocol {
+            Protocol::Json => serde_json::to_vec(req).map(|b| ("application/json", b)).map_err(|e| format!("cannot write OTLP/JSON: {e}")),
+            Protocol::Protobuf => Ok(("application/x-protobuf", req.encode_to_vec())),
+        }
+    }
+
+    fn post(&mut self, batch: &Batch) -> Outcome {
+        let mut req = self.agent.post(&self.cfg.url).header("Content-Type", batch.content_type);
         for (k, v) in &self.cfg.headers {
             req = req.header(k.as_str(), v.as_str());
         }
         let mut why = String::new();
-        let outcome = match req.send(&body[..]) {
+        let outcome = match req.send(&batch.body[..]) {
             Ok(mut resp) => {
                 let code = resp.status().as_u16();
-                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_after);
                 let _ = resp.body_mut().read_to_vec();
                 match code {
                     200..=299 => Outcome::Sent,
@@ -435,16 +495,18 @@ impl Worker {
     }
 }
 
-/// One OTLP/JSON request for these spans, grouped by resource (one per app).
-fn document<'a>(spans: impl Iterator<Item = &'a Pending>) -> String {
-    let mut groups: Vec<(serde_json::Value, serde_json::Value, Vec<serde_json::Value>)> = Vec::new();
-    for p in spans {
-        match groups.iter_mut().find(|g| g.0 == p.resource && g.1 == p.scope) {
-            Some(g) => g.2.push(p.span.clone()),
-            None => groups.push((p.resource.clone(), p.scope.clone(), vec![p.span.clone()])),
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_an_http_date() {
+        assert_eq!(retry_after(" 7 "), Some(Duration::from_secs(7)));
+        let later = std::time::SystemTime::now() + Duration::from_secs(20);
+        let d = retry_after(&httpdate::fmt_http_date(later)).unwrap();
+        assert!(d > Duration::from_secs(18) && d <= Duration::from_secs(20), "{d:?}");
+        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO), "a past date: now");
+        assert_eq!(retry_after("soon"), None);
+        assert_eq!(retry_after("-3"), None);
     }
-    let rs: Vec<serde_json::Value> =
-        groups.into_iter().map(|(resource, scope, spans)| serde_json::json!({"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]})).collect();
-    serde_json::json!({ "resourceSpans": rs }).to_string()
 }
