@@ -709,7 +709,7 @@ fn graphmind_help_lists_every_command_with_a_description() {
             listed.push(name.to_owned());
         }
     }
-    let expected = ["serve", "demo", "open", "init", "skill", "runs", "record", "import", "pauses", "wait", "resume", "mcp", "mcp-proxy"];
+    let expected = ["serve", "demo", "open", "init", "skill", "runs", "record", "replay", "import", "pauses", "wait", "resume", "mcp", "mcp-proxy"];
     assert_eq!(listed, expected, "the commands --help lists");
     // Every listed command exists: given stray arguments, the command itself refuses them
     // (an unknown word is "unknown command"). mcp and mcp-proxy are checked below.
