@@ -415,7 +415,10 @@ function graphmind(options = {}) {
       return session.enabled ? [handler(handlerOptions)] : [];
     },
 
-    /** `base` with a fresh handler added to its callbacks and its abort signal merged in. */
+    /**
+     * `base` with a fresh handler added to its callbacks and its abort signal merged in
+     * (the caller's own signal, when aborted, also ends a run the invocation opened).
+     */
     config(base = {}, handlerOptions) {
       const merged = { ...(base || {}) };
       if (!session.enabled) return merged;
