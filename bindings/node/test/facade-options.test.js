@@ -14,7 +14,7 @@ const OpenAI = require('openai');
 const Anthropic = require('@anthropic-ai/sdk').default;
 const { generateText, streamText } = require('ai');
 const { createOpenAICompatible } = require('@ai-sdk/openai-compatible');
-const { startServer, startFakeProvider } = require('./helpers');
+const { startServer, serverAndProvider } = require('./helpers');
 const { chat, chunk, message, of, runEvents } = require('./provider-helpers');
 
 /** The pieces every paced stream carries, one SSE event (and one delta) each. */
@@ -28,14 +28,7 @@ const BOUNDED_MS = 400;
 /** Slack for this loaded machine on top of a bound. */
 const SLACK_MS = 1500;
 
-let srv;
-let fake;
-test.before(async () => {
-  srv = await startServer(['--pause-on-error', 'off']);
-  fake = await startFakeProvider();
-});
-test.after(() => { fake.stop(); srv.stop(); });
-test.beforeEach(() => fake.reset());
+const env = serverAndProvider(test);
 
 /** A paced Chat Completions stream of PIECES. */
 function chatPaced() {
@@ -77,12 +70,12 @@ const FACADES = {
     make: (options) => require('../openai.js').graphmind({ app: 'opts-openai', ...options }),
     answer: () => chat('Sunny.'),
     async ask(gm) {
-      const client = gm.wrapClient(new OpenAI({ apiKey: 'sk-test', baseURL: fake.baseURL, maxRetries: 0 }));
+      const client = gm.wrapClient(new OpenAI({ apiKey: 'sk-test', baseURL: env.fake.baseURL, maxRetries: 0 }));
       return (await client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] })).choices[0].message.content;
     },
     paced: chatPaced,
     async stream(gm) {
-      const client = gm.wrapClient(new OpenAI({ apiKey: 'sk-test', baseURL: fake.baseURL, maxRetries: 0 }));
+      const client = gm.wrapClient(new OpenAI({ apiKey: 'sk-test', baseURL: env.fake.baseURL, maxRetries: 0 }));
       let text = '';
       const s = await client.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }], stream: true });
       for await (const c of s) text += (c.choices[0] && c.choices[0].delta.content) || '';
@@ -93,12 +86,12 @@ const FACADES = {
     make: (options) => require('../anthropic.js').graphmind({ app: 'opts-anthropic', ...options }),
     answer: () => message([{ type: 'text', text: 'Sunny.' }]),
     async ask(gm) {
-      const client = gm.wrapClient(new Anthropic({ apiKey: 'sk-test', baseURL: fake.baseURL.replace(/\/v1$/, ''), maxRetries: 0 }));
+      const client = gm.wrapClient(new Anthropic({ apiKey: 'sk-test', baseURL: env.fake.baseURL.replace(/\/v1$/, ''), maxRetries: 0 }));
       return (await client.messages.create({ model: 'claude-test', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })).content[0].text;
     },
     paced: messagePaced,
     async stream(gm) {
-      const client = gm.wrapClient(new Anthropic({ apiKey: 'sk-test', baseURL: fake.baseURL.replace(/\/v1$/, ''), maxRetries: 0 }));
+      const client = gm.wrapClient(new Anthropic({ apiKey: 'sk-test', baseURL: env.fake.baseURL.replace(/\/v1$/, ''), maxRetries: 0 }));
       let text = '';
       const s = await client.messages.create({ model: 'claude-test', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }], stream: true });
       for await (const e of s) if (e.type === 'content_block_delta' && e.delta.type === 'text_delta') text += e.delta.text;
@@ -108,7 +101,7 @@ const FACADES = {
   'ai-sdk': {
     make: (options) => require('../ai-sdk.js').graphmind({ app: 'opts-ai', ...options }),
     answer: () => chat('Sunny.'),
-    model: (gm) => gm.wrapModel(createOpenAICompatible({ name: 'fake', baseURL: fake.baseURL, apiKey: 'k', includeUsage: true }).chatModel('fake-model')),
+    model: (gm) => gm.wrapModel(createOpenAICompatible({ name: 'fake', baseURL: env.fake.baseURL, apiKey: 'k', includeUsage: true }).chatModel('fake-model')),
     async ask(gm) {
       return (await generateText({ model: this.model(gm), prompt: 'hi', maxRetries: 0 })).text;
     },
@@ -136,18 +129,18 @@ for (const [name, facade] of Object.entries(FACADES)) {
     try {
       process.kill(own.pid, 'SIGSTOP'); // the socket connects, the handshake waits
       const gm = facade.make({ url: own.url, env: {}, waitForAttach: 10_000, handshakeTimeoutMs: 10_000, logger: () => {} });
-      await fake.script(facade.answer(), facade.answer());
+      await env.fake.script(facade.answer(), facade.answer());
       let settledAt = null;
       const first = facade.ask(gm).then((text) => { settledAt = Date.now(); return text; });
       await new Promise((r) => setTimeout(r, STOPPED_MS));
       assert.equal(settledAt, null, 'still waiting for the debugger');
-      assert.equal((await fake.requests()).length, 0, 'nothing sent before the handshake');
+      assert.equal((await env.fake.requests()).length, 0, 'nothing sent before the handshake');
       const releasedAt = Date.now();
       process.kill(own.pid, 'SIGCONT');
       assert.equal(await first, 'Sunny.');
       assert.ok(settledAt >= releasedAt, 'answered after the debugger came');
       assert.equal(gm.session.attached, true);
-      assert.equal((await fake.requests()).length, 1);
+      assert.equal((await env.fake.requests()).length, 1);
       assert.equal(await facade.ask(gm), 'Sunny.', 'later calls go straight through');
       await gm.dispose();
     } finally {
@@ -159,7 +152,7 @@ for (const [name, facade] of Object.entries(FACADES)) {
   test(`${name}: waitForAttach with no debugger waits at most its milliseconds, once`, async () => {
     const port = await closedPort();
     const gm = facade.make({ url: `ws://127.0.0.1:${port}/ingest`, env: {}, waitForAttach: BOUNDED_MS, logger: () => {} });
-    await fake.script(facade.answer(), facade.answer());
+    await env.fake.script(facade.answer(), facade.answer());
     let t = Date.now();
     assert.equal(await facade.ask(gm), 'Sunny.');
     const firstMs = Date.now() - t;
@@ -176,14 +169,14 @@ for (const [name, facade] of Object.entries(FACADES)) {
   test(`${name}: tokenFlushIntervalMs sets the node.token batching (a paced stream: one batch per piece by default, one in all under 60 s)`, async () => {
     const batches = {};
     for (const [label, options] of [['default', {}], ['60 s', { tokenFlushIntervalMs: 60_000 }]]) {
-      const gm = facade.make({ url: srv.url, env: {}, ...options });
+      const gm = facade.make({ url: env.srv.url, env: {}, ...options });
       assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
       assert.equal(gm.session.config().tokenIntervalMs, options.tokenFlushIntervalMs ?? 34);
-      await fake.script(facade.paced());
+      await env.fake.script(facade.paced());
       let runId;
       const text = await gm.run(`paced-${label}`, async (ctx) => { runId = ctx.runId; return facade.stream(gm); });
       assert.equal(text, PIECES.join(''));
-      const events = await runEvents(srv, gm, runId);
+      const events = await runEvents(env.srv, gm, runId);
       const tokens = of(events, 'node.token', 'llm:step');
       assert.equal(tokens.flatMap((b) => b.deltas).map((d) => d.v).join(''), PIECES.join(''), label);
       batches[label] = tokens.length;

@@ -82,7 +82,11 @@ function chatModel(lookup) {
 
 /** agent (ChatOpenAI, tools bound) -> tools (ToolNode of the wrapped lookup) -> agent. */
 function agentGraph(gm, body) {
-  const lookup = gm.wrapStructuredTool(lcTool(body, { name: 'lookup', description: 'Looks up', schema: z.object({ q: z.string() }) }));
+  return graphOf(gm.wrapStructuredTool(lcTool(body, { name: 'lookup', description: 'Looks up', schema: z.object({ q: z.string() }) })));
+}
+
+/** agent (ChatOpenAI, `lookup` bound) -> tools (ToolNode of `lookup`) -> agent. */
+function graphOf(lookup) {
   const model = chatModel(lookup);
   return new StateGraph(MessagesAnnotation)
     .addNode('agent', async (s, config) => ({ messages: [await ask(model, s.messages, config)] }))
@@ -336,15 +340,7 @@ test('a chat model (llm:step) and an unwrapped tool held at their callback gates
   await fake.script(toolCallStream('Faro'), textStream('Real answer.'));
   let looked = 0;
   // Not wrapped: the handler sees this tool through its callbacks only.
-  const lookup = lcTool(async ({ q }) => { looked += 1; return `weather:${q}`; }, { name: 'lookup', description: 'Looks up', schema: z.object({ q: z.string() }) });
-  const model = chatModel(lookup);
-  const graph = new StateGraph(MessagesAnnotation)
-    .addNode('agent', async (s, config) => ({ messages: [await ask(model, s.messages, config)] }))
-    .addNode('tools', new ToolNode([lookup]))
-    .addEdge(START, 'agent')
-    .addConditionalEdges('agent', toolsCondition)
-    .addEdge('tools', 'agent')
-    .compile();
+  const graph = graphOf(lcTool(async ({ q }) => { looked += 1; return `weather:${q}`; }, { name: 'lookup', description: 'Looks up', schema: z.object({ q: z.string() }) }));
   dbg.breakpoint({ kind: 'llm', point: 'before' });
   dbg.breakpoint({ kind: 'tool', name: 'lookup', point: 'before' });
   await sleep(200);
