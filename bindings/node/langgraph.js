@@ -52,6 +52,13 @@ function parseInput(input) {
   try { return JSON.parse(input); } catch { return input; }
 }
 
+/** LangChain's AsyncLocalStorage of the running runnable's config (the app's own @langchain/core). */
+let Storage;
+function langChainStorage() {
+  if (!Storage) Storage = require('@langchain/core/singletons').AsyncLocalStorageProviderSingleton;
+  return Storage;
+}
+
 /** The handler class, made on first use (it extends the app's own @langchain/core). */
 let HandlerClass;
 function handlerClass() {
@@ -340,8 +347,7 @@ function graphmind(options = {}) {
   const locate = () => {
     let manager;
     try {
-      const { AsyncLocalStorageProviderSingleton } = require('@langchain/core/singletons');
-      const config = AsyncLocalStorageProviderSingleton.getRunnableConfig();
+      const config = langChainStorage().getRunnableConfig();
       manager = config && config.callbacks;
     } catch {
       return null;
