@@ -42,6 +42,26 @@ function secondArgument(args) {
 }
 
 /**
+ * A facade's `tool(name, fn)`: one gated tool function `fn(args, toolCall)`, its instance id
+ * the call's id. `attached()`: the `waitForAttach` promise (or `null`). `locate()`, when
+ * given, says where a call records, `{ctx, parentId}` (the run and the parent node of the
+ * framework code calling it) or `null` (the current run, no parent).
+ */
+function toolWrapper(session, attached, locate) {
+  const parentId = locate ? () => { const at = locate(); return at ? at.parentId : null; } : null;
+  return (name, fn) => {
+    if (!session.enabled || typeof fn !== 'function') return fn;
+    const call = session.wrapCall('tool', String(name), fn, { editable: true, toolCall: secondArgument, parentId });
+    return function graphmindTool(...args) {
+      const at = locate ? locate() : null;
+      const go = () => (at ? session.within(at.ctx, () => call.apply(this, args)) : call.apply(this, args));
+      const wait = attached();
+      return wait ? wait.then(go) : go();
+    };
+  };
+}
+
+/**
  * The shared part of a facade. `defaults`: `{app, sdk}` (the app name and `sdk` label
  * when the options give none).
  */
@@ -64,15 +84,7 @@ function createFacade(options, defaults) {
     return attachWait;
   };
 
-  /** One gated tool function: `fn(args, toolCall)`, its instance id the call's id. */
-  const tool = (name, fn) => {
-    if (!session.enabled || typeof fn !== 'function') return fn;
-    const call = session.wrapCall('tool', String(name), fn, { editable: true, toolCall: secondArgument });
-    return function graphmindTool(...args) {
-      const wait = attached();
-      return wait ? wait.then(() => call.apply(this, args)) : call.apply(this, args);
-    };
-  };
+  const tool = toolWrapper(session, attached, null);
 
   return {
     session,
@@ -108,4 +120,4 @@ function createFacade(options, defaults) {
   };
 }
 
-module.exports = { createFacade, packageVersion };
+module.exports = { createFacade, packageVersion, toolWrapper };

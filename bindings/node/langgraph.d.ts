@@ -27,7 +27,9 @@ export interface GraphmindLangGraphOptions extends GraphmindOptions {
   /**
    * What a debugger's `abort` does at a callback gate: `throw` (default) throws an
    * AbortError out of the callback (LangChain rethrows it) and aborts `handler.signal`;
-   * `signal` only aborts the signal (pass it as the config's `signal`, `gm.config()` does).
+   * `signal` only aborts the signal (pass it as the config's `signal`, `gm.config()` does):
+   * `invoke` rejects with the AbortError, but the held node's body still starts (LangGraph
+   * does not check the signal before calling it).
    */
   abortMode?: 'throw' | 'signal';
 }
@@ -49,7 +51,11 @@ export interface GraphmindLangGraph extends GraphmindBase {
   handler(options?: HandlerOptions): GraphmindCallbackHandler;
   /** `[gm.handler()]`, or `[]` when disabled. */
   callbacks(options?: HandlerOptions): GraphmindCallbackHandler[];
-  /** `base` with a fresh handler added to its callbacks and its abort signal merged in. */
+  /**
+   * `base` with a fresh handler added to its callbacks and its abort signal merged in. When
+   * `base.signal` (the caller's) aborts, a run this invocation opened ends aborted, a gate
+   * held in it is released, and `invoke` rejects with the caller's reason.
+   */
   config<C extends Record<string, unknown>>(base?: C, options?: HandlerOptions): C & { callbacks: unknown; signal?: AbortSignal };
   /**
    * A LangChain tool (`StructuredTool`, `tool()`) whose body is one gated call: every

@@ -15,7 +15,7 @@
  * (`Session.watchNode`): `abort` ends the run, `inject` / `retry` continue with the core's
  * warning. The tool wrappers are real gated calls (`Session.wrapCall`): every action works.
  */
-const { createFacade, packageVersion } = require('./facade.js');
+const { createFacade, packageVersion, toolWrapper } = require('./facade.js');
 const { isAbortError, GraphMindAbortError } = require('./index.js');
 
 /** LangGraph tags its internal runs with this. */
@@ -52,6 +52,13 @@ function parseInput(input) {
   try { return JSON.parse(input); } catch { return input; }
 }
 
+/** LangChain's AsyncLocalStorage of the running runnable's config (the app's own @langchain/core). */
+let Storage;
+function langChainStorage() {
+  if (!Storage) Storage = require('@langchain/core/singletons').AsyncLocalStorageProviderSingleton;
+  return Storage;
+}
+
 /** The handler class, made on first use (it extends the app's own @langchain/core). */
 let HandlerClass;
 function handlerClass() {
@@ -66,6 +73,8 @@ function handlerClass() {
       this.options = options;
       /** LangChain run id -> {nodeId, step, root, task, ctx}. */
       this.records = new Map();
+      /** The caller's own abort signal, when `gm.config(base)` had one. */
+      this.callerSignal = null;
     }
 
     /** Aborted when the debugger aborts: pass it as the config's `signal` (`gm.config()` does). */
@@ -77,7 +86,7 @@ function handlerClass() {
       try {
         await body();
       } catch (error) {
-        if (error instanceof GraphMindAbortError) throw error;
+        if (error instanceof GraphMindAbortError || (this.callerSignal && this.callerSignal.aborted && error === this.callerSignal.reason)) throw error;
         session.warn('langgraph-handler', `the LangGraph handler failed on one event; observe-only for it (${error && error.message})`);
       }
     }
@@ -107,6 +116,18 @@ function handlerClass() {
           if (!this.abortController.signal.aborted) this.abortController.abort(new GraphMindAbortError());
         }, { once: true });
       }
+      // The caller's own signal (given to `gm.config`) ends a run we opened as aborted, which
+      // releases a gate held in it (the graph has stopped waiting for it).
+      const caller = this.callerSignal;
+      if (caller && root.settle && root.ctx) {
+        const ctx = root.ctx;
+        const stop = () => {
+          if (!this.abortController.signal.aborted) this.abortController.abort(caller.reason);
+          if (!ctx.signal.aborted) ctx.abortController.abort(new GraphMindAbortError());
+        };
+        if (caller.aborted) stop();
+        else caller.addEventListener('abort', stop, { once: true });
+      }
       const agentName = this.options.runName ?? name;
       return session.within(root.ctx, async () => {
         this.shared.replayHint(agentName);
@@ -133,7 +154,13 @@ function handlerClass() {
       if (!aborted) return;
       if (!this.abortController.signal.aborted) this.abortController.abort(new GraphMindAbortError());
       if (record.root && record.rootRunId === record.runIdSelf) await this.closeRoot(record, new GraphMindAbortError());
-      if (this.shared.abortMode === 'throw') throw new GraphMindAbortError();
+      if (this.shared.abortMode === 'throw') throw this.abortReason();
+    }
+
+    /** What an abort throws: the caller's own reason when its signal ended the run. */
+    abortReason() {
+      const caller = this.callerSignal;
+      return caller && caller.aborted && caller.reason !== undefined ? caller.reason : new GraphMindAbortError();
     }
 
     /** The drawn node a run hangs under, and its root (`null`: a run we do not know). */
@@ -311,10 +338,30 @@ function graphmind(options = {}) {
   };
   if (maxPayloadChars !== undefined) session.capPayloads(maxPayloadChars);
 
-  const tool = (name, fn) => {
-    if (!session.enabled || typeof fn !== 'function') return fn;
-    return facade.tool(name, fn);
+  /**
+   * Where a gated function called from inside a LangChain runnable records: the run and
+   * drawn node of the runnable running now (read from LangChain's own AsyncLocalStorage:
+   * the current config's callback manager names its run, which this facade's handler
+   * tracks), or `null` outside any (then the current `gm.run`, no parent).
+   */
+  const locate = () => {
+    let manager;
+    try {
+      const config = langChainStorage().getRunnableConfig();
+      manager = config && config.callbacks;
+    } catch {
+      return null;
+    }
+    if (!manager || typeof manager.getParentRunId !== 'function' || !Array.isArray(manager.handlers)) return null;
+    const runId = manager.getParentRunId();
+    for (const h of manager.handlers) {
+      if (!h || h.shared !== shared || !(h.records instanceof Map)) continue;
+      const record = h.records.get(runId);
+      if (record) return { ctx: record.root.ctx, parentId: record.nodeId };
+    }
+    return null;
   };
+  const tool = toolWrapper(session, facade.attached, locate);
 
   function wrapStructuredTool(lcTool) {
     if (!session.enabled || !lcTool || typeof lcTool._call !== 'function') return lcTool;
@@ -374,11 +421,15 @@ function graphmind(options = {}) {
       return session.enabled ? [handler(handlerOptions)] : [];
     },
 
-    /** `base` with a fresh handler added to its callbacks and its abort signal merged in. */
+    /**
+     * `base` with a fresh handler added to its callbacks and its abort signal merged in
+     * (the caller's own signal, when aborted, also ends a run the invocation opened).
+     */
     config(base = {}, handlerOptions) {
       const merged = { ...(base || {}) };
       if (!session.enabled) return merged;
       const h = handler(handlerOptions);
+      if (merged.signal) h.callerSignal = merged.signal;
       const existing = merged.callbacks;
       if (existing === undefined || existing === null) merged.callbacks = [h];
       else if (Array.isArray(existing)) merged.callbacks = [...existing, h];

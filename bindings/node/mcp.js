@@ -270,9 +270,77 @@ function graphmind(options = {}) {
       return call();
     };
 
+    /** The gated step of one registration's node (its name is the node's). */
+    const gatedStep = (kind, name) => session.wrapCall(kind, name, function gated(edited) { return this(edited); }, {
+      editable: kind !== 'resource',
+      parentId: serverNodeId,
+    });
+
+    /**
+     * One registration: the callback the SDK holds is `entry.handler`, which runs the
+     * current `entry.original` as the gated node `kind:entry.name`; `update()` changes the
+     * body and the name, never what the SDK holds.
+     */
+    const gatedEntry = (kind, name, original) => {
+      const entry = { kind, name, original, step: gatedStep(kind, name) };
+      surface.set(`${kind}:${name}`, { kind, name });
+      entry.handler = function graphmindHandler(...handlerArgs) {
+        return request(entry.kind, entry.name, entry.step, entry.original, this, handlerArgs);
+      };
+      return entry;
+    };
+
+    /** After the SDK applied an `update()` (or `remove()`): the entry follows it. */
+    const applied = (entry, updates) => {
+      if (typeof updates.callback === 'function') entry.original = updates.callback;
+      const removed = updates.name === null || (entry.kind === 'resource' && updates.uri === null);
+      if (removed) {
+        surface.delete(`${entry.kind}:${entry.name}`);
+      } else if (typeof updates.name === 'string' && updates.name !== entry.name) {
+        surface.delete(`${entry.kind}:${entry.name}`);
+        entry.name = updates.name;
+        entry.step = gatedStep(entry.kind, entry.name);
+        surface.set(`${entry.kind}:${entry.name}`, { kind: entry.kind, name: entry.name });
+      }
+    };
+
+    /**
+     * The `RegisteredTool` / `RegisteredResource` / `RegisteredPrompt` the SDK returned, seen
+     * through a Proxy whose `update({callback})` hands the SDK the gated handler again (the
+     * new callback runs gated) and whose `update({name})` renames the node; `remove()`
+     * drops it from the connect hint. The SDK's object is never written by us.
+     */
+    const registeredView = (registered, entry) => {
+      if (!isObject(registered) || typeof registered.update !== 'function') return registered;
+      const update = registered.update;
+      const remove = registered.remove;
+      const gatedUpdate = function graphmindUpdate(updates, ...more) {
+        if (!isObject(updates)) return update.call(registered, updates, ...more);
+        const given = typeof updates.callback === 'function' ? { ...updates, callback: entry.handler } : updates;
+        const result = update.call(registered, given, ...more);
+        applied(entry, updates);
+        return result;
+      };
+      const gatedRemove = typeof remove === 'function'
+        ? function graphmindRemove(...more) {
+          const result = remove.apply(registered, more);
+          applied(entry, { name: null });
+          return result;
+        }
+        : remove;
+      return new Proxy(registered, {
+        get(target, prop) {
+          if (prop === 'update') return gatedUpdate;
+          if (prop === 'remove') return gatedRemove;
+          return Reflect.get(target, prop, target);
+        },
+      });
+    };
+
     /** A registration method whose last function argument (the callback) is gated. */
     const registrar = (method, kind) => function graphmindRegister(...args) {
       let callArgs = args;
+      let entry = null;
       try {
         const name = typeof args[0] === 'string' ? args[0] : null;
         let at = -1;
@@ -280,22 +348,22 @@ function graphmind(options = {}) {
           if (typeof args[i] === 'function') { at = i; break; }
         }
         if (name !== null && at > 0) {
-          const original = args[at];
-          const step = session.wrapCall(kind, name, function gated(edited) { return this(edited); }, {
-            editable: kind !== 'resource',
-            parentId: serverNodeId,
-          });
-          surface.set(`${kind}:${name}`, { kind, name });
+          entry = gatedEntry(kind, name, args[at]);
           callArgs = [...args];
-          callArgs[at] = function graphmindHandler(...handlerArgs) {
-            return request(kind, name, step, original, this, handlerArgs);
-          };
+          callArgs[at] = entry.handler;
         }
       } catch {
         callArgs = args;
+        entry = null;
       }
       // The SDK's own errors (a duplicate name, a bad schema) are the app's, raised once.
-      return method.apply(server, callArgs);
+      const registered = method.apply(server, callArgs);
+      if (entry === null) return registered;
+      try {
+        return registeredView(registered, entry);
+      } catch {
+        return registered;
+      }
     };
 
     /** `connect`: waits for the debugger under `waitForAttach`, then the graph hint. */

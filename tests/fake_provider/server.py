@@ -5,7 +5,8 @@ included, and keeps every request it received.
 
 Scripting: each answer is ``{"status": 200, "json": {...}}``, ``{"status": 200, "sse":
 [[event-name-or-null, data], ...]}`` (``data`` a JSON value or the literal text
-``"[DONE]"``) or ``{"status": 500, "json": {...}, "headers": {...}}``. Answers are taken
+``"[DONE]"``; ``"delay_ms": N`` paces the events N ms apart, each written and flushed
+on its own) or ``{"status": 500, "json": {...}, "headers": {...}}``. Answers are taken
 in order, whatever the path. In-process (Python tests) use :class:`FakeProvider`; from
 another language start ``python3 tests/fake_provider/server.py`` (it prints
 ``{"port": N}``) and script it over HTTP: ``POST /__script`` with a JSON list of answers,
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,14 +29,19 @@ from typing import Any
 UNSCRIPTED = {"status": 599, "json": {"error": {"message": "fake provider: no answer scripted"}}}
 
 
-def sse_body(events: list[list[Any]]) -> bytes:
-    """The SSE wire text of ``[[event, data], ...]``."""
+def sse_events(events: list[list[Any]]) -> list[bytes]:
+    """The SSE wire text of each of ``[[event, data], ...]``."""
     out = []
     for name, data in events:
         head = f"event: {name}\n" if name else ""
         body = data if isinstance(data, str) else json.dumps(data)
-        out.append(f"{head}data: {body}\n\n")
-    return "".join(out).encode()
+        out.append(f"{head}data: {body}\n\n".encode())
+    return out
+
+
+def sse_body(events: list[list[Any]]) -> bytes:
+    """The SSE wire text of ``[[event, data], ...]``."""
+    return b"".join(sse_events(events))
 
 
 class FakeProvider:
@@ -60,14 +67,26 @@ class FakeProvider:
                 except ValueError:
                     return raw.decode("utf-8", "replace")
 
-            def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                body: bytes | list[bytes],
+                content_type: str,
+                headers: dict[str, str] | None = None,
+                delay_ms: float = 0,
+            ) -> None:
+                pieces = body if isinstance(body, list) else [body]
                 self.send_response(status)
                 self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(body)))
+                self.send_header("content-length", str(sum(len(p) for p in pieces)))
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                self.wfile.write(body)
+                for i, piece in enumerate(pieces):
+                    if i and delay_ms:
+                        self.wfile.flush()
+                        time.sleep(delay_ms / 1000)
+                    self.wfile.write(piece)
 
             def do_GET(self) -> None:
                 if self.path == "/__requests":
@@ -92,7 +111,13 @@ class FakeProvider:
                     answer = provider.answers.pop(0) if provider.answers else UNSCRIPTED
                 status = int(answer.get("status", 200))
                 if "sse" in answer:
-                    self._send(status, sse_body(answer["sse"]), "text/event-stream", answer.get("headers"))
+                    self._send(
+                        status,
+                        sse_events(answer["sse"]),
+                        "text/event-stream",
+                        answer.get("headers"),
+                        float(answer.get("delay_ms", 0)),
+                    )
                 else:
                     self._send(status, json.dumps(answer.get("json", {})).encode(), "application/json", answer.get("headers"))
 

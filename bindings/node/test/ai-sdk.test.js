@@ -305,6 +305,57 @@ test('wrapModel: a streamed answer records node.token deltas and the whole text'
   await gm.dispose();
 });
 
+test('wrapModel: streamText of a reasoning model calling a tool: reasoning and tool-args node.token deltas, the tool call recorded', async () => {
+  await fake.reset();
+  const call = (fn, extra = {}) => chunk({ tool_calls: [{ index: 0, ...extra, function: fn }] });
+  await fake.script({
+    status: 200,
+    sse: [
+      chunk({ role: 'assistant', content: '', reasoning_content: 'The user wants ' }),
+      chunk({ reasoning_content: 'the forecast.' }),
+      chunk({ content: 'Checking.' }),
+      call({ name: 'forecast', arguments: '' }, { id: 'call_7', type: 'function' }),
+      call({ arguments: '{"city":' }),
+      call({ arguments: '"Faro"}' }),
+      chunk({}, 'tool_calls'),
+      [null, { id: 'chatcmpl-2', object: 'chat.completion.chunk', created: 1, model: 'fake-model', choices: [], usage: USAGE }],
+      [null, '[DONE]'],
+    ],
+  });
+  const dbg = await Debugger.open(srv);
+  const gm = await session(dbg);
+  // A client-side tool (no execute): the step ends at its call.
+  const tools = { forecast: tool({ inputSchema: jsonSchema({ type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }) }) };
+  let runId;
+  const seen = await gm.run('llm-reasoning', async (ctx) => {
+    runId = ctx.runId;
+    const r = streamText({ model: fakeModel(gm), tools, prompt: 'Forecast for Faro?', maxRetries: 0 });
+    const parts = { reasoning: '', toolInput: '', calls: [] };
+    for await (const part of r.fullStream) {
+      if (part.type === 'reasoning-delta') parts.reasoning += part.text;
+      if (part.type === 'tool-input-delta') parts.toolInput += part.delta;
+      if (part.type === 'tool-call') parts.calls.push(part.input);
+    }
+    return parts;
+  });
+  // What the app read through the wrapped model is the provider's stream, unchanged.
+  assert.equal(seen.reasoning, 'The user wants the forecast.');
+  assert.equal(seen.toolInput, '{"city":"Faro"}');
+  assert.deepEqual(seen.calls, [{ city: 'Faro' }]);
+  const events = await storedLlmEvents(runId);
+  const deltas = events.filter((e) => e.type === 'node.token').flatMap((e) => e.payload.deltas);
+  const channel = (t) => deltas.filter((d) => d.t === t).map((d) => d.v).join('');
+  assert.equal(channel('reasoning'), 'The user wants the forecast.');
+  assert.equal(channel('tool-args'), '{"city":"Faro"}');
+  assert.equal(channel('text'), 'Checking.');
+  const done = events.find((e) => e.type === 'node.finished');
+  assert.equal(done.payload.streaming, true);
+  assert.deepEqual(done.payload.output.toolCalls, [{ id: 'call_7', name: 'forecast', input: { city: 'Faro' } }]);
+  assert.equal(done.payload.output.finishReason, 'tool-calls');
+  dbg.close();
+  await gm.dispose();
+});
+
 test('wrapModel: an error part in a streamed answer is the step\'s node.error (through the core\'s LLM step)', async () => {
   await fake.reset();
   await fake.script({

@@ -136,6 +136,58 @@ test('beta.messages.create and beta.messages.stream() are recorded calls', async
   await gm.dispose();
 });
 
+test('messages.parse() and beta.messages.parse(): one recorded call each, parsed_output from the real answer and from an injected one', async () => {
+  const { zodOutputFormat } = require('@anthropic-ai/sdk/helpers/zod');
+  const { z } = require('zod');
+  const format = zodOutputFormat(z.object({ answer: z.number() }));
+  const ask = (content) => body(content, { output_config: { format } });
+  const gm = await attached();
+  await fake.script(message([{ type: 'text', text: '{"answer":4}' }]), message([{ type: 'text', text: '{"answer":5}' }]));
+  const anthropic = gm.wrapClient(client());
+  let runId;
+  const parsed = await gm.run('parse', async (ctx) => {
+    runId = ctx.runId;
+    const plain = await anthropic.messages.parse(ask('2+2?'));
+    const beta = await anthropic.beta.messages.parse(ask('2+3?'));
+    return [plain.parsed_output, beta.parsed_output];
+  });
+  assert.deepEqual(parsed, [{ answer: 4 }, { answer: 5 }]);
+  const sent = await fake.requests();
+  assert.equal(sent.length, 2, 'each parse() is one request');
+  assert.match(String(sent[1].headers['anthropic-beta'] || sent[1].headers['Anthropic-Beta']), /structured-outputs/, 'beta.messages.parse() kept its own headers');
+  const events = await runEvents(srv, gm, runId);
+  const started = of(events, 'node.started', 'llm:step');
+  assert.equal(started.length, 2, 'recorded once each (the helper\'s inner create is the gated one)');
+  assert.deepEqual(of(events, 'node.finished', 'llm:step').map((d) => d.output.text), ['{"answer":4}', '{"answer":5}']);
+
+  // Held before it is sent, injected: parse() reads the injected Message as it would the real one.
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint({ kind: 'llm', point: 'before' });
+  await sleep(150);
+  await fake.reset();
+  let heldRun;
+  const done = gm.run('parse-held', async (ctx) => {
+    heldRun = ctx.runId;
+    dbg.watch(ctx.runId);
+    const plain = await anthropic.messages.parse(ask('2+2?'));
+    const beta = await anthropic.beta.messages.parse(ask('2+3?'));
+    return [plain.parsed_output, beta.parsed_output];
+  });
+  try {
+    for (const answer of ['{"answer":40}', '{"answer":50}']) {
+      const paused = await dbg.next('exec.paused');
+      assert.equal(paused.payload.nodeId, 'llm:step');
+      dbg.resume(heldRun, paused.payload.pauseId, 'inject', { output: answer });
+    }
+    assert.deepEqual(await done, [{ answer: 40 }, { answer: 50 }]);
+    assert.equal((await fake.requests()).length, 0, 'nothing sent: both answers were injected');
+  } finally {
+    dbg.clear({ kind: 'llm', point: 'before' });
+    dbg.close();
+  }
+  await gm.dispose();
+});
+
 test('a held before gate sends nothing until released; inject returns a Message; after-gate inject replaces the answer', async () => {
   const gm = await attached();
   const dbg = await Debugger.open(srv);

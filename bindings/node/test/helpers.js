@@ -168,4 +168,19 @@ async function startFakeProvider() {
   };
 }
 
-module.exports = { startServer, startFakeProvider, Debugger, sleep, ROOT, BIN };
+/**
+ * Registers the test file's hooks for one `graphmind serve` (started with `args`) and one
+ * fake provider, reset before each test: returns `{srv, fake}`, filled in by `before`.
+ */
+function serverAndProvider(test, args = ['--pause-on-error', 'off']) {
+  const env = { srv: null, fake: null };
+  test.before(async () => {
+    env.srv = await startServer(args);
+    env.fake = await startFakeProvider();
+  });
+  test.after(() => { env.fake.stop(); env.srv.stop(); });
+  test.beforeEach(() => env.fake.reset());
+  return env;
+}
+
+module.exports = { startServer, startFakeProvider, serverAndProvider, Debugger, sleep, ROOT, BIN };

@@ -82,7 +82,11 @@ function chatModel(lookup) {
 
 /** agent (ChatOpenAI, tools bound) -> tools (ToolNode of the wrapped lookup) -> agent. */
 function agentGraph(gm, body) {
-  const lookup = gm.wrapStructuredTool(lcTool(body, { name: 'lookup', description: 'Looks up', schema: z.object({ q: z.string() }) }));
+  return graphOf(gm.wrapStructuredTool(lcTool(body, { name: 'lookup', description: 'Looks up', schema: z.object({ q: z.string() }) })));
+}
+
+/** agent (ChatOpenAI, `lookup` bound) -> tools (ToolNode of `lookup`) -> agent. */
+function graphOf(lookup) {
   const model = chatModel(lookup);
   return new StateGraph(MessagesAnnotation)
     .addNode('agent', async (s, config) => ({ messages: [await ask(model, s.messages, config)] }))
@@ -113,6 +117,16 @@ async function paused(known, count = 1) {
     await sleep(30);
   }
   throw new Error(`no ${count} pauses`);
+}
+
+/** The next open pause at `nodeId` in run `runId`. */
+async function nextPause(runId, nodeId) {
+  for (let i = 0; i < 300; i += 1) {
+    const p = (await openPauses(runId)).find((x) => x.nodeId === nodeId);
+    if (p) return p;
+    await sleep(30);
+  }
+  throw new Error(`no pause at ${nodeId}`);
 }
 
 async function attached(options = {}) {
@@ -318,5 +332,50 @@ test('a retriever inside a node: retriever:<name> under chain:<node>, held befor
   assert.deepEqual(started.input, { query: 'faro' });
   const done = of(events, 'node.finished', started.nodeId)[0];
   assert.match(JSON.stringify(done.output), /note about faro/);
+  await gm.dispose();
+});
+
+test('a chat model (llm:step) and an unwrapped tool held at their callback gates: inject warns once and the real call goes on', async () => {
+  const { gm, lines } = await attached();
+  await fake.script(toolCallStream('Faro'), textStream('Real answer.'));
+  let looked = 0;
+  // Not wrapped: the handler sees this tool through its callbacks only.
+  const graph = graphOf(lcTool(async ({ q }) => { looked += 1; return `weather:${q}`; }, { name: 'lookup', description: 'Looks up', schema: z.object({ q: z.string() }) }));
+  dbg.breakpoint({ kind: 'llm', point: 'before' });
+  dbg.breakpoint({ kind: 'tool', name: 'lookup', point: 'before' });
+  await sleep(200);
+  const known = await runIds();
+  const out = graph.invoke({ messages: [{ role: 'user', content: 'Weather in Faro?' }] }, gm.config());
+  let runId;
+  try {
+    // The first model call: held before anything is sent, then asked to inject.
+    const first = await paused(known);
+    runId = first.runId;
+    assert.equal(first.pauses[0].nodeId, 'llm:step');
+    await sleep(300);
+    assert.equal((await fake.requests()).length, 0, 'nothing sent while the model call is held');
+    dbg.resume(runId, first.pauses[0].pauseId, 'inject', { output: 'pretend answer' });
+    // The tool the real answer asked for: held, then asked to inject.
+    const toolPause = await nextPause(runId, 'tool:lookup');
+    assert.equal(looked, 0, 'the tool has not run while held');
+    dbg.resume(runId, toolPause.pauseId, 'inject', { output: 'pretend weather' });
+    // The second model call: continued.
+    const second = await nextPause(runId, 'llm:step');
+    dbg.resume(runId, second.pauseId, 'continue');
+    const result = await out;
+    assert.equal(result.messages.at(-1).content, 'Real answer.', 'the graph got the real answers, never the injected ones');
+    assert.equal(looked, 1, 'the tool really ran');
+    assert.ok(result.messages.some((m) => m.content === 'weather:Faro'), 'the real tool result reached the graph');
+    assert.equal((await fake.requests()).length, 2, 'both model requests were sent');
+  } finally {
+    dbg.clear({ kind: 'llm', point: 'before' });
+    dbg.clear({ kind: 'tool', name: 'lookup', point: 'before' });
+  }
+  const events = await runEvents(srv, gm, runId);
+  const finished = of(events, 'node.finished');
+  assert.ok(finished.every((p) => !p.injected), 'nothing recorded as injected');
+  assert.equal(of(events, 'node.finished', 'tool:lookup')[0].output, 'weather:Faro');
+  const warned = lines.filter((l) => /inject/.test(l) && /LangGraph/.test(l));
+  assert.equal(warned.length, 1, lines.join('\n'));
   await gm.dispose();
 });

@@ -1,6 +1,7 @@
 'use strict';
-// Every MCP surface (tools/call, resources/read, prompts/get) held, injected, errored and
-// retried, over each transport: the SDK's in-memory pair, stdio (test/fixtures/
+// Every MCP surface (tools/call, resources/read, prompts/get, and the server's
+// sampling/createMessage to the client) held, injected, errored and retried, over each
+// transport: the SDK's in-memory pair, stdio (test/fixtures/
 // mcp-matrix-server.js in a child process, its stdout only JSON-RPC) and Streamable HTTP on
 // 127.0.0.1. The real @modelcontextprotocol/sdk client and server, a real `graphmind serve`.
 const test = require('node:test');
@@ -13,6 +14,7 @@ const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { CreateMessageRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
 const { graphmind } = require('../mcp.js');
 const { build } = require('./fixtures/mcp-matrix-server.js');
 const { startServer, Debugger, sleep } = require('./helpers');
@@ -31,13 +33,66 @@ test.before(async () => {
 });
 test.after(() => { dbg.close(); srv.stop(); });
 
-async function arm(point) {
-  for (const kind of KINDS) dbg.breakpoint({ kind, point });
+async function arm(point, kinds = KINDS) {
+  for (const kind of kinds) dbg.breakpoint({ kind, point });
   await sleep(BREAKPOINT_SETTLE_MS);
 }
-async function disarm(point) {
-  for (const kind of KINDS) dbg.clear({ kind, point });
+async function disarm(point, kinds = KINDS) {
+  for (const kind of kinds) dbg.clear({ kind, point });
   await sleep(BREAKPOINT_SETTLE_MS);
+}
+
+/**
+ * A client that can sample: its handler answers `client says <key>`, and fails the first
+ * request of a key starting with "flaky" (so the server's llm:sampling meets its error gate).
+ */
+function samplingClient(name) {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: { sampling: {} } });
+  const seen = new Map();
+  client.sampled = [];
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    const key = req.params.messages[0].content.text;
+    client.sampled.push(key);
+    const n = (seen.get(key) ?? 0) + 1;
+    seen.set(key, n);
+    if (key.startsWith('flaky') && n === 1) throw new Error(`sampling ${key} failed`);
+    return { role: 'assistant', model: 'client-model', content: { type: 'text', text: `client says ${key}` } };
+  });
+  return client;
+}
+
+/** The server's sampling request: held and injected, then failing once, held at error and retried. */
+async function sampling(client, label) {
+  await arm('before', ['llm']);
+  try {
+    const answer = client.callTool({ name: 'ask', arguments: { key: `held-${label}` } });
+    const p = await pausedAt('llm:sampling', 'before');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: `injected sampling over ${label}` });
+    assert.equal((await answer).content[0].text, `ask:injected sampling over ${label}`, `sampling over ${label}: inject`);
+    assert.ok(!client.sampled.includes(`held-${label}`), 'the injected request never reached the client');
+    const events = await srv.events(p.runId, 1);
+    assert.equal(of(events, 'node.started', 'llm:sampling')[0].parentId, 'tool:ask');
+  } finally {
+    await disarm('before', ['llm']);
+  }
+  await arm('error', ['llm']);
+  try {
+    const key = `flaky-${label}`;
+    const answer = client.callTool({ name: 'ask', arguments: { key } });
+    const p = await pausedAt('llm:sampling', 'error');
+    dbg.resume(p.runId, p.pauseId, 'retry');
+    assert.equal((await answer).content[0].text, `ask:client says ${key}`, `sampling over ${label}: retried`);
+    assert.deepEqual(client.sampled.filter((k) => k === key), [key, key], 'sent to the client twice');
+    await srv.run(p.runId, (r) => r.status === 'ok');
+    const events = await srv.events(p.runId, 1);
+    assert.equal(of(events, 'node.error', 'llm:sampling').length, 1, `sampling over ${label}: one node.error`);
+    const done = of(events, 'node.finished', 'llm:sampling');
+    assert.equal(done.length, 1, 'one execution');
+    assert.equal(done[0].status, 'ok');
+    assert.equal(done[0].output.content.text, `client says ${key}`);
+  } finally {
+    await disarm('error', ['llm']);
+  }
 }
 
 /** The first open exec.paused at `nodeId` and `point`, in any running run. */
@@ -114,19 +169,20 @@ async function attached() {
   return gm;
 }
 
-test('in-memory transport: every surface held, injected, errored and retried', async () => {
+test('in-memory transport: every surface and sampling held, injected, errored and retried', async () => {
   const gm = await attached();
   const server = build(gm);
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
-  const client = new Client({ name: 'matrix-memory', version: '1.0.0' });
+  const client = samplingClient('matrix-memory');
   await client.connect(clientSide);
   await everySurface(client, 'memory');
+  await sampling(client, 'memory');
   await client.close();
   await gm.dispose();
 });
 
-test('stdio: every surface held, injected, errored and retried; stdout carries only JSON-RPC', async () => {
+test('stdio: every surface and sampling held, injected, errored and retried; stdout carries only JSON-RPC', async () => {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [FIXTURE],
@@ -134,15 +190,16 @@ test('stdio: every surface held, injected, errored and retried; stdout carries o
     stderr: 'pipe',
   });
   const errors = [];
-  const client = new Client({ name: 'matrix-stdio', version: '1.0.0' });
+  const client = samplingClient('matrix-stdio');
   client.onerror = (e) => errors.push(e);
   await client.connect(transport);
   await everySurface(client, 'stdio');
+  await sampling(client, 'stdio');
   await client.close();
   assert.deepEqual(errors, [], 'every stdout line was a JSON-RPC message');
 });
 
-test('Streamable HTTP on 127.0.0.1: every surface held, injected, errored and retried', async () => {
+test('Streamable HTTP on 127.0.0.1: every surface and sampling held, injected, errored and retried', async () => {
   const gm = await attached();
   const server = build(gm);
   const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
@@ -153,9 +210,10 @@ test('Streamable HTTP on 127.0.0.1: every surface held, injected, errored and re
     req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
   });
   await new Promise((r) => listener.listen(0, '127.0.0.1', r));
-  const client = new Client({ name: 'matrix-http', version: '1.0.0' });
+  const client = samplingClient('matrix-http');
   await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
   await everySurface(client, 'http');
+  await sampling(client, 'http');
   await client.close();
   await new Promise((r) => listener.close(r));
   await gm.dispose();

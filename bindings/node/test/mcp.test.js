@@ -257,6 +257,66 @@ test('abort at a held tools/call: the handler never runs, the client gets an err
   await gm.dispose();
 });
 
+test('update(): a callback swapped in later runs gated (tool, resource, prompt); a renamed tool holds under its new name; remove() leaves the hint', async () => {
+  const { gm } = await attached();
+  const server = gm.wrapServer(new McpServer({ name: 'updater', version: '1.0.0' }));
+  const ran = [];
+  const text = (t) => ({ content: [{ type: 'text', text: t }] });
+  const echo = server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text: t }) => { ran.push(`v1:${t}`); return text(`v1:${t}`); });
+  const note = server.registerResource('memo', 'memo://one', {}, async (uri) => { ran.push('memo v1'); return { contents: [{ uri: uri.href, text: 'v1' }] }; });
+  const greet = server.registerPrompt('greet', { argsSchema: { who: z.string() } }, ({ who }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `v1 ${who}` } }] }));
+  const gone = server.registerTool('gone', {}, async () => text('gone'));
+  assert.equal(typeof echo.update, 'function');
+  assert.equal(echo.enabled, true, 'the rest of the registration reads through');
+  echo.update({ callback: async ({ text: t }) => { ran.push(`v2:${t}`); return text(`v2:${t}`); } });
+  note.update({ callback: async (uri) => { ran.push('memo v2'); return { contents: [{ uri: uri.href, text: 'v2' }] }; } });
+  greet.update({ callback: ({ who }) => ({ messages: [{ role: 'user', content: { type: 'text', text: `v2 ${who}` } }] }) });
+  gone.remove();
+  const client = await connected(server);
+  const hint = of(await finishedRun(gm, 'mcp:connect updater'), 'graph.hint')[0];
+  assert.deepEqual(hint.nodes.map((n) => n.nodeId), ['server:updater', 'tool:echo', 'resource:memo', 'prompt:greet']);
+  await arm(...['tool', 'resource', 'prompt'].map((kind) => ({ kind, point: 'before' })));
+  try {
+    // The new tool callback is held before its body, then runs.
+    let answer = client.callTool({ name: 'echo', arguments: { text: 'a' } });
+    let p = await pausedAt('tool:echo', 'before');
+    await sleep(300);
+    assert.deepEqual(ran, [], 'held before the new body');
+    dbg.resume(p.runId, p.pauseId, 'continue');
+    assert.deepEqual(await answer, text('v2:a'));
+    assert.deepEqual(ran, ['v2:a']);
+    // Injected there: the new body never runs.
+    answer = client.callTool({ name: 'echo', arguments: { text: 'b' } });
+    p = await pausedAt('tool:echo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'from the debugger' });
+    assert.deepEqual(await answer, text('from the debugger'));
+    assert.deepEqual(ran, ['v2:a']);
+    // The resource and prompt callbacks swapped in are gated too.
+    answer = client.readResource({ uri: 'memo://one' });
+    p = await pausedAt('resource:memo', 'before');
+    dbg.resume(p.runId, p.pauseId, 'continue');
+    assert.equal((await answer).contents[0].text, 'v2');
+    answer = client.getPrompt({ name: 'greet', arguments: { who: 'Ada' } });
+    p = await pausedAt('prompt:greet', 'before');
+    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected prompt' });
+    assert.equal((await answer).messages[0].content.text, 'injected prompt');
+    // Renamed (and its body swapped in the same update): held as tool:shout.
+    echo.update({ name: 'shout', callback: async ({ text: t }) => { ran.push(`v3:${t}`); return text(`V3:${t.toUpperCase()}`); } });
+    answer = client.callTool({ name: 'shout', arguments: { text: 'c' } });
+    p = await pausedAt('tool:shout', 'before');
+    dbg.resume(p.runId, p.pauseId, 'continue');
+    assert.deepEqual(await answer, text('V3:C'));
+    const events = await finishedRun(gm, 'tools/call:shout');
+    assert.equal(of(events, 'node.started', 'tool:shout')[0].parentId, 'server:updater');
+    assert.equal(of(events, 'node.started', 'tool:echo').length, 0);
+  } finally {
+    for (const kind of ['tool', 'resource', 'prompt']) dbg.clear({ kind, point: 'before' });
+  }
+  assert.deepEqual(ran, ['v2:a', 'memo v2', 'v3:c']);
+  await client.close();
+  await gm.dispose();
+});
+
 test('sampling/createMessage from a handler: a gated llm:sampling node under the tool, in its run; inject lifts a string', async () => {
   const { CreateMessageRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
   const { gm } = await attached();
