@@ -586,34 +586,43 @@ class Session {
     }
   }
 
-  async #callStep(site, kind, name, fn, thisArg, args, editable, inputOf, outputOf, toolCallOf, parent = null) {
-    if (!this.#enabled) return fn.apply(thisArg, args);
-    const n = this.#native;
-    const ctx = this.#als.getStore();
-    let handle;
-    let code;
-    if (site !== null) {
-      // node.started and the `before` gate in one crossing: `handle * CODE_SPAN + code`.
-      let packed;
-      try {
-        const call = toolCallOf === null ? null : toolCallOf(args);
-        packed = call !== null && typeof call === 'object'
-          ? n.stepCallFor(site, ctx ? ctx.runId : null, toJson(inputOf(args)), call)
-          : n.stepCall(site, ctx ? ctx.runId : null, toJson(inputOf(args)));
-      } catch {
-        return fn.apply(thisArg, args);
+  /**
+   * Starts a wrapped call: the promise of `#drive` itself, not an async function around it
+   * (which would add a promise and two microtask hops to every call). A throw before the
+   * loop starts becomes a rejection, as it would in an async function.
+   */
+  #callStep(site, kind, name, fn, thisArg, args, editable, inputOf, outputOf, toolCallOf, parent = null) {
+    try {
+      if (!this.#enabled) return unrecorded(fn, thisArg, args);
+      const n = this.#native;
+      const ctx = this.#als.getStore();
+      let handle;
+      let code;
+      if (site !== null) {
+        // node.started and the `before` gate in one crossing: `handle * CODE_SPAN + code`.
+        let packed;
+        try {
+          const call = toolCallOf === null ? null : toolCallOf(args);
+          packed = call !== null && typeof call === 'object'
+            ? n.stepCallFor(site, ctx ? ctx.runId : null, toJson(inputOf(args)), call)
+            : n.stepCall(site, ctx ? ctx.runId : null, toJson(inputOf(args)));
+        } catch {
+          return unrecorded(fn, thisArg, args);
+        }
+        handle = Math.floor(packed / CODE_SPAN);
+        code = packed - handle * CODE_SPAN;
+      } else {
+        try {
+          handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, parent, toJson(inputOf(args)), editable);
+        } catch {
+          return unrecorded(fn, thisArg, args);
+        }
+        code = n.stepBefore(handle);
       }
-      handle = Math.floor(packed / CODE_SPAN);
-      code = packed - handle * CODE_SPAN;
-    } else {
-      try {
-        handle = n.stepStart(ctx ? ctx.runId : null, kind, name, null, parent, toJson(inputOf(args)), editable);
-      } catch {
-        return fn.apply(thisArg, args);
-      }
-      code = n.stepBefore(handle);
+      return this.#drive(TOOL_STEP, handle, code, ctx, fn, thisArg, args, outputOf, null);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    return this.#drive(TOOL_STEP, handle, code, ctx, fn, thisArg, args, outputOf, null);
   }
 
   /**
@@ -769,6 +778,11 @@ class Session {
       }
     }
   }
+}
+
+/** `fn` called as the app called it, its result as a promise (a wrapped call is async). */
+async function unrecorded(fn, thisArg, args) {
+  return fn.apply(thisArg, args);
 }
 
 /**

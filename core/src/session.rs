@@ -2659,7 +2659,7 @@ impl Worker {
         let forwardable = |m: &mut DeferredMember| {
             matches!(&m.value, HostValue::Stringified(text)
                 if text.len() <= shrink::MAX_PAYLOAD_BYTES
-                    && crate::json::nesting_depth(text).is_some_and(|d| d < shrink::depth::MAX_VALUE_DEPTH))
+                    && crate::json::nests_less_than(text, shrink::depth::MAX_VALUE_DEPTH))
         };
         let member = event.deferred_member.take_if(forwardable)?;
         match member.value {

@@ -4,10 +4,10 @@
 // without a debugger runs) call `chat.completions.create` against the local fake provider
 // (tests/fake_provider/server.py, HTTP on 127.0.0.1), interleaved in rounds: a complete
 // answer, then a stream of CHUNKS chunks read to its end. Added time per call =
-// wrapped - bare; per streamed chunk = (stream added - call added) / CHUNKS. Per call: the
+// wrapped - bare; per streamed chunk = (stream added - call added) / the stream's chunks. Per call: the
 // process's CPU time (process.cpuUsage, µs resolution: the JavaScript thread, the core's
 // worker and libuv's threads, the fake provider being another process), the JavaScript
-// thread's alone (/proc/thread-self/stat, 10 ms ticks: coarse at these counts), and the
+// thread's alone (bench/thread_cpu.js), and the
 // wall time (dominated by the loopback HTTP round trip).
 const { performance } = require('node:perf_hooks');
 const OpenAI = require('openai');
@@ -61,33 +61,33 @@ async function main() {
     return { wall: (performance.now() - t0) * 1000, cpu: c1.user + c1.system, js: j0 === null ? null : j1 - j0 };
   };
   for (const c of Object.values(variants)) { await block(c, false, WARMUP); await block(c, true, WARMUP / 4); }
-  const acc = {};
+  // Per round, per call: each block's figures divided by its calls; the figures printed
+  // are medians over the rounds, the added time the median of the rounds' differences
+  // (the blocks of one round ran side by side, under the same load).
+  const rounds = {};
   for (let r = 0; r < ROUNDS; r += 1) {
     for (const stream of [false, true]) {
       for (const [name, c] of Object.entries(variants)) {
         const key = `${name}:${stream ? 'stream' : 'call'}`;
         const m = await block(c, stream, CALLS_PER_BLOCK);
-        const a = acc[key] ?? (acc[key] = { n: 0, wall: 0, cpu: 0, js: 0 });
-        a.n += CALLS_PER_BLOCK;
-        a.wall += m.wall;
-        a.cpu += m.cpu;
-        a.js = m.js === null || a.js === null ? null : a.js + m.js;
+        (rounds[key] ??= []).push({ wall: m.wall / CALLS_PER_BLOCK, cpu: m.cpu / CALLS_PER_BLOCK, js: m.js === null ? null : m.js / CALLS_PER_BLOCK });
       }
       await fake.reset();
     }
   }
-  const per = (k, f) => (acc[k][f] === null ? null : acc[k][f] / acc[k].n);
-  const us = (v) => (v === null ? 'n/a' : `${v.toFixed(1)} µs`);
-  console.log(`wrapClient(openai) chat.completions.create against the fake provider (HTTP, 127.0.0.1), detached session, ${ROUNDS} interleaved rounds of ${CALLS_PER_BLOCK}:`);
-  const added = (kind, f) => {
-    const w = per(`wrapped:${kind}`, f);
-    const b = per(`bare:${kind}`, f);
-    return w === null || b === null ? null : w - b;
+  const median = (xs) => {
+    if (xs.some((x) => x === null)) return null;
+    const v = [...xs].sort((a, b) => a - b);
+    return v.length % 2 ? v[(v.length - 1) / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
   };
+  const per = (k, f) => median(rounds[k].map((m) => m[f]));
+  const us = (v) => (v === null ? 'n/a' : `${v.toFixed(1)} µs`);
+  console.log(`wrapClient(openai) chat.completions.create against the fake provider (HTTP, 127.0.0.1), detached session, medians of ${ROUNDS} interleaved rounds of ${CALLS_PER_BLOCK}:`);
+  const diffs = (kind, f) => rounds[`wrapped:${kind}`].map((m, i) => (m[f] === null ? null : m[f] - rounds[`bare:${kind}`][i][f]));
+  const added = (kind, f) => median(diffs(kind, f));
   const perChunk = (f) => {
-    const s = added('stream', f);
-    const c = added('call', f);
-    return s === null || c === null ? null : (s - c) / (CHUNKS + 3);
+    const c = diffs('call', f);
+    return median(diffs('stream', f).map((d, i) => (d === null || c[i] === null ? null : (d - c[i]) / (CHUNKS + 3))));
   };
   const cols = (k) => `${us(per(k, 'cpu'))} cpu, ${us(per(k, 'js'))} JS thread, ${us(per(k, 'wall'))} wall`;
   for (const kind of ['call', 'stream']) {
@@ -97,6 +97,8 @@ async function main() {
   }
   console.log(`  added per call: ${us(added('call', 'cpu'))} cpu, ${us(added('call', 'js'))} JS thread, ${us(added('call', 'wall'))} wall`);
   console.log(`  added per streamed chunk (beyond the call's own): ${us(perChunk('cpu'))} cpu, ${us(perChunk('js'))} JS thread, ${us(perChunk('wall'))} wall`);
+  const ratio = (kind) => per(`wrapped:${kind}`, 'cpu') / per(`bare:${kind}`, 'cpu');
+  console.log(`  CPU with the wrapper / bare: ${ratio('call').toFixed(2)}x a complete answer, ${ratio('stream').toFixed(2)}x a stream`);
   const st = gm.session.stats();
   console.log(`  recorded: ${st.seq} events, dropped ${st.dropped}, lost ${st.lost}`);
   await gm.dispose();

@@ -8,7 +8,7 @@ mod string;
 mod value;
 mod write;
 
-pub use parse::{nesting_depth, parse, parse_str, parse_value_text, validate, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
+pub use parse::{nesting_depth, nests_less_than, parse, parse_str, parse_value_text, validate, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
 pub(crate) use parse::{number_value, skip_plain_string_bytes, ObjectEntries};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
 pub use value::{Map, Number, Value};
