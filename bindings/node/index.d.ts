@@ -48,7 +48,7 @@ export interface SessionOptions {
   breakOnErrorResult?: boolean;
   breakOnTruncated?: boolean;
   /** Replay a recorded run (docs/replay.md): `"<runId>[@<nodeId>#<n>]"` or `{run?, file?, from?, output?}`. */
-  replay?: string | { run?: string; file?: string; from?: string; output?: unknown };
+  replay?: string | { run?: string; file?: string; source?: string; from?: string; output?: unknown };
   hideInputs?: boolean;
   hideOutputs?: boolean;
   hideToolArgs?: boolean;

@@ -11,7 +11,7 @@
 // its tool and model calls answered from the recording, by the core: no tool runs, no
 // request reaches the provider, until the fork point or the first call whose input
 // differs, after which the run is live.
-const fs = require('node:fs');
+const { fileURLToPath } = require('node:url');
 const { Session } = require('./index.js');
 
 /** Thrown by `replay(..., {strict: true})` when the run went live anywhere but at `from`. */
@@ -31,10 +31,9 @@ function sessionOf(given) {
   return session;
 }
 
-/** The `replay` option's value for `source`: a file when the path exists, else a run reference. */
+/** The `replay` option's value for `source` (the core reads it as a file when one exists there, else as a run reference). */
 function specOf(source, from, output) {
-  const text = source instanceof URL ? source.pathname : String(source);
-  const spec = source instanceof URL || fs.existsSync(text) ? { file: text } : { run: text };
+  const spec = { source: source instanceof URL ? fileURLToPath(source) : String(source) };
   if (from != null) spec.from = from;
   if (output !== undefined) spec.output = output;
   return spec;

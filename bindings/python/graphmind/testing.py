@@ -62,8 +62,8 @@ class Replay:
 
 
 def _spec(source: Any, from_: str | None, output: Any) -> dict[str, Any]:
-    text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
-    spec: dict[str, Any] = {"file": text} if isinstance(source, os.PathLike) or os.path.exists(text) else {"run": text}
+    # The core reads `source` as a file when one exists there, else as a run reference.
+    spec: dict[str, Any] = {"source": os.fspath(source) if isinstance(source, os.PathLike) else str(source)}
     if from_ is not None:
         spec["from"] = from_
     if output is not None:

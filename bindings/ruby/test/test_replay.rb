@@ -257,7 +257,7 @@ class TestReplay < Minitest::Test
       Graphmind::Testing.replay(file, strict: true, client: gm) { gm.run("lookups") { lookup.call(id: 3) } }
     end
     missing = Graphmind::Testing.replay("/nonexistent/x.ndjson", client: gm) { gm.run("lookups") { lookup.call(id: 1) } }
-    assert_match(%r{"/nonexistent/x.ndjson" is not a run id}, missing.error)
+    assert_match(%r{"/nonexistent/x.ndjson" is neither a file nor a run id}, missing.error)
     assert_equal 0, missing.replayed
   ensure
     Graphmind.reset

@@ -66,11 +66,10 @@ module Graphmind
     # The same, under a name that does not clash with a test's own `replay`.
     def replay_recording(source, **kwargs, &block) = Testing.replay(source, **kwargs, &block)
 
-    # The core's `replay` option value for `source`: a file when it is a path that exists,
-    # else a run reference.
+    # The core's `replay` option value for `source` (the core reads it as a file when one
+    # exists there, else as a run reference).
     def replay_spec(source, from, output)
-      text = source.to_s
-      out = (defined?(::Pathname) && source.is_a?(::Pathname)) || File.exist?(text) ? { "file" => text } : { "run" => text }
+      out = { "source" => source.to_s }
       out["from"] = from unless from.nil?
       out["output"] = output unless output.nil?
       out
