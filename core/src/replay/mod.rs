@@ -255,7 +255,11 @@ pub fn begin(session: &Session, spec: ReplaySpec) -> ReplayReport {
 /// replay is reported (`error`) and nothing is replayed.
 pub fn begin_value(session: &Session, value: &Value) -> ReplayReport {
     let mut warnings = Vec::new();
-    match spec::resolve(Some(value), &crate::config::EnvSnapshot::new(), &mut warnings) {
+    match spec::resolve(
+        Some(value),
+        &crate::config::EnvSnapshot::new(),
+        &mut warnings,
+    ) {
         Some(spec) => begin(session, spec),
         None => ReplayReport {
             error: Some(warnings.join("; ")),
