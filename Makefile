@@ -66,7 +66,7 @@ test-ruby:
 test-python: setup
 	$(CARGO) build -p graphmind-cli --release
 	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
-	.venv/bin/python -m pytest -q bindings/python/tests
+	.venv/bin/python -m pytest -q bindings/python/tests examples/python/tests
 
 ## The Node binding: npm ci builds the addon with cargo (install script), then node --test
 ## against a real `graphmind serve`.
@@ -140,6 +140,8 @@ bench-python: setup
 	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
 	.venv/bin/python bench/python_tool.py bench/sample-1k.json
 	.venv/bin/python bench/python_llm.py
+	$(CARGO) build -p graphmind-cli --release
+	.venv/bin/python bench/python_replay.py bench/sample-1k.json
 
 ## `graphmind demo`: the server (or the one already on the port), the demo agent held at a
 ## loop and an error, the viewer link. Without a terminal (CI) it releases both holds itself

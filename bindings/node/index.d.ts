@@ -48,7 +48,7 @@ export interface SessionOptions {
   breakOnErrorResult?: boolean;
   breakOnTruncated?: boolean;
   /** Replay a recorded run (docs/replay.md): `"<runId>[@<nodeId>#<n>]"` or `{run?, file?, from?, output?}`. */
-  replay?: string | { run?: string; file?: string; from?: string; output?: unknown };
+  replay?: string | { run?: string; file?: string; source?: string; from?: string; output?: unknown };
   hideInputs?: boolean;
   hideOutputs?: boolean;
   hideToolArgs?: boolean;
@@ -121,6 +121,15 @@ export interface StreamRecorder {
   readable<T>(source: ReadableStream<T>): ReadableStream<T>;
 }
 
+/** The core's report of a replay (docs/replay.md); `live` is the `replayLive` field where it went live. */
+export interface ReplayState {
+  replayed: number;
+  live: { reason: string; at: string; differs?: string[]; recordedKey?: string; liveKey?: string } | null;
+  error: string | null;
+  replayOf: string | null;
+  runId: string | null;
+}
+
 export interface Session {
   readonly enabled: boolean;
   readonly attached: boolean;
@@ -133,6 +142,12 @@ export interface Session {
   emit(type: string, payload: unknown): void;
   gate(point: PausePoint, node: GateNode, options?: GateOptions): Promise<GateDecision>;
   stats(): SessionStats;
+  /** Replays a recorded run from now on (the `replay` option's value); `/testing`'s `replay` builds on it (docs/replay.md). */
+  replayBegin(spec: NonNullable<SessionOptions['replay']>): ReplayState;
+  /** Stops replaying; the last report, null when not replaying. */
+  replayEnd(): ReplayState | null;
+  /** What the replay has done so far, null when not replaying. */
+  replayReport(): ReplayState | null;
   /** Blocks up to timeoutMs until everything emitted reached the socket or the buffer. */
   flushSync(timeoutMs?: number): boolean;
   dispose(): Promise<void>;

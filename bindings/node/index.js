@@ -446,6 +446,18 @@ class Session {
   /** A diagnostics snapshot. */
   stats() { return this.#native.stats(); }
 
+  /**
+   * Replays a recorded run from now on (`spec`: the `replay` option's value); the next run
+   * started is answered from it (docs/replay.md). The core's report; `/testing` builds on it.
+   */
+  replayBegin(spec) { return fromJson(this.#native.replayBegin(toJson(spec) ?? 'null')); }
+
+  /** Stops replaying: later calls run live. The last report (`null` when not replaying). */
+  replayEnd() { return fromJson(this.#native.replayEnd() ?? 'null'); }
+
+  /** What the replay has done so far (`null` when not replaying). */
+  replayReport() { return fromJson(this.#native.replayReport() ?? 'null'); }
+
   /** One rate-limited warning (by `key`) through the session's logger. Never throws. */
   warn(key, message) {
     try { this.#native.warn(String(key), String(message)); } catch { /* never into the app */ }

@@ -11,8 +11,10 @@ import difflib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -23,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "bindings" / "python" / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "fake_provider"))
-from conftest import Debugger, Server  # noqa: E402
+from conftest import BIN, Debugger, Server  # noqa: E402
 from server import FakeProvider  # noqa: E402
 
 #: How long one driver may take.
@@ -35,6 +37,9 @@ COMPARED = ("graph.hint", "node.started", "node.token", "node.finished", "node.e
 #: Payload fields that are each language's own (see the README).
 DROPPED = ("durationMs", "heldMs", "sdk")
 DROPPED_ERROR = ("name", "message", "stack")
+#: The app name of the replay phase's recording and of every replay of it (a replay only
+#: answers the app that recorded it).
+REPLAY_APP = "xl-replay"
 #: A generated id: `inv_…`, `run_…`, `pause_…` and the like.
 ID = re.compile(r"\b(?:[a-z]{2,6}_)[0-9A-Za-z]{8,}\b")
 
@@ -130,24 +135,33 @@ def normalised(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [scrub(e, ids) for e in merge_tokens(kept)]
 
 
-def run_driver(driver: Path, server: Server, provider: FakeProvider, exchange: dict[str, Any]) -> dict[str, Any]:
+def run_driver(
+    driver: Path, server: Server, provider: FakeProvider, exchange: dict[str, Any], app: str | None = None, replay: Path | None = None
+) -> dict[str, Any]:
+    """One driver's run: scripted and held as the exchange says, or (``replay``) answered
+    from that exported recording with nothing scripted and no breakpoint."""
     provider.reset()
-    provider.script(*[a for call in exchange["calls"] for a in call["answers"]])
+    if replay is None:
+        provider.script(*[a for call in exchange["calls"] for a in call["answers"]])
     debugger = Debugger(server)
-    for point in ("before", "error"):
+    points = () if replay is not None else ("before", "error")
+    for point in points:
         debugger.breakpoint({"point": point, "kind": "llm"})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GRAPHMIND_", "GM_"))}
     env.update(
         GRAPHMIND_URL=server.url,
         GM_XL_BASE_URL=provider.base_url,
         GM_XL_EXCHANGE=str(HERE / "exchange.json"),
-        GM_XL_APP=driver.stem,
+        GM_XL_APP=app or driver.stem,
         GRAPHMIND_TELEMETRY="0",
         NODE_PATH=str(ROOT / "bindings" / "node" / "node_modules"),
     )
+    if replay is not None:
+        env["GM_XL_REPLAY_FILE"] = str(replay)
     failures: list[str] = []
     proc = subprocess.Popen(command(driver), cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    resolver = threading.Thread(target=resolve_holds, args=(server, debugger, exchange["holds"], failures), daemon=True)
+    holds = [] if replay is not None else exchange["holds"]
+    resolver = threading.Thread(target=resolve_holds, args=(server, debugger, holds, failures), daemon=True)
     resolver.start()
     try:
         out, err = proc.communicate(timeout=DRIVER_TIMEOUT_S)
@@ -156,7 +170,7 @@ def run_driver(driver: Path, server: Server, provider: FakeProvider, exchange: d
         out, err = proc.communicate()
         failures.append(f"timed out after {DRIVER_TIMEOUT_S} s")
     resolver.join(HOLD_TIMEOUT_S)
-    for point in ("before", "error"):
+    for point in points:
         debugger.control("*", "breakpoint.clear", {"matcher": {"point": point, "kind": "llm"}})
     debugger.close()
     if proc.returncode != 0:
@@ -177,12 +191,57 @@ def run_driver(driver: Path, server: Server, provider: FakeProvider, exchange: d
         if events and events[-1]["type"] == "run.finished":
             break
         time.sleep(0.05)
-    return {"report": report, "events": normalised(events), "requests": provider.bodies()}
+    started = next((e["payload"] for e in events if e["type"] == "run.started"), {})
+    return {"report": report, "events": normalised(events), "requests": provider.bodies(), "meta": started.get("meta") or {}}
 
 
 def diff(a_name: str, a: Any, b_name: str, b: Any) -> str:
     dump = lambda v: json.dumps(v, indent=1, sort_keys=True).splitlines()  # noqa: E731
     return "\n".join(list(difflib.unified_diff(dump(a), dump(b), a_name, b_name, lineterm=""))[:80])
+
+
+def export(server: Server, run_id: str, path: Path) -> None:
+    """``graphmind record`` of a stored run into ``path``, secrets kept (for replay)."""
+    db = os.path.join(server.dir, "g.db")
+    p = subprocess.run([str(BIN), "record", run_id, "--db", db, "--no-redact-secrets", "--out", str(path)], capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:
+        raise SystemExit(f"cross-language replay: graphmind record failed: {p.stderr}")
+
+
+def replay_phase(drivers: list[Path], server: Server, provider: FakeProvider, exchange: dict[str, Any], tmp: Path) -> bool:
+    """The exchange recorded once (the first driver, app ``REPLAY_APP``), exported, then
+    replayed through every driver with nothing scripted at the provider: each driver gets
+    the expected results, the provider sees no request, every model and tool node is
+    ``replayed``, and the replayed runs' stored events are the same in every language."""
+    recorded = run_driver(drivers[0], server, provider, exchange, app=REPLAY_APP)
+    path = tmp / "exchange.ndjson"
+    if os.environ.get("GM_XL_KEEP"):
+        path = Path(os.environ["GM_XL_KEEP"])
+    export(server, recorded["report"]["runId"], path)
+    seen: dict[str, dict[str, Any]] = {}
+    for driver in drivers:
+        got = run_driver(driver, server, provider, exchange, app=REPLAY_APP, replay=path)
+        seen[driver.name] = got
+        name = f"cross-language replay: {driver.name}"
+        if got["report"]["results"] != exchange["expected"]:
+            raise SystemExit(f"{name}: results {got['report']['results']} != expected {exchange['expected']}")
+        if got["requests"]:
+            raise SystemExit(f"{name}: the provider saw {len(got['requests'])} request(s)")
+        if got["meta"].get("replayOf") != recorded["report"]["runId"]:
+            raise SystemExit(f"{name}: run.started.meta {got['meta']} is not a replay of {recorded['report']['runId']}")
+        started = [e["payload"] for e in got["events"] if e["type"] == "node.started" and e["payload"]["nodeId"].startswith(("llm:", "tool:"))]
+        if len(started) != len(exchange["calls"]) + 1 or not all(p.get("replayed") is True for p in started):
+            raise SystemExit(f"{name}: not every call was replayed: {started}")
+        print(f"{name}: {len(got['events'])} events, every one of {len(started)} calls replayed, no request")
+    (first, base), *rest = seen.items()
+    same = True
+    for name, other in rest:
+        if other["events"] != base["events"]:
+            same = False
+            print(f"cross-language replay: {name} differs from {first}:\n{diff(first, base['events'], name, other['events'])}")
+    if same:
+        print(f"cross-language replay: {len(seen)} drivers replayed the same {len(base['events'])} events")
+    return same
 
 
 def main() -> int:
@@ -192,7 +251,9 @@ def main() -> int:
         raise SystemExit(f"cross-language: {len(drivers)} driver(s) in drivers/, nothing to compare")
     server = Server()
     provider = FakeProvider()
+    tmp = Path(tempfile.mkdtemp(prefix="gm-xl-"))
     try:
+        replayed_alike = replay_phase(drivers, server, provider, exchange, tmp)
         seen: dict[str, dict[str, Any]] = {}
         for driver in drivers:
             started = time.monotonic()
@@ -204,6 +265,7 @@ def main() -> int:
     finally:
         provider.stop()
         server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
     (first, base), *rest = seen.items()
     if not any(e["type"] == "node.error" for e in base["events"]):
         raise SystemExit(f"{first}: no node.error recorded")
@@ -213,7 +275,7 @@ def main() -> int:
             if other[part] != base[part]:
                 bad = True
                 print(f"cross-language: {name} differs from {first} in its {part}:\n{diff(first, base[part], name, other[part])}")
-    if bad:
+    if bad or not replayed_alike:
         return 1
     print(f"cross-language: {len(seen)} drivers ({', '.join(seen)}) stored the same {len(base['events'])} events")
     return 0

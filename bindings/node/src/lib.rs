@@ -707,6 +707,27 @@ impl NativeSession {
         self.session.emit(slot.run_id.as_deref(), "node.finished", finished.to_value());
     }
 
+    /// Starts replaying a recorded run from now on (`spec_json`: the `replay` option's
+    /// value as JSON); the next run started is answered from it. The report, as JSON.
+    #[napi]
+    pub fn replay_begin(&self, spec_json: String) -> Result<String> {
+        let spec = parse_json(&spec_json)?;
+        let report = graphmind_core::replay::begin_value(&self.session, &spec);
+        Ok(json::to_string(&report.to_value()))
+    }
+
+    /// Stops replaying; the last report as JSON (`null` when not replaying).
+    #[napi]
+    pub fn replay_end(&self) -> Option<String> {
+        graphmind_core::replay::end(&self.session).map(|r| json::to_string(&r.to_value()))
+    }
+
+    /// What the replay has done so far, as JSON (`null` when not replaying).
+    #[napi]
+    pub fn replay_report(&self) -> Option<String> {
+        graphmind_core::replay::report(&self.session).map(|r| json::to_string(&r.to_value()))
+    }
+
     /// A diagnostics snapshot.
     #[napi]
     pub fn stats(&self) -> NativeStats {

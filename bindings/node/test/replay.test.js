@@ -93,7 +93,11 @@ test('a changed tool argument diverges and the run goes live', async () => {
     const id = await newestRun(known);
     const events = await srv.events(id, 6);
     const search = events.find((e) => e.type === 'node.started' && e.payload.nodeId === 'tool:search').payload;
-    assert.deepEqual(search.replayLive, { reason: 'diverged', at: 'tool:search#1', differs: ['input.to'] });
+    const { recordedKey, liveKey, ...live } = search.replayLive;
+    assert.deepEqual(live, { reason: 'diverged', at: 'tool:search#1', differs: ['input.to'] });
+    assert.match(recordedKey, /^[0-9a-f]{32}$/);
+    assert.match(liveKey, /^[0-9a-f]{32}$/);
+    assert.notEqual(recordedKey, liveKey);
     assert.equal(search.replayed, undefined);
   } finally {
     fs.rmSync(changed, { force: true });

@@ -29,15 +29,16 @@ class Replay:
     it went live: ``{reason, at, differs?}``), ``error`` (why nothing was replayed),
     ``replay_of`` (the recorded run) and ``run_id`` (the run it answered)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, begun: dict[str, Any] | None = None) -> None:
         self._session = session
+        self._begun = begun or {}
         self._final: dict[str, Any] | None = None
 
     @property
     def report(self) -> dict[str, Any]:
         if self._final is not None:
             return self._final
-        return self._session._native.replay_report() or {}
+        return self._session._native.replay_report() or self._begun
 
     @property
     def replayed(self) -> int:
@@ -61,8 +62,8 @@ class Replay:
 
 
 def _spec(source: Any, from_: str | None, output: Any) -> dict[str, Any]:
-    text = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
-    spec: dict[str, Any] = {"file": text} if isinstance(source, os.PathLike) or os.path.exists(text) else {"run": text}
+    # The core reads `source` as a file when one exists there, else as a run reference.
+    spec: dict[str, Any] = {"source": os.fspath(source) if isinstance(source, os.PathLike) else str(source)}
     if from_ is not None:
         spec["from"] = from_
     if output is not None:
@@ -88,12 +89,11 @@ def replay(
         from .api import instance
 
         session = instance().session
-    handle = Replay(session)
-    session._native.replay_begin(_spec(source, from_, output))
+    handle = Replay(session, session._native.replay_begin(_spec(source, from_, output)))
     try:
         yield handle
     finally:
-        handle._final = session._native.replay_end() or handle._final
+        handle._final = session._native.replay_end() or handle._final or handle._begun
     if strict:
         live = handle.live
         if handle.error:

@@ -786,12 +786,7 @@ impl NativeSession {
     /// reference or `{file?, run?, from?, output?}`); the next run started is answered
     /// from it. Returns the report (`error` says why nothing will be replayed).
     fn replay_begin<'py>(&self, py: Python<'py>, spec: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let mut warnings = Vec::new();
-        let value = to_value_or_marker(spec);
-        let report = match graphmind_core::replay::spec::resolve(Some(&value), &graphmind_core::config::EnvSnapshot::new(), &mut warnings) {
-            Some(spec) => graphmind_core::replay::begin(&self.session, spec),
-            None => graphmind_core::replay::ReplayReport { error: Some(warnings.join("; ")), ..Default::default() },
-        };
+        let report = graphmind_core::replay::begin_value(&self.session, &to_value_or_marker(spec));
         to_py(py, &report.to_value())
     }
 

@@ -208,7 +208,10 @@ def test_a_changed_tool_argument_diverges_and_runs_live(recorded, tmp_path):
         started = nodes(events, "node.started")
         book = started[3]
         assert book["nodeId"] == "tool:book" and not book.get("replayed")
-        assert book["replayLive"] == {"reason": "diverged", "at": "tool:book#1", "differs": ["input.passenger"]}
+        live = dict(book["replayLive"])
+        keys = live.pop("recordedKey"), live.pop("liveKey")
+        assert live == {"reason": "diverged", "at": "tool:book#1", "differs": ["input.passenger"]}
+        assert keys[0] != keys[1] and all(len(k) == 32 for k in keys), keys
         assert book["input"]["passenger"] == "ADA"
     finally:
         provider.stop()

@@ -206,6 +206,25 @@ impl RbSession {
         }
     }
 
+    /// `replay_begin(spec)`: replays a recorded run from now on (`spec`: the `replay`
+    /// option's value); the next run started is answered from it. Returns the report.
+    fn replay_begin(ruby: &Ruby, rb_self: &Self, spec: Value) -> Result<Value, Error> {
+        let report = graphmind_core::replay::begin_value(&rb_self.session, &to_value(ruby, spec));
+        from_value(ruby, &report.to_value())
+    }
+
+    /// `replay_end`: stops replaying; the last report (`nil` when not replaying).
+    fn replay_end(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        let report = graphmind_core::replay::end(&rb_self.session);
+        report.map_or_else(|| Ok(ruby.qnil().as_value()), |r| from_value(ruby, &r.to_value()))
+    }
+
+    /// `replay_report`: what the replay has done so far (`nil` when not replaying).
+    fn replay_report(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        let report = graphmind_core::replay::report(&rb_self.session);
+        report.map_or_else(|| Ok(ruby.qnil().as_value()), |r| from_value(ruby, &r.to_value()))
+    }
+
     fn stats(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
         let s = rb_self.session.stats();
         let h = ruby.hash_new();
@@ -411,9 +430,26 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
         Next::ReturnInjected(v) => ary(ruby, &[ruby.to_symbol("inject").as_value(), from_value(ruby, v)?]),
         Next::Reraise => ruby.get_inner(&NEXT_RERAISE),
         Next::Abort => ruby.get_inner(&NEXT_ABORT),
-        // Replay's answers, not produced for this SDK yet (config::REPLAY_FLAVORS).
-        Next::Raise(_) => ruby.get_inner(&NEXT_RERAISE),
-        Next::Stream(chunks) => ary(ruby, &[ruby.to_symbol("inject").as_value(), from_value(ruby, &graphmind_core::json::Value::Array(chunks.clone()))?]),
+        // A replayed call's recorded error: `[:raise, name, message, stack]`, raised by the
+        // Ruby side as a Graphmind::ReplayedError.
+        Next::Raise(e) => ary(
+            ruby,
+            &[
+                ruby.to_symbol("raise").as_value(),
+                ruby.str_new(&e.name.to_string_lossy()).as_value(),
+                ruby.str_new(&e.message.to_string_lossy()).as_value(),
+                e.stack.as_ref().map_or_else(|| ruby.qnil().as_value(), |s| ruby.str_new(&s.to_string_lossy()).as_value()),
+            ],
+        ),
+        // A replayed streamed model call: `[:stream, [chunk, ...]]`, the provider's chunks
+        // rebuilt, fed to the app's stream consumer by the Ruby side.
+        Next::Stream(chunks) => {
+            let list = ruby.ary_new_capa(chunks.len());
+            for chunk in chunks {
+                list.push(from_value(ruby, chunk)?)?;
+            }
+            ary(ruby, &[ruby.to_symbol("stream").as_value(), list.as_value()])
+        }
     })
 }
 
@@ -584,6 +620,9 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     session.define_method("emit", method!(RbSession::emit, 3))?;
     session.define_method("step", method!(RbSession::step, 7))?;
     session.define_method("stats", method!(RbSession::stats, 0))?;
+    session.define_method("replay_begin", method!(RbSession::replay_begin, 1))?;
+    session.define_method("replay_end", method!(RbSession::replay_end, 0))?;
+    session.define_method("replay_report", method!(RbSession::replay_report, 0))?;
     session.define_method("flush", method!(RbSession::flush, 1))?;
     session.define_method("dispose", method!(RbSession::dispose, 1))?;
     session.define_method("exit_deadline", method!(RbSession::exit_deadline, 0))?;

@@ -315,7 +315,8 @@ pub fn injected_reply(api: Api, value: Value, request: &Value) -> Value {
     }
 }
 
-fn has_reply_shape(api: Api, m: &Map) -> bool {
+/// Whether an object is already a reply in `api`'s shape (an injected value passed through).
+pub(crate) fn has_reply_shape(api: Api, m: &Map) -> bool {
     match api {
         Api::OpenAiChat => m.contains_key("choices"),
         Api::OpenAiResponses => m.contains_key("output"),

@@ -4,7 +4,7 @@
 //! provider would have sent to say exactly that. The client library's own parser then
 //! reads it, so the app's code runs unchanged.
 
-use super::{get, injected_reply, items, Api};
+use super::{get, has_reply_shape, injected_reply, items, Api};
 use crate::json::{self, Map, Value};
 
 /// Characters of text per rebuilt stream chunk.
@@ -29,9 +29,12 @@ pub fn can_replay(api: Api, streamed: bool) -> bool {
     }
 }
 
+/// The recorded text: the output's `text`, or the output itself when it is a string (a
+/// call the debugger injected a text into records that text as its output).
 fn text_of(output: &Value) -> String {
-    get(Some(output), "text")
-        .and_then(Value::as_js_str)
+    output
+        .as_js_str()
+        .or_else(|| get(Some(output), "text").and_then(Value::as_js_str))
         .map(|t| t.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
@@ -85,6 +88,10 @@ pub fn reply_from_output(
     usage: Option<&Value>,
     model: Option<&Value>,
 ) -> Value {
+    if output.as_object().is_some_and(|m| has_reply_shape(api, m)) {
+        // An injected reply already in the provider's shape: what the app got live.
+        return output.clone();
+    }
     match api {
         Api::OpenAiChat => chat_reply(output, usage, model),
         Api::OpenAiResponses => responses_reply(output, usage, model),
@@ -405,5 +412,29 @@ mod tests {
                 "{api:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_injected_output_replays_as_the_reply_the_app_got() {
+        // A text the debugger injected is recorded as the output itself.
+        let text = Value::from("Injected at before.");
+        for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic] {
+            let d = decode_response(api, &reply_from_output(api, &text, None, None));
+            assert_eq!(d.output.get("text"), Some(&text), "{api:?}");
+        }
+        let chunks = stream_from_output(Api::OpenAiChat, &text, None, None);
+        let mut decoder = StreamDecoder::new(Api::OpenAiChat);
+        for c in &chunks {
+            decoder.push(c);
+        }
+        assert_eq!(decoder.finish(None).output.get("text"), Some(&text));
+        // An injected reply already in the provider's shape passes through.
+        let shaped = output(
+            r#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"as given"},"finish_reason":"stop"}]}"#,
+        );
+        assert_eq!(
+            reply_from_output(Api::OpenAiChat, &shaped, None, None),
+            shaped
+        );
     }
 }

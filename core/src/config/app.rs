@@ -75,7 +75,7 @@ pub const PRODUCTION_ENV_VARS_NATIVE: [&str; 8] = PRODUCTION_ENV_VARS_PYTHON;
 
 /// The SDKs whose skins handle a replayed call (`Next::Raise`, `Next::Stream`): replay
 /// asked for in another is one warning and a live run.
-pub const REPLAY_FLAVORS: [SdkFlavor; 2] = [SdkFlavor::Python, SdkFlavor::Node];
+pub const REPLAY_FLAVORS: [SdkFlavor; 3] = [SdkFlavor::Python, SdkFlavor::Node, SdkFlavor::Ruby];
 
 /// Which language hosts the session: it picks the production rule and a few defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

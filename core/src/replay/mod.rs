@@ -45,6 +45,18 @@ pub const FIELD_REPLAYED: &str = "replayed";
 /// `node.started` field of the execution where the replay went live.
 pub const FIELD_LIVE: &str = "replayLive";
 
+/// `replayLive` field of a divergence: the recorded call's match key.
+pub const FIELD_RECORDED_KEY: &str = "recordedKey";
+/// `replayLive` field of a divergence: the live call's match key.
+pub const FIELD_LIVE_KEY: &str = "liveKey";
+
+/// What differed at a divergence: the input's paths and both match keys.
+struct Divergence {
+    paths: Vec<String>,
+    recorded_key: String,
+    live_key: String,
+}
+
 /// Why a replay went live at a call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LiveReason {
@@ -238,6 +250,24 @@ pub fn begin(session: &Session, spec: ReplaySpec) -> ReplayReport {
     report
 }
 
+/// [`begin`] with the `replay` option's value (`"<run id>[@<nodeId>#<n>]"` or `{run?,
+/// file?, from?, output?}`), as a test helper hands it over: a value that names no
+/// replay is reported (`error`) and nothing is replayed.
+pub fn begin_value(session: &Session, value: &Value) -> ReplayReport {
+    let mut warnings = Vec::new();
+    match spec::resolve(
+        Some(value),
+        &crate::config::EnvSnapshot::new(),
+        &mut warnings,
+    ) {
+        Some(spec) => begin(session, spec),
+        None => ReplayReport {
+            error: Some(warnings.join("; ")),
+            ..Default::default()
+        },
+    }
+}
+
 /// Stops replaying in `session`: later calls run live. Returns the last report.
 pub fn end(session: &Session) -> Option<ReplayReport> {
     let mut all = lock(registry());
@@ -330,15 +360,17 @@ pub fn decide(
         *c
     };
     let at = format!("{node_id}#{n}");
-    let live = |reason: LiveReason, differs: Option<Vec<String>>| {
-        let mut m = Map::with_capacity(3);
+    let live = |reason: LiveReason, diverged: Option<Divergence>| {
+        let mut m = Map::with_capacity(5);
         m.insert("reason", Value::from(reason.as_str()));
         m.insert("at", Value::from(at.as_str()));
-        if let Some(paths) = differs {
+        if let Some(d) = diverged {
             m.insert(
                 "differs",
-                Value::Array(paths.into_iter().map(Value::from).collect()),
+                Value::Array(d.paths.into_iter().map(Value::from).collect()),
             );
+            m.insert(FIELD_RECORDED_KEY, Value::from(d.recorded_key));
+            m.insert(FIELD_LIVE_KEY, Value::from(d.live_key));
         }
         m
     };
@@ -355,8 +387,12 @@ pub fn decide(
             Some(exec) => {
                 let key = recording::match_key(node_id, input);
                 if key != exec.key {
-                    let paths = recording::diff_paths(exec.input.as_ref(), input);
-                    Err(live(LiveReason::Diverged, Some(paths)))
+                    let divergence = Divergence {
+                        paths: recording::diff_paths(exec.input.as_ref(), input),
+                        recorded_key: exec.key.clone(),
+                        live_key: key,
+                    };
+                    Err(live(LiveReason::Diverged, Some(divergence)))
                 } else if exec.outcome == Outcome::Unfinished {
                     Err(live(LiveReason::Unfinished, None))
                 } else if !answerable {

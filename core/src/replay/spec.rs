@@ -87,7 +87,8 @@ pub fn parse_run_ref(text: &str) -> Result<(String, Option<ForkPoint>), String> 
 
 /// The replay the option (beats the environment) or the variables ask for. `option` is
 /// the `replay` option as given: `"<run id>[@<nodeId>#<n>]"`, or an object `{run?, file?,
-/// from?, output?}`. Each value that cannot be used adds a warning and is left out; no
+/// source?, from?, output?}` (`source`, the test helpers' argument: a file when such a file
+/// exists, else a run reference). Each value that cannot be used adds a warning and is left out; no
 /// usable source means no replay (the app runs live).
 pub fn resolve(
     option: Option<&Value>,
@@ -100,7 +101,20 @@ pub fn resolve(
         Some(Value::Object(m)) => {
             let text = |k: &str| m.get(k).and_then(Value::as_str).map(str::to_string);
             output = m.get("output").cloned();
-            (text("run"), text("file"), text("from"))
+            let (mut run, mut file) = (text("run"), text("file"));
+            if let Some(source) = text("source").filter(|_| run.is_none() && file.is_none()) {
+                if std::path::Path::new(&source).is_file() {
+                    file = Some(source);
+                } else if parse_run_ref(&source).is_ok() {
+                    run = Some(source);
+                } else {
+                    w.push(format!(
+                        "replay: {source:?} is neither a file nor a run id; running live"
+                    ));
+                    return None;
+                }
+            }
+            (run, file, text("from"))
         }
         Some(Value::Null) | None => {
             if let Some(raw) = env.get_non_empty(ENV_REPLAY_OUTPUT) {
@@ -212,6 +226,29 @@ mod tests {
         assert!(resolve(None, &env(&[]), &mut w).is_none());
         assert_eq!(ForkPoint::parse("tool:a#0"), None);
         assert_eq!(ForkPoint::parse("#2"), None);
+    }
+
+    #[test]
+    fn a_source_is_a_file_when_one_exists_else_a_run() {
+        let mut w = Vec::new();
+        let here = std::env::current_exe().unwrap().display().to_string();
+        let opt = |s: &str| {
+            json::parse_str(&format!(
+                "{{\"source\":{}}}",
+                json::to_string(&Value::from(s))
+            ))
+            .unwrap()
+        };
+        let spec = resolve(Some(&opt(&here)), &env(&[]), &mut w).unwrap();
+        assert_eq!(spec.source, ReplaySource::File(here));
+        let spec = resolve(Some(&opt("run_0123456789ab@llm:step#3")), &env(&[]), &mut w).unwrap();
+        assert_eq!(spec.source, ReplaySource::Run("run_0123456789ab".into()));
+        assert_eq!(spec.fork.unwrap().to_text(), "llm:step#3");
+        assert!(resolve(Some(&opt("/no/such/run.ndjson")), &env(&[]), &mut w).is_none());
+        assert_eq!(
+            w,
+            ["replay: \"/no/such/run.ndjson\" is neither a file nor a run id; running live"]
+        );
     }
 
     #[test]

@@ -99,11 +99,16 @@ fn a_changed_input_diverges_and_the_rest_runs_live() {
         Next::Run { input: None },
         "live after a divergence"
     );
-    let live = report(&s).unwrap().live.unwrap();
+    let mut live = report(&s).unwrap().live.unwrap();
+    let recorded = live.remove(FIELD_RECORDED_KEY).unwrap();
+    let now = live.remove(FIELD_LIVE_KEY).unwrap();
     assert_eq!(
         json::to_string(&Value::Object(live)),
         r#"{"reason":"diverged","at":"tool:book#1","differs":["input.id"]}"#
     );
+    let keys = [recorded.as_str().unwrap(), now.as_str().unwrap()];
+    assert_ne!(keys[0], keys[1], "the two match keys differ");
+    assert!(keys.iter().all(|k| k.len() == 32), "{keys:?}");
     end(&s);
 }
 

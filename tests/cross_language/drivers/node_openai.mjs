@@ -11,7 +11,9 @@ const OpenAI = require('openai');
 const { graphmind } = require('./openai.js');
 
 const exchange = JSON.parse(readFileSync(process.env.GM_XL_EXCHANGE, 'utf8'));
-const gm = graphmind({ app: process.env.GM_XL_APP, url: process.env.GRAPHMIND_URL, env: {} });
+// The replay phase (README): the recording to answer the run from.
+const replay = process.env.GM_XL_REPLAY_FILE ? { file: process.env.GM_XL_REPLAY_FILE } : undefined;
+const gm = graphmind({ app: process.env.GM_XL_APP, url: process.env.GRAPHMIND_URL, env: {}, replay });
 if (!(await gm.ready({ timeoutMs: 10_000 }))) throw new Error('not attached');
 const client = gm.wrapClient(new OpenAI({ apiKey: 'sk-xl', baseURL: process.env.GM_XL_BASE_URL, maxRetries: 0 }));
 const tools = gm.wrapTools({ get_weather: async ({ city }) => ({ city, forecast: 'sunny' }) });

@@ -11,7 +11,9 @@ import openai
 import graphmind as gm
 
 exchange = json.load(open(os.environ["GM_XL_EXCHANGE"], encoding="utf-8"))
-g = gm.GraphMind(app=os.environ["GM_XL_APP"], url=os.environ["GRAPHMIND_URL"], env={})
+# The replay phase (README): the recording to answer the run from.
+replay = {"replay": {"file": os.environ["GM_XL_REPLAY_FILE"]}} if os.environ.get("GM_XL_REPLAY_FILE") else {}
+g = gm.GraphMind(app=os.environ["GM_XL_APP"], url=os.environ["GRAPHMIND_URL"], env={}, **replay)
 assert g.ready(10), "not attached"
 client = g.instrument_openai(openai.OpenAI(api_key="sk-xl", base_url=os.environ["GM_XL_BASE_URL"], max_retries=0))
 

@@ -22,7 +22,9 @@ module Graphmind
 
       # Runs one call (`answer` reads a result into what the core records); `stream` true when the answer arrives through the client's stream
       # callback (then there is no `after` gate and the step ends when the request returns).
-      def run(client, step, ctx, reply:, answer: nil, stream: false, &send)
+      # A replayed call is answered at once: `reply` gets the rebuilt reply, `replay_stream`
+      # the rebuilt chunks of a streamed one, and a recorded error is raised.
+      def run(client, step, ctx, reply:, answer: nil, stream: false, replay_stream: nil, &send)
         nxt = step.before
         error = nil
         result = nil
@@ -32,6 +34,8 @@ module Graphmind
           when :abort then raise client.abort_error(ctx)
           when :reraise then raise error
           when :result then return result
+          when :raise then raise ReplayedError.build(nxt[1], nxt[2], nxt[3])
+          when :stream then return replay_stream.call(nxt[1])
           end
           begin
             step.stream_started if stream
@@ -106,7 +110,15 @@ module Graphmind
             user_stream.call(chunk, *rest)
           end)
         end
-        ModelCall.run(client, step, ctx, reply: ->(v) { v }, stream: streamed) { body.call(sent) }
+        ModelCall.run(client, step, ctx, reply: ->(v) { v }, stream: streamed,
+                                         replay_stream: ->(chunks) { replay_stream(chunks, user_stream) }) { body.call(sent) }
+      end
+
+      # A replayed stream: each rebuilt chunk (a Hash as ruby-openai parses an SSE event)
+      # handed to the app's `stream:` proc, then what ruby-openai returns for a stream.
+      def replay_stream(chunks, user_stream)
+        chunks.each { |chunk| user_stream.call(chunk) }
+        {}
       end
 
       module ClientPatch

@@ -2,7 +2,8 @@
 
 module Graphmind
   # Drives the core's Step (one gated call) from Ruby: the core says what each gate's
-  # decision means ([:run], [:run, edited], [:result], [:inject, v], [:reraise], [:abort]);
+  # decision means ([:run], [:run, edited], [:result], [:inject, v], [:reraise], [:abort],
+  # and a replayed call's recorded error [:raise, name, message, stack]);
   # this module only calls the block, raises, or returns accordingly.
   module Wrap
     # Positional arguments beyond the named parameters shown in a node's input.
@@ -48,6 +49,7 @@ module Graphmind
         when :inject then return coerce(inject_as, nxt[1])
         when :reraise then raise error
         when :abort then raise client.abort_error(ctx)
+        when :raise then raise ReplayedError.build(nxt[1], nxt[2], nxt[3])
         end
       end
     rescue Exception => e # rubocop:disable Lint/RescueException
