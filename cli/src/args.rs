@@ -32,6 +32,8 @@ pub struct ServeArgs {
     pub otlp_endpoint: Option<String>,
     /// `--otlp-no-redact-secrets`: export secret-looking values as they are.
     pub otlp_no_redact_secrets: bool,
+    /// `--log-level`: the server log's default level (`RUST_LOG` refines it; docs/server.md).
+    pub log_level: Option<tracing::level_filters::LevelFilter>,
 }
 
 /// `graphmind runs` options.
@@ -237,6 +239,9 @@ Options:
                  (http/protobuf default, http/json). See docs/otlp.md
   --otlp-no-redact-secrets
                  (serve) export secret-looking values as they are (redacted by default)
+  --log-level <off|error|warn|info|debug|trace>
+                 (serve) the server log's level on stderr (default info); RUST_LOG, when
+                 set, refines it (target=level) or replaces it (a bare level)
   --keep <n>     Runs kept by the prune (default 200, GRAPHMIND_KEEP_RUNS)
   --days <n>     Days kept by the prune (default 30, GRAPHMIND_KEEP_DAYS)
   --json         (serve) print one JSON line {{port,url,pid,version}} once listening, and
@@ -362,6 +367,14 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             "--otlp-no-redact-secrets" => {
                 serve.otlp_no_redact_secrets = true;
                 "otlp-no-redact-secrets"
+            }
+            "--log-level" => {
+                let raw = value("--log-level")?;
+                match crate::logging::parse_level(&raw) {
+                    Some(l) => serve.log_level = Some(l),
+                    None => return Err(with_cmd(UsageError::new(format!("--log-level must be one of {} (got \"{raw}\")", crate::logging::LEVELS.join(", "))))),
+                }
+                "log-level"
             }
             "--keep" => {
                 let raw = value("--keep")?;
@@ -518,7 +531,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     };
     match command.as_str() {
         "serve" => {
-            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets"])?;
+            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets", "log-level"])?;
             no_more(&positionals)?;
             serve.db = db;
             serve.port = port;
@@ -640,6 +653,16 @@ mod tests {
                 ..Default::default()
             }
         );
+    }
+
+    #[test]
+    fn log_level() {
+        let Command::Serve(s) = p(&["--log-level", "warn"]).unwrap() else { panic!() };
+        assert_eq!(s.log_level, Some(tracing::level_filters::LevelFilter::WARN));
+        let Command::Serve(s) = p(&["serve", "--log-level=TRACE"]).unwrap() else { panic!() };
+        assert_eq!(s.log_level, Some(tracing::level_filters::LevelFilter::TRACE));
+        assert_eq!(p(&["--log-level", "loud"]).unwrap_err().message, "--log-level must be one of off, error, warn, info, debug, trace (got \"loud\")");
+        assert_eq!(p(&["runs", "--log-level", "warn"]).unwrap_err().message, "option \"--log-level\" does not apply to \"graphmind runs\"");
     }
 
     #[test]

@@ -451,10 +451,23 @@ pub struct Shared {
     pub otlp: Option<crate::otlp_export::Exporter>,
 }
 
-/// Writes one server log line (stderr; stdout carries only the banner or `--json`).
-pub fn log(msg: &str) {
-    eprintln!("{msg}");
+/// Logs one line at `$level` at most once per `$key` per [`LOG_THROTTLE_MS`] (see
+/// [`HubState::throttle`]), with "(+N more)" for the ones it swallowed meanwhile. A macro so
+/// the line's target is the calling module (`RUST_LOG=graphmind_cli::server=error`).
+macro_rules! throttled_log {
+    ($level:expr, $hub:expr, $key:expr, $($arg:tt)+) => {
+        // a statement of its own, so a lock guard `$hub` is released before the write
+        let suppressed = $hub.throttle($key);
+        if let Some(suppressed) = suppressed {
+            if suppressed == 0 {
+                ::tracing::event!($level, $($arg)+);
+            } else {
+                ::tracing::event!($level, "{} (+{suppressed} more)", format_args!($($arg)+));
+            }
+        }
+    };
 }
+pub(crate) use throttled_log;
 
 /// A stable key for "exact field equality" of breakpoint matchers: keys sorted (UTF-16
 /// order, as JavaScript sorts), recursively.
@@ -549,21 +562,20 @@ impl HubState {
         hub
     }
 
-    /// Logs at most one line per `key` per [`LOG_THROTTLE_MS`], counting what it swallowed.
-    pub fn throttled_log(&mut self, key: &'static str, msg: impl FnOnce() -> String) {
+    /// May a line for `key` be logged now? At most one per [`LOG_THROTTLE_MS`]: `Some(n)`
+    /// when it may, `n` the lines swallowed since the last one; `None` counts one more.
+    /// Use it through [`throttled_log!`].
+    pub fn throttle(&mut self, key: &'static str) -> Option<u64> {
         let now = Instant::now();
         match self.throttle.get_mut(key) {
             Some((last, suppressed)) if now.duration_since(*last) < Duration::from_millis(LOG_THROTTLE_MS) => {
                 *suppressed += 1;
+                None
             }
             entry => {
                 let suppressed = entry.map(|e| e.1).unwrap_or(0);
                 self.throttle.insert(key, (now, 0));
-                if suppressed == 0 {
-                    log(&msg());
-                } else {
-                    log(&format!("{} (+{suppressed} more)", msg()));
-                }
+                Some(suppressed)
             }
         }
     }
@@ -611,6 +623,7 @@ impl HubState {
     /// Registers a new app socket.
     pub fn add_ingest(&mut self, tx: Outbox) -> ConnId {
         let id = self.alloc();
+        tracing::debug!("ingest: an app socket connected (its hello names it)");
         if self.shutting_down {
             let _ = tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
         }
@@ -669,10 +682,10 @@ impl HubState {
         let seq = c.seq;
         c.seq += 1;
         let _ = c.tx.text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack));
-        log(&match &c.app {
-            Some(a) => format!("app attached: {a}"),
-            None => "app attached".into(),
-        });
+        match &c.app {
+            Some(a) => tracing::info!("app attached: {a}"),
+            None => tracing::info!("app attached"),
+        }
     }
 
     fn describe(&self, conn: ConnId) -> String {
@@ -690,9 +703,7 @@ impl HubState {
             let c = self.ingest.get(&conn)?;
             if !c.open_runs.contains(run) && c.open_runs.len() >= MAX_LIVE_RUNS_PER_CONNECTION {
                 let who = self.describe(conn);
-                self.throttled_log("ingest-live-runs", || {
-                    format!("ingest: refusing run \"{run}\" from {who}: it has {MAX_LIVE_RUNS_PER_CONNECTION} runs open (the limit); finish one first")
-                });
+                crate::hub::throttled_log!(tracing::Level::WARN, self, "ingest-live-runs", "ingest: refusing run \"{run}\" from {who}: it has {MAX_LIVE_RUNS_PER_CONNECTION} runs open (the limit); finish one first");
                 return None;
             }
             (c.token.clone(), c.claim_aware)
@@ -711,15 +722,11 @@ impl HubState {
             Some(claim) => {
                 if claim.strict || self.run_owners.contains_key(run) {
                     let who = self.describe(conn);
-                    self.throttled_log("ingest-claim", || {
-                        format!("ingest: refusing a frame for run \"{run}\" from {who} — that run belongs to another connection")
-                    });
+                    crate::hub::throttled_log!(tracing::Level::WARN, self, "ingest-claim", "ingest: refusing a frame for run \"{run}\" from {who} — that run belongs to another connection");
                     return None;
                 }
                 let who = self.describe(conn);
-                self.throttled_log("ingest-claim-takeover", || {
-                    format!("ingest: run \"{run}\" re-claimed by {who}, which cannot prove it is the original app (SDK predates the run-claim capability)")
-                });
+                crate::hub::throttled_log!(tracing::Level::WARN, self, "ingest-claim-takeover", "ingest: run \"{run}\" re-claimed by {who}, which cannot prove it is the original app (SDK predates the run-claim capability)");
                 self.claims.insert(run.to_owned(), Claim { token, strict });
             }
         }
@@ -765,10 +772,10 @@ impl HubState {
             }
         }
         if c.attached {
-            log(&match &c.app {
-                Some(a) => format!("app detached: {a}"),
-                None => "app detached".into(),
-            });
+            match &c.app {
+                Some(a) => tracing::info!("app detached: {a}"),
+                None => tracing::info!("app detached"),
+            }
         }
         changed
     }
@@ -820,9 +827,10 @@ impl HubState {
         if self.shutting_down {
             let _ = tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
         }
+        tracing::debug!("ui: a viewer connected ({})", principal.as_str());
         if principal == Principal::Anonymous && !self.warned_tokenless {
             self.warned_tokenless = true;
-            log("ui: a viewer connected without a credential. Tokenless viewer sockets are deprecated: they can still continue, retry and abort, but never inject, edit inputs, or change breakpoints or step mode. Open the viewer from the #token= link or the redirect file `graphmind serve` prints.");
+            tracing::warn!("ui: a viewer connected without a credential. Tokenless viewer sockets are deprecated: they can still continue, retry and abort, but never inject, edit inputs, or change breakpoints or step mode. Open the viewer from the #token= link or the redirect file `graphmind serve` prints.");
         }
         let welcome = format!(
             "{{\"type\":\"welcome\",\"versions\":{{\"protocol\":{PROTOCOL_VERSION},\"server\":{}}},\"breakpoints\":{},\"mode\":{},\"control\":{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{}}}}}",
@@ -880,7 +888,9 @@ impl HubState {
 
     /// A viewer socket closed.
     pub fn remove_ui(&mut self, conn: ConnId) {
-        self.ui.remove(&conn);
+        if self.ui.remove(&conn).is_some() {
+            tracing::debug!("ui: a viewer disconnected");
+        }
     }
 
     /// Marks a viewer as a run-list (`*`) subscriber.
@@ -1196,7 +1206,7 @@ impl HubState {
             ));
         }
         if has_input {
-            log(&format!("edit: {} resumed pause \"{pause}\" in run \"{run}\" with an edited input", principal.as_str()));
+            tracing::info!("edit: {} resumed pause \"{pause}\" in run \"{run}\" with an edited input", principal.as_str());
         }
         self.bump();
         ResumeStart::Forwarded { request_id: request_id.clone(), timer: Timer::Resolving { run: run.to_owned(), pause, request_id } }

@@ -13,6 +13,7 @@ pub mod control_cli;
 pub mod export;
 pub mod export_html;
 pub mod import;
+pub mod logging;
 pub mod replay_cmd;
 pub mod retention;
 pub mod telemetry;
@@ -193,13 +194,14 @@ pub(crate) fn install_signal_handlers() {
 }
 
 fn serve(s: args::ServeArgs) -> i32 {
+    logging::init(s.log_level);
     let flags = ServerFlags { db: s.db.clone(), pause_on_error: s.pause_on_error.clone(), keep: s.keep, days: s.days, ..Default::default() };
     let cfg = match config_for(flags) {
         Ok(c) => c,
         Err(code) => return code,
     };
     for w in &cfg.warnings {
-        eprintln!("graphmind: {w}");
+        tracing::warn!("graphmind: {w}");
     }
     let otlp = match otlp_config::resolve(s.otlp_endpoint.as_deref(), s.otlp_no_redact_secrets, |k| std::env::var(k).ok()) {
         Ok(c) => c,
@@ -210,7 +212,7 @@ fn serve(s: args::ServeArgs) -> i32 {
             return EXIT_USAGE;
         }
         Err(e) => {
-            eprintln!("graphmind: {e}; OTLP export is off");
+            tracing::warn!("graphmind: {e}; OTLP export is off");
             None
         }
     };
@@ -252,7 +254,7 @@ fn serve(s: args::ServeArgs) -> i32 {
     let run_files = match tokens::write_run_files(&cfg.home, port, &url, &tokens, hub::VERSION) {
         Ok(f) => Some(f),
         Err(e) => {
-            eprintln!("graphmind: cannot write the run files in {}: {e} (graphmind resume and the token link are unavailable)", tokens::run_dir(&cfg.home).display());
+            tracing::warn!("graphmind: cannot write the run files in {}: {e} (graphmind resume and the token link are unavailable)", tokens::run_dir(&cfg.home).display());
             None
         }
     };

@@ -93,7 +93,7 @@ pub struct Stats {
 impl Stats {
     fn report_drop(&self, what: &str) {
         if !self.reported.swap(true, Ordering::SeqCst) {
-            crate::hub::log(&format!("otlp: {what}; dropping from now on is counted in GET /api/session (\"otlp\") and not logged again"));
+            tracing::warn!("otlp: {what}; dropping from now on is counted in GET /api/session (\"otlp\") and not logged again");
         }
     }
 }
@@ -402,7 +402,7 @@ impl Worker {
             self.pending.clear();
             self.first_pending = None;
             self.stats.spans_dropped.fetch_add(left, Ordering::Relaxed);
-            crate::hub::log(&format!("otlp: {left} span(s) could not be sent before shutdown"));
+            tracing::warn!("otlp: {left} span(s) could not be sent before shutdown");
         }
     }
 
@@ -432,7 +432,7 @@ impl Worker {
                 self.retry_at = None;
                 if self.logged_failure {
                     self.logged_failure = false;
-                    crate::hub::log(&format!("otlp: {} accepts spans again", self.cfg.url));
+                    tracing::info!("otlp: {} accepts spans again", self.cfg.url);
                 }
                 true
             }
@@ -488,7 +488,7 @@ impl Worker {
         if let Outcome::Retry(_) = &outcome {
             if !self.logged_failure {
                 self.logged_failure = true;
-                crate::hub::log(&format!("otlp: cannot export to {} yet: {why} (retrying with backoff; recording is unaffected)", self.cfg.url));
+                tracing::warn!("otlp: cannot export to {} yet: {why} (retrying with backoff; recording is unaffected)", self.cfg.url);
             }
         }
         outcome

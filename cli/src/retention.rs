@@ -74,7 +74,7 @@ pub fn startup_prune(db: &Path, keep_runs: u64, keep_days: f64) {
     let conn = match crate::storage::open(db) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("graphmind: retention skipped (cannot open {}: {e})", db.display());
+            tracing::warn!("graphmind: retention skipped (cannot open {}: {e})", db.display());
             return;
         }
     };
@@ -82,13 +82,13 @@ pub fn startup_prune(db: &Path, keep_runs: u64, keep_days: f64) {
         Ok(r) => {
             vacuum(&conn);
             if r.runs_deleted > 0 {
-                eprintln!(
+                tracing::info!(
                     "Retention: deleted {} run(s) and {} event(s) beyond the newest {keep_runs} / {keep_days} day(s) (GRAPHMIND_KEEP_RUNS, GRAPHMIND_KEEP_DAYS; GRAPHMIND_RETENTION=off to keep everything).",
                     r.runs_deleted, r.events_deleted
                 );
             }
         }
-        Err(e) => eprintln!("graphmind: retention failed: {e}"),
+        Err(e) => tracing::error!("graphmind: retention failed: {e}"),
     }
 }
 

@@ -6,7 +6,7 @@ use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_I
 use crate::http;
 use crate::security;
 use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
-use crate::hub::{log, ConnId, HubState, Out, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
+use crate::hub::{ConnId, HubState, Out, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
 use crate::payload_guard::stored_frame;
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::util::js;
@@ -142,7 +142,7 @@ impl Server {
             match stream {
                 Ok(stream) => {
                     if backoff.take().is_some() {
-                        log("graphmind: accepting connections again");
+                        tracing::info!("graphmind: accepting connections again");
                     }
                     let shared = self.shared.clone();
                     let _ = std::thread::Builder::new().name("graphmind-conn".into()).spawn(move || handle(stream, shared));
@@ -151,7 +151,7 @@ impl Server {
                 Err(e) => {
                     let pause = match backoff {
                         None => {
-                            log(&format!("graphmind: cannot accept connections ({e}); retrying, backing off up to {} ms", ACCEPT_BACKOFF_MAX.as_millis()));
+                            tracing::error!("graphmind: cannot accept connections ({e}); retrying, backing off up to {} ms", ACCEPT_BACKOFF_MAX.as_millis());
                             ACCEPT_BACKOFF_MIN
                         }
                         Some(p) => (p * 2).min(ACCEPT_BACKOFF_MAX),
@@ -214,12 +214,12 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
         return;
     };
     if let Some(name) = req.repeated_single_header() {
-        shared.lock().throttled_log("duplicate-header", || format!("refused a request with more than one {name} header on {}", req.path));
+        crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "duplicate-header", "refused a request with more than one {name} header on {}", req.path);
         let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", &format!("bad request: more than one {name} header\n"));
         return;
     }
     if let Some(r) = security::check_request(req.header("host"), req.header("origin"), shared.port, &shared.allowed_origins) {
-        shared.lock().throttled_log("origin-refused", || format!("refused {} \"{}\" on {}", r.kind.as_str(), r.value, req.path));
+        crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "origin-refused", "refused {} \"{}\" on {}", r.kind.as_str(), r.value, req.path);
         let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{}\n", r.message));
         return;
     }
@@ -260,14 +260,14 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
             Credential::None => {}
             Credential::Ok(p) => principal = p,
             Credential::Invalid(why) => {
-                shared.lock().throttled_log("ui-credential", || format!("refused a viewer socket: {why}"));
+                crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "ui-credential", "refused a viewer socket: {why}");
                 let _ = http::respond(&mut stream, 401, "text/plain; charset=utf-8", &format!("unauthorized: {why}\n"));
                 return;
             }
         }
         let admitted = shared.lock().admit_viewer(principal);
         if let Err(why) = admitted {
-            shared.lock().throttled_log("ui-limit", || format!("refused a viewer socket: {why}"));
+            crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "ui-limit", "refused a viewer socket: {why}");
             let _ = http::respond(&mut stream, 503, "text/plain; charset=utf-8", &format!("too many viewers: {why}\n"));
             return;
         }
@@ -447,11 +447,11 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Outbox, owned_here: &mut Has
     let env = match envelope::parse_envelope(text.as_bytes()) {
         Parsed::Ok(e) => e,
         Parsed::Invalid(reason) => {
-            shared.lock().throttled_log("ingest-invalid", || format!("ingest: dropping invalid frame ({reason})"));
+            crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "ingest-invalid", "ingest: dropping invalid frame ({reason})");
             return;
         }
         Parsed::VersionMismatch(v) => {
-            log(&format!("ingest: app speaks protocol v{v}, this server speaks v{}; closing", envelope::PROTOCOL_VERSION));
+            tracing::warn!("ingest: app speaks protocol v{v}, this server speaks v{}; closing", envelope::PROTOCOL_VERSION);
             let _ = tx.close(1002, format!("unsupported protocol version {v}"));
             return;
         }

@@ -223,7 +223,7 @@ impl Writer {
             match self.db.execute_batch("COMMIT") {
                 Ok(()) => {
                     if let Some(total) = self.shared.storage.succeeded() {
-                        crate::hub::log(&format!("storage: writing again; {total} event(s) could not be stored while it failed"));
+                        tracing::info!("storage: writing again; {total} event(s) could not be stored while it failed");
                     }
                 }
                 Err(err) => {
@@ -280,9 +280,7 @@ impl Writer {
         let total = self.shared.storage.failed(events as u64, err);
         let path = self.shared.db_path.display().to_string();
         let why = crate::storage_health::describe(err);
-        self.shared.lock().throttled_log("storage", || {
-            format!("storage: cannot write {path}: {why}; {total} event(s) not stored so far. The server keeps serving (live events still reach viewers); storing resumes once a write succeeds.")
-        });
+        crate::hub::throttled_log!(tracing::Level::ERROR, self.shared.lock(), "storage", "storage: cannot write {path}: {why}; {total} event(s) not stored so far. The server keeps serving (live events still reach viewers); storing resumes once a write succeeds.");
     }
 
     /// Drops what the writer remembers about rows a rolled-back transaction took away
@@ -302,7 +300,7 @@ impl Writer {
         if !self.known_runs.contains(&e.run_id) {
             // An imported run is read-only history: nothing live is written into it.
             if storage::run_source(&self.db, &e.run_id)?.as_deref() == Some("import") {
-                self.shared.lock().throttled_log("ingest-import", || format!("ingest: refusing frames for run \"{}\": it was imported and is read-only", e.run_id));
+                crate::hub::throttled_log!(tracing::Level::WARN, self.shared.lock(), "ingest-import", "ingest: refusing frames for run \"{}\": it was imported and is read-only", e.run_id);
                 self.read_only.insert(e.run_id);
                 return Ok(());
             }
@@ -318,9 +316,7 @@ impl Writer {
         if let Some(&end) = self.terminal.get(&e.run_id) {
             if e.kind == "run.finished" || e.seq > end {
                 let (run, kind, seq) = (e.run_id.clone(), e.kind.clone(), e.seq);
-                self.shared.lock().throttled_log("after-run-finished", || {
-                    format!("ingest: refusing {kind} (seq {seq}) for run \"{run}\": it already finished (seq {end}); the first run.finished wins")
-                });
+                crate::hub::throttled_log!(tracing::Level::WARN, self.shared.lock(), "after-run-finished", "ingest: refusing {kind} (seq {seq}) for run \"{run}\": it already finished (seq {end}); the first run.finished wins");
                 if e.owner_changed {
                     self.updates.push(e.run_id);
                 }
@@ -427,7 +423,7 @@ impl Writer {
                     }
                 }
                 if reconciled > 0 {
-                    crate::hub::log(&format!("Reconciled {reconciled} run(s) left in flight by a previous session (marked abandoned)."));
+                    tracing::info!("Reconciled {reconciled} run(s) left in flight by a previous session (marked abandoned).");
                 }
                 let mut no_tx = false;
                 self.commit(&mut no_tx);

@@ -48,8 +48,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The version this client reports in `hello.versions.client`.
-pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+use crate::config::CLIENT_VERSION;
 
 /// How many events may wait for the worker before new ones are dropped (and counted).
 pub const OUTBOX_CAPACITY: usize = 65_536;

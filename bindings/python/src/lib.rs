@@ -887,7 +887,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("NEXT_STREAM", NEXT_STREAM)?;
     m.add("DEFAULT_URL", config::DEFAULT_URL)?;
     m.add("PROTOCOL_VERSION", graphmind_core::event::PROTOCOL_VERSION)?;
-    m.add("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
+    m.add("CORE_VERSION", graphmind_core::config::CLIENT_VERSION)?;
     m.add("MAX_PAYLOAD_BYTES", graphmind_core::shrink::MAX_PAYLOAD_BYTES)?;
     pure::register(m)?;
     llm::register(m)?;

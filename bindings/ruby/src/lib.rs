@@ -599,7 +599,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     native.define_singleton_method("redact_events", function!(redact_events, 2))?;
     pure::register(ruby, native)?;
     llm::init(ruby, &native)?;
-    native.const_set("CORE_VERSION", graphmind_core::session::CLIENT_VERSION)?;
+    native.const_set("CORE_VERSION", graphmind_core::config::CLIENT_VERSION)?;
     native.const_set(
         "MAX_VALUE_DEPTH",
         graphmind_core::shrink::depth::MAX_VALUE_DEPTH,

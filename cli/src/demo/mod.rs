@@ -277,6 +277,7 @@ fn follow(
 
 /// `graphmind demo`. Returns the exit code.
 pub fn main(a: &DemoArgs) -> i32 {
+    crate::logging::init(None); // the log of the server the demo may start
     let cfg = match config::resolve(&ServerFlags {
         db: a.db.clone(),
         ..Default::default()

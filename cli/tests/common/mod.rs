@@ -67,6 +67,8 @@ pub fn isolate(cmd: &mut Command, dir: &std::path::Path) {
         "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
         "OTEL_EXPORTER_OTLP_PROTOCOL",
         "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        // A developer's log filter must not change what the server's log tests read.
+        "RUST_LOG",
     ] {
         cmd.env_remove(v);
     }

@@ -44,7 +44,9 @@ pub const DEFAULT_WARN_INTERVAL_MS: u64 = 60_000;
 pub const DEFAULT_READY_TIMEOUT_MS: u64 = 2_000;
 /// Identical calls in a row that count as a loop.
 pub const DEFAULT_LOOP_THRESHOLD: u32 = 3;
-/// The SDK version reported by default where the reference reports its own package's.
+/// This core's version: what a session reports in `hello.versions.client`, and the SDK
+/// version reported by default where the reference reports its own package's (the
+/// bindings' `CORE_VERSION`).
 pub const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The production check's variables for Python, in order: the first one set (non-empty)
