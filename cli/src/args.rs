@@ -32,6 +32,8 @@ pub struct ServeArgs {
     pub otlp_endpoint: Option<String>,
     /// `--otlp-no-redact-secrets`: export secret-looking values as they are.
     pub otlp_no_redact_secrets: bool,
+    /// `--spool-dir DIR`: one more folder to pick left spools up from at startup.
+    pub spool_dir: Option<String>,
 }
 
 /// `graphmind runs` options.
@@ -145,6 +147,8 @@ pub enum Command {
     Record(RecordArgs),
     /// `graphmind import FILE`.
     Import { file: String, db: Option<String> },
+    /// `graphmind import --spool DIR`.
+    ImportSpool { dir: String, db: Option<String> },
     /// `graphmind pauses`.
     Pauses(ControlArgs),
     /// `graphmind wait`.
@@ -207,7 +211,8 @@ Commands:
   replay     Re-run an app with a recorded run answering its tool and model calls:
              replay <runId> [--from <nodeId>#<n>] [--output <json|@file>] [--exec <cmd>]
              [--port <n>] (prints the command line; --exec runs it; docs/replay.md)
-  import     Load OTLP/JSON or OpenInference spans as a read-only run: import <file>
+  import     Load OTLP/JSON or OpenInference spans as a read-only run: import <file>;
+             or store the spools left by apps that died: import --spool <dir> (docs/spool.md)
   pauses     List held pauses of the server on --port: pauses [--run <id>] [--json]
   wait       Block until a pause is held: wait [--run <id>] [--timeout <s>] [--json]
   resume     Release a pause: resume <pauseId> --run <id> --action continue|retry|inject|abort
@@ -237,6 +242,9 @@ Options:
                  (http/protobuf default, http/json). See docs/otlp.md
   --otlp-no-redact-secrets
                  (serve) export secret-looking values as they are (redacted by default)
+  --spool-dir <dir>
+                 (serve) also store, at startup, the spools left in <dir> by apps that
+                 died (always: GRAPHMIND_SPOOL_DIR and ~/.graphmind/spool; docs/spool.md)
   --keep <n>     Runs kept by the prune (default 200, GRAPHMIND_KEEP_RUNS)
   --days <n>     Days kept by the prune (default 30, GRAPHMIND_KEEP_DAYS)
   --json         (serve) print one JSON line {{port,url,pid,version}} once listening, and
@@ -279,6 +287,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut control = ControlArgs::default();
     let mut replay = ReplayArgs::default();
     let mut db = None;
+    let mut spool: Option<String> = None;
     let mut port = None;
     let mut json = false;
     let mut keep = None;
@@ -358,6 +367,14 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             "--otlp-endpoint" => {
                 serve.otlp_endpoint = Some(value("--otlp-endpoint")?);
                 "otlp-endpoint"
+            }
+            "--spool-dir" => {
+                serve.spool_dir = Some(value("--spool-dir")?);
+                "spool-dir"
+            }
+            "--spool" => {
+                spool = Some(value("--spool")?);
+                "spool"
             }
             "--otlp-no-redact-secrets" => {
                 serve.otlp_no_redact_secrets = true;
@@ -518,7 +535,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     };
     match command.as_str() {
         "serve" => {
-            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets"])?;
+            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets", "spool-dir"])?;
             no_more(&positionals)?;
             serve.db = db;
             serve.port = port;
@@ -548,7 +565,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             Ok(Command::Record(record))
         }
         "import" => {
-            allow(&["db"])?;
+            allow(&["db", "spool"])?;
+            if let Some(dir) = spool {
+                no_more(&positionals)?;
+                return Ok(Command::ImportSpool { dir, db });
+            }
             let mut it = positionals.into_iter();
             let Some(file) = it.next() else { return Err(err("import needs a file: graphmind import <file.json>".into())) };
             no_more(&it.collect::<Vec<_>>())?;
