@@ -22,6 +22,9 @@ enum State {
     Open(Spool),
     /// A write failed: spilling stopped, the ring counts losses as it does without a spool.
     Failed,
+    /// The session ended with this many records on disk, for `graphmind serve`: the folder
+    /// is closed and its owner lock let go.
+    Left(u64),
 }
 
 /// The spool as one worker owns it.
@@ -58,6 +61,7 @@ impl Spooler {
     pub(super) fn len(&self) -> u64 {
         match &self.state {
             State::Open(s) => s.len(),
+            State::Left(n) => *n,
             _ => 0,
         }
     }
@@ -208,17 +212,18 @@ impl Spooler {
             }
         }
         self.flush(buffer, warner);
-        if let State::Open(spool) = &self.state {
+        if let State::Open(spool) = std::mem::replace(&mut self.state, State::Failed) {
             if spool.is_empty() {
-                if let State::Open(spool) = std::mem::replace(&mut self.state, State::Failed) {
-                    let _ = spool.remove();
-                }
+                let _ = spool.remove();
             } else {
                 let (n, dir) = (spool.len(), spool.dir().display().to_string());
                 warner.warn(
                     "spool-left",
                     &format!("{n} event(s) never reached the debugger and are kept in {dir}; the next `graphmind serve` stores them (or `graphmind import --spool {dir}`)"),
                 );
+                // Closed here, before `dispose` returns: the lock is let go at once.
+                drop(spool);
+                self.state = State::Left(n);
             }
         }
     }
