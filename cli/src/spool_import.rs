@@ -78,8 +78,13 @@ pub fn serve_dirs(flag: Option<&str>, env: Option<&str>, home: &Path) -> Vec<Pat
     dirs
 }
 
+/// SQLite's page cache while storing spools, KiB: a whole 64 MiB spool's pages stay in
+/// memory until the commit instead of being spilled to the WAL mid-transaction.
+pub const IMPORT_CACHE_KIB: i64 = 256 * 1024;
+
 /// Stores every left spool found in `dirs` (each a spool folder or a folder of them).
 pub fn pick_up(conn: &Connection, dirs: &[PathBuf]) -> Result<Summary, String> {
+    let _ = conn.pragma_update(None, "cache_size", -IMPORT_CACHE_KIB);
     let mut total = Summary::default();
     for dir in dirs {
         for left in find_left(dir) {
