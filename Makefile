@@ -137,6 +137,7 @@ bench-python: setup
 	VIRTUAL_ENV=$(CURDIR)/.venv PATH=$(CURDIR)/.venv/bin:$$PATH .venv/bin/maturin develop --release -q
 	.venv/bin/python bench/python_tool.py bench/sample-1k.json
 	.venv/bin/python bench/python_llm.py
+	.venv/bin/python bench/python_spool.py bench/sample-1k.json
 
 ## `graphmind demo`: the server (or the one already on the port), the demo agent held at a
 ## loop and an error, the viewer link. Without a terminal (CI) it releases both holds itself

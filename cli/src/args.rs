@@ -704,6 +704,11 @@ mod tests {
         );
         assert_eq!(p(&["wait", "--timeout", "3"]).unwrap(), Command::Wait(ControlArgs { timeout: Some(3.0), ..Default::default() }));
         assert_eq!(p(&["import", "f.json"]).unwrap(), Command::Import { file: "f.json".into(), db: None });
+        assert_eq!(p(&["import", "--spool", "/s"]).unwrap(), Command::ImportSpool { dir: "/s".into(), db: None });
+        assert!(p(&["import", "--spool", "/s", "f.json"]).is_err(), "a spool or a file, not both");
+        assert!(p(&["runs", "--spool", "/s"]).is_err());
+        let Command::Serve(s) = p(&["serve", "--spool-dir", "/d"]).unwrap() else { panic!() };
+        assert_eq!(s.spool_dir.as_deref(), Some("/d"));
         assert_eq!(p(&["--version"]).unwrap(), Command::Version);
         assert_eq!(p(&["demo", "--live", "--no-open", "--port", "0"]).unwrap(), Command::Demo(DemoArgs { port: Some(0), live: true, ..Default::default() }));
         assert_eq!(p(&["init", "app", "--lang", "Ruby", "--write"]).unwrap(), Command::Init(InitArgs { lang: Some("ruby".into()), write: true, dir: Some("app".into()) }));

@@ -224,3 +224,16 @@ pub fn import_spool(db: &Path, dir: &str) -> i32 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serve_looks_in_the_flag_the_variable_and_the_home_once_each() {
+        let home = Path::new("/h/.graphmind");
+        assert_eq!(serve_dirs(None, None, home), vec![PathBuf::from("/h/.graphmind/spool")]);
+        assert_eq!(serve_dirs(Some("/a"), Some(" "), home), vec![PathBuf::from("/a"), PathBuf::from("/h/.graphmind/spool")]);
+        assert_eq!(serve_dirs(Some("/a"), Some("/h/.graphmind/spool"), home).len(), 2);
+    }
+}
