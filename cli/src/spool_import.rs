@@ -202,12 +202,9 @@ pub fn import_spool(db: &Path, dir: &str) -> i32 {
         eprintln!("graphmind import: {dir} is not a folder");
         return 1;
     }
-    let conn = match storage::open(db) {
+    let conn = match crate::import::open_db(db) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("graphmind import: cannot open {}: {e}", db.display());
-            return 1;
-        }
+        Err(code) => return code,
     };
     match pick_up(&conn, &[path.to_owned()]) {
         Ok(s) if s.spools == 0 => {

@@ -10,7 +10,7 @@ use common::*;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
 use graphmind_core::event::NodeKind;
 use graphmind_core::host_value::HostValue;
-use graphmind_core::json::{parse_str, Value};
+use graphmind_core::json::Value;
 use graphmind_core::session::{NodeRef, RunOutcome, Session};
 use graphmind_core::spool;
 use graphmind_core::warn::WarnSink;
@@ -68,35 +68,6 @@ fn paced(session: &Session, run_id: &str, n: &mut u64, how_long: Duration) {
     }
 }
 
-/// Every stored event of `run_id`, paged with `afterSeq`.
-fn all_events(srv: &Server, run_id: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut after = -1i64;
-    loop {
-        let (status, body) = srv.get(&format!("/api/runs/{run_id}/events?afterSeq={after}&limit=1000"));
-        if status != 200 {
-            return out;
-        }
-        let page = parse_str(&body).unwrap().get("events").and_then(Value::as_array).cloned().unwrap_or_default();
-        let Some(last) = page.last().and_then(|e| i(e, &["seq"])) else {
-            return out;
-        };
-        after = last;
-        out.extend(page);
-    }
-}
-
-fn stored_at_least(srv: &Server, run_id: &str, count: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let events = all_events(srv, run_id);
-        if events.len() >= count || Instant::now() > deadline {
-            return events;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// The `n` of each stored `node.started`, in seq order.
 fn call_numbers(events: &[Value]) -> Vec<u64> {
     events
@@ -135,7 +106,7 @@ fn a_server_down_longer_than_the_ring_holds_loses_nothing_with_the_spool() {
     let (srv, run_id, calls, stats) = dark_period(Some(&dir));
     assert!(calls * 2 > RING as u64 * 10, "the dark period outlasts the ring: {calls} calls");
     let expected = 2 + 2 * calls as usize;
-    let events = stored_at_least(&srv, &run_id, expected);
+    let events = srv.stored_at_least(&run_id, expected);
     assert_eq!(events.len(), expected, "every event stored, once");
     assert_eq!(marked(&events), 0, "no gap marker");
     assert_eq!(stats.lost, 0, "{stats:?}");
@@ -153,10 +124,10 @@ fn a_server_down_longer_than_the_ring_holds_loses_nothing_with_the_spool() {
 fn without_the_spool_the_gap_markers_count_exactly_what_is_missing() {
     let (srv, run_id, calls, stats) = dark_period(None);
     let emitted = 2 + 2 * calls as i64;
-    let events = stored_at_least(&srv, &run_id, RING as usize);
-    // Let everything land, then read once more.
+    srv.stored_at_least(&run_id, RING as usize);
+    // Let everything land, then read it.
     std::thread::sleep(Duration::from_millis(300));
-    let events = if events.len() < all_events(&srv, &run_id).len() { all_events(&srv, &run_id) } else { events };
+    let events = srv.all_events(&run_id);
     let markers = events.iter().filter(|e| e.get("payload").and_then(|p| p.get("gap")).is_some()).count() as i64;
     let stored = events.len() as i64 - markers;
     let lost = marked(&events);
@@ -272,7 +243,7 @@ fn an_app_killed_mid_write_leaves_a_spool_that_import_stores_torn_tail_skipped()
     assert!(String::from_utf8_lossy(&again.stdout).contains("No spool to import"));
     // What a server on that database serves: every complete record, in order, once.
     let srv = Server::start(&["--db", db.to_str().unwrap()], &[]);
-    let events = all_events(&srv, &run_id);
+    let events = srv.all_events(&run_id);
     let want: Vec<i64> = records.iter().filter(|r| r.run_id == run_id).map(|r| r.seq as i64).collect();
     let got: Vec<i64> = events.iter().map(|e| i(e, &["seq"]).unwrap()).collect();
     assert_eq!(got, want);
@@ -288,7 +259,7 @@ fn the_next_serve_picks_up_a_spool_left_by_a_dead_app() {
     let run_id = killed_child(&dir, 200 * 1024);
     let records = tear_and_count(&dir);
     let srv = Server::start(&[], &[("GRAPHMIND_SPOOL_DIR", dir.to_str().unwrap())]);
-    let events = all_events(&srv, &run_id);
+    let events = srv.all_events(&run_id);
     assert_eq!(events.len(), records.len(), "every complete record stored at startup");
     assert_eq!(call_numbers(&events), (0..call_numbers(&events).len() as u64).collect::<Vec<_>>());
     assert!(segments(&dir).is_empty());
@@ -319,7 +290,7 @@ fn a_live_apps_spool_is_left_to_it() {
     // Ended with no server: what it never delivered stays for the next serve.
     session.dispose(Duration::from_millis(500));
     let srv = Server::start(&["--spool-dir", dir.to_str().unwrap()], &[]);
-    let events = all_events(&srv, &run.run_id);
+    let events = srv.all_events(&run.run_id);
     assert_eq!(events.len(), 1 + 2 * 2_000, "run.started and every call");
     let _ = std::fs::remove_dir_all(base);
 }
