@@ -409,7 +409,7 @@ impl Worker {
         let outcome = match req.send(&body[..]) {
             Ok(mut resp) => {
                 let code = resp.status().as_u16();
-                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
                 let _ = resp.body_mut().read_to_vec();
                 match code {
                     200..=299 => Outcome::Sent,
@@ -447,4 +447,30 @@ fn document<'a>(spans: impl Iterator<Item = &'a Pending>) -> String {
     let rs: Vec<serde_json::Value> =
         groups.into_iter().map(|(resource, scope, spans)| serde_json::json!({"resource": resource, "scopeSpans": [{"scope": scope, "spans": spans}]})).collect();
     serde_json::json!({ "resourceSpans": rs }).to_string()
+}
+/// A `Retry-After` value (RFC 9110): whole seconds, or an HTTP date, read against `now`
+/// (a date in the past means at once). `None` when it is neither.
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_an_http_date() {
+        let now = httpdate::parse_http_date("Sat, 05 Dec 2026 02:30:00 GMT").unwrap();
+        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("Sat, 05 Dec 2026 02:30:12 GMT", now), Some(Duration::from_secs(12)));
+        assert_eq!(parse_retry_after("Sat, 05 Dec 2026 02:29:00 GMT", now), Some(Duration::ZERO), "past: at once");
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-1", now), None);
+    }
 }
