@@ -142,6 +142,7 @@ bench-python: setup
 	.venv/bin/python bench/python_llm.py
 	$(CARGO) build -p graphmind-cli --release
 	.venv/bin/python bench/python_replay.py bench/sample-1k.json
+	.venv/bin/python bench/python_spool.py bench/sample-1k.json
 
 ## `graphmind demo`: the server (or the one already on the port), the demo agent held at a
 ## loop and an error, the viewer link. Without a terminal (CI) it releases both holds itself

@@ -59,6 +59,10 @@ export interface SessionOptions {
   logger?: (line: string) => void;
   /** Rate-limit window of repeated warnings. Default 60000. */
   warnIntervalMs?: number;
+  /** While detached, events that fall out of the replay buffer go to an on-disk spool in this folder (docs/spool.md). Default: GRAPHMIND_SPOOL_DIR, else off. */
+  spoolDir?: string;
+  /** The spool's byte bound; the oldest segment is dropped, with exact gap markers. Default 64 MiB. */
+  spoolMaxBytes?: number;
 }
 
 export interface ReadyOptions { timeoutMs?: number }

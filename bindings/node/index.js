@@ -67,7 +67,7 @@ const OPTION_KEYS = [
   'url', 'appName', 'sdk', 'meta', 'enabled', 'connectTimeoutMs', 'handshakeTimeoutMs',
   'retryIntervalMs', 'bufferSize', 'maxBufferBytes', 'pauseTimeoutMs', 'tokenIntervalMs', 'tokenFlushIntervalMs',
   'warnIntervalMs', 'hideInputs', 'hideOutputs', 'hideToolArgs', 'hideToolResults',
-  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated', 'replay',
+  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated', 'replay', 'spoolDir', 'spoolMaxBytes',
 ];
 
 /** The error a wrapped call throws when its run was aborted (name `AbortError`). */

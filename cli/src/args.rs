@@ -34,6 +34,8 @@ pub struct ServeArgs {
     pub otlp_no_redact_secrets: bool,
     /// `--log-level`: the server log's default level (`RUST_LOG` refines it; docs/server.md).
     pub log_level: Option<tracing::level_filters::LevelFilter>,
+    /// `--spool-dir DIR`: one more folder to pick left spools up from at startup.
+    pub spool_dir: Option<String>,
 }
 
 /// `graphmind runs` options.
@@ -147,6 +149,8 @@ pub enum Command {
     Record(RecordArgs),
     /// `graphmind import FILE`.
     Import { file: String, db: Option<String> },
+    /// `graphmind import --spool DIR`.
+    ImportSpool { dir: String, db: Option<String> },
     /// `graphmind pauses`.
     Pauses(ControlArgs),
     /// `graphmind wait`.
@@ -209,7 +213,8 @@ Commands:
   replay     Re-run an app with a recorded run answering its tool and model calls:
              replay <runId> [--from <nodeId>#<n>] [--output <json|@file>] [--exec <cmd>]
              [--port <n>] (prints the command line; --exec runs it; docs/replay.md)
-  import     Load OTLP/JSON or OpenInference spans as a read-only run: import <file>
+  import     Load OTLP/JSON or OpenInference spans as a read-only run: import <file>;
+             or store the spools left by apps that died: import --spool <dir> (docs/spool.md)
   pauses     List held pauses of the server on --port: pauses [--run <id>] [--json]
   wait       Block until a pause is held: wait [--run <id>] [--timeout <s>] [--json]
   resume     Release a pause: resume <pauseId> --run <id> --action continue|retry|inject|abort
@@ -242,6 +247,9 @@ Options:
   --log-level <off|error|warn|info|debug|trace>
                  (serve) the server log's level on stderr (default info); RUST_LOG, when
                  set, refines it (target=level) or replaces it (a bare level)
+  --spool-dir <dir>
+                 (serve) also store, at startup, the spools left in <dir> by apps that
+                 died (always: GRAPHMIND_SPOOL_DIR and ~/.graphmind/spool; docs/spool.md)
   --keep <n>     Runs kept by the prune (default 200, GRAPHMIND_KEEP_RUNS)
   --days <n>     Days kept by the prune (default 30, GRAPHMIND_KEEP_DAYS)
   --json         (serve) print one JSON line {{port,url,pid,version}} once listening, and
@@ -284,6 +292,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut control = ControlArgs::default();
     let mut replay = ReplayArgs::default();
     let mut db = None;
+    let mut spool: Option<String> = None;
     let mut port = None;
     let mut json = false;
     let mut keep = None;
@@ -363,6 +372,14 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             "--otlp-endpoint" => {
                 serve.otlp_endpoint = Some(value("--otlp-endpoint")?);
                 "otlp-endpoint"
+            }
+            "--spool-dir" => {
+                serve.spool_dir = Some(value("--spool-dir")?);
+                "spool-dir"
+            }
+            "--spool" => {
+                spool = Some(value("--spool")?);
+                "spool"
             }
             "--otlp-no-redact-secrets" => {
                 serve.otlp_no_redact_secrets = true;
@@ -531,7 +548,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     };
     match command.as_str() {
         "serve" => {
-            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets", "log-level"])?;
+            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets", "log-level", "spool-dir"])?;
             no_more(&positionals)?;
             serve.db = db;
             serve.port = port;
@@ -561,7 +578,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             Ok(Command::Record(record))
         }
         "import" => {
-            allow(&["db"])?;
+            allow(&["db", "spool"])?;
+            if let Some(dir) = spool {
+                no_more(&positionals)?;
+                return Ok(Command::ImportSpool { dir, db });
+            }
             let mut it = positionals.into_iter();
             let Some(file) = it.next() else { return Err(err("import needs a file: graphmind import <file.json>".into())) };
             no_more(&it.collect::<Vec<_>>())?;
@@ -706,6 +727,11 @@ mod tests {
         );
         assert_eq!(p(&["wait", "--timeout", "3"]).unwrap(), Command::Wait(ControlArgs { timeout: Some(3.0), ..Default::default() }));
         assert_eq!(p(&["import", "f.json"]).unwrap(), Command::Import { file: "f.json".into(), db: None });
+        assert_eq!(p(&["import", "--spool", "/s"]).unwrap(), Command::ImportSpool { dir: "/s".into(), db: None });
+        assert!(p(&["import", "--spool", "/s", "f.json"]).is_err(), "a spool or a file, not both");
+        assert!(p(&["runs", "--spool", "/s"]).is_err());
+        let Command::Serve(s) = p(&["serve", "--spool-dir", "/d"]).unwrap() else { panic!() };
+        assert_eq!(s.spool_dir.as_deref(), Some("/d"));
         assert_eq!(p(&["--version"]).unwrap(), Command::Version);
         assert_eq!(p(&["demo", "--live", "--no-open", "--port", "0"]).unwrap(), Command::Demo(DemoArgs { port: Some(0), live: true, ..Default::default() }));
         assert_eq!(p(&["init", "app", "--lang", "Ruby", "--write"]).unwrap(), Command::Init(InitArgs { lang: Some("ruby".into()), write: true, dir: Some("app".into()) }));

@@ -605,6 +605,14 @@ pub fn read_spans(text: &str) -> Result<(Vec<Span>, &'static str, Option<String>
     }
 }
 
+/// The database `graphmind import` writes, or the exit code after saying why it cannot.
+pub(crate) fn open_db(db: &Path) -> Result<rusqlite::Connection, i32> {
+    storage::open(db).map_err(|e| {
+        eprintln!("graphmind import: cannot open {}: {e}", db.display());
+        1
+    })
+}
+
 /// `graphmind import FILE`: stores the file's spans as one read-only run.
 pub fn import_file(db: &Path, file: &str) -> i32 {
     let text = match std::fs::read_to_string(file) {
@@ -632,12 +640,9 @@ pub fn import_file(db: &Path, file: &str) -> i32 {
             return 1;
         }
     };
-    let conn = match storage::open(db) {
+    let conn = match open_db(db) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("graphmind import: cannot open {}: {e}", db.display());
-            return 1;
-        }
+        Err(code) => return code,
     };
     let stored = (|| -> rusqlite::Result<()> {
         let tx = conn.unchecked_transaction()?;

@@ -30,6 +30,7 @@ pub mod otlp_config;
 pub mod otlp_export;
 pub mod otlp_map;
 pub mod server;
+pub mod spool_import;
 pub mod migrations;
 pub mod storage;
 pub mod storage_health;
@@ -103,6 +104,13 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             Ok(c) => {
                 telemetry::record_command("import", &c);
                 import::import_file(&c.db_path, &file)
+            }
+            Err(code) => code,
+        },
+        Command::ImportSpool { dir, db } => match config_for(ServerFlags { db, ..Default::default() }) {
+            Ok(c) => {
+                telemetry::record_command("import", &c);
+                spool_import::import_spool(&c.db_path, &dir)
             }
             Err(code) => code,
         },
@@ -222,6 +230,7 @@ fn serve(s: args::ServeArgs) -> i32 {
     if cfg.retention {
         retention::startup_prune(&cfg.db_path, cfg.keep_runs, cfg.keep_days);
     }
+    pick_up_spools(&cfg.db_path, s.spool_dir.as_deref(), &cfg.home);
     let tokens = match tokens::Tokens::generate() {
         Ok(t) => t,
         Err(e) => {
@@ -299,6 +308,23 @@ fn serve(s: args::ServeArgs) -> i32 {
     spawn_shutdown_watcher(Some(server.shared()), run_files, Vec::new());
     server.run();
     0
+}
+
+/// Stores the spools that apps which died left behind (docs/spool.md), before the server
+/// listens, so nothing else writes the database meanwhile. Fail-open: a spool that cannot be
+/// stored stays where it is and the server starts anyway.
+fn pick_up_spools(db: &std::path::Path, flag: Option<&str>, home: &std::path::Path) {
+    let env = std::env::var("GRAPHMIND_SPOOL_DIR").ok();
+    let dirs = spool_import::serve_dirs(flag, env.as_deref(), home);
+    let conn = match storage::open(db) {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    match spool_import::pick_up(&conn, &dirs) {
+        Ok(s) if s.spools > 0 => eprintln!("graphmind: {}", s.line()),
+        Ok(_) => {}
+        Err(e) => eprintln!("graphmind: cannot store a left spool ({e}); it stays on disk for `graphmind import --spool`"),
+    }
 }
 
 /// Closes every socket with 1001, stores what is queued, removes the run files.

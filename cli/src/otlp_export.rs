@@ -181,17 +181,6 @@ struct Pending {
     span: Span,
 }
 
-/// How long a `Retry-After` value asks to wait: delay-seconds, or an HTTP date (a date in
-/// the past means now). `None` for anything else (the backoff applies).
-fn retry_after(v: &str) -> Option<Duration> {
-    let v = v.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(v).ok()?;
-    Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
-}
-
 /// One request's body, encoded once: it waits here while the endpoint is retried, so a
 /// retry re-sends the same bytes instead of re-encoding (or keeping copies of) its spans.
 struct Batch {
@@ -469,7 +458,7 @@ impl Worker {
         let outcome = match req.send(&batch.body[..]) {
             Ok(mut resp) => {
                 let code = resp.status().as_u16();
-                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(retry_after);
+                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
                 let _ = resp.body_mut().read_to_vec();
                 match code {
                     200..=299 => Outcome::Sent,
@@ -495,18 +484,28 @@ impl Worker {
     }
 }
 
+/// A `Retry-After` value (RFC 9110): whole seconds, or an HTTP date, read against `now`
+/// (a date in the past means at once). `None` when it is neither.
+pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn retry_after_takes_seconds_or_an_http_date() {
-        assert_eq!(retry_after(" 7 "), Some(Duration::from_secs(7)));
-        let later = std::time::SystemTime::now() + Duration::from_secs(20);
-        let d = retry_after(&httpdate::fmt_http_date(later)).unwrap();
-        assert!(d > Duration::from_secs(18) && d <= Duration::from_secs(20), "{d:?}");
-        assert_eq!(retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO), "a past date: now");
-        assert_eq!(retry_after("soon"), None);
-        assert_eq!(retry_after("-3"), None);
+        let now = httpdate::parse_http_date("Sat, 05 Dec 2026 02:30:00 GMT").unwrap();
+        assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("Sat, 05 Dec 2026 02:30:12 GMT", now), Some(Duration::from_secs(12)));
+        assert_eq!(parse_retry_after("Sat, 05 Dec 2026 02:29:00 GMT", now), Some(Duration::ZERO), "past: at once");
+        assert_eq!(parse_retry_after("soon", now), None);
+        assert_eq!(parse_retry_after("-1", now), None);
     }
 }

@@ -547,7 +547,7 @@ fn restamp(shared: &Shared, env: &mut crate::envelope::Envelope) -> bool {
 }
 
 /// The frame written again around a changed payload (other top-level fields kept).
-fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> String {
+pub(crate) fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> String {
     match json::parse_str(text) {
         Ok(Value::Object(mut m)) => {
             m.insert("payload", env.payload.clone());

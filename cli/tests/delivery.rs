@@ -10,7 +10,6 @@ use common::*;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
 use graphmind_core::event::NodeKind;
 use graphmind_core::host_value::HostValue;
-use graphmind_core::json::{parse_str, Value};
 use graphmind_core::session::{NodeRef, RunOutcome, Session, BACKPRESSURE_DEADLINE};
 use graphmind_core::warn::WarnSink;
 use std::sync::{Arc, Mutex};
@@ -34,43 +33,6 @@ fn env_count(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-/// Every stored event of `run_id`, paged with `afterSeq`.
-fn all_events(srv: &Server, run_id: &str) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut after = -1i64;
-    loop {
-        let (status, body) = srv.get(&format!(
-            "/api/runs/{run_id}/events?afterSeq={after}&limit=1000"
-        ));
-        if status != 200 {
-            return out;
-        }
-        let page = parse_str(&body)
-            .unwrap()
-            .get("events")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let Some(last) = page.last().and_then(|e| i(e, &["seq"])) else {
-            return out;
-        };
-        after = last;
-        out.extend(page);
-    }
-}
-
-/// The stored events of `run_id` once `count` of them are there (or 30 s passed).
-fn stored_at_least(srv: &Server, run_id: &str, count: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let events = all_events(srv, run_id);
-        if events.len() >= count || Instant::now() > deadline {
-            return events;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn tool_call(session: &Session, run_id: &str, input: &str) {
@@ -120,7 +82,7 @@ fn a_short_run_without_ready_is_stored_whole_at_dispose_and_at_flush() {
             Some(22),
             "round {round}: every event"
         );
-        let events = all_events(&srv, &run_id);
+        let events = srv.all_events(&run_id);
         assert_eq!(events.len(), 22);
         assert_eq!(s(&events[21], &["type"]), Some("run.finished"));
     }
@@ -170,7 +132,7 @@ fn a_flood_while_attached_is_stored_event_for_event_and_ends_ok() {
     assert_eq!(stats.lost, 0, "{stats:?} {:?}", warnings.lock().unwrap());
     let run_info = srv.wait_run(&run.run_id, |r| s(r, &["status"]) != Some("running"));
     assert_eq!(s(&run_info, &["status"]), Some("ok"));
-    let events = stored_at_least(&srv, &run.run_id, emitted);
+    let events = srv.stored_at_least(&run.run_id, emitted);
     assert_eq!(
         events.len(),
         emitted,
@@ -235,7 +197,7 @@ fn a_stopped_server_delays_the_app_at_most_the_deadline_and_every_drop_is_marked
     let total = stats.seq as usize;
     let deadline = Instant::now() + Duration::from_secs(30);
     let (stored, marked) = loop {
-        let events = all_events(&srv, &run.run_id);
+        let events = srv.all_events(&run.run_id);
         let marked: u64 = events
             .iter()
             .filter_map(|e| i(e, &["payload", "gap", "droppedCount"]))
@@ -296,7 +258,7 @@ fn events_emitted_before_the_debugger_started_are_kept_or_counted_in_the_gap_mar
     session.dispose(session.exit_deadline());
     let deadline = Instant::now() + Duration::from_secs(30);
     let (events, marked) = loop {
-        let events = all_events(&srv, &run.run_id);
+        let events = srv.all_events(&run.run_id);
         let marked: i64 = events
             .iter()
             .filter_map(|e| i(e, &["payload", "gap", "droppedCount"]))
@@ -373,7 +335,7 @@ fn a_server_killed_and_restarted_mid_run_costs_the_app_nothing_and_the_run_says_
         Some("ok"),
         "run.finished reached the restarted server"
     );
-    let events = all_events(&srv, &run.run_id);
+    let events = srv.all_events(&run.run_id);
     let marked: i64 = events
         .iter()
         .filter_map(|e| i(e, &["payload", "gap", "droppedCount"]))

@@ -173,6 +173,18 @@ pub struct BufferStats {
     pub max_bytes: usize,
 }
 
+/// An envelope that left the ring undelivered while spilling is on ([`ReplayBuffer::set_spill`]):
+/// for the on-disk spool instead of a gap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spilled {
+    /// Its run.
+    pub run_id: String,
+    /// Its seq.
+    pub seq: u64,
+    /// The envelope text.
+    pub json: String,
+}
+
 #[derive(Debug)]
 struct Entry {
     json: String,
@@ -197,6 +209,8 @@ pub struct ReplayBuffer {
     warned_loss: bool,
     warned_oversize_sent: bool,
     warned_oversize_lost: bool,
+    spill: bool,
+    spilled: Vec<Spilled>,
 }
 
 impl ReplayBuffer {
@@ -217,7 +231,54 @@ impl ReplayBuffer {
             warned_loss: false,
             warned_oversize_sent: false,
             warned_oversize_lost: false,
+            spill: false,
+            spilled: Vec::new(),
         }
+    }
+
+    /// With `on`, an envelope that leaves the ring undelivered (evicted, or refused for its
+    /// size) is kept for [`take_spilled`](Self::take_spilled) instead of being counted as lost.
+    pub fn set_spill(&mut self, on: bool) {
+        self.spill = on;
+    }
+
+    /// The envelopes spilled since the last call, oldest first.
+    pub fn take_spilled(&mut self) -> Vec<Spilled> {
+        std::mem::take(&mut self.spilled)
+    }
+
+    /// Whether anything waits in [`take_spilled`](Self::take_spilled).
+    pub fn has_spilled(&self) -> bool {
+        !self.spilled.is_empty()
+    }
+
+    /// Takes every buffered envelope that was never delivered out of the ring, oldest first
+    /// (the session ends with no debugger: they go to the spool).
+    pub fn drain_undelivered(&mut self) -> Vec<Spilled> {
+        let (undelivered, kept): (VecDeque<Entry>, VecDeque<Entry>) =
+            std::mem::take(&mut self.entries).into_iter().partition(|e| !e.delivered);
+        self.entries = kept;
+        self.bytes = self.entries.iter().map(|e| e.json.len()).sum();
+        undelivered
+            .into_iter()
+            .map(|e| Spilled {
+                run_id: e.run_id,
+                seq: e.seq,
+                json: e.json,
+            })
+            .collect()
+    }
+
+    /// Counts one envelope as lost after all (its spill could not be written): it joins
+    /// its run's gap.
+    pub fn count_lost(&mut self, run_id: &str, seq: u64) {
+        self.record_loss(run_id, seq);
+    }
+
+    /// Counts `count` envelopes as lost whose gap markers were made elsewhere (a spool
+    /// segment dropped for the spool's bound): in [`BufferStats::lost`], no pending gap.
+    pub fn count_lost_marked(&mut self, count: u64) {
+        self.lost += count;
     }
 
     /// The same buffer, quoting the host SDK's option names in its warnings.
@@ -265,6 +326,19 @@ impl ReplayBuffer {
                     warning,
                 };
             }
+            if self.spill {
+                self.spilled.push(Spilled {
+                    run_id: run_id.to_owned(),
+                    seq,
+                    json: envelope_json,
+                });
+                return PushOutcome {
+                    kept: false,
+                    evicted: 0,
+                    lost: 0,
+                    warning: None,
+                };
+            }
             self.record_loss(run_id, seq);
             warning = (!self.warned_oversize_lost).then(|| {
                 self.warned_oversize_lost = true;
@@ -297,8 +371,16 @@ impl ReplayBuffer {
             self.dropped += 1;
             evicted += 1;
             if !old.delivered {
-                lost += 1;
-                self.record_loss(&old.run_id, old.seq);
+                if self.spill {
+                    self.spilled.push(Spilled {
+                        run_id: old.run_id,
+                        seq: old.seq,
+                        json: old.json,
+                    });
+                } else {
+                    lost += 1;
+                    self.record_loss(&old.run_id, old.seq);
+                }
             }
         }
         self.bytes += size;
@@ -687,6 +769,29 @@ mod tests {
         assert!(b
             .loss_warning()
             .ends_with("; 10 of them spread past 64 runs and are counted but not marked"));
+    }
+
+    #[test]
+    fn spilling_keeps_undelivered_evictions_instead_of_losing_them() {
+        let small = frame("r", 0, "a");
+        let mut b = ReplayBuffer::new(2, small.len() * 4);
+        b.set_spill(true);
+        b.push_delivered("r", 0, frame("r", 0, "a"));
+        for seq in 1..5 {
+            b.push("r", seq, frame("r", seq, "a"));
+        }
+        // Too big for the ring: spilled too, in order.
+        b.push("r", 5, frame("r", 5, &"x".repeat(small.len() * 5)));
+        let spilled: Vec<u64> = b.take_spilled().iter().map(|s| s.seq).collect();
+        assert_eq!(spilled, vec![1, 2, 5]);
+        let s = b.stats();
+        assert_eq!((s.lost, s.pending_gaps, s.buffered), (0, 0, 2));
+        let rest: Vec<u64> = b.drain_undelivered().iter().map(|s| s.seq).collect();
+        assert_eq!(rest, vec![3, 4]);
+        assert_eq!((b.stats().buffered, b.stats().bytes), (0, 0));
+        b.count_lost_marked(3);
+        b.count_lost("r", 9);
+        assert_eq!((b.stats().lost, b.stats().pending_gaps), (4, 1));
     }
 
     #[test]

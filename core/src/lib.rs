@@ -30,6 +30,7 @@ pub mod replay;
 pub mod session;
 pub mod shrink;
 pub mod smart;
+pub mod spool;
 pub mod step;
 pub mod sync;
 pub mod tool_edit;

@@ -19,6 +19,7 @@
 //! - A disabled session does nothing at all, yet a run still gets a working context.
 
 mod payload;
+mod spooler;
 
 use crate::config::Config;
 use crate::event::{
@@ -307,6 +308,8 @@ pub struct SessionStats {
     pub lost: u64,
     /// Runs with a gap marker waiting for an attach.
     pub pending_gaps: u64,
+    /// Events kept in the on-disk spool for the next attach (`spoolDir`).
+    pub spooled: u64,
     /// Gates held now.
     pub held_gates: u64,
     /// The next `seq`.
@@ -433,6 +436,7 @@ struct Inner {
     dropped: AtomicU64,
     lost: AtomicU64,
     pending_gaps: AtomicU64,
+    spooled: AtomicU64,
     /// Set when `Shared::handoff_loss` has something for the worker to take over.
     handoff_lost: AtomicBool,
     /// The receiving end, taken by the worker when it starts.
@@ -553,6 +557,7 @@ impl Session {
             dropped: AtomicU64::new(0),
             lost: AtomicU64::new(0),
             pending_gaps: AtomicU64::new(0),
+            spooled: AtomicU64::new(0),
             handoff_lost: AtomicBool::new(false),
             inbox: Mutex::new(Some(rx)),
             loop_guard: Mutex::new(loop_guard),
@@ -1459,6 +1464,7 @@ impl Session {
             dropped: self.inner.dropped.load(Ordering::Relaxed),
             lost: self.inner.lost.load(Ordering::Relaxed) + shared.handoff_loss.total,
             pending_gaps: self.inner.pending_gaps.load(Ordering::Relaxed),
+            spooled: self.inner.spooled.load(Ordering::Relaxed),
             held_gates: shared.engine.held_count() as u64,
             seq: shared.seq,
         }
@@ -1607,6 +1613,7 @@ impl Session {
         self.inner.attached.store(false, Ordering::Release);
         self.inner.buffered.store(0, Ordering::Relaxed);
         self.inner.pending_gaps.store(0, Ordering::Relaxed);
+        self.inner.spooled.store(0, Ordering::Relaxed);
     }
 
     // -- internals ----------------------------------------------------------------------
@@ -1778,6 +1785,10 @@ impl Session {
             false
         } else if shared.engine_attached {
             shared.shedding || len >= OUTBOX_CAPACITY - END_RESERVE
+        } else if self.inner.config.spool_dir.is_some() {
+            // With a spool, what the ring pushes out is kept on disk: the worker must see
+            // every event, so only a worker that fell far behind drops (as attached).
+            len >= OUTBOX_CAPACITY - END_RESERVE
         } else {
             len >= self.inner.config.buffer_size.max(MIN_DETACHED_QUEUE)
         };
@@ -2387,13 +2398,17 @@ struct Worker {
     /// Envelopes queued on the link since its last successful flush: if the link fails
     /// before the next one, they count as never delivered.
     unflushed: usize,
+    /// The on-disk spool, when `spoolDir` is set.
+    spooler: spooler::Spooler,
 }
 
 impl Worker {
     fn new(inner: Arc<Inner>, rx: Receiver<Outgoing>) -> Worker {
         let config = &inner.config;
         let redactor = redact::Redactor::new(config.hide);
-        let buffer = buffer::ReplayBuffer::new(config.buffer_size, config.max_buffer_bytes);
+        let mut buffer = buffer::ReplayBuffer::new(config.buffer_size, config.max_buffer_bytes);
+        let spooler = spooler::Spooler::new(config);
+        buffer.set_spill(spooler.active());
         Worker {
             session: Session { inner },
             rx,
@@ -2406,6 +2421,7 @@ impl Worker {
             fast_retry: FAST_RETRY_DELAYS.len(),
             tried: false,
             unflushed: 0,
+            spooler,
         }
     }
 
@@ -2448,6 +2464,10 @@ impl Worker {
             }
             self.take_handoff_loss();
             self.flush_link();
+            self.spooler.flush(&mut self.buffer, &self.session.inner.warner);
+            if stop {
+                self.finish_spool();
+            }
             self.publish_stats();
             if stop {
                 return;
@@ -2516,6 +2536,7 @@ impl Worker {
                 }
                 self.take_handoff_loss();
                 self.flush_link();
+                self.finish_spool();
                 if let Some(link) = self.link.take() {
                     link.close("session disposed");
                 }
@@ -2643,6 +2664,41 @@ impl Worker {
         if let Some(warning) = pushed.warning {
             self.inner().warner.warn("buffer-overflow", &warning);
         }
+        if self.buffer.has_spilled() {
+            self.spill();
+        }
+    }
+
+    /// Writes what the ring spilled to the spool (gap markers for a dropped segment take
+    /// fresh seqs).
+    fn spill(&mut self) {
+        let items = self.buffer.take_spilled();
+        let inner = self.session.inner.clone();
+        let mut next_seq = || {
+            let mut shared = inner.shared.lock();
+            shared.seq += 1;
+            shared.seq - 1
+        };
+        self.spooler
+            .write(items, &mut self.buffer, &mut next_seq, epoch_ms(), &inner.warner);
+    }
+
+    /// The session ends: the spool keeps what never reached a debugger, or goes.
+    fn finish_spool(&mut self) {
+        let inner = self.session.inner.clone();
+        let mut next_seq = || {
+            let mut shared = inner.shared.lock();
+            shared.seq += 1;
+            shared.seq - 1
+        };
+        let attached = self.link.is_some();
+        self.spooler.finish(
+            attached,
+            &mut self.buffer,
+            &mut next_seq,
+            epoch_ms(),
+            &inner.warner,
+        );
     }
 
     /// The event's deferred member, taken when it can go out exactly as the host wrote it
@@ -2959,6 +3015,15 @@ impl Worker {
             }
         }
         let mut ok = markers.into_iter().all(|frame| writer.queue(frame).is_ok());
+        let spooled = if ok {
+            self.spooler.pending(&self.session.inner.warner)
+        } else {
+            Vec::new()
+        };
+        let had_spool = !spooled.is_empty();
+        if ok && had_spool {
+            ok = spooled.into_iter().all(|r| writer.queue(r.frame).is_ok());
+        }
         let replayed = self.buffer.frames().len();
         if ok {
             ok = self
@@ -2981,6 +3046,10 @@ impl Worker {
             return;
         }
         self.buffer.mark_delivered(replayed);
+        if had_spool {
+            self.spooler
+                .replayed(&mut self.buffer, &self.session.inner.warner);
+        }
         self.warn_gaps_sent(&gaps);
         self.link = Some(writer);
         self.fast_retry = FAST_RETRY_DELAYS.len();
@@ -3008,6 +3077,7 @@ impl Worker {
         inner
             .pending_gaps
             .store(stats.pending_gaps as u64, Ordering::Relaxed);
+        inner.spooled.store(self.spooler.len(), Ordering::Relaxed);
     }
 }
 

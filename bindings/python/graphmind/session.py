@@ -10,6 +10,7 @@ with the GIL released for sync code, an awaited future for asyncio code.
 from __future__ import annotations
 
 import asyncio
+import os
 import contextvars
 import sys
 import threading
@@ -47,6 +48,8 @@ _OPTION_NAMES: dict[str, tuple[str, bool]] = {
     "break_on_error_result": ("breakOnErrorResult", False),
     "break_on_truncated": ("breakOnTruncated", False),
     "replay": ("replay", False),
+    "spool_dir": ("spoolDir", False),
+    "spool_max_bytes": ("spoolMaxBytes", False),
 }
 
 # loop_guard keys: snake_case spellings of the core's camelCase ones.
@@ -267,8 +270,8 @@ class Session:
     (``url``, ``app_name``, ``sdk``, ``meta``, ``enabled``, ``connect_timeout``,
     ``handshake_timeout``, ``retry_interval``, ``buffer_size``, ``pause_timeout``,
     ``token_interval``, ``env``, ``logger``, ``warn_interval``, ``clock``, ``loop_guard``,
-    ``hide_inputs``, ``hide_outputs``, ``hide_tool_args``, ``hide_tool_results``);
-    durations are seconds."""
+    ``hide_inputs``, ``hide_outputs``, ``hide_tool_args``, ``hide_tool_results``), plus
+    ``spool_dir`` and ``spool_max_bytes`` (docs/spool.md); durations are seconds."""
 
     def __init__(
         self,
@@ -297,6 +300,8 @@ class Session:
         break_on_truncated: bool | None = None,
         max_buffer_bytes: int | None = None,
         replay: Any = None,
+        spool_dir: str | os.PathLike[str] | None = None,
+        spool_max_bytes: int | None = None,
     ) -> None:
         options = core_options(
             {
@@ -321,6 +326,8 @@ class Session:
                 "break_on_error_result": break_on_error_result,
                 "break_on_truncated": break_on_truncated,
                 "replay": replay,
+                "spool_dir": os.fspath(spool_dir) if spool_dir is not None else None,
+                "spool_max_bytes": spool_max_bytes,
             }
         )
         # `clock` drove the reference's held-time ledger; the core times holds itself.

@@ -180,7 +180,7 @@ def _config_cases(path):
 
 
 def test_environment_vectors():
-    assert _config_cases("ours/environment.json") == 54
+    assert _config_cases("ours/environment.json") == 59
 
 
 def test_kill_switch_vectors():

@@ -201,8 +201,11 @@ class TestVectors < Minitest::Test
                                                buffer_size: 10, max_buffer_bytes: 4096, pause_timeout: 30,
                                                token_interval: 0.05, warn_interval: 1,
                                                loop_guard: { threshold: 5, "allow_nodes" => ["tool:x"], ignoreKeys: ["t"] },
-                                               hide_inputs: true, meta: { team: "a" }))
+                                               hide_inputs: true, meta: { team: "a" },
+                                               spool_dir: "/tmp/gm-ruby-spool", spool_max_bytes: 1 << 20))
     c = gm.config
+    assert_equal "/tmp/gm-ruby-spool", c["spoolDir"]
+    assert_equal 1 << 20, c["spoolMaxBytes"]
     assert_equal 250, c["connectTimeoutMs"]
     assert_equal 2000, c["handshakeTimeoutMs"]
     assert_equal 5000, c["retryIntervalMs"]

@@ -246,6 +246,36 @@ impl Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Every stored event of `run_id`, paged with `afterSeq`.
+    pub fn all_events(&self, run_id: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut after = -1i64;
+        loop {
+            let (status, body) = self.get(&format!("/api/runs/{run_id}/events?afterSeq={after}&limit=1000"));
+            if status != 200 {
+                return out;
+            }
+            let page = parse_str(&body).unwrap().get("events").and_then(Value::as_array).cloned().unwrap_or_default();
+            let Some(last) = page.last().and_then(|e| i(e, &["seq"])) else {
+                return out;
+            };
+            after = last;
+            out.extend(page);
+        }
+    }
+
+    /// The stored events of `run_id` once `count` of them are there (or 30 s passed).
+    pub fn stored_at_least(&self, run_id: &str, count: usize) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let events = self.all_events(run_id);
+            if events.len() >= count || Instant::now() > deadline {
+                return events;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for Server {

@@ -240,6 +240,11 @@ pub struct Options {
     /// `replay`: `"<run id>[@<nodeId>#<n>]"` or `{run?, file?, from?, output?}`; beats the
     /// `GRAPHMIND_REPLAY*` variables (see [`crate::replay`]).
     pub replay: Option<Value>,
+    /// `spoolDir`: the folder of the on-disk spool ([`crate::spool`]); beats
+    /// `GRAPHMIND_SPOOL_DIR`. An empty string turns the spool off.
+    pub spool_dir: Option<String>,
+    /// `spoolMaxBytes`: the spool's byte bound.
+    pub spool_max_bytes: Option<i64>,
 }
 
 /// Why a session is on or off: the row of the kill-switch table that decided.
@@ -320,6 +325,10 @@ pub struct Config {
     pub edit_input: bool,
     /// The run to replay, if any ([`crate::replay`]).
     pub replay: Option<crate::replay::ReplaySpec>,
+    /// Where the on-disk spool goes while detached; `None`: no spool ([`crate::spool`]).
+    pub spool_dir: Option<std::path::PathBuf>,
+    /// The spool's byte bound.
+    pub spool_max_bytes: u64,
     /// One line per value that could not be used, naming it and what was used instead, for
     /// the SDK to log once (prefixed `[graphmind] ` by its warner). Always empty for a
     /// disabled session, which stays silent.
@@ -514,6 +523,18 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
         replay = None;
     }
 
+    let spool_dir = match options.spool_dir.as_deref() {
+        Some(dir) => Some(dir).filter(|d| !d.trim().is_empty()),
+        None => env.get_non_empty("GRAPHMIND_SPOOL_DIR"),
+    }
+    .map(std::path::PathBuf::from);
+    let spool_max_bytes = count(
+        "spoolMaxBytes",
+        options.spool_max_bytes,
+        crate::spool::DEFAULT_SPOOL_MAX_BYTES as usize,
+        w,
+    ) as u64;
+
     if !enabled {
         warnings.clear();
     }
@@ -541,6 +562,8 @@ pub fn resolve(options: &Options, env: &EnvSnapshot, flavor: SdkFlavor) -> Confi
         break_on_truncated,
         edit_input,
         replay,
+        spool_dir,
+        spool_max_bytes,
         warnings,
     }
 }
@@ -808,7 +831,8 @@ impl Options {
     /// `sdk`, `meta`, `enabled`, `connectTimeoutMs`, `handshakeTimeoutMs`, `retryIntervalMs`,
     /// `bufferSize`, `maxBufferBytes`, `pauseTimeoutMs`, `tokenIntervalMs` (or
     /// `tokenFlushIntervalMs`), `warnIntervalMs`, `hideInputs`, `hideOutputs`, `hideToolArgs`, `hideToolResults`,
-    /// `loopGuard`, `breakOnErrorResult`, `breakOnTruncated`). `null` means not given. A
+    /// `loopGuard`, `breakOnErrorResult`, `breakOnTruncated`, `spoolDir`, `spoolMaxBytes`).
+    /// `null` means not given. A
     /// value of the wrong type is dropped with a warning; an unknown name is ignored with a
     /// warning (a misspelt `hideInput` must not pass unnoticed). Hide switches take any
     /// host value and are on for what [`option_flag_on`] accepts.
@@ -858,6 +882,8 @@ impl Options {
                 "breakOnErrorResult" => o.break_on_error_result = bool_opt(key, val, &mut w),
                 "breakOnTruncated" => o.break_on_truncated = bool_opt(key, val, &mut w),
                 "replay" => o.replay = Some(val.clone()),
+                "spoolDir" => o.spool_dir = string_opt(key, val, &mut w),
+                "spoolMaxBytes" => o.spool_max_bytes = whole_opt(key, val, &mut w),
                 _ => w.push(format!("{key} is not a GraphMind option; ignored")),
             }
         }
@@ -1058,6 +1084,13 @@ impl Config {
         );
         m.insert("breakOnTruncated", Value::Bool(self.break_on_truncated));
         m.insert("editInput", Value::Bool(self.edit_input));
+        m.insert(
+            "spoolDir",
+            self.spool_dir
+                .as_ref()
+                .map_or(Value::Null, |d| Value::from(d.to_string_lossy().as_ref())),
+        );
+        m.insert("spoolMaxBytes", self.spool_max_bytes.into());
         m.insert("warnings", strings(&self.warnings));
         Value::Object(m)
     }

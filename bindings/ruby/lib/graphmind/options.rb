@@ -14,7 +14,8 @@ module Graphmind
       buffer_size: "bufferSize", max_buffer_bytes: "maxBufferBytes",
       hide_inputs: "hideInputs", hide_outputs: "hideOutputs",
       hide_tool_args: "hideToolArgs", hide_tool_results: "hideToolResults",
-      break_on_error_result: "breakOnErrorResult", break_on_truncated: "breakOnTruncated"
+      break_on_error_result: "breakOnErrorResult", break_on_truncated: "breakOnTruncated",
+      spool_dir: "spoolDir", spool_max_bytes: "spoolMaxBytes"
     }.freeze
     # Taken by the Ruby layer itself, not the core.
     LOCAL = %i[env logger clock].freeze
