@@ -321,9 +321,9 @@ fn pick_up_spools(db: &std::path::Path, flag: Option<&str>, home: &std::path::Pa
         Err(_) => return,
     };
     match spool_import::pick_up(&conn, &dirs) {
-        Ok(s) if s.spools > 0 => eprintln!("graphmind: {}", s.line()),
+        Ok(s) if s.spools > 0 => tracing::info!("graphmind: {}", s.line()),
         Ok(_) => {}
-        Err(e) => eprintln!("graphmind: cannot store a left spool ({e}); it stays on disk for `graphmind import --spool`"),
+        Err(e) => tracing::warn!("graphmind: cannot store a left spool ({e}); it stays on disk for `graphmind import --spool`"),
     }
 }
 
