@@ -390,7 +390,10 @@ def test_an_async_gate_keeps_the_loop_running(server, debugger, gm_for):
         return during, value
 
     during, value = asyncio.run(main())
-    assert during > 20, f"the loop ticked {during} times while the gate was held"
+    # About 60 ticks of 5 ms fit in the 300 ms hold on a quiet machine, and a loaded one
+    # stretches each sleep (19 were seen at load 7); a loop blocked by the gate ticks at
+    # most once.
+    assert during > 5, f"the loop ticked {during} times while the gate was held"
     assert value == "body of x"
 
 
