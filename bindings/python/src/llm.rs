@@ -213,6 +213,12 @@ fn llm_decode<'py>(py: Python<'py>, api: &str, response: &Bound<'py, PyAny>) -> 
     Ok((to_py(py, &Value::Object(decoded.output))?, usage))
 }
 
+/// What `node.started.input` of a call of `api` records of `request` (the request codec).
+#[pyfunction]
+fn llm_request_input<'py>(py: Python<'py>, api: &str, request: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &Value::Object(codec::request_input(api_of(api)?, &sdk_value(request))))
+}
+
 /// The injected value as `api`'s reply (plain data; the integration makes it its SDK's type).
 #[pyfunction]
 #[pyo3(signature = (api, value, model=None))]
@@ -235,6 +241,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeLlmStep>()?;
     m.add_function(wrap_pyfunction!(llm_step, m)?)?;
     m.add_function(wrap_pyfunction!(llm_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(llm_request_input, m)?)?;
     m.add_function(wrap_pyfunction!(llm_injected_reply, m)?)?;
     m.add_function(wrap_pyfunction!(sdk_value_py, m)?)?;
     Ok(())

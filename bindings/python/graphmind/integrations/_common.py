@@ -12,8 +12,6 @@ reads the client libraries' objects and hands them over.
 from __future__ import annotations
 
 import inspect
-import threading
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -191,48 +189,6 @@ class AsyncStreamProxy:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
-
-
-def request_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The sampling parameters of a request, as the core's allow-list picks them."""
-    subset = {k: kwargs[k] for k in _sampling_keys() if k in kwargs and given(kwargs[k])}
-    if not subset:
-        return {}
-    try:
-        return _native.pick_params(subset)
-    except Exception:
-        return {}
-
-
-_SAMPLING_KEYS: tuple[str, ...] | None = None
-
-
-def _sampling_keys() -> tuple[str, ...]:
-    global _SAMPLING_KEYS
-    if _SAMPLING_KEYS is None:
-        _SAMPLING_KEYS = tuple(_native.sampling_param_keys())
-    return _SAMPLING_KEYS
-
-
-# -- tool definitions, remembered per session and run --------------------------------------
-
-_schemas: weakref.WeakKeyDictionary[Session, Any] = weakref.WeakKeyDictionary()
-_schemas_lock = threading.Lock()
-
-
-def capture_tools(session: Session, run_id: str | None, tools: Any) -> dict[str, Any] | None:
-    """``{tools: [{name, schemaHash}], toolSchemas?}`` for one step's tool definitions."""
-    if not given(tools) or not isinstance(tools, (list, tuple)) or not tools:
-        return None
-    with _schemas_lock:
-        memory = _schemas.get(session)
-        if memory is None:
-            memory = _native.ToolSchemas()
-            _schemas[session] = memory
-    try:
-        return memory.capture(run_id if run_id is not None else "implicit", list(tools))
-    except Exception:
-        return None
 
 
 # -- warnings ------------------------------------------------------------------------------
