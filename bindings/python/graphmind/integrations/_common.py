@@ -299,8 +299,11 @@ class AsyncReplayedStream:
 
 def is_response_wrapper(result: Any) -> bool:
     """``with_raw_response`` / ``with_streaming_response`` hand back the HTTP response with
-    a ``parse()`` that reads the answer (or the stream) from it."""
-    return hasattr(result, "http_response") and callable(getattr(result, "parse", None))
+    a ``parse()`` that reads the answer (or the stream) from it. Read from the instance's
+    own attributes: asking a pydantic answer for a missing attribute raises and catches
+    an error inside pydantic (2 us a call)."""
+    fields = getattr(result, "__dict__", None)
+    return type(fields) is dict and "http_response" in fields and callable(getattr(result, "parse", None))
 
 
 def is_stream(result: Any, kwargs: Mapping[str, Any], is_async: bool) -> bool:
