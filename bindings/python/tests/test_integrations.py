@@ -1025,37 +1025,14 @@ def test_langchain_a_failure_pauses_once_at_the_innermost_level(server, debugger
     g = gm_for()
     assert g.ready(3)
     outer = RunnableLambda(lambda x, config: explode.invoke({"x": x}, config=config), name="outer")
-    debugger.breakpoint({"point": "error", "nodeId": "tool:explode"})
     debugger.breakpoint({"point": "error", "nodeId": "chain:outer"})
-    result: dict[str, Any] = {}
-    go = threading.Event()
-
-    def target():
-        try:
-            with g.run("lc-once") as ctx:
-                result["ctx"] = ctx
-                go.wait(5)
-                outer.invoke(1, config={"callbacks": [g.handler()]})
-        except BaseException as exc:  # noqa: BLE001
-            result["raised"] = exc
-
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
-    assert paused["payload"]["nodeId"] == "tool:explode" and paused["payload"]["point"] == "error"
-    debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], "continue")
-    t.join(10)
-    assert not t.is_alive()
+    result = _drive_with_gate(
+        server, debugger, g, lambda: outer.invoke(1, config={"callbacks": [g.handler()]}), "error", "continue", node="tool:explode",
+    )
     assert isinstance(result.get("raised"), ValueError)
     events = run_events(server, g, result["ctx"].run_id)
     assert [p["nodeId"] for p in of(events, "exec.paused")] == ["tool:explode"]
-    assert [p["nodeId"] for p in of(events, "node.error")] == ["tool:explode", "chain:outer", "agent:lc-once"]
+    assert [p["nodeId"] for p in of(events, "node.error")] == ["tool:explode", "chain:outer", "agent:gate-error-continue"]
     finished = {p["nodeId"]: p["status"] for p in of(events, "node.finished")}
     assert finished["tool:explode"] == finished["chain:outer"] == "error"
 

@@ -220,12 +220,8 @@ class _HandlerBase:
             try:
                 code = step.resume(gate.wait())
             except BaseException as exc:
-                step.ungated(True)
-                if isinstance(exc, Exception):
-                    return
-                raise
-        if code == _ABORT:
-            raise GraphMindAbortError()
+                return _gave_up(step, exc)
+        _go_on(code)
 
     async def _await(self, pending: Any) -> None:
         if pending is None:
@@ -237,12 +233,21 @@ class _HandlerBase:
             try:
                 code = step.resume(await await_gate(gate))
             except BaseException as exc:
-                step.ungated(True)
-                if isinstance(exc, Exception):
-                    return
-                raise
-        if code == _ABORT:
-            raise GraphMindAbortError()
+                return _gave_up(step, exc)
+        _go_on(code)
+
+
+def _gave_up(step: Any, exc: BaseException) -> None:
+    """A wait that raised: the node ends aborted; an interrupt or a cancellation goes on."""
+    step.ungated(True)
+    if not isinstance(exc, Exception):
+        raise exc
+
+
+def _go_on(code: int) -> None:
+    """What the step said after its gate: an abort ends the chain."""
+    if code == _ABORT:
+        raise GraphMindAbortError()
 
 
 class GraphMindCallbackHandler(_HandlerBase, _SyncBase):  # type: ignore[misc]
