@@ -71,7 +71,12 @@ fn code_of(next: &Next) -> u8 {
 impl WatchedStep {
     fn new(session: &NativeSession, step: Watched, watch: Watch) -> WatchedStep {
         WatchedStep {
-            state: Mutex::new(State { step, point: PausePoint::Before, output: None, response: None }),
+            state: Mutex::new(State {
+                step,
+                point: PausePoint::Before,
+                output: None,
+                response: None,
+            }),
             session: session.session.clone(),
             failures: session.failures.clone(),
             watch,
@@ -253,7 +258,14 @@ fn watch_node(
 ) -> WatchedStep {
     let core = &session.session;
     let input = input.filter(|i| !i.is_none()).map(|i| host_value(core, i));
-    let step = Step::start_host(core, run_id, NodeRef::new(kind_of(kind), name), parent_id, input, false);
+    let step = Step::start_host(
+        core,
+        run_id,
+        NodeRef::new(kind_of(kind), name),
+        parent_id,
+        input,
+        false,
+    );
     WatchedStep::new(session, Watched::Node(step), watch)
 }
 
@@ -273,10 +285,18 @@ fn watch_model(
     sdk: Option<&str>,
     watch: Watch,
 ) -> PyResult<WatchedStep> {
-    let api = Api::from_name(api).ok_or_else(|| PyValueError::new_err(format!("unknown model API {api:?}")))?;
+    let api = Api::from_name(api)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown model API {api:?}")))?;
     let core = &session.session;
     let request = sdk_value(request);
-    let step = LlmStep::start_under(core, LlmRun { run_id, run_name }, parent_id, api, &request, sdk);
+    let step = LlmStep::start_under(
+        core,
+        LlmRun { run_id, run_name },
+        parent_id,
+        api,
+        &request,
+        sdk,
+    );
     Ok(WatchedStep::new(session, Watched::Model(step), watch))
 }
 
