@@ -132,7 +132,7 @@ def floored(client, inside: list[int] | None = None):
     """The floor: the least work any recorder must do on the calling thread. The method is
     patched (a wrapper runs around the call), the request's arguments are copied into a
     plain dict, and the answer (non-streamed) or each chunk (streamed) is read into plain
-    values with pydantic's own `model_dump()` (in C) and kept, so that a recorder could
+    values with pydantic's own `model_dump()` (compiled, in pydantic-core) and kept, so that a recorder could
     store it; nothing else (no event, no gate, no id, no thread hand-off). Reading less
     would not record the answer; reading it later would read an object the app may
     have changed meanwhile (and still need this thread, holding the GIL, to read it)."""
