@@ -265,6 +265,29 @@ pub fn provider_usage(provider: String, raw_json: String) -> Result<Option<Strin
     Ok(llm::provider_usage(p, &parse(&raw_json)?).map(|v| text(&v)))
 }
 
+fn api(name: &str) -> Result<graphmind_core::codec::Api> {
+    graphmind_core::codec::Api::from_name(name)
+        .ok_or_else(|| Error::from_reason(format!("graphmind: unknown model API {name:?}")))
+}
+
+/// What a complete answer of `api` (`openai-chat`, `anthropic`, ...: the codec names)
+/// records, as the codec's decode path reads it: `{"output": ..., "usage": ... | null}`.
+#[napi]
+pub fn codec_decode(api_name: String, response_json: String) -> Result<String> {
+    let decoded = graphmind_core::codec::decode_response(api(&api_name)?, &parse(&response_json)?);
+    let mut out = json::Map::with_capacity(2);
+    out.insert("output", Value::Object(decoded.output));
+    out.insert("usage", decoded.usage.unwrap_or(Value::Null));
+    Ok(text(&Value::Object(out)))
+}
+
+/// What `node.started.input` of a call of `api` records of `request` (the request codec).
+#[napi]
+pub fn codec_request_input(api_name: String, request_json: String) -> Result<String> {
+    let input = graphmind_core::codec::request_input(api(&api_name)?, &parse(&request_json)?);
+    Ok(text(&Value::Object(input)))
+}
+
 /// The allow-listed sampling parameter names, in order.
 #[napi]
 pub fn sampling_param_keys() -> Vec<String> {

@@ -284,6 +284,54 @@ test('llm capture: every section of llm-fixture.json', () => {
   assert.deepEqual(native.samplingParamKeys(), f.samplingParams);
 });
 
+/** Every model API the core has a codec for (the fixture's provider names). */
+const APIS = ['openai-chat', 'openai-responses', 'anthropic', 'langchain', 'ruby_llm', 'ai-sdk'];
+
+/** A complete answer of `provider` reporting `raw` as its usage. */
+function replyWithUsage(provider, raw) {
+  if (provider === 'ruby_llm') return { content: '', tokens: raw };
+  if (provider === 'langchain') return { generations: [[{ text: '', message: { usage_metadata: raw } }]] };
+  const body = { 'openai-chat': 'choices', 'openai-responses': 'output' }[provider] ?? 'content';
+  return { [body]: [], usage: raw };
+}
+
+const decode = (api, reply) => JSON.parse(native.codecDecode(api, JSON.stringify(reply)));
+
+test('llm capture: the fixture\'s cases through the codecs\' decode path (as core/tests/codec_fixture.rs)', () => {
+  const f = load('reference/llm-fixture.json');
+  let n = 0;
+  n += check('usage', f.usage, (c) => {
+    assert.equal(JSON.stringify(decode(c.provider, replyWithUsage(c.provider, c.raw)).usage), JSON.stringify(c.out), `${c.provider} ${c.name}`);
+  });
+  n += check('toolCalls', f.toolCalls, (c) => {
+    const i = c.in;
+    const fn = {};
+    const block = { type: 'tool_use' };
+    if ('name' in i) fn.name = block.name = i.name;
+    if ('args' in i) { fn.arguments = i.args; block.input = i.args; }
+    const call = { function: fn };
+    if ('id' in i) call.id = block.id = i.id;
+    const chat = { choices: [{ message: { content: null, tool_calls: [call] } }] };
+    for (const [api, reply] of [['openai-chat', chat], ['anthropic', { content: [block] }]]) {
+      const got = (decode(api, reply).output.toolCalls ?? [null])[0];
+      assert.equal(JSON.stringify(got), JSON.stringify(c.out), `${api} ${JSON.stringify(i)}`);
+    }
+  });
+  n += check('finishReasons', f.finishReasons, ([raw, hasCalls, want]) => {
+    const calls = hasCalls ? [{ id: 'c', function: { name: 'f', arguments: '{}' } }] : [];
+    const choice = { message: { content: '', tool_calls: calls }, finish_reason: raw };
+    assert.equal(decode('openai-chat', { choices: [choice] }).output.finishReason ?? null, want);
+  });
+  n += check('samplingParams', f.samplingParams, (key) => {
+    for (const api of APIS) {
+      const recorded = JSON.parse(native.codecRequestInput(api, JSON.stringify({ model: 'm', [key]: 1, api_key: 'sk-secret' })));
+      assert.equal(recorded[key], 1, `${api} ${key}`);
+      assert.ok(!('api_key' in recorded), `${api} ${key}`);
+    }
+  });
+  assert.equal(n, 132);
+});
+
 test('loop guard: every sequence of loop-guard-fixture.json (fingerprints, trips, a retry runs on)', () => {
   const f = load('reference/loop-guard-fixture.json');
   check('loop-guard sequences', f.sequences, (seq) => {

@@ -12,6 +12,7 @@ mod alloc;
 mod convert;
 mod llm;
 mod pure;
+mod watch;
 
 /// The module's Rust allocations (the values handed to the core, freed on its worker
 /// thread) go through mimalloc: glibc's malloc serialises those cross-thread frees on the
@@ -22,7 +23,7 @@ static ALLOC: alloc::Mi = alloc::Mi;
 use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_packed, write_packed};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
-use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction, WatchingNext};
+use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::json::{JsStr, Value};
@@ -190,17 +191,6 @@ impl Decision {
         match &self.inner.output {
             Some(v) => to_py(py, v),
             None => Ok(py.None().into_bound(py)),
-        }
-    }
-
-    /// At a gate that can only watch (a framework callback): `(code, warning)`, the code
-    /// `NEXT_RUN` (go on) or `NEXT_ABORT`, the warning `(key, message)` to log first or
-    /// `None` ([`GateDecision::at_watching_gate`]).
-    fn at_watching_gate(&self, integration: &str, label: &str, hint: &str) -> (u8, Option<(String, String)>) {
-        match self.inner.at_watching_gate(integration, label, hint) {
-            WatchingNext::Continue => (NEXT_RUN, None),
-            WatchingNext::Abort => (NEXT_ABORT, None),
-            WatchingNext::ContinueInstead { key, message } => (NEXT_RUN, Some((key, message))),
         }
     }
 
@@ -560,6 +550,8 @@ impl NativeRun {
 #[pyclass(module = "graphmind._native", frozen)]
 pub struct NativeSession {
     session: Session,
+    /// The failures whose error gate was offered (one pause per failure, `watch.rs`).
+    failures: watch::SessionFailures,
 }
 
 fn kind_of(kind: &str) -> NodeKind {
@@ -585,7 +577,7 @@ impl NativeSession {
         // os.register_at_fork hooks would hold the session's locks across Python code, where
         // a thread holding the GIL may wait for them.
         graphmind_core::fork::register(&session);
-        Ok(NativeSession { session })
+        Ok(NativeSession { session, failures: Default::default() })
     }
 
     /// The resolved configuration (`Config::to_json`).
@@ -891,5 +883,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_PAYLOAD_BYTES", graphmind_core::shrink::MAX_PAYLOAD_BYTES)?;
     pure::register(m)?;
     llm::register(m)?;
+    watch::register(m)?;
     Ok(())
 }

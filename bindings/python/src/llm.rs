@@ -11,6 +11,8 @@ use graphmind_core::session::Session;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::intern;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 
 use crate::convert::{py_str, to_py, to_value_or_marker};
@@ -45,15 +47,31 @@ pub fn sdk_value(obj: &Bound<'_, PyAny>) -> Value {
     Value::Object(m)
 }
 
-/// A pydantic model by its runtime fields (`serialize_as_any`: a `ChatGeneration` held
-/// where its base `Generation` is declared, as in LangChain's `LLMResult`, keeps its
-/// `message`); anything else by the general converter.
+/// How a client library's pydantic model is read (`model_dump(**DUMP_OPTIONS)`):
+/// `serialize_as_any` keeps the runtime fields (a `ChatGeneration` held where its base
+/// `Generation` is declared, as in LangChain's `LLMResult`, keeps its `message`);
+/// `exclude_unset` keeps what the answer set, i.e. what the provider sent, and leaves out
+/// the dozens of optional fields it did not send (each `None`, which every codec reads as
+/// absent anyway): a smaller dict, cheaper to make and to read.
+const DUMP_OPTIONS: [&str; 2] = ["serialize_as_any", "exclude_unset"];
+
+/// The keyword arguments of [`DUMP_OPTIONS`], made once.
+static DUMP_KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
+/// A pydantic model by `model_dump` ([`DUMP_OPTIONS`]); anything else by the general
+/// converter.
 fn model_value(obj: &Bound<'_, PyAny>) -> Value {
-    if obj.hasattr("__pydantic_fields__").unwrap_or(false) {
-        let py = obj.py();
-        let kwargs = PyDict::new(py);
-        if kwargs.set_item("serialize_as_any", true).is_ok() {
-            if let Ok(dumped) = obj.call_method("model_dump", (), Some(&kwargs)) {
+    let py = obj.py();
+    if obj.hasattr(intern!(py, "__pydantic_fields__")).unwrap_or(false) {
+        let kwargs = DUMP_KWARGS.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+            let kwargs = PyDict::new(py);
+            for option in DUMP_OPTIONS {
+                kwargs.set_item(option, true)?;
+            }
+            Ok(kwargs.unbind())
+        });
+        if let Ok(kwargs) = kwargs {
+            if let Ok(dumped) = obj.call_method(intern!(py, "model_dump"), (), Some(kwargs.bind(py))) {
                 return to_value_or_marker(&dumped);
             }
         }
@@ -213,6 +231,12 @@ fn llm_decode<'py>(py: Python<'py>, api: &str, response: &Bound<'py, PyAny>) -> 
     Ok((to_py(py, &Value::Object(decoded.output))?, usage))
 }
 
+/// What `node.started.input` of a call of `api` records of `request` (the request codec).
+#[pyfunction]
+fn llm_request_input<'py>(py: Python<'py>, api: &str, request: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &Value::Object(codec::request_input(api_of(api)?, &sdk_value(request))))
+}
+
 /// The injected value as `api`'s reply (plain data; the integration makes it its SDK's type).
 #[pyfunction]
 #[pyo3(signature = (api, value, model=None))]
@@ -235,6 +259,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeLlmStep>()?;
     m.add_function(wrap_pyfunction!(llm_step, m)?)?;
     m.add_function(wrap_pyfunction!(llm_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(llm_request_input, m)?)?;
     m.add_function(wrap_pyfunction!(llm_injected_reply, m)?)?;
     m.add_function(wrap_pyfunction!(sdk_value_py, m)?)?;
     Ok(())

@@ -208,43 +208,6 @@ fn sampling_param_keys() -> Vec<&'static str> {
     llm::SAMPLING_PARAM_KEYS.to_vec()
 }
 
-/// The core's per-run memory of the tool definitions already recorded
-/// (`llm::ToolSchemaMemory`): an LLM integration asks it for a step's
-/// `{tools, toolSchemas}`. One per session; thread-safe.
-#[pyclass(module = "graphmind._native", frozen)]
-pub struct ToolSchemas {
-    memory: parking_lot::Mutex<llm::ToolSchemaMemory>,
-}
-
-#[pymethods]
-impl ToolSchemas {
-    /// An empty memory.
-    #[new]
-    fn new() -> Self {
-        ToolSchemas { memory: parking_lot::Mutex::new(llm::ToolSchemaMemory::new()) }
-    }
-
-    /// `{"tools": [{name, schemaHash}], "toolSchemas": {hash: definition}}` for one step
-    /// of run `run_key` (`None` when no definition has a name). `definitions` is a list of
-    /// tool definitions (mappings or SDK objects, converted like any payload).
-    fn capture<'py>(&self, py: Python<'py>, run_key: &str, definitions: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let defs = match to_value_or_marker(definitions) {
-            Value::Array(items) => items,
-            _ => return Ok(py.None().into_bound(py)),
-        };
-        let captured = self.memory.lock().capture_tools(run_key, &defs);
-        match captured {
-            Some(c) => to_py(py, &c.to_value()),
-            None => Ok(py.None().into_bound(py)),
-        }
-    }
-
-    /// Forgets every run.
-    fn clear(&self) {
-        self.memory.lock().clear();
-    }
-}
-
 /// The refusal code of a proposed inject/edit value (`None`: acceptable).
 #[pyfunction]
 fn proposed_value_refusal(value: &Bound<'_, PyAny>) -> PyResult<Option<&'static str>> {
@@ -310,6 +273,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(normalize_validation, m)?)?;
     m.add_function(wrap_pyfunction!(sanitize_short_text, m)?)?;
     m.add_function(wrap_pyfunction!(merge_edited_input, m)?)?;
-    m.add_class::<ToolSchemas>()?;
     Ok(())
 }

@@ -898,22 +898,83 @@ def test_langchain_chain_llm_and_tool_nodes(server, gm_for):
     events = run_events(server, g, ctx.run_id)
     started = {p["nodeId"]: p for p in of(events, "node.started")}
     assert started["chain:RunnableSequence"]["parentId"] == "agent:lc"
-    assert started["chain:RunnableSequence"]["framework"] == "langchain"
     assert started["chain:prompt"]["parentId"] == "chain:RunnableSequence"
-    llm = started["llm:GenericFakeChatModel"]
-    assert llm["kind"] == "llm" and llm["name"] == "GenericFakeChatModel"
+    # The chat model is the core's LLM step, as every provider call and Node's handler.
+    llm = started["llm:step"]
+    assert llm["kind"] == "llm" and llm["name"] == "step" and llm["sdk"] == "langchain"
     assert llm["parentId"] == "chain:RunnableSequence"
+    assert llm["input"]["provider"] == "langchain" and llm["input"]["model"] == "GenericFakeChatModel"
     assert llm["input"]["messages"][0][0]["content"] == "Question: 2+3?"
+    assert llm["instanceId"].startswith("inv_") and llm["instanceId"].endswith(":s0")
     assert started["tool:add"]["input"] == {"a": 2, "b": 3} and started["tool:add"]["parentId"] == "agent:lc"
     done = {p["nodeId"]: p for p in of(events, "node.finished")}
-    out = done["llm:GenericFakeChatModel"]
+    out = done["llm:step"]
+    assert out["instanceId"] == llm["instanceId"]
     assert out["output"]["toolCalls"] == [{"id": "call_3", "name": "add", "input": {"a": 2, "b": 3}}]
     assert out["output"]["finishReason"] == "tool-calls" and out["output"]["rawFinishReason"] == "tool_calls"
     assert out["usage"] == {"inputTokens": 12, "outputTokens": 4, "inclusive": True, "cacheReadTokens": 2}
     assert done["tool:add"]["output"] == 5 and done["tool:add"]["status"] == "ok"
     assert done["chain:RunnableSequence"]["status"] == "ok"
-    # Each LangChain run id is its node's instance id.
+    # Instance ids are the core's, never LangChain's run ids; no event carries 0.5.1's
+    # `framework` field (Node's handler records none either).
     assert started["tool:add"]["instanceId"] == done["tool:add"]["instanceId"]
+    assert all("framework" not in e["payload"] for e in events)
+    hint = [p for p in of(events, "graph.hint")]
+    assert {"nodeId": "llm:step", "kind": "llm", "name": "step", "parentId": "chain:RunnableSequence"} in [
+        {k: n.get(k) for k in ("nodeId", "kind", "name", "parentId")} for h in hint for n in h["nodes"]
+    ]
+
+
+def _tool_model(*messages):
+    """A fake chat model that binds tools as a provider's chat model does (the OpenAI
+    definitions reach `invocation_params`)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    class ToolFake(GenericFakeChatModel):
+        def bind_tools(self, tools, **kwargs):
+            return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    return ToolFake(messages=iter(list(messages)))
+
+
+def test_langchain_model_steps_group_into_an_invocation_with_the_tool_roster(server, gm_for):
+    """Two model calls of one conversation (the second's prompt grows the first's) are
+    steps s0 and s1 of one invocation; the tools bound are announced once in the run's
+    `graph.hint` under `llm:step` and recorded by name and schema hash."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Adds two numbers."""
+        return a + b
+
+    g = gm_for()
+    assert g.ready(3)
+    call = AIMessage(content="", tool_calls=[{"id": "c1", "name": "add", "args": {"a": 1, "b": 2}}])
+    model = _tool_model(call, AIMessage(content="3"))
+    bound = model.bind_tools([add])
+    handler = g.handler()
+    history = [HumanMessage(content="1+2?")]
+    with g.run("lc-steps") as ctx:
+        first = bound.invoke(history, config={"callbacks": [handler]})
+        history += [first, ToolMessage(content="3", tool_call_id="c1")]
+        second = bound.invoke(history, config={"callbacks": [handler]})
+    assert second.content == "3"
+    events = run_events(server, g, ctx.run_id)
+    steps = of(events, "node.started", "llm:step")
+    assert len(steps) == 2
+    inv = steps[0]["instanceId"].rsplit(":", 1)[0]
+    assert [s["instanceId"] for s in steps] == [f"{inv}:s0", f"{inv}:s1"]
+    assert all(s["parentId"] == "agent:lc-steps" for s in steps)
+    assert [t["name"] for t in steps[0]["input"]["tools"]] == ["add"]
+    assert "toolSchemas" in steps[0]["input"] and "toolSchemas" not in steps[1]["input"]
+    nodes = [n for h in of(events, "graph.hint") for n in h["nodes"]]
+    assert {(n["nodeId"], n.get("parentId")) for n in nodes} >= {("llm:step", "agent:lc-steps"), ("tool:add", "llm:step")}
+    done = of(events, "node.finished", "llm:step")
+    assert done[0]["output"]["toolCalls"] == [{"id": "c1", "name": "add", "input": {"a": 1, "b": 2}}]
+    assert done[1]["output"]["text"] == "3"
 
 
 def test_langchain_streaming_tokens(server, gm_for):
@@ -924,8 +985,8 @@ def test_langchain_streaming_tokens(server, gm_for):
         parts = [c.content for c in model.stream("go", config={"callbacks": [g.handler()]})]
     assert "".join(parts) == "alpha beta gamma"
     events = run_events(server, g, ctx.run_id)
-    assert streamed(events, "llm:GenericFakeChatModel") == "alpha beta gamma"
-    done = of(events, "node.finished", "llm:GenericFakeChatModel")[0]
+    assert streamed(events, "llm:step") == "alpha beta gamma"
+    done = of(events, "node.finished", "llm:step")[0]
     assert done["output"]["text"] == "alpha beta gamma"
 
 
@@ -946,8 +1007,34 @@ def test_langchain_tool_error_is_recorded(server, gm_for):
     events = run_events(server, g, ctx.run_id)
     error = of(events, "node.error", "tool:explode")[0]
     assert error["error"]["name"] == "ValueError" and error["error"]["message"] == "kaboom"
-    assert error["framework"] == "langchain"
     assert of(events, "node.finished", "tool:explode")[0]["status"] == "error"
+
+
+def test_langchain_a_failure_pauses_once_at_the_innermost_level(server, debugger, gm_for):
+    """A tool's error climbs through the chain that ran it: the tool's error gate holds,
+    the chain records `node.error` and finishes `error` without pausing again (the core's
+    `Step::error_once`, as Node's handler)."""
+    from langchain_core.runnables import RunnableLambda
+    from langchain_core.tools import tool
+
+    @tool
+    def explode(x: int) -> int:
+        """Fails."""
+        raise ValueError("kaboom")
+
+    g = gm_for()
+    assert g.ready(3)
+    outer = RunnableLambda(lambda x, config: explode.invoke({"x": x}, config=config), name="outer")
+    debugger.breakpoint({"point": "error", "nodeId": "chain:outer"})
+    result = _drive_with_gate(
+        server, debugger, g, lambda: outer.invoke(1, config={"callbacks": [g.handler()]}), "error", "continue", node="tool:explode",
+    )
+    assert isinstance(result.get("raised"), ValueError)
+    events = run_events(server, g, result["ctx"].run_id)
+    assert [p["nodeId"] for p in of(events, "exec.paused")] == ["tool:explode"]
+    assert [p["nodeId"] for p in of(events, "node.error")] == ["tool:explode", "chain:outer", "agent:gate-error-continue"]
+    finished = {p["nodeId"]: p["status"] for p in of(events, "node.finished")}
+    assert finished["tool:explode"] == finished["chain:outer"] == "error"
 
 
 def test_langchain_async_handler(server, gm_for):
@@ -967,9 +1054,9 @@ def test_langchain_async_handler(server, gm_for):
     ctx, message = asyncio.run(main())
     assert message.content == "async answer"
     events = run_events(server, g, ctx.run_id)
-    started = of(events, "node.started", "llm:GenericFakeChatModel")[0]
-    assert started["parentId"] == "agent:lc-async"
-    done = of(events, "node.finished", "llm:GenericFakeChatModel")[0]
+    started = of(events, "node.started", "llm:step")[0]
+    assert started["parentId"] == "agent:lc-async" and started["sdk"] == "langchain"
+    done = of(events, "node.finished", "llm:step")[0]
     assert done["output"]["text"] == "async answer"
     assert done["usage"] == {"inputTokens": 3, "outputTokens": 2, "inclusive": True}
 
@@ -979,7 +1066,7 @@ def test_langchain_abort_at_a_gate_ends_the_chain(server, debugger, gm_for, flav
     g = gm_for()
     assert g.ready(3)
     model = _fake_model("never seen")
-    node = "llm:GenericFakeChatModel"
+    node = "llm:step"
     debugger.breakpoint({"point": "before", "nodeId": node})
     result: dict[str, Any] = {}
     go = threading.Event()
@@ -1028,7 +1115,7 @@ def test_langchain_inject_at_a_callback_gate_continues_with_a_warning(server, de
     g = gm_for(logger=lines.append)
     assert g.ready(3)
     model = _fake_model("the real answer")
-    node = "llm:GenericFakeChatModel"
+    node = "llm:step"
     debugger.breakpoint({"point": "before", "nodeId": node})
     result: dict[str, Any] = {}
     go = threading.Event()
@@ -1261,10 +1348,22 @@ def test_openai_steps_match_the_reference_sdk(server, tmp_path):
     assert [e["type"] for e in a].count("node.started") == 4  # the agent and three steps
     a, b = stored(mine["anthropic"]), stored(theirs["anthropic"])
     assert len(a) == 7 and _shape(a) == _shape(b)
-    # 0.5.1 missed LangChain's usage_metadata (a dict, read as attributes); we read it.
+    # LangChain: chains and tools as 0.5.1 records them (less its `framework` field, which
+    # Node's handler never had); the chat model is the core's LLM step (`llm:step`, the
+    # `langchain` codec, a `graph.hint`) where 0.5.1 drew `llm:<model>`, and 0.5.1 missed
+    # LangChain's usage_metadata (a dict, read as attributes) where we read it.
     lc, ref_lc = stored(mine["langchain"]), stored(theirs["langchain"])
-    assert _shape(lc, usage=False) == _shape(ref_lc, usage=False)
-    assert of(lc, "node.finished", "llm:GenericFakeChatModel")[0]["usage"] == {"inputTokens": 5, "outputTokens": 1, "inclusive": True}
+
+    def without_model(events):
+        kept = [e for e in events if e["type"] != "graph.hint" and not str(e["payload"].get("nodeId", "")).startswith("llm:")]
+        return [(*row[:17], None, *row[18:]) for row in _shape(kept, usage=False)]
+
+    assert without_model(lc) == without_model(ref_lc)
+    step = of(lc, "node.finished", "llm:step")[0]
+    theirs_step = of(ref_lc, "node.finished", "llm:GenericFakeChatModel")[0]
+    assert step["output"]["text"] == theirs_step["output"]["text"] == "five"
+    assert step["usage"] == {"inputTokens": 5, "outputTokens": 1, "inclusive": True}
+    assert of(lc, "node.started", "llm:step")[0]["parentId"] == of(ref_lc, "node.started", "llm:GenericFakeChatModel")[0]["parentId"]
     assert {p["nodeId"] for p in of(lc, "node.started")} == {
-        "agent:oracle-langchain", "chain:RunnableSequence", "chain:prompt", "llm:GenericFakeChatModel", "tool:add",
+        "agent:oracle-langchain", "chain:RunnableSequence", "chain:prompt", "llm:step", "tool:add",
     }

@@ -209,6 +209,54 @@ def test_llm_fixture():
     assert _native.sampling_param_keys() == f["samplingParams"]
 
 
+#: Every model API the core has a codec for (the fixture's provider names).
+APIS = ["openai-chat", "openai-responses", "anthropic", "langchain", "ruby_llm", "ai-sdk"]
+
+
+def _reply_with_usage(provider, raw):
+    """A complete answer of ``provider`` reporting ``raw`` as its usage."""
+    if provider == "ruby_llm":
+        return {"content": "", "tokens": raw}
+    if provider == "langchain":
+        return {"generations": [[{"text": "", "message": {"usage_metadata": raw}}]]}
+    body = {"openai-chat": "choices", "openai-responses": "output"}.get(provider, "content")
+    return {body: [], "usage": raw}
+
+
+def test_llm_fixture_through_the_codecs():
+    """The fixture's cases carried inside provider answers and read back through the
+    codecs' decode path (``_native.llm_decode``), as ``core/tests/codec_fixture.rs`` does."""
+    f = load_vectors("reference/llm-fixture.json")
+    n = 0
+    for case in f["usage"]:
+        _, usage = _native.llm_decode(case["provider"], _reply_with_usage(case["provider"], case["raw"]))
+        assert _text(usage) == _text(case["out"]), (case["provider"], case.get("name"))
+        n += 1
+    for case in f["toolCalls"]:
+        i = case["in"]
+        function = {k2: i[k] for k, k2 in (("name", "name"), ("args", "arguments")) if k in i}
+        block = {"type": "tool_use", **{k2: i[k] for k, k2 in (("name", "name"), ("args", "input")) if k in i}}
+        call = {"function": function}
+        if "id" in i:
+            call["id"] = block["id"] = i["id"]
+        chat = {"choices": [{"message": {"content": None, "tool_calls": [call]}}]}
+        for api, reply in (("openai-chat", chat), ("anthropic", {"content": [block]})):
+            calls = _native.llm_decode(api, reply)[0].get("toolCalls") or [None]
+            assert _text(calls[0]) == _text(case["out"]), (api, i)
+        n += 1
+    for raw, has_calls, want in f["finishReasons"]:
+        calls = [{"id": "c", "function": {"name": "f", "arguments": "{}"}}] if has_calls else []
+        choice = {"message": {"content": "", "tool_calls": calls}, "finish_reason": raw}
+        assert _native.llm_decode("openai-chat", {"choices": [choice]})[0].get("finishReason") == want, raw
+        n += 1
+    for key in f["samplingParams"]:
+        for api in APIS:
+            recorded = _native.llm_request_input(api, {"model": "m", key: 1, "api_key": "sk-secret"})
+            assert recorded.get(key) == 1 and "api_key" not in recorded, (api, key)
+        n += 1
+    assert n == 132  # 48 usage, 13 tool calls, 32 finish reasons, 39 sampling parameters
+
+
 # -- edit input --------------------------------------------------------------------------
 
 

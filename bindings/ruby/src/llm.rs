@@ -151,10 +151,21 @@ fn decode(ruby: &Ruby, api: String, response: Value) -> Result<RArray, Error> {
     Ok(out)
 }
 
-/// Registers `Native.llm_step`, `Native.llm_decode` and `Native::LlmStep`.
+/// `request_input(api, request)`: what `node.started.input` records of a request of `api`.
+fn request_input(ruby: &Ruby, api: String, request: Value) -> Result<Value, Error> {
+    let api = Api::from_name(&api).ok_or_else(|| {
+        Error::new(ruby.exception_arg_error(), format!("unknown model API {api:?}"))
+    })?;
+    let input = graphmind_core::codec::request_input(api, &to_value(ruby, request));
+    from_value(ruby, &graphmind_core::json::Value::Object(input))
+}
+
+/// Registers `Native.llm_step`, `Native.llm_decode`, `Native.llm_request_input` and
+/// `Native::LlmStep`.
 pub fn init(ruby: &Ruby, native: &RModule) -> Result<(), Error> {
     native.define_singleton_method("llm_step", function!(llm_step, 6))?;
     native.define_singleton_method("llm_decode", function!(decode, 2))?;
+    native.define_singleton_method("llm_request_input", function!(request_input, 2))?;
     let class = native.define_class("LlmStep", ruby.class_object())?;
     class.define_method("before", method!(RbLlmStep::before, 0))?;
     class.define_method("after", method!(RbLlmStep::after, 1))?;

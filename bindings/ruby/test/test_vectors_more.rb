@@ -48,6 +48,53 @@ class TestVectorsMore < Minitest::Test
     assert_equal 107, n
   end
 
+  # Every model API the core has a codec for (the fixture's provider names).
+  APIS = %w[openai-chat openai-responses anthropic langchain ruby_llm ai-sdk].freeze
+
+  # A complete answer of `provider` reporting `raw` as its usage.
+  def reply_with_usage(provider, raw)
+    case provider
+    when "ruby_llm" then { "content" => "", "tokens" => raw }
+    when "langchain" then { "generations" => [[{ "text" => "", "message" => { "usage_metadata" => raw } }]] }
+    else { { "openai-chat" => "choices", "openai-responses" => "output" }.fetch(provider, "content") => [], "usage" => raw }
+    end
+  end
+
+  # The fixture's cases carried inside provider answers and read back through the codecs'
+  # decode path (`Native.llm_decode`), as core/tests/codec_fixture.rs does.
+  def test_llm_fixture_through_the_codecs
+    f = load_vector("reference/llm-fixture.json")
+    n = each_case(f["usage"], "usage") do |c, label|
+      _, usage = N.llm_decode(c["provider"], reply_with_usage(c["provider"], c["raw"]))
+      assert_equal text(c["out"]), text(usage), "#{c['provider']} #{label}"
+    end
+    n += each_case(f["toolCalls"], "toolCalls") do |c, label|
+      i = c["in"]
+      function = { "name" => i["name"], "arguments" => i["args"] }.select { |k, _| i.key?(k == "arguments" ? "args" : k) }
+      block = { "type" => "tool_use", "name" => i["name"], "input" => i["args"] }.select { |k, _| k == "type" || i.key?(k == "input" ? "args" : k) }
+      call = { "function" => function }
+      call["id"] = block["id"] = i["id"] if i.key?("id")
+      chat = { "choices" => [{ "message" => { "content" => nil, "tool_calls" => [call] } }] }
+      [["openai-chat", chat], ["anthropic", { "content" => [block] }]].each do |api, reply|
+        got = (N.llm_decode(api, reply)[0]["toolCalls"] || [nil])[0]
+        assert_equal text(c["out"]), text(got), "#{api} #{label}"
+      end
+    end
+    n += each_case(f["finishReasons"], "finishReasons") do |(raw, has_calls, want), label|
+      calls = has_calls ? [{ "id" => "c", "function" => { "name" => "f", "arguments" => "{}" } }] : []
+      choice = { "message" => { "content" => "", "tool_calls" => calls }, "finish_reason" => raw }
+      same want, N.llm_decode("openai-chat", { "choices" => [choice] })[0]["finishReason"], label
+    end
+    n += each_case(f["samplingParams"], "samplingParams") do |key, label|
+      APIS.each do |api|
+        recorded = N.llm_request_input(api, { "model" => "m", key => 1, "api_key" => "sk-secret" })
+        assert_equal 1, recorded[key], "#{api} #{label}"
+        refute recorded.key?("api_key"), "#{api} #{label}"
+      end
+    end
+    assert_equal 132, n
+  end
+
   def test_edit_input_fixture
     f = load_vector("reference/edit-input-fixture.json")
     assert_equal f["maxRefusalMessage"], N::MAX_REFUSAL_MESSAGE

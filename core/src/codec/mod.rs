@@ -270,6 +270,15 @@ pub fn prompt_key(api: Api, request: &Value) -> PromptKey {
     match api {
         Api::OpenAiResponses => PromptKey::of(get(r, "input"), get(r, "previous_response_id")),
         Api::AiSdk => PromptKey::of(get(r, "prompt"), None),
+        // A chat model's callback gets a batch of conversations: the first one is the prompt.
+        Api::LangChain => {
+            let messages = get(r, "messages");
+            let first = messages
+                .and_then(Value::as_array)
+                .and_then(|batch| batch.first())
+                .filter(|c| c.as_array().is_some());
+            PromptKey::of(first.or(messages), None)
+        }
         _ => PromptKey::of(get(r, "messages"), None),
     }
 }

@@ -417,6 +417,15 @@ fn prompt_keys() {
         ),
         ("\"hello\"", 1, Some("resp_1"))
     );
+    // A LangChain chat model's callback: a batch of conversations, the first one keyed.
+    let k = prompt_key(
+        Api::LangChain,
+        &v(r#"{"messages":[[{"type":"human","content":"a"},{"type":"ai","content":"b"}]]}"#),
+    );
+    assert_eq!(
+        (k.first.as_str(), k.length),
+        (r#"{"type":"human","content":"a"}"#, 2)
+    );
 }
 
 #[test]
@@ -461,14 +470,19 @@ fn langchain_js_result_serialized_by_json_stringify() {
         out(&d),
         r#"{"text":"","toolCalls":[{"id":"c1","name":"search","input":{"q":"x"}}],"finishReason":"tool-calls","rawFinishReason":"tool_calls","model":"fake-1"}"#
     );
-    assert_eq!(usage(&d), r#"{"inputTokens":9,"outputTokens":2,"inclusive":true}"#);
+    assert_eq!(
+        usage(&d),
+        r#"{"inputTokens":9,"outputTokens":2,"inclusive":true}"#
+    );
 }
 
 #[test]
 fn langchain_js_messages_are_recorded_plain() {
     let input = frameworks::request_input(
         Api::LangChain,
-        &v(r#"{"model":"fake-1","messages":[[{"lc":1,"type":"constructor","id":["langchain_core","messages","HumanMessage"],"kwargs":{"content":"hi"}}]]}"#),
+        &v(
+            r#"{"model":"fake-1","messages":[[{"lc":1,"type":"constructor","id":["langchain_core","messages","HumanMessage"],"kwargs":{"content":"hi"}}]]}"#,
+        ),
     );
     assert_eq!(
         to_string(&Value::Object(input)),

@@ -12,8 +12,6 @@ reads the client libraries' objects and hands them over.
 from __future__ import annotations
 
 import inspect
-import threading
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -193,48 +191,6 @@ class AsyncStreamProxy:
         return getattr(self._inner, name)
 
 
-def request_params(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The sampling parameters of a request, as the core's allow-list picks them."""
-    subset = {k: kwargs[k] for k in _sampling_keys() if k in kwargs and given(kwargs[k])}
-    if not subset:
-        return {}
-    try:
-        return _native.pick_params(subset)
-    except Exception:
-        return {}
-
-
-_SAMPLING_KEYS: tuple[str, ...] | None = None
-
-
-def _sampling_keys() -> tuple[str, ...]:
-    global _SAMPLING_KEYS
-    if _SAMPLING_KEYS is None:
-        _SAMPLING_KEYS = tuple(_native.sampling_param_keys())
-    return _SAMPLING_KEYS
-
-
-# -- tool definitions, remembered per session and run --------------------------------------
-
-_schemas: weakref.WeakKeyDictionary[Session, Any] = weakref.WeakKeyDictionary()
-_schemas_lock = threading.Lock()
-
-
-def capture_tools(session: Session, run_id: str | None, tools: Any) -> dict[str, Any] | None:
-    """``{tools: [{name, schemaHash}], toolSchemas?}`` for one step's tool definitions."""
-    if not given(tools) or not isinstance(tools, (list, tuple)) or not tools:
-        return None
-    with _schemas_lock:
-        memory = _schemas.get(session)
-        if memory is None:
-            memory = _native.ToolSchemas()
-            _schemas[session] = memory
-    try:
-        return memory.capture(run_id if run_id is not None else "implicit", list(tools))
-    except Exception:
-        return None
-
-
 # -- warnings ------------------------------------------------------------------------------
 
 
@@ -343,8 +299,11 @@ class AsyncReplayedStream:
 
 def is_response_wrapper(result: Any) -> bool:
     """``with_raw_response`` / ``with_streaming_response`` hand back the HTTP response with
-    a ``parse()`` that reads the answer (or the stream) from it."""
-    return hasattr(result, "http_response") and callable(getattr(result, "parse", None))
+    a ``parse()`` that reads the answer (or the stream) from it. Read from the instance's
+    own attributes: asking a pydantic answer for a missing attribute raises and catches
+    an error inside pydantic (2 us a call)."""
+    fields = getattr(result, "__dict__", None)
+    return type(fields) is dict and "http_response" in fields and callable(getattr(result, "parse", None))
 
 
 def is_stream(result: Any, kwargs: Mapping[str, Any], is_async: bool) -> bool:
