@@ -106,3 +106,81 @@ extern "C" fn parent() {
 extern "C" fn child() {
     after_fork(Session::after_fork_child);
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::config::{self, EnvSnapshot, Options, SdkFlavor};
+    use std::time::{Duration, Instant};
+
+    /// How long a forked child may take before it counts as hung.
+    const CHILD_LIMIT: Duration = Duration::from_secs(20);
+
+    /// Waits for child `pid` up to [`CHILD_LIMIT`]; a child still running then is killed and
+    /// reported as `None`.
+    fn wait_child(pid: libc::pid_t) -> Option<i32> {
+        let deadline = Instant::now() + CHILD_LIMIT;
+        loop {
+            let mut status = 0;
+            // SAFETY: pid is our child; status is a valid out pointer.
+            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                return Some(libc::WEXITSTATUS(status));
+            }
+            if Instant::now() > deadline {
+                // SAFETY: as above.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_fork_waits_for_the_model_call_memory_and_the_replay_held_by_another_thread() {
+        // The hang of 2026-12-05: a tool step's schema lookup waited in the child for a
+        // process-wide lock that another parent thread held at the fork.
+        let mut config =
+            config::resolve(&Options::default(), &EnvSnapshot::new(), SdkFlavor::Native);
+        config.url = "ws://127.0.0.1:1/ingest".into();
+        let session = Session::new(config, std::sync::Arc::new(|_: &str| {}));
+        assert!(register(&session));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = {
+            let session = session.clone();
+            std::thread::spawn(move || {
+                let _memory = session.llm_memory().lock();
+                let _replay = session.replay_slot().lock();
+                held_tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+            })
+        };
+        held_rx.recv().unwrap();
+        // SAFETY: the child uses only the session (the fork hooks carried its locks across)
+        // and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let schema = crate::llm_step::declared_tool_schema(&session, Some("r"), "lookup");
+            let replay = crate::replay::end(&session);
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe {
+                libc::_exit(if schema.is_none() && replay.is_none() {
+                    0
+                } else {
+                    3
+                })
+            };
+        }
+        let status = wait_child(pid);
+        holder.join().unwrap();
+        unregister(&session);
+        assert_eq!(
+            status,
+            Some(0),
+            "the child used the session's locks (None: it hung)"
+        );
+    }
+}
