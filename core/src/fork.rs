@@ -183,4 +183,32 @@ mod tests {
             "the child used the session's locks (None: it hung)"
         );
     }
+
+    #[test]
+    fn a_child_warns_on_stderr_while_another_parent_thread_held_the_stderr_lock() {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _stderr = std::io::stderr().lock();
+            held_tx.send(()).unwrap();
+            let _ = done_rx.recv_timeout(CHILD_LIMIT);
+        });
+        held_rx.recv().unwrap();
+        // SAFETY: the child only writes a warning and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            crate::warn::stderr_sink()("[graphmind] a warning from a forked child (test)");
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(0) };
+        }
+        let status = wait_child(pid);
+        done_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(
+            status,
+            Some(0),
+            "the child's warning took no lock (None: it hung)"
+        );
+    }
 }

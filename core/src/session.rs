@@ -155,7 +155,10 @@ pub enum RunOutcome {
 #[derive(Debug, Default)]
 pub struct RunSignal {
     aborted: AtomicBool,
-    reason: Mutex<Option<String>>,
+    /// The first abort's reason, set without a lock: the signal outlives its run in the
+    /// app's hands, out of the fork protocol's reach, and a child forked while another
+    /// thread held a lock here would have waited for it forever.
+    reason: once_cell::race::OnceBox<String>,
     finished: AtomicBool,
 }
 
@@ -167,7 +170,7 @@ impl RunSignal {
 
     /// Why, when aborted.
     pub fn reason(&self) -> Option<String> {
-        self.reason.lock().clone()
+        self.reason.get().cloned()
     }
 
     /// Whether [`Session::finish_run`] finished the run.
@@ -182,10 +185,7 @@ impl RunSignal {
 
     /// Aborts the run (idempotent; the first reason stays).
     pub fn abort(&self, reason: &str) {
-        let mut slot = self.reason.lock();
-        if slot.is_none() {
-            *slot = Some(reason.to_string());
-        }
+        let _ = self.reason.set(Box::new(reason.to_string()));
         self.aborted.store(true, Ordering::Release);
     }
 }
