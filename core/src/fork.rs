@@ -111,31 +111,24 @@ extern "C" fn child() {
 mod tests {
     use super::*;
     use crate::config::{self, EnvSnapshot, Options, SdkFlavor};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
-    /// How long a forked child may take before it counts as hung.
-    const CHILD_LIMIT: Duration = Duration::from_secs(20);
+    /// How long a forked child may take before it counts as hung: its own alarm ends it.
+    const CHILD_LIMIT_S: u32 = 20;
 
-    /// Waits for child `pid` up to [`CHILD_LIMIT`]; a child still running then is killed and
-    /// reported as `None`.
+    /// In a child, first: ends it with SIGALRM should it still run after [`CHILD_LIMIT_S`].
+    fn bound_child() {
+        // SAFETY: alarm is async-signal-safe; the child has no other use for SIGALRM.
+        unsafe { libc::alarm(CHILD_LIMIT_S) };
+    }
+
+    /// Waits for child `pid` (bounded by its alarm); its exit status, or `None` when a
+    /// signal ended it (the alarm: it hung).
     fn wait_child(pid: libc::pid_t) -> Option<i32> {
-        let deadline = Instant::now() + CHILD_LIMIT;
-        loop {
-            let mut status = 0;
-            // SAFETY: pid is our child; status is a valid out pointer.
-            if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-                return Some(libc::WEXITSTATUS(status));
-            }
-            if Instant::now() > deadline {
-                // SAFETY: as above.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, &mut status, 0);
-                }
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let mut status = 0;
+        // SAFETY: pid is our child; status is a valid out pointer.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))
     }
 
     #[test]
@@ -163,6 +156,7 @@ mod tests {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {
+            bound_child();
             let schema = crate::llm_step::declared_tool_schema(&session, Some("r"), "lookup");
             let replay = crate::replay::end(&session);
             // SAFETY: ends the child without running the parent's destructors.
@@ -191,13 +185,14 @@ mod tests {
         let holder = std::thread::spawn(move || {
             let _stderr = std::io::stderr().lock();
             held_tx.send(()).unwrap();
-            let _ = done_rx.recv_timeout(CHILD_LIMIT);
+            let _ = done_rx.recv_timeout(Duration::from_secs(CHILD_LIMIT_S.into()));
         });
         held_rx.recv().unwrap();
         // SAFETY: the child only writes a warning and exits with _exit.
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {
+            bound_child();
             crate::warn::stderr_sink()("[graphmind] a warning from a forked child (test)");
             // SAFETY: ends the child without running the parent's destructors.
             unsafe { libc::_exit(0) };
