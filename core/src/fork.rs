@@ -106,3 +106,104 @@ extern "C" fn parent() {
 extern "C" fn child() {
     after_fork(Session::after_fork_child);
 }
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::config::{self, EnvSnapshot, Options, SdkFlavor};
+    use std::time::Duration;
+
+    /// How long a forked child may take before it counts as hung: its own alarm ends it.
+    const CHILD_LIMIT_S: u32 = 20;
+
+    /// In a child, first: ends it with SIGALRM should it still run after [`CHILD_LIMIT_S`].
+    fn bound_child() {
+        // SAFETY: alarm is async-signal-safe; the child has no other use for SIGALRM.
+        unsafe { libc::alarm(CHILD_LIMIT_S) };
+    }
+
+    /// Waits for child `pid` (bounded by its alarm); its exit status, or `None` when a
+    /// signal ended it (the alarm: it hung).
+    fn wait_child(pid: libc::pid_t) -> Option<i32> {
+        let mut status = 0;
+        // SAFETY: pid is our child; status is a valid out pointer.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status))
+    }
+
+    #[test]
+    fn a_fork_waits_for_the_model_call_memory_and_the_replay_held_by_another_thread() {
+        // The hang of 2026-12-05: a tool step's schema lookup waited in the child for a
+        // process-wide lock that another parent thread held at the fork.
+        let mut config =
+            config::resolve(&Options::default(), &EnvSnapshot::new(), SdkFlavor::Native);
+        config.url = "ws://127.0.0.1:1/ingest".into();
+        let session = Session::new(config, std::sync::Arc::new(|_: &str| {}));
+        assert!(register(&session));
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let holder = {
+            let session = session.clone();
+            std::thread::spawn(move || {
+                let _memory = session.llm_memory().lock();
+                let _replay = session.replay_slot().lock();
+                held_tx.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+            })
+        };
+        held_rx.recv().unwrap();
+        // SAFETY: the child uses only the session (the fork hooks carried its locks across)
+        // and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            bound_child();
+            let schema = crate::llm_step::declared_tool_schema(&session, Some("r"), "lookup");
+            let replay = crate::replay::end(&session);
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe {
+                libc::_exit(if schema.is_none() && replay.is_none() {
+                    0
+                } else {
+                    3
+                })
+            };
+        }
+        let status = wait_child(pid);
+        holder.join().unwrap();
+        unregister(&session);
+        assert_eq!(
+            status,
+            Some(0),
+            "the child used the session's locks (None: it hung)"
+        );
+    }
+
+    #[test]
+    fn a_child_warns_on_stderr_while_another_parent_thread_held_the_stderr_lock() {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let holder = std::thread::spawn(move || {
+            let _stderr = std::io::stderr().lock();
+            held_tx.send(()).unwrap();
+            let _ = done_rx.recv_timeout(Duration::from_secs(CHILD_LIMIT_S.into()));
+        });
+        held_rx.recv().unwrap();
+        // SAFETY: the child only writes a warning and exits with _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            bound_child();
+            crate::warn::stderr_sink()("[graphmind] a warning from a forked child (test)");
+            // SAFETY: ends the child without running the parent's destructors.
+            unsafe { libc::_exit(0) };
+        }
+        let status = wait_child(pid);
+        done_tx.send(()).unwrap();
+        holder.join().unwrap();
+        assert_eq!(
+            status,
+            Some(0),
+            "the child's warning took no lock (None: it hung)"
+        );
+    }
+}

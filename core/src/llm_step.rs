@@ -35,14 +35,13 @@
 //! `graph.hint`. Tool definitions are recorded once per run (`tools` / `toolSchemas`).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::codec::{self, Api, Decoded, PromptKey, StreamDecoder};
 use crate::event::{self, ErrorInfo, GraphNodeHint, NodeKind, RunStatus, TokenUsage};
 use crate::gate::{GateDecision, ResumeAction};
 use crate::json::{JsStr, Map, Value};
 use crate::llm::{self, ToolSchemaMemory};
-use crate::session::{Gate, NodeRef, Session, WeakSession};
+use crate::session::{Gate, NodeRef, Session};
 use crate::step::{Next, Step};
 
 /// The node every provider model call is recorded under.
@@ -135,9 +134,11 @@ impl InvocationTracker {
     }
 }
 
-/// What a session remembers about its model calls.
+/// What a session remembers about its model calls. Kept in the session, under a lock the
+/// fork protocol holds (a process-wide table of them had a lock no fork carried across:
+/// a child forked while another thread held it waited for it forever).
 #[derive(Debug, Default)]
-struct LlmMemory {
+pub(crate) struct LlmMemory {
     invocations: InvocationTracker,
     schemas: ToolSchemaMemory,
     hinted: VecDeque<String>,
@@ -159,29 +160,6 @@ impl LlmMemory {
     }
 }
 
-type Memories = Mutex<Vec<(WeakSession, Arc<Mutex<LlmMemory>>)>>;
-
-fn memories() -> &'static Memories {
-    static MEMORIES: OnceLock<Memories> = OnceLock::new();
-    MEMORIES.get_or_init(Default::default)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The session's memory (made on first use; those of dropped sessions are let go).
-fn memory_of(session: &Session) -> Arc<Mutex<LlmMemory>> {
-    let mut all = lock(memories());
-    all.retain(|(weak, _)| weak.is_alive());
-    if let Some((_, m)) = all.iter().find(|(weak, _)| weak.is(session)) {
-        return m.clone();
-    }
-    let m = Arc::new(Mutex::new(LlmMemory::default()));
-    all.push((session.downgrade(), m.clone()));
-    m
-}
-
 /// The input schema this run's model requests declared for tool `name` (see
 /// [`crate::declared_schema`]), compiled; `None` when none did.
 pub fn declared_tool_schema(
@@ -189,8 +167,7 @@ pub fn declared_tool_schema(
     run_id: Option<&str>,
     name: &str,
 ) -> Option<crate::edit_schema::InputSchema> {
-    let memory = memory_of(session);
-    let mut m = lock(&memory);
+    let mut m = session.llm_memory().lock();
     m.declared.lookup(run_id.unwrap_or(NO_RUN_SCOPE), name)
 }
 
@@ -223,7 +200,6 @@ pub struct LlmStep {
     api: Api,
     scope: String,
     model: Option<Value>,
-    memory: Arc<Mutex<LlmMemory>>,
     attempts: u32,
     stream: Option<StreamDecoder>,
     stream_only: bool,
@@ -260,7 +236,6 @@ impl LlmStep {
         sdk: Option<&str>,
     ) -> LlmStep {
         let scope = run.run_id.unwrap_or(NO_RUN_SCOPE).to_string();
-        let memory = memory_of(session);
         let parent = match parent_id {
             Some(id) => Some(id.to_string()),
             None => run
@@ -269,7 +244,7 @@ impl LlmStep {
         };
         let tools = codec::request_tools(request);
         let (position, hint, captured) = {
-            let mut m = lock(&memory);
+            let mut m = session.llm_memory().lock();
             let position = m.invocations.next(&scope, &codec::prompt_key(api, request));
             let hint = m.first_hint(&scope);
             let captured = if session.is_enabled() {
@@ -323,7 +298,6 @@ impl LlmStep {
             api,
             scope,
             model: request.get("model").filter(|m| !m.is_null()).cloned(),
-            memory,
             attempts: 0,
             stream: None,
             stream_only: false,
@@ -457,7 +431,9 @@ impl LlmStep {
             None => codec::decode_response(self.api, response),
         };
         if let Some(id) = decoded.response_id.as_ref().and_then(JsStr::as_str) {
-            lock(&self.memory)
+            self.session
+                .llm_memory()
+                .lock()
                 .invocations
                 .note_response_id(&self.scope, id);
         }
@@ -559,7 +535,9 @@ impl LlmStep {
         // A stream that reported its failure in a part (AI SDK `error`) failed too.
         let error = error.or_else(|| self.stream.as_ref().and_then(StreamDecoder::error));
         if let Some(id) = decoded.response_id.as_ref().and_then(JsStr::as_str) {
-            lock(&self.memory)
+            self.session
+                .llm_memory()
+                .lock()
                 .invocations
                 .note_response_id(&self.scope, id);
         }

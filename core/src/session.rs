@@ -155,7 +155,10 @@ pub enum RunOutcome {
 #[derive(Debug, Default)]
 pub struct RunSignal {
     aborted: AtomicBool,
-    reason: Mutex<Option<String>>,
+    /// The first abort's reason, set without a lock: the signal outlives its run in the
+    /// app's hands, out of the fork protocol's reach, and a child forked while another
+    /// thread held a lock here would have waited for it forever.
+    reason: once_cell::race::OnceBox<String>,
     finished: AtomicBool,
 }
 
@@ -167,7 +170,7 @@ impl RunSignal {
 
     /// Why, when aborted.
     pub fn reason(&self) -> Option<String> {
-        self.reason.lock().clone()
+        self.reason.get().cloned()
     }
 
     /// Whether [`Session::finish_run`] finished the run.
@@ -182,10 +185,7 @@ impl RunSignal {
 
     /// Aborts the run (idempotent; the first reason stays).
     pub fn abort(&self, reason: &str) {
-        let mut slot = self.reason.lock();
-        if slot.is_none() {
-            *slot = Some(reason.to_string());
-        }
+        let _ = self.reason.set(Box::new(reason.to_string()));
         self.aborted.store(true, Ordering::Release);
     }
 }
@@ -456,6 +456,10 @@ struct Inner {
     /// Loop-guard updates handed to the worker and not yet applied (see
     /// [`Session::emit_typed`]).
     loop_backlog: AtomicU64,
+    /// What the model calls taught (see [`crate::llm_step`]). A leaf lock.
+    llm_memory: Mutex<crate::llm_step::LlmMemory>,
+    /// The replay, when one runs (see [`crate::replay`]); taken before the warner's lock.
+    replay: Mutex<Option<crate::replay::Replayer>>,
 }
 
 /// A GraphMind session. Cheap to clone (all clones are the same session).
@@ -566,6 +570,8 @@ impl Session {
             loop_holds,
             loop_outputs_pending: AtomicU64::new(0),
             loop_backlog: AtomicU64::new(0),
+            llm_memory: Mutex::default(),
+            replay: Mutex::new(None),
             config,
         };
         Session {
@@ -1543,8 +1549,11 @@ impl Session {
     }
 
     /// Fork protocol, before `fork()`: takes every lock of the session (`shared`, then the
-    /// outbox receiver's, the loop guard's and the warner's) so that no other thread holds
-    /// one mid-update at the moment of the fork. Must be followed, on the same thread, by
+    /// outbox receiver's, the loop guard's, the replay's, the model-call memory's and the
+    /// warner's) so that no other thread holds one mid-update at the moment of the fork.
+    /// Every lock a session's calls take must be one of these: a lock outside the session
+    /// (a process-wide table) may be held at the fork by a thread the child does not have,
+    /// and the child's first wait for it never ends. Must be followed, on the same thread, by
     /// [`Session::after_fork_parent`] or [`Session::after_fork_child`]. A program that forks
     /// from several threads at once, or calls this twice, gets what it asked for: a wait.
     pub fn before_fork(&self) {
@@ -1554,9 +1563,21 @@ impl Session {
             hold.lock(&self.inner.shared);
             hold.lock(&self.inner.inbox);
             hold.lock(&self.inner.loop_guard);
+            hold.lock(&self.inner.replay);
+            hold.lock(&self.inner.llm_memory);
             hold.lock(self.inner.warner.rate_lock());
         }
         hold.keep();
+    }
+
+    /// What the session's model calls taught (see [`crate::llm_step`]).
+    pub(crate) fn llm_memory(&self) -> &Mutex<crate::llm_step::LlmMemory> {
+        &self.inner.llm_memory
+    }
+
+    /// The session's replay, when one runs (see [`crate::replay`]).
+    pub(crate) fn replay_slot(&self) -> &Mutex<Option<crate::replay::Replayer>> {
+        &self.inner.replay
     }
 
     /// Fork protocol, in the parent after `fork()`: lets go of the locks taken by

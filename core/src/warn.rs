@@ -16,7 +16,28 @@ pub type WarnSink = Arc<dyn Fn(&str) + Send + Sync + 'static>;
 
 /// The sink that writes each warning as one line on standard error.
 pub fn stderr_sink() -> WarnSink {
-    Arc::new(|line: &str| eprintln!("{line}"))
+    Arc::new(write_stderr_line)
+}
+
+/// Writes `line` and a newline to standard error in one `write`, without std's process-wide
+/// stderr lock: a forked child whose parent had another thread inside that lock at the fork
+/// would wait for it forever on its first warning (the fork protocol carries only the
+/// session's own locks across). One write keeps the line whole among other writers.
+fn write_stderr_line(line: &str) {
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    #[cfg(unix)]
+    {
+        use std::io::Write;
+        use std::os::fd::FromRawFd;
+        // SAFETY: descriptor 2 is borrowed for one write and never closed (ManuallyDrop). A
+        // failed write (descriptor 2 closed) is ignored, where eprintln would panic.
+        let mut stderr = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(2) });
+        let _ = stderr.write_all(text.as_bytes());
+    }
+    #[cfg(not(unix))]
+    eprint!("{text}");
 }
 
 /// A rate-limited warner.

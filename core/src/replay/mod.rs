@@ -28,13 +28,12 @@ pub mod spec;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 pub use recording::{Execution, Outcome, Recording};
 pub use spec::{ForkPoint, ReplaySource, ReplaySpec};
 
 use crate::json::{Map, Value};
-use crate::session::{Session, WeakSession};
+use crate::session::Session;
 
 /// `run.started.meta` key: the id of the run being replayed.
 pub const META_REPLAY_OF: &str = "replayOf";
@@ -137,9 +136,11 @@ impl ReplayReport {
     }
 }
 
-/// One session's replay.
+/// One session's replay, kept in the session under a lock the fork protocol holds (a
+/// process-wide table of them had a lock no fork carried across: a child forked while
+/// another thread held it waited for it forever).
 #[derive(Debug)]
-struct Replayer {
+pub(crate) struct Replayer {
     spec: ReplaySpec,
     recording: Option<Recording>,
     bound_run: Option<String>,
@@ -149,40 +150,22 @@ struct Replayer {
     report: ReplayReport,
 }
 
-type Registry = Mutex<Vec<(WeakSession, Arc<Mutex<Replayer>>)>>;
-
-fn registry() -> &'static Registry {
-    static REGISTRY: OnceLock<Registry> = OnceLock::new();
-    REGISTRY.get_or_init(Default::default)
-}
-
-/// Replayers registered (the fast path of [`decide`] when there are none).
+/// Sessions given a replayer and not ended: while none is, no call takes a session's
+/// replay lock (the fast path of [`decide`]). A session dropped while replaying leaves it
+/// up, which costs the other sessions only that lock.
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn find(session: &Session) -> Option<Arc<Mutex<Replayer>>> {
+/// Runs `f` on `session`'s replayer, under its lock; `None` when it has none.
+fn with_replayer<R>(session: &Session, f: impl FnOnce(&mut Replayer) -> R) -> Option<R> {
     if ACTIVE.load(Ordering::Acquire) == 0 {
         return None;
     }
-    let all = lock(registry());
-    all.iter()
-        .find(|(w, _)| w.is(session))
-        .map(|(_, r)| r.clone())
+    session.replay_slot().lock().as_mut().map(f)
 }
 
 fn register(session: &Session, replayer: Replayer) {
-    let mut all = lock(registry());
-    let before = all.len();
-    all.retain(|(w, _)| w.is_alive() && !w.is(session));
-    all.push((session.downgrade(), Arc::new(Mutex::new(replayer))));
-    let now = all.len();
-    if now >= before {
-        ACTIVE.fetch_add(now - before, Ordering::AcqRel);
-    } else {
-        ACTIVE.fetch_sub(before - now, Ordering::AcqRel);
+    if session.replay_slot().lock().replace(replayer).is_none() {
+        ACTIVE.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -270,33 +253,30 @@ pub fn begin_value(session: &Session, value: &Value) -> ReplayReport {
 
 /// Stops replaying in `session`: later calls run live. Returns the last report.
 pub fn end(session: &Session) -> Option<ReplayReport> {
-    let mut all = lock(registry());
-    let at = all.iter().position(|(w, _)| w.is(session))?;
-    let (_, r) = all.remove(at);
+    let replayer = session.replay_slot().lock().take()?;
     ACTIVE.fetch_sub(1, Ordering::AcqRel);
-    let report = lock(&r).report.clone();
-    Some(report)
+    Some(replayer.report)
 }
 
 /// Whether `session` is replaying a run now (bound to a run, not yet live): the fast
 /// check a step makes before it resolves its input for [`decide`].
 pub fn is_replaying(session: &Session) -> bool {
-    find(session).is_some_and(|r| {
-        let r = lock(&r);
+    with_replayer(session, |r| {
         !r.live && r.bound_run.is_some() && r.recording.is_some()
     })
+    .unwrap_or(false)
 }
 
 /// What `session`'s replay has done so far (`None`: not replaying).
 pub fn report(session: &Session) -> Option<ReplayReport> {
-    find(session).map(|r| lock(&r).report.clone())
+    with_replayer(session, |r| r.report.clone())
 }
 
 /// A run starts: the session's replay (from its config, loaded on the first run) binds
 /// to it when it is the first run with the recorded run's name. Returns the meta fields
 /// to add (`replayOf`, `from`).
 pub fn on_run_start(session: &Session, run_id: &str, name: &str) -> Option<Map> {
-    if find(session).is_none() {
+    if with_replayer(session, |_| ()).is_none() {
         let spec = session.config().replay.clone()?;
         if !session.is_enabled() {
             return None;
@@ -304,8 +284,12 @@ pub fn on_run_start(session: &Session, run_id: &str, name: &str) -> Option<Map> 
         // Registered once per session whether or not it loads: a bad one warns once.
         register(session, new_replayer(session, spec));
     }
-    let replayer = find(session)?;
-    let mut r = lock(&replayer);
+    with_replayer(session, |r| bind(session, r, run_id, name))?
+}
+
+/// Binds `r` to the run `run_id` named `name` when it is the recorded one (see
+/// [`on_run_start`]).
+fn bind(session: &Session, r: &mut Replayer, run_id: &str, name: &str) -> Option<Map> {
     if r.bound_run.is_some() {
         return None;
     }
@@ -343,11 +327,21 @@ pub fn decide(
     let Some(run_id) = run_id else {
         return Decision::Off;
     };
-    let Some(replayer) = find(session) else {
-        return Decision::Off;
-    };
-    let mut guard = lock(&replayer);
-    let r = &mut *guard;
+    with_replayer(session, |r| {
+        decide_with(session, r, run_id, node_id, input, answerable)
+    })
+    .unwrap_or(Decision::Off)
+}
+
+/// [`decide`] for the session's replayer `r`.
+fn decide_with(
+    session: &Session,
+    r: &mut Replayer,
+    run_id: &str,
+    node_id: &str,
+    input: Option<&Value>,
+    answerable: bool,
+) -> Decision {
     if r.live || r.bound_run.as_deref() != Some(run_id) {
         return Decision::Off;
     }
