@@ -1,6 +1,6 @@
 # GraphMind: one Rust core, every SDK. `make demo` shows it, `make test` proves it.
 CARGO ?= cargo
-.PHONY: setup soak test dist test-dist test-rust test-c test-ruby test-python test-node test-cross test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
+.PHONY: setup soak test fmt-check dist test-dist test-rust test-c test-ruby test-python test-node test-cross test-viewer viewer install lib-c valgrind-agent bench bench-c bench-python bench-node demo fmt clippy
 
 ## Installs every system, Python and npm package the project needs (idempotent).
 setup:
@@ -8,7 +8,7 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup viewer test-rust test-c test-ruby test-python test-node test-cross test-viewer test-dist
+test: setup fmt-check viewer test-rust test-c test-ruby test-python test-node test-cross test-viewer test-dist
 
 ## Every artifact a user installs, into dist/ (docs/install.md): the manylinux wheel and the
 ## sdist, the npm tarball, the platform and source gems, the C tarball, the packaged crates.
@@ -153,6 +153,10 @@ demo: setup viewer
 
 fmt:
 	$(CARGO) fmt --all
+
+## Every Rust file as rustfmt writes it (default settings); `make fmt` fixes what this finds.
+fmt-check:
+	$(CARGO) fmt --all --check
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings

@@ -16,10 +16,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
 
 fn http_get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
-    out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default()
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default()
 }
 
 /// One client text frame, FIN, masked with the all-zero key.
@@ -44,7 +50,8 @@ fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();
-    f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+    f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
 }
 
 /// (thread name, user + system ticks) of every thread of a process.
@@ -53,10 +60,15 @@ fn thread_ticks(pid: u32) -> Vec<(String, u64)> {
     if let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) {
         for t in dir.flatten() {
             let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-            let name = stat.split_once('(').and_then(|(_, r)| r.rsplit_once(')')).map(|(n, _)| n.to_owned()).unwrap_or_default();
+            let name = stat
+                .split_once('(')
+                .and_then(|(_, r)| r.rsplit_once(')'))
+                .map(|(n, _)| n.to_owned())
+                .unwrap_or_default();
             let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
             let f: Vec<&str> = after.split_whitespace().collect();
-            let ticks = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            let ticks = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+                + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
             out.push((name, ticks));
         }
     }
@@ -68,7 +80,15 @@ fn run_case(label: &str, n: u64, payload: &str) {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new(BIN)
-        .args(["--port", "0", "--json", "--no-open", "--pause-on-error", "off", "--db"])
+        .args([
+            "--port",
+            "0",
+            "--json",
+            "--no-open",
+            "--pause-on-error",
+            "off",
+            "--db",
+        ])
         .arg(dir.join("bench.db"))
         // Never the real ~/.graphmind: run files and any telemetry id go to the temp folder.
         .env("HOME", &dir)
@@ -79,8 +99,18 @@ fn run_case(label: &str, n: u64, payload: &str) {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let port: u16 = line.split("\"port\":").nth(1).unwrap().split(',').next().unwrap().parse().unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split("\"port\":")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
 
     let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_nodelay(true).unwrap();
@@ -93,7 +123,10 @@ fn run_case(label: &str, n: u64, payload: &str) {
     let mut wire = Vec::new();
     let mut bytes = 0usize;
     for seq in 1..=n {
-        let f = format!(r#"{{"gm":1,"seq":{seq},"ts":{},"runId":"run_bench","type":"node.token","payload":{payload}}}"#, 1_700_000_000_000u64 + seq);
+        let f = format!(
+            r#"{{"gm":1,"seq":{seq},"ts":{},"runId":"run_bench","type":"node.token","payload":{payload}}}"#,
+            1_700_000_000_000u64 + seq
+        );
         bytes += f.len();
         encode_masked_text(&mut wire, f.as_bytes());
     }
@@ -107,7 +140,11 @@ fn run_case(label: &str, n: u64, payload: &str) {
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
         let found: Option<i64> = reader
-            .query_row("SELECT seq FROM events WHERE run_id = 'run_bench' AND seq = ?1", [n as i64], |r| r.get(0))
+            .query_row(
+                "SELECT seq FROM events WHERE run_id = 'run_bench' AND seq = ?1",
+                [n as i64],
+                |r| r.get(0),
+            )
             .ok();
         if found.is_some() {
             break;
@@ -123,8 +160,16 @@ fn run_case(label: &str, n: u64, payload: &str) {
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&dir);
-    let busiest = threads.iter().max_by_key(|t| t.1).cloned().unwrap_or_default();
-    let split: Vec<String> = threads.iter().filter(|t| t.1 > 0).map(|(name, t)| format!("{name} {:.2}s", *t as f64 / 100.0)).collect();
+    let busiest = threads
+        .iter()
+        .max_by_key(|t| t.1)
+        .cloned()
+        .unwrap_or_default();
+    let split: Vec<String> = threads
+        .iter()
+        .filter(|t| t.1 > 0)
+        .map(|(name, t)| format!("{name} {:.2}s", *t as f64 / 100.0))
+        .collect();
     println!(
         "ingest/{label}: per thread (whole process life): {}; busiest {} -> {:.0} events/s when each pipeline thread has a core",
         split.join(", "),
@@ -146,8 +191,18 @@ fn run_case(label: &str, n: u64, payload: &str) {
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run a tiny case.
     let bench = std::env::args().any(|a| a == "--bench");
-    let n: u64 = std::env::var("GM_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(if bench { 200_000 } else { 2_000 });
-    run_case("small", n, r#"{"nodeId":"llm:step","deltas":[{"t":"text","v":"hello world"}]}"#);
-    let kb = format!(r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{}"}}]}}"#, "x".repeat(1000));
+    let n: u64 = std::env::var("GM_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if bench { 200_000 } else { 2_000 });
+    run_case(
+        "small",
+        n,
+        r#"{"nodeId":"llm:step","deltas":[{"t":"text","v":"hello world"}]}"#,
+    );
+    let kb = format!(
+        r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{}"}}]}}"#,
+        "x".repeat(1000)
+    );
     run_case("1kb", n / 2, &kb);
 }

@@ -24,7 +24,8 @@ const ROUNDS: usize = 50;
 const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
 
 fn peer() -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.mcp-peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../.mcp-peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(p.exists(), "{} missing: run `make setup`", p.display());
     p.to_string_lossy().into_owned()
 }
@@ -39,12 +40,27 @@ struct Peer {
 
 impl Peer {
     fn start(cmd: &[String], env: &[(&str, &str)]) -> Peer {
-        let mut child = Command::new(&cmd[0]).args(&cmd[1..]).envs(env.iter().copied()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().unwrap());
-        let mut p = Peer { child, stdin, stdout, line: String::new(), out: Vec::new() };
+        let mut p = Peer {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+            out: Vec::new(),
+        };
         p.call(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#, "\"id\":0");
-        p.stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
+        p.stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .unwrap();
         p
     }
 
@@ -58,7 +74,10 @@ impl Peer {
         self.stdin.write_all(&self.out).unwrap();
         loop {
             self.line.clear();
-            assert!(self.stdout.read_line(&mut self.line).unwrap() > 0, "peer closed");
+            assert!(
+                self.stdout.read_line(&mut self.line).unwrap() > 0,
+                "peer closed"
+            );
             if self.line.contains(id_marker) && self.line.contains("\"result\"") {
                 return;
             }
@@ -69,7 +88,9 @@ impl Peer {
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             let id = base + i;
-            let frame = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {id}"}}}}}}"#);
+            let frame = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {id}"}}}}}}"#
+            );
             let marker = format!("\"id\":{id}}}");
             let t = Instant::now();
             self.call(&frame, &marker);
@@ -92,15 +113,30 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 
 fn start_server(dir: &Path) -> (Child, u16) {
     let mut child = Command::new(BIN)
-        .args(["--port", "0", "--json", "--no-open", "--pause-on-error", "off", "--db"])
+        .args([
+            "--port",
+            "0",
+            "--json",
+            "--no-open",
+            "--pause-on-error",
+            "off",
+            "--db",
+        ])
         .arg(dir.join("bench.db"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let port = line.split("\"port\":").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next()).and_then(|p| p.parse().ok()).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .split("\"port\":")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap();
     (child, port)
 }
 
@@ -108,7 +144,12 @@ fn start_server(dir: &Path) -> (Child, u16) {
 /// starts CMD and copies bytes both ways with one blocking thread per direction, nothing
 /// else (no parsing, no locks, no recording).
 fn bare_relay(cmd: &[String]) {
-    let mut child = Command::new(&cmd[0]).args(&cmd[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut to_child = child.stdin.take().unwrap();
     let mut from_child = child.stdout.take().unwrap();
     fn pump(from: &mut impl std::io::Read, to: &mut impl Write) {
@@ -134,7 +175,11 @@ fn main() {
         return;
     }
     let server = peer();
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let dir = std::env::temp_dir().join(format!("gm-mcp-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (mut gm, port) = start_server(&dir);
@@ -150,26 +195,70 @@ fn main() {
     let proxy = |flags: Vec<String>| proxy_of(BIN, flags);
     let off: &[(&str, &str)] = &[("GRAPHMIND_DISABLED", "1")];
     type Session<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
-    let mut bare = vec![std::env::current_exe().unwrap().to_string_lossy().into_owned(), "--relay".into(), "--".into()];
+    let mut bare = vec![
+        std::env::current_exe()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned(),
+        "--relay".into(),
+        "--".into(),
+    ];
     bare.extend(direct.iter().cloned());
     let mut sessions: Vec<Session> = vec![
         ("direct", direct.clone(), &[]),
         ("bare relay (floor)", bare, &[]),
         ("proxy, plain pipe", proxy(vec![]), off),
-        ("proxy, detached", proxy(vec!["--port".into(), closed.to_string()]), &[]),
-        ("proxy, attached", proxy(vec!["--port".into(), port.to_string(), "--wait-for-attach".into()]), &[]),
+        (
+            "proxy, detached",
+            proxy(vec!["--port".into(), closed.to_string()]),
+            &[],
+        ),
+        (
+            "proxy, attached",
+            proxy(vec![
+                "--port".into(),
+                port.to_string(),
+                "--wait-for-attach".into(),
+            ]),
+            &[],
+        ),
     ];
     // GRAPHMIND_BENCH_BEFORE=<another graphmind binary>: its proxy runs alongside, for a
     // before/after comparison under the same load.
     let before = std::env::var("GRAPHMIND_BENCH_BEFORE").ok();
     if let Some(bin) = before.as_deref() {
         sessions.push(("before: plain pipe", proxy_of(bin, vec![]), off));
-        sessions.push(("before: detached", proxy_of(bin, vec!["--port".into(), closed.to_string()]), &[]));
-        sessions.push(("before: attached", proxy_of(bin, vec!["--port".into(), port.to_string(), "--wait-for-attach".into()]), &[]));
+        sessions.push((
+            "before: detached",
+            proxy_of(bin, vec!["--port".into(), closed.to_string()]),
+            &[],
+        ));
+        sessions.push((
+            "before: attached",
+            proxy_of(
+                bin,
+                vec![
+                    "--port".into(),
+                    port.to_string(),
+                    "--wait-for-attach".into(),
+                ],
+            ),
+            &[],
+        ));
     }
-    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').take(3).collect::<Vec<_>>().join(" ");
+    let load = || {
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split(' ')
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let load_before = load();
-    let mut peers: Vec<(&str, Peer)> = sessions.into_iter().map(|(name, cmd, env)| (name, Peer::start(&cmd, env))).collect();
+    let mut peers: Vec<(&str, Peer)> = sessions
+        .into_iter()
+        .map(|(name, cmd, env)| (name, Peer::start(&cmd, env)))
+        .collect();
     for (_, p) in peers.iter_mut() {
         p.measure(WARMUP, 1);
     }
@@ -183,7 +272,10 @@ fn main() {
         }
     }
     println!("mcp-proxy: {CALLS} tools/call echoes per session to server-everything (after {WARMUP} warm-up calls), sessions interleaved in {ROUNDS} rounds; load average {load_before} before, {} after", load());
-    println!("{:<20} {:>10} {:>10} {:>14} {:>14}", "session", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs");
+    println!(
+        "{:<20} {:>10} {:>10} {:>14} {:>14}",
+        "session", "p50 µs", "p99 µs", "added p50 µs", "added p99 µs"
+    );
     let mut base: Option<(f64, f64)> = None;
     for ((name, p), mut samples) in peers.into_iter().zip(samples) {
         p.stop();

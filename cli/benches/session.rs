@@ -9,10 +9,10 @@
 //! Run: `cargo bench -p graphmind-cli --bench session`. Goals (issue 3): <= 2 µs per node,
 //! round trip p99 <= 1 ms, release <= 20 ms.
 
-#[path = "../../core/benches/support/cpu_time.rs"]
-mod cpu_time;
 #[path = "../../core/benches/support/borrowed_fields.rs"]
 mod borrowed_fields;
+#[path = "../../core/benches/support/cpu_time.rs"]
+mod cpu_time;
 
 use cpu_time::thread_cpu;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
@@ -32,7 +32,15 @@ const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
 
 fn start_server(dir: &std::path::Path) -> (Child, u16) {
     let mut child = Command::new(BIN)
-        .args(["--port", "0", "--json", "--no-open", "--pause-on-error", "off", "--db"])
+        .args([
+            "--port",
+            "0",
+            "--json",
+            "--no-open",
+            "--pause-on-error",
+            "off",
+            "--db",
+        ])
         .arg(dir.join("bench.db"))
         .env("GRAPHMIND_HOME", dir)
         .stdout(Stdio::piped())
@@ -40,7 +48,9 @@ fn start_server(dir: &std::path::Path) -> (Child, u16) {
         .spawn()
         .expect("spawn graphmind");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let v = json::parse_str(line.trim()).unwrap();
     (child, v.get("port").and_then(Value::as_i64).unwrap() as u16)
 }
@@ -50,17 +60,24 @@ fn session(url: &str) -> Session {
 }
 
 fn session_with(url: &str, configure: impl FnOnce(&mut Options)) -> Session {
-    let mut options = Options { url: Some(url.to_string()), app_name: Some("bench".into()), ..Options::default() };
+    let mut options = Options {
+        url: Some(url.to_string()),
+        app_name: Some("bench".into()),
+        ..Options::default()
+    };
     configure(&mut options);
     let config = config::resolve(&options, &EnvSnapshot::new(), SdkFlavor::Native);
     Session::new(config, Arc::new(|_: &str| {}))
 }
 
 fn sample() -> Value {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/sample-1k.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/sample-1k.json"
+    ))
+    .unwrap();
     json::parse_str(&text).unwrap()
 }
-
 
 /// Values cloned ahead of one timed batch (warm in cache, as a binding's fresh values are).
 const VALUES_PER_BATCH: usize = 32;
@@ -68,19 +85,30 @@ const VALUES_PER_BATCH: usize = 32;
 /// Median over `rounds` of the mean per-node app-thread CPU cost of `batch` nodes, in ns.
 /// The values are built outside the clock (a binding builds them from host objects).
 fn per_node(session: &Session, input: &Value, rounds: usize, batch: usize) -> f64 {
-    per_node_with(session, rounds, batch, || (HostValue::Built(input.clone()), HostValue::Built(input.clone())))
+    per_node_with(session, rounds, batch, || {
+        (
+            HostValue::Built(input.clone()),
+            HostValue::Built(input.clone()),
+        )
+    })
 }
 
 /// [`per_node`] with the input and output as the given host values (built values, or JSON
 /// text as the Node binding and C callers hand them over).
-fn per_node_with(session: &Session, rounds: usize, batch: usize, make: impl Fn() -> (HostValue, HostValue)) -> f64 {
+fn per_node_with(
+    session: &Session,
+    rounds: usize,
+    batch: usize,
+    make: impl Fn() -> (HostValue, HostValue),
+) -> f64 {
     let run = session.start_run("bench", None);
     let mut samples = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let mut spent = Duration::ZERO;
         let mut pending = 0;
         for _ in 0..batch / VALUES_PER_BATCH {
-            let values: Vec<(HostValue, HostValue)> = (0..VALUES_PER_BATCH).map(|_| make()).collect();
+            let values: Vec<(HostValue, HostValue)> =
+                (0..VALUES_PER_BATCH).map(|_| make()).collect();
             let started = thread_cpu();
             for (i, o) in values {
                 let node = NodeRef::new(NodeKind::Tool, "search_files");
@@ -97,7 +125,8 @@ fn per_node_with(session: &Session, rounds: usize, batch: usize, make: impl Fn()
                 pending = 0;
             }
         }
-        samples.push(spent.as_nanos() as f64 / (batch / VALUES_PER_BATCH * VALUES_PER_BATCH) as f64);
+        samples
+            .push(spent.as_nanos() as f64 / (batch / VALUES_PER_BATCH * VALUES_PER_BATCH) as f64);
         // Let the worker drain so the bounded channel never fills (we measure the app thread).
         session.flush(Duration::from_secs(30));
     }
@@ -127,16 +156,27 @@ struct Viewer {
 impl Viewer {
     /// A viewer with the server's viewer token (a viewer without one may only watch).
     fn connect(dir: &std::path::Path, port: u16) -> Viewer {
-        let opener = std::fs::read_to_string(dir.join("run").join(format!("open-{port}.html"))).unwrap_or_default();
+        let opener = std::fs::read_to_string(dir.join("run").join(format!("open-{port}.html")))
+            .unwrap_or_default();
         let token: String = opener
             .split("#token=")
             .nth(1)
-            .map(|t| t.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
+            .map(|t| {
+                t.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect()
+            })
             .unwrap_or_default();
         let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
         stream.set_nodelay(true).unwrap();
-        let mut request = tungstenite::client::IntoClientRequest::into_client_request(format!("ws://127.0.0.1:{port}/ws/ui")).unwrap();
-        request.headers_mut().insert("Sec-WebSocket-Protocol", format!("graphmind.v1, gm.auth.{token}").parse().unwrap());
+        let mut request = tungstenite::client::IntoClientRequest::into_client_request(format!(
+            "ws://127.0.0.1:{port}/ws/ui"
+        ))
+        .unwrap();
+        request.headers_mut().insert(
+            "Sec-WebSocket-Protocol",
+            format!("graphmind.v1, gm.auth.{token}").parse().unwrap(),
+        );
         let (ws, _) = tungstenite::client(request, stream).unwrap();
         Viewer { ws }
     }
@@ -157,8 +197,17 @@ impl Viewer {
             if let Ok(Message::Text(t)) = self.ws.read() {
                 if let Ok(v) = json::parse_str(t.as_str()) {
                     let env = v.get("envelope");
-                    if env.and_then(|e| e.get("type")).and_then(Value::as_str) == Some("exec.paused") {
-                        return env.unwrap().get("payload").unwrap().get("pauseId").and_then(Value::as_str).unwrap().to_string();
+                    if env.and_then(|e| e.get("type")).and_then(Value::as_str)
+                        == Some("exec.paused")
+                    {
+                        return env
+                            .unwrap()
+                            .get("payload")
+                            .unwrap()
+                            .get("pauseId")
+                            .and_then(Value::as_str)
+                            .unwrap()
+                            .to_string();
                     }
                 }
             }
@@ -174,14 +223,23 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("gm-bench-session-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let input = sample();
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/sample-1k.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../bench/sample-1k.json"
+    ))
+    .unwrap();
     let (rounds, batch) = (15, 20_000);
 
     // 1. App-thread cost per node.
     let detached = session("ws://127.0.0.1:9/ingest");
     let detached_ns = per_node(&detached, &input, rounds, batch);
     let bytes = text.as_bytes();
-    let detached_text_ns = per_node_with(&detached, rounds, batch, || (HostValue::Text(bytes.to_vec()), HostValue::Text(bytes.to_vec())));
+    let detached_text_ns = per_node_with(&detached, rounds, batch, || {
+        (
+            HostValue::Text(bytes.to_vec()),
+            HostValue::Text(bytes.to_vec()),
+        )
+    });
     detached.dispose(Duration::from_secs(5));
     let (mut server, port) = start_server(&dir);
     let attached = session(&format!("ws://127.0.0.1:{port}/ingest"));
@@ -194,32 +252,59 @@ fn main() {
         counter.set(counter.get() + 1);
         let mut value = input.clone();
         if let Some(map) = value.as_object_mut() {
-            map.insert(json::JsStr::from("id"), Value::Number(json::Number::Int(counter.get())));
+            map.insert(
+                json::JsStr::from("id"),
+                Value::Number(json::Number::Int(counter.get())),
+            );
         }
         (HostValue::Built(value.clone()), HostValue::Built(value))
     };
     let attached_distinct_ns = per_node_with(&attached, rounds, batch, distinct);
     // The same attached, without the loop guard: what the guard costs this thread (the key
     // of each input, its books; outputs are keyed by the worker).
-    let unguarded = session_with(&format!("ws://127.0.0.1:{port}/ingest"), |o| o.loop_guard = Some(config::LoopGuardOption::Off));
+    let unguarded = session_with(&format!("ws://127.0.0.1:{port}/ingest"), |o| {
+        o.loop_guard = Some(config::LoopGuardOption::Off)
+    });
     assert!(unguarded.ready(Duration::from_secs(5)), "attaches");
     let unguarded_ns = per_node(&unguarded, &input, rounds, batch);
     unguarded.dispose(Duration::from_secs(2));
     let floor_ns = serde_floor(&text, rounds, batch);
     println!("one tool node (start + finish, 1 KB in and out), app-thread CPU time, median of {rounds} x {batch}:");
-    println!("  graphmind-core detached   {:>8.2} µs   (goal <= 2 µs)", detached_ns / 1000.0);
-    println!("  same, values as JSON text {:>8.2} µs   (goal <= 2 µs; parsed by the worker)", detached_text_ns / 1000.0);
-    println!("  graphmind-core attached   {:>8.2} µs   (goal <= 2 µs)", attached_ns / 1000.0);
-    println!("  attached, distinct calls  {:>8.2} µs   (goal <= 2 µs; each call its own input, no loop)", attached_distinct_ns / 1000.0);
+    println!(
+        "  graphmind-core detached   {:>8.2} µs   (goal <= 2 µs)",
+        detached_ns / 1000.0
+    );
+    println!(
+        "  same, values as JSON text {:>8.2} µs   (goal <= 2 µs; parsed by the worker)",
+        detached_text_ns / 1000.0
+    );
+    println!(
+        "  graphmind-core attached   {:>8.2} µs   (goal <= 2 µs)",
+        attached_ns / 1000.0
+    );
+    println!(
+        "  attached, distinct calls  {:>8.2} µs   (goal <= 2 µs; each call its own input, no loop)",
+        attached_distinct_ns / 1000.0
+    );
     println!("  same, loop guard off      {:>8.2} µs   (the rest is the guard: the input's key, its books)", unguarded_ns / 1000.0);
-    println!("  serde_json, same payloads {:>8.2} µs   (serializing alone, on the app thread)", floor_ns / 1000.0);
+    println!(
+        "  serde_json, same payloads {:>8.2} µs   (serializing alone, on the app thread)",
+        floor_ns / 1000.0
+    );
 
     // 2. Gate round trip.
     let mut viewer = Viewer::connect(&dir, port);
-    viewer.control("*", "breakpoint.set", r#"{"matcher":{"kind":"tool","name":"held"}}"#);
+    viewer.control(
+        "*",
+        "breakpoint.set",
+        r#"{"matcher":{"kind":"tool","name":"held"}}"#,
+    );
     std::thread::sleep(Duration::from_millis(300));
     let run = attached.start_run("round-trip", None);
-    viewer.send(format!(r#"{{"type":"subscribe","runId":"{}"}}"#, run.run_id));
+    viewer.send(format!(
+        r#"{{"type":"subscribe","runId":"{}"}}"#,
+        run.run_id
+    ));
     std::thread::sleep(Duration::from_millis(200));
     let (tx, rx) = std::sync::mpsc::channel::<Instant>();
     let app = attached.clone();
@@ -228,8 +313,15 @@ fn main() {
     let app_thread = std::thread::spawn(move || {
         let node = NodeRef::new(NodeKind::Tool, "held").gate_node();
         for _ in 0..holds {
-            let gate = app.gate(Some(&run_id), PausePoint::Before, &node, GateOptions::default());
-            let Gate::Held(pending) = gate else { panic!("held") };
+            let gate = app.gate(
+                Some(&run_id),
+                PausePoint::Before,
+                &node,
+                GateOptions::default(),
+            );
+            let Gate::Held(pending) = gate else {
+                panic!("held")
+            };
             pending.wait();
             tx.send(Instant::now()).unwrap();
         }
@@ -238,7 +330,11 @@ fn main() {
     for _ in 0..holds {
         let pause_id = viewer.next_pause();
         let sent = Instant::now();
-        viewer.control(&run.run_id, "exec.resume", &format!(r#"{{"pauseId":"{pause_id}","action":"continue"}}"#));
+        viewer.control(
+            &run.run_id,
+            "exec.resume",
+            &format!(r#"{{"pauseId":"{pause_id}","action":"continue"}}"#),
+        );
         let released = rx.recv().unwrap();
         round_trips.push(released.duration_since(sent).as_secs_f64() * 1e6);
     }
@@ -289,8 +385,15 @@ fn release_after_kill(session: &Session, server: &mut Child) -> f64 {
     let (held_tx, held_rx) = std::sync::mpsc::channel::<()>();
     let waiter = std::thread::spawn(move || {
         let node = NodeRef::new(NodeKind::Tool, "any").gate_node();
-        let gate = app.gate(Some(&run.run_id), PausePoint::Before, &node, GateOptions::default());
-        let Gate::Held(pending) = gate else { panic!("held") };
+        let gate = app.gate(
+            Some(&run.run_id),
+            PausePoint::Before,
+            &node,
+            GateOptions::default(),
+        );
+        let Gate::Held(pending) = gate else {
+            panic!("held")
+        };
         held_tx.send(()).unwrap();
         pending.wait();
         tx.send(Instant::now()).unwrap();

@@ -187,7 +187,10 @@ pub struct UsageError {
 
 impl UsageError {
     fn new(message: impl Into<String>) -> Self {
-        UsageError { message: message.into(), command: None }
+        UsageError {
+            message: message.into(),
+            command: None,
+        }
     }
 }
 
@@ -279,14 +282,19 @@ Other commands exit 2 on a usage error.
 fn non_negative(flag: &str, raw: &str) -> Result<f64, UsageError> {
     match raw.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(UsageError::new(format!("{flag} must be a number >= 0 (got \"{raw}\")"))),
+        _ => Err(UsageError::new(format!(
+            "{flag} must be a number >= 0 (got \"{raw}\")"
+        ))),
     }
 }
 
 /// Parses `argv` (without the program name).
 pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut positionals: Vec<String> = Vec::new();
-    let mut serve = ServeArgs { open: true, ..Default::default() };
+    let mut serve = ServeArgs {
+        open: true,
+        ..Default::default()
+    };
     let mut runs = RunsArgs::default();
     let mut record = RecordArgs::default();
     let mut control = ControlArgs::default();
@@ -297,7 +305,10 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut json = false;
     let mut keep = None;
     let mut days = None;
-    let mut demo = DemoArgs { open: true, ..Default::default() };
+    let mut demo = DemoArgs {
+        open: true,
+        ..Default::default()
+    };
     let mut init = InitArgs::default();
     let (mut install, mut force) = (false, false);
     let (mut help, mut version) = (false, false);
@@ -305,7 +316,10 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let mut i = 0;
     // The command is the first positional; flags are judged against it at the end.
     let first_positional = argv.iter().find(|a| !a.starts_with('-')).cloned();
-    let with_cmd = |e: UsageError| UsageError { command: first_positional.clone(), ..e };
+    let with_cmd = |e: UsageError| UsageError {
+        command: first_positional.clone(),
+        ..e
+    };
     while i < argv.len() {
         let token = &argv[i];
         i += 1;
@@ -327,7 +341,9 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                     i += 1;
                     Ok(v.clone())
                 }
-                _ => Err(with_cmd(UsageError::new(format!("{flag} requires a value")))),
+                _ => Err(with_cmd(UsageError::new(format!(
+                    "{flag} requires a value"
+                )))),
             }
         };
         let flag: &'static str = match name {
@@ -343,7 +359,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 let raw = value("--port")?;
                 match raw.parse::<u16>() {
                     Ok(p) => port = Some(p),
-                    Err(_) => return Err(with_cmd(UsageError::new(format!("--port must be an integer between 0 and 65535 (got \"{raw}\")")))),
+                    Err(_) => {
+                        return Err(with_cmd(UsageError::new(format!(
+                            "--port must be an integer between 0 and 65535 (got \"{raw}\")"
+                        ))))
+                    }
                 }
                 "port"
             }
@@ -361,7 +381,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 let raw = value("--allow-control")?;
                 match ControlLevel::parse(&raw) {
                     Some(l) => serve.allow_control = Some(l),
-                    None => return Err(UsageError::new(format!("--allow-control must be one of off, resume, inject, edit (got \"{raw}\")"))),
+                    None => {
+                        return Err(UsageError::new(format!(
+                        "--allow-control must be one of off, resume, inject, edit (got \"{raw}\")"
+                    )))
+                    }
                 }
                 "allow-control"
             }
@@ -389,7 +413,12 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 let raw = value("--log-level")?;
                 match crate::logging::parse_level(&raw) {
                     Some(l) => serve.log_level = Some(l),
-                    None => return Err(with_cmd(UsageError::new(format!("--log-level must be one of {} (got \"{raw}\")", crate::logging::LEVELS.join(", "))))),
+                    None => {
+                        return Err(with_cmd(UsageError::new(format!(
+                            "--log-level must be one of {} (got \"{raw}\")",
+                            crate::logging::LEVELS.join(", ")
+                        ))))
+                    }
                 }
                 "log-level"
             }
@@ -397,7 +426,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 let raw = value("--keep")?;
                 match raw.trim().parse::<u64>() {
                     Ok(n) => keep = Some(n),
-                    Err(_) => return Err(UsageError::new(format!("--keep must be a whole number >= 0 (got \"{raw}\")"))),
+                    Err(_) => {
+                        return Err(UsageError::new(format!(
+                            "--keep must be a whole number >= 0 (got \"{raw}\")"
+                        )))
+                    }
                 }
                 "keep"
             }
@@ -431,7 +464,10 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 let raw = value("--lang")?;
                 let lang = raw.trim().to_ascii_lowercase();
                 if !crate::init::LANGS.contains(&lang.as_str()) {
-                    return Err(with_cmd(UsageError::new(format!("--lang must be one of {} (got \"{raw}\")", crate::init::LANGS.join(", ")))));
+                    return Err(with_cmd(UsageError::new(format!(
+                        "--lang must be one of {} (got \"{raw}\")",
+                        crate::init::LANGS.join(", ")
+                    ))));
                 }
                 init.lang = Some(lang);
                 "lang"
@@ -463,7 +499,9 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             "--format" => {
                 let raw = value("--format")?;
                 if raw != "ndjson" && raw != "otlp" {
-                    return Err(UsageError::new(format!("--format must be ndjson or otlp (got \"{raw}\")")));
+                    return Err(UsageError::new(format!(
+                        "--format must be ndjson or otlp (got \"{raw}\")"
+                    )));
                 }
                 record.format = Some(raw);
                 "format"
@@ -517,10 +555,30 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 control.operator = Some(value("--operator")?);
                 "operator"
             }
-            other => return Err(with_cmd(UsageError::new(format!("unknown option \"{other}\"")))),
+            other => {
+                return Err(with_cmd(UsageError::new(format!(
+                    "unknown option \"{other}\""
+                ))))
+            }
         };
-        if matches!(flag, "json" | "no-open" | "open" | "no-edit-input" | "otlp-no-redact-secrets" | "html" | "no-redact-secrets" | "prune" | "clear" | "yes" | "live" | "interactive" | "write" | "install" | "force")
-            && inline.is_some()
+        if matches!(
+            flag,
+            "json"
+                | "no-open"
+                | "open"
+                | "no-edit-input"
+                | "otlp-no-redact-secrets"
+                | "html"
+                | "no-redact-secrets"
+                | "prune"
+                | "clear"
+                | "yes"
+                | "live"
+                | "interactive"
+                | "write"
+                | "install"
+                | "force"
+        ) && inline.is_some()
         {
             return Err(with_cmd(UsageError::new(format!("{name} takes no value"))));
         }
@@ -532,11 +590,20 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     if help {
         return Ok(Command::Help);
     }
-    let command = if positionals.is_empty() { "serve".to_owned() } else { positionals.remove(0) };
-    let err = |m: String| UsageError { message: m, command: Some(command.clone()) };
+    let command = if positionals.is_empty() {
+        "serve".to_owned()
+    } else {
+        positionals.remove(0)
+    };
+    let err = |m: String| UsageError {
+        message: m,
+        command: Some(command.clone()),
+    };
     let allow = |allowed: &[&str]| -> Result<(), UsageError> {
         match seen.iter().find(|f| !allowed.contains(f)) {
-            Some(f) => Err(err(format!("option \"--{f}\" does not apply to \"graphmind {command}\""))),
+            Some(f) => Err(err(format!(
+                "option \"--{f}\" does not apply to \"graphmind {command}\""
+            ))),
             None => Ok(()),
         }
     };
@@ -548,7 +615,22 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     };
     match command.as_str() {
         "serve" => {
-            allow(&["port", "db", "pause-on-error", "json", "no-open", "open", "allow-control", "no-edit-input", "keep", "days", "otlp-endpoint", "otlp-no-redact-secrets", "log-level", "spool-dir"])?;
+            allow(&[
+                "port",
+                "db",
+                "pause-on-error",
+                "json",
+                "no-open",
+                "open",
+                "allow-control",
+                "no-edit-input",
+                "keep",
+                "days",
+                "otlp-endpoint",
+                "otlp-no-redact-secrets",
+                "log-level",
+                "spool-dir",
+            ])?;
             no_more(&positionals)?;
             serve.db = db;
             serve.port = port;
@@ -568,7 +650,9 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         "record" => {
             allow(&["db", "out", "html", "no-redact-secrets", "format"])?;
             let mut it = positionals.into_iter();
-            let Some(run_id) = it.next() else { return Err(err("record needs a run id: graphmind record <runId>".into())) };
+            let Some(run_id) = it.next() else {
+                return Err(err("record needs a run id: graphmind record <runId>".into()));
+            };
             no_more(&it.collect::<Vec<_>>())?;
             if record.html && record.format.as_deref() == Some("otlp") {
                 return Err(err("--html and --format otlp cannot be combined".into()));
@@ -584,7 +668,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 return Ok(Command::ImportSpool { dir, db });
             }
             let mut it = positionals.into_iter();
-            let Some(file) = it.next() else { return Err(err("import needs a file: graphmind import <file.json>".into())) };
+            let Some(file) = it.next() else {
+                return Err(err(
+                    "import needs a file: graphmind import <file.json>".into()
+                ));
+            };
             no_more(&it.collect::<Vec<_>>())?;
             Ok(Command::Import { file, db })
         }
@@ -592,7 +680,9 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             let allowed: &[&str] = match command.as_str() {
                 "pauses" => &["port", "run", "json"],
                 "wait" => &["port", "run", "timeout", "json"],
-                _ => &["port", "run", "json", "timeout", "action", "output", "input", "operator"],
+                _ => &[
+                    "port", "run", "json", "timeout", "action", "output", "input", "operator",
+                ],
             };
             allow(allowed)?;
             control.port = port;
@@ -604,7 +694,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 Ok(Command::Resume(control))
             } else {
                 no_more(&positionals)?;
-                Ok(if command == "pauses" { Command::Pauses(control) } else { Command::Wait(control) })
+                Ok(if command == "pauses" {
+                    Command::Pauses(control)
+                } else {
+                    Command::Wait(control)
+                })
             }
         }
         "demo" => {
@@ -618,7 +712,10 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         "open" => {
             allow(&["port", "no-open", "open"])?;
             no_more(&positionals)?;
-            Ok(Command::Open { port, open: serve.open })
+            Ok(Command::Open {
+                port,
+                open: serve.open,
+            })
         }
         "init" => {
             allow(&["lang", "write"])?;
@@ -638,7 +735,9 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         "replay" => {
             allow(&["port", "from", "output", "exec"])?;
             let mut it = positionals.into_iter();
-            let Some(run_id) = it.next() else { return Err(err("replay needs a run id: graphmind replay <runId>".into())) };
+            let Some(run_id) = it.next() else {
+                return Err(err("replay needs a run id: graphmind replay <runId>".into()));
+            };
             no_more(&it.collect::<Vec<_>>())?;
             replay.run_id = run_id;
             replay.output = control.output;
@@ -659,8 +758,28 @@ mod tests {
 
     #[test]
     fn default_is_serve() {
-        assert_eq!(p(&[]).unwrap(), Command::Serve(ServeArgs { open: true, ..Default::default() }));
-        let Command::Serve(s) = p(&["--port=4848", "--db", "x.db", "--json", "--no-open", "--pause-on-error", "tool", "--allow-control", "inject", "--no-edit-input"]).unwrap() else { panic!() };
+        assert_eq!(
+            p(&[]).unwrap(),
+            Command::Serve(ServeArgs {
+                open: true,
+                ..Default::default()
+            })
+        );
+        let Command::Serve(s) = p(&[
+            "--port=4848",
+            "--db",
+            "x.db",
+            "--json",
+            "--no-open",
+            "--pause-on-error",
+            "tool",
+            "--allow-control",
+            "inject",
+            "--no-edit-input",
+        ])
+        .unwrap() else {
+            panic!()
+        };
         assert_eq!(
             s,
             ServeArgs {
@@ -678,45 +797,107 @@ mod tests {
 
     #[test]
     fn log_level() {
-        let Command::Serve(s) = p(&["--log-level", "warn"]).unwrap() else { panic!() };
+        let Command::Serve(s) = p(&["--log-level", "warn"]).unwrap() else {
+            panic!()
+        };
         assert_eq!(s.log_level, Some(tracing::level_filters::LevelFilter::WARN));
-        let Command::Serve(s) = p(&["serve", "--log-level=TRACE"]).unwrap() else { panic!() };
-        assert_eq!(s.log_level, Some(tracing::level_filters::LevelFilter::TRACE));
-        assert_eq!(p(&["--log-level", "loud"]).unwrap_err().message, "--log-level must be one of off, error, warn, info, debug, trace (got \"loud\")");
-        assert_eq!(p(&["runs", "--log-level", "warn"]).unwrap_err().message, "option \"--log-level\" does not apply to \"graphmind runs\"");
+        let Command::Serve(s) = p(&["serve", "--log-level=TRACE"]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            s.log_level,
+            Some(tracing::level_filters::LevelFilter::TRACE)
+        );
+        assert_eq!(
+            p(&["--log-level", "loud"]).unwrap_err().message,
+            "--log-level must be one of off, error, warn, info, debug, trace (got \"loud\")"
+        );
+        assert_eq!(
+            p(&["runs", "--log-level", "warn"]).unwrap_err().message,
+            "option \"--log-level\" does not apply to \"graphmind runs\""
+        );
     }
 
     #[test]
     fn errors() {
-        assert_eq!(p(&["--bogus"]).unwrap_err().message, "unknown option \"--bogus\"");
-        assert!(p(&["--port", "x"]).unwrap_err().message.contains("--port must be"));
-        assert!(p(&["--port"]).unwrap_err().message.contains("requires a value"));
-        assert!(p(&["--pause-on-error", "nope"]).unwrap_err().message.starts_with("--pause-on-error must be one of"));
+        assert_eq!(
+            p(&["--bogus"]).unwrap_err().message,
+            "unknown option \"--bogus\""
+        );
+        assert!(p(&["--port", "x"])
+            .unwrap_err()
+            .message
+            .contains("--port must be"));
+        assert!(p(&["--port"])
+            .unwrap_err()
+            .message
+            .contains("requires a value"));
+        assert!(p(&["--pause-on-error", "nope"])
+            .unwrap_err()
+            .message
+            .starts_with("--pause-on-error must be one of"));
         assert!(p(&["--allow-control", "all"]).is_err());
-        assert!(p(&["frobnicate"]).unwrap_err().message.contains("unknown command"));
+        assert!(p(&["frobnicate"])
+            .unwrap_err()
+            .message
+            .contains("unknown command"));
         assert!(p(&["runs", "--out", "f"]).is_err());
         assert!(p(&["record"]).is_err());
-        assert_eq!(p(&["resume", "--bogus"]).unwrap_err().command.as_deref(), Some("resume"));
+        assert_eq!(
+            p(&["resume", "--bogus"]).unwrap_err().command.as_deref(),
+            Some("resume")
+        );
         assert!(p(&["pauses", "--action", "x"]).is_err());
-        assert!(p(&["init", "--lang", "cobol"]).unwrap_err().message.contains("--lang must be one of"));
-        assert!(p(&["skill", "--force"]).unwrap_err().message.contains("--install"));
+        assert!(p(&["init", "--lang", "cobol"])
+            .unwrap_err()
+            .message
+            .contains("--lang must be one of"));
+        assert!(p(&["skill", "--force"])
+            .unwrap_err()
+            .message
+            .contains("--install"));
         assert!(p(&["demo", "--write"]).is_err());
         assert!(p(&["demo", "--live=yes"]).is_err());
     }
 
     #[test]
     fn subcommands() {
-        assert_eq!(p(&["runs", "--db", "a"]).unwrap(), Command::Runs(RunsArgs { db: Some("a".into()), ..Default::default() }));
+        assert_eq!(
+            p(&["runs", "--db", "a"]).unwrap(),
+            Command::Runs(RunsArgs {
+                db: Some("a".into()),
+                ..Default::default()
+            })
+        );
         assert_eq!(
             p(&["runs", "--prune", "--keep", "5", "--days", "1.5"]).unwrap(),
-            Command::Runs(RunsArgs { prune: true, keep: Some(5), days: Some(1.5), ..Default::default() })
+            Command::Runs(RunsArgs {
+                prune: true,
+                keep: Some(5),
+                days: Some(1.5),
+                ..Default::default()
+            })
         );
         assert_eq!(
             p(&["record", "r1", "--out", "-", "--no-redact-secrets"]).unwrap(),
-            Command::Record(RecordArgs { run_id: "r1".into(), out: Some("-".into()), no_redact_secrets: true, ..Default::default() })
+            Command::Record(RecordArgs {
+                run_id: "r1".into(),
+                out: Some("-".into()),
+                no_redact_secrets: true,
+                ..Default::default()
+            })
         );
         assert_eq!(
-            p(&["resume", "p1", "--run", "r", "--action", "inject", "--output={\"a\":1}"]).unwrap(),
+            p(&[
+                "resume",
+                "p1",
+                "--run",
+                "r",
+                "--action",
+                "inject",
+                "--output={\"a\":1}"
+            ])
+            .unwrap(),
             Command::Resume(ControlArgs {
                 pause_id: Some("p1".into()),
                 run: Some("r".into()),
@@ -725,18 +906,67 @@ mod tests {
                 ..Default::default()
             })
         );
-        assert_eq!(p(&["wait", "--timeout", "3"]).unwrap(), Command::Wait(ControlArgs { timeout: Some(3.0), ..Default::default() }));
-        assert_eq!(p(&["import", "f.json"]).unwrap(), Command::Import { file: "f.json".into(), db: None });
-        assert_eq!(p(&["import", "--spool", "/s"]).unwrap(), Command::ImportSpool { dir: "/s".into(), db: None });
-        assert!(p(&["import", "--spool", "/s", "f.json"]).is_err(), "a spool or a file, not both");
+        assert_eq!(
+            p(&["wait", "--timeout", "3"]).unwrap(),
+            Command::Wait(ControlArgs {
+                timeout: Some(3.0),
+                ..Default::default()
+            })
+        );
+        assert_eq!(
+            p(&["import", "f.json"]).unwrap(),
+            Command::Import {
+                file: "f.json".into(),
+                db: None
+            }
+        );
+        assert_eq!(
+            p(&["import", "--spool", "/s"]).unwrap(),
+            Command::ImportSpool {
+                dir: "/s".into(),
+                db: None
+            }
+        );
+        assert!(
+            p(&["import", "--spool", "/s", "f.json"]).is_err(),
+            "a spool or a file, not both"
+        );
         assert!(p(&["runs", "--spool", "/s"]).is_err());
-        let Command::Serve(s) = p(&["serve", "--spool-dir", "/d"]).unwrap() else { panic!() };
+        let Command::Serve(s) = p(&["serve", "--spool-dir", "/d"]).unwrap() else {
+            panic!()
+        };
         assert_eq!(s.spool_dir.as_deref(), Some("/d"));
         assert_eq!(p(&["--version"]).unwrap(), Command::Version);
-        assert_eq!(p(&["demo", "--live", "--no-open", "--port", "0"]).unwrap(), Command::Demo(DemoArgs { port: Some(0), live: true, ..Default::default() }));
-        assert_eq!(p(&["init", "app", "--lang", "Ruby", "--write"]).unwrap(), Command::Init(InitArgs { lang: Some("ruby".into()), write: true, dir: Some("app".into()) }));
-        assert_eq!(p(&["skill", "--install", "--force"]).unwrap(), Command::Skill { install: true, force: true });
-        assert_eq!(p(&["open"]).unwrap(), Command::Open { port: None, open: true });
+        assert_eq!(
+            p(&["demo", "--live", "--no-open", "--port", "0"]).unwrap(),
+            Command::Demo(DemoArgs {
+                port: Some(0),
+                live: true,
+                ..Default::default()
+            })
+        );
+        assert_eq!(
+            p(&["init", "app", "--lang", "Ruby", "--write"]).unwrap(),
+            Command::Init(InitArgs {
+                lang: Some("ruby".into()),
+                write: true,
+                dir: Some("app".into())
+            })
+        );
+        assert_eq!(
+            p(&["skill", "--install", "--force"]).unwrap(),
+            Command::Skill {
+                install: true,
+                force: true
+            }
+        );
+        assert_eq!(
+            p(&["open"]).unwrap(),
+            Command::Open {
+                port: None,
+                open: true
+            }
+        );
         assert_eq!(p(&["runs", "-h"]).unwrap(), Command::Help);
     }
 }

@@ -50,13 +50,19 @@ pub fn runs(db: &Path, a: &RunsArgs) -> i32 {
     if a.clear {
         if !a.yes {
             let count = storage::list_runs(&conn).map(|r| r.len()).unwrap_or(0);
-            eprintln!("This deletes all {count} run(s) in {}. Re-run with --yes to confirm.", db.display());
+            eprintln!(
+                "This deletes all {count} run(s) in {}. Re-run with --yes to confirm.",
+                db.display()
+            );
             return 1;
         }
         return match retention::prune(&conn, 0, 0.0, f64::INFINITY) {
             Ok(r) => {
                 retention::vacuum(&conn);
-                println!("Deleted {} run(s) and {} event(s).", r.runs_deleted, r.events_deleted);
+                println!(
+                    "Deleted {} run(s) and {} event(s).",
+                    r.runs_deleted, r.events_deleted
+                );
                 0
             }
             Err(e) => {
@@ -94,16 +100,34 @@ pub fn runs(db: &Path, a: &RunsArgs) -> i32 {
     let now = now_ms();
     let limit = a.keep.map(|k| k as usize).unwrap_or(25);
     println!("{} run(s) in {}\n", rows.len(), db.display());
-    println!("  {:<24} {:<20} {:<9} {:>7}  STARTED", "RUN", "APP", "STATUS", "EVENTS");
+    println!(
+        "  {:<24} {:<20} {:<9} {:>7}  STARTED",
+        "RUN", "APP", "STATUS", "EVENTS"
+    );
     for r in rows.iter().take(limit) {
         let id: String = r.id.chars().take(24).collect();
         let app: String = r.app.chars().take(20).collect();
-        let status = if r.status == "error" { format!("{} !", r.status) } else { r.status.clone() };
-        let source = if r.source == "live" { String::new() } else { format!("  ({})", r.source) };
-        println!("  {id:<24} {app:<20} {status:<9} {:>7}  {}{source}", r.event_count, ago(r.started_at, now));
+        let status = if r.status == "error" {
+            format!("{} !", r.status)
+        } else {
+            r.status.clone()
+        };
+        let source = if r.source == "live" {
+            String::new()
+        } else {
+            format!("  ({})", r.source)
+        };
+        println!(
+            "  {id:<24} {app:<20} {status:<9} {:>7}  {}{source}",
+            r.event_count,
+            ago(r.started_at, now)
+        );
     }
     if rows.len() > limit {
-        println!("  ... and {} more (--keep <n> to show more)", rows.len() - limit);
+        println!(
+            "  ... and {} more (--keep <n> to show more)",
+            rows.len() - limit
+        );
     }
     println!("\nTidy up:    graphmind runs --prune");
     0

@@ -20,7 +20,12 @@ impl Read for Conn {
         loop {
             // SAFETY: `buf` is a live, writable buffer of `buf.len()` bytes for the call.
             let n = unsafe {
-                libc::recv(self.0.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT)
+                libc::recv(
+                    self.0.as_raw_fd(),
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
             };
             if n >= 0 {
                 return Ok(n as usize);
@@ -61,7 +66,9 @@ mod tests {
         let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         // A blocking socket with a long timeout: the wrapper must not wait for it.
-        server.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         let mut conn = Conn(server);
         let mut buf = [0u8; 16];
         let started = Instant::now();
@@ -76,7 +83,9 @@ mod tests {
                     assert_eq!(&buf[..n], b"hi");
                     break;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5))
+                }
                 Err(e) => panic!("{e}"),
             }
         }

@@ -14,12 +14,14 @@
 //! never sends a CORS header: a page cannot reach it without a preflight nobody answers.
 
 use crate::http::{percent_decode, query_param, Request};
-use crate::hub::{pause_json, Outcome, PauseInfo, Responder, ResumeStart, Shared, RESOLVING_TIMEOUT_MS, VERSION};
+use crate::hub::{
+    pause_json, Outcome, PauseInfo, Responder, ResumeStart, Shared, RESOLVING_TIMEOUT_MS, VERSION,
+};
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::tokens::{self, Credential, Principal};
 use crate::util::{js, num};
-use graphmind_core::json::{self, Map, Value};
 use crossbeam_channel::RecvTimeoutError;
+use graphmind_core::json::{self, Map, Value};
 use std::io::Read;
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
@@ -46,15 +48,27 @@ const SHUTDOWN_CHECK: Duration = Duration::from_millis(100);
 
 /// The answer to a long-poll cut short by the server going down.
 fn shutting_down() -> Option<Answer> {
-    error(503, "shutting-down", "the GraphMind server is shutting down")
+    error(
+        503,
+        "shutting-down",
+        "the GraphMind server is shutting down",
+    )
 }
 
 fn error(status: u16, code: &str, message: &str) -> Option<Answer> {
-    answer(status, format!("{{\"error\":{},\"message\":{}}}", js(code), js(message)))
+    answer(
+        status,
+        format!("{{\"error\":{},\"message\":{}}}", js(code), js(message)),
+    )
 }
 
 fn unauthorized(message: &str) -> Option<Answer> {
-    Some((401, JSON_TYPE, format!("{{\"error\":\"unauthorized\",\"message\":{}}}", js(message)), "WWW-Authenticate: Bearer\r\n".into()))
+    Some((
+        401,
+        JSON_TYPE,
+        format!("{{\"error\":\"unauthorized\",\"message\":{}}}", js(message)),
+        "WWW-Authenticate: Bearer\r\n".into(),
+    ))
 }
 
 /// The Bearer credential of a request (never `?token=`, never a cookie).
@@ -70,14 +84,23 @@ fn pause_route(path: &str) -> Option<(String, String, bool)> {
     let rest = path.strip_prefix("/api/runs/")?;
     let parts: Vec<&str> = rest.split('/').collect();
     match parts.as_slice() {
-        [run, "pauses", pause] if !run.is_empty() && !pause.is_empty() => Some((percent_decode(run), percent_decode(pause), false)),
-        [run, "pauses", pause, "resume"] if !run.is_empty() && !pause.is_empty() => Some((percent_decode(run), percent_decode(pause), true)),
+        [run, "pauses", pause] if !run.is_empty() && !pause.is_empty() => {
+            Some((percent_decode(run), percent_decode(pause), false))
+        }
+        [run, "pauses", pause, "resume"] if !run.is_empty() && !pause.is_empty() => {
+            Some((percent_decode(run), percent_decode(pause), true))
+        }
         _ => None,
     }
 }
 
 /// Answers a control route, or `None` to let the read-only routes answer.
-pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8]) -> Option<Answer> {
+pub fn route(
+    shared: &Shared,
+    req: &Request,
+    stream: &mut TcpStream,
+    leftover: &[u8],
+) -> Option<Answer> {
     if req.path != "/api" && !req.path.starts_with("/api/") {
         return None;
     }
@@ -87,7 +110,8 @@ pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &
             return Some((
                 405,
                 JSON_TYPE,
-                "{\"error\":\"method-not-allowed\",\"message\":\"use POST with a JSON body\"}".into(),
+                "{\"error\":\"method-not-allowed\",\"message\":\"use POST with a JSON body\"}"
+                    .into(),
                 "Allow: POST\r\n".into(),
             ));
         }
@@ -140,10 +164,19 @@ pub fn route(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &
 /// one demo at a time; answers 202 `{runId}`.
 fn demo_start(shared: &Shared, req: &Request) -> Option<Answer> {
     if req.method != "POST" {
-        return Some((405, JSON_TYPE, "{\"error\":\"method-not-allowed\",\"message\":\"use POST\"}".into(), "Allow: POST\r\n".into()));
+        return Some((
+            405,
+            JSON_TYPE,
+            "{\"error\":\"method-not-allowed\",\"message\":\"use POST\"}".into(),
+            "Allow: POST\r\n".into(),
+        ));
     }
     if credential_of(req, shared) != Credential::Ok(Principal::Viewer) {
-        return error(403, "forbidden", "starting the demo needs the viewer token: open the viewer with `graphmind open`");
+        return error(
+            403,
+            "forbidden",
+            "starting the demo needs the viewer token: open the viewer with `graphmind open`",
+        );
     }
     match crate::demo::agent::start_for_viewer(shared.port) {
         Ok(run) => answer(202, format!("{{\"runId\":{}}}", js(&run))),
@@ -192,21 +225,38 @@ impl Drop for Slot<'_> {
 }
 
 fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Answer> {
-    let run = query_param(&req.query, "runId").map(percent_decode).filter(|r| !r.is_empty());
+    let run = query_param(&req.query, "runId")
+        .map(percent_decode)
+        .filter(|r| !r.is_empty());
     let run = run.as_deref();
     let mut wait_ms = 0u64;
     if let Some(raw) = query_param(&req.query, "wait").filter(|w| !w.is_empty()) {
         match percent_decode(raw).trim().parse::<f64>() {
-            Ok(s) if s.is_finite() && s >= 0.0 => wait_ms = ((s * 1000.0).round() as u64).min(MAX_WAIT_MS),
-            _ => return error(400, "bad-request", "\"wait\" must be a number of seconds >= 0"),
+            Ok(s) if s.is_finite() && s >= 0.0 => {
+                wait_ms = ((s * 1000.0).round() as u64).min(MAX_WAIT_MS)
+            }
+            _ => {
+                return error(
+                    400,
+                    "bad-request",
+                    "\"wait\" must be a number of seconds >= 0",
+                )
+            }
         }
     }
-    let ended = || run.and_then(|r| run_state(shared, r)).is_some_and(|(status, _)| status != "running");
+    let ended = || {
+        run.and_then(|r| run_state(shared, r))
+            .is_some_and(|(status, _)| status != "running")
+    };
     let ready = || shared.lock().has_open(run) || ended();
     let mut timed_out = false;
     if wait_ms > 0 && !ready() {
         let Some(_slot) = Slot::take(shared) else {
-            return error(429, "too-many-requests", &format!("at most {MAX_CONCURRENT_WAITS} long-polls at once"));
+            return error(
+                429,
+                "too-many-requests",
+                &format!("at most {MAX_CONCURRENT_WAITS} long-polls at once"),
+            );
         };
         let deadline = Instant::now() + Duration::from_millis(wait_ms);
         let mut seen = shared.change_count();
@@ -233,7 +283,11 @@ fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Ans
     let mut body = format!("{{\"pauses\":[{}]", pauses.join(","));
     if let Some(r) = run {
         match run_state(shared, r) {
-            Some((status, live)) => body.push_str(&format!(",\"run\":{{\"id\":{},\"status\":{},\"live\":{live}}}", js(r), js(&status))),
+            Some((status, live)) => body.push_str(&format!(
+                ",\"run\":{{\"id\":{},\"status\":{},\"live\":{live}}}",
+                js(r),
+                js(&status)
+            )),
             None => body.push_str(",\"run\":null"),
         }
     }
@@ -247,20 +301,40 @@ fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Ans
 /// One pause rebuilt from the stored run: the `exec.paused`, the latest `node.started` of
 /// that node before it (the held execution: its input), a `node.error` / `node.finished`
 /// of that execution before the hold, and the `exec.resumed` that released it, if any.
-pub fn describe_pause(frames: &[Value], run: &str, pause: &str, live: Option<(PauseInfo, &'static str)>) -> Option<String> {
+pub fn describe_pause(
+    frames: &[Value],
+    run: &str,
+    pause: &str,
+    live: Option<(PauseInfo, &'static str)>,
+) -> Option<String> {
     let field = |v: &Value, k: &str| v.get(k).cloned();
     let payload = |v: &Value| v.get("payload").cloned().unwrap_or_default();
-    let kind = |v: &Value| v.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let kind = |v: &Value| {
+        v.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let seq = |v: &Value| v.get("seq").and_then(Value::as_f64).unwrap_or(0.0);
-    let paused = frames.iter().rev().find(|f| kind(f) == "exec.paused" && payload(f).get("pauseId").and_then(Value::as_str) == Some(pause))?;
+    let paused = frames.iter().rev().find(|f| {
+        kind(f) == "exec.paused" && payload(f).get("pauseId").and_then(Value::as_str) == Some(pause)
+    })?;
     let p = payload(paused);
-    let node_id = p.get("nodeId").and_then(Value::as_str).unwrap_or_default().to_owned();
-    let started = frames
-        .iter()
-        .rev()
-        .find(|f| seq(f) < seq(paused) && kind(f) == "node.started" && payload(f).get("nodeId").and_then(Value::as_str) == Some(node_id.as_str()));
+    let node_id = p
+        .get("nodeId")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let started = frames.iter().rev().find(|f| {
+        seq(f) < seq(paused)
+            && kind(f) == "node.started"
+            && payload(f).get("nodeId").and_then(Value::as_str) == Some(node_id.as_str())
+    });
     let s = started.map(payload).unwrap_or_default();
-    let instance = s.get("instanceId").and_then(Value::as_str).map(str::to_owned);
+    let instance = s
+        .get("instanceId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     let mut node = Map::new();
     for k in ["kind", "name"] {
         if let Some(v) = s.get(k).filter(|v| v.as_str().is_some()) {
@@ -291,7 +365,10 @@ pub fn describe_pause(frames: &[Value], run: &str, pause: &str, live: Option<(Pa
                 }
             }
         }
-        if seq(f) > seq(paused) && kind(f) == "exec.resumed" && fp.get("pauseId").and_then(Value::as_str) == Some(pause) {
+        if seq(f) > seq(paused)
+            && kind(f) == "exec.resumed"
+            && fp.get("pauseId").and_then(Value::as_str) == Some(pause)
+        {
             let mut r = Map::new();
             r.insert("action", fp.get("action").cloned().unwrap_or_default());
             if let Some(pr) = fp.get("principal") {
@@ -306,7 +383,11 @@ pub fn describe_pause(frames: &[Value], run: &str, pause: &str, live: Option<(Pa
     }
     let info = PauseInfo {
         node_id,
-        point: p.get("point").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        point: p
+            .get("point")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         since: paused.get("ts").and_then(Value::as_f64).unwrap_or(0.0),
         reason: p.get("reason").and_then(Value::as_str).map(str::to_owned),
         smart: p.get("smart").cloned(),
@@ -317,7 +398,10 @@ pub fn describe_pause(frames: &[Value], run: &str, pause: &str, live: Option<(Pa
     let state = live.map(|(_, s)| s).unwrap_or("closed");
     let mut body = pause_json(run, pause, &info, Some(state));
     body.pop();
-    body.push_str(&format!(",\"node\":{}", json::to_string(&Value::Object(node))));
+    body.push_str(&format!(
+        ",\"node\":{}",
+        json::to_string(&Value::Object(node))
+    ));
     if let Some(r) = resumed {
         body.push_str(&format!(",\"resumed\":{}", json::to_string(&r)));
     }
@@ -333,19 +417,41 @@ fn pause_detail(shared: &Shared, run: &str, pause: &str) -> Option<Answer> {
     if !matches!(storage::get_run(&conn, run), Ok(Some(_))) {
         return error(404, "no-such-run", &format!("run \"{run}\" not found"));
     }
-    let events = storage::list_events(&conn, run, -1, None).map(|p| p.events).unwrap_or_default();
-    let frames: Vec<Value> = events.iter().filter_map(|e| json::parse_str(&e.frame).ok()).collect();
+    let events = storage::list_events(&conn, run, -1, None)
+        .map(|p| p.events)
+        .unwrap_or_default();
+    let frames: Vec<Value> = events
+        .iter()
+        .filter_map(|e| json::parse_str(&e.frame).ok())
+        .collect();
     let live = shared.lock().pause_state(run, pause);
     match describe_pause(&frames, run, pause, live) {
         Some(body) => answer(200, format!("{{\"pause\":{body}}}")),
-        None => error(404, "no-such-pause", &format!("pause \"{pause}\" not found in run \"{run}\"")),
+        None => error(
+            404,
+            "no-such-pause",
+            &format!("pause \"{pause}\" not found in run \"{run}\""),
+        ),
     }
 }
 
-fn read_body(req: &Request, stream: &mut TcpStream, leftover: &[u8]) -> Result<Vec<u8>, Option<Answer>> {
+fn read_body(
+    req: &Request,
+    stream: &mut TcpStream,
+    leftover: &[u8],
+) -> Result<Vec<u8>, Option<Answer>> {
     let len: usize = match req.header("content-length") {
-        Some(v) => v.trim().parse().map_err(|_| error(400, "bad-request", "bad Content-Length"))?,
-        None if req.header("transfer-encoding").is_some() => return Err(error(400, "bad-request", "send the body with a Content-Length")),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| error(400, "bad-request", "bad Content-Length"))?,
+        None if req.header("transfer-encoding").is_some() => {
+            return Err(error(
+                400,
+                "bad-request",
+                "send the body with a Content-Length",
+            ))
+        }
         None => 0,
     };
     if len > MAX_FRAME_BYTES {
@@ -363,29 +469,61 @@ fn read_body(req: &Request, stream: &mut TcpStream, leftover: &[u8]) -> Result<V
     Ok(body)
 }
 
-fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8], run: &str, pause: &str) -> Option<Answer> {
+fn resume(
+    shared: &Shared,
+    req: &Request,
+    stream: &mut TcpStream,
+    leftover: &[u8],
+    run: &str,
+    pause: &str,
+) -> Option<Answer> {
     let principal = match credential_of(req, shared) {
         Credential::Ok(p) => p,
         _ => return unauthorized("missing or unknown token"),
     };
     let ctype = req.header("content-type").unwrap_or("");
-    if !ctype.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json") {
-        return error(415, "unsupported-media-type", "Content-Type must be application/json");
+    if !ctype
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .eq_ignore_ascii_case("application/json")
+    {
+        return error(
+            415,
+            "unsupported-media-type",
+            "Content-Type must be application/json",
+        );
     }
     let body = match read_body(req, stream, leftover) {
         Ok(b) => b,
         Err(a) => return a,
     };
-    let Ok(parsed) = json::parse(&body) else { return error(400, "bad-request", "body is not valid JSON") };
-    let Value::Object(mut obj) = parsed else { return error(400, "bad-request", "body must be a JSON object") };
+    let Ok(parsed) = json::parse(&body) else {
+        return error(400, "bad-request", "body is not valid JSON");
+    };
+    let Value::Object(mut obj) = parsed else {
+        return error(400, "bad-request", "body must be a JSON object");
+    };
     let mut wait_ms = DEFAULT_RESUME_WAIT_MS;
     if let Some(t) = obj.remove("timeoutMs") {
         match t.as_f64() {
-            Some(n) if n.fract() == 0.0 && (1_000.0..=MAX_WAIT_MS as f64).contains(&n) => wait_ms = n as u64,
-            _ => return error(400, "bad-request", &format!("\"timeoutMs\" must be an integer from 1000 to {MAX_WAIT_MS}")),
+            Some(n) if n.fract() == 0.0 && (1_000.0..=MAX_WAIT_MS as f64).contains(&n) => {
+                wait_ms = n as u64
+            }
+            _ => {
+                return error(
+                    400,
+                    "bad-request",
+                    &format!("\"timeoutMs\" must be an integer from 1000 to {MAX_WAIT_MS}"),
+                )
+            }
         }
     }
-    let action_ok = matches!(obj.get("action").and_then(Value::as_str), Some("continue" | "retry" | "inject" | "abort"));
+    let action_ok = matches!(
+        obj.get("action").and_then(Value::as_str),
+        Some("continue" | "retry" | "inject" | "abort")
+    );
     let request_ok = obj.get("requestId").is_none_or(|r| r.as_str().is_some());
     if !action_ok || !request_ok {
         return error(400, "bad-request", "\"action\" must be one of continue, retry, inject, abort (and \"requestId\", if given, a string)");
@@ -394,10 +532,16 @@ fn resume(shared: &Shared, req: &Request, stream: &mut TcpStream, leftover: &[u8
     let payload = Value::Object(obj);
     // Take a slot BEFORE forwarding: a refused request must have no effect.
     let Some(_slot) = Slot::take(shared) else {
-        return error(429, "too-many-requests", &format!("at most {MAX_CONCURRENT_WAITS} long-polls at once"));
+        return error(
+            429,
+            "too-many-requests",
+            &format!("at most {MAX_CONCURRENT_WAITS} long-polls at once"),
+        );
     };
     let (tx, rx) = crossbeam_channel::bounded::<Outcome>(1);
-    let start = shared.lock().request_resume(Responder::Http(tx), run, &payload, principal);
+    let start = shared
+        .lock()
+        .request_resume(Responder::Http(tx), run, &payload, principal);
     shared.notify();
     let outcome = match start {
         ResumeStart::Answered(o) => o,
@@ -447,8 +591,14 @@ mod tests {
 
     #[test]
     fn routes() {
-        assert_eq!(pause_route("/api/runs/r%201/pauses/p"), Some(("r 1".into(), "p".into(), false)));
-        assert_eq!(pause_route("/api/runs/r/pauses/p/resume"), Some(("r".into(), "p".into(), true)));
+        assert_eq!(
+            pause_route("/api/runs/r%201/pauses/p"),
+            Some(("r 1".into(), "p".into(), false))
+        );
+        assert_eq!(
+            pause_route("/api/runs/r/pauses/p/resume"),
+            Some(("r".into(), "p".into(), true))
+        );
         assert_eq!(pause_route("/api/runs/r/events"), None);
         assert_eq!(pause_route("/api/runs//pauses/p"), None);
     }
@@ -457,10 +607,18 @@ mod tests {
     fn describes_a_pause_from_the_stored_run() {
         let f = |s: &str| json::parse_str(s).unwrap();
         let frames = vec![
-            f(r#"{"gm":1,"seq":0,"ts":1,"runId":"r","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i1","input":{"q":1}}}"#),
-            f(r#"{"gm":1,"seq":1,"ts":2,"runId":"r","type":"node.error","payload":{"nodeId":"tool:x","instanceId":"i1","error":{"message":"boom"}}}"#),
-            f(r#"{"gm":1,"seq":2,"ts":3,"runId":"r","type":"exec.paused","payload":{"pauseId":"p","nodeId":"tool:x","point":"error","editable":true}}"#),
-            f(r#"{"gm":1,"seq":3,"ts":4,"runId":"r","type":"exec.resumed","payload":{"pauseId":"p","action":"continue","principal":"agent"}}"#),
+            f(
+                r#"{"gm":1,"seq":0,"ts":1,"runId":"r","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i1","input":{"q":1}}}"#,
+            ),
+            f(
+                r#"{"gm":1,"seq":1,"ts":2,"runId":"r","type":"node.error","payload":{"nodeId":"tool:x","instanceId":"i1","error":{"message":"boom"}}}"#,
+            ),
+            f(
+                r#"{"gm":1,"seq":2,"ts":3,"runId":"r","type":"exec.paused","payload":{"pauseId":"p","nodeId":"tool:x","point":"error","editable":true}}"#,
+            ),
+            f(
+                r#"{"gm":1,"seq":3,"ts":4,"runId":"r","type":"exec.resumed","payload":{"pauseId":"p","action":"continue","principal":"agent"}}"#,
+            ),
         ];
         let d = describe_pause(&frames, "r", "p", None).unwrap();
         assert_eq!(

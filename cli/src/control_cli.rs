@@ -47,26 +47,39 @@ pub(crate) struct Reply {
 }
 
 /// One HTTP exchange with the local server. `Err` is "unreachable", with the reason.
-pub(crate) fn request(port: u16, method: &str, path: &str, headers: &str, body: &str, timeout: Duration) -> Result<Reply, String> {
+pub(crate) fn request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+    timeout: Duration,
+) -> Result<Reply, String> {
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .map_err(|_| format!("no GraphMind server on port {port} (start it with `graphmind serve`)"))?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).map_err(|_| {
+        format!("no GraphMind server on port {port} (start it with `graphmind serve`)")
+    })?;
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(Duration::from_secs(10)));
     let req = format!(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    s.write_all(req.as_bytes()).map_err(|e| format!("could not reach GraphMind on port {port} ({e})"))?;
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("could not reach GraphMind on port {port} ({e})"))?;
     let mut raw = Vec::new();
-    let closed = || format!("the GraphMind server on port {port} closed the connection without answering (did it stop?)");
+    let closed = || {
+        format!("the GraphMind server on port {port} closed the connection without answering (did it stop?)")
+    };
     if let Err(e) = s.read_to_end(&mut raw) {
         if raw.is_empty() {
             return Err(match e.kind() {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
                     format!("the GraphMind server on port {port} did not answer in time")
                 }
-                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => closed(),
+                std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted => {
+                    closed()
+                }
                 _ => format!("could not reach GraphMind on port {port} ({e})"),
             });
         }
@@ -76,7 +89,11 @@ pub(crate) fn request(port: u16, method: &str, path: &str, headers: &str, body: 
         return Err(closed());
     }
     let text = String::from_utf8_lossy(&raw);
-    let status = text.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     let body_text = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
     let body = match json::parse_str(body_text) {
         Ok(v @ Value::Object(_)) => v,
@@ -114,12 +131,25 @@ fn ago(ms: f64) -> String {
 }
 
 fn reason_label(p: &Value) -> String {
-    if let Some(rule) = p.get("smart").and_then(|s| s.get("rule")).and_then(Value::as_str) {
+    if let Some(rule) = p
+        .get("smart")
+        .and_then(|s| s.get("rule"))
+        .and_then(Value::as_str)
+    {
         return format!("smart hold: {rule}");
     }
     if text(p, "reason") == Some("loop") {
-        let kind = p.get("loop").and_then(|l| l.get("kind")).and_then(Value::as_str).unwrap_or("repeat");
-        let repeats = p.get("loop").and_then(|l| l.get("repeats")).and_then(Value::as_f64).map(|r| format!(", {r} calls")).unwrap_or_default();
+        let kind = p
+            .get("loop")
+            .and_then(|l| l.get("kind"))
+            .and_then(Value::as_str)
+            .unwrap_or("repeat");
+        let repeats = p
+            .get("loop")
+            .and_then(|l| l.get("repeats"))
+            .and_then(Value::as_f64)
+            .map(|r| format!(", {r} calls"))
+            .unwrap_or_default();
         return format!("loop ({kind}{repeats})");
     }
     text(p, "reason").unwrap_or("breakpoint").to_owned()
@@ -140,8 +170,19 @@ fn cut(s: &str, n: usize) -> String {
 /// `graphmind pauses [--run ID] [--json]`.
 pub fn pauses(a: &ControlArgs) -> i32 {
     let port = a.port.unwrap_or(DEFAULT_PORT);
-    let query = a.run.as_deref().map(|r| format!("?runId={}", enc(r))).unwrap_or_default();
-    let reply = match request(port, "GET", &format!("/api/pauses{query}"), "", "", Duration::from_secs(5)) {
+    let query = a
+        .run
+        .as_deref()
+        .map(|r| format!("?runId={}", enc(r)))
+        .unwrap_or_default();
+    let reply = match request(
+        port,
+        "GET",
+        &format!("/api/pauses{query}"),
+        "",
+        "",
+        Duration::from_secs(5),
+    ) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("graphmind pauses: {e}");
@@ -152,19 +193,33 @@ pub fn pauses(a: &ControlArgs) -> i32 {
         eprintln!("graphmind pauses: the server answered {}", reply.status);
         return EXIT_USAGE_CONTROL;
     }
-    let list = reply.body.get("pauses").and_then(Value::as_array).cloned().unwrap_or_default();
+    let list = reply
+        .body
+        .get("pauses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if a.json {
         println!("{{\"pauses\":{}}}", json::to_string(&Value::Array(list)));
         return EXIT_OK;
     }
     let base = format!("http://127.0.0.1:{port}");
     if list.is_empty() {
-        println!("No open pauses on {base}{}.", a.run.as_deref().map(|r| format!(" in run {r}")).unwrap_or_default());
+        println!(
+            "No open pauses on {base}{}.",
+            a.run
+                .as_deref()
+                .map(|r| format!(" in run {r}"))
+                .unwrap_or_default()
+        );
         println!("Block until one appears:  graphmind wait");
         return EXIT_OK;
     }
     println!("{} held pause(s) on {base}\n", list.len());
-    println!("  {:<24} {:<10} {:<26} {:<7} {:<22} {:<10} SINCE", "RUN", "PAUSE", "NODE", "POINT", "REASON", "STATE");
+    println!(
+        "  {:<24} {:<10} {:<26} {:<7} {:<22} {:<10} SINCE",
+        "RUN", "PAUSE", "NODE", "POINT", "REASON", "STATE"
+    );
     for p in &list {
         println!(
             "  {:<24} {:<10} {:<26} {:<7} {:<22} {:<10} {}{}",
@@ -175,18 +230,29 @@ pub fn pauses(a: &ControlArgs) -> i32 {
             cut(&reason_label(p), 22),
             text(p, "state").unwrap_or(""),
             ago(p.get("since").and_then(Value::as_f64).unwrap_or(0.0)),
-            if p.get("editable").and_then(Value::as_bool) == Some(true) { "  (editable)" } else { "" }
+            if p.get("editable").and_then(Value::as_bool) == Some(true) {
+                "  (editable)"
+            } else {
+                ""
+            }
         );
     }
     let first = &list[0];
-    let (run, pause) = (text(first, "runId").unwrap_or(""), text(first, "pauseId").unwrap_or(""));
+    let (run, pause) = (
+        text(first, "runId").unwrap_or(""),
+        text(first, "pauseId").unwrap_or(""),
+    );
     println!("\nInspect one:  graphmind wait --run {run}");
     println!("Release it:   graphmind resume {pause} --run {run} --action continue");
     EXIT_OK
 }
 
 fn next_commands(p: &Value) -> Vec<String> {
-    let base = format!("graphmind resume {} --run {}", text(p, "pauseId").unwrap_or(""), text(p, "runId").unwrap_or(""));
+    let base = format!(
+        "graphmind resume {} --run {}",
+        text(p, "pauseId").unwrap_or(""),
+        text(p, "runId").unwrap_or("")
+    );
     let point = text(p, "point").unwrap_or("");
     let mut out = vec![format!("{base} --action continue")];
     if p.get("editable").and_then(Value::as_bool) == Some(true) {
@@ -214,17 +280,30 @@ fn private_temp_dir() -> Option<PathBuf> {
 pub fn wait(a: &ControlArgs) -> i32 {
     let port = a.port.unwrap_or(DEFAULT_PORT);
     let timeout_s = a.timeout.unwrap_or(DEFAULT_WAIT_SECONDS);
-    let deadline = if timeout_s == 0.0 { None } else { Some(Instant::now() + Duration::from_secs_f64(timeout_s)) };
+    let deadline = if timeout_s == 0.0 {
+        None
+    } else {
+        Some(Instant::now() + Duration::from_secs_f64(timeout_s))
+    };
     let mut found: Option<Value>;
     let mut ended: Option<String> = None;
     loop {
-        let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64()).unwrap_or(30.0);
+        let remaining = deadline
+            .map(|d| d.saturating_duration_since(Instant::now()).as_secs_f64())
+            .unwrap_or(30.0);
         let chunk = remaining.ceil().clamp(0.0, 30.0) as u64;
         let mut query = format!("wait={chunk}");
         if let Some(r) = &a.run {
             query = format!("runId={}&{query}", enc(r));
         }
-        let reply = match request(port, "GET", &format!("/api/pauses?{query}"), "", "", Duration::from_secs(chunk + 10)) {
+        let reply = match request(
+            port,
+            "GET",
+            &format!("/api/pauses?{query}"),
+            "",
+            "",
+            Duration::from_secs(chunk + 10),
+        ) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("graphmind wait: {e}");
@@ -243,13 +322,23 @@ pub fn wait(a: &ControlArgs) -> i32 {
             eprintln!("graphmind wait: the server answered {}", reply.status);
             return EXIT_USAGE_CONTROL;
         }
-        let list = reply.body.get("pauses").and_then(Value::as_array).cloned().unwrap_or_default();
+        let list = reply
+            .body
+            .get("pauses")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         found = list.into_iter().find(|p| text(p, "state") == Some("open"));
         if found.is_some() {
             break;
         }
         if a.run.is_some() {
-            if let Some(status) = reply.body.get("run").and_then(|r| r.get("status")).and_then(Value::as_str) {
+            if let Some(status) = reply
+                .body
+                .get("run")
+                .and_then(|r| r.get("status"))
+                .and_then(Value::as_str)
+            {
                 if status != "running" {
                     ended = Some(status.to_owned());
                     break;
@@ -264,7 +353,11 @@ pub fn wait(a: &ControlArgs) -> i32 {
         if let Some(status) = ended {
             let run = a.run.clone().unwrap_or_default();
             if a.json {
-                println!("{{\"pause\":null,\"run\":{{\"id\":{},\"status\":{}}}}}", js(&run), js(&status));
+                println!(
+                    "{{\"pause\":null,\"run\":{{\"id\":{},\"status\":{}}}}}",
+                    js(&run),
+                    js(&status)
+                );
             } else {
                 println!("Run {run} ended ({status}) without pausing.");
             }
@@ -275,17 +368,30 @@ pub fn wait(a: &ControlArgs) -> i32 {
         } else {
             println!(
                 "No pause within {timeout_s}s{}. Run it again to keep waiting.",
-                a.run.as_deref().map(|r| format!(" in run {r}")).unwrap_or_default()
+                a.run
+                    .as_deref()
+                    .map(|r| format!(" in run {r}"))
+                    .unwrap_or_default()
             );
         }
         return EXIT_TIMEOUT;
     };
-    let (run, pid) = (text(&pause, "runId").unwrap_or("").to_owned(), text(&pause, "pauseId").unwrap_or("").to_owned());
-    let detail = request(port, "GET", &format!("/api/runs/{}/pauses/{}", enc(&run), enc(&pid)), "", "", Duration::from_secs(10))
-        .ok()
-        .filter(|r| r.status == 200)
-        .and_then(|r| r.body.get("pause").cloned())
-        .unwrap_or_default();
+    let (run, pid) = (
+        text(&pause, "runId").unwrap_or("").to_owned(),
+        text(&pause, "pauseId").unwrap_or("").to_owned(),
+    );
+    let detail = request(
+        port,
+        "GET",
+        &format!("/api/runs/{}/pauses/{}", enc(&run), enc(&pid)),
+        "",
+        "",
+        Duration::from_secs(10),
+    )
+    .ok()
+    .filter(|r| r.status == 200)
+    .and_then(|r| r.body.get("pause").cloned())
+    .unwrap_or_default();
     let node = detail.get("node").cloned().unwrap_or_default();
     let mut dir: Option<PathBuf> = None;
     let mut rendered: Vec<(&str, Rendered)> = Vec::new();
@@ -317,37 +423,65 @@ pub fn wait(a: &ControlArgs) -> i32 {
         let mut out = format!(
             "{{\"pause\":{},\"next\":{}",
             json::to_string(&Value::Object(p)),
-            json::to_string(&Value::Array(commands.iter().map(|c| Value::from(c.as_str())).collect()))
+            json::to_string(&Value::Array(
+                commands.iter().map(|c| Value::from(c.as_str())).collect()
+            ))
         );
         for (name, r) in &rendered {
             match r {
                 Ok(v) => out.push_str(&format!(",{}:{}", js(name), json::to_string(v))),
-                Err((file, bytes)) => out.push_str(&format!(",{}:{},{}:{bytes}", js(&format!("{name}File")), js(&file.display().to_string()), js(&format!("{name}Bytes")))),
+                Err((file, bytes)) => out.push_str(&format!(
+                    ",{}:{},{}:{bytes}",
+                    js(&format!("{name}File")),
+                    js(&file.display().to_string()),
+                    js(&format!("{name}Bytes"))
+                )),
             }
         }
         out.push('}');
         println!("{out}");
         return EXIT_OK;
     }
-    let app = text(&pause, "app").map(|a| format!(" · app {a}")).unwrap_or_default();
+    let app = text(&pause, "app")
+        .map(|a| format!(" · app {a}"))
+        .unwrap_or_default();
     println!("Paused: run {run} · pause {pid}{app}");
     let node_id = text(&pause, "nodeId").unwrap_or("");
     let named = match text(&node, "name") {
-        Some(n) => format!("{node_id} ({} \"{n}\")", text(&node, "kind").unwrap_or("node")),
+        Some(n) => format!(
+            "{node_id} ({} \"{n}\")",
+            text(&node, "kind").unwrap_or("node")
+        ),
         None => node_id.to_owned(),
     };
-    println!("  node      {named}, {}", point_label(text(&pause, "point").unwrap_or("")));
-    let detail_text = pause.get("smart").and_then(|s| s.get("detail")).and_then(Value::as_str).map(|d| format!(" — {d}")).unwrap_or_default();
+    println!(
+        "  node      {named}, {}",
+        point_label(text(&pause, "point").unwrap_or(""))
+    );
+    let detail_text = pause
+        .get("smart")
+        .and_then(|s| s.get("detail"))
+        .and_then(Value::as_str)
+        .map(|d| format!(" — {d}"))
+        .unwrap_or_default();
     println!("  reason    {}{detail_text}", reason_label(&pause));
     println!(
         "  editable  {}",
-        if pause.get("editable").and_then(Value::as_bool) == Some(true) { "yes (--input runs the REAL call with the arguments you give)" } else { "no" }
+        if pause.get("editable").and_then(Value::as_bool) == Some(true) {
+            "yes (--input runs the REAL call with the arguments you give)"
+        } else {
+            "no"
+        }
     );
     for (name, r) in &rendered {
         match r {
             Ok(v) => println!("  {name:<9} {}", json::to_string(v)),
             Err((file, bytes)) => {
-                let size = if *bytes < 1024 { format!("{bytes} B") } else { format!("{:.1} KB", *bytes as f64 / 1024.0) };
+                let size = if *bytes < 1024 {
+                    format!("{bytes} B")
+                } else {
+                    format!("{:.1} KB", *bytes as f64 / 1024.0)
+                };
                 println!("  {name:<9} {size} → {}", file.display());
             }
         }
@@ -361,7 +495,8 @@ pub fn wait(a: &ControlArgs) -> i32 {
 
 pub(crate) fn read_json_arg(flag: &str, raw: &str) -> Result<Value, String> {
     let content = match raw.strip_prefix('@') {
-        Some(path) => std::fs::read_to_string(path).map_err(|e| format!("{flag}: cannot read {path} ({e})"))?,
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("{flag}: cannot read {path} ({e})"))?,
         None => raw.to_owned(),
     };
     json::parse_str(&content).map_err(|_| {
@@ -377,12 +512,16 @@ pub fn resume(a: &ControlArgs) -> i32 {
         return EXIT_USAGE_CONTROL;
     };
     let Some(run) = a.run.as_deref().filter(|r| !r.is_empty()) else {
-        eprintln!("graphmind resume: --run <id> is required (graphmind pauses lists them)\n{usage}");
+        eprintln!(
+            "graphmind resume: --run <id> is required (graphmind pauses lists them)\n{usage}"
+        );
         return EXIT_USAGE_CONTROL;
     };
     let action = a.action.as_deref().unwrap_or("");
     if !matches!(action, "continue" | "retry" | "inject" | "abort") {
-        eprintln!("graphmind resume: --action must be one of continue, retry, inject, abort\n{usage}");
+        eprintln!(
+            "graphmind resume: --action must be one of continue, retry, inject, abort\n{usage}"
+        );
         return EXIT_USAGE_CONTROL;
     }
     if a.output.is_some() && action != "inject" {
@@ -395,7 +534,10 @@ pub fn resume(a: &ControlArgs) -> i32 {
     }
     let mut body = graphmind_core::json::Map::new();
     body.insert("action", Value::from(action));
-    for (flag, key, raw) in [("--output", "output", &a.output), ("--input", "input", &a.input)] {
+    for (flag, key, raw) in [
+        ("--output", "output", &a.output),
+        ("--input", "input", &a.input),
+    ] {
         if let Some(raw) = raw {
             match read_json_arg(flag, raw) {
                 Ok(v) => {
@@ -433,7 +575,10 @@ pub fn resume(a: &ControlArgs) -> i32 {
         port,
         "POST",
         &format!("/api/runs/{}/pauses/{}/resume", enc(run), enc(pause)),
-        &format!("Content-Type: application/json\r\nAuthorization: Bearer {}\r\n", cred.agent_token),
+        &format!(
+            "Content-Type: application/json\r\nAuthorization: Bearer {}\r\n",
+            cred.agent_token
+        ),
         &json::to_string(&Value::Object(body)),
         Duration::from_secs_f64(wait_s + 15.0),
     ) {
@@ -448,7 +593,9 @@ pub fn resume(a: &ControlArgs) -> i32 {
         println!("{}", json::to_string(answer));
     }
     let message = text(answer, "message").unwrap_or("").to_owned();
-    let code = text(answer, "code").map(|c| format!(" [{c}]")).unwrap_or_default();
+    let code = text(answer, "code")
+        .map(|c| format!(" [{c}]"))
+        .unwrap_or_default();
     if reply.status == 401 {
         if !a.json {
             eprintln!(
@@ -463,7 +610,14 @@ pub fn resume(a: &ControlArgs) -> i32 {
             if reply.status == 503 {
                 eprintln!("graphmind resume: the GraphMind server on port {port} is shutting down before the app answered; the app releases what it holds when its server goes away, so the pause ends either way");
             } else {
-                eprintln!("graphmind resume: {}", if message.is_empty() { format!("the server answered {}", reply.status) } else { message });
+                eprintln!(
+                    "graphmind resume: {}",
+                    if message.is_empty() {
+                        format!("the server answered {}", reply.status)
+                    } else {
+                        message
+                    }
+                );
             }
         }
         return match reply.status {
@@ -488,7 +642,11 @@ pub fn resume(a: &ControlArgs) -> i32 {
             say(
                 format!(
                     "resumed {place}: {action}{} (as {})",
-                    if has_input { " with the edited input" } else { "" },
+                    if has_input {
+                        " with the edited input"
+                    } else {
+                        ""
+                    },
                     text(answer, "principal").unwrap_or("agent")
                 ),
                 false,
@@ -516,7 +674,10 @@ pub fn resume(a: &ControlArgs) -> i32 {
             EXIT_GONE
         }
         other => {
-            say(format!("graphmind resume: unexpected outcome \"{other}\""), true);
+            say(
+                format!("graphmind resume: unexpected outcome \"{other}\""),
+                true,
+            );
             EXIT_USAGE_CONTROL
         }
     }

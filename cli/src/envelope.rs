@@ -29,7 +29,12 @@ pub const EVENT_TYPES: [&str; 10] = [
     "exec.refused",
 ];
 /// Control types a viewer sends.
-pub const CONTROL_TYPES: [&str; 4] = ["exec.resume", "breakpoint.set", "breakpoint.clear", "mode.set"];
+pub const CONTROL_TYPES: [&str; 4] = [
+    "exec.resume",
+    "breakpoint.set",
+    "breakpoint.clear",
+    "mode.set",
+];
 /// Handshake types.
 pub const HANDSHAKE_TYPES: [&str; 2] = ["hello", "hello.ack"];
 
@@ -79,9 +84,17 @@ fn from_outcome(outcome: ParseOutcome) -> Parsed {
         ParseOutcome::Ok(e) | ParseOutcome::UnknownType(e) => {
             let mut object = e.object;
             let payload = object.remove("payload").unwrap_or_default();
-            Parsed::Ok(Envelope { seq: e.seq, ts: e.ts as f64, run_id: e.run_id, kind: e.type_name, payload })
+            Parsed::Ok(Envelope {
+                seq: e.seq,
+                ts: e.ts as f64,
+                run_id: e.run_id,
+                kind: e.type_name,
+                payload,
+            })
         }
-        ParseOutcome::VersionMismatch { received, .. } => Parsed::VersionMismatch(received.to_string()),
+        ParseOutcome::VersionMismatch { received, .. } => {
+            Parsed::VersionMismatch(received.to_string())
+        }
         ParseOutcome::Invalid(i) => Parsed::Invalid(i.to_string()),
     }
 }
@@ -93,16 +106,34 @@ mod tests {
     #[test]
     fn accepts_a_v1_envelope() {
         let f = br#"{"gm":1,"seq":3,"ts":1756254187512,"runId":"r1","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"c1"},"extra":true}"#;
-        let Parsed::Ok(e) = parse_envelope(f) else { panic!() };
-        assert_eq!((e.seq, e.ts, e.run_id.as_str(), e.kind.as_str()), (3, 1756254187512.0, "r1", "node.started"));
-        assert_eq!(e.payload.get("nodeId").and_then(Value::as_str), Some("tool:x"));
-        let Parsed::Ok(u) = parse_envelope(br#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"custom.x","payload":[1]}"#) else { panic!() };
-        assert_eq!(graphmind_core::json::to_string(&u.payload), "[1]", "unknown types are opaque");
+        let Parsed::Ok(e) = parse_envelope(f) else {
+            panic!()
+        };
+        assert_eq!(
+            (e.seq, e.ts, e.run_id.as_str(), e.kind.as_str()),
+            (3, 1756254187512.0, "r1", "node.started")
+        );
+        assert_eq!(
+            e.payload.get("nodeId").and_then(Value::as_str),
+            Some("tool:x")
+        );
+        let Parsed::Ok(u) = parse_envelope(
+            br#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"custom.x","payload":[1]}"#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            graphmind_core::json::to_string(&u.payload),
+            "[1]",
+            "unknown types are opaque"
+        );
     }
 
     #[test]
     fn rejects_other_versions_and_shapes() {
-        assert!(matches!(parse_envelope(br#"{"gm":2,"seq":0,"ts":0,"runId":"r","type":"x","payload":{}}"#), Parsed::VersionMismatch(v) if v == "2"));
+        assert!(
+            matches!(parse_envelope(br#"{"gm":2,"seq":0,"ts":0,"runId":"r","type":"x","payload":{}}"#), Parsed::VersionMismatch(v) if v == "2")
+        );
         for bad in [
             &b"nope"[..],
             br#"[1]"#,

@@ -44,7 +44,12 @@ pub const SECRET_KEYS: [&str; 14] = [
 const MAX_RUN_SEGMENTS: usize = 2;
 
 fn listed(norm: &str) -> bool {
-    SECRET_KEYS.iter().any(|k| k.len() == norm.len() && k.bytes().zip(norm.bytes()).all(|(a, b)| (if a == b'-' { b'_' } else { a }) == b))
+    SECRET_KEYS.iter().any(|k| {
+        k.len() == norm.len()
+            && k.bytes()
+                .zip(norm.bytes())
+                .all(|(a, b)| (if a == b'-' { b'_' } else { a }) == b)
+    })
 }
 
 fn matches_normalised(norm: &str) -> bool {
@@ -79,7 +84,8 @@ fn split_camel(key: &str) -> String {
         if i > 0 && c.is_ascii_uppercase() {
             let prev = chars[i - 1];
             let lower_or_digit_before = prev.is_ascii_lowercase() || prev.is_ascii_digit();
-            let acronym_end = prev.is_ascii_uppercase() && chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
+            let acronym_end = prev.is_ascii_uppercase()
+                && chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
             if lower_or_digit_before || acronym_end {
                 out.push('_');
             }
@@ -96,11 +102,22 @@ fn normalise(key: &str) -> String {
 /// Substrings one of which every listed key contains, so a key (once lowercased) that has
 /// none of them cannot match: checked first, without allocating, since most keys are not
 /// secrets. Only for ASCII keys (a non-ASCII letter may lowercase to an ASCII one).
-const ANCHORS: [&str; 7] = ["authorization", "cookie", "key", "pass", "secret", "token", "bearer"];
+const ANCHORS: [&str; 7] = [
+    "authorization",
+    "cookie",
+    "key",
+    "pass",
+    "secret",
+    "token",
+    "bearer",
+];
 
 fn has_anchor(key: &str) -> bool {
     let k = key.as_bytes();
-    ANCHORS.iter().any(|a| k.windows(a.len()).any(|w| w.eq_ignore_ascii_case(a.as_bytes())))
+    ANCHORS.iter().any(|a| {
+        k.windows(a.len())
+            .any(|w| w.eq_ignore_ascii_case(a.as_bytes()))
+    })
 }
 
 /// Does this key name a secret (see the module doc for the rule)?
@@ -192,7 +209,11 @@ pub fn summary_line(count: usize, distinct_keys: usize) -> String {
 /// The run's envelopes in `seq` order, one line each, redacted unless `verbatim`. A frame
 /// nothing was removed from is written exactly as stored (compacted only if it was sent
 /// pretty-printed, so each envelope stays on one line).
-pub fn load_run(db: &Path, run_id: &str, verbatim: bool) -> Result<(Vec<String>, Redaction), String> {
+pub fn load_run(
+    db: &Path,
+    run_id: &str,
+    verbatim: bool,
+) -> Result<(Vec<String>, Redaction), String> {
     let conn = storage::open(db).map_err(|e| format!("cannot read {}: {e}", db.display()))?;
     let page = storage::list_events(&conn, run_id, -1, None).map_err(|e| e.to_string())?;
     let mut out = Vec::with_capacity(page.events.len());
@@ -216,7 +237,11 @@ pub fn load_run(db: &Path, run_id: &str, verbatim: bool) -> Result<(Vec<String>,
             changed = r.count != before;
             changed |= blank_loop_fingerprint(&mut v);
         }
-        out.push(if changed || multiline { json::to_string(&v) } else { ev.frame.clone() });
+        out.push(if changed || multiline {
+            json::to_string(&v)
+        } else {
+            ev.frame.clone()
+        });
     }
     Ok((out, r))
 }
@@ -225,7 +250,10 @@ pub fn load_run(db: &Path, run_id: &str, verbatim: bool) -> Result<(Vec<String>,
 pub fn record(db: &Path, a: &RecordArgs) -> i32 {
     let run_id = a.run_id.as_str();
     if !db.exists() {
-        eprintln!("graphmind record: no database at {} — nothing recorded yet.", db.display());
+        eprintln!(
+            "graphmind record: no database at {} — nothing recorded yet.",
+            db.display()
+        );
         return 1;
     }
     let conn = match storage::open(db) {
@@ -266,7 +294,10 @@ pub fn record(db: &Path, a: &RecordArgs) -> i32 {
             }
         }
     } else if otlp {
-        let values: Vec<Value> = envelopes.iter().filter_map(|l| json::parse_str(l).ok()).collect();
+        let values: Vec<Value> = envelopes
+            .iter()
+            .filter_map(|l| json::parse_str(l).ok())
+            .collect();
         (crate::otlp_map::to_json(&run, &values), "otlp.json")
     } else {
         let mut s = String::with_capacity(envelopes.iter().map(|l| l.len() + 1).sum());
@@ -280,7 +311,11 @@ pub fn record(db: &Path, a: &RecordArgs) -> i32 {
     let target = a.out.as_deref().unwrap_or(&default_out);
     if target == "-" {
         let mut stdout = std::io::stdout().lock();
-        if stdout.write_all(body.as_bytes()).and_then(|_| stdout.flush()).is_err() {
+        if stdout
+            .write_all(body.as_bytes())
+            .and_then(|_| stdout.flush())
+            .is_err()
+        {
             return 1;
         }
     } else {
@@ -288,7 +323,10 @@ pub fn record(db: &Path, a: &RecordArgs) -> i32 {
             eprintln!("graphmind record: cannot write {target}: {e}");
             return 1;
         }
-        eprintln!("exported run {run_id} ({} events) → {target}", envelopes.len());
+        eprintln!(
+            "exported run {run_id} ({} events) → {target}",
+            envelopes.len()
+        );
     }
     if verbatim {
         eprintln!("Note: --no-redact-secrets: the export contains the run's values verbatim, secrets included; read it before you share it.");
@@ -307,14 +345,50 @@ mod tests {
     #[test]
     fn key_rule() {
         for k in [
-            "authorization", "Authorization", "http_authorization", "api_key", "x-api-key", "API_KEY", "apiKey", "APIKey", "APIkey",
-            "PassWord", "password", "db_password", "client_secret", "clientSecret", "accessToken", "access-token",
-            "refresh_token", "token", "token_count", "client_secret_expires_at", "set-cookie", "Set-Cookie", "cookie", "bearer",
-            "privateKey", "HTTPToken", "secret", "passwd",
+            "authorization",
+            "Authorization",
+            "http_authorization",
+            "api_key",
+            "x-api-key",
+            "API_KEY",
+            "apiKey",
+            "APIKey",
+            "APIkey",
+            "PassWord",
+            "password",
+            "db_password",
+            "client_secret",
+            "clientSecret",
+            "accessToken",
+            "access-token",
+            "refresh_token",
+            "token",
+            "token_count",
+            "client_secret_expires_at",
+            "set-cookie",
+            "Set-Cookie",
+            "cookie",
+            "bearer",
+            "privateKey",
+            "HTTPToken",
+            "secret",
+            "passwd",
         ] {
             assert!(is_secret_key(k), "{k} must match");
         }
-        for k in ["max_tokens", "maxTokens", "tokenizer", "apiKeys", "tokens", "secrets", "", "author", "keyword", "passwords", "cookies"] {
+        for k in [
+            "max_tokens",
+            "maxTokens",
+            "tokenizer",
+            "apiKeys",
+            "tokens",
+            "secrets",
+            "",
+            "author",
+            "keyword",
+            "passwords",
+            "cookies",
+        ] {
             assert!(!is_secret_key(k), "{k} must not match");
         }
     }
@@ -374,11 +448,26 @@ mod tests {
 
     #[test]
     fn fingerprint_and_summary() {
-        let mut e = json::parse_str(r#"{"type":"exec.paused","payload":{"loop":{"repeats":3,"fingerprint":"abc"}}}"#).unwrap();
+        let mut e = json::parse_str(
+            r#"{"type":"exec.paused","payload":{"loop":{"repeats":3,"fingerprint":"abc"}}}"#,
+        )
+        .unwrap();
         assert!(blank_loop_fingerprint(&mut e));
-        assert_eq!(json::to_string(&e), r#"{"type":"exec.paused","payload":{"loop":{"repeats":3,"fingerprint":"__REDACTED__"}}}"#);
-        assert_eq!(summary_line(4, 3), "redacted 4 values under 3 distinct keys (--no-redact-secrets keeps them)");
-        assert_eq!(summary_line(1, 1), "redacted 1 value under 1 distinct key (--no-redact-secrets keeps them)");
-        assert_eq!(summary_line(0, 0), "redacted 0 values under 0 distinct keys (--no-redact-secrets keeps them)");
+        assert_eq!(
+            json::to_string(&e),
+            r#"{"type":"exec.paused","payload":{"loop":{"repeats":3,"fingerprint":"__REDACTED__"}}}"#
+        );
+        assert_eq!(
+            summary_line(4, 3),
+            "redacted 4 values under 3 distinct keys (--no-redact-secrets keeps them)"
+        );
+        assert_eq!(
+            summary_line(1, 1),
+            "redacted 1 value under 1 distinct key (--no-redact-secrets keeps them)"
+        );
+        assert_eq!(
+            summary_line(0, 0),
+            "redacted 0 values under 0 distinct keys (--no-redact-secrets keeps them)"
+        );
     }
 }

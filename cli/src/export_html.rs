@@ -79,7 +79,11 @@ fn replace_ci(hay: &str, needle: &str, with: &str) -> String {
 /// `\x3C/script` and `\x3C!--`, the same text for the JavaScript parser and nothing the
 /// HTML parser reacts to.
 fn inline_js(js: &str) -> String {
-    replace_ci(&replace_ci(js, "</script", "\\x3C/script"), "<!--", "\\x3C!--")
+    replace_ci(
+        &replace_ci(js, "</script", "\\x3C/script"),
+        "<!--",
+        "\\x3C!--",
+    )
 }
 
 /// A stylesheet made safe to inline: `</style` (only possible in a CSS string or comment)
@@ -104,7 +108,10 @@ struct Tag {
 
 impl Tag {
     fn attr(&self, name: &str) -> Option<&str> {
-        self.attrs.iter().find(|(k, _)| k == name).and_then(|(_, v)| v.as_deref())
+        self.attrs
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.as_deref())
     }
 }
 
@@ -176,49 +183,81 @@ fn parse_attrs(html: &str, mut i: usize) -> Option<(Attrs, usize)> {
 /// that is not a file inside the build (a URL with a scheme, `//host`, `..`).
 fn local_ref(reference: &str) -> Result<String, String> {
     let r = reference.split(['?', '#']).next().unwrap_or("");
-    let has_scheme = r.find(':').is_some_and(|c| r[..c].bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')) && c > 0);
+    let has_scheme = r.find(':').is_some_and(|c| {
+        r[..c]
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+            && c > 0
+    });
     if has_scheme || r.starts_with("//") {
         return Err(format!("the viewer build references {reference}, which is not a local file; a self-contained page cannot carry it"));
     }
     let rel = r.trim_start_matches("./").trim_start_matches('/');
     if rel.is_empty() || rel.split('/').any(|s| s == ".." || s.is_empty()) {
-        return Err(format!("the viewer build references {reference}, which is outside the build"));
+        return Err(format!(
+            "the viewer build references {reference}, which is outside the build"
+        ));
     }
     Ok(rel.to_owned())
 }
 
 fn is_data_url(v: &str) -> bool {
-    v.trim_start().get(..5).is_some_and(|p| p.eq_ignore_ascii_case("data:"))
+    v.trim_start()
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("data:"))
 }
 
 /// Builds the page from the viewer's `index.html`, a reader for the files it references
 /// (bundle-relative path → contents), the run as JSON text (`{"run":…,"events":[…]}`)
 /// and the page title. Pure: the caller supplies the files.
-pub fn build_page(index_html: &str, read: &dyn Fn(&str) -> Option<Vec<u8>>, run_json: &str, title: &str) -> Result<String, String> {
+pub fn build_page(
+    index_html: &str,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+    run_json: &str,
+    title: &str,
+) -> Result<String, String> {
     let lower = index_html.to_ascii_lowercase();
     // (start, end, replacement), in document order.
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let read_text = |reference: &str| -> Result<String, String> {
         let rel = local_ref(reference)?;
-        let bytes = read(&rel).ok_or_else(|| format!("the viewer build references {reference}, but {rel} is not in it"))?;
+        let bytes = read(&rel).ok_or_else(|| {
+            format!("the viewer build references {reference}, but {rel} is not in it")
+        })?;
         String::from_utf8(bytes).map_err(|_| format!("{rel} in the viewer build is not UTF-8"))
     };
 
     let mut scripts = 0;
     let mut at = 0;
     while let Some(tag) = find_tag(index_html, &lower, "script", at) {
-        let close = lower[tag.end..].find("</script").map(|p| tag.end + p).ok_or("the viewer's index.html has an unclosed <script>")?;
-        let close_end = lower[close..].find('>').map(|p| close + p + 1).ok_or("the viewer's index.html has an unclosed <script>")?;
+        let close = lower[tag.end..]
+            .find("</script")
+            .map(|p| tag.end + p)
+            .ok_or("the viewer's index.html has an unclosed <script>")?;
+        let close_end = lower[close..]
+            .find('>')
+            .map(|p| close + p + 1)
+            .ok_or("the viewer's index.html has an unclosed <script>")?;
         at = close_end;
         let Some(src) = tag.attr("src") else { continue };
         let js = read_text(src)?;
         let kind = tag.attr("type").unwrap_or("").to_ascii_lowercase();
-        let open = if kind == "module" { "<script type=\"module\">" } else { "<script>" };
-        edits.push((tag.start, close_end, format!("{open}{}</script>", inline_js(&js))));
+        let open = if kind == "module" {
+            "<script type=\"module\">"
+        } else {
+            "<script>"
+        };
+        edits.push((
+            tag.start,
+            close_end,
+            format!("{open}{}</script>", inline_js(&js)),
+        ));
         scripts += 1;
     }
     if scripts == 0 {
-        return Err("the viewer's index.html names no <script src>: this is not a viewer build".into());
+        return Err(
+            "the viewer's index.html names no <script src>: this is not a viewer build".into(),
+        );
     }
 
     let mut at = 0;
@@ -226,13 +265,22 @@ pub fn build_page(index_html: &str, read: &dyn Fn(&str) -> Option<Vec<u8>>, run_
         at = tag.end;
         let rel = tag.attr("rel").unwrap_or("").to_ascii_lowercase();
         let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
-        let Some(href) = tag.attr("href") else { continue };
+        let Some(href) = tag.attr("href") else {
+            continue;
+        };
         if rels.contains(&"stylesheet") {
             let css = read_text(href)?;
-            edits.push((tag.start, tag.end, format!("<style>{}</style>", inline_css(&css))));
+            edits.push((
+                tag.start,
+                tag.end,
+                format!("<style>{}</style>", inline_css(&css)),
+            ));
         } else if is_data_url(href) {
             // an inline icon: nothing to fetch
-        } else if rels.iter().any(|r| matches!(*r, "icon" | "apple-touch-icon" | "manifest")) {
+        } else if rels
+            .iter()
+            .any(|r| matches!(*r, "icon" | "apple-touch-icon" | "manifest"))
+        {
             edits.push((tag.start, tag.end, String::new()));
         } else {
             return Err(format!("the viewer build links {href} (rel=\"{rel}\"), which a single page cannot carry: is the build split into chunks?"));
@@ -240,11 +288,16 @@ pub fn build_page(index_html: &str, read: &dyn Fn(&str) -> Option<Vec<u8>>, run_
     }
 
     // Other references a build could carry (an <img src>, an <iframe>) are refused too.
-    for name in ["img", "iframe", "source", "embed", "object", "base", "video", "audio"] {
+    for name in [
+        "img", "iframe", "source", "embed", "object", "base", "video", "audio",
+    ] {
         let mut at = 0;
         while let Some(tag) = find_tag(index_html, &lower, name, at) {
             at = tag.end;
-            if tag.attrs.iter().any(|(k, v)| matches!(k.as_str(), "src" | "href" | "data" | "srcset" | "poster") && v.as_deref().is_some_and(|v| !is_data_url(v))) {
+            if tag.attrs.iter().any(|(k, v)| {
+                matches!(k.as_str(), "src" | "href" | "data" | "srcset" | "poster")
+                    && v.as_deref().is_some_and(|v| !is_data_url(v))
+            }) {
                 return Err(format!("the viewer's index.html has a <{name}> that loads a file; a self-contained page cannot carry it"));
             }
         }
@@ -255,13 +308,23 @@ pub fn build_page(index_html: &str, read: &dyn Fn(&str) -> Option<Vec<u8>>, run_
             edits.push((t.end, t.end + close, escape_html(title)));
         }
     }
-    let head = find_tag(index_html, &lower, "head", 0).ok_or("the viewer's index.html has no <head>")?;
-    let head_close = lower.find("</head>").ok_or("the viewer's index.html has no </head>")?;
-    edits.push((head.end, head.end, format!("\n    <meta http-equiv=\"Content-Security-Policy\" content=\"{EXPORT_CSP}\" />")));
+    let head =
+        find_tag(index_html, &lower, "head", 0).ok_or("the viewer's index.html has no <head>")?;
+    let head_close = lower
+        .find("</head>")
+        .ok_or("the viewer's index.html has no </head>")?;
+    edits.push((
+        head.end,
+        head.end,
+        format!("\n    <meta http-equiv=\"Content-Security-Policy\" content=\"{EXPORT_CSP}\" />"),
+    ));
     edits.push((
         head_close,
         head_close,
-        format!("  <script type=\"application/json\" id=\"{RUN_ELEMENT_ID}\">{}</script>\n  ", script_safe_json(run_json)),
+        format!(
+            "  <script type=\"application/json\" id=\"{RUN_ELEMENT_ID}\">{}</script>\n  ",
+            script_safe_json(run_json)
+        ),
     ));
 
     edits.sort_by_key(|e| (e.0, e.1));
@@ -282,7 +345,9 @@ pub fn build_page(index_html: &str, read: &dyn Fn(&str) -> Option<Vec<u8>>, run_
 /// The run's JSON for the page: `{"run": RunInfo, "events": [...]}`. Lines that are not
 /// JSON (never stored by this server, but a database is a file) are left out.
 pub fn run_json(run_info: &str, envelopes: &[String]) -> String {
-    let mut s = String::with_capacity(run_info.len() + envelopes.iter().map(|l| l.len() + 1).sum::<usize>() + 32);
+    let mut s = String::with_capacity(
+        run_info.len() + envelopes.iter().map(|l| l.len() + 1).sum::<usize>() + 32,
+    );
     s.push_str("{\"run\":");
     s.push_str(run_info);
     s.push_str(",\"events\":[");
@@ -311,7 +376,9 @@ pub fn viewer_index() -> Result<String, String> {
     let Some((_, bytes)) = http::static_file("/index.html") else {
         return Err(format!(
             "no viewer build at {} (index.html missing)",
-            from_env.map(|d| d.to_string_lossy().into_owned()).unwrap_or_default()
+            from_env
+                .map(|d| d.to_string_lossy().into_owned())
+                .unwrap_or_default()
         ));
     };
     String::from_utf8(bytes).map_err(|_| "the viewer's index.html is not UTF-8".into())
@@ -333,8 +400,14 @@ mod tests {
 
     fn files() -> HashMap<String, Vec<u8>> {
         let mut f = HashMap::new();
-        f.insert("assets/index-a.js".to_owned(), b"const s='</script><!-- x';globalThis.booted=1;".to_vec());
-        f.insert("assets/index-a.css".to_owned(), b"body{color:red}/*</style>*/".to_vec());
+        f.insert(
+            "assets/index-a.js".to_owned(),
+            b"const s='</script><!-- x';globalThis.booted=1;".to_vec(),
+        );
+        f.insert(
+            "assets/index-a.css".to_owned(),
+            b"body{color:red}/*</style>*/".to_vec(),
+        );
         f
     }
 
@@ -345,14 +418,21 @@ mod tests {
 
     #[test]
     fn inlines_the_bundle_and_the_run() {
-        let page = build(INDEX, r#"{"run":{"id":"r"},"events":[{"payload":{"out":"</script><img src=x>&"}}]}"#).unwrap();
+        let page = build(
+            INDEX,
+            r#"{"run":{"id":"r"},"events":[{"payload":{"out":"</script><img src=x>&"}}]}"#,
+        )
+        .unwrap();
         assert!(page.contains("<script type=\"module\">const s='\\x3C/script>\\x3C!-- x';globalThis.booted=1;</script>"), "{page}");
         assert!(page.contains("<style>body{color:red}/*\\3c/style>*/</style>"));
         assert!(page.contains(r#"<script type="application/json" id="graphmind-run">{"run":{"id":"r"},"events":[{"payload":{"out":"\u003c/script\u003e\u003cimg src=x\u003e\u0026"}}]}</script>"#), "{page}");
         assert!(page.contains("Content-Security-Policy"));
         assert!(page.contains("<title>app &lt;x&gt; · run_1</title>"));
         assert!(!page.contains("src=\"./") && !page.contains("href=\"./"));
-        assert!(page.contains("<body><div id=\"bar\"></div></body>"), "the viewer's DOM stays");
+        assert!(
+            page.contains("<body><div id=\"bar\"></div></body>"),
+            "the viewer's DOM stays"
+        );
         // exactly one </script> per script element: nothing in the data closes one early
         assert_eq!(page.matches("</script>").count(), 2);
     }
@@ -360,22 +440,38 @@ mod tests {
     #[test]
     fn refuses_what_a_single_page_cannot_carry() {
         let remote = INDEX.replace("./assets/index-a.css", "https://cdn.example/x.css");
-        assert!(build(&remote, "{}").unwrap_err().contains("not a local file"));
-        let chunk = INDEX.replace("</head>", "<link rel=\"modulepreload\" href=\"./assets/chunk.js\"></head>");
+        assert!(build(&remote, "{}")
+            .unwrap_err()
+            .contains("not a local file"));
+        let chunk = INDEX.replace(
+            "</head>",
+            "<link rel=\"modulepreload\" href=\"./assets/chunk.js\"></head>",
+        );
         assert!(build(&chunk, "{}").unwrap_err().contains("chunks"));
         let missing = INDEX.replace("index-a.js", "index-b.js");
         assert!(build(&missing, "{}").unwrap_err().contains("not in it"));
         let outside = INDEX.replace("./assets/index-a.js", "../secret.js");
         assert!(build(&outside, "{}").unwrap_err().contains("outside"));
-        assert!(build("<html><head></head><body></body></html>", "{}").unwrap_err().contains("no <script src>"));
+        assert!(build("<html><head></head><body></body></html>", "{}")
+            .unwrap_err()
+            .contains("no <script src>"));
         let img = INDEX.replace("<body>", "<body><img src=\"./logo.png\">");
         assert!(build(&img, "{}").is_err());
     }
 
     #[test]
     fn run_json_and_escaping() {
-        assert_eq!(run_json(r#"{"id":"r"}"#, &["{\"a\":1}".into(), "not json".into(), "{\"b\":2}".into()]), r#"{"run":{"id":"r"},"events":[{"a":1},{"b":2}]}"#);
-        assert_eq!(script_safe_json("\"a<b>&\u{2028}\""), "\"a\\u003cb\\u003e\\u0026\\u2028\"");
+        assert_eq!(
+            run_json(
+                r#"{"id":"r"}"#,
+                &["{\"a\":1}".into(), "not json".into(), "{\"b\":2}".into()]
+            ),
+            r#"{"run":{"id":"r"},"events":[{"a":1},{"b":2}]}"#
+        );
+        assert_eq!(
+            script_safe_json("\"a<b>&\u{2028}\""),
+            "\"a\\u003cb\\u003e\\u0026\\u2028\""
+        );
         assert_eq!(replace_ci("a</SCRIPT>b</script", "</script", "X"), "aX>bX");
         assert_eq!(local_ref("./assets/a.js?v=1").unwrap(), "assets/a.js");
         assert_eq!(local_ref("/assets/a.js").unwrap(), "assets/a.js");

@@ -26,7 +26,10 @@ pub struct Request {
 impl Request {
     /// First header named `name` (lowercase).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Whether a header holds `token` in its comma-separated list (case-insensitive).
@@ -38,11 +41,16 @@ impl Request {
     /// A header that RFC 9110 allows once (`Host`, `Origin`) sent more than once: only the
     /// first would be judged, so the request is refused (400) instead.
     pub fn repeated_single_header(&self) -> Option<&'static str> {
-        ["host", "origin"].into_iter().find(|name| self.header_count(name) > 1)
+        ["host", "origin"]
+            .into_iter()
+            .find(|name| self.header_count(name) > 1)
     }
 
     pub fn header_has(&self, name: &str, token: &str) -> bool {
-        self.headers.iter().filter(|(k, _)| k == name).any(|(_, v)| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        self.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .any(|(_, v)| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
     }
 }
 
@@ -72,21 +80,42 @@ pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)
                     headers: req
                         .headers
                         .iter()
-                        .map(|h| (h.name.to_ascii_lowercase(), String::from_utf8_lossy(h.value).into_owned()))
+                        .map(|h| {
+                            (
+                                h.name.to_ascii_lowercase(),
+                                String::from_utf8_lossy(h.value).into_owned(),
+                            )
+                        })
                         .collect(),
                 };
                 return Ok(Some((parsed, buf[len..].to_vec())));
             }
             Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD_BYTES => continue,
-            _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "bad request head")),
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "bad request head",
+                ))
+            }
         }
     }
 }
 
 /// Writes a complete response carrying every security header and `no-store` (errors and
 /// refusals answered before any route), and closes the exchange.
-pub fn respond(stream: &mut impl Write, status: u16, content_type: &str, body: &str) -> io::Result<()> {
-    respond_with(stream, status, content_type, body.as_bytes(), &crate::security::refusal_header_lines())
+pub fn respond(
+    stream: &mut impl Write,
+    status: u16,
+    content_type: &str,
+    body: &str,
+) -> io::Result<()> {
+    respond_with(
+        stream,
+        status,
+        content_type,
+        body.as_bytes(),
+        &crate::security::refusal_header_lines(),
+    )
 }
 
 /// The reason phrase of a status code.
@@ -111,7 +140,13 @@ pub fn reason_phrase(status: u16) -> &'static str {
 
 /// Writes a complete response with these extra header lines (each ending in CRLF) and
 /// closes the exchange (`Connection: close`).
-pub fn respond_with(stream: &mut impl Write, status: u16, content_type: &str, body: &[u8], headers: &str) -> io::Result<()> {
+pub fn respond_with(
+    stream: &mut impl Write,
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+    headers: &str,
+) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{headers}Connection: close\r\n\r\n",
         reason_phrase(status),
@@ -124,20 +159,29 @@ pub fn respond_with(stream: &mut impl Write, status: u16, content_type: &str, bo
 
 /// The value of `name` in a query string (undecoded).
 pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
-    query.split('&').filter_map(|kv| kv.split_once('=').or(Some((kv, "")))).find(|(k, _)| *k == name).map(|(_, v)| v)
+    query
+        .split('&')
+        .filter_map(|kv| kv.split_once('=').or(Some((kv, ""))))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
 }
 
 fn int_param(query: &str, name: &str, fallback: i64) -> Option<i64> {
     match query_param(query, name) {
         None | Some("") => Some(fallback),
-        Some(v) => v.parse::<i64>().ok().filter(|n| n.unsigned_abs() <= 9_007_199_254_740_991),
+        Some(v) => v
+            .parse::<i64>()
+            .ok()
+            .filter(|n| n.unsigned_abs() <= 9_007_199_254_740_991),
     }
 }
 
 /// Decodes `%XX` escapes (invalid UTF-8 replaced; a `%` not followed by two hex digits is
 /// kept as it is), with the `percent-encoding` crate.
 pub fn percent_decode(s: &str) -> String {
-    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 mod embedded {
@@ -171,8 +215,16 @@ pub fn mime_type(path: &str) -> &'static str {
 /// that could leave the bundle (`..`, backslashes, empty segments, NUL).
 fn static_rel(path: &str) -> Option<String> {
     let rel = percent_decode(path.trim_start_matches('/'));
-    let rel = if rel.is_empty() { "index.html".to_owned() } else { rel };
-    let safe = !rel.contains('\\') && !rel.contains('\0') && rel.split('/').all(|seg| !seg.is_empty() && seg != ".." && seg != ".");
+    let rel = if rel.is_empty() {
+        "index.html".to_owned()
+    } else {
+        rel
+    };
+    let safe = !rel.contains('\\')
+        && !rel.contains('\0')
+        && rel
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != ".." && seg != ".");
     safe.then_some(rel)
 }
 
@@ -181,19 +233,26 @@ pub fn static_file(path: &str) -> Option<(&'static str, Vec<u8>)> {
     let rel = static_rel(path)?;
     if let Some(dir) = std::env::var_os(VIEWER_DIST_ENV).filter(|d| !d.is_empty()) {
         let file = std::path::Path::new(&dir).join(&rel);
-        let meta = std::fs::metadata(&file).ok().filter(|m| m.is_file() && m.len() <= MAX_STATIC_BYTES)?;
+        let meta = std::fs::metadata(&file)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= MAX_STATIC_BYTES)?;
         let _ = meta;
         return std::fs::read(&file).ok().map(|b| (mime_type(&rel), b));
     }
-    VIEWER_ASSETS.iter().find(|(p, _)| *p == rel).map(|(_, b)| (mime_type(&rel), b.to_vec()))
+    VIEWER_ASSETS
+        .iter()
+        .find(|(p, _)| *p == rel)
+        .map(|(_, b)| (mime_type(&rel), b.to_vec()))
 }
-
 
 /// Answers one plain HTTP request: (status, content type, body). API routes first, then
 /// the viewer's static files.
 pub fn route(shared: &Shared, req: &Request) -> (u16, &'static str, Vec<u8>) {
     let (status, ctype, body) = route_api(shared, req);
-    if status == 404 && (req.method == "GET" || req.method == "HEAD") && !req.path.starts_with("/api/") {
+    if status == 404
+        && (req.method == "GET" || req.method == "HEAD")
+        && !req.path.starts_with("/api/")
+    {
         if let Some((ctype, bytes)) = static_file(&req.path) {
             return (200, ctype, bytes);
         }
@@ -207,19 +266,34 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
         return (405, JSON, "{\"error\":\"method not allowed\"}".into());
     }
     if req.path == "/health" {
-        let storage = shared.storage.health_json().map(|s| format!(",\"storage\":{s}")).unwrap_or_default();
-        return (200, JSON, format!("{{\"ok\":true,\"name\":\"graphmind-ai\",\"version\":{}{storage}}}", js(VERSION)));
+        let storage = shared
+            .storage
+            .health_json()
+            .map(|s| format!(",\"storage\":{s}"))
+            .unwrap_or_default();
+        return (
+            200,
+            JSON,
+            format!(
+                "{{\"ok\":true,\"name\":\"graphmind-ai\",\"version\":{}{storage}}}",
+                js(VERSION)
+            ),
+        );
     }
     if req.path == "/api/runs" {
         // Paged: `limit` (1..=RUNS_PAGE_MAX, default the maximum) runs after `cursor`
         // (the previous page's `nextCursor`), most recently started first.
-        let limit = int_param(&req.query, "limit", storage::RUNS_PAGE_MAX as i64).filter(|l| *l >= 1);
-        let cursor = query_param(&req.query, "cursor").map(|c| storage::RunCursor::parse(&percent_decode(c)));
+        let limit =
+            int_param(&req.query, "limit", storage::RUNS_PAGE_MAX as i64).filter(|l| *l >= 1);
+        let cursor = query_param(&req.query, "cursor")
+            .map(|c| storage::RunCursor::parse(&percent_decode(c)));
         let (Some(limit), None | Some(Some(_))) = (limit, &cursor) else {
             return (400, JSON, "{\"error\":\"limit must be an integer >= 1 and cursor a nextCursor from a previous page\"}".into());
         };
         let cursor = cursor.flatten();
-        let page = storage::open(&shared.db_path).and_then(|c| storage::list_runs_page(&c, cursor.as_ref(), limit.min(i64::from(u32::MAX)) as usize));
+        let page = storage::open(&shared.db_path).and_then(|c| {
+            storage::list_runs_page(&c, cursor.as_ref(), limit.min(i64::from(u32::MAX)) as usize)
+        });
         let (rows, next) = match page {
             Ok(p) => p,
             Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
@@ -227,10 +301,17 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
         let hub = shared.lock();
         let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
         let next = next.map_or_else(|| "null".to_owned(), |c| js(&c.to_text()));
-        return (200, JSON, format!("{{\"runs\":[{}],\"nextCursor\":{next}}}", runs.join(",")));
+        return (
+            200,
+            JSON,
+            format!("{{\"runs\":[{}],\"nextCursor\":{next}}}", runs.join(",")),
+        );
     }
     if let Some(rest) = req.path.strip_prefix("/api/runs/") {
-        if let Some(id) = rest.strip_suffix("/events").filter(|id| !id.is_empty() && !id.contains('/')) {
+        if let Some(id) = rest
+            .strip_suffix("/events")
+            .filter(|id| !id.is_empty() && !id.contains('/'))
+        {
             let id = percent_decode(id);
             let conn = match storage::open(&shared.db_path) {
                 Ok(c) => c,
@@ -242,13 +323,22 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
             let after = int_param(&req.query, "afterSeq", -1);
             let limit = int_param(&req.query, "limit", PAGE_LIMIT_DEFAULT);
             let (Some(after), Some(limit)) = (after, limit.filter(|l| *l >= 1)) else {
-                return (400, JSON, "{\"error\":\"afterSeq and limit must be integers (limit >= 1)\"}".into());
+                return (
+                    400,
+                    JSON,
+                    "{\"error\":\"afterSeq and limit must be integers (limit >= 1)\"}".into(),
+                );
             };
-            let page = match storage::list_events(&conn, &id, after, Some(limit.min(PAGE_LIMIT_MAX))) {
-                Ok(p) => p,
-                Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+            let page =
+                match storage::list_events(&conn, &id, after, Some(limit.min(PAGE_LIMIT_MAX))) {
+                    Ok(p) => p,
+                    Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+                };
+            let next = if page.has_more {
+                page.events.last().map(|e| e.seq.to_string())
+            } else {
+                None
             };
-            let next = if page.has_more { page.events.last().map(|e| e.seq.to_string()) } else { None };
             let events: Vec<&str> = page.events.iter().map(|e| e.frame.as_str()).collect();
             return (
                 200,
@@ -273,7 +363,10 @@ mod tests {
     #[test]
     fn static_paths() {
         assert_eq!(static_rel("/").as_deref(), Some("index.html"));
-        assert_eq!(static_rel("/assets/index-x.js").as_deref(), Some("assets/index-x.js"));
+        assert_eq!(
+            static_rel("/assets/index-x.js").as_deref(),
+            Some("assets/index-x.js")
+        );
         assert_eq!(static_rel("/../etc/passwd"), None);
         assert_eq!(static_rel("/assets/%2e%2e/x"), None);
         assert_eq!(static_rel("/a//b"), None);

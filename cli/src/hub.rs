@@ -139,7 +139,16 @@ impl Outbox {
     pub fn new() -> (Outbox, Receiver<Out>) {
         let (tx, rx) = unbounded();
         let wake = Wake::new().map(Arc::new);
-        (Outbox { tx, bytes: Arc::new(AtomicUsize::new(0)), overflow: Arc::new(AtomicBool::new(false)), wake, total: None }, rx)
+        (
+            Outbox {
+                tx,
+                bytes: Arc::new(AtomicUsize::new(0)),
+                overflow: Arc::new(AtomicBool::new(false)),
+                wake,
+                total: None,
+            },
+            rx,
+        )
     }
 
     /// A viewer's queue: its backlog also counts toward the viewers' `total`.
@@ -153,7 +162,9 @@ impl Outbox {
     pub fn forget_backlog(&self) {
         let left = self.bytes.swap(0, Ordering::Relaxed);
         if let Some(total) = &self.total {
-            let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| Some(t.saturating_sub(left)));
+            let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some(t.saturating_sub(left))
+            });
         }
     }
 
@@ -187,7 +198,8 @@ impl Outbox {
         }
         let own = self.bytes.load(Ordering::Relaxed);
         let over_total = self.total.as_ref().is_some_and(|total| {
-            total.load(Ordering::Relaxed) + t.len() > MAX_VIEWERS_BACKLOG_BYTES && own >= VIEWER_FAIR_SHARE_BYTES
+            total.load(Ordering::Relaxed) + t.len() > MAX_VIEWERS_BACKLOG_BYTES
+                && own >= VIEWER_FAIR_SHARE_BYTES
         });
         if own + t.len() > MAX_VIEWER_BACKLOG_BYTES || over_total {
             self.overflow.store(true, Ordering::Relaxed);
@@ -209,7 +221,9 @@ impl Outbox {
         let n = n.min(self.bytes.load(Ordering::Relaxed));
         self.bytes.fetch_sub(n, Ordering::Relaxed);
         if let Some(total) = &self.total {
-            let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| Some(t.saturating_sub(n)));
+            let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some(t.saturating_sub(n))
+            });
         }
     }
 
@@ -225,7 +239,11 @@ pub enum Timer {
     /// Mark `run` abandoned if generation `gen` is still current and nobody owns it.
     Abandon { run: String, gen: u64 },
     /// Reopen a pause whose forwarded resume `request_id` got no answer.
-    Resolving { run: String, pause: String, request_id: String },
+    Resolving {
+        run: String,
+        pause: String,
+        request_id: String,
+    },
 }
 
 /// One app connection.
@@ -473,7 +491,14 @@ pub(crate) use throttled_log;
 /// order, as JavaScript sorts), recursively.
 pub fn canonical_key(v: &Value) -> String {
     match v {
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical_key).collect::<Vec<_>>().join(",")),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(canonical_key)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
         Value::Object(m) => {
             let mut entries: Vec<_> = m.iter().collect();
             entries.sort_by(|a, b| cmp_utf16_bytes(a.0.as_bytes(), b.0.as_bytes()));
@@ -527,7 +552,11 @@ pub fn resume_result_text(o: &Outcome) -> String {
 /// A viewer `error` message.
 pub fn ui_error(message: &str, run_id: Option<&str>) -> String {
     match run_id {
-        Some(r) => format!("{{\"type\":\"error\",\"message\":{},\"runId\":{}}}", js(message), js(r)),
+        Some(r) => format!(
+            "{{\"type\":\"error\",\"message\":{},\"runId\":{}}}",
+            js(message),
+            js(r)
+        ),
         None => format!("{{\"type\":\"error\",\"message\":{}}}", js(message)),
     }
 }
@@ -568,7 +597,9 @@ impl HubState {
     pub fn throttle(&mut self, key: &'static str) -> Option<u64> {
         let now = Instant::now();
         match self.throttle.get_mut(key) {
-            Some((last, suppressed)) if now.duration_since(*last) < Duration::from_millis(LOG_THROTTLE_MS) => {
+            Some((last, suppressed))
+                if now.duration_since(*last) < Duration::from_millis(LOG_THROTTLE_MS) =>
+            {
                 *suppressed += 1;
                 None
             }
@@ -582,7 +613,14 @@ impl HubState {
 
     /// The armed breakpoints as a JSON array.
     pub fn breakpoints_json(&self) -> String {
-        format!("[{}]", self.breakpoints.iter().map(|(_, v)| json::to_string(v)).collect::<Vec<_>>().join(","))
+        format!(
+            "[{}]",
+            self.breakpoints
+                .iter()
+                .map(|(_, v)| json::to_string(v))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
     }
 
     /// The armed breakpoint matchers.
@@ -656,7 +694,9 @@ impl HubState {
         let breakpoints = self.breakpoints_json();
         let mode = self.mode.clone();
         let hub_caps = self.policy.hub_capabilities_json();
-        let Some(c) = self.ingest.get_mut(&conn) else { return };
+        let Some(c) = self.ingest.get_mut(&conn) else {
+            return;
+        };
         c.attached = true;
         if let Some(app) = payload.get("app").and_then(Value::as_str) {
             c.app = Some(app.to_owned());
@@ -664,11 +704,20 @@ impl HubState {
         if payload.get("source").and_then(Value::as_str) == Some("demo") {
             c.source = "demo";
         }
-        let caps: Vec<Value> = payload.get("capabilities").and_then(Value::as_array).cloned().unwrap_or_default();
+        let caps: Vec<Value> = payload
+            .get("capabilities")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         c.claim_aware = caps.iter().any(|v| v.as_str() == Some("run-claim"));
-        c.capabilities = caps.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect();
+        c.capabilities = caps
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect();
         c.token = match payload.get("resumeToken").and_then(Value::as_str) {
-            Some(t) if !t.is_empty() && t.encode_utf16().count() <= MAX_RESUME_TOKEN_LENGTH => t.to_owned(),
+            Some(t) if !t.is_empty() && t.encode_utf16().count() <= MAX_RESUME_TOKEN_LENGTH => {
+                t.to_owned()
+            }
             _ => new_token(),
         };
         let ack = format!(
@@ -681,7 +730,8 @@ impl HubState {
         );
         let seq = c.seq;
         c.seq += 1;
-        let _ = c.tx.text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack));
+        let _ =
+            c.tx.text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack));
         match &c.app {
             Some(a) => tracing::info!("app attached: {a}"),
             None => tracing::info!("app attached"),
@@ -744,12 +794,18 @@ impl HubState {
             c.owned.insert(run.to_owned());
         }
         c.open_runs.insert(run.to_owned());
-        Some(Admit { app: c.app.clone().unwrap_or_else(|| "unknown".into()), source: c.source, owner_changed })
+        Some(Admit {
+            app: c.app.clone().unwrap_or_else(|| "unknown".into()),
+            source: c.source,
+            owner_changed,
+        })
     }
 
     /// Queues an envelope to an app socket, numbering it with that socket's own counter.
     fn send_ingest(&mut self, conn: ConnId, run_id: &str, kind: &str, payload: &str) -> bool {
-        let Some(c) = self.ingest.get_mut(&conn) else { return false };
+        let Some(c) = self.ingest.get_mut(&conn) else {
+            return false;
+        };
         let seq = c.seq;
         c.seq += 1;
         c.tx.text(envelope_text(seq, run_id, kind, payload))
@@ -757,9 +813,19 @@ impl HubState {
 
     /// An app socket closed: its pauses close, its runs lose their owner and get an abandon
     /// timer. Returns the runs whose `live` flag changed and the timers to arm.
-    pub fn remove_ingest(&mut self, conn: ConnId, next_gen_out: &mut Vec<(String, u64)>) -> Vec<String> {
-        let Some(c) = self.ingest.remove(&conn) else { return Vec::new() };
-        self.close_pauses(|_, p| p.owner == conn, "app-disconnected", "the app holding this pause disconnected; it releases its gates on its own");
+    pub fn remove_ingest(
+        &mut self,
+        conn: ConnId,
+        next_gen_out: &mut Vec<(String, u64)>,
+    ) -> Vec<String> {
+        let Some(c) = self.ingest.remove(&conn) else {
+            return Vec::new();
+        };
+        self.close_pauses(
+            |_, p| p.owner == conn,
+            "app-disconnected",
+            "the app holding this pause disconnected; it releases its gates on its own",
+        );
         let mut changed = Vec::new();
         for run in c.owned {
             if self.run_owners.get(&run) == Some(&conn) {
@@ -786,10 +852,12 @@ impl HubState {
     pub fn begin_shutdown(&mut self) {
         self.shutting_down = true;
         for c in self.ingest.values() {
-            let _ = c.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
+            let _ =
+                c.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
         }
         for u in self.ui.values() {
-            let _ = u.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
+            let _ =
+                u.tx.close(SHUTDOWN_CLOSE_CODE, SHUTDOWN_CLOSE_REASON.into());
         }
     }
 
@@ -843,18 +911,32 @@ impl HubState {
             self.policy.hub_capabilities_json()
         );
         let _ = tx.text(welcome);
-        self.ui.insert(id, UiConn { tx, wildcard: false, principal });
+        self.ui.insert(
+            id,
+            UiConn {
+                tx,
+                wildcard: false,
+                principal,
+            },
+        );
         id
     }
 
     /// How a viewer socket authenticated.
     pub fn ui_principal(&self, conn: ConnId) -> Principal {
-        self.ui.get(&conn).map(|u| u.principal).unwrap_or(Principal::Anonymous)
+        self.ui
+            .get(&conn)
+            .map(|u| u.principal)
+            .unwrap_or(Principal::Anonymous)
     }
 
     /// The `state` frame (what is really armed).
     pub fn state_frame(&self) -> String {
-        format!("{{\"type\":\"state\",\"breakpoints\":{},\"mode\":{}}}", self.breakpoints_json(), js(&self.mode))
+        format!(
+            "{{\"type\":\"state\",\"breakpoints\":{},\"mode\":{}}}",
+            self.breakpoints_json(),
+            js(&self.mode)
+        )
     }
 
     /// Admits one more viewer (authenticated as `principal`), holding its slot until
@@ -863,9 +945,16 @@ impl HubState {
     pub fn admit_viewer(&mut self, principal: Principal) -> Result<(), String> {
         let (all, anon) = self.admitted_viewers;
         if self.ui.len() + all >= MAX_VIEWERS {
-            return Err(format!("{MAX_VIEWERS} viewer sockets are open already (the limit)"));
+            return Err(format!(
+                "{MAX_VIEWERS} viewer sockets are open already (the limit)"
+            ));
         }
-        let anonymous = self.ui.values().filter(|u| u.principal == Principal::Anonymous).count() + anon;
+        let anonymous = self
+            .ui
+            .values()
+            .filter(|u| u.principal == Principal::Anonymous)
+            .count()
+            + anon;
         if principal == Principal::Anonymous && anonymous >= MAX_ANONYMOUS_VIEWERS {
             return Err(format!(
                 "{MAX_ANONYMOUS_VIEWERS} viewer sockets without a credential are open already (the limit); open the viewer from the #token= link `graphmind serve` prints"
@@ -923,7 +1012,12 @@ impl HubState {
 
     fn relay_to_all_ingest(&mut self, kind: &str, payload: &Value) {
         let payload = json::to_string(payload);
-        let conns: Vec<ConnId> = self.ingest.iter().filter(|(_, c)| c.attached).map(|(id, _)| *id).collect();
+        let conns: Vec<ConnId> = self
+            .ingest
+            .iter()
+            .filter(|(_, c)| c.attached)
+            .map(|(id, _)| *id)
+            .collect();
         for id in conns {
             self.send_ingest(id, WILDCARD_RUN_ID, kind, &payload);
         }
@@ -954,7 +1048,9 @@ impl HubState {
                 format!("\"cleared\":{}", json::to_string(m))
             }
             ("mode.set", _) => {
-                let Some(m) = payload.get("mode").and_then(Value::as_str) else { return Ok(()) };
+                let Some(m) = payload.get("mode").and_then(Value::as_str) else {
+                    return Ok(());
+                };
                 if self.mode == m {
                     return Ok(());
                 }
@@ -999,12 +1095,35 @@ impl HubState {
         }
     }
 
-    fn close_pauses(&mut self, which: impl Fn(&(String, String), &Pause) -> bool, code: &str, message: &str) {
-        let keys: Vec<_> = self.pauses.iter().filter(|(k, p)| which(k, p)).map(|(k, _)| k.clone()).collect();
+    fn close_pauses(
+        &mut self,
+        which: impl Fn(&(String, String), &Pause) -> bool,
+        code: &str,
+        message: &str,
+    ) {
+        let keys: Vec<_> = self
+            .pauses
+            .iter()
+            .filter(|(k, p)| which(k, p))
+            .map(|(k, _)| k.clone())
+            .collect();
         for key in keys {
             if let Some(p) = self.pauses.remove(&key) {
-                if let PauseState::Resolving { responder, request_id, gave_up: false, .. } = &p.state {
-                    let outcome = outcome_of(&key.0, &key.1, request_id, "no-such-pause", Some(code), Some(message));
+                if let PauseState::Resolving {
+                    responder,
+                    request_id,
+                    gave_up: false,
+                    ..
+                } = &p.state
+                {
+                    let outcome = outcome_of(
+                        &key.0,
+                        &key.1,
+                        request_id,
+                        "no-such-pause",
+                        Some(code),
+                        Some(message),
+                    );
                     self.answer(responder, outcome);
                 }
                 self.remember_closed(key, Closed::Gone);
@@ -1028,19 +1147,34 @@ impl HubState {
             editable: payload.get("editable").and_then(Value::as_bool),
             app: self.ingest.get(&conn).and_then(|c| c.app.clone()),
         };
-        self.pauses.insert(key, Pause { owner: conn, state: PauseState::Open, info });
+        self.pauses.insert(
+            key,
+            Pause {
+                owner: conn,
+                state: PauseState::Open,
+                info,
+            },
+        );
         self.bump();
     }
 
     /// Who released this pause, for the stored `exec.resumed`: the principal (and operator)
     /// of the resume it is resolving on, when the app's answer is to that resume (its
     /// `requestId` matches, or it gave none).
-    pub fn attribution(&self, run: &str, pause: &str, request_id: Option<&str>) -> Option<(Principal, Option<String>)> {
+    pub fn attribution(
+        &self,
+        run: &str,
+        pause: &str,
+        request_id: Option<&str>,
+    ) -> Option<(Principal, Option<String>)> {
         let p = self.pauses.get(&(run.to_owned(), pause.to_owned()))?;
         match &p.state {
-            PauseState::Resolving { request_id: r, principal, operator, .. } if request_id.is_none_or(|given| given == r) => {
-                Some((*principal, operator.clone()))
-            }
+            PauseState::Resolving {
+                request_id: r,
+                principal,
+                operator,
+                ..
+            } if request_id.is_none_or(|given| given == r) => Some((*principal, operator.clone())),
             _ => None,
         }
     }
@@ -1049,7 +1183,18 @@ impl HubState {
     /// hears `resumed`.
     pub fn pause_resumed(&mut self, run: &str, pause: &str) {
         let key = (run.to_owned(), pause.to_owned());
-        if let Some(Pause { state: PauseState::Resolving { responder, request_id, principal, gave_up: false, .. }, .. }) = self.pauses.remove(&key) {
+        if let Some(Pause {
+            state:
+                PauseState::Resolving {
+                    responder,
+                    request_id,
+                    principal,
+                    gave_up: false,
+                    ..
+                },
+            ..
+        }) = self.pauses.remove(&key)
+        {
             let mut o = outcome_of(run, pause, &request_id, "resumed", None, None);
             o.principal = Some(principal);
             self.answer(&responder, o);
@@ -1063,19 +1208,39 @@ impl HubState {
     /// code and message.
     pub fn pause_refused(&mut self, run: &str, pause: &str, payload: &Value) {
         let key = (run.to_owned(), pause.to_owned());
-        let Some(p) = self.pauses.get_mut(&key) else { return };
+        let Some(p) = self.pauses.get_mut(&key) else {
+            return;
+        };
         let given = payload.get("requestId").and_then(Value::as_str);
-        if let PauseState::Resolving { responder, request_id, gave_up, .. } = p.state.clone() {
+        if let PauseState::Resolving {
+            responder,
+            request_id,
+            gave_up,
+            ..
+        } = p.state.clone()
+        {
             if given.is_some_and(|g| g != request_id) {
                 return;
             }
             p.state = PauseState::Open;
             if !gave_up {
-                let code = payload.get("code").and_then(Value::as_str).unwrap_or("refused").to_owned();
-                let message = graphmind_core::edit_input::sanitize_short_text(payload.get("message"))
-                    .map(|m| m.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "the app refused the resume".into());
-                let o = outcome_of(run, pause, &request_id, "refused", Some(&code), Some(&message));
+                let code = payload
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("refused")
+                    .to_owned();
+                let message =
+                    graphmind_core::edit_input::sanitize_short_text(payload.get("message"))
+                        .map(|m| m.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "the app refused the resume".into());
+                let o = outcome_of(
+                    run,
+                    pause,
+                    &request_id,
+                    "refused",
+                    Some(&code),
+                    Some(&message),
+                );
                 self.answer(&responder, o);
             }
             self.bump();
@@ -1094,19 +1259,35 @@ impl HubState {
 
     /// Open and resolving pauses, oldest first (optionally of one run), as JSON objects.
     pub fn list_pauses(&self, run: Option<&str>) -> Vec<String> {
-        let mut items: Vec<(&(String, String), &Pause)> = self.pauses.iter().filter(|(k, _)| run.is_none_or(|r| r == k.0)).collect();
-        items.sort_by(|a, b| a.1.info.since.total_cmp(&b.1.info.since).then_with(|| a.0.cmp(b.0)));
-        items.into_iter().map(|(k, p)| pause_json(&k.0, &k.1, &p.info, Some(p.state_name()))).collect()
+        let mut items: Vec<(&(String, String), &Pause)> = self
+            .pauses
+            .iter()
+            .filter(|(k, _)| run.is_none_or(|r| r == k.0))
+            .collect();
+        items.sort_by(|a, b| {
+            a.1.info
+                .since
+                .total_cmp(&b.1.info.since)
+                .then_with(|| a.0.cmp(b.0))
+        });
+        items
+            .into_iter()
+            .map(|(k, p)| pause_json(&k.0, &k.1, &p.info, Some(p.state_name())))
+            .collect()
     }
 
     /// Whether a pause is open (optionally in one run).
     pub fn has_open(&self, run: Option<&str>) -> bool {
-        self.pauses.iter().any(|(k, p)| run.is_none_or(|r| r == k.0) && matches!(p.state, PauseState::Open))
+        self.pauses
+            .iter()
+            .any(|(k, p)| run.is_none_or(|r| r == k.0) && matches!(p.state, PauseState::Open))
     }
 
     /// One pause the hub holds: its info and state.
     pub fn pause_state(&self, run: &str, pause: &str) -> Option<(PauseInfo, &'static str)> {
-        self.pauses.get(&(run.to_owned(), pause.to_owned())).map(|p| (p.info.clone(), p.state_name()))
+        self.pauses
+            .get(&(run.to_owned(), pause.to_owned()))
+            .map(|p| (p.info.clone(), p.state_name()))
     }
 
     /// One resume, from a viewer socket or `POST .../resume`. In order: the credential and
@@ -1114,14 +1295,35 @@ impl HubState {
     /// (`--no-edit-input`, the owner's `edit-input`, the pause's `editable`); then first
     /// writer wins, and the forward. Anything refused before the forward is answered at
     /// once and nothing reaches the app.
-    pub fn request_resume(&mut self, responder: Responder, run: &str, payload: &Value, principal: Principal) -> ResumeStart {
-        let pause = payload.get("pauseId").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let action = payload.get("action").and_then(Value::as_str).unwrap_or_default().to_owned();
+    pub fn request_resume(
+        &mut self,
+        responder: Responder,
+        run: &str,
+        payload: &Value,
+        principal: Principal,
+    ) -> ResumeStart {
+        let pause = payload
+            .get("pauseId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let action = payload
+            .get("action")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let has_input = payload.get("input").is_some();
         let given = tokens::acceptable_request_id(payload.get("requestId")).map(str::to_owned);
         let request_id = given.clone().unwrap_or_else(new_token);
         let answered = |outcome: &'static str, code: &str, message: String| {
-            ResumeStart::Answered(outcome_of(run, &pause, &request_id, outcome, Some(code), Some(&message)))
+            ResumeStart::Answered(outcome_of(
+                run,
+                &pause,
+                &request_id,
+                outcome,
+                Some(code),
+                Some(&message),
+            ))
         };
         if let Some(r) = tokens::authorize_resume(principal, &self.policy, &action, has_input) {
             return answered("refused", r.code, r.message);
@@ -1129,19 +1331,38 @@ impl HubState {
         let content = payload
             .get("input")
             .and_then(|v| tokens::content_refusal(v, true))
-            .or_else(|| if action == "inject" { payload.get("output").and_then(|v| tokens::content_refusal(v, false)) } else { None });
+            .or_else(|| {
+                if action == "inject" {
+                    payload
+                        .get("output")
+                        .and_then(|v| tokens::content_refusal(v, false))
+                } else {
+                    None
+                }
+            });
         if let Some(r) = content {
             return answered("refused", r.code, r.message);
         }
         if has_input && !self.policy.edit_input {
-            return answered("refused", "edit-refused", "input edits are disabled on this server (started with --no-edit-input)".into());
+            return answered(
+                "refused",
+                "edit-refused",
+                "input edits are disabled on this server (started with --no-edit-input)".into(),
+            );
         }
         let key = (run.to_owned(), pause.clone());
         match self.pauses.get(&key) {
             None if self.closed.contains_key(&key) => {
-                return answered("no-such-pause", "no-such-pause", format!("pause \"{pause}\" in run \"{run}\" is no longer held"));
+                return answered(
+                    "no-such-pause",
+                    "no-such-pause",
+                    format!("pause \"{pause}\" in run \"{run}\" is no longer held"),
+                );
             }
-            Some(Pause { state: PauseState::Resolving { gave_up, .. }, .. }) => {
+            Some(Pause {
+                state: PauseState::Resolving { gave_up, .. },
+                ..
+            }) => {
                 if *gave_up {
                     return answered(
                         "timeout",
@@ -1152,16 +1373,32 @@ impl HubState {
                         ),
                     );
                 }
-                return answered("taken", "pause-taken", "another resume for this pause is already being answered".into());
+                return answered(
+                    "taken",
+                    "pause-taken",
+                    "another resume for this pause is already being answered".into(),
+                );
             }
             _ => {}
         }
-        let owner = self.pauses.get(&key).map(|p| p.owner).or_else(|| self.run_owners.get(run).copied());
+        let owner = self
+            .pauses
+            .get(&key)
+            .map(|p| p.owner)
+            .or_else(|| self.run_owners.get(run).copied());
         let Some(owner) = owner.filter(|o| self.is_attached(*o)) else {
-            return answered("no-such-pause", "no-owner", format!("no connected app owns run \"{run}\""));
+            return answered(
+                "no-such-pause",
+                "no-owner",
+                format!("no connected app owns run \"{run}\""),
+            );
         };
         if has_input {
-            let announced = self.ingest.get(&owner).is_some_and(|c| c.capabilities.iter().any(|x| x == tokens::HUB_CAPABILITY_EDIT_INPUT));
+            let announced = self.ingest.get(&owner).is_some_and(|c| {
+                c.capabilities
+                    .iter()
+                    .any(|x| x == tokens::HUB_CAPABILITY_EDIT_INPUT)
+            });
             if !announced {
                 return answered("refused", "not-editable", "the app holding this pause did not announce edit-input (its SDK cannot apply an edited input)".into());
             }
@@ -1170,13 +1407,29 @@ impl HubState {
             }
         }
         let operator = tokens::sanitize_operator(payload.get("operator"));
-        let state = PauseState::Resolving { responder, request_id: request_id.clone(), principal, operator, gave_up: false };
+        let state = PauseState::Resolving {
+            responder,
+            request_id: request_id.clone(),
+            principal,
+            operator,
+            gave_up: false,
+        };
         match self.pauses.get_mut(&key) {
             Some(p) => p.state = state,
             None => {
                 // A pause the hub never saw (its exec.paused predates this process): track it.
-                let info = PauseInfo { node_id: String::new(), point: String::new(), since: now_ms(), reason: None, smart: None, loop_info: None, editable: None, app: None };
-                self.pauses.insert(key.clone(), Pause { owner, state, info });
+                let info = PauseInfo {
+                    node_id: String::new(),
+                    point: String::new(),
+                    since: now_ms(),
+                    reason: None,
+                    smart: None,
+                    loop_info: None,
+                    editable: None,
+                    app: None,
+                };
+                self.pauses
+                    .insert(key.clone(), Pause { owner, state, info });
             }
         }
         let mut fwd = Map::new();
@@ -1206,17 +1459,32 @@ impl HubState {
             ));
         }
         if has_input {
-            tracing::info!("edit: {} resumed pause \"{pause}\" in run \"{run}\" with an edited input", principal.as_str());
+            tracing::info!(
+                "edit: {} resumed pause \"{pause}\" in run \"{run}\" with an edited input",
+                principal.as_str()
+            );
         }
         self.bump();
-        ResumeStart::Forwarded { request_id: request_id.clone(), timer: Timer::Resolving { run: run.to_owned(), pause, request_id } }
+        ResumeStart::Forwarded {
+            request_id: request_id.clone(),
+            timer: Timer::Resolving {
+                run: run.to_owned(),
+                pause,
+                request_id,
+            },
+        }
     }
 
     /// The HTTP resumer stopped waiting (its deadline passed) and was told `timeout`: a
     /// later answer goes to nobody, and a new resume hears `still-resolving`.
     pub fn resume_gave_up(&mut self, run: &str, pause: &str, request_id: &str) {
         if let Some(p) = self.pauses.get_mut(&(run.to_owned(), pause.to_owned())) {
-            if let PauseState::Resolving { request_id: r, gave_up, .. } = &mut p.state {
+            if let PauseState::Resolving {
+                request_id: r,
+                gave_up,
+                ..
+            } = &mut p.state
+            {
                 if r == request_id {
                     *gave_up = true;
                 }
@@ -1227,12 +1495,27 @@ impl HubState {
     /// A forwarded resume got no answer in time: reopen the pause, tell the resumer.
     pub fn resolving_timed_out(&mut self, run: &str, pause: &str, request_id: &str) {
         let key = (run.to_owned(), pause.to_owned());
-        let Some(p) = self.pauses.get_mut(&key) else { return };
-        if let PauseState::Resolving { responder, request_id: r, gave_up, .. } = p.state.clone() {
+        let Some(p) = self.pauses.get_mut(&key) else {
+            return;
+        };
+        if let PauseState::Resolving {
+            responder,
+            request_id: r,
+            gave_up,
+            ..
+        } = p.state.clone()
+        {
             if r == request_id {
                 p.state = PauseState::Open;
                 if !gave_up {
-                    let o = outcome_of(run, pause, request_id, "timeout", Some("no-answer"), Some("the app did not answer the resume in time; the pause is open again"));
+                    let o = outcome_of(
+                        run,
+                        pause,
+                        request_id,
+                        "timeout",
+                        Some("no-answer"),
+                        Some("the app did not answer the resume in time; the pause is open again"),
+                    );
                     self.answer(&responder, o);
                 }
                 self.bump();
@@ -1250,7 +1533,14 @@ impl Pause {
     }
 }
 
-fn outcome_of(run: &str, pause: &str, request_id: &str, outcome: &'static str, code: Option<&str>, message: Option<&str>) -> Outcome {
+fn outcome_of(
+    run: &str,
+    pause: &str,
+    request_id: &str,
+    outcome: &'static str,
+    code: Option<&str>,
+    message: Option<&str>,
+) -> Outcome {
     Outcome {
         outcome,
         run_id: run.to_owned(),
@@ -1322,7 +1612,9 @@ impl Shared {
         if *guard != seen {
             return *guard;
         }
-        let (guard, _) = c.wait_timeout(guard, timeout).unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = c
+            .wait_timeout(guard, timeout)
+            .unwrap_or_else(|e| e.into_inner());
         *guard
     }
 
@@ -1342,16 +1634,37 @@ mod tests {
         let a = parse_str(r#"{"point":"error","kind":"tool"}"#).unwrap();
         let b = parse_str(r#"{"kind":"tool","point":"error"}"#).unwrap();
         assert_eq!(canonical_key(&a), canonical_key(&b));
-        assert_ne!(canonical_key(&a), canonical_key(&parse_str(r#"{"kind":"tool"}"#).unwrap()));
+        assert_ne!(
+            canonical_key(&a),
+            canonical_key(&parse_str(r#"{"kind":"tool"}"#).unwrap())
+        );
     }
 
     #[test]
     fn breakpoints_dedupe_and_clear() {
-        let mut hub = HubState::new(crate::config::breakpoints_for(&graphmind_core::config::PauseOnError::On), ControlPolicy::default());
-        hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"kind":"tool","name":"x"}}"#).unwrap()).unwrap();
-        hub.debug_control("breakpoint.set", &parse_str(r#"{"matcher":{"name":"x","kind":"tool"}}"#).unwrap()).unwrap();
-        assert_eq!(hub.breakpoints_json(), r#"[{"point":"error"},{"kind":"tool","name":"x"}]"#);
-        hub.debug_control("breakpoint.clear", &parse_str(r#"{"matcher":{"point":"error"}}"#).unwrap()).unwrap();
+        let mut hub = HubState::new(
+            crate::config::breakpoints_for(&graphmind_core::config::PauseOnError::On),
+            ControlPolicy::default(),
+        );
+        hub.debug_control(
+            "breakpoint.set",
+            &parse_str(r#"{"matcher":{"kind":"tool","name":"x"}}"#).unwrap(),
+        )
+        .unwrap();
+        hub.debug_control(
+            "breakpoint.set",
+            &parse_str(r#"{"matcher":{"name":"x","kind":"tool"}}"#).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            hub.breakpoints_json(),
+            r#"[{"point":"error"},{"kind":"tool","name":"x"}]"#
+        );
+        hub.debug_control(
+            "breakpoint.clear",
+            &parse_str(r#"{"matcher":{"point":"error"}}"#).unwrap(),
+        )
+        .unwrap();
         assert_eq!(hub.breakpoints_json(), r#"[{"kind":"tool","name":"x"}]"#);
     }
 
@@ -1359,15 +1672,30 @@ mod tests {
     fn breakpoints_are_capped_in_count_and_size() {
         let mut hub = HubState::new(Vec::new(), ControlPolicy::default());
         for i in 0..MAX_BREAKPOINTS {
-            let set = parse_str(&format!(r#"{{"matcher":{{"kind":"tool","name":"t{i}"}}}}"#)).unwrap();
+            let set =
+                parse_str(&format!(r#"{{"matcher":{{"kind":"tool","name":"t{i}"}}}}"#)).unwrap();
             hub.debug_control("breakpoint.set", &set).unwrap();
         }
         let one_more = parse_str(r#"{"matcher":{"kind":"tool","name":"over"}}"#).unwrap();
-        assert!(hub.debug_control("breakpoint.set", &one_more).unwrap_err().contains("256 are armed"));
+        assert!(hub
+            .debug_control("breakpoint.set", &one_more)
+            .unwrap_err()
+            .contains("256 are armed"));
         assert_eq!(hub.breakpoints().count(), MAX_BREAKPOINTS);
-        hub.debug_control("breakpoint.clear", &parse_str(r#"{"matcher":{"kind":"tool","name":"t0"}}"#).unwrap()).unwrap();
-        let big = parse_str(&format!(r#"{{"matcher":{{"name":"{}"}}}}"#, "x".repeat(MAX_BREAKPOINT_BYTES))).unwrap();
-        assert!(hub.debug_control("breakpoint.set", &big).unwrap_err().contains("byte limit"));
+        hub.debug_control(
+            "breakpoint.clear",
+            &parse_str(r#"{"matcher":{"kind":"tool","name":"t0"}}"#).unwrap(),
+        )
+        .unwrap();
+        let big = parse_str(&format!(
+            r#"{{"matcher":{{"name":"{}"}}}}"#,
+            "x".repeat(MAX_BREAKPOINT_BYTES)
+        ))
+        .unwrap();
+        assert!(hub
+            .debug_control("breakpoint.set", &big)
+            .unwrap_err()
+            .contains("byte limit"));
         hub.debug_control("breakpoint.set", &one_more).unwrap();
         assert_eq!(hub.breakpoints().count(), MAX_BREAKPOINTS);
     }

@@ -60,7 +60,11 @@ fn from_any(v: &Value) -> Value {
     }
     if let Some(i) = get(v, &["intValue", "int_value"]) {
         return match i {
-            Value::String(s) => s.as_str().and_then(|t| t.parse::<i64>().ok()).map(Value::from).unwrap_or_else(|| i.clone()),
+            Value::String(s) => s
+                .as_str()
+                .and_then(|t| t.parse::<i64>().ok())
+                .map(Value::from)
+                .unwrap_or_else(|| i.clone()),
             other => other.clone(),
         };
     }
@@ -68,12 +72,21 @@ fn from_any(v: &Value) -> Value {
         return d.clone();
     }
     if let Some(a) = get(v, &["arrayValue", "array_value"]) {
-        let items = a.get("values").and_then(Value::as_array).cloned().unwrap_or_default();
+        let items = a
+            .get("values")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         return Value::Array(items.iter().map(from_any).collect());
     }
     if let Some(kv) = get(v, &["kvlistValue", "kvlist_value"]) {
         let mut m = Map::new();
-        for e in kv.get("values").and_then(Value::as_array).cloned().unwrap_or_default() {
+        for e in kv
+            .get("values")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
             if let (Some(k), Some(val)) = (e.get("key").and_then(Value::as_str), e.get("value")) {
                 m.insert(k, from_any(val));
             }
@@ -97,7 +110,11 @@ fn flatten_into(prefix: &str, v: &Value, out: &mut Map) {
     match v {
         Value::Object(o) => {
             for (k, child) in o.iter() {
-                let key = if prefix.is_empty() { k.to_string_lossy().into_owned() } else { format!("{prefix}.{}", k.to_string_lossy()) };
+                let key = if prefix.is_empty() {
+                    k.to_string_lossy().into_owned()
+                } else {
+                    format!("{prefix}.{}", k.to_string_lossy())
+                };
                 flatten_into(&key, child, out);
             }
         }
@@ -110,7 +127,11 @@ fn flatten_into(prefix: &str, v: &Value, out: &mut Map) {
 
 fn nanos_to_ms(v: Option<&Value>) -> Option<f64> {
     match v? {
-        Value::String(s) => s.as_str()?.parse::<u128>().ok().map(|n| (n / 1_000_000) as f64),
+        Value::String(s) => s
+            .as_str()?
+            .parse::<u128>()
+            .ok()
+            .map(|n| (n / 1_000_000) as f64),
         n => n.as_f64().map(|f| (f / 1e6).floor()),
     }
 }
@@ -143,7 +164,14 @@ fn parse_iso(s: &str) -> Option<f64> {
         return None;
     }
     let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d, h, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let (y, mo, d, h, mi, se) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
     let mut rest = &s[19..];
     let mut frac_ms = 0.0;
     if let Some(f) = rest.strip_prefix('.') {
@@ -180,7 +208,11 @@ fn is_error_status(v: Option<&Value>) -> bool {
 }
 
 fn exception_of(events: Option<&Value>, otlp: bool) -> Option<(String, String, Option<String>)> {
-    for e in events.and_then(Value::as_array).cloned().unwrap_or_default() {
+    for e in events
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+    {
         if e.get("name").and_then(Value::as_str) != Some("exception") {
             continue;
         }
@@ -195,7 +227,11 @@ fn exception_of(events: Option<&Value>, otlp: bool) -> Option<(String, String, O
         };
         let _ = otlp;
         let s = |k: &str| attrs.get(k).and_then(text_of);
-        return Some((s("exception.type").unwrap_or_else(|| "Error".into()), s("exception.message").unwrap_or_default(), s("exception.stacktrace")));
+        return Some((
+            s("exception.type").unwrap_or_else(|| "Error".into()),
+            s("exception.message").unwrap_or_default(),
+            s("exception.stacktrace"),
+        ));
     }
     None
 }
@@ -208,20 +244,53 @@ pub fn parse_otlp(doc: &Value) -> Option<(Vec<Span>, Option<String>)> {
     for rs in resources {
         let res_attrs = otlp_attrs(rs.get("resource").and_then(|r| r.get("attributes")));
         if service.is_none() {
-            service = res_attrs.get("service.name").and_then(Value::as_str).map(str::to_owned);
+            service = res_attrs
+                .get("service.name")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
         }
-        let scopes = get(rs, &["scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans"]).and_then(Value::as_array).cloned().unwrap_or_default();
+        let scopes = get(
+            rs,
+            &[
+                "scopeSpans",
+                "scope_spans",
+                "instrumentationLibrarySpans",
+                "instrumentation_library_spans",
+            ],
+        )
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
         for ss in scopes {
-            for sp in ss.get("spans").and_then(Value::as_array).cloned().unwrap_or_default() {
-                let id = get(&sp, &["spanId", "span_id"]).and_then(text_of).filter(|s| !s.is_empty()).unwrap_or_else(new_token);
-                let parent = get(&sp, &["parentSpanId", "parent_span_id"]).and_then(text_of).filter(|s| !s.is_empty());
-                let start = nanos_to_ms(get(&sp, &["startTimeUnixNano", "start_time_unix_nano"])).unwrap_or(0.0);
-                let end = nanos_to_ms(get(&sp, &["endTimeUnixNano", "end_time_unix_nano"])).unwrap_or(start);
+            for sp in ss
+                .get("spans")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+            {
+                let id = get(&sp, &["spanId", "span_id"])
+                    .and_then(text_of)
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(new_token);
+                let parent = get(&sp, &["parentSpanId", "parent_span_id"])
+                    .and_then(text_of)
+                    .filter(|s| !s.is_empty());
+                let start = nanos_to_ms(get(&sp, &["startTimeUnixNano", "start_time_unix_nano"]))
+                    .unwrap_or(0.0);
+                let end = nanos_to_ms(get(&sp, &["endTimeUnixNano", "end_time_unix_nano"]))
+                    .unwrap_or(start);
                 let status = sp.get("status");
                 let failed = is_error_status(status.and_then(|s| s.get("code")));
                 let error = failed.then(|| {
                     exception_of(sp.get("events"), true).unwrap_or_else(|| {
-                        ("Error".into(), status.and_then(|s| s.get("message")).and_then(text_of).unwrap_or_else(|| "span failed".into()), None)
+                        (
+                            "Error".into(),
+                            status
+                                .and_then(|s| s.get("message"))
+                                .and_then(text_of)
+                                .unwrap_or_else(|| "span failed".into()),
+                            None,
+                        )
                     })
                 });
                 spans.push(Span {
@@ -252,7 +321,9 @@ pub fn parse_flat(items: &[Value]) -> Vec<Span> {
             .or_else(|| get(sp, &["span_id", "spanId", "id"]))
             .and_then(text_of)
             .unwrap_or_else(new_token);
-        let parent = get(sp, &["parent_id", "parentId", "parent_span_id"]).and_then(text_of).filter(|s| !s.is_empty());
+        let parent = get(sp, &["parent_id", "parentId", "parent_span_id"])
+            .and_then(text_of)
+            .filter(|s| !s.is_empty());
         let start = time_ms(get(sp, &["start_time", "startTime"])).unwrap_or(0.0);
         let end = time_ms(get(sp, &["end_time", "endTime"])).unwrap_or(start);
         let mut attrs = Map::new();
@@ -271,13 +342,28 @@ pub fn parse_flat(items: &[Value]) -> Vec<Span> {
                 attrs.insert("openinference.span.kind", Value::from(kind));
             }
         }
-        let failed = is_error_status(get(sp, &["status_code", "statusCode"])) || is_error_status(sp.get("status").and_then(|s| s.get("code")));
+        let failed = is_error_status(get(sp, &["status_code", "statusCode"]))
+            || is_error_status(sp.get("status").and_then(|s| s.get("code")));
         let error = failed.then(|| {
             exception_of(sp.get("events"), false).unwrap_or_else(|| {
-                ("Error".into(), get(sp, &["status_message", "statusMessage"]).and_then(text_of).unwrap_or_else(|| "span failed".into()), None)
+                (
+                    "Error".into(),
+                    get(sp, &["status_message", "statusMessage"])
+                        .and_then(text_of)
+                        .unwrap_or_else(|| "span failed".into()),
+                    None,
+                )
             })
         });
-        out.push(Span { id, parent, name: sp.get("name").and_then(text_of).unwrap_or_default(), start, end, attrs, error });
+        out.push(Span {
+            id,
+            parent,
+            name: sp.get("name").and_then(text_of).unwrap_or_default(),
+            start,
+            end,
+            attrs,
+            error,
+        });
     }
     out
 }
@@ -310,7 +396,12 @@ fn maybe_json(v: &Value) -> Value {
 fn classify(sp: &Span) -> Option<Mapped> {
     let a = &sp.attrs;
     let s = |k: &str| a.get(k).and_then(text_of);
-    let n = |k: &str| a.get(k).and_then(|v| v.as_f64().or_else(|| v.as_str().and_then(|t| t.parse().ok())));
+    let n = |k: &str| {
+        a.get(k).and_then(|v| {
+            v.as_f64()
+                .or_else(|| v.as_str().and_then(|t| t.parse().ok()))
+        })
+    };
     let usage = |i: &[&str], o: &[&str]| {
         let inp = i.iter().find_map(|k| n(k));
         let out = o.iter().find_map(|k| n(k));
@@ -327,12 +418,30 @@ fn classify(sp: &Span) -> Option<Mapped> {
         model: None,
     };
     // 1. AI SDK telemetry.
-    let op = s("ai.operationId").or_else(|| s("operation.name").and_then(|o| o.split(' ').next().filter(|f| f.starts_with("ai.")).map(str::to_owned)));
+    let op = s("ai.operationId").or_else(|| {
+        s("operation.name").and_then(|o| {
+            o.split(' ')
+                .next()
+                .filter(|f| f.starts_with("ai."))
+                .map(str::to_owned)
+        })
+    });
     if let Some(op) = op {
         let mut m = if op.ends_with(".doGenerate") || op.ends_with(".doStream") {
             let mut m = base("llm:step".into(), "llm", "step".into());
             m.input = a.get("ai.prompt.messages").map(maybe_json);
-            m.usage = usage(&["ai.usage.promptTokens", "ai.usage.inputTokens", "gen_ai.usage.input_tokens"], &["ai.usage.completionTokens", "ai.usage.outputTokens", "gen_ai.usage.output_tokens"]);
+            m.usage = usage(
+                &[
+                    "ai.usage.promptTokens",
+                    "ai.usage.inputTokens",
+                    "gen_ai.usage.input_tokens",
+                ],
+                &[
+                    "ai.usage.completionTokens",
+                    "ai.usage.outputTokens",
+                    "gen_ai.usage.output_tokens",
+                ],
+            );
             m
         } else if op == "ai.toolCall" {
             let name = s("ai.toolCall.name").unwrap_or_else(|| sp.name.clone());
@@ -341,8 +450,13 @@ fn classify(sp: &Span) -> Option<Mapped> {
             m.input = a.get("ai.toolCall.args").map(maybe_json);
             m.output = a.get("ai.toolCall.result").map(maybe_json);
             m
-        } else if matches!(op.as_str(), "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject") {
-            let name = s("ai.telemetry.functionId").or_else(|| s("resource.name")).unwrap_or_else(|| op.trim_start_matches("ai.").to_owned());
+        } else if matches!(
+            op.as_str(),
+            "ai.generateText" | "ai.streamText" | "ai.generateObject" | "ai.streamObject"
+        ) {
+            let name = s("ai.telemetry.functionId")
+                .or_else(|| s("resource.name"))
+                .unwrap_or_else(|| op.trim_start_matches("ai.").to_owned());
             let mut m = base(format!("agent:{name}"), "agent", name);
             m.input = a.get("ai.prompt").map(maybe_json);
             m
@@ -351,9 +465,15 @@ fn classify(sp: &Span) -> Option<Mapped> {
             base(format!("custom:{name}"), "custom", name)
         };
         if m.output.is_none() {
-            m.output = a.get("ai.response.text").or_else(|| a.get("ai.response.object")).or_else(|| a.get("ai.response.toolCalls")).map(maybe_json);
+            m.output = a
+                .get("ai.response.text")
+                .or_else(|| a.get("ai.response.object"))
+                .or_else(|| a.get("ai.response.toolCalls"))
+                .map(maybe_json);
         }
-        m.model = s("ai.response.model").or_else(|| s("ai.model.id")).or_else(|| s("gen_ai.request.model"));
+        m.model = s("ai.response.model")
+            .or_else(|| s("ai.model.id"))
+            .or_else(|| s("gen_ai.request.model"));
         return Some(m);
     }
     // 2. OTel GenAI semantic conventions.
@@ -363,7 +483,9 @@ fn classify(sp: &Span) -> Option<Mapped> {
                 let name = s("gen_ai.agent.name").unwrap_or_else(|| sp.name.clone());
                 base(format!("agent:{name}"), "agent", name)
             }
-            "chat" | "generate_content" | "text_completion" => base("llm:step".into(), "llm", "step".into()),
+            "chat" | "generate_content" | "text_completion" => {
+                base("llm:step".into(), "llm", "step".into())
+            }
             "execute_tool" => {
                 let name = s("gen_ai.tool.name").unwrap_or_else(|| sp.name.clone());
                 let mut m = base(format!("tool:{name}"), "tool", name);
@@ -374,12 +496,21 @@ fn classify(sp: &Span) -> Option<Mapped> {
             }
             other => base(format!("custom:{other}"), "custom", other.to_owned()),
         };
-        m.usage = usage(&["gen_ai.usage.input_tokens"], &["gen_ai.usage.output_tokens"]);
+        m.usage = usage(
+            &["gen_ai.usage.input_tokens"],
+            &["gen_ai.usage.output_tokens"],
+        );
         if m.input.is_none() {
-            m.input = a.get("gen_ai.input.messages").or_else(|| a.get("input.value")).map(maybe_json);
+            m.input = a
+                .get("gen_ai.input.messages")
+                .or_else(|| a.get("input.value"))
+                .map(maybe_json);
         }
         if m.output.is_none() {
-            m.output = a.get("gen_ai.output.messages").or_else(|| a.get("output.value")).map(maybe_json);
+            m.output = a
+                .get("gen_ai.output.messages")
+                .or_else(|| a.get("output.value"))
+                .map(maybe_json);
         }
         m.model = s("gen_ai.response.model").or_else(|| s("gen_ai.request.model"));
         return Some(m);
@@ -400,8 +531,14 @@ fn classify(sp: &Span) -> Option<Mapped> {
         "AGENT" => base(format!("agent:{}", sp.name), "agent", sp.name.clone()),
         _ => base(format!("custom:{}", sp.name), "custom", sp.name.clone()),
     };
-    m.input = a.get("input.value").map(maybe_json).or_else(|| messages(a, "llm.input_messages"));
-    m.output = a.get("output.value").map(maybe_json).or_else(|| messages(a, "llm.output_messages"));
+    m.input = a
+        .get("input.value")
+        .map(maybe_json)
+        .or_else(|| messages(a, "llm.input_messages"));
+    m.output = a
+        .get("output.value")
+        .map(maybe_json)
+        .or_else(|| messages(a, "llm.output_messages"));
     Some(m)
 }
 
@@ -410,8 +547,12 @@ fn messages(a: &Map, prefix: &str) -> Option<Value> {
     let mut items: std::collections::BTreeMap<u64, Map> = Default::default();
     for (k, v) in a.iter() {
         let key = k.to_string_lossy();
-        let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) else { continue };
-        let Some((idx, field)) = rest.split_once('.') else { continue };
+        let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_prefix('.')) else {
+            continue;
+        };
+        let Some((idx, field)) = rest.split_once('.') else {
+            continue;
+        };
         let Ok(i) = idx.parse::<u64>() else { continue };
         let field = field.strip_prefix("message.").unwrap_or(field);
         items.entry(i).or_default().insert(field, v.clone());
@@ -438,7 +579,13 @@ pub struct Converted {
 type Item = (f64, u8, i64, &'static str, String, Option<String>);
 
 /// Builds the run's envelopes from spans (see the module doc).
-pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str) -> Result<Converted, String> {
+pub fn convert(
+    spans: &[Span],
+    run_id: &str,
+    app: &str,
+    format: &str,
+    file: &str,
+) -> Result<Converted, String> {
     let mut seen = HashSet::new();
     let spans: Vec<&Span> = spans.iter().filter(|s| seen.insert(s.id.clone())).collect();
     let by_id: HashMap<&str, &Span> = spans.iter().map(|s| (s.id.as_str(), *s)).collect();
@@ -487,7 +634,9 @@ pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str
     let mut start_min = f64::INFINITY;
     let mut end_max = f64::NEG_INFINITY;
     for s in &spans {
-        let Some(m) = mapped.get(s.id.as_str()) else { continue };
+        let Some(m) = mapped.get(s.id.as_str()) else {
+            continue;
+        };
         let (parent, depth) = ancestor(&s.id);
         let end = s.end.max(s.start);
         start_min = start_min.min(s.start);
@@ -506,7 +655,14 @@ pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str
         if let Some(model) = &m.model {
             st.insert("model", Value::from(model.as_str()));
         }
-        items.push((s.start, 0, depth as i64, "node.started", json::to_string(&Value::Object(st)), Some(m.node_id.clone())));
+        items.push((
+            s.start,
+            0,
+            depth as i64,
+            "node.started",
+            json::to_string(&Value::Object(st)),
+            Some(m.node_id.clone()),
+        ));
         if let Some((name, message, stack)) = &s.error {
             any_failed = true;
             let mut e = Map::new();
@@ -519,7 +675,14 @@ pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str
             p.insert("nodeId", Value::from(m.node_id.as_str()));
             p.insert("instanceId", Value::from(m.instance.as_str()));
             p.insert("error", Value::Object(e));
-            items.push((end, 1, -(depth as i64) * 2 - 1, "node.error", json::to_string(&Value::Object(p)), Some(m.node_id.clone())));
+            items.push((
+                end,
+                1,
+                -(depth as i64) * 2 - 1,
+                "node.error",
+                json::to_string(&Value::Object(p)),
+                Some(m.node_id.clone()),
+            ));
         }
         let mut f = Map::new();
         f.insert("nodeId", Value::from(m.node_id.as_str()));
@@ -534,15 +697,29 @@ pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str
             f.insert("usage", Value::Object(u));
         }
         f.insert("durationMs", Value::from(end - s.start));
-        f.insert("status", Value::from(if s.error.is_some() { "error" } else { "ok" }));
-        items.push((end, 1, -(depth as i64) * 2, "node.finished", json::to_string(&Value::Object(f)), Some(m.node_id.clone())));
+        f.insert(
+            "status",
+            Value::from(if s.error.is_some() { "error" } else { "ok" }),
+        );
+        items.push((
+            end,
+            1,
+            -(depth as i64) * 2,
+            "node.finished",
+            json::to_string(&Value::Object(f)),
+            Some(m.node_id.clone()),
+        ));
         if parent.is_none() {
             roots_failed.push(s.error.is_some());
         }
     }
     items.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     let status = if roots_failed.len() == 1 {
-        if roots_failed[0] { "error" } else { "ok" }
+        if roots_failed[0] {
+            "error"
+        } else {
+            "ok"
+        }
     } else if any_failed {
         "error"
     } else {
@@ -550,17 +727,43 @@ pub fn convert(spans: &[Span], run_id: &str, app: &str, format: &str, file: &str
     };
     let mut frames = Vec::new();
     let frame = |seq: usize, ts: f64, kind: &str, payload: &str| {
-        format!("{{\"gm\":1,\"seq\":{seq},\"ts\":{},\"runId\":{},\"type\":{},\"payload\":{payload}}}", crate::util::num(ts), js(run_id), js(kind))
+        format!(
+            "{{\"gm\":1,\"seq\":{seq},\"ts\":{},\"runId\":{},\"type\":{},\"payload\":{payload}}}",
+            crate::util::num(ts),
+            js(run_id),
+            js(kind)
+        )
     };
     let started = payload_run_started(app, format, file);
-    frames.push((start_min, "run.started".to_owned(), frame(0, start_min, "run.started", &started), None));
+    frames.push((
+        start_min,
+        "run.started".to_owned(),
+        frame(0, start_min, "run.started", &started),
+        None,
+    ));
     for (ts, _, _, kind, payload, node) in items {
         let seq = frames.len();
         frames.push((ts, kind.to_owned(), frame(seq, ts, kind, &payload), node));
     }
     let seq = frames.len();
-    frames.push((end_max, "run.finished".to_owned(), frame(seq, end_max, "run.finished", &format!("{{\"status\":{}}}", js(status))), None));
-    Ok(Converted { frames, skipped, status, started: start_min, app: app.to_owned() })
+    frames.push((
+        end_max,
+        "run.finished".to_owned(),
+        frame(
+            seq,
+            end_max,
+            "run.finished",
+            &format!("{{\"status\":{}}}", js(status)),
+        ),
+        None,
+    ));
+    Ok(Converted {
+        frames,
+        skipped,
+        status,
+        started: start_min,
+        app: app.to_owned(),
+    })
 }
 
 fn payload_run_started(app: &str, format: &str, file: &str) -> String {
@@ -587,15 +790,33 @@ pub fn read_spans(text: &str) -> Result<(Vec<Span>, &'static str, Option<String>
                 return Ok((parse_flat(items), "openinference", None));
             }
             let shape = match &doc {
-                Value::Object(m) => format!("an object with keys {}", m.iter().take(8).map(|(k, _)| k.to_string_lossy().into_owned()).collect::<Vec<_>>().join(", ")),
+                Value::Object(m) => format!(
+                    "an object with keys {}",
+                    m.iter()
+                        .take(8)
+                        .map(|(k, _)| k.to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
                 _ => "a JSON value that is neither an object nor an array".into(),
             };
-            Err(format!("not an OTLP/JSON export or a span list: found {shape}"))
+            Err(format!(
+                "not an OTLP/JSON export or a span list: found {shape}"
+            ))
         }
         Err(_) => {
             let mut items = Vec::new();
-            for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                items.push(json::parse_str(line).map_err(|_| format!("line {} is not JSON (expected OTLP/JSON, a JSON span list or JSON Lines)", n + 1))?);
+            for (n, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                items.push(json::parse_str(line).map_err(|_| {
+                    format!(
+                        "line {} is not JSON (expected OTLP/JSON, a JSON span list or JSON Lines)",
+                        n + 1
+                    )
+                })?);
             }
             if items.is_empty() {
                 return Err("the file is empty".into());
@@ -629,8 +850,14 @@ pub fn import_file(db: &Path, file: &str) -> i32 {
             return 1;
         }
     };
-    let base = Path::new(file).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| file.to_owned());
-    let root_agent = spans.iter().filter(|s| s.parent.is_none()).find_map(|s| classify(s).filter(|m| m.kind == "agent").map(|m| m.name));
+    let base = Path::new(file)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.to_owned());
+    let root_agent = spans
+        .iter()
+        .filter(|s| s.parent.is_none())
+        .find_map(|s| classify(s).filter(|m| m.kind == "agent").map(|m| m.name));
     let app = service.or(root_agent).unwrap_or_else(|| base.clone());
     let run_id = format!("imp_{}", &new_token()[..12]);
     let conv = match convert(&spans, &run_id, &app, format, &base) {
@@ -661,7 +888,12 @@ pub fn import_file(db: &Path, file: &str) -> i32 {
     }
     let nodes = conv.frames.iter().filter(|f| f.1 == "node.started").count();
     let errors = conv.frames.iter().filter(|f| f.1 == "node.error").count();
-    let duration = conv.frames.last().map(|f| f.0 - conv.started).unwrap_or(0.0).max(0.0);
+    let duration = conv
+        .frames
+        .last()
+        .map(|f| f.0 - conv.started)
+        .unwrap_or(0.0)
+        .max(0.0);
     println!(
         "Imported {base} ({format}) as run {run_id}: {nodes} span(s) as nodes, {errors} error(s), {} ms, status {}.",
         crate::util::num(duration),
@@ -670,7 +902,16 @@ pub fn import_file(db: &Path, file: &str) -> i32 {
     if !conv.skipped.is_empty() {
         let mut names: Vec<&str> = conv.skipped.iter().map(String::as_str).collect();
         names.dedup();
-        println!("Skipped {} span(s) of no known dialect: {}", conv.skipped.len(), names.iter().take(10).cloned().collect::<Vec<_>>().join(", "));
+        println!(
+            "Skipped {} span(s) of no known dialect: {}",
+            conv.skipped.len(),
+            names
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     println!("Open it: http://127.0.0.1:{}/#/run/{run_id}  (read-only history; graphmind record {run_id} exports it)", crate::config::DEFAULT_PORT);
     0
@@ -682,11 +923,26 @@ mod tests {
 
     #[test]
     fn times() {
-        assert_eq!(parse_iso("2024-05-01T12:00:00.123Z"), Some(1_714_564_800_123.0));
-        assert_eq!(parse_iso("2024-05-01T14:00:00+02:00"), Some(1_714_564_800_000.0));
-        assert_eq!(time_ms(Some(&Value::from(1_714_564_800.0))), Some(1_714_564_800_000.0));
-        assert_eq!(time_ms(Some(&Value::from(1_714_564_800_123_000_000.0))), Some(1_714_564_800_123.0));
-        assert_eq!(nanos_to_ms(Some(&Value::from("1714564800123456789"))), Some(1_714_564_800_123.0));
+        assert_eq!(
+            parse_iso("2024-05-01T12:00:00.123Z"),
+            Some(1_714_564_800_123.0)
+        );
+        assert_eq!(
+            parse_iso("2024-05-01T14:00:00+02:00"),
+            Some(1_714_564_800_000.0)
+        );
+        assert_eq!(
+            time_ms(Some(&Value::from(1_714_564_800.0))),
+            Some(1_714_564_800_000.0)
+        );
+        assert_eq!(
+            time_ms(Some(&Value::from(1_714_564_800_123_000_000.0))),
+            Some(1_714_564_800_123.0)
+        );
+        assert_eq!(
+            nanos_to_ms(Some(&Value::from("1714564800123456789"))),
+            Some(1_714_564_800_123.0)
+        );
     }
 
     #[test]
@@ -698,19 +954,48 @@ mod tests {
           {"traceId":"t","spanId":"c","parentSpanId":"a","name":"t","startTimeUnixNano":"3000000000","endTimeUnixNano":"3500000000","status":{"code":2,"message":"bad"},"attributes":[{"key":"gen_ai.operation.name","value":{"stringValue":"execute_tool"}},{"key":"gen_ai.tool.name","value":{"stringValue":"search"}},{"key":"gen_ai.tool.call.arguments","value":{"stringValue":"{\"q\":1}"}}]}
         ]}]}]}"#;
         let (spans, format, service) = read_spans(doc).unwrap();
-        assert_eq!((format, service.as_deref(), spans.len()), ("otlp", Some("svc"), 4));
+        assert_eq!(
+            (format, service.as_deref(), spans.len()),
+            ("otlp", Some("svc"), 4)
+        );
         let c = convert(&spans, "imp_x", "svc", format, "f.json").unwrap();
         let kinds: Vec<&str> = c.frames.iter().map(|f| f.1.as_str()).collect();
         // At equal times starts come before finishes: the tool starts (3 s) before the LLM ends (3 s).
-        assert_eq!(kinds, ["run.started", "node.started", "node.started", "node.started", "node.finished", "node.error", "node.finished", "node.finished", "run.finished"]);
+        assert_eq!(
+            kinds,
+            [
+                "run.started",
+                "node.started",
+                "node.started",
+                "node.started",
+                "node.finished",
+                "node.error",
+                "node.finished",
+                "node.finished",
+                "run.finished"
+            ]
+        );
         assert_eq!(c.skipped, ["HTTP GET"]);
         assert_eq!(c.status, "ok", "one root, which succeeded");
         let llm = json::parse_str(&c.frames[2].2).unwrap();
-        assert_eq!(llm.get("payload").and_then(|p| p.get("parentId")).and_then(Value::as_str), Some("agent:planner"), "skipped ancestors are climbed through");
+        assert_eq!(
+            llm.get("payload")
+                .and_then(|p| p.get("parentId"))
+                .and_then(Value::as_str),
+            Some("agent:planner"),
+            "skipped ancestors are climbed through"
+        );
         let tool = json::parse_str(&c.frames[3].2).unwrap();
-        assert_eq!(json::to_string(tool.get("payload").unwrap().get("input").unwrap()), r#"{"q":1}"#);
+        assert_eq!(
+            json::to_string(tool.get("payload").unwrap().get("input").unwrap()),
+            r#"{"q":1}"#
+        );
         for (i, f) in c.frames.iter().enumerate() {
-            assert!(matches!(crate::envelope::parse_envelope(f.2.as_bytes()), crate::envelope::Parsed::Ok(e) if e.seq == i as u64), "{}", f.2);
+            assert!(
+                matches!(crate::envelope::parse_envelope(f.2.as_bytes()), crate::envelope::Parsed::Ok(e) if e.seq == i as u64),
+                "{}",
+                f.2
+            );
         }
     }
 
@@ -721,7 +1006,10 @@ mod tests {
         assert_eq!(format, "openinference");
         let c = convert(&spans, "imp_y", "a", format, "f").unwrap();
         let fin = json::parse_str(&c.frames[2].2).unwrap();
-        assert_eq!(json::to_string(fin.get("payload").unwrap().get("usage").unwrap()), r#"{"inputTokens":3,"outputTokens":4}"#);
+        assert_eq!(
+            json::to_string(fin.get("payload").unwrap().get("usage").unwrap()),
+            r#"{"inputTokens":3,"outputTokens":4}"#
+        );
         let jsonl = "{\"name\":\"t\",\"span_id\":\"1\",\"attributes\":{\"openinference.span.kind\":\"TOOL\"},\"start_time\":1714564800000}\n{\"name\":\"x\",\"span_id\":\"2\"}\n";
         let (spans, _, _) = read_spans(jsonl).unwrap();
         assert_eq!(spans.len(), 2);

@@ -2,38 +2,38 @@
 //! to (`/ingest`), that viewers watch and steer (`/ws/ui`), with an HTTP API and SQLite
 //! storage — plus the `runs` and `record` commands.
 
-mod conn;
 pub mod args;
 pub mod browser;
-pub mod demo;
-pub mod init;
-pub mod skill;
 pub mod commands;
+pub mod config;
+mod conn;
+pub mod control_api;
 pub mod control_cli;
+pub mod demo;
+pub mod envelope;
 pub mod export;
 pub mod export_html;
-pub mod import;
-pub mod logging;
-pub mod replay_cmd;
-pub mod retention;
-pub mod telemetry;
-pub mod config;
-pub mod control_api;
-pub mod envelope;
 pub mod http;
 pub mod hub;
+pub mod import;
+pub mod init;
+pub mod logging;
 pub mod mcp_proxy;
 pub mod mcp_server;
-pub mod payload_guard;
-pub mod security;
+pub mod migrations;
 pub mod otlp_config;
 pub mod otlp_export;
 pub mod otlp_map;
+pub mod payload_guard;
+pub mod replay_cmd;
+pub mod retention;
+pub mod security;
 pub mod server;
+pub mod skill;
 pub mod spool_import;
-pub mod migrations;
 pub mod storage;
 pub mod storage_health;
+pub mod telemetry;
 pub mod tokens;
 pub mod util;
 pub mod writer;
@@ -67,10 +67,17 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             eprintln!("graphmind: {e}");
             eprintln!("Run \"graphmind --help\" for usage.");
             let control = matches!(e.command.as_deref(), Some("pauses" | "wait" | "resume"));
-            return if control { control_cli::EXIT_USAGE_CONTROL } else { EXIT_USAGE };
+            return if control {
+                control_cli::EXIT_USAGE_CONTROL
+            } else {
+                EXIT_USAGE
+            };
         }
     };
-    if matches!(cmd, Command::Version | Command::Help | Command::Runs(_) | Command::Record(_)) {
+    if matches!(
+        cmd,
+        Command::Version | Command::Help | Command::Runs(_) | Command::Record(_)
+    ) {
         die_quietly_on_closed_stdout();
     }
     if !matches!(cmd, Command::Serve(_) | Command::Demo(_)) {
@@ -86,28 +93,40 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             print!("{}", args::help_text(hub::VERSION));
             0
         }
-        Command::Runs(r) => match config_for(ServerFlags { db: r.db.clone(), ..Default::default() }) {
+        Command::Runs(r) => match config_for(ServerFlags {
+            db: r.db.clone(),
+            ..Default::default()
+        }) {
             Ok(c) => {
                 telemetry::record_command("runs", &c);
                 commands::runs(&c.db_path, &r)
             }
             Err(code) => code,
         },
-        Command::Record(r) => match config_for(ServerFlags { db: r.db.clone(), ..Default::default() }) {
+        Command::Record(r) => match config_for(ServerFlags {
+            db: r.db.clone(),
+            ..Default::default()
+        }) {
             Ok(c) => {
                 telemetry::record_command("record", &c);
                 export::record(&c.db_path, &r)
             }
             Err(code) => code,
         },
-        Command::Import { file, db } => match config_for(ServerFlags { db, ..Default::default() }) {
+        Command::Import { file, db } => match config_for(ServerFlags {
+            db,
+            ..Default::default()
+        }) {
             Ok(c) => {
                 telemetry::record_command("import", &c);
                 import::import_file(&c.db_path, &file)
             }
             Err(code) => code,
         },
-        Command::ImportSpool { dir, db } => match config_for(ServerFlags { db, ..Default::default() }) {
+        Command::ImportSpool { dir, db } => match config_for(ServerFlags {
+            db,
+            ..Default::default()
+        }) {
             Ok(c) => {
                 telemetry::record_command("import", &c);
                 spool_import::import_spool(&c.db_path, &dir)
@@ -182,7 +201,12 @@ pub const EXIT_STDOUT_FAILED: i32 = 1;
 fn report_failed_stdout_as_an_error() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let message = info.payload().downcast_ref::<String>().map(String::as_str).or_else(|| info.payload().downcast_ref::<&str>().copied()).unwrap_or("");
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
         if let Some(cause) = message.strip_prefix("failed printing to stdout: ") {
             eprintln!("graphmind: cannot write to standard output: {cause}");
             std::process::exit(EXIT_STDOUT_FAILED);
@@ -203,7 +227,13 @@ pub(crate) fn install_signal_handlers() {
 
 fn serve(s: args::ServeArgs) -> i32 {
     logging::init(s.log_level);
-    let flags = ServerFlags { db: s.db.clone(), pause_on_error: s.pause_on_error.clone(), keep: s.keep, days: s.days, ..Default::default() };
+    let flags = ServerFlags {
+        db: s.db.clone(),
+        pause_on_error: s.pause_on_error.clone(),
+        keep: s.keep,
+        days: s.days,
+        ..Default::default()
+    };
     let cfg = match config_for(flags) {
         Ok(c) => c,
         Err(code) => return code,
@@ -211,19 +241,22 @@ fn serve(s: args::ServeArgs) -> i32 {
     for w in &cfg.warnings {
         tracing::warn!("graphmind: {w}");
     }
-    let otlp = match otlp_config::resolve(s.otlp_endpoint.as_deref(), s.otlp_no_redact_secrets, |k| std::env::var(k).ok()) {
-        Ok(c) => c,
-        // Asked for on the command line: a usage error. Only from the environment: a
-        // warning and no export (an unusable variable must not stop a server starting).
-        Err(e) if s.otlp_endpoint.is_some() => {
-            eprintln!("graphmind serve: {e}");
-            return EXIT_USAGE;
-        }
-        Err(e) => {
-            tracing::warn!("graphmind: {e}; OTLP export is off");
-            None
-        }
-    };
+    let otlp =
+        match otlp_config::resolve(s.otlp_endpoint.as_deref(), s.otlp_no_redact_secrets, |k| {
+            std::env::var(k).ok()
+        }) {
+            Ok(c) => c,
+            // Asked for on the command line: a usage error. Only from the environment: a
+            // warning and no export (an unusable variable must not stop a server starting).
+            Err(e) if s.otlp_endpoint.is_some() => {
+                eprintln!("graphmind serve: {e}");
+                return EXIT_USAGE;
+            }
+            Err(e) => {
+                tracing::warn!("graphmind: {e}; OTLP export is off");
+                None
+            }
+        };
     let otlp_url = otlp.as_ref().map(|c| c.url.clone());
     telemetry::record_command("serve", &cfg);
     install_signal_handlers();
@@ -238,7 +271,10 @@ fn serve(s: args::ServeArgs) -> i32 {
             return 1;
         }
     };
-    let policy = tokens::ControlPolicy { agent_level: s.allow_control.unwrap_or_default(), edit_input: !s.no_edit_input };
+    let policy = tokens::ControlPolicy {
+        agent_level: s.allow_control.unwrap_or_default(),
+        edit_input: !s.no_edit_input,
+    };
     let db = cfg.db_path.clone();
     let server = match server::Server::bind(server::ServeConfig {
         port: s.port.unwrap_or(config::DEFAULT_PORT),
@@ -270,7 +306,10 @@ fn serve(s: args::ServeArgs) -> i32 {
     if s.json {
         println!("{}", server::json_line(port));
         // `--json` is for scripts and coding agents: a browser only when asked with --open.
-        if let Some(f) = run_files.as_ref().filter(|_| s.open_explicit && browser::may_open(s.open).is_ok()) {
+        if let Some(f) = run_files
+            .as_ref()
+            .filter(|_| s.open_explicit && browser::may_open(s.open).is_ok())
+        {
             let _ = browser::open_file(&f.opener_path);
         }
     } else {
@@ -289,12 +328,19 @@ fn serve(s: args::ServeArgs) -> i32 {
             .collect();
         println!(
             "  pause    on error: {} (--pause-on-error <on|off|kind>)",
-            if scopes.is_empty() { "off".into() } else { scopes.join(", ") }
+            if scopes.is_empty() {
+                "off".into()
+            } else {
+                scopes.join(", ")
+            }
         );
         if let Some(f) = &run_files {
             println!("  viewer   open {} (a private link carrying the viewer token; `graphmind open` prints it)", f.opener_path.display());
         }
-        println!("  control  agent token: --allow-control={} (graphmind pauses | wait | resume)", policy.agent_level.as_str());
+        println!(
+            "  control  agent token: --allow-control={} (graphmind pauses | wait | resume)",
+            policy.agent_level.as_str()
+        );
         if let Some(f) = &run_files {
             println!("  browser  {}", browser::open_line(s.open, &f.opener_path));
         }
@@ -344,7 +390,11 @@ pub(crate) fn shutdown(shared: &hub::Shared, run_files: Option<&tokens::RunFiles
 
 /// A thread that, once a signal set [`SHUTDOWN`], shuts the server down (when this process
 /// runs one), deletes `extra` files, and exits 0.
-pub(crate) fn spawn_shutdown_watcher(shared: Option<std::sync::Arc<hub::Shared>>, run_files: Option<tokens::RunFiles>, extra: Vec<std::path::PathBuf>) {
+pub(crate) fn spawn_shutdown_watcher(
+    shared: Option<std::sync::Arc<hub::Shared>>,
+    run_files: Option<tokens::RunFiles>,
+    extra: Vec<std::path::PathBuf>,
+) {
     std::thread::Builder::new()
         .name("graphmind-signals".into())
         .spawn(move || loop {

@@ -112,9 +112,14 @@ pub fn migrate_with(conn: &mut Connection, steps: &[Migration]) -> Result<(), Mi
         if version(&tx)? >= step.version {
             continue;
         }
-        let fail = |source| MigrateError::Step { version: step.version, what: step.what, source };
+        let fail = |source| MigrateError::Step {
+            version: step.version,
+            what: step.what,
+            source,
+        };
         tx.execute_batch(step.sql).map_err(fail)?;
-        tx.pragma_update(None, "user_version", step.version).map_err(fail)?;
+        tx.pragma_update(None, "user_version", step.version)
+            .map_err(fail)?;
         tx.commit().map_err(fail)?;
     }
     Ok(())
@@ -125,7 +130,8 @@ mod tests {
     use super::*;
 
     fn temp_db(name: &str) -> (std::path::PathBuf, Connection) {
-        let dir = std::env::temp_dir().join(format!("gm-migrations-{}-{name}", crate::util::new_token()));
+        let dir =
+            std::env::temp_dir().join(format!("gm-migrations-{}-{name}", crate::util::new_token()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("graphmind.db");
         let conn = Connection::open(&path).unwrap();
@@ -150,7 +156,13 @@ INSERT INTO events VALUES ('run_old', 1, 1.0, 'run.started', NULL, '{\"type\":\"
         assert_eq!(version(&conn).unwrap(), 0);
         migrate(&mut conn).unwrap();
         assert_eq!(version(&conn).unwrap(), latest());
-        let n: i64 = conn.query_row("SELECT COUNT(*) FROM events WHERE run_id = 'run_old'", [], |r| r.get(0)).unwrap();
+        let n: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM events WHERE run_id = 'run_old'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
         assert_eq!(n, 1);
         drop(conn);
         // and through the server's own open: the run is listed
@@ -170,7 +182,11 @@ INSERT INTO events VALUES ('run_old', 1, 1.0, 'run.started', NULL, '{\"type\":\"
 
     const NEXT: &[Migration] = &[
         MIGRATIONS[0],
-        Migration { version: 2, what: "a tags column", sql: "ALTER TABLE runs ADD COLUMN tags TEXT;" },
+        Migration {
+            version: 2,
+            what: "a tags column",
+            sql: "ALTER TABLE runs ADD COLUMN tags TEXT;",
+        },
     ];
 
     #[test]
@@ -179,14 +195,36 @@ INSERT INTO events VALUES ('run_old', 1, 1.0, 'run.started', NULL, '{\"type\":\"
         conn.execute_batch(UNVERSIONED_SCHEMA).unwrap();
         migrate_with(&mut conn, NEXT).unwrap();
         assert_eq!(version(&conn).unwrap(), 2);
-        let tags: Option<String> = conn.query_row("SELECT tags FROM runs WHERE id = 'run_old'", [], |r| r.get(0)).unwrap();
+        let tags: Option<String> = conn
+            .query_row("SELECT tags FROM runs WHERE id = 'run_old'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
         assert_eq!(tags, None);
 
-        let broken = &[NEXT[0], NEXT[1], Migration { version: 3, what: "a bad step", sql: "CREATE TABLE x (a); ALTER TABLE nope ADD COLUMN b;" }];
+        let broken = &[
+            NEXT[0],
+            NEXT[1],
+            Migration {
+                version: 3,
+                what: "a bad step",
+                sql: "CREATE TABLE x (a); ALTER TABLE nope ADD COLUMN b;",
+            },
+        ];
         let err = migrate_with(&mut conn, broken).unwrap_err();
-        assert!(err.to_string().starts_with("schema step 3 (a bad step) failed"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("schema step 3 (a bad step) failed"),
+            "{err}"
+        );
         assert_eq!(version(&conn).unwrap(), 2);
-        let x: i64 = conn.query_row("SELECT COUNT(*) FROM sqlite_master WHERE name = 'x'", [], |r| r.get(0)).unwrap();
+        let x: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'x'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
         assert_eq!(x, 0, "the failed step's first statement was rolled back");
     }
 
@@ -194,7 +232,8 @@ INSERT INTO events VALUES ('run_old', 1, 1.0, 'run.started', NULL, '{\"type\":\"
     fn a_database_from_a_newer_graphmind_is_refused_untouched() {
         let (path, mut conn) = temp_db("newer");
         migrate(&mut conn).unwrap();
-        conn.pragma_update(None, "user_version", latest() + 5).unwrap();
+        conn.pragma_update(None, "user_version", latest() + 5)
+            .unwrap();
         let err = migrate(&mut conn).unwrap_err();
         assert!(matches!(err, MigrateError::Newer { .. }), "{err}");
         assert_eq!(version(&conn).unwrap(), latest() + 5);

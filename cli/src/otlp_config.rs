@@ -64,9 +64,17 @@ pub fn parse_headers(raw: &str) -> Result<Vec<(String, String)>, String> {
 }
 
 /// Resolves the export target from the flag and the environment (`env` looks a variable up).
-pub fn resolve(flag: Option<&str>, no_redact: bool, env: impl Fn(&str) -> Option<String>) -> Result<Option<OtlpConfig>, String> {
+pub fn resolve(
+    flag: Option<&str>,
+    no_redact: bool,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<OtlpConfig>, String> {
     let url = if let Some(f) = non_empty(flag.map(str::to_owned)) {
-        if f.trim_end_matches('/').ends_with(TRACES_PATH) { f } else { with_traces_path(&f) }
+        if f.trim_end_matches('/').ends_with(TRACES_PATH) {
+            f
+        } else {
+            with_traces_path(&f)
+        }
     } else if let Some(u) = non_empty(env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")) {
         u
     } else if let Some(u) = non_empty(env("OTEL_EXPORTER_OTLP_ENDPOINT")) {
@@ -82,17 +90,35 @@ pub fn resolve(flag: Option<&str>, no_redact: bool, env: impl Fn(&str) -> Option
     if !url.starts_with("http://") {
         return Err(format!("OTLP endpoint \"{url}\" must be an http:// URL"));
     }
-    let headers = match non_empty(env("OTEL_EXPORTER_OTLP_TRACES_HEADERS")).or_else(|| non_empty(env("OTEL_EXPORTER_OTLP_HEADERS"))) {
+    let headers = match non_empty(env("OTEL_EXPORTER_OTLP_TRACES_HEADERS"))
+        .or_else(|| non_empty(env("OTEL_EXPORTER_OTLP_HEADERS")))
+    {
         Some(h) => parse_headers(&h)?,
         None => Vec::new(),
     };
-    let protocol = match non_empty(env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")).or_else(|| non_empty(env("OTEL_EXPORTER_OTLP_PROTOCOL"))).as_deref() {
-        None | Some("http/protobuf") => Protocol::Protobuf,
-        Some("http/json") => Protocol::Json,
-        Some("grpc") => return Err("OTLP protocol grpc is not supported: use http/protobuf (the default) or http/json".into()),
-        Some(other) => return Err(format!("OTLP protocol \"{other}\" is not one of http/protobuf, http/json")),
-    };
-    Ok(Some(OtlpConfig { url, headers, protocol, redact: !no_redact }))
+    let protocol =
+        match non_empty(env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
+            .or_else(|| non_empty(env("OTEL_EXPORTER_OTLP_PROTOCOL")))
+            .as_deref()
+        {
+            None | Some("http/protobuf") => Protocol::Protobuf,
+            Some("http/json") => Protocol::Json,
+            Some("grpc") => return Err(
+                "OTLP protocol grpc is not supported: use http/protobuf (the default) or http/json"
+                    .into(),
+            ),
+            Some(other) => {
+                return Err(format!(
+                    "OTLP protocol \"{other}\" is not one of http/protobuf, http/json"
+                ))
+            }
+        };
+    Ok(Some(OtlpConfig {
+        url,
+        headers,
+        protocol,
+        redact: !no_redact,
+    }))
 }
 
 #[cfg(test)]
@@ -101,22 +127,54 @@ mod tests {
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| m.get(k).cloned()
     }
 
     #[test]
     fn precedence() {
         assert_eq!(resolve(None, false, env(&[])).unwrap(), None);
-        let generic = resolve(None, false, env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318/")])).unwrap().unwrap();
+        let generic = resolve(
+            None,
+            false,
+            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318/")]),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(generic.url, "http://h:4318/v1/traces");
         assert_eq!(generic.protocol, Protocol::Protobuf);
         assert!(generic.redact);
-        let both = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom")];
-        assert_eq!(resolve(None, false, env(&both)).unwrap().unwrap().url, "http://t:1/custom");
-        assert_eq!(resolve(Some("http://f:2"), true, env(&both)).unwrap().unwrap().url, "http://f:2/v1/traces");
-        assert_eq!(resolve(Some("http://f:2/v1/traces"), true, env(&both)).unwrap().unwrap().url, "http://f:2/v1/traces");
-        assert!(!resolve(Some("http://f:2"), true, env(&[])).unwrap().unwrap().redact);
+        let both = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t:1/custom"),
+        ];
+        assert_eq!(
+            resolve(None, false, env(&both)).unwrap().unwrap().url,
+            "http://t:1/custom"
+        );
+        assert_eq!(
+            resolve(Some("http://f:2"), true, env(&both))
+                .unwrap()
+                .unwrap()
+                .url,
+            "http://f:2/v1/traces"
+        );
+        assert_eq!(
+            resolve(Some("http://f:2/v1/traces"), true, env(&both))
+                .unwrap()
+                .unwrap()
+                .url,
+            "http://f:2/v1/traces"
+        );
+        assert!(
+            !resolve(Some("http://f:2"), true, env(&[]))
+                .unwrap()
+                .unwrap()
+                .redact
+        );
     }
 
     #[test]
@@ -124,15 +182,29 @@ mod tests {
         let c = resolve(
             Some("http://x"),
             false,
-            env(&[("OTEL_EXPORTER_OTLP_HEADERS", "a=1"), ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "api-key=s%20t, x=y"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]),
+            env(&[
+                ("OTEL_EXPORTER_OTLP_HEADERS", "a=1"),
+                ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "api-key=s%20t, x=y"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ]),
         )
         .unwrap()
         .unwrap();
-        assert_eq!(c.headers, vec![("api-key".into(), "s t".into()), ("x".into(), "y".into())]);
+        assert_eq!(
+            c.headers,
+            vec![("api-key".into(), "s t".into()), ("x".into(), "y".into())]
+        );
         assert_eq!(c.protocol, Protocol::Json);
-        let g = resolve(Some("http://x"), false, env(&[("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")])).unwrap_err();
+        let g = resolve(
+            Some("http://x"),
+            false,
+            env(&[("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")]),
+        )
+        .unwrap_err();
         assert!(g.contains("grpc"), "{g}");
-        assert!(resolve(Some("https://x"), false, env(&[])).unwrap_err().contains("https"));
+        assert!(resolve(Some("https://x"), false, env(&[]))
+            .unwrap_err()
+            .contains("https"));
         assert!(parse_headers("novalue").is_err());
     }
 }

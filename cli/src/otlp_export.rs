@@ -35,7 +35,13 @@ pub const QUEUE_CAPACITY: usize = 65_536;
 /// Frame bytes the writer may queue for the exporter before new events are dropped.
 pub const QUEUE_MAX_BYTES: usize = 64 * 1024 * 1024;
 /// The event types spans are made of; the writer offers no other.
-pub const EXPORTED_KINDS: [&str; 5] = ["run.started", "run.finished", "node.started", "node.finished", "node.error"];
+pub const EXPORTED_KINDS: [&str; 5] = [
+    "run.started",
+    "run.finished",
+    "node.started",
+    "node.finished",
+    "node.error",
+];
 /// Most spans in one request.
 pub const BATCH_MAX_SPANS: usize = 512;
 /// Longest a finished span waits for a batch to fill.
@@ -119,11 +125,19 @@ impl Exporter {
         let s = stats.clone();
         let queued_bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let q = queued_bytes.clone();
-        std::thread::Builder::new().name("graphmind-otlp".into()).spawn(move || {
-            lower_this_threads_priority();
-            Worker::new(cfg, s, q).run(rx, frx)
-        })?;
-        Ok(Exporter { tx, flush: ftx, url, stats, queued_bytes })
+        std::thread::Builder::new()
+            .name("graphmind-otlp".into())
+            .spawn(move || {
+                lower_this_threads_priority();
+                Worker::new(cfg, s, q).run(rx, frx)
+            })?;
+        Ok(Exporter {
+            tx,
+            flush: ftx,
+            url,
+            stats,
+            queued_bytes,
+        })
     }
 
     /// Offers one stored event of type `kind`; never blocks (a full queue drops it and
@@ -133,9 +147,17 @@ impl Exporter {
             return;
         }
         let full = self.queued_bytes.load(Ordering::Relaxed) + frame.len() > QUEUE_MAX_BYTES;
-        let item = Item { run_id: run_id.to_owned(), app: app.to_owned(), frame: frame.to_owned() };
+        let item = Item {
+            run_id: run_id.to_owned(),
+            app: app.to_owned(),
+            frame: frame.to_owned(),
+        };
         let len = frame.len();
-        let sent = if full { Err(TrySendError::Full(item)) } else { self.tx.try_send(item) };
+        let sent = if full {
+            Err(TrySendError::Full(item))
+        } else {
+            self.tx.try_send(item)
+        };
         if sent.is_ok() {
             self.queued_bytes.fetch_add(len, Ordering::Relaxed);
         } else if let Err(TrySendError::Full(_)) = sent {
@@ -147,7 +169,11 @@ impl Exporter {
     /// Sends what is held, waiting at most [`SHUTDOWN_GRACE`] (plus a little).
     pub fn shutdown_flush(&self) {
         let (tx, rx) = bounded(1);
-        if self.flush.send_timeout(tx, Duration::from_millis(100)).is_ok() {
+        if self
+            .flush
+            .send_timeout(tx, Duration::from_millis(100))
+            .is_ok()
+        {
             let _ = rx.recv_timeout(SHUTDOWN_GRACE + Duration::from_millis(500));
         }
     }
@@ -155,7 +181,10 @@ impl Exporter {
     /// The `/api/session` member: `{endpoint, exported, dropped, queueDropped, failedRequests}`.
     pub fn session_json(&self) -> String {
         let s = &self.stats;
-        let (q, d) = (s.queue_dropped.load(Ordering::Relaxed), s.spans_dropped.load(Ordering::Relaxed));
+        let (q, d) = (
+            s.queue_dropped.load(Ordering::Relaxed),
+            s.spans_dropped.load(Ordering::Relaxed),
+        );
         format!(
             "{{\"endpoint\":{},\"exported\":{},\"dropped\":{},\"queueDropped\":{q},\"spansDropped\":{d},\"failedRequests\":{}}}",
             crate::util::js(&self.url),
@@ -211,9 +240,17 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(cfg: OtlpConfig, stats: Arc<Stats>, queued_bytes: Arc<std::sync::atomic::AtomicUsize>) -> Worker {
-        let agent: ureq::Agent =
-            ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0).timeout_global(Some(REQUEST_TIMEOUT)).build().into();
+    fn new(
+        cfg: OtlpConfig,
+        stats: Arc<Stats>,
+        queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> Worker {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(REQUEST_TIMEOUT))
+            .build()
+            .into();
         Worker {
             cfg,
             queued_bytes,
@@ -232,7 +269,9 @@ impl Worker {
 
     fn run(mut self, rx: Receiver<Item>, flush: Receiver<Sender<()>>) {
         loop {
-            let wait = self.next_wake().map_or(Duration::from_secs(3600), |t| t.saturating_duration_since(Instant::now()));
+            let wait = self.next_wake().map_or(Duration::from_secs(3600), |t| {
+                t.saturating_duration_since(Instant::now())
+            });
             select! {
                 recv(rx) -> item => match item {
                     Ok(item) => {
@@ -267,19 +306,30 @@ impl Worker {
             return Some(self.retry_at.unwrap_or_else(Instant::now));
         }
         let first = self.first_pending?;
-        let due = if self.pending.len() >= BATCH_MAX_SPANS { Instant::now() } else { first + BATCH_INTERVAL };
+        let due = if self.pending.len() >= BATCH_MAX_SPANS {
+            Instant::now()
+        } else {
+            first + BATCH_INTERVAL
+        };
         Some(self.retry_at.map_or(due, |r| r.max(due)))
     }
 
     fn ingest(&mut self, item: Item) {
-        self.queued_bytes.fetch_sub(item.frame.len(), Ordering::Relaxed);
-        let Ok(mut env) = json::parse_str(&item.frame) else { return };
+        self.queued_bytes
+            .fetch_sub(item.frame.len(), Ordering::Relaxed);
+        let Ok(mut env) = json::parse_str(&item.frame) else {
+            return;
+        };
         if self.cfg.redact {
             if let Some(p) = env.as_object_mut().and_then(|o| o.get_mut("payload")) {
                 crate::export::redact_secrets(p, &mut crate::export::Redaction::default());
             }
         }
-        let kind = env.get("type").and_then(Value::as_str).unwrap_or("").to_owned();
+        let kind = env
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         let ts = env.get("ts").and_then(Value::as_f64).unwrap_or(0.0);
         if !self.runs.contains_key(&item.run_id) {
             if self.runs.len() >= MAX_OPEN_RUNS {
@@ -299,11 +349,25 @@ impl Worker {
                 error_count: 0,
             };
             self.order.push_back(item.run_id.clone());
-            self.runs.insert(item.run_id.clone(), OpenRun { row, open: HashMap::new(), latest_started: HashMap::new() });
+            self.runs.insert(
+                item.run_id.clone(),
+                OpenRun {
+                    row,
+                    open: HashMap::new(),
+                    latest_started: HashMap::new(),
+                },
+            );
         }
-        let Some(run) = self.runs.get_mut(&item.run_id) else { return };
+        let Some(run) = self.runs.get_mut(&item.run_id) else {
+            return;
+        };
         let payload = env.get("payload");
-        let s = |k: &str| payload.and_then(|p| p.get(k)).and_then(Value::as_str).map(str::to_owned);
+        let s = |k: &str| {
+            payload
+                .and_then(|p| p.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         let node = s("nodeId").unwrap_or_default();
         let instance = s("instanceId").unwrap_or_else(|| node.clone());
         let span = match kind.as_str() {
@@ -327,18 +391,32 @@ impl Worker {
             }
             "node.finished" | "node.error" => {
                 let key = (node.clone(), instance.clone());
-                let key = if run.open.contains_key(&key) { Some(key) } else { run.open.keys().find(|k| k.0 == node).cloned() };
+                let key = if run.open.contains_key(&key) {
+                    Some(key)
+                } else {
+                    run.open.keys().find(|k| k.0 == node).cloned()
+                };
                 let Some(key) = key else { return };
-                let Some(started) = run.open.remove(&key) else { return };
+                let Some(started) = run.open.remove(&key) else {
+                    return;
+                };
                 let mut envs: Vec<&Value> = Vec::with_capacity(3);
-                let parent = started.get("payload").and_then(|p| p.get("parentId")).and_then(Value::as_str);
-                if let Some(p) = parent.and_then(|p| run.latest_started.get(p)).filter(|_| parent != Some(key.0.as_str())) {
+                let parent = started
+                    .get("payload")
+                    .and_then(|p| p.get("parentId"))
+                    .and_then(Value::as_str);
+                if let Some(p) = parent
+                    .and_then(|p| run.latest_started.get(p))
+                    .filter(|_| parent != Some(key.0.as_str()))
+                {
                     envs.push(p);
                 }
                 envs.push(&started);
                 envs.push(&env);
                 // The one mapping, on just the envelopes this span needs.
-                let Some(span) = otlp_map::node_span_of(&run.row, &envs, &key.0, &key.1) else { return };
+                let Some(span) = otlp_map::node_span_of(&run.row, &envs, &key.0, &key.1) else {
+                    return;
+                };
                 span
             }
             "run.finished" => {
@@ -353,10 +431,14 @@ impl Worker {
             self.runs.remove(&item.run_id);
             self.order.retain(|r| r != &item.run_id);
         }
-        if self.pending.len() + self.inflight.as_ref().map_or(0, |b| b.spans) >= MAX_PENDING_SPANS && !self.pending.is_empty() {
+        if self.pending.len() + self.inflight.as_ref().map_or(0, |b| b.spans) >= MAX_PENDING_SPANS
+            && !self.pending.is_empty()
+        {
             self.pending.pop_front();
             self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
-            self.stats.report_drop(&format!("{MAX_PENDING_SPANS} spans are waiting for the endpoint; the oldest are dropped"));
+            self.stats.report_drop(&format!(
+                "{MAX_PENDING_SPANS} spans are waiting for the endpoint; the oldest are dropped"
+            ));
         }
         self.pending.push_back(Pending { app, span });
         self.first_pending.get_or_insert_with(Instant::now);
@@ -402,11 +484,21 @@ impl Worker {
             None => {
                 let n = self.pending.len().min(BATCH_MAX_SPANS);
                 let req = otlp_map::request(self.pending.drain(..n).map(|p| (p.app, p.span)));
-                self.first_pending = if self.pending.is_empty() { None } else { Some(Instant::now()) };
+                self.first_pending = if self.pending.is_empty() {
+                    None
+                } else {
+                    Some(Instant::now())
+                };
                 match self.encode(&req) {
-                    Ok((content_type, body)) => Batch { spans: n, content_type, body },
+                    Ok((content_type, body)) => Batch {
+                        spans: n,
+                        content_type,
+                        body,
+                    },
                     Err(why) => {
-                        self.stats.spans_dropped.fetch_add(n as u64, Ordering::Relaxed);
+                        self.stats
+                            .spans_dropped
+                            .fetch_add(n as u64, Ordering::Relaxed);
                         self.stats.report_drop(&why);
                         return true;
                     }
@@ -426,8 +518,11 @@ impl Worker {
                 true
             }
             Outcome::Refused(why) => {
-                self.stats.spans_dropped.fetch_add(n as u64, Ordering::Relaxed);
-                self.stats.report_drop(&format!("{} refused {n} span(s): {why}", self.cfg.url));
+                self.stats
+                    .spans_dropped
+                    .fetch_add(n as u64, Ordering::Relaxed);
+                self.stats
+                    .report_drop(&format!("{} refused {n} span(s): {why}", self.cfg.url));
                 true
             }
             Outcome::Retry(after) => {
@@ -444,13 +539,18 @@ impl Worker {
     /// The request body in the configured protocol, and its content type.
     fn encode(&self, req: &ExportTraceServiceRequest) -> Result<(&'static str, Vec<u8>), String> {
         match self.cfg.protocol {
-            Protocol::Json => serde_json::to_vec(req).map(|b| ("application/json", b)).map_err(|e| format!("cannot write OTLP/JSON: {e}")),
+            Protocol::Json => serde_json::to_vec(req)
+                .map(|b| ("application/json", b))
+                .map_err(|e| format!("cannot write OTLP/JSON: {e}")),
             Protocol::Protobuf => Ok(("application/x-protobuf", req.encode_to_vec())),
         }
     }
 
     fn post(&mut self, batch: &Batch) -> Outcome {
-        let mut req = self.agent.post(&self.cfg.url).header("Content-Type", batch.content_type);
+        let mut req = self
+            .agent
+            .post(&self.cfg.url)
+            .header("Content-Type", batch.content_type);
         for (k, v) in &self.cfg.headers {
             req = req.header(k.as_str(), v.as_str());
         }
@@ -458,7 +558,11 @@ impl Worker {
         let outcome = match req.send(&batch.body[..]) {
             Ok(mut resp) => {
                 let code = resp.status().as_u16();
-                let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
+                let retry_after = resp
+                    .headers()
+                    .get("retry-after")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| parse_retry_after(v, std::time::SystemTime::now()));
                 let _ = resp.body_mut().read_to_vec();
                 match code {
                     200..=299 => Outcome::Sent,
@@ -503,8 +607,15 @@ mod tests {
     fn retry_after_takes_seconds_or_an_http_date() {
         let now = httpdate::parse_http_date("Sat, 05 Dec 2026 02:30:00 GMT").unwrap();
         assert_eq!(parse_retry_after(" 7 ", now), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("Sat, 05 Dec 2026 02:30:12 GMT", now), Some(Duration::from_secs(12)));
-        assert_eq!(parse_retry_after("Sat, 05 Dec 2026 02:29:00 GMT", now), Some(Duration::ZERO), "past: at once");
+        assert_eq!(
+            parse_retry_after("Sat, 05 Dec 2026 02:30:12 GMT", now),
+            Some(Duration::from_secs(12))
+        );
+        assert_eq!(
+            parse_retry_after("Sat, 05 Dec 2026 02:29:00 GMT", now),
+            Some(Duration::ZERO),
+            "past: at once"
+        );
         assert_eq!(parse_retry_after("soon", now), None);
         assert_eq!(parse_retry_after("-1", now), None);
     }

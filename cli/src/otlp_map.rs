@@ -12,7 +12,9 @@
 use crate::storage::RunRow;
 use graphmind_core::json::{self, Value};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, ArrayValue, InstrumentationScope, KeyValue};
+use opentelemetry_proto::tonic::common::v1::{
+    any_value, AnyValue, ArrayValue, InstrumentationScope, KeyValue,
+};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
 use sha2::{Digest, Sha256};
@@ -61,17 +63,38 @@ fn any_value(v: &Value) -> AnyValue {
 }
 
 fn attr(key: &str, v: &Value) -> KeyValue {
-    KeyValue { key: key.to_owned(), value: Some(any_value(v)), ..Default::default() }
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(any_value(v)),
+        ..Default::default()
+    }
 }
 
 fn attr_str(key: &str, v: &str) -> KeyValue {
-    KeyValue { key: key.to_owned(), value: Some(AnyValue { value: Some(any_value::Value::StringValue(v.to_owned())) }), ..Default::default() }
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::StringValue(v.to_owned())),
+        }),
+        ..Default::default()
+    }
 }
 
 /// An attribute whose value is an array of strings (`arrayValue`).
 fn attr_strings(key: &str, items: &[&str]) -> KeyValue {
-    let values = items.iter().map(|s| AnyValue { value: Some(any_value::Value::StringValue((*s).to_owned())) }).collect();
-    KeyValue { key: key.to_owned(), value: Some(AnyValue { value: Some(any_value::Value::ArrayValue(ArrayValue { values })) }), ..Default::default() }
+    let values = items
+        .iter()
+        .map(|s| AnyValue {
+            value: Some(any_value::Value::StringValue((*s).to_owned())),
+        })
+        .collect();
+    KeyValue {
+        key: key.to_owned(),
+        value: Some(AnyValue {
+            value: Some(any_value::Value::ArrayValue(ArrayValue { values })),
+        }),
+        ..Default::default()
+    }
 }
 
 /// One node execution, gathered from its `node.started` and its end.
@@ -97,7 +120,12 @@ struct Exec<'a> {
 /// the tool's name and call id. The OpenInference `llm.provider` / `llm.model_name` come
 /// from the same values.
 fn gen_ai_attrs(x: &Exec, out: &mut Vec<KeyValue>) {
-    let text = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_owned);
+    let text = |v: Option<&Value>, k: &str| {
+        v.and_then(|v| v.get(k))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
     match x.kind {
         "llm" => {
             out.push(attr_str("gen_ai.operation.name", "chat"));
@@ -117,8 +145,13 @@ fn gen_ai_attrs(x: &Exec, out: &mut Vec<KeyValue>) {
             if let Some(m) = response_model.as_ref().or(request_model.as_ref()) {
                 out.push(attr_str("llm.model_name", m));
             }
-            if let Some(r) = text(x.output, "rawFinishReason").or_else(|| text(x.output, "finishReason")) {
-                out.push(attr_strings("gen_ai.response.finish_reasons", &[r.as_str()]));
+            if let Some(r) =
+                text(x.output, "rawFinishReason").or_else(|| text(x.output, "finishReason"))
+            {
+                out.push(attr_strings(
+                    "gen_ai.response.finish_reasons",
+                    &[r.as_str()],
+                ));
             }
         }
         "tool" => {
@@ -135,7 +168,10 @@ fn gen_ai_attrs(x: &Exec, out: &mut Vec<KeyValue>) {
         _ => {}
     }
     if let Some(u) = x.usage {
-        for (k, key) in [("inputTokens", "gen_ai.usage.input_tokens"), ("outputTokens", "gen_ai.usage.output_tokens")] {
+        for (k, key) in [
+            ("inputTokens", "gen_ai.usage.input_tokens"),
+            ("outputTokens", "gen_ai.usage.output_tokens"),
+        ] {
             if let Some(n) = u.get(k) {
                 out.push(attr(key, n));
             }
@@ -190,7 +226,10 @@ fn executions<'a>(envelopes: &[&'a Value]) -> (Vec<Exec<'a>>, Option<f64>) {
                 latest_of_node.insert(node, idx);
             }
             "node.finished" | "node.error" => {
-                let idx = open.get(&(node, instance)).copied().or_else(|| latest_of_node.get(node).copied());
+                let idx = open
+                    .get(&(node, instance))
+                    .copied()
+                    .or_else(|| latest_of_node.get(node).copied());
                 if let Some(x) = idx.and_then(|i| execs.get_mut(i)) {
                     if kind == "node.error" {
                         x.error = p.and_then(|p| p.get("error"));
@@ -225,7 +264,10 @@ fn node_span(run: &RunRow, x: &Exec, trace: &[u8], parent: Vec<u8>) -> Span {
         attributes.push(attr_str("output.value", &json::to_string(o)));
     }
     if let Some(u) = x.usage {
-        for (k, key) in [("inputTokens", "llm.token_count.prompt"), ("outputTokens", "llm.token_count.completion")] {
+        for (k, key) in [
+            ("inputTokens", "llm.token_count.prompt"),
+            ("outputTokens", "llm.token_count.completion"),
+        ] {
             if let Some(n) = u.get(k) {
                 attributes.push(attr(key, n));
             }
@@ -235,7 +277,10 @@ fn node_span(run: &RunRow, x: &Exec, trace: &[u8], parent: Vec<u8>) -> Span {
     let end = x.end.unwrap_or(x.start).max(x.start);
     let (status, events) = match x.error {
         Some(err) => {
-            let message = err.get("message").and_then(Value::as_str).unwrap_or("error");
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("error");
             let mut ev = vec![attr_str("exception.message", message)];
             if let Some(n) = err.get("name").and_then(Value::as_str) {
                 ev.push(attr_str("exception.type", n));
@@ -243,10 +288,27 @@ fn node_span(run: &RunRow, x: &Exec, trace: &[u8], parent: Vec<u8>) -> Span {
             if let Some(st) = err.get("stack").and_then(Value::as_str) {
                 ev.push(attr_str("exception.stacktrace", st));
             }
-            let exception = span::Event { time_unix_nano: ms_to_ns(x.end.unwrap_or(x.start)), name: "exception".into(), attributes: ev, ..Default::default() };
-            (Status { message: message.to_owned(), code: STATUS_ERROR }, vec![exception])
+            let exception = span::Event {
+                time_unix_nano: ms_to_ns(x.end.unwrap_or(x.start)),
+                name: "exception".into(),
+                attributes: ev,
+                ..Default::default()
+            };
+            (
+                Status {
+                    message: message.to_owned(),
+                    code: STATUS_ERROR,
+                },
+                vec![exception],
+            )
         }
-        None => (Status { code: STATUS_OK, ..Default::default() }, Vec::new()),
+        None => (
+            Status {
+                code: STATUS_OK,
+                ..Default::default()
+            },
+            Vec::new(),
+        ),
     };
     Span {
         trace_id: trace.to_vec(),
@@ -278,7 +340,10 @@ fn run_span(run: &RunRow, trace: &[u8], run_end: Option<f64>) -> Span {
             attr_str("gen_ai.operation.name", "invoke_agent"),
             attr_str("gen_ai.agent.name", &run.app),
         ],
-        status: Some(Status { code: if failed { STATUS_ERROR } else { STATUS_OK }, ..Default::default() }),
+        status: Some(Status {
+            code: if failed { STATUS_ERROR } else { STATUS_OK },
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }
@@ -294,7 +359,10 @@ pub fn spans(run: &RunRow, envelopes: &[&Value]) -> Vec<Span> {
     let mut out = Vec::with_capacity(execs.len() + 1);
     out.push(run_span(run, &trace, run_end));
     for x in &execs {
-        let parent = x.parent.and_then(|p| ids.get(p)).map_or_else(|| root.clone(), |p| node_span_id(&run.id, p.node_id, p.instance));
+        let parent = x.parent.and_then(|p| ids.get(p)).map_or_else(
+            || root.clone(),
+            |p| node_span_id(&run.id, p.node_id, p.instance),
+        );
         out.push(node_span(run, x, &trace, parent));
     }
     out
@@ -303,13 +371,24 @@ pub fn spans(run: &RunRow, envelopes: &[&Value]) -> Vec<Span> {
 /// The one span of a node execution `(node_id, instance)` from just the envelopes it needs
 /// (its parent's start, its start, its end): what the live export sends when it finishes.
 /// Only that span is built (not its parent's, whose start is there for parentage).
-pub fn node_span_of(run: &RunRow, envelopes: &[&Value], node_id: &str, instance: &str) -> Option<Span> {
+pub fn node_span_of(
+    run: &RunRow,
+    envelopes: &[&Value],
+    node_id: &str,
+    instance: &str,
+) -> Option<Span> {
     let (execs, _) = executions(envelopes);
-    let x = execs.iter().rev().find(|x| x.node_id == node_id && x.instance == instance)?;
+    let x = execs
+        .iter()
+        .rev()
+        .find(|x| x.node_id == node_id && x.instance == instance)?;
     let parent = x
         .parent
         .and_then(|p| execs.iter().rev().find(|e| e.node_id == p))
-        .map_or_else(|| run_span_id(&run.id), |p| node_span_id(&run.id, p.node_id, p.instance));
+        .map_or_else(
+            || run_span_id(&run.id),
+            |p| node_span_id(&run.id, p.node_id, p.instance),
+        );
     Some(node_span(run, x, &trace_id(&run.id), parent))
 }
 
@@ -320,12 +399,19 @@ pub fn root_span_of(run: &RunRow) -> Span {
 
 /// The resource of an app's spans (`service.name`).
 pub fn resource(app: &str) -> Resource {
-    Resource { attributes: vec![attr_str("service.name", app)], ..Default::default() }
+    Resource {
+        attributes: vec![attr_str("service.name", app)],
+        ..Default::default()
+    }
 }
 
 /// Our instrumentation scope.
 pub fn scope() -> InstrumentationScope {
-    InstrumentationScope { name: "graphmind".into(), version: crate::hub::VERSION.into(), ..Default::default() }
+    InstrumentationScope {
+        name: "graphmind".into(),
+        version: crate::hub::VERSION.into(),
+        ..Default::default()
+    }
 }
 
 /// An export request holding `spans` under one resource per app (apps in first-seen order).
@@ -336,14 +422,19 @@ pub fn request<I: IntoIterator<Item = (String, Span)>>(spans: I) -> ExportTraceS
         let i = *index.entry(app).or_insert_with_key(|app| {
             groups.push(ResourceSpans {
                 resource: Some(resource(app)),
-                scope_spans: vec![ScopeSpans { scope: Some(scope()), ..Default::default() }],
+                scope_spans: vec![ScopeSpans {
+                    scope: Some(scope()),
+                    ..Default::default()
+                }],
                 ..Default::default()
             });
             groups.len() - 1
         });
         groups[i].scope_spans[0].spans.push(span);
     }
-    ExportTraceServiceRequest { resource_spans: groups }
+    ExportTraceServiceRequest {
+        resource_spans: groups,
+    }
 }
 
 /// The whole run as one OTLP/JSON document (`record --format otlp`), newline-terminated.
@@ -362,7 +453,17 @@ mod tests {
     use prost::Message;
 
     fn run() -> RunRow {
-        RunRow { id: "r1".into(), app: "app".into(), started_at: 1000.0, finished_at: Some(2000.0), status: "ok".into(), schema_version: 1, source: "live".into(), event_count: 4, error_count: 1 }
+        RunRow {
+            id: "r1".into(),
+            app: "app".into(),
+            started_at: 1000.0,
+            finished_at: Some(2000.0),
+            status: "ok".into(),
+            schema_version: 1,
+            source: "live".into(),
+            event_count: 4,
+            error_count: 1,
+        }
     }
 
     fn events() -> Vec<Value> {
@@ -378,7 +479,11 @@ mod tests {
     }
 
     fn get<'a>(sp: &'a Span, key: &str) -> Option<&'a Any> {
-        sp.attributes.iter().find(|a| a.key == key).and_then(|a| a.value.as_ref()).and_then(|v| v.value.as_ref())
+        sp.attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| a.value.as_ref())
+            .and_then(|v| v.value.as_ref())
     }
 
     #[test]
@@ -388,23 +493,43 @@ mod tests {
         let spans = spans(&run(), &refs);
         assert_eq!(spans.len(), 3);
         assert_eq!(spans[0].name, "app");
-        assert_eq!((spans[1].name.as_str(), spans[2].name.as_str()), ("chat", "search"));
+        assert_eq!(
+            (spans[1].name.as_str(), spans[2].name.as_str()),
+            ("chat", "search")
+        );
         assert_eq!(spans[1].parent_span_id, spans[0].span_id);
         assert_eq!(spans[2].parent_span_id, spans[1].span_id);
-        assert!(spans.iter().all(|s| s.trace_id.len() == 16 && s.trace_id == spans[0].trace_id));
+        assert!(spans
+            .iter()
+            .all(|s| s.trace_id.len() == 16 && s.trace_id == spans[0].trace_id));
         assert_eq!(spans[1].start_time_unix_nano, 1_100_000_000);
-        assert_eq!(get(&spans[1], "llm.token_count.prompt"), Some(&Any::IntValue(7)));
-        assert_eq!(get(&spans[1], "gen_ai.request.model"), Some(&Any::StringValue("m1".into())));
-        assert_eq!(get(&spans[2], "gen_ai.tool.call.id"), Some(&Any::StringValue("c9".into())));
+        assert_eq!(
+            get(&spans[1], "llm.token_count.prompt"),
+            Some(&Any::IntValue(7))
+        );
+        assert_eq!(
+            get(&spans[1], "gen_ai.request.model"),
+            Some(&Any::StringValue("m1".into()))
+        );
+        assert_eq!(
+            get(&spans[2], "gen_ai.tool.call.id"),
+            Some(&Any::StringValue("c9".into()))
+        );
         let status = spans[2].status.as_ref().unwrap();
-        assert_eq!((status.code, status.message.as_str()), (STATUS_ERROR, "boom"));
+        assert_eq!(
+            (status.code, status.message.as_str()),
+            (STATUS_ERROR, "boom")
+        );
         assert_eq!(spans[2].events[0].name, "exception");
     }
 
     #[test]
     fn the_json_form_is_otlp_json_and_the_protobuf_form_decodes_back() {
         let doc = to_json(&run(), &events());
-        assert!(doc.contains(r#"{"key":"llm.token_count.prompt","value":{"intValue":"7"}}"#), "{doc}");
+        assert!(
+            doc.contains(r#"{"key":"llm.token_count.prompt","value":{"intValue":"7"}}"#),
+            "{doc}"
+        );
         assert!(doc.contains(r#""startTimeUnixNano":"1100000000""#));
         let back: ExportTraceServiceRequest = serde_json::from_str(&doc).unwrap();
         let body = back.encode_to_vec();

@@ -54,16 +54,28 @@ mod tests {
             r#"{{"gm":1,"seq":4,"ts":1700000000000,"runId":"r","type":"node.finished","payload":{{"nodeId":"tool:t","instanceId":"i","durationMs":1,"status":"ok","output":"{}"}}}}"#,
             "y".repeat(600 * 1024)
         );
-        let crate::envelope::Parsed::Ok(env) = crate::envelope::parse_envelope(big.as_bytes()) else { panic!() };
+        let crate::envelope::Parsed::Ok(env) = crate::envelope::parse_envelope(big.as_bytes())
+        else {
+            panic!()
+        };
         let stored = stored_frame(&big, &env);
         assert!(stored.len() < MAX_PAYLOAD_BYTES + 1024, "{}", stored.len());
         let v = json::parse_str(&stored).unwrap();
         let p = v.get("payload").unwrap();
-        assert_eq!(p.get("__graphmindTruncated").and_then(Value::as_bool), Some(true));
+        assert_eq!(
+            p.get("__graphmindTruncated").and_then(Value::as_bool),
+            Some(true)
+        );
         assert_eq!(p.get("nodeId").and_then(Value::as_str), Some("tool:t"));
-        assert!(matches!(crate::envelope::parse_envelope(stored.as_bytes()), crate::envelope::Parsed::Ok(_)));
+        assert!(matches!(
+            crate::envelope::parse_envelope(stored.as_bytes()),
+            crate::envelope::Parsed::Ok(_)
+        ));
         let small = r#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"x","payload":{}}"#;
-        let crate::envelope::Parsed::Ok(env) = crate::envelope::parse_envelope(small.as_bytes()) else { panic!() };
+        let crate::envelope::Parsed::Ok(env) = crate::envelope::parse_envelope(small.as_bytes())
+        else {
+            panic!()
+        };
         assert_eq!(stored_frame(small, &env), small);
     }
 }

@@ -20,14 +20,23 @@ pub const EXIT_NOT_FOUND: i32 = 4;
 
 /// `text` as one word for a POSIX shell (single-quoted unless it is plain).
 pub fn shell_quote(text: &str) -> String {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./:@#=,".contains(&b)) {
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:@#=,".contains(&b))
+    {
         return text.to_string();
     }
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// The variables that put an app in replay mode: `(name, value)` in order.
-pub fn replay_env(url: &str, run: &str, from: Option<&ForkPoint>, output: Option<&json::Value>) -> Vec<(String, String)> {
+pub fn replay_env(
+    url: &str,
+    run: &str,
+    from: Option<&ForkPoint>,
+    output: Option<&json::Value>,
+) -> Vec<(String, String)> {
     let mut env = vec![("GRAPHMIND_URL".to_string(), url.to_string())];
     let reference = match from {
         Some(f) => format!("{run}@{}", f.to_text()),
@@ -42,8 +51,14 @@ pub fn replay_env(url: &str, run: &str, from: Option<&ForkPoint>, output: Option
 
 /// The printed line: the variables, then the command (or a placeholder for it).
 pub fn command_line(env: &[(String, String)], exec: Option<&str>) -> String {
-    let mut parts: Vec<String> = env.iter().map(|(k, v)| format!("{k}={}", shell_quote(v))).collect();
-    parts.push(exec.unwrap_or("<the command that starts your app>").to_string());
+    let mut parts: Vec<String> = env
+        .iter()
+        .map(|(k, v)| format!("{k}={}", shell_quote(v)))
+        .collect();
+    parts.push(
+        exec.unwrap_or("<the command that starts your app>")
+            .to_string(),
+    );
     parts.join(" ")
 }
 
@@ -98,16 +113,29 @@ pub fn main(a: &ReplayArgs) -> i32 {
     };
     if let Some(f) = &from {
         if recording.execution(&f.node_id, f.n).is_none() {
-            let mut calls: Vec<String> = recording.nodes.iter().map(|(id, list)| format!("{id} x{}", list.len())).collect();
+            let mut calls: Vec<String> = recording
+                .nodes
+                .iter()
+                .map(|(id, list)| format!("{id} x{}", list.len()))
+                .collect();
             calls.sort();
-            eprintln!("graphmind replay: run {run} has no call {} (its calls: {})", f.to_text(), calls.join(", "));
+            eprintln!(
+                "graphmind replay: run {run} has no call {} (its calls: {})",
+                f.to_text(),
+                calls.join(", ")
+            );
             return EXIT_NOT_FOUND;
         }
     }
     let env = replay_env(&url, &run, from.as_ref(), output.as_ref());
     println!("{}", command_line(&env, a.exec.as_deref()));
     let Some(exec) = &a.exec else { return 0 };
-    match std::process::Command::new("sh").arg("-c").arg(exec).envs(env.iter().map(|(k, v)| (k, v))).status() {
+    match std::process::Command::new("sh")
+        .arg("-c")
+        .arg(exec)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .status()
+    {
         Ok(status) => status.code().unwrap_or(1),
         Err(e) => {
             eprintln!("graphmind replay: cannot run {exec:?}: {e}");
@@ -124,7 +152,12 @@ mod tests {
     fn the_line_quotes_what_a_shell_would_split() {
         let from = ForkPoint::parse("tool:book#2").unwrap();
         let out = json::parse_str(r#"{"a":"it's"}"#).unwrap();
-        let env = replay_env("ws://127.0.0.1:4747/ingest", "run_0123456789ab", Some(&from), Some(&out));
+        let env = replay_env(
+            "ws://127.0.0.1:4747/ingest",
+            "run_0123456789ab",
+            Some(&from),
+            Some(&out),
+        );
         assert_eq!(
             command_line(&env, Some("python agent.py")),
             "GRAPHMIND_URL=ws://127.0.0.1:4747/ingest GRAPHMIND_REPLAY=run_0123456789ab@tool:book#2 GRAPHMIND_REPLAY_OUTPUT='{\"a\":\"it'\\''s\"}' python agent.py"

@@ -20,7 +20,12 @@ pub struct PruneResult {
 }
 
 /// Ids of the runs a prune with this policy deletes at `now` (epoch ms).
-pub fn prunable_runs(conn: &Connection, keep_runs: u64, keep_days: f64, now: f64) -> rusqlite::Result<Vec<String>> {
+pub fn prunable_runs(
+    conn: &Connection,
+    keep_runs: u64,
+    keep_days: f64,
+    now: f64,
+) -> rusqlite::Result<Vec<String>> {
     let cutoff = now - keep_days * DAY_MS;
     let keep = i64::try_from(keep_runs).unwrap_or(i64::MAX);
     let mut stmt = conn.prepare(
@@ -44,7 +49,12 @@ pub fn delete_run(conn: &Connection, id: &str) -> rusqlite::Result<(bool, u64)> 
 }
 
 /// Deletes every prunable run in one transaction.
-pub fn prune(conn: &Connection, keep_runs: u64, keep_days: f64, now: f64) -> rusqlite::Result<PruneResult> {
+pub fn prune(
+    conn: &Connection,
+    keep_runs: u64,
+    keep_days: f64,
+    now: f64,
+) -> rusqlite::Result<PruneResult> {
     let ids = prunable_runs(conn, keep_runs, keep_days, now)?;
     if ids.is_empty() {
         return Ok(PruneResult::default());
@@ -74,7 +84,10 @@ pub fn startup_prune(db: &Path, keep_runs: u64, keep_days: f64) {
     let conn = match crate::storage::open(db) {
         Ok(c) => c,
         Err(e) => {
-            tracing::warn!("graphmind: retention skipped (cannot open {}: {e})", db.display());
+            tracing::warn!(
+                "graphmind: retention skipped (cannot open {}: {e})",
+                db.display()
+            );
             return;
         }
     };
@@ -117,13 +130,21 @@ mod tests {
         // Ranked past 3: r2? ranks: new-running(1) r0(2) r1(3) r2(4) r3(5) r4(6) old(7).
         assert_eq!(ids, ["old-running", "r2", "r3", "r4"]);
         // An unfinished run inside the day window is kept even when ranked out.
-        assert!(!prunable_runs(&c, 0, 30.0, now).unwrap().contains(&"new-running".to_string()));
+        assert!(!prunable_runs(&c, 0, 30.0, now)
+            .unwrap()
+            .contains(&"new-running".to_string()));
         // Days: only r4 (5 days old) and the 40-day-old run go at 4.5 days.
         let mut ids = prunable_runs(&c, 200, 4.5, now).unwrap();
         ids.sort();
         assert_eq!(ids, ["old-running", "r4"]);
         let r = prune(&c, 3, 30.0, now).unwrap();
-        assert_eq!(r, PruneResult { runs_deleted: 4, events_deleted: 3 });
+        assert_eq!(
+            r,
+            PruneResult {
+                runs_deleted: 4,
+                events_deleted: 3
+            }
+        );
         assert_eq!(storage::list_runs(&c).unwrap().len(), 3);
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -48,7 +48,12 @@ fn is_ipv4_loopback(host: &str) -> bool {
     let parts: Vec<&str> = host.split('.').collect();
     parts.len() == 4
         && parts[0] == "127"
-        && parts.iter().all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok_and(|n| n <= 255))
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.len() <= 3
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && p.parse::<u16>().is_ok_and(|n| n <= 255)
+        })
 }
 
 /// True for names that can only mean this machine: 127.0.0.0/8, `::1` (also written
@@ -111,11 +116,15 @@ fn origin_host_port(normalized: &str) -> Option<(String, u16)> {
 
 /// Is this `Origin` header allowed for a server bound to `port`?
 pub fn is_origin_allowed(origin: Option<&str>, port: u16, policy: &AllowedOrigins) -> bool {
-    let Some(origin) = origin.filter(|o| !o.is_empty()) else { return true };
+    let Some(origin) = origin.filter(|o| !o.is_empty()) else {
+        return true;
+    };
     if policy.any {
         return true;
     }
-    let Some(normalized) = normalize_origin(origin) else { return false };
+    let Some(normalized) = normalize_origin(origin) else {
+        return false;
+    };
     if policy.origins.contains(&normalized) {
         return true;
     }
@@ -128,15 +137,22 @@ pub fn is_origin_allowed(origin: Option<&str>, port: u16, policy: &AllowedOrigin
 /// Is this `Host` header allowed? Only the name matters; the port is left alone on
 /// purpose (SSH tunnels).
 pub fn is_host_allowed(host: Option<&str>, policy: &AllowedOrigins) -> bool {
-    let Some(host) = host.filter(|h| !h.is_empty()) else { return true };
+    let Some(host) = host.filter(|h| !h.is_empty()) else {
+        return true;
+    };
     if policy.any {
         return true;
     }
-    let Some(name) = hostname_of_host_header(host) else { return false };
+    let Some(name) = hostname_of_host_header(host) else {
+        return false;
+    };
     if is_loopback_hostname(&name) {
         return true;
     }
-    policy.origins.iter().any(|o| origin_host_port(o).is_some_and(|(h, _)| h == name))
+    policy
+        .origins
+        .iter()
+        .any(|o| origin_host_port(o).is_some_and(|(h, _)| h == name))
 }
 
 /// Which header was refused.
@@ -177,7 +193,12 @@ fn hint() -> String {
 
 /// Checks both headers of one request; `None` when it may proceed. The same function
 /// guards HTTP routes and WebSocket upgrades, so they cannot drift apart.
-pub fn check_request(host: Option<&str>, origin: Option<&str>, port: u16, policy: &AllowedOrigins) -> Option<Rejection> {
+pub fn check_request(
+    host: Option<&str>,
+    origin: Option<&str>,
+    port: u16,
+    policy: &AllowedOrigins,
+) -> Option<Rejection> {
     if !is_host_allowed(host, policy) {
         let value = host.unwrap_or("").to_owned();
         return Some(Rejection {
@@ -213,10 +234,30 @@ mod tests {
 
     #[test]
     fn loopback_names() {
-        for h in ["127.0.0.1", "127.1.2.3", "localhost", "LOCALHOST", "app.localhost", "::1", "[::1]", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1"] {
+        for h in [
+            "127.0.0.1",
+            "127.1.2.3",
+            "localhost",
+            "LOCALHOST",
+            "app.localhost",
+            "::1",
+            "[::1]",
+            "0:0:0:0:0:0:0:1",
+            "::ffff:127.0.0.1",
+        ] {
             assert!(is_loopback_hostname(h), "{h}");
         }
-        for h in ["", "128.0.0.1", "127.0.0", "127.0.0.256", "localhost.evil.com", "evil.com", "::2", "0.0.0.0", "127.0.0.1.nip.io"] {
+        for h in [
+            "",
+            "128.0.0.1",
+            "127.0.0",
+            "127.0.0.256",
+            "localhost.evil.com",
+            "evil.com",
+            "::2",
+            "0.0.0.0",
+            "127.0.0.1.nip.io",
+        ] {
             assert!(!is_loopback_hostname(h), "{h}");
         }
     }
@@ -229,8 +270,14 @@ mod tests {
         assert!(is_host_allowed(Some("[::1]:4747"), &p));
         assert!(is_host_allowed(None, &p), "HTTP/1.0");
         assert!(!is_host_allowed(Some("graphmind.attacker.example"), &p));
-        assert!(!is_host_allowed(Some("graphmind.attacker.example:4747"), &p));
-        assert!(is_host_allowed(Some("host.docker.internal:4747"), &policy("http://host.docker.internal:4747")));
+        assert!(!is_host_allowed(
+            Some("graphmind.attacker.example:4747"),
+            &p
+        ));
+        assert!(is_host_allowed(
+            Some("host.docker.internal:4747"),
+            &policy("http://host.docker.internal:4747")
+        ));
         assert!(is_host_allowed(Some("anything"), &policy("*")));
     }
 
@@ -241,18 +288,38 @@ mod tests {
         assert!(is_origin_allowed(Some("http://127.0.0.1:4747"), 4747, &p));
         assert!(is_origin_allowed(Some("http://LocalHost:4747/"), 4747, &p));
         assert!(is_origin_allowed(Some("http://[::1]:4747"), 4747, &p));
-        assert!(is_origin_allowed(Some("http://localhost"), 80, &p), "default port");
-        assert!(!is_origin_allowed(Some("http://localhost:5199"), 4747, &p), "another loopback port");
+        assert!(
+            is_origin_allowed(Some("http://localhost"), 80, &p),
+            "default port"
+        );
+        assert!(
+            !is_origin_allowed(Some("http://localhost:5199"), 4747, &p),
+            "another loopback port"
+        );
         assert!(!is_origin_allowed(Some("null"), 4747, &p));
         assert!(!is_origin_allowed(Some("file:///etc/passwd"), 4747, &p));
         assert!(!is_origin_allowed(Some("https://evil.example"), 4747, &p));
-        assert!(is_origin_allowed(Some("http://localhost:5199"), 4747, &policy("http://localhost:5199")));
-        assert!(is_origin_allowed(Some("https://evil.example"), 4747, &policy("*")));
+        assert!(is_origin_allowed(
+            Some("http://localhost:5199"),
+            4747,
+            &policy("http://localhost:5199")
+        ));
+        assert!(is_origin_allowed(
+            Some("https://evil.example"),
+            4747,
+            &policy("*")
+        ));
     }
 
     #[test]
     fn host_is_reported_before_origin() {
-        let r = check_request(Some("graphmind.attacker.example:4747"), Some("http://graphmind.attacker.example:4747"), 4747, &policy("")).unwrap();
+        let r = check_request(
+            Some("graphmind.attacker.example:4747"),
+            Some("http://graphmind.attacker.example:4747"),
+            4747,
+            &policy(""),
+        )
+        .unwrap();
         assert_eq!(r.kind, RejectionKind::Host);
         assert!(r.message.contains("GRAPHMIND_ALLOWED_ORIGINS"));
         let r = check_request(Some("127.0.0.1:4747"), Some("null"), 4747, &policy("")).unwrap();
@@ -263,8 +330,14 @@ mod tests {
     #[test]
     fn headers() {
         let h = header_lines("/");
-        assert!(h.contains("Content-Security-Policy: frame-ancestors 'none'\r\n") && h.contains("X-Frame-Options: DENY\r\n"));
-        assert!(h.contains("Referrer-Policy: no-referrer\r\n") && h.contains("X-Content-Type-Options: nosniff\r\n"));
+        assert!(
+            h.contains("Content-Security-Policy: frame-ancestors 'none'\r\n")
+                && h.contains("X-Frame-Options: DENY\r\n")
+        );
+        assert!(
+            h.contains("Referrer-Policy: no-referrer\r\n")
+                && h.contains("X-Content-Type-Options: nosniff\r\n")
+        );
         assert!(!h.contains("no-store"));
         assert!(header_lines("/api/runs").contains("Cache-Control: no-store\r\n"));
     }

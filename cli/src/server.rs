@@ -4,17 +4,17 @@
 use crate::conn::Conn;
 use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_ID};
 use crate::http;
-use crate::security;
-use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
 use crate::hub::{ConnId, HubState, Out, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
 use crate::payload_guard::stored_frame;
+use crate::security;
 use crate::storage::{self, MAX_FRAME_BYTES};
+use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
 use crate::util::js;
 use crate::writer::{self, EventWrite, Op};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
 use graphmind_core::json::{self, Value};
-use std::collections::{BinaryHeap, HashSet};
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -74,7 +74,8 @@ impl Server {
     /// Opens the database, binds 127.0.0.1, starts the writer and timer threads and queues
     /// the startup sweep of runs no process owns.
     pub fn bind(cfg: ServeConfig) -> Result<Server, String> {
-        let db = storage::open(&cfg.db_path).map_err(|e| storage::open_error_message(&cfg.db_path, &e))?;
+        let db = storage::open(&cfg.db_path)
+            .map_err(|e| storage::open_error_message(&cfg.db_path, &e))?;
         let listener = TcpListener::bind(("127.0.0.1", cfg.port)).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AddrInUse {
                 format!(
@@ -88,7 +89,10 @@ impl Server {
         })?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         let otlp = match cfg.otlp {
-            Some(c) => Some(crate::otlp_export::Exporter::start(c).map_err(|e| format!("cannot start the OTLP exporter: {e}"))?),
+            Some(c) => Some(
+                crate::otlp_export::Exporter::start(c)
+                    .map_err(|e| format!("cannot start the OTLP exporter: {e}"))?,
+            ),
             None => None,
         };
         let (wtx, wrx) = unbounded::<Op>();
@@ -113,9 +117,15 @@ impl Server {
         });
         let _ = shared.writer.send(Op::ReconcileOrphans);
         let s = shared.clone();
-        std::thread::Builder::new().name("graphmind-writer".into()).spawn(move || writer::run(s, db, wrx)).map_err(|e| e.to_string())?;
+        std::thread::Builder::new()
+            .name("graphmind-writer".into())
+            .spawn(move || writer::run(s, db, wrx))
+            .map_err(|e| e.to_string())?;
         let s = shared.clone();
-        std::thread::Builder::new().name("graphmind-timers".into()).spawn(move || timer_loop(s, trx)).map_err(|e| e.to_string())?;
+        std::thread::Builder::new()
+            .name("graphmind-timers".into())
+            .spawn(move || timer_loop(s, trx))
+            .map_err(|e| e.to_string())?;
         Ok(Server { listener, shared })
     }
 
@@ -145,7 +155,9 @@ impl Server {
                         tracing::info!("graphmind: accepting connections again");
                     }
                     let shared = self.shared.clone();
-                    let _ = std::thread::Builder::new().name("graphmind-conn".into()).spawn(move || handle(stream, shared));
+                    let _ = std::thread::Builder::new()
+                        .name("graphmind-conn".into())
+                        .spawn(move || handle(stream, shared));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -169,7 +181,9 @@ fn timer_loop(shared: Arc<Shared>, rx: Receiver<(Duration, Timer)>) {
     let mut pending: std::collections::HashMap<u64, Timer> = Default::default();
     let mut next = 0u64;
     loop {
-        let wait = heap.peek().map(|Reverse((at, _))| at.saturating_duration_since(Instant::now()));
+        let wait = heap
+            .peek()
+            .map(|Reverse((at, _))| at.saturating_duration_since(Instant::now()));
         let got = match wait {
             Some(w) => rx.recv_timeout(w),
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -196,7 +210,11 @@ fn timer_loop(shared: Arc<Shared>, rx: Receiver<(Duration, Timer)>) {
                         let _ = shared.writer.send(Op::Abandon(run));
                     }
                 }
-                Some(Timer::Resolving { run, pause, request_id }) => {
+                Some(Timer::Resolving {
+                    run,
+                    pause,
+                    request_id,
+                }) => {
                     shared.lock().resolving_timed_out(&run, &pause, &request_id);
                     shared.notify();
                 }
@@ -210,40 +228,92 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
     let Ok(Some((req, leftover))) = http::read_head(&mut stream) else {
-        let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad request\n");
+        let _ = http::respond(
+            &mut stream,
+            400,
+            "text/plain; charset=utf-8",
+            "bad request\n",
+        );
         return;
     };
     if let Some(name) = req.repeated_single_header() {
-        crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "duplicate-header", "refused a request with more than one {name} header on {}", req.path);
-        let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", &format!("bad request: more than one {name} header\n"));
+        crate::hub::throttled_log!(
+            tracing::Level::WARN,
+            shared.lock(),
+            "duplicate-header",
+            "refused a request with more than one {name} header on {}",
+            req.path
+        );
+        let _ = http::respond(
+            &mut stream,
+            400,
+            "text/plain; charset=utf-8",
+            &format!("bad request: more than one {name} header\n"),
+        );
         return;
     }
-    if let Some(r) = security::check_request(req.header("host"), req.header("origin"), shared.port, &shared.allowed_origins) {
-        crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "origin-refused", "refused {} \"{}\" on {}", r.kind.as_str(), r.value, req.path);
-        let _ = http::respond(&mut stream, 403, "text/plain; charset=utf-8", &format!("{}\n", r.message));
+    if let Some(r) = security::check_request(
+        req.header("host"),
+        req.header("origin"),
+        shared.port,
+        &shared.allowed_origins,
+    ) {
+        crate::hub::throttled_log!(
+            tracing::Level::WARN,
+            shared.lock(),
+            "origin-refused",
+            "refused {} \"{}\" on {}",
+            r.kind.as_str(),
+            r.value,
+            req.path
+        );
+        let _ = http::respond(
+            &mut stream,
+            403,
+            "text/plain; charset=utf-8",
+            &format!("{}\n", r.message),
+        );
         return;
     }
     let is_upgrade = req.header_has("upgrade", "websocket");
     if !is_upgrade {
         let _answering = InFlight::enter(&shared.http_in_flight);
-        let (status, ctype, body, extra) = match crate::control_api::route(&shared, &req, &mut stream, &leftover) {
-            Some((status, ctype, body, extra)) => (status, ctype, body.into_bytes(), extra),
-            None => {
-                let (status, ctype, body) = http::route(&shared, &req);
-                (status, ctype, body, String::new())
-            }
+        let (status, ctype, body, extra) =
+            match crate::control_api::route(&shared, &req, &mut stream, &leftover) {
+                Some((status, ctype, body, extra)) => (status, ctype, body.into_bytes(), extra),
+                None => {
+                    let (status, ctype, body) = http::route(&shared, &req);
+                    (status, ctype, body, String::new())
+                }
+            };
+        let body = if req.method == "HEAD" {
+            Vec::new()
+        } else {
+            body
         };
-        let body = if req.method == "HEAD" { Vec::new() } else { body };
         let headers = format!("{}{extra}", security::header_lines(&req.path));
         let _ = http::respond_with(&mut stream, status, ctype, &body, &headers);
         return;
     }
     if req.path != "/ingest" && req.path != "/ws/ui" {
-        let _ = http::respond(&mut stream, 404, "application/json", "{\"error\":\"not found\"}");
+        let _ = http::respond(
+            &mut stream,
+            404,
+            "application/json",
+            "{\"error\":\"not found\"}",
+        );
         return;
     }
-    let Some(key) = req.header("sec-websocket-key").filter(|_| req.method == "GET") else {
-        let _ = http::respond(&mut stream, 400, "text/plain; charset=utf-8", "bad websocket upgrade\n");
+    let Some(key) = req
+        .header("sec-websocket-key")
+        .filter(|_| req.method == "GET")
+    else {
+        let _ = http::respond(
+            &mut stream,
+            400,
+            "text/plain; charset=utf-8",
+            "bad websocket upgrade\n",
+        );
         return;
     };
     // /ws/ui: a credential in `gm.auth.<token>` (a browser cannot set headers) or a Bearer
@@ -251,8 +321,17 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
     let mut principal = Principal::Anonymous;
     let mut protocol_line = String::new();
     if req.path == "/ws/ui" {
-        let protocols: Vec<&str> = req.headers.iter().filter(|(k, _)| k == "sec-websocket-protocol").map(|(_, v)| v.as_str()).collect();
-        let mut presented: Vec<Option<String>> = tokens::subprotocol_tokens(protocols.iter().copied()).into_iter().map(Some).collect();
+        let protocols: Vec<&str> = req
+            .headers
+            .iter()
+            .filter(|(k, _)| k == "sec-websocket-protocol")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        let mut presented: Vec<Option<String>> =
+            tokens::subprotocol_tokens(protocols.iter().copied())
+                .into_iter()
+                .map(Some)
+                .collect();
         if let Some(b) = tokens::bearer_token(req.header("authorization")) {
             presented.push(b);
         }
@@ -260,18 +339,40 @@ fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
             Credential::None => {}
             Credential::Ok(p) => principal = p,
             Credential::Invalid(why) => {
-                crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "ui-credential", "refused a viewer socket: {why}");
-                let _ = http::respond(&mut stream, 401, "text/plain; charset=utf-8", &format!("unauthorized: {why}\n"));
+                crate::hub::throttled_log!(
+                    tracing::Level::WARN,
+                    shared.lock(),
+                    "ui-credential",
+                    "refused a viewer socket: {why}"
+                );
+                let _ = http::respond(
+                    &mut stream,
+                    401,
+                    "text/plain; charset=utf-8",
+                    &format!("unauthorized: {why}\n"),
+                );
                 return;
             }
         }
         let admitted = shared.lock().admit_viewer(principal);
         if let Err(why) = admitted {
-            crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "ui-limit", "refused a viewer socket: {why}");
-            let _ = http::respond(&mut stream, 503, "text/plain; charset=utf-8", &format!("too many viewers: {why}\n"));
+            crate::hub::throttled_log!(
+                tracing::Level::WARN,
+                shared.lock(),
+                "ui-limit",
+                "refused a viewer socket: {why}"
+            );
+            let _ = http::respond(
+                &mut stream,
+                503,
+                "text/plain; charset=utf-8",
+                &format!("too many viewers: {why}\n"),
+            );
             return;
         }
-        let offered_v1 = protocols.iter().any(|v| v.split(',').any(|p| p.trim() == tokens::UI_SUBPROTOCOL));
+        let offered_v1 = protocols
+            .iter()
+            .any(|v| v.split(',').any(|p| p.trim() == tokens::UI_SUBPROTOCOL));
         if offered_v1 {
             protocol_line = format!("Sec-WebSocket-Protocol: {}\r\n", tokens::UI_SUBPROTOCOL);
         }
@@ -309,8 +410,16 @@ fn wait_ready(sock: i32, wake: Option<&crate::hub::Wake>, timeout: Duration) {
         return;
     };
     let mut fds = [
-        libc::pollfd { fd: sock, events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: wake.fd(), events: libc::POLLIN, revents: 0 },
+        libc::pollfd {
+            fd: sock,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
     ];
     let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
     // SAFETY: `fds` is a live array of two pollfd structs for the duration of the call.
@@ -327,7 +436,12 @@ fn wait_ready(sock: i32, wake: Option<&crate::hub::Wake>, timeout: Duration) {
 /// The thread sleeps in `poll` on the socket and the outbox's eventfd, so an idle
 /// connection costs nothing; when woken it writes what is queued and reads every frame
 /// already available (reads never block: see [`crate::conn`]).
-fn pump(ws: &mut WebSocket<Conn>, rx: &Receiver<Out>, outbox: &Outbox, mut on_text: impl FnMut(&str)) {
+fn pump(
+    ws: &mut WebSocket<Conn>,
+    rx: &Receiver<Out>,
+    outbox: &Outbox,
+    mut on_text: impl FnMut(&str),
+) {
     use std::os::unix::io::AsRawFd;
     let sock = ws.get_ref().as_raw_fd();
     let mut closing = false;
@@ -337,7 +451,10 @@ fn pump(ws: &mut WebSocket<Conn>, rx: &Receiver<Out>, outbox: &Outbox, mut on_te
         if outbox.overflowed() && !closing {
             // Fell too far behind: drop the backlog, say why, let it reconnect and replay.
             while rx.try_recv().is_ok() {}
-            let _ = ws.close(Some(CloseFrame { code: CloseCode::Policy, reason: "viewer too slow: reconnect to replay the run".into() }));
+            let _ = ws.close(Some(CloseFrame {
+                code: CloseCode::Policy,
+                reason: "viewer too slow: reconnect to replay the run".into(),
+            }));
             let _ = ws.flush();
             return;
         }
@@ -361,7 +478,10 @@ fn pump(ws: &mut WebSocket<Conn>, rx: &Receiver<Out>, outbox: &Outbox, mut on_te
                     outbox.sent(n);
                 }
                 Out::Close(code, reason) if !closing => {
-                    let _ = ws.close(Some(CloseFrame { code: CloseCode::from(code), reason: reason.into() }));
+                    let _ = ws.close(Some(CloseFrame {
+                        code: CloseCode::from(code),
+                        reason: reason.into(),
+                    }));
                     closing = true;
                 }
                 _ => {}
@@ -380,7 +500,14 @@ fn pump(ws: &mut WebSocket<Conn>, rx: &Receiver<Out>, outbox: &Outbox, mut on_te
                     }
                 }
                 Ok(_) => alive = true,
-                Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => break,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break
+                }
                 Err(tungstenite::Error::Capacity(_)) => {
                     refuse_oversize(ws);
                     return;
@@ -402,7 +529,10 @@ fn pump(ws: &mut WebSocket<Conn>, rx: &Receiver<Out>, outbox: &Outbox, mut on_te
 /// A frame above `MAX_FRAME_BYTES`: close 1009 without reading the rest, then drop the
 /// socket (tungstenite must not be read again after a capacity error).
 fn refuse_oversize(ws: &mut WebSocket<Conn>) {
-    let _ = ws.close(Some(CloseFrame { code: CloseCode::Size, reason: "frame exceeds 16 MiB".into() }));
+    let _ = ws.close(Some(CloseFrame {
+        code: CloseCode::Size,
+        reason: "frame exceeds 16 MiB".into(),
+    }));
     let _ = ws.flush();
     let stream = &mut ws.get_mut().0;
     let _ = stream.shutdown(Shutdown::Write);
@@ -413,7 +543,9 @@ fn refuse_oversize(ws: &mut WebSocket<Conn>) {
         match stream.read(&mut sink) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(_) => break,
         }
     }
@@ -426,7 +558,9 @@ fn ingest_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>) {
     let (tx, rx) = Outbox::new();
     let conn = shared.lock().add_ingest(tx.clone());
     let mut owned_here: HashSet<String> = HashSet::new();
-    pump(&mut ws, &rx, &tx.clone(), |text| ingest_frame(&shared, conn, &tx, &mut owned_here, text));
+    pump(&mut ws, &rx, &tx.clone(), |text| {
+        ingest_frame(&shared, conn, &tx, &mut owned_here, text)
+    });
     // Let the writer store what this app sent before it left (an `exec.resumed` among it
     // answers a pending resume as `resumed`), and only then close its pauses.
     let (flushed_tx, flushed_rx) = crossbeam_channel::bounded(1);
@@ -440,18 +574,33 @@ fn ingest_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>) {
     }
     for (run, gen) in timers {
         shared.arm(shared.grace, Timer::Abandon { run, gen });
-    }    shared.notify();
+    }
+    shared.notify();
 }
 
-fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Outbox, owned_here: &mut HashSet<String>, text: &str) {
+fn ingest_frame(
+    shared: &Shared,
+    conn: ConnId,
+    tx: &Outbox,
+    owned_here: &mut HashSet<String>,
+    text: &str,
+) {
     let env = match envelope::parse_envelope(text.as_bytes()) {
         Parsed::Ok(e) => e,
         Parsed::Invalid(reason) => {
-            crate::hub::throttled_log!(tracing::Level::WARN, shared.lock(), "ingest-invalid", "ingest: dropping invalid frame ({reason})");
+            crate::hub::throttled_log!(
+                tracing::Level::WARN,
+                shared.lock(),
+                "ingest-invalid",
+                "ingest: dropping invalid frame ({reason})"
+            );
             return;
         }
         Parsed::VersionMismatch(v) => {
-            tracing::warn!("ingest: app speaks protocol v{v}, this server speaks v{}; closing", envelope::PROTOCOL_VERSION);
+            tracing::warn!(
+                "ingest: app speaks protocol v{v}, this server speaks v{}; closing",
+                envelope::PROTOCOL_VERSION
+            );
             let _ = tx.close(1002, format!("unsupported protocol version {v}"));
             return;
         }
@@ -460,12 +609,23 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Outbox, owned_here: &mut Has
         shared.lock().hello(conn, &env.payload);
         return;
     }
-    if env.run_id == WILDCARD_RUN_ID || CONTROL_TYPES.contains(&env.kind.as_str()) || env.kind == "hello.ack" {
+    if env.run_id == WILDCARD_RUN_ID
+        || CONTROL_TYPES.contains(&env.kind.as_str())
+        || env.kind == "hello.ack"
+    {
         return;
     }
     let mut env = env;
-    let restamped = if env.kind.starts_with("exec.") { restamp(shared, &mut env) } else { false };
-    let frame = if restamped { rewrite_frame(text, &env) } else { stored_frame(text, &env) };
+    let restamped = if env.kind.starts_with("exec.") {
+        restamp(shared, &mut env)
+    } else {
+        false
+    };
+    let frame = if restamped {
+        rewrite_frame(text, &env)
+    } else {
+        stored_frame(text, &env)
+    };
     let payload = &env.payload;
     let text_field = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
     let mut write = EventWrite {
@@ -479,9 +639,17 @@ fn ingest_frame(shared: &Shared, conn: ConnId, tx: &Outbox, owned_here: &mut Has
         source: "live",
         owner_changed: false,
         started_app: None,
-        finished_status: text_field("status").filter(|s| env.kind == "run.finished" && matches!(s.as_str(), "ok" | "error" | "aborted")),
-        pause_id: text_field("pauseId").filter(|_| matches!(env.kind.as_str(), "exec.paused" | "exec.resumed" | "exec.refused")),
-        pause_payload: matches!(env.kind.as_str(), "exec.paused" | "exec.refused").then(|| env.payload.clone()),
+        finished_status: text_field("status").filter(|s| {
+            env.kind == "run.finished" && matches!(s.as_str(), "ok" | "error" | "aborted")
+        }),
+        pause_id: text_field("pauseId").filter(|_| {
+            matches!(
+                env.kind.as_str(),
+                "exec.paused" | "exec.resumed" | "exec.refused"
+            )
+        }),
+        pause_payload: matches!(env.kind.as_str(), "exec.paused" | "exec.refused")
+            .then(|| env.payload.clone()),
         cost: 0,
         kind: env.kind,
     };
@@ -530,10 +698,20 @@ fn restamp(shared: &Shared, env: &mut crate::envelope::Envelope) -> bool {
         }
     }
     if env.kind == "exec.resumed" {
-        let pause = env.payload.get("pauseId").and_then(Value::as_str).map(str::to_owned);
-        let request = env.payload.get("requestId").and_then(Value::as_str).map(str::to_owned);
+        let pause = env
+            .payload
+            .get("pauseId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let request = env
+            .payload
+            .get("requestId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if let Some(pause) = pause {
-            let who = shared.lock().attribution(&env.run_id, &pause, request.as_deref());
+            let who = shared
+                .lock()
+                .attribution(&env.run_id, &pause, request.as_deref());
             if let (Some((principal, operator)), Some(obj)) = (who, env.payload.as_object_mut()) {
                 obj.insert("principal", Value::from(principal.as_str()));
                 if let Some(op) = operator {
@@ -560,7 +738,9 @@ pub(crate) fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> Stri
 fn ui_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>, principal: Principal) {
     let (tx, rx) = Outbox::for_viewer(shared.viewer_backlog.clone());
     let conn = shared.lock().add_ui(tx.clone(), principal);
-    pump(&mut ws, &rx, &tx.clone(), |text| ui_frame(&shared, conn, &tx, text));
+    pump(&mut ws, &rx, &tx.clone(), |text| {
+        ui_frame(&shared, conn, &tx, text)
+    });
     shared.lock().remove_ui(conn);
     tx.forget_backlog();
     let _ = shared.writer.send(Op::UiGone(conn));
@@ -571,33 +751,66 @@ fn ui_frame(shared: &Shared, conn: ConnId, tx: &Outbox, text: &str) {
         let _ = tx.text(msg);
     };
     let error = |m: &str| crate::hub::ui_error(m, None);
-    let Ok(msg) = json::parse_str(text) else { return say(error("frame is not valid JSON")) };
-    let Some(kind) = msg.get("type").and_then(Value::as_str).filter(|_| msg.as_object().is_some()) else {
+    let Ok(msg) = json::parse_str(text) else {
+        return say(error("frame is not valid JSON"));
+    };
+    let Some(kind) = msg
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|_| msg.as_object().is_some())
+    else {
         return say(error("message must be an object with a \"type\""));
     };
     match kind {
         "subscribe" => {
-            let Some(run_id) = msg.get("runId").and_then(Value::as_str).filter(|r| !r.is_empty()) else {
+            let Some(run_id) = msg
+                .get("runId")
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+            else {
                 return say(error("subscribe requires a string \"runId\""));
             };
             let op = if run_id == WILDCARD_RUN_ID {
-                let cursor = match msg.get("cursor").map(|c| c.as_str().and_then(crate::storage::RunCursor::parse)) {
+                let cursor = match msg
+                    .get("cursor")
+                    .map(|c| c.as_str().and_then(crate::storage::RunCursor::parse))
+                {
                     None => None,
                     Some(Some(c)) => Some(c),
-                    Some(None) => return say(error("subscribe \"*\": cursor must be a nextCursor from a previous page")),
+                    Some(None) => {
+                        return say(error(
+                            "subscribe \"*\": cursor must be a nextCursor from a previous page",
+                        ))
+                    }
                 };
-                Op::SubscribeAll { conn, tx: tx.clone(), cursor }
+                Op::SubscribeAll {
+                    conn,
+                    tx: tx.clone(),
+                    cursor,
+                }
             } else {
-                Op::Subscribe { conn, tx: tx.clone(), run_id: run_id.to_owned() }
+                Op::Subscribe {
+                    conn,
+                    tx: tx.clone(),
+                    run_id: run_id.to_owned(),
+                }
             };
             let _ = shared.writer.send(op);
         }
         "unsubscribe" => {
             if let Some(run_id) = msg.get("runId").and_then(Value::as_str) {
-                let _ = shared.writer.send(Op::Unsubscribe { conn, run_id: run_id.to_owned() });
+                let _ = shared.writer.send(Op::Unsubscribe {
+                    conn,
+                    run_id: run_id.to_owned(),
+                });
             }
         }
-        "control" => control(shared, conn, msg.get("envelope").cloned().unwrap_or_default(), &say),
+        "control" => control(
+            shared,
+            conn,
+            msg.get("envelope").cloned().unwrap_or_default(),
+            &say,
+        ),
         other => say(error(&format!("unknown message type \"{other}\""))),
     }
 }
@@ -607,7 +820,9 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
     let env = match envelope::envelope_from_value(envelope) {
         Parsed::Ok(e) => e,
         Parsed::Invalid(reason) => return error(format!("invalid control envelope: {reason}")),
-        Parsed::VersionMismatch(_) => return error("invalid control envelope (version-mismatch)".into()),
+        Parsed::VersionMismatch(_) => {
+            return error("invalid control envelope (version-mismatch)".into())
+        }
     };
     if !is_known_type(&env.kind) {
         return error("invalid control envelope (unknown-type)".into());
@@ -629,22 +844,31 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             };
             match start {
                 ResumeStart::Answered(o) => say(crate::hub::resume_result_text(&o)),
-                ResumeStart::Forwarded { timer, .. } => shared.arm(Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS), timer),
+                ResumeStart::Forwarded { timer, .. } => shared.arm(
+                    Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS),
+                    timer,
+                ),
             }
             shared.notify();
         }
-        "breakpoint.set" | "breakpoint.clear" | "mode.set" if refuse_debug_state(shared, conn, say) => {}
+        "breakpoint.set" | "breakpoint.clear" | "mode.set"
+            if refuse_debug_state(shared, conn, say) => {}
         "breakpoint.set" | "breakpoint.clear" => {
             if p.get("matcher").and_then(Value::as_object).is_none() {
                 return error("invalid control envelope: payload.matcher must be an object".into());
             }
             let refused = {
                 let mut hub = shared.lock();
-                hub.debug_control(&env.kind, p).err().map(|why| (why, hub.state_frame()))
+                hub.debug_control(&env.kind, p)
+                    .err()
+                    .map(|why| (why, hub.state_frame()))
             };
             if let Some((why, state)) = refused {
                 // The viewer toggled optimistically: the refusal, then what is really armed.
-                say(format!("{{\"type\":\"error\",\"code\":\"breakpoint-limit\",\"message\":{}}}", js(&why)));
+                say(format!(
+                    "{{\"type\":\"error\",\"code\":\"breakpoint-limit\",\"message\":{}}}",
+                    js(&why)
+                ));
                 say(state);
             }
         }
@@ -666,7 +890,11 @@ fn refuse_debug_state(shared: &Shared, conn: ConnId, say: &dyn Fn(String)) -> bo
     match tokens::authorize_debug_state(hub.ui_principal(conn), &shared.policy) {
         None => false,
         Some(r) => {
-            say(format!("{{\"type\":\"error\",\"code\":{},\"message\":{}}}", js(r.code), js(&r.message)));
+            say(format!(
+                "{{\"type\":\"error\",\"code\":{},\"message\":{}}}",
+                js(r.code),
+                js(&r.message)
+            ));
             say(hub.state_frame());
             true
         }

@@ -69,7 +69,11 @@ impl Summary {
 /// `<home>/spool` (each once).
 pub fn serve_dirs(flag: Option<&str>, env: Option<&str>, home: &Path) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    let candidates = [flag.map(PathBuf::from), env.filter(|v| !v.trim().is_empty()).map(PathBuf::from), Some(home.join(HOME_SPOOL_DIR))];
+    let candidates = [
+        flag.map(PathBuf::from),
+        env.filter(|v| !v.trim().is_empty()).map(PathBuf::from),
+        Some(home.join(HOME_SPOOL_DIR)),
+    ];
     for d in candidates.into_iter().flatten() {
         if !dirs.contains(&d) {
             dirs.push(d);
@@ -98,7 +102,13 @@ fn store_spool(conn: &Connection, left: LeftSpool, total: &mut Summary) -> Resul
     let (records, read) = left.records().map_err(|e| e.to_string())?;
     let app = left.app.clone().unwrap_or_else(|| "unknown".into());
     let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
-    let mut store = Store { conn: &tx, app: &app, terminal: HashMap::new(), read_only: HashSet::new(), touched: HashMap::new() };
+    let mut store = Store {
+        conn: &tx,
+        app: &app,
+        terminal: HashMap::new(),
+        read_only: HashSet::new(),
+        touched: HashMap::new(),
+    };
     for r in &records {
         match store.record(&r.frame).map_err(|e| e.to_string())? {
             Outcome::Stored => total.stored += 1,
@@ -139,7 +149,10 @@ impl Store<'_> {
         let Parsed::Ok(mut env) = envelope::parse_envelope(text.as_bytes()) else {
             return Ok(Outcome::Invalid);
         };
-        if env.run_id == WILDCARD_RUN_ID || envelope::CONTROL_TYPES.contains(&env.kind.as_str()) || envelope::HANDSHAKE_TYPES.contains(&env.kind.as_str()) {
+        if env.run_id == WILDCARD_RUN_ID
+            || envelope::CONTROL_TYPES.contains(&env.kind.as_str())
+            || envelope::HANDSHAKE_TYPES.contains(&env.kind.as_str())
+        {
             return Ok(Outcome::Invalid);
         }
         // The hub's own keys on `exec.*` are its word; an app's are removed (as live).
@@ -151,7 +164,11 @@ impl Store<'_> {
                 }
             }
         }
-        let frame = if stripped { crate::server::rewrite_frame(text, &env) } else { stored_frame(text, &env) };
+        let frame = if stripped {
+            crate::server::rewrite_frame(text, &env)
+        } else {
+            stored_frame(text, &env)
+        };
         if self.read_only.contains(&env.run_id) {
             return Ok(Outcome::NotStored);
         }
@@ -160,7 +177,14 @@ impl Store<'_> {
                 self.read_only.insert(env.run_id);
                 return Ok(Outcome::NotStored);
             }
-            storage::ensure_run(self.conn, &env.run_id, self.app, env.ts, envelope::PROTOCOL_VERSION, "live")?;
+            storage::ensure_run(
+                self.conn,
+                &env.run_id,
+                self.app,
+                env.ts,
+                envelope::PROTOCOL_VERSION,
+                "live",
+            )?;
             let end = storage::terminal_seq(self.conn, &env.run_id)?;
             self.terminal.insert(env.run_id.clone(), end);
         }
@@ -170,9 +194,22 @@ impl Store<'_> {
                 return Ok(Outcome::NotStored);
             }
         }
-        let text_field = |k: &str| env.payload.get(k).and_then(Value::as_str).map(str::to_owned);
+        let text_field = |k: &str| {
+            env.payload
+                .get(k)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         let node_id = text_field("nodeId");
-        if !storage::insert_event(self.conn, &env.run_id, seq, env.ts, &env.kind, node_id.as_deref(), &frame)? {
+        if !storage::insert_event(
+            self.conn,
+            &env.run_id,
+            seq,
+            env.ts,
+            &env.kind,
+            node_id.as_deref(),
+            &frame,
+        )? {
             return Ok(Outcome::NotStored);
         }
         match env.kind.as_str() {
@@ -182,7 +219,9 @@ impl Store<'_> {
             }
             "run.finished" => {
                 self.terminal.insert(env.run_id.clone(), Some(seq));
-                if let Some(status) = text_field("status").filter(|s| matches!(s.as_str(), "ok" | "error" | "aborted")) {
+                if let Some(status) = text_field("status")
+                    .filter(|s| matches!(s.as_str(), "ok" | "error" | "aborted"))
+                {
                     storage::mark_finished(self.conn, &env.run_id, &status, env.ts)?;
                 }
             }
@@ -229,8 +268,17 @@ mod tests {
     #[test]
     fn serve_looks_in_the_flag_the_variable_and_the_home_once_each() {
         let home = Path::new("/h/.graphmind");
-        assert_eq!(serve_dirs(None, None, home), vec![PathBuf::from("/h/.graphmind/spool")]);
-        assert_eq!(serve_dirs(Some("/a"), Some(" "), home), vec![PathBuf::from("/a"), PathBuf::from("/h/.graphmind/spool")]);
-        assert_eq!(serve_dirs(Some("/a"), Some("/h/.graphmind/spool"), home).len(), 2);
+        assert_eq!(
+            serve_dirs(None, None, home),
+            vec![PathBuf::from("/h/.graphmind/spool")]
+        );
+        assert_eq!(
+            serve_dirs(Some("/a"), Some(" "), home),
+            vec![PathBuf::from("/a"), PathBuf::from("/h/.graphmind/spool")]
+        );
+        assert_eq!(
+            serve_dirs(Some("/a"), Some("/h/.graphmind/spool"), home).len(),
+            2
+        );
     }
 }

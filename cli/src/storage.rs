@@ -14,8 +14,8 @@ pub const PAGE_LIMIT_DEFAULT: i64 = 1000;
 /// Largest page size of `GET /api/runs/:id/events`.
 pub const PAGE_LIMIT_MAX: i64 = 5000;
 
-
-const RUN_COLUMNS: &str = "r.id, r.app, r.started_at, r.finished_at, r.status, r.schema_version, r.source,
+const RUN_COLUMNS: &str =
+    "r.id, r.app, r.started_at, r.finished_at, r.status, r.schema_version, r.source,
   (SELECT COUNT(*) FROM events e WHERE e.run_id = r.id) AS event_count,
   (SELECT COUNT(*) FROM events e WHERE e.run_id = r.id AND e.type = 'node.error') AS error_count";
 
@@ -33,7 +33,10 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
                 b.mode(0o700);
             }
             b.create(dir).map_err(|e| {
-                rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN), Some(format!("cannot create {}: {e}", dir.display())))
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                    Some(format!("cannot create {}: {e}", dir.display())),
+                )
             })?;
         }
     }
@@ -43,7 +46,10 @@ pub fn open(path: &Path) -> rusqlite::Result<Connection> {
     // mode included) writes to it.
     crate::migrations::migrate(&mut conn).map_err(|e| match e {
         crate::migrations::MigrateError::Sqlite(e) => e,
-        other => rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN), Some(other.to_string())),
+        other => rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(other.to_string()),
+        ),
     })?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -89,7 +95,8 @@ pub fn harden_files(path: &Path) {
             let p = std::path::PathBuf::from(p);
             if let Ok(meta) = std::fs::metadata(&p) {
                 if meta.permissions().mode() & 0o777 != DB_FILE_MODE {
-                    let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(DB_FILE_MODE));
+                    let _ =
+                        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(DB_FILE_MODE));
                 }
             }
         }
@@ -123,7 +130,10 @@ impl RunRow {
     /// The reference's `RunInfo` JSON: the row plus `live` and `durationMs`.
     pub fn to_json(&self, live: bool) -> String {
         let finished = self.finished_at.map(num).unwrap_or_else(|| "null".into());
-        let duration = self.finished_at.map(|f| num((f - self.started_at).max(0.0))).unwrap_or_else(|| "null".into());
+        let duration = self
+            .finished_at
+            .map(|f| num((f - self.started_at).max(0.0)))
+            .unwrap_or_else(|| "null".into());
         format!(
             "{{\"id\":{},\"app\":{},\"startedAt\":{},\"finishedAt\":{},\"status\":{},\"schemaVersion\":{},\"source\":{},\"eventCount\":{},\"errorCount\":{},\"live\":{},\"durationMs\":{}}}",
             js(&self.id),
@@ -178,7 +188,10 @@ pub struct RunCursor {
 impl RunCursor {
     /// The cursor after `row`.
     pub fn after(row: &RunRow) -> RunCursor {
-        RunCursor { started_at: row.started_at, id: row.id.clone() }
+        RunCursor {
+            started_at: row.started_at,
+            id: row.id.clone(),
+        }
     }
 
     /// Its text form.
@@ -190,13 +203,20 @@ impl RunCursor {
     pub fn parse(text: &str) -> Option<RunCursor> {
         let (at, id) = text.split_once('~')?;
         let started_at: f64 = at.parse().ok().filter(|x: &f64| x.is_finite())?;
-        Some(RunCursor { started_at, id: id.to_owned() })
+        Some(RunCursor {
+            started_at,
+            id: id.to_owned(),
+        })
     }
 }
 
 /// One page of runs, most recently started first: at most `limit` (capped at
 /// [`RUNS_PAGE_MAX`]) after `cursor`, and the cursor of the next page when more follow.
-pub fn list_runs_page(conn: &Connection, cursor: Option<&RunCursor>, limit: usize) -> rusqlite::Result<(Vec<RunRow>, Option<RunCursor>)> {
+pub fn list_runs_page(
+    conn: &Connection,
+    cursor: Option<&RunCursor>,
+    limit: usize,
+) -> rusqlite::Result<(Vec<RunRow>, Option<RunCursor>)> {
     let limit = limit.clamp(1, RUNS_PAGE_MAX);
     let mut rows: Vec<RunRow> = match cursor {
         None => conn
@@ -222,7 +242,9 @@ pub fn list_runs_page(conn: &Connection, cursor: Option<&RunCursor>, limit: usiz
 
 /// Every run, most recently started first.
 pub fn list_runs(conn: &Connection) -> rusqlite::Result<Vec<RunRow>> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at DESC, r.id DESC"))?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at DESC, r.id DESC"
+    ))?;
     let rows = stmt.query_map([], run_row)?;
     rows.collect()
 }
@@ -247,18 +269,34 @@ pub struct EventPage {
 }
 
 /// Events of one run after `after_seq`, at most `limit` (all when `None`).
-pub fn list_events(conn: &Connection, run_id: &str, after_seq: i64, limit: Option<i64>) -> rusqlite::Result<EventPage> {
+pub fn list_events(
+    conn: &Connection,
+    run_id: &str,
+    after_seq: i64,
+    limit: Option<i64>,
+) -> rusqlite::Result<EventPage> {
     let sql_limit = limit.map(|l| l + 1).unwrap_or(-1);
     let mut stmt = conn.prepare_cached("SELECT seq, frame_json FROM events WHERE run_id = ?1 AND seq > ?2 ORDER BY seq ASC LIMIT ?3")?;
     let mut events: Vec<StoredEvent> = stmt
-        .query_map(params![run_id, after_seq, sql_limit], |r| Ok(StoredEvent { seq: r.get(0)?, frame: r.get(1)? }))?
+        .query_map(params![run_id, after_seq, sql_limit], |r| {
+            Ok(StoredEvent {
+                seq: r.get(0)?,
+                frame: r.get(1)?,
+            })
+        })?
         .collect::<rusqlite::Result<_>>()?;
     let has_more = matches!(limit, Some(l) if events.len() as i64 > l);
     if has_more {
         events.truncate(limit.unwrap_or(0) as usize);
     }
-    let total: i64 = conn.prepare_cached("SELECT COUNT(*) FROM events WHERE run_id = ?1")?.query_row([run_id], |r| r.get(0))?;
-    Ok(EventPage { events, total, has_more })
+    let total: i64 = conn
+        .prepare_cached("SELECT COUNT(*) FROM events WHERE run_id = ?1")?
+        .query_row([run_id], |r| r.get(0))?;
+    Ok(EventPage {
+        events,
+        total,
+        has_more,
+    })
 }
 
 /// Ids of every run still marked `running`.
@@ -271,12 +309,13 @@ pub fn running_run_ids(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 /// Marks a `running` run `abandoned`, finished at its last stored event's `ts` (or
 /// `fallback` when it has none). False when nothing changed.
 pub fn mark_abandoned(conn: &Connection, id: &str, fallback: f64) -> rusqlite::Result<bool> {
-    let n = conn.prepare_cached(
-        "UPDATE runs SET status = 'abandoned',
+    let n = conn
+        .prepare_cached(
+            "UPDATE runs SET status = 'abandoned',
            finished_at = COALESCE((SELECT MAX(ts) FROM events WHERE run_id = ?1), ?2)
          WHERE id = ?1 AND status = 'running'",
-    )?
-    .execute(params![id, fallback])?;
+        )?
+        .execute(params![id, fallback])?;
     Ok(n > 0)
 }
 
@@ -290,11 +329,20 @@ pub fn mark_resumed(conn: &Connection, id: &str) -> rusqlite::Result<bool> {
 
 /// The `source` of a stored run (`live`, `demo`, `import`), or `None`.
 pub fn run_source(conn: &Connection, id: &str) -> rusqlite::Result<Option<String>> {
-    conn.prepare_cached("SELECT source FROM runs WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()
+    conn.prepare_cached("SELECT source FROM runs WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()
 }
 
 /// Creates the run row if it does not exist (`status = running`).
-pub fn ensure_run(conn: &Connection, id: &str, app: &str, started_at: f64, gm: i64, source: &str) -> rusqlite::Result<()> {
+pub fn ensure_run(
+    conn: &Connection,
+    id: &str,
+    app: &str,
+    started_at: f64,
+    gm: i64,
+    source: &str,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT OR IGNORE INTO runs (id, app, started_at, finished_at, status, schema_version, source)
          VALUES (?1, ?2, ?3, NULL, 'running', ?4, ?5)",
@@ -304,7 +352,15 @@ pub fn ensure_run(conn: &Connection, id: &str, app: &str, started_at: f64, gm: i
 }
 
 /// Stores one event; false when `(run_id, seq)` was already there (a replay).
-pub fn insert_event(conn: &Connection, run_id: &str, seq: i64, ts: f64, kind: &str, node_id: Option<&str>, frame: &str) -> rusqlite::Result<bool> {
+pub fn insert_event(
+    conn: &Connection,
+    run_id: &str,
+    seq: i64,
+    ts: f64,
+    kind: &str,
+    node_id: Option<&str>,
+    frame: &str,
+) -> rusqlite::Result<bool> {
     let n = conn
         .prepare_cached("INSERT OR IGNORE INTO events (run_id, seq, ts, type, node_id, frame_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
         .execute(params![run_id, seq, ts, kind, node_id, frame])?;
@@ -313,7 +369,12 @@ pub fn insert_event(conn: &Connection, run_id: &str, seq: i64, ts: f64, kind: &s
 
 /// Applies `run.started`: the app name and the authoritative start time, never later than
 /// a finish already stored (a `run.started` replayed after its `run.finished`).
-pub fn mark_started(conn: &Connection, id: &str, app: &str, started_at: f64) -> rusqlite::Result<()> {
+pub fn mark_started(
+    conn: &Connection,
+    id: &str,
+    app: &str,
+    started_at: f64,
+) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "UPDATE runs SET app = ?1,
            started_at = CASE WHEN finished_at IS NOT NULL AND ?2 > finished_at THEN finished_at ELSE ?2 END
@@ -325,12 +386,19 @@ pub fn mark_started(conn: &Connection, id: &str, app: &str, started_at: f64) -> 
 
 /// The `seq` of the run's first stored `run.finished`, if any (the terminal event).
 pub fn terminal_seq(conn: &Connection, id: &str) -> rusqlite::Result<Option<i64>> {
-    conn.prepare_cached("SELECT MIN(seq) FROM events WHERE run_id = ?1 AND type = 'run.finished'")?.query_row([id], |r| r.get(0))
+    conn.prepare_cached("SELECT MIN(seq) FROM events WHERE run_id = ?1 AND type = 'run.finished'")?
+        .query_row([id], |r| r.get(0))
 }
 
 /// Applies `run.finished`: terminal status and finish time.
-pub fn mark_finished(conn: &Connection, id: &str, status: &str, finished_at: f64) -> rusqlite::Result<()> {
-    conn.prepare_cached("UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3")?.execute(params![status, finished_at, id])?;
+pub fn mark_finished(
+    conn: &Connection,
+    id: &str,
+    status: &str,
+    finished_at: f64,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE runs SET status = ?1, finished_at = ?2 WHERE id = ?3")?
+        .execute(params![status, finished_at, id])?;
     Ok(())
 }
 
@@ -346,7 +414,11 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(dir.join("sub")).unwrap().permissions().mode() & 0o777;
+            let mode = std::fs::metadata(dir.join("sub"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777;
             assert_eq!(mode, 0o700);
         }
         ensure_run(&c, "r", "app", 10.0, 1, "live").unwrap();
@@ -354,17 +426,27 @@ mod tests {
         assert!(!insert_event(&c, "r", 0, 10.0, "run.started", None, "{}").unwrap());
         assert!(insert_event(&c, "r", 1, 12.0, "node.error", Some("tool:x"), "{\"a\":1}").unwrap());
         let run = get_run(&c, "r").unwrap().unwrap();
-        assert_eq!((run.event_count, run.error_count, run.status.as_str()), (2, 1, "running"));
+        assert_eq!(
+            (run.event_count, run.error_count, run.status.as_str()),
+            (2, 1, "running")
+        );
         assert!(mark_abandoned(&c, "r", 99.0).unwrap());
         let run = get_run(&c, "r").unwrap().unwrap();
-        assert_eq!((run.status.as_str(), run.finished_at), ("abandoned", Some(12.0)));
+        assert_eq!(
+            (run.status.as_str(), run.finished_at),
+            ("abandoned", Some(12.0))
+        );
         assert!(!mark_abandoned(&c, "r", 99.0).unwrap());
         assert!(mark_resumed(&c, "r").unwrap());
         mark_finished(&c, "r", "ok", 20.0).unwrap();
         assert!(!mark_resumed(&c, "r").unwrap());
         let page = list_events(&c, "r", -1, Some(1)).unwrap();
         assert_eq!((page.events.len(), page.total, page.has_more), (1, 2, true));
-        assert!(get_run(&c, "r").unwrap().unwrap().to_json(false).contains("\"durationMs\":10"));
+        assert!(get_run(&c, "r")
+            .unwrap()
+            .unwrap()
+            .to_json(false)
+            .contains("\"durationMs\":10"));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -30,11 +30,25 @@ fn random_uuid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h = graphmind_core::fingerprint::to_hex(&b);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 fn is_uuid(s: &str) -> bool {
-    s.len() == 36 && s.char_indices().all(|(i, c)| if matches!(i, 8 | 13 | 18 | 23) { c == '-' } else { c.is_ascii_hexdigit() })
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
 }
 
 /// The install id: read from `path`, or created (0600; folder 0700).
@@ -68,7 +82,13 @@ pub fn iso8601(ms: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3600, rem % 3600 / 60, rem % 60, ms % 1000)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
 }
 
 /// The record: `{"event","installId","version","ts"}`.
@@ -88,31 +108,57 @@ pub fn record_command(event: &str, cfg: &ServerConfig) {
     match cfg.telemetry {
         TelemetryMode::Off => {}
         TelemetryMode::Log => {
-            let rec = record_json(event, &install_id(&cfg.telemetry_id_path), crate::hub::VERSION, crate::util::now_ms() as u64);
+            let rec = record_json(
+                event,
+                &install_id(&cfg.telemetry_id_path),
+                crate::hub::VERSION,
+                crate::util::now_ms() as u64,
+            );
             eprintln!("{LOG_PREFIX}{rec}");
         }
         TelemetryMode::Send => {
-            if !cfg.telemetry_url.trim().to_ascii_lowercase().starts_with("http://") {
+            if !cfg
+                .telemetry_url
+                .trim()
+                .to_ascii_lowercase()
+                .starts_with("http://")
+            {
                 return; // no TLS client in this build: nothing would be sent, so nothing is made
             }
-            let rec = record_json(event, &install_id(&cfg.telemetry_id_path), crate::hub::VERSION, crate::util::now_ms() as u64);
+            let rec = record_json(
+                event,
+                &install_id(&cfg.telemetry_id_path),
+                crate::hub::VERSION,
+                crate::util::now_ms() as u64,
+            );
             let url = cfg.telemetry_url.clone();
-            let _ = std::thread::Builder::new().name("graphmind-telemetry".into()).spawn(move || {
-                let _ = post(&url, &rec);
-            });
+            let _ = std::thread::Builder::new()
+                .name("graphmind-telemetry".into())
+                .spawn(move || {
+                    let _ = post(&url, &rec);
+                });
         }
     }
 }
 
 /// `POST url` with a JSON body, 3 s timeout; `http://` only.
 fn post(url: &str, body: &str) -> std::io::Result<()> {
-    let rest = url.strip_prefix("http://").ok_or_else(|| std::io::Error::other("only http:// is supported"))?;
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| std::io::Error::other("only http:// is supported"))?;
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
-    let addr_text = if authority.contains(':') && !authority.ends_with(']') { authority.to_owned() } else { format!("{authority}:80") };
-    let addr = addr_text.to_socket_addrs()?.next().ok_or_else(|| std::io::Error::other("no address"))?;
+    let addr_text = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:80")
+    };
+    let addr = addr_text
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| std::io::Error::other("no address"))?;
     let mut s = TcpStream::connect_timeout(&addr, TELEMETRY_TIMEOUT)?;
     s.set_write_timeout(Some(TELEMETRY_TIMEOUT))?;
     s.set_read_timeout(Some(TELEMETRY_TIMEOUT))?;
@@ -136,7 +182,10 @@ mod tests {
         assert_eq!(iso8601(1_788_962_587_512), "2026-09-09T14:03:07.512Z");
         assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
         let r = record_json("serve", "3f8a2c1e-9b4d-4e7a-8c2f-1d5e6a7b8c9d", "0.6.0", 0);
-        assert_eq!(r, r#"{"event":"serve","installId":"3f8a2c1e-9b4d-4e7a-8c2f-1d5e6a7b8c9d","version":"0.6.0","ts":"1970-01-01T00:00:00.000Z"}"#);
+        assert_eq!(
+            r,
+            r#"{"event":"serve","installId":"3f8a2c1e-9b4d-4e7a-8c2f-1d5e6a7b8c9d","version":"0.6.0","ts":"1970-01-01T00:00:00.000Z"}"#
+        );
         let u = random_uuid();
         assert!(is_uuid(&u) && &u[14..15] == "4", "{u}");
     }
@@ -150,7 +199,10 @@ mod tests {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(
+                std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+                0o600
+            );
         }
         let _ = std::fs::remove_dir_all(dir);
     }

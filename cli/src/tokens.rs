@@ -106,7 +106,10 @@ pub struct ControlPolicy {
 
 impl Default for ControlPolicy {
     fn default() -> Self {
-        ControlPolicy { agent_level: ControlLevel::Off, edit_input: true }
+        ControlPolicy {
+            agent_level: ControlLevel::Off,
+            edit_input: true,
+        }
     }
 }
 
@@ -122,7 +125,14 @@ impl ControlPolicy {
 
     /// The capabilities as a JSON array.
     pub fn hub_capabilities_json(&self) -> String {
-        format!("[{}]", self.hub_capabilities().iter().map(|c| js(c)).collect::<Vec<_>>().join(","))
+        format!(
+            "[{}]",
+            self.hub_capabilities()
+                .iter()
+                .map(|c| js(c))
+                .collect::<Vec<_>>()
+                .join(",")
+        )
     }
 }
 
@@ -149,7 +159,10 @@ impl Tokens {
     /// whose OS gives no randomness does not start.
     pub fn generate() -> Result<Tokens, graphmind_core::random::RandomError> {
         use graphmind_core::random::hex;
-        Ok(Tokens { viewer: format!("gmv_{}", hex::<16>()?), agent: format!("gma_{}", hex::<16>()?) })
+        Ok(Tokens {
+            viewer: format!("gmv_{}", hex::<16>()?),
+            agent: format!("gma_{}", hex::<16>()?),
+        })
     }
 }
 
@@ -176,7 +189,10 @@ pub fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
 impl Verifier {
     /// A verifier for these tokens.
     pub fn new(tokens: &Tokens) -> Verifier {
-        Verifier { viewer: digest(&tokens.viewer), agent: digest(&tokens.agent) }
+        Verifier {
+            viewer: digest(&tokens.viewer),
+            agent: digest(&tokens.agent),
+        }
     }
 
     /// Which token `presented` is. Both digests are always compared.
@@ -245,8 +261,13 @@ pub fn resolve_credential(presented: &[Option<String>], verifier: &Verifier) -> 
     if presented.is_empty() {
         return Credential::None;
     }
-    if presented.iter().any(|t| t.as_deref().is_none_or(str::is_empty)) {
-        return Credential::Invalid("malformed credential (expected \"Authorization: Bearer <token>\")");
+    if presented
+        .iter()
+        .any(|t| t.as_deref().is_none_or(str::is_empty))
+    {
+        return Credential::Invalid(
+            "malformed credential (expected \"Authorization: Bearer <token>\")",
+        );
     }
     let first = presented[0].as_deref().unwrap_or_default();
     if presented.iter().any(|t| t.as_deref() != Some(first)) {
@@ -264,14 +285,23 @@ fn agent_needs(need: ControlLevel, current: ControlLevel, what: &str) -> Refusal
         message: if current == ControlLevel::Off {
             format!("agent control is off on this server; restart it with --allow-control={} to allow {what}", need.as_str())
         } else {
-            format!("agent control level \"{}\" does not allow {what}; that needs --allow-control={}", current.as_str(), need.as_str())
+            format!(
+                "agent control level \"{}\" does not allow {what}; that needs --allow-control={}",
+                current.as_str(),
+                need.as_str()
+            )
         },
     }
 }
 
 /// May `principal` release a gate with `action` (and an edited input when `has_input`)?
 /// Only the credential and level: the content and edit gates are the hub's.
-pub fn authorize_resume(principal: Principal, policy: &ControlPolicy, action: &str, has_input: bool) -> Option<Refusal> {
+pub fn authorize_resume(
+    principal: Principal,
+    policy: &ControlPolicy,
+    action: &str,
+    has_input: bool,
+) -> Option<Refusal> {
     match principal {
         Principal::Viewer => None,
         Principal::Anonymous => {
@@ -292,12 +322,15 @@ pub fn authorize_resume(principal: Principal, policy: &ControlPolicy, action: &s
         Principal::Agent => {
             let level = policy.agent_level;
             if has_input {
-                return (level < ControlLevel::Edit).then(|| agent_needs(ControlLevel::Edit, level, "input edits"));
+                return (level < ControlLevel::Edit)
+                    .then(|| agent_needs(ControlLevel::Edit, level, "input edits"));
             }
             if action == "inject" {
-                return (level < ControlLevel::Inject).then(|| agent_needs(ControlLevel::Inject, level, "injecting results"));
+                return (level < ControlLevel::Inject)
+                    .then(|| agent_needs(ControlLevel::Inject, level, "injecting results"));
             }
-            (level < ControlLevel::Resume).then(|| agent_needs(ControlLevel::Resume, level, "resuming pauses"))
+            (level < ControlLevel::Resume)
+                .then(|| agent_needs(ControlLevel::Resume, level, "resuming pauses"))
         }
     }
 }
@@ -318,7 +351,11 @@ pub fn authorize_debug_state(principal: Principal, policy: &ControlPolicy) -> Op
 /// A proposed input or injected output that still carries the redaction placeholder or a
 /// truncation marker is refused (defence in depth behind the viewer and the client).
 pub fn content_refusal(value: &Value, is_input: bool) -> Option<Refusal> {
-    let verb = if is_input { "edit refused" } else { "inject refused" };
+    let verb = if is_input {
+        "edit refused"
+    } else {
+        "inject refused"
+    };
     match proposed_value_refusal(value)? {
         RefusalCode::Placeholder => Some(Refusal {
             code: "placeholder",
@@ -340,7 +377,14 @@ pub fn sanitize_operator(value: Option<&Value>) -> Option<String> {
     let mut count = 0;
     let mut pending_space = false;
     for ch in s.chars() {
-        if ch == ' ' || ch == '\u{a0}' || ch == '\u{3000}' || ('\u{2000}'..='\u{200a}').contains(&ch) || ch == '\u{202f}' || ch == '\u{205f}' || ch == '\u{1680}' {
+        if ch == ' '
+            || ch == '\u{a0}'
+            || ch == '\u{3000}'
+            || ('\u{2000}'..='\u{200a}').contains(&ch)
+            || ch == '\u{202f}'
+            || ch == '\u{205f}'
+            || ch == '\u{1680}'
+        {
             pending_space = !out.is_empty();
             continue;
         }
@@ -375,7 +419,11 @@ fn is_format_char(ch: char) -> bool {
 /// A resumer's `requestId` is kept only when short and plain (`[A-Za-z0-9._:-]{1,128}`).
 pub fn acceptable_request_id(value: Option<&Value>) -> Option<&str> {
     let s = value?.as_str()?;
-    (!s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-'))).then_some(s)
+    (!s.is_empty()
+        && s.len() <= 128
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'-')))
+    .then_some(s)
 }
 
 // -- run files ---------------------------------------------------------------------------
@@ -420,13 +468,19 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
     b.create(dir)?;
     let meta = std::fs::symlink_metadata(dir)?;
     if meta.file_type().is_symlink() || !meta.is_dir() {
-        return Err(std::io::Error::other(format!("{} is not a directory", dir.display())));
+        return Err(std::io::Error::other(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         if !owned_by_me(&meta) {
-            return Err(std::io::Error::other(format!("{} is owned by another user", dir.display())));
+            return Err(std::io::Error::other(format!(
+                "{} is owned by another user",
+                dir.display()
+            )));
         }
         if meta.permissions().mode() & 0o777 != DIR_MODE {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))?;
@@ -438,7 +492,11 @@ pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
 /// Writes `content` with mode 0600 atomically: a fresh temp file created exclusively
 /// (never following a planted file or symlink), written, renamed over `path`.
 pub fn write_private_file(path: &Path, content: &str) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("{}.{}.tmp", std::process::id(), &crate::util::new_token()[..8]));
+    let tmp = path.with_extension(format!(
+        "{}.{}.tmp",
+        std::process::id(),
+        &crate::util::new_token()[..8]
+    ));
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
@@ -464,7 +522,10 @@ pub fn write_private_file(path: &Path, content: &str) -> std::io::Result<()> {
 }
 
 fn escape_html(s: &str) -> String {
-    s.replace('&', "&amp;").replace('"', "&quot;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The redirect page: a script first, a meta refresh and a link as fallbacks.
@@ -497,7 +558,13 @@ pub struct RunFiles {
 }
 
 /// Writes both run files for a server on `port`.
-pub fn write_run_files(home: &Path, port: u16, url: &str, tokens: &Tokens, version: &str) -> std::io::Result<RunFiles> {
+pub fn write_run_files(
+    home: &Path,
+    port: u16,
+    url: &str,
+    tokens: &Tokens,
+    version: &str,
+) -> std::io::Result<RunFiles> {
     ensure_private_dir(home)?;
     ensure_private_dir(&run_dir(home))?;
     let credential_path = credential_path(home, port);
@@ -510,16 +577,30 @@ pub fn write_run_files(home: &Path, port: u16, url: &str, tokens: &Tokens, versi
         js(version)
     );
     write_private_file(&credential_path, &content)?;
-    write_private_file(&opener_path, &opener_html(&viewer_url(url, &tokens.viewer, None)))?;
-    Ok(RunFiles { credential_path, opener_path, agent: tokens.agent.clone(), viewer: tokens.viewer.clone() })
+    write_private_file(
+        &opener_path,
+        &opener_html(&viewer_url(url, &tokens.viewer, None)),
+    )?;
+    Ok(RunFiles {
+        credential_path,
+        opener_path,
+        agent: tokens.agent.clone(),
+        viewer: tokens.viewer.clone(),
+    })
 }
 
 impl RunFiles {
     /// Deletes both files if they still hold this server's tokens (a newer server on the
     /// same port after a crash of this one has written its own, which must survive).
     pub fn remove(&self) {
-        for (path, marker) in [(&self.credential_path, &self.agent), (&self.opener_path, &self.viewer)] {
-            if std::fs::read_to_string(path).map(|t| t.contains(marker.as_str())).unwrap_or(false) {
+        for (path, marker) in [
+            (&self.credential_path, &self.agent),
+            (&self.opener_path, &self.viewer),
+        ] {
+            if std::fs::read_to_string(path)
+                .map(|t| t.contains(marker.as_str()))
+                .unwrap_or(false)
+            {
                 let _ = std::fs::remove_file(path);
             }
         }
@@ -547,7 +628,8 @@ pub struct RunFileError {
 /// Refuses a file that is not ours alone: not a regular file, owned by another user, or
 /// readable by others.
 fn check_private(path: &Path) -> Result<(), String> {
-    let meta = std::fs::symlink_metadata(path).map_err(|_| format!("no file at {}", path.display()))?;
+    let meta =
+        std::fs::symlink_metadata(path).map_err(|_| format!("no file at {}", path.display()))?;
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", path.display()));
     }
@@ -566,31 +648,51 @@ fn check_private(path: &Path) -> Result<(), String> {
 /// in `serve-<port>.json`, the file the agent's commands read.
 pub fn read_viewer_url(home: &Path, port: u16) -> Result<String, RunFileError> {
     let path = opener_path(home, port);
-    let err = |message: String| RunFileError { path: path.clone(), message };
+    let err = |message: String| RunFileError {
+        path: path.clone(),
+        message,
+    };
     check_private(&path).map_err(err)?;
-    let html = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+    let html = std::fs::read_to_string(&path)
+        .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
     let quoted = html
         .split_once("location.replace(")
         .and_then(|(_, rest)| rest.split_once(");</script>"))
         .map(|(q, _)| q)
-        .ok_or_else(|| err(format!("{} is not a GraphMind redirect file", path.display())))?;
+        .ok_or_else(|| {
+            err(format!(
+                "{} is not a GraphMind redirect file",
+                path.display()
+            ))
+        })?;
     match json::parse_str(quoted) {
-        Ok(Value::String(s)) => s.as_str().map(str::to_owned).ok_or_else(|| err(format!("{} is not a GraphMind redirect file", path.display()))),
-        _ => Err(err(format!("{} is not a GraphMind redirect file", path.display()))),
+        Ok(Value::String(s)) => s.as_str().map(str::to_owned).ok_or_else(|| {
+            err(format!(
+                "{} is not a GraphMind redirect file",
+                path.display()
+            ))
+        }),
+        _ => Err(err(format!(
+            "{} is not a GraphMind redirect file",
+            path.display()
+        ))),
     }
 }
 
 /// Reads `serve-<port>.json`, refusing a file another user owns or others can read.
 pub fn read_run_file(home: &Path, port: u16) -> Result<RunFile, RunFileError> {
     let path = credential_path(home, port);
-    let err = |message: String| RunFileError { path: path.clone(), message };
+    let err = |message: String| RunFileError {
+        path: path.clone(),
+        message,
+    };
     let meta = match std::fs::symlink_metadata(&path) {
         Ok(m) => m,
         Err(_) => {
             return Err(err(format!(
-                "no credential file at {} — is `graphmind serve` running on port {port} as this user?",
-                path.display()
-            )))
+            "no credential file at {} — is `graphmind serve` running on port {port} as this user?",
+            path.display()
+        )))
         }
     };
     if !meta.is_file() {
@@ -606,11 +708,26 @@ pub fn read_run_file(home: &Path, port: u16) -> Result<RunFile, RunFileError> {
             )));
         }
     }
-    let text = std::fs::read_to_string(&path).map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
-    let v = json::parse_str(&text).map_err(|_| err(format!("{} is not a GraphMind credential file", path.display())))?;
-    match (v.get("agentToken").and_then(Value::as_str), v.get("port").and_then(Value::as_f64)) {
-        (Some(t), Some(_)) => Ok(RunFile { path: path.clone(), agent_token: t.to_owned() }),
-        _ => Err(err(format!("{} is not a GraphMind credential file", path.display()))),
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| err(format!("cannot read {}: {e}", path.display())))?;
+    let v = json::parse_str(&text).map_err(|_| {
+        err(format!(
+            "{} is not a GraphMind credential file",
+            path.display()
+        ))
+    })?;
+    match (
+        v.get("agentToken").and_then(Value::as_str),
+        v.get("port").and_then(Value::as_f64),
+    ) {
+        (Some(t), Some(_)) => Ok(RunFile {
+            path: path.clone(),
+            agent_token: t.to_owned(),
+        }),
+        _ => Err(err(format!(
+            "{} is not a GraphMind credential file",
+            path.display()
+        ))),
     }
 }
 
@@ -630,10 +747,22 @@ mod tests {
         assert_eq!(v.identify("gmv_0"), None);
         let ok = |s: &str| Some(s.to_owned());
         assert_eq!(resolve_credential(&[], &v), Credential::None);
-        assert_eq!(resolve_credential(&[ok(&t.agent)], &v), Credential::Ok(Principal::Agent));
-        assert!(matches!(resolve_credential(&[None], &v), Credential::Invalid(_)));
-        assert_eq!(resolve_credential(&[ok(&t.agent), ok(&t.viewer)], &v), Credential::Invalid("conflicting credentials"));
-        assert_eq!(resolve_credential(&[ok("nope")], &v), Credential::Invalid("unknown or expired token"));
+        assert_eq!(
+            resolve_credential(&[ok(&t.agent)], &v),
+            Credential::Ok(Principal::Agent)
+        );
+        assert!(matches!(
+            resolve_credential(&[None], &v),
+            Credential::Invalid(_)
+        ));
+        assert_eq!(
+            resolve_credential(&[ok(&t.agent), ok(&t.viewer)], &v),
+            Credential::Invalid("conflicting credentials")
+        );
+        assert_eq!(
+            resolve_credential(&[ok("nope")], &v),
+            Credential::Invalid("unknown or expired token")
+        );
     }
 
     #[test]
@@ -641,25 +770,50 @@ mod tests {
         assert_eq!(bearer_token(None), None);
         assert_eq!(bearer_token(Some("  ")), None);
         assert_eq!(bearer_token(Some("Bearer abc")), Some(Some("abc".into())));
-        assert_eq!(bearer_token(Some("bearer \tabc  ")), Some(Some("abc".into())));
+        assert_eq!(
+            bearer_token(Some("bearer \tabc  ")),
+            Some(Some("abc".into()))
+        );
         assert_eq!(bearer_token(Some("Basic abc")), Some(None));
         assert_eq!(bearer_token(Some("Bearer a b")), Some(None));
         assert_eq!(bearer_token(Some("Bearer")), Some(None));
-        assert_eq!(subprotocol_tokens(["graphmind.v1, gm.auth.x1", "gm.auth.y"].into_iter()), vec!["x1", "y"]);
+        assert_eq!(
+            subprotocol_tokens(["graphmind.v1, gm.auth.x1", "gm.auth.y"].into_iter()),
+            vec!["x1", "y"]
+        );
     }
 
     #[test]
     fn authorization_matrix() {
-        let p = |level| ControlPolicy { agent_level: level, edit_input: true };
+        let p = |level| ControlPolicy {
+            agent_level: level,
+            edit_input: true,
+        };
         use ControlLevel::*;
         use Principal::*;
         assert!(authorize_resume(Viewer, &p(Off), "inject", true).is_none());
         assert!(authorize_resume(Anonymous, &p(Edit), "continue", false).is_none());
-        assert_eq!(authorize_resume(Anonymous, &p(Edit), "inject", false).unwrap().code, "forbidden");
-        assert_eq!(authorize_resume(Anonymous, &p(Edit), "continue", true).unwrap().code, "edit-refused");
-        assert!(authorize_resume(Agent, &p(Off), "continue", false).unwrap().message.contains("--allow-control=resume"));
+        assert_eq!(
+            authorize_resume(Anonymous, &p(Edit), "inject", false)
+                .unwrap()
+                .code,
+            "forbidden"
+        );
+        assert_eq!(
+            authorize_resume(Anonymous, &p(Edit), "continue", true)
+                .unwrap()
+                .code,
+            "edit-refused"
+        );
+        assert!(authorize_resume(Agent, &p(Off), "continue", false)
+            .unwrap()
+            .message
+            .contains("--allow-control=resume"));
         assert!(authorize_resume(Agent, &p(Resume), "abort", false).is_none());
-        assert!(authorize_resume(Agent, &p(Resume), "inject", false).unwrap().message.contains("does not allow injecting"));
+        assert!(authorize_resume(Agent, &p(Resume), "inject", false)
+            .unwrap()
+            .message
+            .contains("does not allow injecting"));
         assert!(authorize_resume(Agent, &p(Inject), "inject", false).is_none());
         assert!(authorize_resume(Agent, &p(Inject), "continue", true).is_some());
         assert!(authorize_resume(Agent, &p(Edit), "continue", true).is_none());
@@ -675,7 +829,10 @@ mod tests {
         assert_eq!(s("  claude   code\u{202e}\n"), Some("claude code".into()));
         assert_eq!(s("\u{200b}"), None);
         assert_eq!(s(&"x".repeat(100)).map(|o| o.chars().count()), Some(64));
-        assert_eq!(acceptable_request_id(Some(&Value::from("req-1:a.b_c"))), Some("req-1:a.b_c"));
+        assert_eq!(
+            acceptable_request_id(Some(&Value::from("req-1:a.b_c"))),
+            Some("req-1:a.b_c")
+        );
         assert_eq!(acceptable_request_id(Some(&Value::from("a b"))), None);
         assert_eq!(acceptable_request_id(Some(&Value::from(""))), None);
     }
@@ -695,11 +852,19 @@ mod tests {
         }
         let read = read_run_file(&home, 4999).unwrap();
         assert_eq!(read.agent_token, t.agent);
-        assert_eq!(read_viewer_url(&home, 4999).unwrap(), format!("http://127.0.0.1:4999/#token={}", t.viewer));
-        assert!(std::fs::read_to_string(&files.opener_path).unwrap().contains(&format!("#token={}", t.viewer)));
+        assert_eq!(
+            read_viewer_url(&home, 4999).unwrap(),
+            format!("http://127.0.0.1:4999/#token={}", t.viewer)
+        );
+        assert!(std::fs::read_to_string(&files.opener_path)
+            .unwrap()
+            .contains(&format!("#token={}", t.viewer)));
         files.remove();
         assert!(!files.credential_path.exists() && !files.opener_path.exists());
-        assert!(read_run_file(&home, 4999).unwrap_err().message.contains("no credential file"));
+        assert!(read_run_file(&home, 4999)
+            .unwrap_err()
+            .message
+            .contains("no credential file"));
         let _ = std::fs::remove_dir_all(home);
     }
 }

@@ -5,7 +5,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Wall clock in epoch milliseconds, as an integer-valued `f64` (the envelope `ts`).
 pub fn now_ms() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as f64).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as f64)
+        .unwrap_or(0.0)
 }
 
 /// A fresh 32-hex-digit identifier (claim tokens, request ids) from the OS random source

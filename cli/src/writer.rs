@@ -39,7 +39,10 @@ pub struct Budget {
 
 impl Default for Budget {
     fn default() -> Self {
-        Budget { state: Mutex::new((0, 0)), freed: Condvar::new() }
+        Budget {
+            state: Mutex::new((0, 0)),
+            freed: Condvar::new(),
+        }
     }
 }
 
@@ -62,7 +65,8 @@ impl Budget {
         }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.0 = st.0.saturating_sub(events);
-        st.1 = st.1.saturating_sub(bytes.min(MAX_QUEUED_BYTES * events.max(1)));
+        st.1 =
+            st.1.saturating_sub(bytes.min(MAX_QUEUED_BYTES * events.max(1)));
         self.freed.notify_all();
     }
 
@@ -118,9 +122,17 @@ pub enum Op {
     /// Mark every `running` run abandoned (startup: no process owns them).
     ReconcileOrphans,
     /// A viewer subscribes to one run: replay, then tail.
-    Subscribe { conn: ConnId, tx: Outbox, run_id: String },
+    Subscribe {
+        conn: ConnId,
+        tx: Outbox,
+        run_id: String,
+    },
     /// A viewer subscribes to the run list (`*`).
-    SubscribeAll { conn: ConnId, tx: Outbox, cursor: Option<storage::RunCursor> },
+    SubscribeAll {
+        conn: ConnId,
+        tx: Outbox,
+        cursor: Option<storage::RunCursor>,
+    },
     /// A viewer unsubscribes from one run.
     Unsubscribe { conn: ConnId, run_id: String },
     /// A viewer socket closed.
@@ -130,10 +142,26 @@ pub enum Op {
 }
 
 enum Effect {
-    Fanout { run_id: String, frame: String },
-    Paused { conn: ConnId, run_id: String, pause_id: String, ts: f64, payload: Value },
-    Resumed { run_id: String, pause_id: String },
-    Refused { run_id: String, pause_id: String, payload: Value },
+    Fanout {
+        run_id: String,
+        frame: String,
+    },
+    Paused {
+        conn: ConnId,
+        run_id: String,
+        pause_id: String,
+        ts: f64,
+        payload: Value,
+    },
+    Resumed {
+        run_id: String,
+        pause_id: String,
+    },
+    Refused {
+        run_id: String,
+        pause_id: String,
+        payload: Value,
+    },
     Finished(String),
 }
 
@@ -153,7 +181,17 @@ struct Writer {
 
 /// Runs the writer loop until every sender is gone.
 pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
-    let mut w = Writer { shared, db, in_tx_events: 0, known_runs: HashSet::new(), read_only: HashSet::new(), terminal: HashMap::new(), subs: HashMap::new(), effects: Vec::new(), updates: Vec::new() };
+    let mut w = Writer {
+        shared,
+        db,
+        in_tx_events: 0,
+        known_runs: HashSet::new(),
+        read_only: HashSet::new(),
+        terminal: HashMap::new(),
+        subs: HashMap::new(),
+        effects: Vec::new(),
+        updates: Vec::new(),
+    };
     let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = rx.recv() {
         batch.push(first);
@@ -208,7 +246,9 @@ impl Writer {
                 Op::RunChanged(run) => self.updates.push(run),
                 other => {
                     self.commit(&mut in_tx);
-                    self.shared.budget.release(std::mem::take(&mut events), std::mem::take(&mut bytes));
+                    self.shared
+                        .budget
+                        .release(std::mem::take(&mut events), std::mem::take(&mut bytes));
                     self.control(other);
                 }
             }
@@ -244,20 +284,37 @@ impl Writer {
             match effect {
                 Effect::Fanout { run_id, frame } => {
                     if let Some(subs) = self.subs.get(&run_id) {
-                        let msg = format!("{{\"type\":\"event\",\"runId\":{},\"envelope\":{frame}}}", js(&run_id));
+                        let msg = format!(
+                            "{{\"type\":\"event\",\"runId\":{},\"envelope\":{frame}}}",
+                            js(&run_id)
+                        );
                         for (_, tx) in subs {
                             let _ = tx.live(msg.clone());
                         }
                     }
                 }
-                Effect::Paused { conn, run_id, pause_id, ts, payload } => {
-                    hub.get_or_insert_with(|| self.shared.lock()).pause_opened(conn, &run_id, &pause_id, ts, &payload)
-                }
-                Effect::Refused { run_id, pause_id, payload } => {
-                    hub.get_or_insert_with(|| self.shared.lock()).pause_refused(&run_id, &pause_id, &payload)
-                }
-                Effect::Resumed { run_id, pause_id } => hub.get_or_insert_with(|| self.shared.lock()).pause_resumed(&run_id, &pause_id),
-                Effect::Finished(run) => hub.get_or_insert_with(|| self.shared.lock()).run_finished(&run),
+                Effect::Paused {
+                    conn,
+                    run_id,
+                    pause_id,
+                    ts,
+                    payload,
+                } => hub
+                    .get_or_insert_with(|| self.shared.lock())
+                    .pause_opened(conn, &run_id, &pause_id, ts, &payload),
+                Effect::Refused {
+                    run_id,
+                    pause_id,
+                    payload,
+                } => hub
+                    .get_or_insert_with(|| self.shared.lock())
+                    .pause_refused(&run_id, &pause_id, &payload),
+                Effect::Resumed { run_id, pause_id } => hub
+                    .get_or_insert_with(|| self.shared.lock())
+                    .pause_resumed(&run_id, &pause_id),
+                Effect::Finished(run) => hub
+                    .get_or_insert_with(|| self.shared.lock())
+                    .run_finished(&run),
             }
         }
         drop(hub);
@@ -300,11 +357,24 @@ impl Writer {
         if !self.known_runs.contains(&e.run_id) {
             // An imported run is read-only history: nothing live is written into it.
             if storage::run_source(&self.db, &e.run_id)?.as_deref() == Some("import") {
-                crate::hub::throttled_log!(tracing::Level::WARN, self.shared.lock(), "ingest-import", "ingest: refusing frames for run \"{}\": it was imported and is read-only", e.run_id);
+                crate::hub::throttled_log!(
+                    tracing::Level::WARN,
+                    self.shared.lock(),
+                    "ingest-import",
+                    "ingest: refusing frames for run \"{}\": it was imported and is read-only",
+                    e.run_id
+                );
                 self.read_only.insert(e.run_id);
                 return Ok(());
             }
-            storage::ensure_run(&self.db, &e.run_id, &e.app, e.ts, crate::envelope::PROTOCOL_VERSION, e.source)?;
+            storage::ensure_run(
+                &self.db,
+                &e.run_id,
+                &e.app,
+                e.ts,
+                crate::envelope::PROTOCOL_VERSION,
+                e.source,
+            )?;
             if let Some(end) = storage::terminal_seq(&self.db, &e.run_id)? {
                 self.terminal.insert(e.run_id.clone(), end);
             }
@@ -323,7 +393,15 @@ impl Writer {
                 return Ok(());
             }
         }
-        let inserted = storage::insert_event(&self.db, &e.run_id, e.seq, e.ts, &e.kind, e.node_id.as_deref(), &e.frame)?;
+        let inserted = storage::insert_event(
+            &self.db,
+            &e.run_id,
+            e.seq,
+            e.ts,
+            &e.kind,
+            e.node_id.as_deref(),
+            &e.frame,
+        )?;
         if !inserted {
             if e.owner_changed {
                 self.updates.push(e.run_id);
@@ -351,18 +429,34 @@ impl Writer {
         if let Some(pause_id) = e.pause_id {
             if e.kind == "exec.paused" {
                 let payload = e.pause_payload.unwrap_or_default();
-                self.effects.push(Effect::Paused { conn: e.conn, run_id: e.run_id.clone(), pause_id, ts: e.ts, payload });
+                self.effects.push(Effect::Paused {
+                    conn: e.conn,
+                    run_id: e.run_id.clone(),
+                    pause_id,
+                    ts: e.ts,
+                    payload,
+                });
             } else if e.kind == "exec.refused" {
                 let payload = e.pause_payload.unwrap_or_default();
-                self.effects.push(Effect::Refused { run_id: e.run_id.clone(), pause_id, payload });
+                self.effects.push(Effect::Refused {
+                    run_id: e.run_id.clone(),
+                    pause_id,
+                    payload,
+                });
             } else {
-                self.effects.push(Effect::Resumed { run_id: e.run_id.clone(), pause_id });
+                self.effects.push(Effect::Resumed {
+                    run_id: e.run_id.clone(),
+                    pause_id,
+                });
             }
         }
         if lifecycle {
             self.updates.push(e.run_id.clone());
         }
-        self.effects.push(Effect::Fanout { run_id: e.run_id, frame: e.frame });
+        self.effects.push(Effect::Fanout {
+            run_id: e.run_id,
+            frame: e.frame,
+        });
         Ok(())
     }
 
@@ -371,15 +465,29 @@ impl Writer {
             Op::Subscribe { conn, tx, run_id } => {
                 let subs = self.subs.entry(run_id.clone()).or_default();
                 if subs.iter().any(|(c, _)| *c == conn) {
-                    let _ = tx.text(format!("{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}", js(&run_id)));
-                    let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{}}}", js(&run_id)));
+                    let _ = tx.text(format!(
+                        "{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}",
+                        js(&run_id)
+                    ));
+                    let _ = tx.text(format!(
+                        "{{\"type\":\"replay.end\",\"runId\":{}}}",
+                        js(&run_id)
+                    ));
                     return;
                 }
-                let events = storage::list_events(&self.db, &run_id, -1, None).map(|p| p.events).unwrap_or_default();
+                let events = storage::list_events(&self.db, &run_id, -1, None)
+                    .map(|p| p.events)
+                    .unwrap_or_default();
                 let rid = js(&run_id);
-                let _ = tx.text(format!("{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}", events.len()));
+                let _ = tx.text(format!(
+                    "{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}",
+                    events.len()
+                ));
                 for ev in events {
-                    let _ = tx.text(format!("{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}", ev.frame));
+                    let _ = tx.text(format!(
+                        "{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}",
+                        ev.frame
+                    ));
                 }
                 let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}"));
                 subs.push((conn, tx));
@@ -388,13 +496,23 @@ impl Writer {
                 // One page (the newest runs, or those after `cursor`): the frame stays far
                 // under the 16 MiB frame limit however many runs are stored. A later page
                 // is a `runs.page` answer, so a viewer's list is replaced only by the first.
-                let (rows, next) = storage::list_runs_page(&self.db, cursor.as_ref(), storage::RUNS_PAGE_MAX).unwrap_or_default();
+                let (rows, next) =
+                    storage::list_runs_page(&self.db, cursor.as_ref(), storage::RUNS_PAGE_MAX)
+                        .unwrap_or_default();
                 let mut hub = self.shared.lock();
                 hub.set_wildcard(conn);
-                let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
-                let kind = if cursor.is_some() { "runs.page" } else { "runs" };
+                let runs: Vec<String> =
+                    rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
+                let kind = if cursor.is_some() {
+                    "runs.page"
+                } else {
+                    "runs"
+                };
                 let next = next.map_or_else(|| "null".to_owned(), |c| js(&c.to_text()));
-                let _ = tx.text(format!("{{\"type\":\"{kind}\",\"runs\":[{}],\"nextCursor\":{next}}}", runs.join(",")));
+                let _ = tx.text(format!(
+                    "{{\"type\":\"{kind}\",\"runs\":[{}],\"nextCursor\":{next}}}",
+                    runs.join(",")
+                ));
             }
             Op::Unsubscribe { conn, run_id } => {
                 if let Some(subs) = self.subs.get_mut(&run_id) {

@@ -22,7 +22,13 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn vm(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status.lines().find_map(|l| l.strip_prefix(field).map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))).unwrap_or(0)
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(field)
+                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))
+        })
+        .unwrap_or(0)
 }
 
 /// Every run, following `GET /api/runs`' pages.
@@ -31,7 +37,12 @@ fn every_run(srv: &Server) -> Vec<Value> {
     let mut path = "/api/runs".to_string();
     loop {
         let page = srv.get_json(&path);
-        all.extend(page.get("runs").and_then(Value::as_array).cloned().unwrap_or_default());
+        all.extend(
+            page.get("runs")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+        );
         match page.get("nextCursor").and_then(Value::as_str) {
             Some(c) => path = format!("/api/runs?cursor={}", c.replace('~', "%7E")),
             None => return all,
@@ -46,7 +57,8 @@ fn peak_rss_mb(srv: &Server) -> f64 {
 fn count_events(srv: &Server) -> i64 {
     let c = rusqlite::Connection::open(&srv.db).unwrap();
     c.busy_timeout(Duration::from_secs(5)).unwrap();
-    c.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0)).unwrap()
+    c.query_row("SELECT COUNT(*) FROM events", [], |r| r.get(0))
+        .unwrap()
 }
 
 fn wait_count(srv: &Server, n: i64, limit: Duration) -> Duration {
@@ -56,13 +68,19 @@ fn wait_count(srv: &Server, n: i64, limit: Duration) -> Duration {
         if c >= n {
             return t.elapsed();
         }
-        assert!(t.elapsed() < limit, "only {c} of {n} events stored after {limit:?}");
+        assert!(
+            t.elapsed() < limit,
+            "only {c} of {n} events stored after {limit:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
 
 fn now_us() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros()
 }
 
 /// Opens `n` app connections, each attached (hello acknowledged).
@@ -112,7 +130,9 @@ fn three_hundred_then_a_thousand_simultaneous_ingest_connections() {
         let took = wait_count(&srv, (n as u64 * per) as i64, Duration::from_secs(120));
         let runs = every_run(&srv);
         assert_eq!(runs.len(), n);
-        assert!(runs.iter().all(|r| r.get("live").and_then(Value::as_bool) == Some(true)));
+        assert!(runs
+            .iter()
+            .all(|r| r.get("live").and_then(Value::as_bool) == Some(true)));
         assert_eq!(srv.get("/health").0, 200);
         eprintln!(
             "[abuse] {n} simultaneous ingest connections: attached in {:.2} s, {} events stored {:.2} s after the last send; peak RSS {:.1} MB",
@@ -122,14 +142,22 @@ fn three_hundred_then_a_thousand_simultaneous_ingest_connections() {
             peak_rss_mb(&srv)
         );
         drop(conns);
-        srv.wait_run("c0", |r| r.get("live").and_then(Value::as_bool) == Some(false));
+        srv.wait_run("c0", |r| {
+            r.get("live").and_then(Value::as_bool) == Some(false)
+        });
     }
 }
 
 /// `conns` each send `per` events into run `{tag}{k}`, all as fast as possible (`pace`
 /// None) or one round every `pace`; a viewer tails 20 of the runs. Returns (events/s,
 /// p50, p99, max latency in ms).
-fn measure(srv: &Server, conns: &mut [Ws], per: u64, tag: &str, pace: Option<Duration>) -> (f64, f64, f64, f64) {
+fn measure(
+    srv: &Server,
+    conns: &mut [Ws],
+    per: u64,
+    tag: &str,
+    pace: Option<Duration>,
+) -> (f64, f64, f64, f64) {
     let n = conns.len();
     let before = count_events(srv);
     // A viewer tails 20 of the runs; an event reaches it only after its batch committed,
@@ -147,7 +175,12 @@ fn measure(srv: &Server, conns: &mut [Ws], per: u64, tag: &str, pace: Option<Dur
         let deadline = Instant::now() + Duration::from_secs(180);
         while (lat.len() as u64) < expected && Instant::now() < deadline {
             if let Some(m) = ui.recv_within(Duration::from_millis(200)) {
-                if let Some(sent) = m.get("envelope").and_then(|e| e.get("payload")).and_then(|p| p.get("sentUs")).and_then(Value::as_f64) {
+                if let Some(sent) = m
+                    .get("envelope")
+                    .and_then(|e| e.get("payload"))
+                    .and_then(|p| p.get("sentUs"))
+                    .and_then(Value::as_f64)
+                {
                     lat.push(now_us() as f64 - sent);
                 }
             }
@@ -177,13 +210,26 @@ fn measure(srv: &Server, conns: &mut [Ws], per: u64, tag: &str, pace: Option<Dur
             }
         }
     }
-    wait_count(srv, before + (n as u64 * per) as i64, Duration::from_secs(180));
+    wait_count(
+        srv,
+        before + (n as u64 * per) as i64,
+        Duration::from_secs(180),
+    );
     let total = t.elapsed();
     let mut lat = reader.join().unwrap();
-    assert_eq!(lat.len() as u64, expected, "every sampled event reached the viewer");
+    assert_eq!(
+        lat.len() as u64,
+        expected,
+        "every sampled event reached the viewer"
+    );
     lat.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).min(lat.len()) - 1] / 1000.0;
-    ((n as u64 * per) as f64 / total.as_secs_f64(), pct(0.50), pct(0.99), lat.last().unwrap() / 1000.0)
+    (
+        (n as u64 * per) as f64 / total.as_secs_f64(),
+        pct(0.50),
+        pct(0.99),
+        lat.last().unwrap() / 1000.0,
+    )
 }
 
 #[test]
@@ -199,7 +245,8 @@ fn ingest_throughput_and_p99_store_latency_with_a_thousand_connections() {
         peak_rss_mb(&srv)
     );
     // Paced: every connection sends one event every 100 ms (10,000 events/s in total).
-    let (rate, p50, p99, max) = measure(&srv, &mut conns, 30, "u", Some(Duration::from_millis(100)));
+    let (rate, p50, p99, max) =
+        measure(&srv, &mut conns, 30, "u", Some(Duration::from_millis(100)));
     eprintln!(
         "[abuse] {N} connections paced at 10,000 events/s for 3 s: {rate:.0} events/s; latency p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms; peak RSS {:.1} MB",
         peak_rss_mb(&srv)
@@ -215,7 +262,12 @@ fn floods_of_20000_and_100000_frames_on_one_socket() {
         app.hello("flood", None);
         let t = Instant::now();
         for seq in 1..=n {
-            let f = frame(seq, "run_flood", "node.token", &format!(r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{seq}"}}]}}"#));
+            let f = frame(
+                seq,
+                "run_flood",
+                "node.token",
+                &format!(r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{seq}"}}]}}"#),
+            );
             app.ws.write(Message::text(f)).unwrap();
             if seq % 256 == 0 {
                 app.ws.flush().unwrap();
@@ -252,10 +304,20 @@ fn malformed_json_unknown_types_and_wrong_gm() {
     for j in &junk {
         app.send(j);
     }
-    app.ws.send(Message::binary(vec![0xff, 0xfe, 0x00, 0x80])).unwrap();
+    app.ws
+        .send(Message::binary(vec![0xff, 0xfe, 0x00, 0x80]))
+        .unwrap();
     // Unknown types are stored opaquely; a valid event after all that is stored.
-    app.event("run_m", "custom.unheard-of", r#"{"anything":[1,{"x":null}]}"#);
-    app.event("run_m", "run.started", r#"{"app":"hostile","sdk":{"name":"t","version":"0"}}"#);
+    app.event(
+        "run_m",
+        "custom.unheard-of",
+        r#"{"anything":[1,{"x":null}]}"#,
+    );
+    app.event(
+        "run_m",
+        "run.started",
+        r#"{"app":"hostile","sdk":{"name":"t","version":"0"}}"#,
+    );
     srv.wait_run("run_m", |r| i(r, &["eventCount"]) == Some(2));
     // Wrong gm closes that socket (1002), nothing else.
     app.send(&frame(99, "run_m", "node.token", "{}").replace("\"gm\":1", "\"gm\":2"));
@@ -273,12 +335,21 @@ fn malformed_json_unknown_types_and_wrong_gm() {
     // A viewer sending garbage gets errors, not a crash.
     let mut ui = srv.ui();
     ui.recv_type("welcome");
-    for bad in ["nope", "[]", "{\"type\":7}", "{\"type\":\"control\",\"envelope\":{\"gm\":1}}", "{\"type\":\"dance\"}"] {
+    for bad in [
+        "nope",
+        "[]",
+        "{\"type\":7}",
+        "{\"type\":\"control\",\"envelope\":{\"gm\":1}}",
+        "{\"type\":\"dance\"}",
+    ] {
         ui.send(bad);
         assert_eq!(s(&ui.recv_type("error"), &["type"]), Some("error"), "{bad}");
     }
     assert_eq!(srv.get("/health").0, 200);
-    eprintln!("[abuse] malformed / unknown / wrong gm: survived; peak RSS {:.1} MB", peak_rss_mb(&srv));
+    eprintln!(
+        "[abuse] malformed / unknown / wrong gm: survived; peak RSS {:.1} MB",
+        peak_rss_mb(&srv)
+    );
 }
 
 #[test]
@@ -286,7 +357,11 @@ fn oversized_frames_are_refused_with_1009_on_both_sockets() {
     let _serial = serial();
     let srv = Server::start(&[], &[]);
     for path in ["/ingest", "/ws/ui"] {
-        let mut ws = if path == "/ingest" { srv.ingest() } else { srv.ui() };
+        let mut ws = if path == "/ingest" {
+            srv.ingest()
+        } else {
+            srv.ui()
+        };
         let big = "x".repeat(16 * 1024 * 1024 + 1);
         let _ = ws.ws.send(Message::text(big));
         let mut code = None;
@@ -302,7 +377,10 @@ fn oversized_frames_are_refused_with_1009_on_both_sockets() {
         assert_eq!(code, Some(1009), "{path}");
     }
     assert_eq!(srv.get("/health").0, 200);
-    eprintln!("[abuse] 16 MiB + 1 frames on /ingest and /ws/ui: 1009, server fine; peak RSS {:.1} MB", peak_rss_mb(&srv));
+    eprintln!(
+        "[abuse] 16 MiB + 1 frames on /ingest and /ws/ui: 1009, server fine; peak RSS {:.1} MB",
+        peak_rss_mb(&srv)
+    );
 }
 
 #[test]
@@ -316,24 +394,42 @@ fn half_open_sockets_do_not_block_anyone() {
     }
     for _ in 0..200 {
         let mut s = TcpStream::connect(("127.0.0.1", p)).unwrap();
-        s.write_all(format!("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n").as_bytes()).unwrap(); // head never ends
+        s.write_all(format!("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n").as_bytes())
+            .unwrap(); // head never ends
         idle.push(s);
     }
     let mut mute = Vec::new();
     for _ in 0..100 {
         // Upgraded, then never reads or writes again.
         let mut ws = srv.ingest();
-        ws.send(&frame(0, "*", "hello", r#"{"versions":{"protocol":1,"client":"mute"},"capabilities":[],"app":"mute"}"#));
+        ws.send(&frame(
+            0,
+            "*",
+            "hello",
+            r#"{"versions":{"protocol":1,"client":"mute"},"capabilities":[],"app":"mute"}"#,
+        ));
         mute.push(ws);
     }
     let t = Instant::now();
     let mut app = srv.ingest();
     app.hello("alive", None);
-    app.event("run_alive", "run.started", r#"{"app":"alive","sdk":{"name":"t","version":"0"}}"#);
+    app.event(
+        "run_alive",
+        "run.started",
+        r#"{"app":"alive","sdk":{"name":"t","version":"0"}}"#,
+    );
     srv.wait_run("run_alive", |r| i(r, &["eventCount"]) == Some(1));
     assert_eq!(srv.get("/health").0, 200);
-    assert!(t.elapsed() < Duration::from_secs(3), "served in {:?} beside 500 half-open sockets", t.elapsed());
-    eprintln!("[abuse] 500 half-open sockets: a real app served in {:.0} ms; peak RSS {:.1} MB", t.elapsed().as_secs_f64() * 1000.0, peak_rss_mb(&srv));
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "served in {:?} beside 500 half-open sockets",
+        t.elapsed()
+    );
+    eprintln!(
+        "[abuse] 500 half-open sockets: a real app served in {:.0} ms; peak RSS {:.1} MB",
+        t.elapsed().as_secs_f64() * 1000.0,
+        peak_rss_mb(&srv)
+    );
     drop(idle);
     drop(mute);
 }
@@ -357,9 +453,24 @@ fn hostile_frames_from_a_fuzzer() {
     let _serial = serial();
     let srv = Server::start(&[], &[]);
     let seeds = [
-        frame(1, "run_z", "node.started", r#"{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i","input":{"a":[1,2,{"b":"c"}]}}"#),
-        frame(2, "run_z", "exec.paused", r#"{"pauseId":"p","nodeId":"tool:x","point":"before","loop":{"repeats":3,"firstSeq":1,"lastSeq":2,"fingerprint":"f"}}"#),
-        frame(3, "run_z", "exec.resumed", r#"{"pauseId":"p","action":"inject","output":{"x":1},"principal":"viewer"}"#),
+        frame(
+            1,
+            "run_z",
+            "node.started",
+            r#"{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i","input":{"a":[1,2,{"b":"c"}]}}"#,
+        ),
+        frame(
+            2,
+            "run_z",
+            "exec.paused",
+            r#"{"pauseId":"p","nodeId":"tool:x","point":"before","loop":{"repeats":3,"firstSeq":1,"lastSeq":2,"fingerprint":"f"}}"#,
+        ),
+        frame(
+            3,
+            "run_z",
+            "exec.resumed",
+            r#"{"pauseId":"p","action":"inject","output":{"x":1},"principal":"viewer"}"#,
+        ),
         frame(4, "run_z", "run.finished", r#"{"status":"ok"}"#),
     ];
     let alphabet: &[u8] = b"{}[]\",:0123456789.eE+-truefalsnul \\u\"gmseqtsrunIdtypepayload\x7f";
@@ -402,14 +513,21 @@ fn hostile_frames_from_a_fuzzer() {
     // Still healthy, and a clean event after the storm is stored.
     let mut clean = srv.ingest();
     clean.hello("after", None);
-    clean.event("run_after", "run.started", r#"{"app":"after","sdk":{"name":"t","version":"0"}}"#);
+    clean.event(
+        "run_after",
+        "run.started",
+        r#"{"app":"after","sdk":{"name":"t","version":"0"}}"#,
+    );
     srv.wait_run("run_after", |r| i(r, &["eventCount"]) == Some(1));
     assert_eq!(srv.get("/health").0, 200);
     // Whatever the fuzzer got stored carries no app-written principal.
     let c = rusqlite::Connection::open(&srv.db).unwrap();
     let forged: i64 = c.query_row("SELECT COUNT(*) FROM events WHERE type = 'exec.resumed' AND frame_json LIKE '%\"principal\":\"viewer\"%'", [], |r| r.get(0)).unwrap();
     assert_eq!(forged, 0, "an app cannot write who resumed");
-    eprintln!("[abuse] fuzzer: {sent} mutated frames, server healthy; peak RSS {:.1} MB", peak_rss_mb(&srv));
+    eprintln!(
+        "[abuse] fuzzer: {sent} mutated frames, server healthy; peak RSS {:.1} MB",
+        peak_rss_mb(&srv)
+    );
 }
 
 #[test]
@@ -418,7 +536,11 @@ fn a_viewer_that_stops_reading_does_not_grow_the_server_without_bound() {
     let srv = Server::start(&[], &[]);
     let mut app = srv.ingest();
     app.hello("firehose", None);
-    app.event("run_f", "run.started", r#"{"app":"firehose","sdk":{"name":"t","version":"0"}}"#);
+    app.event(
+        "run_f",
+        "run.started",
+        r#"{"app":"firehose","sdk":{"name":"t","version":"0"}}"#,
+    );
     srv.wait_run("run_f", |r| i(r, &["eventCount"]) == Some(1));
     let mut ui = srv.ui();
     ui.recv_type("welcome");
@@ -427,7 +549,14 @@ fn a_viewer_that_stops_reading_does_not_grow_the_server_without_bound() {
     // The viewer now stops reading; ~100 MB of live events go by.
     let pad = "z".repeat(50_000);
     for seq in 2..2_002u64 {
-        app.ws.write(Message::text(frame(seq, "run_f", "node.token", &format!(r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{pad}"}}]}}"#)))).unwrap();
+        app.ws
+            .write(Message::text(frame(
+                seq,
+                "run_f",
+                "node.token",
+                &format!(r#"{{"nodeId":"llm:step","deltas":[{{"t":"text","v":"{pad}"}}]}}"#),
+            )))
+            .unwrap();
         if seq % 16 == 0 {
             app.ws.flush().unwrap();
         }

@@ -18,10 +18,14 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn rss_mb(srv: &Server) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", srv.child.id())).unwrap_or_default();
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", srv.child.id())).unwrap_or_default();
     let kb: u64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0)))
+        .find_map(|l| {
+            l.strip_prefix("VmRSS:")
+                .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))
+        })
         .unwrap_or(0);
     kb as f64 / 1024.0
 }
@@ -36,7 +40,11 @@ fn stored_types(srv: &Server, run: &str) -> Vec<String> {
     let page = srv.get_json(&format!("/api/runs/{run}/events?limit=1000"));
     page.get("events")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|e| s(e, &["type"]).map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| s(e, &["type"]).map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -45,7 +53,13 @@ fn wait_events(srv: &Server, run: &str, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         let (status, body) = srv.get(&format!("/api/runs/{run}/events?limit=1"));
-        if status == 200 && parse_str(&body).ok().and_then(|v| v.get("total").and_then(Value::as_i64)).unwrap_or(0) as usize >= n {
+        if status == 200
+            && parse_str(&body)
+                .ok()
+                .and_then(|v| v.get("total").and_then(Value::as_i64))
+                .unwrap_or(0) as usize
+                >= n
+        {
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -65,7 +79,9 @@ fn duplicate_host_or_origin_headers_are_refused_with_400() {
         format!("Host: 127.0.0.1:{p}\r\n"),
         format!("Origin: http://127.0.0.1:{p}\r\nOrigin: http://evil.example\r\n"),
     ] {
-        let raw = format!("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n{extra}Connection: close\r\n\r\n");
+        let raw = format!(
+            "GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n{extra}Connection: close\r\n\r\n"
+        );
         let (status, body) = http_request(p, &raw);
         assert_eq!(status, 400, "{extra:?}: {body}");
         assert!(body.contains("more than one"), "{body}");
@@ -84,27 +100,88 @@ fn the_first_run_finished_wins_and_later_events_are_refused() {
     let mut app = srv.ingest();
     app.hello("bounds", None);
     // Finished (ts 1000) before it started (ts 5000), then a node and a second finish.
-    app.send(&envelope(0, 1000, "run_a", "run.finished", r#"{"status":"ok"}"#));
+    app.send(&envelope(
+        0,
+        1000,
+        "run_a",
+        "run.finished",
+        r#"{"status":"ok"}"#,
+    ));
     app.send(&envelope(1, 5000, "run_a", "run.started", STARTED));
-    app.send(&envelope(2, 5001, "run_a", "node.started", r#"{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i1"}"#));
-    app.send(&envelope(3, 5002, "run_a", "run.finished", r#"{"status":"error"}"#));
+    app.send(&envelope(
+        2,
+        5001,
+        "run_a",
+        "node.started",
+        r#"{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"i1"}"#,
+    ));
+    app.send(&envelope(
+        3,
+        5002,
+        "run_a",
+        "run.finished",
+        r#"{"status":"error"}"#,
+    ));
     // A run whose replayed events (lower seq) arrive after its finish: those are kept.
     app.send(&envelope(10, 6000, "run_b", "run.started", STARTED));
-    app.send(&envelope(12, 6002, "run_b", "run.finished", r#"{"status":"ok"}"#));
-    app.send(&envelope(11, 6001, "run_b", "node.started", r#"{"nodeId":"tool:y","kind":"tool","name":"y","instanceId":"i2"}"#));
-    app.send(&envelope(13, 6003, "run_b", "node.started", r#"{"nodeId":"tool:z","kind":"tool","name":"z","instanceId":"i3"}"#));
-    app.send(&envelope(14, 6004, "run_b", "run.finished", r#"{"status":"aborted"}"#));
+    app.send(&envelope(
+        12,
+        6002,
+        "run_b",
+        "run.finished",
+        r#"{"status":"ok"}"#,
+    ));
+    app.send(&envelope(
+        11,
+        6001,
+        "run_b",
+        "node.started",
+        r#"{"nodeId":"tool:y","kind":"tool","name":"y","instanceId":"i2"}"#,
+    ));
+    app.send(&envelope(
+        13,
+        6003,
+        "run_b",
+        "node.started",
+        r#"{"nodeId":"tool:z","kind":"tool","name":"z","instanceId":"i3"}"#,
+    ));
+    app.send(&envelope(
+        14,
+        6004,
+        "run_b",
+        "run.finished",
+        r#"{"status":"aborted"}"#,
+    ));
     // A marker run: once it is stored, everything sent before it was handled.
     app.send(&envelope(15, 7000, "run_m", "run.started", STARTED));
     srv.wait_run("run_m", |_| true);
 
-    assert_eq!(stored_types(&srv, "run_a"), ["run.finished"], "nothing after the terminal event");
+    assert_eq!(
+        stored_types(&srv, "run_a"),
+        ["run.finished"],
+        "nothing after the terminal event"
+    );
     let a = srv.wait_run("run_a", |_| true);
-    assert_eq!(s(&a, &["status"]), Some("ok"), "the first finish wins: {}", to_json(&a));
-    let (started, finished) = (a.get("startedAt").and_then(Value::as_f64), a.get("finishedAt").and_then(Value::as_f64));
-    assert!(started <= finished, "startedAt <= finishedAt: {}", to_json(&a));
+    assert_eq!(
+        s(&a, &["status"]),
+        Some("ok"),
+        "the first finish wins: {}",
+        to_json(&a)
+    );
+    let (started, finished) = (
+        a.get("startedAt").and_then(Value::as_f64),
+        a.get("finishedAt").and_then(Value::as_f64),
+    );
+    assert!(
+        started <= finished,
+        "startedAt <= finishedAt: {}",
+        to_json(&a)
+    );
 
-    assert_eq!(stored_types(&srv, "run_b"), ["run.started", "node.started", "run.finished"]);
+    assert_eq!(
+        stored_types(&srv, "run_b"),
+        ["run.started", "node.started", "run.finished"]
+    );
     assert_eq!(s(&srv.wait_run("run_b", |_| true), &["status"]), Some("ok"));
 }
 
@@ -120,7 +197,10 @@ fn breakpoints_are_capped_and_viewers_get_changes_not_the_list() {
     let sets = 300;
     for i in 0..sets {
         let payload = format!(r#"{{"matcher":{{"kind":"tool","name":"t{i}-{pad}"}}}}"#);
-        ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(i, "*", "breakpoint.set", &payload)));
+        ui.send(&format!(
+            r#"{{"type":"control","envelope":{}}}"#,
+            frame(i, "*", "breakpoint.set", &payload)
+        ));
     }
     // The watcher hears one change per accepted set, each the size of one matcher.
     let (mut changes, mut bytes, mut largest) = (0usize, 0usize, 0usize);
@@ -136,28 +216,55 @@ fn breakpoints_are_capped_and_viewers_get_changes_not_the_list() {
         }
     }
     assert_eq!(changes, 256, "256 breakpoints armed (the cap)");
-    assert!(watcher.recv_within(Duration::from_millis(500)).is_none(), "the refused sets change nothing");
+    assert!(
+        watcher.recv_within(Duration::from_millis(500)).is_none(),
+        "the refused sets change nothing"
+    );
     println!("breakpoint flood: {changes} changes, {bytes} bytes to one viewer, largest frame {largest} bytes");
-    assert!(largest < 1024, "a change carries one matcher, not the list ({largest} bytes)");
+    assert!(
+        largest < 1024,
+        "a change carries one matcher, not the list ({largest} bytes)"
+    );
     assert!(bytes < 256 * 1024, "{bytes} bytes for {changes} changes");
     // The setter is told why the rest were refused.
     let refusal = ui.recv_type("error");
-    assert_eq!(s(&refusal, &["code"]), Some("breakpoint-limit"), "{}", to_json(&refusal));
+    assert_eq!(
+        s(&refusal, &["code"]),
+        Some("breakpoint-limit"),
+        "{}",
+        to_json(&refusal)
+    );
     // A new viewer's welcome carries the capped list.
     let mut fresh = srv.ui();
     let welcome = fresh.recv_type("welcome");
-    assert_eq!(welcome.get("breakpoints").and_then(Value::as_array).map(Vec::len), Some(256));
-    assert!(to_json(&welcome).len() < 256 * 300, "welcome {} bytes", to_json(&welcome).len());
+    assert_eq!(
+        welcome
+            .get("breakpoints")
+            .and_then(Value::as_array)
+            .map(Vec::len),
+        Some(256)
+    );
+    assert!(
+        to_json(&welcome).len() < 256 * 300,
+        "welcome {} bytes",
+        to_json(&welcome).len()
+    );
     // An oversized matcher is refused too.
     let huge = format!(r#"{{"matcher":{{"name":"{}"}}}}"#, "x".repeat(5000));
-    ui.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(999, "*", "breakpoint.set", &huge)));
+    ui.send(&format!(
+        r#"{{"type":"control","envelope":{}}}"#,
+        frame(999, "*", "breakpoint.set", &huge)
+    ));
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let e = ui.recv_type("error");
         if s(&e, &["message"]).unwrap_or("").contains("byte limit") {
             break;
         }
-        assert!(Instant::now() < deadline, "no refusal of the oversized matcher");
+        assert!(
+            Instant::now() < deadline,
+            "no refusal of the oversized matcher"
+        );
     }
 }
 
@@ -169,13 +276,31 @@ fn one_connection_opens_a_bounded_number_of_live_runs_and_the_run_list_pages() {
     app.hello("bounds", None);
     let limit = 1000; // MAX_LIVE_RUNS_PER_CONNECTION
     for r in 0..limit + 5 {
-        app.send(&envelope(r as u64, 1_700_000_000_000 + r as u64, &format!("run_{r:05}"), "run.started", STARTED));
+        app.send(&envelope(
+            r as u64,
+            1_700_000_000_000 + r as u64,
+            &format!("run_{r:05}"),
+            "run.started",
+            STARTED,
+        ));
     }
     // Finishing one makes room for one more.
-    app.send(&envelope(2000, 1_700_000_100_000, "run_00000", "run.finished", r#"{"status":"ok"}"#));
+    app.send(&envelope(
+        2000,
+        1_700_000_100_000,
+        "run_00000",
+        "run.finished",
+        r#"{"status":"ok"}"#,
+    ));
     wait_events(&srv, "run_00000", 2);
     std::thread::sleep(Duration::from_millis(300)); // the writer applies the finish after its commit
-    app.send(&envelope(2001, 1_700_000_100_001, "run_late", "run.started", STARTED));
+    app.send(&envelope(
+        2001,
+        1_700_000_100_001,
+        "run_late",
+        "run.started",
+        STARTED,
+    ));
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut all = Vec::new();
     loop {
@@ -185,7 +310,11 @@ fn one_connection_opens_a_bounded_number_of_live_runs_and_the_run_list_pages() {
         loop {
             let page = srv.get_json(&path);
             pages += 1;
-            let runs = page.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
+            let runs = page
+                .get("runs")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             assert!(runs.len() <= 500, "a page holds at most 500 runs");
             all.extend(runs.iter().filter_map(|r| s(r, &["id"]).map(str::to_owned)));
             match s(&page, &["nextCursor"]) {
@@ -199,9 +328,16 @@ fn one_connection_opens_a_bounded_number_of_live_runs_and_the_run_list_pages() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(all.len(), limit + 1, "1,000 live runs, then one more after a finish");
+    assert_eq!(
+        all.len(),
+        limit + 1,
+        "1,000 live runs, then one more after a finish"
+    );
     assert!(all.iter().any(|r| r == "run_late"));
-    assert!(!all.iter().any(|r| r.starts_with("run_0100")), "runs past the limit were refused");
+    assert!(
+        !all.iter().any(|r| r.starts_with("run_0100")),
+        "runs past the limit were refused"
+    );
     let mut sorted = all.clone();
     sorted.dedup();
     assert_eq!(sorted.len(), all.len(), "no run on two pages");
@@ -211,17 +347,30 @@ fn one_connection_opens_a_bounded_number_of_live_runs_and_the_run_list_pages() {
     ui.recv_type("welcome");
     ui.send(r#"{"type":"subscribe","runId":"*"}"#);
     let first = ui.recv_type("runs");
-    assert_eq!(first.get("runs").and_then(Value::as_array).map(Vec::len), Some(500));
+    assert_eq!(
+        first.get("runs").and_then(Value::as_array).map(Vec::len),
+        Some(500)
+    );
     let cursor = s(&first, &["nextCursor"]).expect("a next page").to_owned();
-    ui.send(&format!(r#"{{"type":"subscribe","runId":"*","cursor":"{cursor}"}}"#));
+    ui.send(&format!(
+        r#"{{"type":"subscribe","runId":"*","cursor":"{cursor}"}}"#
+    ));
     let second = ui.recv_type("runs.page");
-    assert_eq!(second.get("runs").and_then(Value::as_array).map(Vec::len), Some(500));
+    assert_eq!(
+        second.get("runs").and_then(Value::as_array).map(Vec::len),
+        Some(500)
+    );
     ui.send(r#"{"type":"subscribe","runId":"*","cursor":"nonsense"}"#);
-    assert!(s(&ui.recv_type("error"), &["message"]).unwrap().contains("cursor"));
+    assert!(s(&ui.recv_type("error"), &["message"])
+        .unwrap()
+        .contains("cursor"));
     assert_eq!(srv.get("/api/runs?cursor=nonsense").0, 400);
     assert_eq!(srv.get("/api/runs?limit=0").0, 400);
     assert_eq!(
-        srv.get_json("/api/runs?limit=3").get("runs").and_then(Value::as_array).map(Vec::len),
+        srv.get_json("/api/runs?limit=3")
+            .get("runs")
+            .and_then(Value::as_array)
+            .map(Vec::len),
         Some(3)
     );
 }
@@ -237,7 +386,10 @@ fn viewers_that_never_read_hold_bounded_memory_in_total() {
         "GET /ws/ui HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
     );
     let refused = http_raw(p, &upgrade);
-    assert!(refused.starts_with("HTTP/1.1 503"), "the fifth anonymous viewer: {refused}");
+    assert!(
+        refused.starts_with("HTTP/1.1 503"),
+        "the fifth anonymous viewer: {refused}"
+    );
     // Four more with the token: eight viewers that subscribe and never read.
     idle.extend((0..4).map(|_| srv.ui()));
     for v in idle.iter_mut() {
@@ -252,13 +404,18 @@ fn viewers_that_never_read_hold_bounded_memory_in_total() {
     let blob = "x".repeat(400 * 1024);
     let events = 400; // 160 MB through the server, to each of the eight viewers
     for n in 0..events {
-        let payload = format!(r#"{{"nodeId":"tool:big","kind":"tool","name":"big","instanceId":"i{n}","input":{{"blob":"{blob}"}}}}"#);
+        let payload = format!(
+            r#"{{"nodeId":"tool:big","kind":"tool","name":"big","instanceId":"i{n}","input":{{"blob":"{blob}"}}}}"#
+        );
         app.event("run_mem", "node.started", &payload);
     }
     wait_events(&srv, "run_mem", events + 1);
     std::thread::sleep(Duration::from_millis(500));
     let after = rss_mb(&srv);
-    println!("8 idle viewers, {} MB streamed: RSS {before:.0} MB -> {after:.0} MB", events * 400 / 1024);
+    println!(
+        "8 idle viewers, {} MB streamed: RSS {before:.0} MB -> {after:.0} MB",
+        events * 400 / 1024
+    );
     // Before the total bound each viewer could hold 64 MiB: 8 x 64 = 512 MiB. Now the
     // viewers hold at most 128 MiB together (plus one 1 MiB share each), the writer's
     // queue at most 64 MiB.
@@ -293,8 +450,20 @@ fn anonymous_viewers_opening_at_once_never_exceed_the_cap() {
             })
         })
         .collect();
-    let answers: Vec<(String, std::net::TcpStream)> = tries.into_iter().map(|t| t.join().unwrap()).collect();
-    let admitted = answers.iter().filter(|(l, _)| l.starts_with("HTTP/1.1 101")).count();
-    let refused = answers.iter().filter(|(l, _)| l.starts_with("HTTP/1.1 503")).count();
-    assert_eq!((admitted, refused), (4, 8), "{:?}", answers.iter().map(|(l, _)| l).collect::<Vec<_>>());
+    let answers: Vec<(String, std::net::TcpStream)> =
+        tries.into_iter().map(|t| t.join().unwrap()).collect();
+    let admitted = answers
+        .iter()
+        .filter(|(l, _)| l.starts_with("HTTP/1.1 101"))
+        .count();
+    let refused = answers
+        .iter()
+        .filter(|(l, _)| l.starts_with("HTTP/1.1 503"))
+        .count();
+    assert_eq!(
+        (admitted, refused),
+        (4, 8),
+        "{:?}",
+        answers.iter().map(|(l, _)| l).collect::<Vec<_>>()
+    );
 }

@@ -21,8 +21,12 @@ fn spec_dir() -> PathBuf {
 }
 
 fn read(path: PathBuf) -> String {
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (set GRAPHMIND_SPEC_DIR to the spec's folder)", path.display()))
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (set GRAPHMIND_SPEC_DIR to the spec's folder)",
+            path.display()
+        )
+    })
 }
 
 /// Words made of letters, digits, `_` and `-` (so `--max-frame-bytes` stays one word).
@@ -35,7 +39,9 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 /// A variable or a named constant: UPPER_SNAKE with an underscore (`GRAPHMIND_DB`,
 /// `MAX_FRAME_BYTES`), or one of the bare variables the pages name.
 fn is_upper_name(w: &str) -> bool {
-    let upper = w.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    let upper = w
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
     upper
         && w.chars().next().is_some_and(|c| c.is_ascii_uppercase())
         && ((w.contains('_') && !w.ends_with('_'))
@@ -52,24 +58,44 @@ fn is_option_name(w: &str) -> bool {
         && w.chars().any(|c| c.is_ascii_uppercase())
         && w.chars().all(|c| c.is_ascii_alphanumeric());
     let camel_option = camel
-        && (["Ms", "Size", "Bytes", "Attach"].iter().any(|s| w.ends_with(s))
-            || ["hide", "allow", "ignore", "loop"].iter().any(|p| w.starts_with(p)));
+        && (["Ms", "Size", "Bytes", "Attach"]
+            .iter()
+            .any(|s| w.ends_with(s))
+            || ["hide", "allow", "ignore", "loop"]
+                .iter()
+                .any(|p| w.starts_with(p)));
     let snake_option = w.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-        && ["_size", "_bytes", "_timeout", "_guard", "_nodes"].iter().any(|s| w.ends_with(s));
+        && ["_size", "_bytes", "_timeout", "_guard", "_nodes"]
+            .iter()
+            .any(|s| w.ends_with(s));
     camel_option || snake_option
 }
 
 #[test]
 fn every_name_on_the_spec_pages_is_in_our_configuration_or_limits_page() {
     let spec = spec_dir();
-    let pages = [read(spec.join("environment.md")), read(spec.join("limits.md"))];
+    let pages = [
+        read(spec.join("environment.md")),
+        read(spec.join("limits.md")),
+    ];
     let names: BTreeSet<&str> = pages
         .iter()
         .flat_map(|p| words(p))
         .filter(|w| is_upper_name(w) || is_option_name(w))
         .collect();
-    assert!(names.len() > 60, "the pages name {} things: {names:?}", names.len());
-    for known in ["GRAPHMIND_DB", "MAX_FRAME_BYTES", "DEFAULT_ABANDON_GRACE_MS", "bufferSize", "--max-frame-bytes", "allowNodes"] {
+    assert!(
+        names.len() > 60,
+        "the pages name {} things: {names:?}",
+        names.len()
+    );
+    for known in [
+        "GRAPHMIND_DB",
+        "MAX_FRAME_BYTES",
+        "DEFAULT_ABANDON_GRACE_MS",
+        "bufferSize",
+        "--max-frame-bytes",
+        "allowNodes",
+    ] {
         assert!(names.contains(known), "the reader finds {known}");
     }
     let docs = read(root().join("docs/configuration.md")) + &read(root().join("docs/limits.md"));

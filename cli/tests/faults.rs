@@ -92,9 +92,18 @@ fn a_database_from_a_newer_graphmind_is_refused_and_left_as_it_was() {
     let before = std::fs::read(&db).unwrap();
     let (code, stderr) = refused_start(&dir, &db);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains(&format!("cannot open database {}", db.display())), "{stderr}");
-    assert!(stderr.contains("schema is version 999, newer than this graphmind knows"), "{stderr}");
-    assert!(std::fs::read(&db).unwrap() == before, "the file is never changed");
+    assert!(
+        stderr.contains(&format!("cannot open database {}", db.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("schema is version 999, newer than this graphmind knows"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::read(&db).unwrap() == before,
+        "the file is never changed"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -86,7 +86,8 @@ impl Sink {
 }
 
 fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>, born: Instant) {
-    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut r = BufReader::new(conn.try_clone().unwrap());
     let mut w = conn;
     loop {
@@ -101,8 +102,16 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>, born: Instant
             }
             head.push_str(&line.to_ascii_lowercase());
         }
-        let len: usize = head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
-        let ctype = head.lines().find_map(|l| l.strip_prefix("content-type:")).unwrap_or("").trim().to_owned();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map_or(0, |v| v.trim().parse().unwrap());
+        let ctype = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-type:"))
+            .unwrap_or("")
+            .trim()
+            .to_owned();
         let mut body = vec![0; len];
         if r.read_exact(&mut body).is_err() {
             return;
@@ -118,10 +127,12 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>, born: Instant
                 Mode::Redirect => 302,
                 _ => 200,
             };
-            st.requests.push((Instant::now(), ctype.clone(), head.clone(), status));
+            st.requests
+                .push((Instant::now(), ctype.clone(), head.clone(), status));
             if status == 200 {
                 let req = if ctype == "application/json" {
-                    serde_json::from_slice::<ExportTraceServiceRequest>(&body).expect("OTLP/JSON body")
+                    serde_json::from_slice::<ExportTraceServiceRequest>(&body)
+                        .expect("OTLP/JSON body")
                 } else {
                     ExportTraceServiceRequest::decode(body.as_slice()).expect("OTLP protobuf body")
                 };
@@ -165,7 +176,8 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>, born: Instant
                 let _ = w.write_all(b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 0\r\n\r\n");
             }
             430 => {
-                let at = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
+                let at =
+                    httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(2));
                 let _ = write!(w, "HTTP/1.1 429 Too Many Requests\r\nRetry-After: {at}\r\nContent-Length: 0\r\n\r\n");
             }
             _ => {
@@ -176,17 +188,29 @@ fn serve_conn(conn: TcpStream, mode: Mode, seen: Arc<Mutex<Seen>>, born: Instant
 }
 
 fn attr(sp: &Span, key: &str) -> Option<Any> {
-    sp.attributes.iter().find(|a| a.key == key).and_then(|a| a.value.clone()).and_then(|v| v.value)
+    sp.attributes
+        .iter()
+        .find(|a| a.key == key)
+        .and_then(|a| a.value.clone())
+        .and_then(|v| v.value)
 }
 
 /// A run of three spans (root, llm, failing tool child), with a secret in the llm input.
 fn send_run(srv: &Server, run: &str) {
     let mut app = srv.ingest();
     app.hello("otlp-app", None);
-    app.event(run, "run.started", r#"{"app":"otlp-app","sdk":{"name":"t","version":"0"}}"#);
+    app.event(
+        run,
+        "run.started",
+        r#"{"app":"otlp-app","sdk":{"name":"t","version":"0"}}"#,
+    );
     app.event(run, "node.started", r#"{"nodeId":"llm:chat","instanceId":"c1","kind":"llm","name":"chat","input":{"provider":"openai","model":"gpt-4o","q":"hi","api_key":"sk-live-secret"}}"#);
     app.event(run, "node.started", r#"{"nodeId":"tool:search","instanceId":"s1","kind":"tool","name":"search","parentId":"llm:chat"}"#);
-    app.event(run, "node.error", r#"{"nodeId":"tool:search","instanceId":"s1","error":{"name":"E","message":"boom"}}"#);
+    app.event(
+        run,
+        "node.error",
+        r#"{"nodeId":"tool:search","instanceId":"s1","error":{"name":"E","message":"boom"}}"#,
+    );
     app.event(run, "node.finished", r#"{"nodeId":"llm:chat","instanceId":"c1","durationMs":1,"status":"ok","output":{"text":"hello","finishReason":"stop","rawFinishReason":"end_turn","model":"gpt-4o-2024"},"usage":{"inputTokens":7,"outputTokens":3}}"#);
     app.event(run, "run.finished", r#"{"status":"error"}"#);
     srv.wait_run(run, |r| i(r, &["eventCount"]) == Some(6));
@@ -217,11 +241,20 @@ fn free_port() -> TcpListener {
 #[test]
 fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
     let sink = Sink::start(Mode::Ok);
-    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[("OTEL_EXPORTER_OTLP_HEADERS", "x-team=debug%20ci")]);
+    let srv = Server::start(
+        &["--otlp-endpoint", &sink.url()],
+        &[("OTEL_EXPORTER_OTLP_HEADERS", "x-team=debug%20ci")],
+    );
     send_run(&srv, "run_live");
     let spans = sink.wait_spans(3, Duration::from_secs(5));
     assert_eq!(spans.len(), 3, "root, llm, tool");
-    let by = |name: &str| spans.iter().map(|(_, s)| s).find(|s| s.name == name).unwrap_or_else(|| panic!("no span {name}"));
+    let by = |name: &str| {
+        spans
+            .iter()
+            .map(|(_, s)| s)
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span {name}"))
+    };
     let (root, chat, search) = (by("otlp-app"), by("chat"), by("search"));
     assert!(spans.iter().all(|(svc, _)| svc == "otlp-app"));
     assert!(root.parent_span_id.is_empty());
@@ -229,10 +262,20 @@ fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
     assert_eq!(search.parent_span_id, chat.span_id);
     assert_eq!(chat.trace_id, root.trace_id);
     assert_eq!(attr(chat, "llm.token_count.prompt"), Some(Any::IntValue(7)));
-    assert_eq!(attr(chat, "llm.token_count.completion"), Some(Any::IntValue(3)));
-    assert_eq!(attr(chat, "openinference.span.kind"), Some(Any::StringValue("LLM".into())));
+    assert_eq!(
+        attr(chat, "llm.token_count.completion"),
+        Some(Any::IntValue(3))
+    );
+    assert_eq!(
+        attr(chat, "openinference.span.kind"),
+        Some(Any::StringValue("LLM".into()))
+    );
     assert_eq!(search.status.as_ref().unwrap().code, 2);
-    assert_eq!(root.status.as_ref().unwrap().code, 2, "the run finished with error");
+    assert_eq!(
+        root.status.as_ref().unwrap().code,
+        2,
+        "the run finished with error"
+    );
     // The OpenTelemetry GenAI semantic conventions, beside OpenInference.
     let st = |v: &str| Some(Any::StringValue(v.into()));
     assert_eq!(attr(root, "gen_ai.operation.name"), st("invoke_agent"));
@@ -243,10 +286,22 @@ fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
     assert_eq!(attr(chat, "gen_ai.request.model"), st("gpt-4o"));
     assert_eq!(attr(chat, "gen_ai.response.model"), st("gpt-4o-2024"));
     assert_eq!(attr(chat, "llm.model_name"), st("gpt-4o-2024"));
-    assert_eq!(attr(chat, "gen_ai.usage.input_tokens"), Some(Any::IntValue(7)));
-    assert_eq!(attr(chat, "gen_ai.usage.output_tokens"), Some(Any::IntValue(3)));
+    assert_eq!(
+        attr(chat, "gen_ai.usage.input_tokens"),
+        Some(Any::IntValue(7))
+    );
+    assert_eq!(
+        attr(chat, "gen_ai.usage.output_tokens"),
+        Some(Any::IntValue(3))
+    );
     match attr(chat, "gen_ai.response.finish_reasons") {
-        Some(Any::ArrayValue(a)) => assert_eq!(format!("{:?}", a.values.iter().map(|v| v.value.clone()).collect::<Vec<_>>()), format!("{:?}", vec![st("end_turn")])),
+        Some(Any::ArrayValue(a)) => assert_eq!(
+            format!(
+                "{:?}",
+                a.values.iter().map(|v| v.value.clone()).collect::<Vec<_>>()
+            ),
+            format!("{:?}", vec![st("end_turn")])
+        ),
         other => panic!("gen_ai.response.finish_reasons: {other:?}"),
     }
     assert_eq!(attr(search, "gen_ai.operation.name"), st("execute_tool"));
@@ -256,15 +311,28 @@ fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
         Some(Any::StringValue(s)) => s,
         other => panic!("input.value: {other:?}"),
     };
-    assert!(input.contains("__REDACTED__") && !input.contains("sk-live-secret"), "{input}");
+    assert!(
+        input.contains("__REDACTED__") && !input.contains("sk-live-secret"),
+        "{input}"
+    );
     let seen = sink.seen.lock().unwrap();
-    assert!(seen.requests.iter().all(|r| r.1 == "application/x-protobuf"));
-    assert!(seen.requests[0].2.contains("x-team: debug ci"), "{}", seen.requests[0].2);
+    assert!(seen
+        .requests
+        .iter()
+        .all(|r| r.1 == "application/x-protobuf"));
+    assert!(
+        seen.requests[0].2.contains("x-team: debug ci"),
+        "{}",
+        seen.requests[0].2
+    );
     drop(seen);
     let s = session_exported(&srv, 3);
     assert_eq!(i(&s, &["exported"]), Some(3));
     assert_eq!(i(&s, &["dropped"]), Some(0));
-    assert_eq!(s.get("endpoint").and_then(|v| v.as_str()), Some(format!("{}/v1/traces", sink.url()).as_str()));
+    assert_eq!(
+        s.get("endpoint").and_then(|v| v.as_str()),
+        Some(format!("{}/v1/traces", sink.url()).as_str())
+    );
 }
 
 #[test]
@@ -273,31 +341,62 @@ fn json_when_asked_secrets_kept_when_asked_and_the_signal_endpoint_used_as_is() 
     let traces = format!("{}/v1/traces", sink.url());
     let srv = Server::start(
         &["--otlp-no-redact-secrets"],
-        &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9/nowhere"), ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces), ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9/nowhere"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ],
     );
     send_run(&srv, "run_json");
     let spans = sink.wait_spans(3, Duration::from_secs(5));
     assert_eq!(spans.len(), 3);
-    assert!(sink.seen.lock().unwrap().requests.iter().all(|r| r.1 == "application/json"));
-    let chat = spans.iter().map(|(_, s)| s).find(|s| s.name == "chat").unwrap();
-    assert!(matches!(attr(chat, "input.value"), Some(Any::StringValue(s)) if s.contains("sk-live-secret")));
+    assert!(sink
+        .seen
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .all(|r| r.1 == "application/json"));
+    let chat = spans
+        .iter()
+        .map(|(_, s)| s)
+        .find(|s| s.name == "chat")
+        .unwrap();
+    assert!(
+        matches!(attr(chat, "input.value"), Some(Any::StringValue(s)) if s.contains("sk-live-secret"))
+    );
 }
 
 #[test]
 fn endpoint_down_for_the_whole_run_changes_nothing_for_recording() {
     let port = free_port().local_addr().unwrap().port();
-    let srv = Server::start(&["--otlp-endpoint", &format!("http://127.0.0.1:{port}")], &[]);
+    let srv = Server::start(
+        &["--otlp-endpoint", &format!("http://127.0.0.1:{port}")],
+        &[],
+    );
     let t = Instant::now();
     send_run(&srv, "run_down");
-    assert!(t.elapsed() < Duration::from_secs(3), "ingest waited for the export: {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "ingest waited for the export: {:?}",
+        t.elapsed()
+    );
     let db = srv.db.to_str().unwrap().to_owned();
     let out = srv.cli(&["runs", "--db", &db], &[]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("run_down"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("run_down"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     std::thread::sleep(Duration::from_millis(1200));
     let s = session(&srv);
     assert_eq!(i(&s, &["exported"]), Some(0));
     assert!(i(&s, &["failedRequests"]).unwrap() >= 1, "{}", to_json(&s));
-    assert_eq!(i(&s, &["dropped"]), Some(0), "waiting spans are not dropped");
+    assert_eq!(
+        i(&s, &["dropped"]),
+        Some(0),
+        "waiting spans are not dropped"
+    );
 }
 
 #[test]
@@ -305,7 +404,10 @@ fn endpoint_down_then_up_gets_the_spans_after() {
     let held = free_port();
     let port = held.local_addr().unwrap().port();
     drop(held);
-    let srv = Server::start(&["--otlp-endpoint", &format!("http://127.0.0.1:{port}")], &[]);
+    let srv = Server::start(
+        &["--otlp-endpoint", &format!("http://127.0.0.1:{port}")],
+        &[],
+    );
     send_run(&srv, "run_late");
     std::thread::sleep(Duration::from_millis(1000));
     assert!(i(&session(&srv), &["failedRequests"]).unwrap() >= 1);
@@ -325,8 +427,14 @@ fn too_many_requests_is_retried_after_retry_after() {
     let seen = sink.seen.lock().unwrap();
     assert_eq!(seen.requests[0].3, 429);
     let gap = seen.requests[1].0 - seen.requests[0].0;
-    assert!(gap >= Duration::from_millis(950), "Retry-After: 1 honoured (next attempt after {gap:?})");
-    assert!(gap < Duration::from_secs(3), "not much later than asked: {gap:?}");
+    assert!(
+        gap >= Duration::from_millis(950),
+        "Retry-After: 1 honoured (next attempt after {gap:?})"
+    );
+    assert!(
+        gap < Duration::from_secs(3),
+        "not much later than asked: {gap:?}"
+    );
 }
 
 #[test]
@@ -340,8 +448,14 @@ fn retry_after_as_an_http_date_is_honoured() {
     assert_eq!(seen.requests[0].3, 430, "answered 429 with a date");
     let gap = seen.requests[1].0 - seen.requests[0].0;
     // The date has whole seconds: 2 s ahead is between 1 and 2 s away when it is read.
-    assert!(gap >= Duration::from_millis(950), "the date honoured (next attempt after {gap:?}, the backoff alone is 200 ms)");
-    assert!(gap < Duration::from_secs(4), "not much later than asked: {gap:?}");
+    assert!(
+        gap >= Duration::from_millis(950),
+        "the date honoured (next attempt after {gap:?}, the backoff alone is 200 ms)"
+    );
+    assert!(
+        gap < Duration::from_secs(4),
+        "not much later than asked: {gap:?}"
+    );
 }
 
 /// The issue's "10 s stall": every request in the endpoint's first 10 s gets no answer
@@ -356,24 +470,55 @@ fn a_ten_second_stall_leaves_ingest_alone_and_the_spans_arrive_after() {
     while sink.seen.lock().unwrap().requests.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!sink.seen.lock().unwrap().requests.is_empty(), "the exporter reached the stalled endpoint");
+    assert!(
+        !sink.seen.lock().unwrap().requests.is_empty(),
+        "the exporter reached the stalled endpoint"
+    );
     let t = Instant::now();
     let mut app = srv.ingest();
     app.hello("stall10", None);
-    app.event("run_stall10_1", "run.started", r#"{"app":"stall10","sdk":{"name":"t","version":"0"}}"#);
+    app.event(
+        "run_stall10_1",
+        "run.started",
+        r#"{"app":"stall10","sdk":{"name":"t","version":"0"}}"#,
+    );
     for n in 0..500 {
-        app.event("run_stall10_1", "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"tool","name":"t"}}"#));
+        app.event(
+            "run_stall10_1",
+            "node.started",
+            &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"tool","name":"t"}}"#),
+        );
         app.event("run_stall10_1", "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":{n}}}"#));
     }
     app.event("run_stall10_1", "run.finished", r#"{"status":"ok"}"#);
     srv.wait_run("run_stall10_1", |r| i(r, &["eventCount"]) == Some(1002));
-    assert!(t.elapsed() < Duration::from_secs(4), "1,002 events took {:?} during the stall", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "1,002 events took {:?} during the stall",
+        t.elapsed()
+    );
     assert_eq!(srv.get("/").0, 200, "the viewer is served during the stall");
     // 3 spans of the first run + 501 of the second, after the stall (and a 5 s timeout).
     let spans = sink.wait_spans(3 + 501, Duration::from_secs(25));
-    assert_eq!(spans.len(), 3 + 501, "every span arrives once the endpoint answers; {}", to_json(&session(&srv)));
-    let first_ok = sink.seen.lock().unwrap().requests.iter().find(|r| r.3 == 200).map(|r| r.0).unwrap();
-    assert!(first_ok.duration_since(t) >= Duration::from_secs(5), "nothing was accepted during the stall");
+    assert_eq!(
+        spans.len(),
+        3 + 501,
+        "every span arrives once the endpoint answers; {}",
+        to_json(&session(&srv))
+    );
+    let first_ok = sink
+        .seen
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .find(|r| r.3 == 200)
+        .map(|r| r.0)
+        .unwrap();
+    assert!(
+        first_ok.duration_since(t) >= Duration::from_secs(5),
+        "nothing was accepted during the stall"
+    );
 }
 
 #[test]
@@ -386,19 +531,33 @@ fn a_stalled_endpoint_leaves_ingest_alone() {
     while sink.seen.lock().unwrap().requests.is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!sink.seen.lock().unwrap().requests.is_empty(), "the exporter reached the stalled endpoint");
+    assert!(
+        !sink.seen.lock().unwrap().requests.is_empty(),
+        "the exporter reached the stalled endpoint"
+    );
     let t = Instant::now();
     let mut app = srv.ingest();
     app.hello("stall", None);
-    app.event("run_stall_1", "run.started", r#"{"app":"stall","sdk":{"name":"t","version":"0"}}"#);
+    app.event(
+        "run_stall_1",
+        "run.started",
+        r#"{"app":"stall","sdk":{"name":"t","version":"0"}}"#,
+    );
     for n in 0..1000 {
-        app.event("run_stall_1", "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"tool","name":"t"}}"#));
+        app.event(
+            "run_stall_1",
+            "node.started",
+            &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"tool","name":"t"}}"#),
+        );
         app.event("run_stall_1", "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":{n}}}"#));
     }
     app.event("run_stall_1", "run.finished", r#"{"status":"ok"}"#);
     srv.wait_run("run_stall_1", |r| i(r, &["eventCount"]) == Some(2002));
     let took = t.elapsed();
-    assert!(took < Duration::from_secs(4), "2,002 events took {took:?} with the endpoint stalled");
+    assert!(
+        took < Duration::from_secs(4),
+        "2,002 events took {took:?} with the endpoint stalled"
+    );
     let (status, _) = srv.get("/");
     assert_eq!(status, 200, "the viewer is served");
 }
@@ -409,7 +568,11 @@ fn ingest_nodes(srv: &Server, run: &str, nodes: usize) -> Duration {
     let mut app = srv.ingest();
     app.hello("figures", None);
     let t = Instant::now();
-    app.event(run, "run.started", r#"{"app":"figures","sdk":{"name":"t","version":"0"}}"#);
+    app.event(
+        run,
+        "run.started",
+        r#"{"app":"figures","sdk":{"name":"t","version":"0"}}"#,
+    );
     for n in 0..nodes {
         app.event(run, "node.started", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","kind":"llm","name":"step","input":{{"q":{n}}}}}"#));
         app.event(run, "node.finished", &format!(r#"{{"nodeId":"n{n}","instanceId":"i{n}","durationMs":1,"status":"ok","output":"ok","usage":{{"inputTokens":5,"outputTokens":2}}}}"#));
@@ -424,7 +587,12 @@ fn cpu_of(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     // Fields after the command name (which is in parentheses): utime is the 12th, stime the 13th.
     let rest = &stat[stat.rfind(')').unwrap() + 2..];
-    let f: Vec<u64> = rest.split(' ').skip(11).take(2).map(|x| x.parse().unwrap()).collect();
+    let f: Vec<u64> = rest
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|x| x.parse().unwrap())
+        .collect();
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     Duration::from_micros((f[0] + f[1]) * 1_000_000 / hz)
 }
@@ -441,7 +609,11 @@ fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
     let off = Server::start_quiet(&[], &[]);
     let on = Server::start_quiet(&["--otlp-endpoint", &sink.url()], &[]);
     let events = (2 * NODES + 2) as f64;
-    let (mut wall, mut cpu, mut delivered) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()], Vec::new());
+    let (mut wall, mut cpu, mut delivered) = (
+        [Vec::new(), Vec::new()],
+        [Vec::new(), Vec::new()],
+        Vec::new(),
+    );
     for round in 0..FIGURE_ROUNDS {
         for (k, srv) in [&off, &on].into_iter().enumerate() {
             let c0 = cpu_of(srv.child.id());
@@ -460,9 +632,19 @@ fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (w_off, w_on, c_off, c_on) = (median(&mut wall[0]), median(&mut wall[1]), median(&mut cpu[0]), median(&mut cpu[1]));
+    let (w_off, w_on, c_off, c_on) = (
+        median(&mut wall[0]),
+        median(&mut wall[1]),
+        median(&mut cpu[0]),
+        median(&mut cpu[1]),
+    );
     let spans = sink.wait_spans(FIGURE_ROUNDS * (NODES + 1), Duration::from_secs(30));
-    assert_eq!(spans.len(), FIGURE_ROUNDS * (NODES + 1), "every node and the run; export state {}", to_json(&session(&on)));
+    assert_eq!(
+        spans.len(),
+        FIGURE_ROUNDS * (NODES + 1),
+        "every node and the run; export state {}",
+        to_json(&session(&on))
+    );
     let requests = sink.seen.lock().unwrap().requests.len();
     eprintln!(
         "figures: median of {FIGURE_ROUNDS} alternating rounds of {events} events: ingest export off {w_off:.0} events/s, export on {w_on:.0} events/s ({:+.1}%); server CPU per event off {c_off:.2} us, on {c_on:.2} us ({:+.1}%); into the local sink {:.0} spans/s from the first event sent to the last span received ({} spans, {requests} requests)",
@@ -471,7 +653,13 @@ fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
         median(&mut delivered),
         spans.len(),
     );
-    assert_eq!(i(&session_exported(&on, (FIGURE_ROUNDS * (NODES + 1)) as i64), &["dropped"]), Some(0));
+    assert_eq!(
+        i(
+            &session_exported(&on, (FIGURE_ROUNDS * (NODES + 1)) as i64),
+            &["dropped"]
+        ),
+        Some(0)
+    );
 }
 
 fn sigterm_and_wait(srv: &mut Server, within: Duration) -> Duration {
@@ -493,7 +681,11 @@ fn shutdown_sends_what_is_held_and_stays_within_the_grace() {
     let mut srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
     send_run(&srv, "run_bye");
     sigterm_and_wait(&mut srv, Duration::from_secs(6));
-    assert_eq!(sink.seen.lock().unwrap().spans.len(), 3, "flushed at shutdown");
+    assert_eq!(
+        sink.seen.lock().unwrap().spans.len(),
+        3,
+        "flushed at shutdown"
+    );
     // A stalled endpoint does not hold the shutdown past the export grace (3 s).
     let stalled = Sink::start(Mode::Stall);
     let mut srv = Server::start(&["--otlp-endpoint", &stalled.url()], &[]);
@@ -509,7 +701,11 @@ fn an_endpoint_that_answers_garbage_or_redirects_changes_nothing_for_recording()
     send_run(&srv, "run_garbage");
     std::thread::sleep(Duration::from_millis(1200));
     let s = session(&srv);
-    assert!(i(&s, &["failedRequests"]).unwrap() >= 1, "garbage is a failed request, retried: {}", to_json(&s));
+    assert!(
+        i(&s, &["failedRequests"]).unwrap() >= 1,
+        "garbage is a failed request, retried: {}",
+        to_json(&s)
+    );
     assert_eq!(i(&s, &["exported"]), Some(0));
     assert_eq!(srv.get("/").0, 200);
 
@@ -521,8 +717,17 @@ fn an_endpoint_that_answers_garbage_or_redirects_changes_nothing_for_recording()
         std::thread::sleep(Duration::from_millis(50));
     }
     let s = session(&srv);
-    assert_eq!(i(&s, &["spansDropped"]), Some(3), "a redirect is not followed; the batch is dropped and counted: {}", to_json(&s));
-    assert_eq!(redirect.seen.lock().unwrap().requests.len(), 1, "and not retried");
+    assert_eq!(
+        i(&s, &["spansDropped"]),
+        Some(3),
+        "a redirect is not followed; the batch is dropped and counted: {}",
+        to_json(&s)
+    );
+    assert_eq!(
+        redirect.seen.lock().unwrap().requests.len(),
+        1,
+        "and not retried"
+    );
     assert!(srv.find_run("run_redirect").is_some());
 }
 
@@ -530,12 +735,35 @@ fn an_endpoint_that_answers_garbage_or_redirects_changes_nothing_for_recording()
 fn a_bad_flag_stops_serve_but_a_bad_variable_only_turns_export_off() {
     let dir = temp_dir();
     let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["serve", "--port", "0", "--no-open", "--otlp-endpoint", "https://collector.example:4318"]);
+    cmd.args([
+        "serve",
+        "--port",
+        "0",
+        "--no-open",
+        "--otlp-endpoint",
+        "https://collector.example:4318",
+    ]);
     isolate(&mut cmd, &dir);
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("https is not supported"), "{}", String::from_utf8_lossy(&out.stderr));
-    let srv = Server::start(&[], &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")]);
-    assert_eq!(srv.get_json("/api/session").get("otlp").map(to_json).as_deref(), Some("null"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("https is not supported"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let srv = Server::start(
+        &[],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ],
+    );
+    assert_eq!(
+        srv.get_json("/api/session")
+            .get("otlp")
+            .map(to_json)
+            .as_deref(),
+        Some("null")
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -28,7 +28,9 @@ g.dispose()
 
 fn reference_python() -> PathBuf {
     let candidates = [
-        std::env::var("GRAPHMIND_REF_PYTHON").ok().map(PathBuf::from),
+        std::env::var("GRAPHMIND_REF_PYTHON")
+            .ok()
+            .map(PathBuf::from),
         Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../.venv-ref/bin/python")),
     ];
     for c in candidates.into_iter().flatten() {
@@ -68,7 +70,10 @@ impl Py {
     }
 
     fn line(&self) -> Value {
-        let l = self.lines.recv_timeout(Duration::from_secs(20)).expect("python printed a line");
+        let l = self
+            .lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("python printed a line");
         parse_str(&l).unwrap_or_else(|_| panic!("python printed {l:?}"))
     }
 }
@@ -86,15 +91,24 @@ fn reference_python_sdk_is_stored_held_and_released_with_an_injected_output() {
 
     // 1. A plain run: stored, with its tool node.
     let py = Py::start(srv.port, &srv.dir, "first");
-    assert_eq!(py.line().get("attached").and_then(Value::as_bool), Some(true));
+    assert_eq!(
+        py.line().get("attached").and_then(Value::as_bool),
+        Some(true)
+    );
     let run_id = s(&py.line(), &["runId"]).unwrap().to_owned();
     assert_eq!(s(&py.line(), &["result"]), Some("real:Paris"));
     let run = srv.wait_run(&run_id, |r| s(r, &["status"]) == Some("ok"));
     assert_eq!(s(&run, &["app"]), Some("py-interop"));
     let events = srv.get_json(&format!("/api/runs/{run_id}/events"));
-    let tool = events.get("events").and_then(Value::as_array).unwrap().iter().find(|e| {
-        s(e, &["type"]) == Some("node.started") && s(e, &["payload", "nodeId"]) == Some("tool:lookup")
-    });
+    let tool = events
+        .get("events")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .find(|e| {
+            s(e, &["type"]) == Some("node.started")
+                && s(e, &["payload", "nodeId"]) == Some("tool:lookup")
+        });
     let tool = tool.expect("the tool node is stored");
     assert_eq!(s(tool, &["payload", "kind"]), Some("tool"));
     assert_eq!(s(tool, &["payload", "input", "city"]), Some("Paris"));
@@ -105,29 +119,47 @@ fn reference_python_sdk_is_stored_held_and_released_with_an_injected_output() {
     ui.recv_type("welcome");
     ui.send(&format!(
         r#"{{"type":"control","envelope":{}}}"#,
-        frame(0, "*", "breakpoint.set", r#"{"matcher":{"kind":"tool","name":"lookup"}}"#)
+        frame(
+            0,
+            "*",
+            "breakpoint.set",
+            r#"{"matcher":{"kind":"tool","name":"lookup"}}"#
+        )
     ));
     ui.recv_type("state");
     ui.send(r#"{"type":"subscribe","runId":"*"}"#);
     ui.recv_type("runs");
 
     let py = Py::start(srv.port, &srv.dir, "second");
-    assert_eq!(py.line().get("attached").and_then(Value::as_bool), Some(true));
+    assert_eq!(
+        py.line().get("attached").and_then(Value::as_bool),
+        Some(true)
+    );
     let held_run = s(&py.line(), &["runId"]).unwrap().to_owned();
     ui.send(&format!(r#"{{"type":"subscribe","runId":"{held_run}"}}"#));
     let deadline = Instant::now() + Duration::from_secs(20);
     let pause_id = loop {
         assert!(Instant::now() < deadline, "the tool was never held");
         if let Some(m) = ui.recv_within(Duration::from_millis(200)) {
-            if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some("exec.paused") {
-                assert_eq!(s(&m, &["envelope", "payload", "nodeId"]), Some("tool:lookup"));
+            if s(&m, &["type"]) == Some("event")
+                && s(&m, &["envelope", "type"]) == Some("exec.paused")
+            {
+                assert_eq!(
+                    s(&m, &["envelope", "payload", "nodeId"]),
+                    Some("tool:lookup")
+                );
                 assert_eq!(s(&m, &["envelope", "payload", "point"]), Some("before"));
-                break s(&m, &["envelope", "payload", "pauseId"]).unwrap().to_owned();
+                break s(&m, &["envelope", "payload", "pauseId"])
+                    .unwrap()
+                    .to_owned();
             }
         }
     };
     // Held: the script has not printed its result.
-    assert!(py.lines.recv_timeout(Duration::from_millis(300)).is_err(), "the tool is held");
+    assert!(
+        py.lines.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the tool is held"
+    );
 
     ui.send(&format!(
         r#"{{"type":"control","envelope":{}}}"#,
@@ -139,14 +171,25 @@ fn reference_python_sdk_is_stored_held_and_released_with_an_injected_output() {
         )
     ));
     let result = ui.recv_type("resume.result");
-    assert_eq!(s(&result, &["outcome"]), Some("resumed"), "{}", to_json(&result));
+    assert_eq!(
+        s(&result, &["outcome"]),
+        Some("resumed"),
+        "{}",
+        to_json(&result)
+    );
     assert_eq!(s(&py.line(), &["result"]), Some("injected:Paris"));
 
     let run = srv.wait_run(&held_run, |r| s(r, &["status"]) == Some("ok"));
     assert!(i(&run, &["eventCount"]).unwrap() >= 6);
     let events = srv.get_json(&format!("/api/runs/{held_run}/events"));
-    let resumed = events.get("events").and_then(Value::as_array).unwrap().iter().any(|e| {
-        s(e, &["type"]) == Some("exec.resumed") && s(e, &["payload", "action"]) == Some("inject")
-    });
+    let resumed = events
+        .get("events")
+        .and_then(Value::as_array)
+        .unwrap()
+        .iter()
+        .any(|e| {
+            s(e, &["type"]) == Some("exec.resumed")
+                && s(e, &["payload", "action"]) == Some("inject")
+        });
     assert!(resumed, "the app recorded exec.resumed with action inject");
 }

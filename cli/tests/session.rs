@@ -4,7 +4,9 @@
 
 mod common;
 use common::*;
-use graphmind_core::config::{self, EnvSnapshot, LoopGuardOption, LoopGuardOverrides, Options, SdkFlavor};
+use graphmind_core::config::{
+    self, EnvSnapshot, LoopGuardOption, LoopGuardOverrides, Options, SdkFlavor,
+};
 use graphmind_core::event::{ErrorInfo, NodeKind};
 use graphmind_core::gate::{GateDecision, PausePoint, ResumeAction};
 use graphmind_core::host_value::HostValue;
@@ -16,8 +18,16 @@ use graphmind_core::wire::{self, ParseOutcome};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn session_for(port: u16, configure: impl FnOnce(&mut Options), env: &[(&str, &str)]) -> (Session, Arc<Mutex<Vec<String>>>) {
-    let mut options = Options { url: Some(format!("ws://127.0.0.1:{port}/ingest")), app_name: Some("rust-test".into()), ..Options::default() };
+fn session_for(
+    port: u16,
+    configure: impl FnOnce(&mut Options),
+    env: &[(&str, &str)],
+) -> (Session, Arc<Mutex<Vec<String>>>) {
+    let mut options = Options {
+        url: Some(format!("ws://127.0.0.1:{port}/ingest")),
+        app_name: Some("rust-test".into()),
+        ..Options::default()
+    };
     configure(&mut options);
     let mut snapshot = EnvSnapshot::new();
     for (k, v) in env {
@@ -32,7 +42,10 @@ fn session_for(port: u16, configure: impl FnOnce(&mut Options), env: &[(&str, &s
 
 fn attached(srv: &Server, configure: impl FnOnce(&mut Options)) -> Session {
     let (session, _) = session_for(srv.port, configure, &[]);
-    assert!(session.ready(Duration::from_secs(3)), "the session attaches to a live server");
+    assert!(
+        session.ready(Duration::from_secs(3)),
+        "the session attaches to a live server"
+    );
     session
 }
 
@@ -49,15 +62,26 @@ impl Debugger {
     }
 
     fn control(&mut self, run: &str, kind: &str, payload: &str) {
-        self.ws.send(&format!(r#"{{"type":"control","envelope":{}}}"#, frame(0, run, kind, payload)));
+        self.ws.send(&format!(
+            r#"{{"type":"control","envelope":{}}}"#,
+            frame(0, run, kind, payload)
+        ));
     }
 
     fn breakpoint(&mut self, matcher: &str) {
-        self.control("*", "breakpoint.set", &format!(r#"{{"matcher":{matcher}}}"#));
+        self.control(
+            "*",
+            "breakpoint.set",
+            &format!(r#"{{"matcher":{matcher}}}"#),
+        );
     }
 
     fn clear(&mut self, matcher: &str) {
-        self.control("*", "breakpoint.clear", &format!(r#"{{"matcher":{matcher}}}"#));
+        self.control(
+            "*",
+            "breakpoint.clear",
+            &format!(r#"{{"matcher":{matcher}}}"#),
+        );
     }
 
     fn mode(&mut self, mode: &str) {
@@ -65,7 +89,8 @@ impl Debugger {
     }
 
     fn watch(&mut self, run: &str) {
-        self.ws.send(&format!(r#"{{"type":"subscribe","runId":"{run}"}}"#));
+        self.ws
+            .send(&format!(r#"{{"type":"subscribe","runId":"{run}"}}"#));
     }
 
     /// The next envelope of this type on a watched run.
@@ -73,7 +98,9 @@ impl Debugger {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Some(m) = self.ws.recv_within(Duration::from_millis(100)) {
-                if std::env::var("GM_DEBUG").is_ok() { eprintln!("ui <- {}", to_json(&m)); }
+                if std::env::var("GM_DEBUG").is_ok() {
+                    eprintln!("ui <- {}", to_json(&m));
+                }
                 if s(&m, &["type"]) == Some("event") && s(&m, &["envelope", "type"]) == Some(kind) {
                     return m.get("envelope").cloned().unwrap();
                 }
@@ -83,7 +110,11 @@ impl Debugger {
     }
 
     fn resume(&mut self, run: &str, pause_id: &str, action: &str, extra: &str) {
-        self.control(run, "exec.resume", &format!(r#"{{"pauseId":"{pause_id}","action":"{action}"{extra}}}"#));
+        self.control(
+            run,
+            "exec.resume",
+            &format!(r#"{{"pauseId":"{pause_id}","action":"{action}"{extra}}}"#),
+        );
     }
 }
 
@@ -98,7 +129,12 @@ fn stored(srv: &Server, run_id: &str, count: usize) -> Vec<Value> {
         // 404 until the writer thread has stored the run.
         let (status, body) = srv.get(&format!("/api/runs/{run_id}/events?limit=1000"));
         let events = match status {
-            200 => parse_str(&body).unwrap().get("events").and_then(Value::as_array).cloned().unwrap_or_default(),
+            200 => parse_str(&body)
+                .unwrap()
+                .get("events")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         if events.len() >= count || Instant::now() > deadline {
@@ -109,7 +145,10 @@ fn stored(srv: &Server, run_id: &str, count: usize) -> Vec<Value> {
 }
 
 fn types(events: &[Value]) -> Vec<String> {
-    events.iter().map(|e| s(e, &["type"]).unwrap_or("?").to_string()).collect()
+    events
+        .iter()
+        .map(|e| s(e, &["type"]).unwrap_or("?").to_string())
+        .collect()
 }
 
 #[test]
@@ -118,36 +157,80 @@ fn a_run_is_stored_in_order_and_every_frame_is_a_valid_envelope() {
     let session = attached(&srv, |_| {});
     let run = session.start_run("store", None);
     let node = NodeRef::new(NodeKind::Tool, "search");
-    session.node_started(Some(&run.run_id), &node, None, Some(parse_str(r#"{"q":"é \ud800 😀"}"#).unwrap()));
-    session.node_finished(Some(&run.run_id), &node, Some(Value::from("found")), 1.234, false);
+    session.node_started(
+        Some(&run.run_id),
+        &node,
+        None,
+        Some(parse_str(r#"{"q":"é \ud800 😀"}"#).unwrap()),
+    );
+    session.node_finished(
+        Some(&run.run_id),
+        &node,
+        Some(Value::from("found")),
+        1.234,
+        false,
+    );
     session.finish_run(&run, RunOutcome::Ok);
     assert!(session.flush(Duration::from_secs(2)));
     let events = stored(&srv, &run.run_id, 4);
-    assert_eq!(types(&events), ["run.started", "node.started", "node.finished", "run.finished"]);
+    assert_eq!(
+        types(&events),
+        [
+            "run.started",
+            "node.started",
+            "node.finished",
+            "run.finished"
+        ]
+    );
     for event in &events {
         let text = to_json(event);
-        assert!(matches!(wire::parse_envelope(text.as_bytes()), ParseOutcome::Ok(_)), "{text}");
+        assert!(
+            matches!(wire::parse_envelope(text.as_bytes()), ParseOutcome::Ok(_)),
+            "{text}"
+        );
     }
     assert_eq!(s(&events[0], &["payload", "app"]), Some("rust-test"));
     assert_eq!(s(&events[0], &["payload", "meta", "name"]), Some("store"));
-    assert_eq!(to_json(events[1].get("payload").unwrap().get("input").unwrap()), r#"{"q":"é \ud800 😀"}"#);
-    assert_eq!(s(&srv.wait_run(&run.run_id, |r| s(r, &["status"]) == Some("ok")), &["status"]), Some("ok"));
+    assert_eq!(
+        to_json(events[1].get("payload").unwrap().get("input").unwrap()),
+        r#"{"q":"é \ud800 😀"}"#
+    );
+    assert_eq!(
+        s(
+            &srv.wait_run(&run.run_id, |r| s(r, &["status"]) == Some("ok")),
+            &["status"]
+        ),
+        Some("ok")
+    );
     session.dispose(Duration::from_secs(2));
 }
 
 /// Holds the gate at `point` of a tool on another thread and returns what it decided.
-fn held_decision(session: &Session, run_id: &str, point: PausePoint, dbg: &mut Debugger, action: &str, extra: &str) -> (GateDecision, Value) {
+fn held_decision(
+    session: &Session,
+    run_id: &str,
+    point: PausePoint,
+    dbg: &mut Debugger,
+    action: &str,
+    extra: &str,
+) -> (GateDecision, Value) {
     let node = NodeRef::new(NodeKind::Tool, "lookup");
     let gate_node = node.gate_node();
     let s2 = session.clone();
     let run = run_id.to_string();
-    let waiter = std::thread::spawn(move || s2.gate(Some(&run), point, &gate_node, GateOptions::default()).wait());
+    let waiter = std::thread::spawn(move || {
+        s2.gate(Some(&run), point, &gate_node, GateOptions::default())
+            .wait()
+    });
     let paused = dbg.next("exec.paused");
     let pause_id = s(&paused, &["payload", "pauseId"]).unwrap().to_string();
     dbg.resume(run_id, &pause_id, action, extra);
     let decision = waiter.join().unwrap();
     let resumed = dbg.next("exec.resumed");
-    assert_eq!(s(&resumed, &["payload", "pauseId"]), Some(pause_id.as_str()));
+    assert_eq!(
+        s(&resumed, &["payload", "pauseId"]),
+        Some(pause_id.as_str())
+    );
     assert_eq!(s(&resumed, &["payload", "action"]), Some(action));
     (decision, paused)
 }
@@ -161,21 +244,48 @@ fn every_action_at_every_point_reaches_the_app() {
     }
     settle();
     let session = attached(&srv, |_| {});
-    for (point, name) in [(PausePoint::Before, "before"), (PausePoint::After, "after"), (PausePoint::Error, "error")] {
+    for (point, name) in [
+        (PausePoint::Before, "before"),
+        (PausePoint::After, "after"),
+        (PausePoint::Error, "error"),
+    ] {
         for action in ["continue", "retry", "inject", "abort"] {
             let run = session.start_run(&format!("{name}-{action}"), None);
             dbg.watch(&run.run_id);
-            let extra = if action == "inject" { r#","output":{"injected":[1,2]}"# } else { "" };
-            let (decision, paused) = held_decision(&session, &run.run_id, point, &mut dbg, action, extra);
+            let extra = if action == "inject" {
+                r#","output":{"injected":[1,2]}"#
+            } else {
+                ""
+            };
+            let (decision, paused) =
+                held_decision(&session, &run.run_id, point, &mut dbg, action, extra);
             assert_eq!(s(&paused, &["payload", "point"]), Some(name));
-            assert_eq!(s(&paused, &["payload", "reason"]), Some(if point == PausePoint::Error { "error" } else { "breakpoint" }));
-            assert_eq!(decision.action, ResumeAction::parse(action).unwrap(), "{name} {action}");
+            assert_eq!(
+                s(&paused, &["payload", "reason"]),
+                Some(if point == PausePoint::Error {
+                    "error"
+                } else {
+                    "breakpoint"
+                })
+            );
+            assert_eq!(
+                decision.action,
+                ResumeAction::parse(action).unwrap(),
+                "{name} {action}"
+            );
             if action == "inject" {
-                assert_eq!(to_json(decision.output.as_ref().unwrap()), r#"{"injected":[1,2]}"#);
+                assert_eq!(
+                    to_json(decision.output.as_ref().unwrap()),
+                    r#"{"injected":[1,2]}"#
+                );
             } else {
                 assert!(decision.output.is_none());
             }
-            assert_eq!(run.signal.is_aborted(), action == "abort", "abort aborts the run's signal");
+            assert_eq!(
+                run.signal.is_aborted(),
+                action == "abort",
+                "abort aborts the run's signal"
+            );
             session.finish_run(&run, RunOutcome::Ok);
             let want = if action == "abort" { "aborted" } else { "ok" };
             srv.wait_run(&run.run_id, |r| s(r, &["status"]) == Some(want));
@@ -194,18 +304,48 @@ fn step_mode_holds_before_and_error_and_clearing_a_breakpoint_disarms_it() {
     let run = session.start_run("step", None);
     dbg.watch(&run.run_id);
     let node = NodeRef::new(NodeKind::Llm, "model").gate_node();
-    assert!(matches!(session.gate(Some(&run.run_id), PausePoint::After, &node, GateOptions::default()), Gate::Continue));
-    let (_, paused) = held_decision(&session, &run.run_id, PausePoint::Before, &mut dbg, "continue", "");
+    assert!(matches!(
+        session.gate(
+            Some(&run.run_id),
+            PausePoint::After,
+            &node,
+            GateOptions::default()
+        ),
+        Gate::Continue
+    ));
+    let (_, paused) = held_decision(
+        &session,
+        &run.run_id,
+        PausePoint::Before,
+        &mut dbg,
+        "continue",
+        "",
+    );
     assert_eq!(s(&paused, &["payload", "reason"]), Some("step"));
     dbg.mode("run");
     dbg.breakpoint(r#"{"name":"lookup"}"#);
     settle();
-    let (_, paused) = held_decision(&session, &run.run_id, PausePoint::Before, &mut dbg, "continue", "");
+    let (_, paused) = held_decision(
+        &session,
+        &run.run_id,
+        PausePoint::Before,
+        &mut dbg,
+        "continue",
+        "",
+    );
     assert_eq!(s(&paused, &["payload", "reason"]), Some("breakpoint"));
     dbg.clear(r#"{"name":"lookup"}"#);
     settle();
     let lookup = NodeRef::new(NodeKind::Tool, "lookup").gate_node();
-    assert!(matches!(session.gate(Some(&run.run_id), PausePoint::Before, &lookup, GateOptions::default()), Gate::Continue));
+    assert!(matches!(
+        session.gate(
+            Some(&run.run_id),
+            PausePoint::Before,
+            &lookup,
+            GateOptions::default()
+        ),
+        Gate::Continue
+    ));
     session.dispose(Duration::from_secs(2));
 }
 
@@ -220,22 +360,54 @@ fn the_third_identical_tool_call_is_held_as_a_loop() {
     let mut seqs = Vec::new();
     for call in 0..3 {
         let node = NodeRef::new(NodeKind::Tool, "searchFlights");
-        seqs.push(session.node_started(Some(&run.run_id), &node, None, Some(input.clone())).unwrap());
-        let gate = session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default());
+        seqs.push(
+            session
+                .node_started(Some(&run.run_id), &node, None, Some(input.clone()))
+                .unwrap(),
+        );
+        let gate = session.gate(
+            Some(&run.run_id),
+            PausePoint::Before,
+            &node.gate_node(),
+            GateOptions::default(),
+        );
         if call < 2 {
             assert!(matches!(gate, Gate::Continue), "call {call} runs");
-            session.node_finished(Some(&run.run_id), &node, Some(Value::from("[]")), 1.0, false);
+            session.node_finished(
+                Some(&run.run_id),
+                &node,
+                Some(Value::from("[]")),
+                1.0,
+                false,
+            );
             continue;
         }
-        let Gate::Held(pending) = gate else { panic!("the third identical call is held") };
+        let Gate::Held(pending) = gate else {
+            panic!("the third identical call is held")
+        };
         let paused = dbg.next("exec.paused");
         assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
         assert_eq!(i(&paused, &["payload", "loop", "repeats"]), Some(3));
-        assert_eq!(i(&paused, &["payload", "loop", "firstSeq"]), Some(seqs[0] as i64));
-        assert_eq!(i(&paused, &["payload", "loop", "lastSeq"]), Some(seqs[2] as i64));
-        let fingerprint = graphmind_core::fingerprint::fingerprint("tool:searchFlights", Some(&input));
-        assert_eq!(s(&paused, &["payload", "loop", "fingerprint"]), Some(fingerprint.as_str()));
-        dbg.resume(&run.run_id, pending.pause_id(), "inject", r#","output":"stop searching""#);
+        assert_eq!(
+            i(&paused, &["payload", "loop", "firstSeq"]),
+            Some(seqs[0] as i64)
+        );
+        assert_eq!(
+            i(&paused, &["payload", "loop", "lastSeq"]),
+            Some(seqs[2] as i64)
+        );
+        let fingerprint =
+            graphmind_core::fingerprint::fingerprint("tool:searchFlights", Some(&input));
+        assert_eq!(
+            s(&paused, &["payload", "loop", "fingerprint"]),
+            Some(fingerprint.as_str())
+        );
+        dbg.resume(
+            &run.run_id,
+            pending.pause_id(),
+            "inject",
+            r#","output":"stop searching""#,
+        );
         let decision = pending.wait();
         assert_eq!(decision.action, ResumeAction::Inject);
         assert_eq!(decision.output, Some(Value::from("stop searching")));
@@ -247,16 +419,29 @@ fn the_third_identical_tool_call_is_held_as_a_loop() {
 /// raising its error; no gate may hold it.
 fn call_tool(session: &Session, run_id: &str, name: &str, input: &str, result: Result<&str, &str>) {
     let input = parse_str(input).unwrap();
-    let mut step = Step::start(session, Some(run_id), NodeRef::new(NodeKind::Tool, name), None, Some(input), true);
+    let mut step = Step::start(
+        session,
+        Some(run_id),
+        NodeRef::new(NodeKind::Tool, name),
+        None,
+        Some(input),
+        true,
+    );
     assert!(matches!(step.before(), Gate::Continue), "{name} runs");
-    assert!(matches!(step.on_before(GateDecision::proceed()), Next::Run { .. }));
+    assert!(matches!(
+        step.on_before(GateDecision::proceed()),
+        Next::Run { .. }
+    ));
     match result {
         Ok(output) => {
             assert!(matches!(step.after(), Gate::Continue));
             step.on_after(GateDecision::proceed(), Some(parse_str(output).unwrap()));
         }
         Err(message) => {
-            assert!(matches!(step.error(ErrorInfo::new("HttpError", message)), Gate::Continue));
+            assert!(matches!(
+                step.error(ErrorInfo::new("HttpError", message)),
+                Gate::Continue
+            ));
             assert_eq!(step.on_error(GateDecision::proceed()), Next::Reraise);
         }
     }
@@ -265,7 +450,14 @@ fn call_tool(session: &Session, run_id: &str, name: &str, input: &str, result: R
 /// The before-gate of the next call of tool `name`.
 fn next_call(session: &Session, run_id: &str, name: &str, input: &str) -> (Step, Gate) {
     let input = parse_str(input).unwrap();
-    let step = Step::start(session, Some(run_id), NodeRef::new(NodeKind::Tool, name), None, Some(input), true);
+    let step = Step::start(
+        session,
+        Some(run_id),
+        NodeRef::new(NodeKind::Tool, name),
+        None,
+        Some(input),
+        true,
+    );
     let gate = step.before();
     (step, gate)
 }
@@ -289,15 +481,39 @@ fn by_default_alternating_tools_and_a_repeated_error_are_not_held() {
     let session = attached(&srv, |_| {});
     let run = session.start_run("alternating", None);
     for _ in 0..4 {
-        call_tool(&session, &run.run_id, "search", r#"{"q":"oslo"}"#, Ok(r#"{"hits":[]}"#));
-        call_tool(&session, &run.run_id, "refine", r#"{"q":"oslo","broader":true}"#, Ok(r#"{"q":"oslo"}"#));
+        call_tool(
+            &session,
+            &run.run_id,
+            "search",
+            r#"{"q":"oslo"}"#,
+            Ok(r#"{"hits":[]}"#),
+        );
+        call_tool(
+            &session,
+            &run.run_id,
+            "refine",
+            r#"{"q":"oslo","broader":true}"#,
+            Ok(r#"{"q":"oslo"}"#),
+        );
     }
     for page in 0..3 {
-        call_tool(&session, &run.run_id, "fetch", &format!(r#"{{"page":{page}}}"#), Err("503 Service Unavailable"));
+        call_tool(
+            &session,
+            &run.run_id,
+            "fetch",
+            &format!(r#"{{"page":{page}}}"#),
+            Err("503 Service Unavailable"),
+        );
     }
     let (mut step, gate) = next_call(&session, &run.run_id, "fetch", r#"{"page":3}"#);
-    assert!(matches!(gate, Gate::Continue), "not held without loopGuard.detect");
-    assert!(matches!(step.on_before(GateDecision::proceed()), Next::Run { .. }));
+    assert!(
+        matches!(gate, Gate::Continue),
+        "not held without loopGuard.detect"
+    );
+    assert!(matches!(
+        step.on_before(GateDecision::proceed()),
+        Next::Run { .. }
+    ));
     step.on_after(GateDecision::proceed(), Some(Value::from("done")));
     session.finish_run(&run, RunOutcome::Ok);
     session.dispose(Duration::from_secs(2));
@@ -315,18 +531,40 @@ fn a_cycle_of_two_tools_with_identical_results_is_held_at_its_fourth_lap() {
         let run = session.start_run("cycle", None);
         dbg.watch(&run.run_id);
         for _ in 0..3 {
-            call_tool(&session, &run.run_id, "search", r#"{"q":"oslo"}"#, Ok(r#"{"hits":[]}"#));
-            call_tool(&session, &run.run_id, "refine", r#"{"q":"oslo","broader":true}"#, Ok(r#"{"q":"oslo"}"#));
+            call_tool(
+                &session,
+                &run.run_id,
+                "search",
+                r#"{"q":"oslo"}"#,
+                Ok(r#"{"hits":[]}"#),
+            );
+            call_tool(
+                &session,
+                &run.run_id,
+                "refine",
+                r#"{"q":"oslo","broader":true}"#,
+                Ok(r#"{"q":"oslo"}"#),
+            );
         }
         let (mut step, gate) = next_call(&session, &run.run_id, "search", r#"{"q":"oslo"}"#);
-        let Gate::Held(pending) = gate else { panic!("round {round}: the fourth lap is held") };
+        let Gate::Held(pending) = gate else {
+            panic!("round {round}: the fourth lap is held")
+        };
         let paused = dbg.next("exec.paused");
         assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
         assert_eq!(s(&paused, &["payload", "loop", "kind"]), Some("cycle"));
         assert_eq!(i(&paused, &["payload", "loop", "period"]), Some(2));
         assert_eq!(i(&paused, &["payload", "loop", "laps"]), Some(3));
-        dbg.resume(&run.run_id, pending.pause_id(), "inject", r#","output":"enough""#);
-        assert_eq!(step.on_before(pending.wait()), Next::ReturnInjected(Value::from("enough")));
+        dbg.resume(
+            &run.run_id,
+            pending.pause_id(),
+            "inject",
+            r#","output":"enough""#,
+        );
+        assert_eq!(
+            step.on_before(pending.wait()),
+            Next::ReturnInjected(Value::from("enough"))
+        );
         session.finish_run(&run, RunOutcome::Ok);
     }
     session.dispose(Duration::from_secs(2));
@@ -338,13 +576,25 @@ fn a_cycle_whose_results_change_is_not_held() {
     let session = attached(&srv, detecting(&["cycle", "error-repeat"]));
     let run = session.start_run("polling", None);
     for lap in 0..3 {
-        call_tool(&session, &run.run_id, "submit", r#"{"job":7}"#, Ok(r#"{"queued":true}"#));
+        call_tool(
+            &session,
+            &run.run_id,
+            "submit",
+            r#"{"job":7}"#,
+            Ok(r#"{"queued":true}"#),
+        );
         let status = format!(r#"{{"progress":{}}}"#, lap * 30);
         call_tool(&session, &run.run_id, "status", r#"{"job":7}"#, Ok(&status));
     }
     let (mut step, gate) = next_call(&session, &run.run_id, "submit", r#"{"job":7}"#);
-    assert!(matches!(gate, Gate::Continue), "the results changed every lap: not a cycle");
-    assert!(matches!(step.on_before(GateDecision::proceed()), Next::Run { .. }));
+    assert!(
+        matches!(gate, Gate::Continue),
+        "the results changed every lap: not a cycle"
+    );
+    assert!(matches!(
+        step.on_before(GateDecision::proceed()),
+        Next::Run { .. }
+    ));
     step.on_after(GateDecision::proceed(), Some(Value::from("done")));
     session.dispose(Duration::from_secs(2));
 }
@@ -358,13 +608,24 @@ fn the_fourth_call_after_three_identical_failures_is_held_as_an_error_repeat() {
     dbg.watch(&run.run_id);
     // Other arguments each time (not the v3 repeat), one identical error.
     for page in 0..3 {
-        call_tool(&session, &run.run_id, "fetch", &format!(r#"{{"page":{page}}}"#), Err("503 Service Unavailable"));
+        call_tool(
+            &session,
+            &run.run_id,
+            "fetch",
+            &format!(r#"{{"page":{page}}}"#),
+            Err("503 Service Unavailable"),
+        );
     }
     let (mut step, gate) = next_call(&session, &run.run_id, "fetch", r#"{"page":3}"#);
-    let Gate::Held(pending) = gate else { panic!("held after three identical failures") };
+    let Gate::Held(pending) = gate else {
+        panic!("held after three identical failures")
+    };
     let paused = dbg.next("exec.paused");
     assert_eq!(s(&paused, &["payload", "reason"]), Some("loop"));
-    assert_eq!(s(&paused, &["payload", "loop", "kind"]), Some("error-repeat"));
+    assert_eq!(
+        s(&paused, &["payload", "loop", "kind"]),
+        Some("error-repeat")
+    );
     assert_eq!(i(&paused, &["payload", "loop", "repeats"]), Some(3));
     dbg.resume(&run.run_id, pending.pause_id(), "abort", "");
     assert_eq!(step.on_before(pending.wait()), Next::Abort);
@@ -386,8 +647,15 @@ fn a_dying_server_releases_every_held_gate_within_100ms() {
         let run_id = run.run_id.clone();
         waiters.push(std::thread::spawn(move || {
             let node = NodeRef::new(NodeKind::Tool, &format!("t{n}")).gate_node();
-            let gate = s2.gate(Some(&run_id), PausePoint::Before, &node, GateOptions::default());
-            let Gate::Held(pending) = gate else { panic!("held") };
+            let gate = s2.gate(
+                Some(&run_id),
+                PausePoint::Before,
+                &node,
+                GateOptions::default(),
+            );
+            let Gate::Held(pending) = gate else {
+                panic!("held")
+            };
             loop {
                 if let Some(d) = pending.wait_timeout(Duration::from_secs(10)) {
                     return (d, Instant::now());
@@ -405,7 +673,10 @@ fn a_dying_server_releases_every_held_gate_within_100ms() {
         let (decision, at) = waiter.join().unwrap();
         assert_eq!(decision.action, ResumeAction::Continue);
         let after = at.duration_since(killed);
-        assert!(after < Duration::from_millis(100), "released {after:?} after the server died");
+        assert!(
+            after < Duration::from_millis(100),
+            "released {after:?} after the server died"
+        );
     }
     assert_eq!(session.stats().held_gates, 0);
     assert!(!session.is_attached());
@@ -424,15 +695,35 @@ fn a_pause_timeout_auto_continues_and_is_recorded() {
     let node = NodeRef::new(NodeKind::Tool, "slow");
     session.node_started(Some(&run.run_id), &node, None, None);
     let started = Instant::now();
-    let decision = session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default()).wait();
+    let decision = session
+        .gate(
+            Some(&run.run_id),
+            PausePoint::Before,
+            &node.gate_node(),
+            GateOptions::default(),
+        )
+        .wait();
     let waited = started.elapsed();
     assert_eq!(decision.action, ResumeAction::Continue);
-    assert!(waited >= Duration::from_millis(140) && waited < Duration::from_millis(1500), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(140) && waited < Duration::from_millis(1500),
+        "{waited:?}"
+    );
     let resumed = dbg.next("exec.resumed");
     assert_eq!(s(&resumed, &["payload", "action"]), Some("continue"));
-    session.node_finished(Some(&run.run_id), &node, None, waited.as_secs_f64() * 1000.0, false);
+    session.node_finished(
+        Some(&run.run_id),
+        &node,
+        None,
+        waited.as_secs_f64() * 1000.0,
+        false,
+    );
     let finished = dbg.next("node.finished");
-    let held = finished.get("payload").and_then(|p| p.get("heldMs")).and_then(Value::as_f64).unwrap();
+    let held = finished
+        .get("payload")
+        .and_then(|p| p.get("heldMs"))
+        .and_then(Value::as_f64)
+        .unwrap();
     assert!(held >= 140.0, "node.finished carries heldMs ({held})");
     session.dispose(Duration::from_secs(2));
 }
@@ -457,7 +748,10 @@ fn events_emitted_while_the_server_is_down_are_replayed_with_a_gap_marker() {
     // 30 events while detached; the buffer keeps 20, so the 10 oldest unsent are lost.
     for n in 0..30 {
         // Raw emits: one frame each (node_token would batch them).
-        let payload = parse_str(&format!(r#"{{"nodeId":"tool:t","deltas":[{{"t":"text","v":"t{n}"}}]}}"#)).unwrap();
+        let payload = parse_str(&format!(
+            r#"{{"nodeId":"tool:t","deltas":[{{"t":"text","v":"t{n}"}}]}}"#
+        ))
+        .unwrap();
         session.emit(Some(&run.run_id), "node.token", payload);
     }
     session.finish_run(&run, RunOutcome::Ok);
@@ -467,21 +761,38 @@ fn events_emitted_while_the_server_is_down_are_replayed_with_a_gap_marker() {
     assert_eq!(stats.pending_gaps, 1);
 
     let srv = Server::start_in(dir, &["--port", &port.to_string()], &[]);
-    assert!(session.ready(Duration::from_secs(5)), "reconnects to the restarted server");
+    assert!(
+        session.ready(Duration::from_secs(5)),
+        "reconnects to the restarted server"
+    );
     assert!(session.flush(Duration::from_secs(2)));
     let events = stored(&srv, &run.run_id, 2 + 1 + 20);
-    let gap = events.iter().find(|e| s(e, &["type"]) == Some("graph.hint")).expect("a gap marker");
+    let gap = events
+        .iter()
+        .find(|e| s(e, &["type"]) == Some("graph.hint"))
+        .expect("a gap marker");
     assert_eq!(i(gap, &["payload", "gap", "droppedCount"]), Some(11));
-    assert_eq!(s(gap, &["payload", "gap", "reason"]), Some("buffer-overflow"));
-    let tokens = events.iter().filter(|e| s(e, &["type"]) == Some("node.token")).count();
+    assert_eq!(
+        s(gap, &["payload", "gap", "reason"]),
+        Some("buffer-overflow")
+    );
+    let tokens = events
+        .iter()
+        .filter(|e| s(e, &["type"]) == Some("node.token"))
+        .count();
     assert_eq!(tokens, 19, "the newest events that fit the buffer survive");
-    assert!(events.iter().any(|e| s(e, &["type"]) == Some("run.finished")));
+    assert!(events
+        .iter()
+        .any(|e| s(e, &["type"]) == Some("run.finished")));
     let first_lost = i(gap, &["payload", "gap", "fromSeq"]).unwrap();
     let last_lost = i(gap, &["payload", "gap", "toSeq"]).unwrap();
     assert_eq!(last_lost - first_lost + 1, 11);
     for e in &events {
         let seq = i(e, &["seq"]).unwrap();
-        assert!(!(first_lost..=last_lost).contains(&seq) || s(e, &["type"]) == Some("graph.hint"), "a lost seq was stored");
+        assert!(
+            !(first_lost..=last_lost).contains(&seq) || s(e, &["type"]) == Some("graph.hint"),
+            "a lost seq was stored"
+        );
     }
     session.dispose(Duration::from_secs(2));
 }
@@ -489,20 +800,42 @@ fn events_emitted_while_the_server_is_down_are_replayed_with_a_gap_marker() {
 #[test]
 fn a_disabled_session_does_nothing_but_runs_still_work() {
     let srv = Server::start(&[], &[]);
-    let (session, warnings) = session_for(srv.port, |o| o.enabled = Some(true), &[("GRAPHMIND_DISABLED", "1")]);
+    let (session, warnings) = session_for(
+        srv.port,
+        |o| o.enabled = Some(true),
+        &[("GRAPHMIND_DISABLED", "1")],
+    );
     assert!(!session.is_enabled());
     assert!(!session.ready(Duration::from_millis(300)));
     let run = session.start_run("off", None);
     assert!(run.run_id.starts_with("run_"));
     let node = NodeRef::new(NodeKind::Tool, "t");
-    assert_eq!(session.node_started(Some(&run.run_id), &node, None, None), None);
-    assert!(matches!(session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default()), Gate::Continue));
+    assert_eq!(
+        session.node_started(Some(&run.run_id), &node, None, None),
+        None
+    );
+    assert!(matches!(
+        session.gate(
+            Some(&run.run_id),
+            PausePoint::Before,
+            &node.gate_node(),
+            GateOptions::default()
+        ),
+        Gate::Continue
+    ));
     session.node_error(Some(&run.run_id), &node, ErrorInfo::new("E", "m"));
     session.finish_run(&run, RunOutcome::Ok);
     session.dispose(Duration::from_millis(100));
     let runs = srv.get_json("/api/runs");
-    assert_eq!(to_json(runs.get("runs").unwrap()), "[]", "nothing reached the server");
-    assert!(warnings.lock().unwrap().is_empty(), "a disabled session says nothing");
+    assert_eq!(
+        to_json(runs.get("runs").unwrap()),
+        "[]",
+        "nothing reached the server"
+    );
+    assert!(
+        warnings.lock().unwrap().is_empty(),
+        "a disabled session says nothing"
+    );
     assert_eq!(session.stats().seq, 0);
 }
 
@@ -515,11 +848,22 @@ fn a_detached_session_never_blocks_the_app() {
     for _ in 0..1000 {
         let node = NodeRef::new(NodeKind::Tool, "t");
         session.node_started(Some(&run.run_id), &node, None, Some(Value::from("x")));
-        assert!(matches!(session.gate(Some(&run.run_id), PausePoint::Before, &node.gate_node(), GateOptions::default()), Gate::Continue));
+        assert!(matches!(
+            session.gate(
+                Some(&run.run_id),
+                PausePoint::Before,
+                &node.gate_node(),
+                GateOptions::default()
+            ),
+            Gate::Continue
+        ));
         session.node_finished(Some(&run.run_id), &node, None, 0.0, false);
     }
     assert!(started.elapsed() < Duration::from_secs(2));
-    assert!(!session.ready(Duration::from_millis(400)), "no server: ready() resolves false");
+    assert!(
+        !session.ready(Duration::from_millis(400)),
+        "no server: ready() resolves false"
+    );
     let t = Instant::now();
     session.dispose(Duration::from_millis(500));
     assert!(t.elapsed() < Duration::from_millis(1500));
@@ -547,7 +891,10 @@ fn a_forked_child_reconnects_and_records_its_own_events() {
     session.after_fork_parent();
     let mut status = 0;
     unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child attached on its own (status {status})");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the child attached on its own (status {status})"
+    );
     // The child flushed to its socket; the server commits on its own writer thread.
     let deadline = Instant::now() + Duration::from_secs(5);
     let others = loop {
@@ -557,7 +904,9 @@ fn a_forked_child_reconnects_and_records_its_own_events() {
             .and_then(Value::as_array)
             .unwrap()
             .iter()
-            .filter(|r| s(r, &["id"]) != Some(parent_run.run_id.as_str()) && s(r, &["status"]) == Some("ok"))
+            .filter(|r| {
+                s(r, &["id"]) != Some(parent_run.run_id.as_str()) && s(r, &["status"]) == Some("ok")
+            })
             .cloned()
             .collect();
         if !others.is_empty() || Instant::now() > deadline {
@@ -578,7 +927,13 @@ fn record_until(session: &Session, stop: &std::sync::atomic::AtomicBool, tag: &s
     let mut count = 0;
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let run = session.start_run(tag, None);
-        call_tool(session, &run.run_id, "lookup", &format!(r#"{{"tag":"{tag}","n":{count}}}"#), Ok(r#"{"ok":true}"#));
+        call_tool(
+            session,
+            &run.run_id,
+            "lookup",
+            &format!(r#"{{"tag":"{tag}","n":{count}}}"#),
+            Ok(r#"{"ok":true}"#),
+        );
         session.finish_run(&run, RunOutcome::Ok);
         count += 1;
     }
@@ -594,7 +949,11 @@ fn wait_child(pid: libc::pid_t, limit: Duration) -> Option<i32> {
         // SAFETY: pid is our child; status is a valid out pointer.
         let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
         if done == pid {
-            return Some(if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) });
+            return Some(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            });
         }
         if Instant::now() > deadline {
             // SAFETY: as above.
@@ -614,7 +973,10 @@ fn a_child_forked_while_threads_wait_on_the_session_never_hangs() {
     // moment of fork() must not be inherited by the child as waiters that never run.
     let srv = Server::start(&[], &[]);
     let session = attached(&srv, |_| {});
-    assert!(graphmind_core::fork::register(&session), "the process's fork hooks are installed");
+    assert!(
+        graphmind_core::fork::register(&session),
+        "the process's fork hooks are installed"
+    );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let busy: Vec<_> = (0..2)
         .map(|i| {
@@ -635,7 +997,13 @@ fn a_child_forked_while_threads_wait_on_the_session_never_hangs() {
         if pid == 0 {
             let ok = !session.is_attached() && session.ready(Duration::from_secs(3));
             let run = session.start_run("child", None);
-            call_tool(&session, &run.run_id, "lookup", r#"{"from":"child"}"#, Ok(r#"{"ok":true}"#));
+            call_tool(
+                &session,
+                &run.run_id,
+                "lookup",
+                r#"{"from":"child"}"#,
+                Ok(r#"{"ok":true}"#),
+            );
             session.finish_run(&run, RunOutcome::Ok);
             let flushed = session.flush(Duration::from_secs(3));
             session.dispose(Duration::from_secs(2));
@@ -655,13 +1023,23 @@ fn a_child_forked_while_threads_wait_on_the_session_never_hangs() {
             libc::close(fds[0]);
             n
         };
-        assert_eq!(status, Some(0), "child of round {round} attached, recorded and exited (None: it hung)");
+        assert_eq!(
+            status,
+            Some(0),
+            "child of round {round} attached, recorded and exited (None: it hung)"
+        );
         child_runs.push(String::from_utf8_lossy(&id[..n.max(0) as usize]).into_owned());
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let recorded: usize = busy.into_iter().map(|t| t.join().unwrap()).sum();
-    assert!(recorded > 0, "the parent's threads kept recording across the forks");
-    assert!(session.flush(Duration::from_secs(5)), "the parent's worker still drains its queue");
+    assert!(
+        recorded > 0,
+        "the parent's threads kept recording across the forks"
+    );
+    assert!(
+        session.flush(Duration::from_secs(5)),
+        "the parent's worker still drains its queue"
+    );
     for run_id in &child_runs {
         assert!(!run_id.is_empty());
         srv.wait_run(run_id, |r| s(r, &["status"]) == Some("ok"));
@@ -682,7 +1060,13 @@ fn flush_and_dispose_wait_for_a_full_outbox_to_drain() {
             std::thread::spawn(move || {
                 let run = session.start_run(&format!("flood-{t}"), None);
                 for n in 0..60_000 {
-                    call_tool(&session, &run.run_id, "lookup", &format!(r#"{{"t":{t},"n":{n}}}"#), Ok(r#"{"ok":true}"#));
+                    call_tool(
+                        &session,
+                        &run.run_id,
+                        "lookup",
+                        &format!(r#"{{"t":{t},"n":{n}}}"#),
+                        Ok(r#"{"ok":true}"#),
+                    );
                 }
                 session.finish_run(&run, RunOutcome::Ok);
             })
@@ -690,7 +1074,10 @@ fn flush_and_dispose_wait_for_a_full_outbox_to_drain() {
         .collect();
     // Flushed while the producers still run (and keep the outbox full), then once more.
     std::thread::sleep(Duration::from_millis(300));
-    assert!(session.flush(Duration::from_secs(60)), "flush waits while the worker drains a full outbox");
+    assert!(
+        session.flush(Duration::from_secs(60)),
+        "flush waits while the worker drains a full outbox"
+    );
     producers.into_iter().for_each(|p| p.join().unwrap());
     assert!(session.flush(Duration::from_secs(60)));
     let marker = session.start_run("after-flood", None);
@@ -705,8 +1092,19 @@ fn flush_and_dispose_wait_for_a_full_outbox_to_drain() {
 /// times before it succeeds.
 fn drive(session: &Session, run_id: &str, failures: usize) -> Result<Value, String> {
     // Distinct arguments per call, so that the loop guard does not see a loop.
-    let input = parse_str(&format!(r#"{{"failures":{failures},"nonce":"{}"}}"#, graphmind_core::event::new_id("n"))).unwrap();
-    let mut step = Step::start(session, Some(run_id), NodeRef::new(NodeKind::Tool, "flaky"), None, Some(input), true);
+    let input = parse_str(&format!(
+        r#"{{"failures":{failures},"nonce":"{}"}}"#,
+        graphmind_core::event::new_id("n")
+    ))
+    .unwrap();
+    let mut step = Step::start(
+        session,
+        Some(run_id),
+        NodeRef::new(NodeKind::Tool, "flaky"),
+        None,
+        Some(input),
+        true,
+    );
     let mut calls = 0;
     let mut next = step.on_before(step.before().wait());
     loop {
@@ -714,7 +1112,9 @@ fn drive(session: &Session, run_id: &str, failures: usize) -> Result<Value, Stri
             Next::Run { .. } => {
                 calls += 1;
                 if calls <= failures {
-                    let decision = step.error(ErrorInfo::new("Flaky", format!("failure {calls}"))).wait();
+                    let decision = step
+                        .error(ErrorInfo::new("Flaky", format!("failure {calls}")))
+                        .wait();
                     next = step.on_error(decision);
                 } else {
                     let output = Value::from(format!("ok after {calls}"));
@@ -750,24 +1150,53 @@ fn a_step_applies_each_decision_the_way_the_reference_wrappers_do() {
     let worker = std::thread::spawn(move || drive(&s2, &id, 1));
     let paused = dbg.next("exec.paused");
     assert_eq!(s(&paused, &["payload", "point"]), Some("error"));
-    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "retry", "");
+    dbg.resume(
+        &run.run_id,
+        s(&paused, &["payload", "pauseId"]).unwrap(),
+        "retry",
+        "",
+    );
     assert_eq!(worker.join().unwrap(), Ok(Value::from("ok after 2")));
 
     let s2 = session.clone();
     let id = run.run_id.clone();
     let worker = std::thread::spawn(move || drive(&s2, &id, 5));
     let paused = dbg.next("exec.paused");
-    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "inject", r#","output":"recovered""#);
+    dbg.resume(
+        &run.run_id,
+        s(&paused, &["payload", "pauseId"]).unwrap(),
+        "inject",
+        r#","output":"recovered""#,
+    );
     assert_eq!(worker.join().unwrap(), Ok(Value::from("recovered")));
     let finished = dbg.next("node.finished");
-    assert_eq!(finished.get("payload").unwrap().get("recoveredFromError").and_then(Value::as_bool), Some(true));
-    assert_eq!(finished.get("payload").unwrap().get("injected").and_then(Value::as_bool), Some(true));
+    assert_eq!(
+        finished
+            .get("payload")
+            .unwrap()
+            .get("recoveredFromError")
+            .and_then(Value::as_bool),
+        Some(true)
+    );
+    assert_eq!(
+        finished
+            .get("payload")
+            .unwrap()
+            .get("injected")
+            .and_then(Value::as_bool),
+        Some(true)
+    );
 
     let s2 = session.clone();
     let id = run.run_id.clone();
     let worker = std::thread::spawn(move || drive(&s2, &id, 5));
     let paused = dbg.next("exec.paused");
-    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "continue", "");
+    dbg.resume(
+        &run.run_id,
+        s(&paused, &["payload", "pauseId"]).unwrap(),
+        "continue",
+        "",
+    );
     assert_eq!(worker.join().unwrap(), Err("raised after 1".into()));
     let finished = dbg.next("node.finished");
     assert_eq!(s(&finished, &["payload", "status"]), Some("error"));
@@ -778,12 +1207,22 @@ fn a_step_applies_each_decision_the_way_the_reference_wrappers_do() {
 /// and C callers hand values over); `edit` is the debugger's edit at a held `before` gate.
 fn text_step(session: &Session, run_id: &str, input: &[u8], output: &[u8]) -> Next {
     let node = NodeRef::new(NodeKind::Tool, "search");
-    let mut step = Step::start_host(session, Some(run_id), node, None, Some(HostValue::Text(input.to_vec())), true);
+    let mut step = Step::start_host(
+        session,
+        Some(run_id),
+        node,
+        None,
+        Some(HostValue::Text(input.to_vec())),
+        true,
+    );
     let next = step.on_before(step.before().wait());
     assert!(matches!(next, Next::Run { .. }), "{next:?}");
     let ran = next;
     let after = step.after().wait();
-    assert_eq!(step.on_after_host(after, Some(HostValue::Text(output.to_vec()))), Next::ReturnResult);
+    assert_eq!(
+        step.on_after_host(after, Some(HostValue::Text(output.to_vec()))),
+        Next::ReturnResult
+    );
     ran
 }
 
@@ -800,10 +1239,21 @@ fn json_text_from_a_binding_is_recorded_alike_detached_and_attached() {
     // Text that is not JSON is kept as a string, with a warning, not lost.
     text_step(&session, &run.run_id, b"{\"q\":2}", b"{not json");
     assert!(session.flush(Duration::from_secs(2)));
-    assert!(lines.lock().unwrap().iter().any(|l| l.contains("not valid JSON")), "{:?}", lines.lock().unwrap());
+    assert!(
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("not valid JSON")),
+        "{:?}",
+        lines.lock().unwrap()
+    );
 
     let srv = Server::start_in(dir, &["--port", &port.to_string()], &[]);
-    assert!(session.ready(Duration::from_secs(5)), "attaches to the server started late");
+    assert!(
+        session.ready(Duration::from_secs(5)),
+        "attaches to the server started late"
+    );
     // Attached with a breakpoint: the text is parsed on the calling thread, the pause is
     // editable (the step kept the live input) and an edit merges into it.
     let mut dbg = Debugger::new(&srv);
@@ -812,34 +1262,79 @@ fn json_text_from_a_binding_is_recorded_alike_detached_and_attached() {
     settle();
     let s2 = session.clone();
     let id = run.run_id.clone();
-    let caller = std::thread::spawn(move || text_step(&s2, &id, input.as_bytes(), br#"{"ok":true}"#));
+    let caller =
+        std::thread::spawn(move || text_step(&s2, &id, input.as_bytes(), br#"{"ok":true}"#));
     let paused = dbg.next("exec.paused");
-    assert_eq!(paused.get("payload").unwrap().get("editable").and_then(Value::as_bool), Some(true), "{}", to_json(&paused));
-    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "continue", r#","input":{"n":[7]}"#);
+    assert_eq!(
+        paused
+            .get("payload")
+            .unwrap()
+            .get("editable")
+            .and_then(Value::as_bool),
+        Some(true),
+        "{}",
+        to_json(&paused)
+    );
+    dbg.resume(
+        &run.run_id,
+        s(&paused, &["payload", "pauseId"]).unwrap(),
+        "continue",
+        r#","input":{"n":[7]}"#,
+    );
     match caller.join().unwrap() {
-        Next::Run { input: Some(edited) } => assert_eq!(to_json(&edited), r#"{"q":"é \ud800 😀","n":[7]}"#),
+        Next::Run {
+            input: Some(edited),
+        } => assert_eq!(to_json(&edited), r#"{"q":"é \ud800 😀","n":[7]}"#),
         other => panic!("the edit did not reach the call: {other:?}"),
     }
     session.finish_run(&run, RunOutcome::Ok);
     assert!(session.flush(Duration::from_secs(2)));
     let events = stored(&srv, &run.run_id, 10);
     let payloads = |kind: &str, key: &str| -> Vec<String> {
-        events.iter().filter(|e| s(e, &["type"]) == Some(kind)).filter_map(|e| e.get("payload").unwrap().get(key).map(to_json)).collect()
+        events
+            .iter()
+            .filter(|e| s(e, &["type"]) == Some(kind))
+            .filter_map(|e| e.get("payload").unwrap().get(key).map(to_json))
+            .collect()
     };
-    assert_eq!(payloads("node.started", "input"), [recorded, r#"{"q":2}"#, recorded]);
-    assert_eq!(payloads("node.finished", "output"), [r#"["found",1]"#, r#""{not json""#, r#"{"ok":true}"#]);
+    assert_eq!(
+        payloads("node.started", "input"),
+        [recorded, r#"{"q":2}"#, recorded]
+    );
+    assert_eq!(
+        payloads("node.finished", "output"),
+        [r#"["found",1]"#, r#""{not json""#, r#"{"ok":true}"#]
+    );
     session.dispose(Duration::from_secs(2));
 }
 
 /// One call through a `Step` with its input and output as `JSON.stringify`'s text (the
 /// Node binding's hand-over), detached.
-fn stringified_step(session: &Session, run_id: &str, input: &[u8], output: &[u8], as_written: bool) {
-    let wrap = |b: &[u8]| if as_written { HostValue::Stringified(b.to_vec()) } else { HostValue::Text(b.to_vec()) };
+fn stringified_step(
+    session: &Session,
+    run_id: &str,
+    input: &[u8],
+    output: &[u8],
+    as_written: bool,
+) {
+    let wrap = |b: &[u8]| {
+        if as_written {
+            HostValue::Stringified(b.to_vec())
+        } else {
+            HostValue::Text(b.to_vec())
+        }
+    };
     let node = NodeRef::new(NodeKind::Tool, "search");
     let mut step = Step::start_host(session, Some(run_id), node, None, Some(wrap(input)), true);
-    assert!(matches!(step.on_before(step.before().wait()), Next::Run { .. }));
+    assert!(matches!(
+        step.on_before(step.before().wait()),
+        Next::Run { .. }
+    ));
     let after = step.after().wait();
-    assert_eq!(step.on_after_host(after, Some(wrap(output))), Next::ReturnResult);
+    assert_eq!(
+        step.on_after_host(after, Some(wrap(output))),
+        Next::ReturnResult
+    );
 }
 
 #[test]
@@ -848,10 +1343,22 @@ fn stringified_text_sent_as_written_is_stored_as_the_parsed_text_would_be() {
     // value; what the server stores must not depend on that: the same calls handed over as
     // plain text (always parsed) are the oracle. Cases: escapes and non-ASCII, a value deeper
     // than the depth limit (cut), one over the payload budget (shrunk), a hide switch on.
-    let deep = format!("{}1{}", "[".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH + 3), "]".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH + 3));
-    let big = format!(r#"{{"blob":"{}"}}"#, "x".repeat(graphmind_core::shrink::MAX_PAYLOAD_BYTES + 10));
+    let deep = format!(
+        "{}1{}",
+        "[".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH + 3),
+        "]".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH + 3)
+    );
+    let big = format!(
+        r#"{{"blob":"{}"}}"#,
+        "x".repeat(graphmind_core::shrink::MAX_PAYLOAD_BYTES + 10)
+    );
     let cases: [(&str, &[u8], &[u8]); 4] = [
-        ("plain", r#"{"q":"é \"quoted\" \\ \n\u0001 \ud800 😀","n":[1,2.5,1e+21,-0.5],"o":{}}"#.as_bytes(), br#"["found",{"k":null}]"#),
+        (
+            "plain",
+            r#"{"q":"é \"quoted\" \\ \n\u0001 \ud800 😀","n":[1,2.5,1e+21,-0.5],"o":{}}"#
+                .as_bytes(),
+            br#"["found",{"k":null}]"#,
+        ),
         ("deep", deep.as_bytes(), b"true"),
         ("big", br#"{"q":1}"#, big.as_bytes()),
         ("shallow", b"[[1]]", b"\"ok\""),
@@ -876,7 +1383,10 @@ fn stringified_text_sent_as_written_is_stored_as_the_parsed_text_would_be() {
             runs.push(run.run_id);
         }
         let srv = Server::start_in(dir, &["--port", &port.to_string()], &[]);
-        assert!(session.ready(Duration::from_secs(5)), "attaches to the server started late");
+        assert!(
+            session.ready(Duration::from_secs(5)),
+            "attaches to the server started late"
+        );
         assert!(session.flush(Duration::from_secs(5)));
         let members = |run: &str| -> Vec<String> {
             stored(&srv, run, 2 + 2 * cases.len())
@@ -884,8 +1394,14 @@ fn stringified_text_sent_as_written_is_stored_as_the_parsed_text_would_be() {
                 .filter_map(|e| {
                     let p = e.get("payload")?;
                     match s(e, &["type"])? {
-                        "node.started" => Some(format!("in {}", p.get("input").map(to_json).unwrap_or_default())),
-                        "node.finished" => Some(format!("out {}", p.get("output").map(to_json).unwrap_or_default())),
+                        "node.started" => Some(format!(
+                            "in {}",
+                            p.get("input").map(to_json).unwrap_or_default()
+                        )),
+                        "node.finished" => Some(format!(
+                            "out {}",
+                            p.get("output").map(to_json).unwrap_or_default()
+                        )),
                         _ => None,
                     }
                 })
@@ -898,11 +1414,22 @@ fn stringified_text_sent_as_written_is_stored_as_the_parsed_text_would_be() {
         if hide {
             assert!(!written[0].contains("quoted"), "{}", written[0]);
         } else {
-            assert!(written[0].contains(r#""n":[1,2.5,1e+21,-0.5]"#), "{}", written[0]);
+            assert!(
+                written[0].contains(r#""n":[1,2.5,1e+21,-0.5]"#),
+                "{}",
+                written[0]
+            );
             let too_deep = "[".repeat(graphmind_core::shrink::depth::MAX_VALUE_DEPTH);
-            assert!(written[2].contains(&"[".repeat(100)) && !written[2].contains(&too_deep), "the deep value is cut: {}", written[2]);
+            assert!(
+                written[2].contains(&"[".repeat(100)) && !written[2].contains(&too_deep),
+                "the deep value is cut: {}",
+                written[2]
+            );
         }
-        assert!(written[5].len() < graphmind_core::shrink::MAX_PAYLOAD_BYTES, "the big output is shrunk");
+        assert!(
+            written[5].len() < graphmind_core::shrink::MAX_PAYLOAD_BYTES,
+            "the big output is shrunk"
+        );
         session.dispose(Duration::from_secs(2));
     }
 }
@@ -917,17 +1444,38 @@ fn streamed_tokens_are_batched_by_the_flush_interval_and_keep_their_order() {
     let node = NodeRef::new(NodeKind::Llm, "model");
     session.node_started(Some(&run.run_id), &node, None, None);
     for n in 0..100 {
-        session.node_token(Some(&run.run_id), &node, graphmind_core::event::TokenChannel::Text, &format!("{n} "));
+        session.node_token(
+            Some(&run.run_id),
+            &node,
+            graphmind_core::event::TokenChannel::Text,
+            &format!("{n} "),
+        );
     }
     // Nothing else happened, so the 100 deltas wait in one batch; finishing the node sends
     // them first, in one frame, before node.finished.
-    session.node_finished(Some(&run.run_id), &node, Some(Value::from("done")), 5.0, false);
+    session.node_finished(
+        Some(&run.run_id),
+        &node,
+        Some(Value::from("done")),
+        5.0,
+        false,
+    );
     let token = dbg.next("node.token");
-    let deltas = token.get("payload").and_then(|p| p.get("deltas")).and_then(Value::as_array).unwrap();
+    let deltas = token
+        .get("payload")
+        .and_then(|p| p.get("deltas"))
+        .and_then(Value::as_array)
+        .unwrap();
     assert_eq!(deltas.len(), 100);
-    let text: String = deltas.iter().map(|d| s(d, &["v"]).unwrap().to_string()).collect();
+    let text: String = deltas
+        .iter()
+        .map(|d| s(d, &["v"]).unwrap().to_string())
+        .collect();
     assert_eq!(text, (0..100).map(|n| format!("{n} ")).collect::<String>());
-    assert_eq!(s(&token, &["payload", "instanceId"]), Some(node.instance_id.as_str()));
+    assert_eq!(
+        s(&token, &["payload", "instanceId"]),
+        Some(node.instance_id.as_str())
+    );
     let finished = dbg.next("node.finished");
     assert!(i(&finished, &["seq"]).unwrap() > i(&token, &["seq"]).unwrap());
 
@@ -937,12 +1485,23 @@ fn streamed_tokens_are_batched_by_the_flush_interval_and_keep_their_order() {
     dbg.watch(&run2.run_id);
     let node2 = NodeRef::new(NodeKind::Llm, "model");
     for n in 0..20 {
-        quick.node_token(Some(&run2.run_id), &node2, graphmind_core::event::TokenChannel::Text, &format!("{n}"));
+        quick.node_token(
+            Some(&run2.run_id),
+            &node2,
+            graphmind_core::event::TokenChannel::Text,
+            &format!("{n}"),
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(quick.flush(Duration::from_secs(2)));
-    let frames = stored(&srv, &run2.run_id, 3).iter().filter(|e| s(e, &["type"]) == Some("node.token")).count();
-    assert!((2..20).contains(&frames), "{frames} frames for 20 deltas over ~100 ms");
+    let frames = stored(&srv, &run2.run_id, 3)
+        .iter()
+        .filter(|e| s(e, &["type"]) == Some("node.token"))
+        .count();
+    assert!(
+        (2..20).contains(&frames),
+        "{frames} frames for 20 deltas over ~100 ms"
+    );
     quick.dispose(Duration::from_secs(1));
     session.dispose(Duration::from_secs(1));
 }
@@ -951,7 +1510,6 @@ fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
-
 
 #[test]
 fn an_error_hold_counts_as_held_time_on_the_node_finished_that_follows_it() {
@@ -965,17 +1523,32 @@ fn an_error_hold_counts_as_held_time_on_the_node_finished_that_follows_it() {
     let id = run.run_id.clone();
     let worker = std::thread::spawn(move || drive(&s2, &id, 1));
     let error = dbg.next("node.error");
-    assert!(error.get("payload").and_then(|p| p.get("heldMs")).is_none(), "nothing held before the error");
+    assert!(
+        error.get("payload").and_then(|p| p.get("heldMs")).is_none(),
+        "nothing held before the error"
+    );
     let paused = dbg.next("exec.paused");
     assert_eq!(s(&paused, &["payload", "point"]), Some("error"));
     std::thread::sleep(Duration::from_millis(300));
-    dbg.resume(&run.run_id, s(&paused, &["payload", "pauseId"]).unwrap(), "retry", "");
+    dbg.resume(
+        &run.run_id,
+        s(&paused, &["payload", "pauseId"]).unwrap(),
+        "retry",
+        "",
+    );
     assert_eq!(worker.join().unwrap(), Ok(Value::from("ok after 2")));
     let finished = dbg.next("node.finished");
     let p = finished.get("payload").unwrap();
-    let held = p.get("heldMs").and_then(Value::as_f64).expect("node.finished carries heldMs");
+    let held = p
+        .get("heldMs")
+        .and_then(Value::as_f64)
+        .expect("node.finished carries heldMs");
     let duration = p.get("durationMs").and_then(Value::as_f64).unwrap();
     assert!(held >= 290.0, "the error hold is held time ({held} ms)");
-    assert!(duration - held < 250.0, "and not run time: ran {} ms", duration - held);
+    assert!(
+        duration - held < 250.0,
+        "and not run time: ran {} ms",
+        duration - held
+    );
     session.dispose(Duration::from_secs(2));
 }

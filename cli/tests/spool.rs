@@ -30,7 +30,11 @@ fn free_port() -> u16 {
     l.local_addr().unwrap().port()
 }
 
-fn session(port: u16, spool_dir: Option<&Path>, env: EnvSnapshot) -> (Session, Arc<Mutex<Vec<String>>>) {
+fn session(
+    port: u16,
+    spool_dir: Option<&Path>,
+    env: EnvSnapshot,
+) -> (Session, Arc<Mutex<Vec<String>>>) {
     let options = Options {
         url: Some(format!("ws://127.0.0.1:{port}/ingest")),
         app_name: Some("spool-test".into()),
@@ -49,8 +53,19 @@ fn session(port: u16, spool_dir: Option<&Path>, env: EnvSnapshot) -> (Session, A
 fn tool_call(session: &Session, run_id: &str, n: u64) {
     let node = NodeRef::new(NodeKind::Tool, "lookup");
     let input = format!(r#"{{"n":{n},"pad":"{}"}}"#, "x".repeat(200));
-    session.node_started_host(Some(run_id), &node, None, Some(HostValue::Text(input.into())));
-    session.node_finished_host(Some(run_id), &node, Some(HostValue::Text(r#"{"hits":1}"#.into())), 0.01, false);
+    session.node_started_host(
+        Some(run_id),
+        &node,
+        None,
+        Some(HostValue::Text(input.into())),
+    );
+    session.node_finished_host(
+        Some(run_id),
+        &node,
+        Some(HostValue::Text(r#"{"hits":1}"#.into())),
+        0.01,
+        false,
+    );
 }
 
 /// Tool calls at [`RATE`] events a second (two events a call) for `how_long`, from `*n` on.
@@ -78,19 +93,27 @@ fn call_numbers(events: &[Value]) -> Vec<u64> {
 }
 
 fn marked(events: &[Value]) -> i64 {
-    events.iter().filter_map(|e| i(e, &["payload", "gap", "droppedCount"])).sum()
+    events
+        .iter()
+        .filter_map(|e| i(e, &["payload", "gap", "droppedCount"]))
+        .sum()
 }
 
 /// Runs the dark period: the app records for [`DOWN`] with no server, then one comes up on
 /// its port; returns the server, the run id, the calls made and the session's stats.
-fn dark_period(spool_dir: Option<&Path>) -> (Server, String, u64, graphmind_core::session::SessionStats) {
+fn dark_period(
+    spool_dir: Option<&Path>,
+) -> (Server, String, u64, graphmind_core::session::SessionStats) {
     let port = free_port();
     let (session, _) = session(port, spool_dir, EnvSnapshot::new());
     let run = session.start_run("dark", None);
     let mut n = 0;
     paced(&session, &run.run_id, &mut n, DOWN);
     let srv = Server::start(&["--port", &port.to_string()], &[]);
-    assert!(session.ready(Duration::from_secs(10)), "attaches once the server is up");
+    assert!(
+        session.ready(Duration::from_secs(10)),
+        "attaches once the server is up"
+    );
     tool_call(&session, &run.run_id, n);
     n += 1;
     session.finish_run(&run, RunOutcome::Ok);
@@ -104,20 +127,38 @@ fn dark_period(spool_dir: Option<&Path>) -> (Server, String, u64, graphmind_core
 fn a_server_down_longer_than_the_ring_holds_loses_nothing_with_the_spool() {
     let dir = temp_dir().join("spool");
     let (srv, run_id, calls, stats) = dark_period(Some(&dir));
-    assert!(calls * 2 > RING as u64 * 10, "the dark period outlasts the ring: {calls} calls");
+    assert!(
+        calls * 2 > RING as u64 * 10,
+        "the dark period outlasts the ring: {calls} calls"
+    );
     let expected = 2 + 2 * calls as usize;
     let events = srv.stored_at_least(&run_id, expected);
     assert_eq!(events.len(), expected, "every event stored, once");
     assert_eq!(marked(&events), 0, "no gap marker");
     assert_eq!(stats.lost, 0, "{stats:?}");
-    assert_eq!(call_numbers(&events), (0..calls).collect::<Vec<_>>(), "in order");
+    assert_eq!(
+        call_numbers(&events),
+        (0..calls).collect::<Vec<_>>(),
+        "in order"
+    );
     let seqs: Vec<i64> = events.iter().map(|e| i(e, &["seq"]).unwrap()).collect();
     assert!(seqs.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(s(&srv.wait_run(&run_id, |r| s(r, &["status"]) != Some("running")), &["status"]), Some("ok"));
+    assert_eq!(
+        s(
+            &srv.wait_run(&run_id, |r| s(r, &["status"]) != Some("running")),
+            &["status"]
+        ),
+        Some("ok")
+    );
     // Replayed, then deleted: no folder is left once the session ends.
-    let left: Vec<_> = std::fs::read_dir(&dir).map(|d| d.flatten().collect()).unwrap_or_default();
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
-    eprintln!("spool: {calls} calls, {} events stored, none lost", events.len());
+    eprintln!(
+        "spool: {calls} calls, {} events stored, none lost",
+        events.len()
+    );
 }
 
 #[test]
@@ -128,12 +169,18 @@ fn without_the_spool_the_gap_markers_count_exactly_what_is_missing() {
     // Let everything land, then read it.
     std::thread::sleep(Duration::from_millis(300));
     let events = srv.all_events(&run_id);
-    let markers = events.iter().filter(|e| e.get("payload").and_then(|p| p.get("gap")).is_some()).count() as i64;
+    let markers = events
+        .iter()
+        .filter(|e| e.get("payload").and_then(|p| p.get("gap")).is_some())
+        .count() as i64;
     let stored = events.len() as i64 - markers;
     let lost = marked(&events);
     assert!(lost > 0, "the ring overflowed");
     assert_eq!(stored + lost, emitted, "stored + marked == emitted");
-    assert_eq!(lost as u64, stats.lost, "the markers carry the session's own count");
+    assert_eq!(
+        lost as u64, stats.lost,
+        "the markers carry the session's own count"
+    );
     eprintln!("no spool: {emitted} emitted, {stored} stored, {lost} marked lost");
 }
 
@@ -145,7 +192,10 @@ fn spool_child_app() {
     let Ok(dir) = std::env::var("GM_SPOOL_CHILD_DIR") else {
         return;
     };
-    let port: u16 = std::env::var("GM_SPOOL_CHILD_PORT").unwrap().parse().unwrap();
+    let port: u16 = std::env::var("GM_SPOOL_CHILD_PORT")
+        .unwrap()
+        .parse()
+        .unwrap();
     let (session, _) = session(port, Some(Path::new(&dir)), EnvSnapshot::new());
     let run = session.start_run("killed", None);
     println!("RUN {}", run.run_id);
@@ -161,7 +211,12 @@ fn spool_child_app() {
 fn killed_child(dir: &Path, bytes: u64) -> String {
     use std::io::BufRead;
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["spool_child_app", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "spool_child_app",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("GM_SPOOL_CHILD_DIR", dir)
         .env("GM_SPOOL_CHILD_PORT", free_port().to_string())
         .stdout(std::process::Stdio::piped())
@@ -204,7 +259,11 @@ fn spool_bytes(dir: &Path) -> u64 {
     if !dir.exists() {
         return 0;
     }
-    segments(dir).iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| m.len()).sum()
+    segments(dir)
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// Tears the last segment's end (half a record), then counts the complete records.
@@ -230,25 +289,49 @@ fn an_app_killed_mid_write_leaves_a_spool_that_import_stores_torn_tail_skipped()
     assert!(records.len() > 1_000, "{}", records.len());
     let db = base.join("imported.db");
     let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["import", "--db"]).arg(&db).arg("--spool").arg(&dir);
+    cmd.args(["import", "--db"])
+        .arg(&db)
+        .arg("--spool")
+        .arg(&dir);
     isolate(&mut cmd, &base);
     let out = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains(&format!("stored {} event(s) from 1 spool(s)", records.len())), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "stored {} event(s) from 1 spool(s)",
+            records.len()
+        )),
+        "{stdout}"
+    );
     assert!(stdout.contains("torn or corrupt end skipped"), "{stdout}");
-    assert!(segments(&dir).is_empty(), "the spool is deleted once stored");
+    assert!(
+        segments(&dir).is_empty(),
+        "the spool is deleted once stored"
+    );
     // A second import finds nothing.
     let again = cmd.output().unwrap();
     assert!(String::from_utf8_lossy(&again.stdout).contains("No spool to import"));
     // What a server on that database serves: every complete record, in order, once.
     let srv = Server::start(&["--db", db.to_str().unwrap()], &[]);
     let events = srv.all_events(&run_id);
-    let want: Vec<i64> = records.iter().filter(|r| r.run_id == run_id).map(|r| r.seq as i64).collect();
+    let want: Vec<i64> = records
+        .iter()
+        .filter(|r| r.run_id == run_id)
+        .map(|r| r.seq as i64)
+        .collect();
     let got: Vec<i64> = events.iter().map(|e| i(e, &["seq"]).unwrap()).collect();
     assert_eq!(got, want);
     let info = srv.wait_run(&run_id, |r| s(r, &["status"]).is_some());
-    assert_eq!(s(&info, &["status"]), Some("abandoned"), "the dead app's run did not finish");
+    assert_eq!(
+        s(&info, &["status"]),
+        Some("abandoned"),
+        "the dead app's run did not finish"
+    );
     let _ = std::fs::remove_dir_all(base);
 }
 
@@ -260,8 +343,15 @@ fn the_next_serve_picks_up_a_spool_left_by_a_dead_app() {
     let records = tear_and_count(&dir);
     let srv = Server::start(&[], &[("GRAPHMIND_SPOOL_DIR", dir.to_str().unwrap())]);
     let events = srv.all_events(&run_id);
-    assert_eq!(events.len(), records.len(), "every complete record stored at startup");
-    assert_eq!(call_numbers(&events), (0..call_numbers(&events).len() as u64).collect::<Vec<_>>());
+    assert_eq!(
+        events.len(),
+        records.len(),
+        "every complete record stored at startup"
+    );
+    assert_eq!(
+        call_numbers(&events),
+        (0..call_numbers(&events).len() as u64).collect::<Vec<_>>()
+    );
     assert!(segments(&dir).is_empty());
     let _ = std::fs::remove_dir_all(base);
 }
@@ -282,10 +372,16 @@ fn a_live_apps_spool_is_left_to_it() {
     }
     assert!(session.stats().spooled > 0);
     let mut cmd = std::process::Command::new(BIN);
-    cmd.args(["import", "--db"]).arg(base.join("x.db")).arg("--spool").arg(&dir);
+    cmd.args(["import", "--db"])
+        .arg(base.join("x.db"))
+        .arg("--spool")
+        .arg(&dir);
     isolate(&mut cmd, &base);
     let out = cmd.output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("No spool to import"), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("No spool to import"),
+        "{out:?}"
+    );
     assert!(!segments(&dir).is_empty(), "untouched");
     // Ended with no server: what it never delivered stays for the next serve.
     session.dispose(Duration::from_millis(500));
@@ -300,7 +396,8 @@ fn the_kill_switch_writes_no_spool() {
     let base = temp_dir();
     let dir = base.join("spool");
     let mut env = EnvSnapshot::new();
-    env.set("GRAPHMIND_DISABLED", "1").set("GRAPHMIND_SPOOL_DIR", dir.to_str().unwrap());
+    env.set("GRAPHMIND_DISABLED", "1")
+        .set("GRAPHMIND_SPOOL_DIR", dir.to_str().unwrap());
     let (session, _) = session(free_port(), Some(&dir), env);
     let run = session.start_run("off", None);
     for n in 0..3_000 {

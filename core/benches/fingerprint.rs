@@ -54,12 +54,19 @@ fn bench(c: &mut Criterion) {
     let id = graphmind_core::JsStr::from(NODE_ID);
     let keys = graphmind_core::canonical::DEFAULT_IGNORE_KEYS;
     let mut group = c.benchmark_group("fingerprint sample-1k from JSON text");
-    group.bench_function("graphmind_core::fingerprint_text_js (stringified text)", |b| {
-        b.iter(|| {
-            graphmind_core::fingerprint::fingerprint_text_js(&id, Some(black_box(stringified.as_bytes())), keys)
+    group.bench_function(
+        "graphmind_core::fingerprint_text_js (stringified text)",
+        |b| {
+            b.iter(|| {
+                graphmind_core::fingerprint::fingerprint_text_js(
+                    &id,
+                    Some(black_box(stringified.as_bytes())),
+                    keys,
+                )
                 .unwrap()
-        })
-    });
+            })
+        },
+    );
     group.bench_function("json::parse + graphmind_core::fingerprint", |b| {
         b.iter(|| {
             let v = graphmind_core::json::parse(black_box(stringified.as_bytes())).unwrap();
@@ -68,7 +75,8 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("serde_json::from_slice + serde_jcs 0.2 + sha2", |b| {
         b.iter(|| {
-            let v: serde_json::Value = serde_json::from_slice(black_box(stringified.as_bytes())).unwrap();
+            let v: serde_json::Value =
+                serde_json::from_slice(black_box(stringified.as_bytes())).unwrap();
             let call = serde_json::Value::Array(vec![serde_json::Value::from(NODE_ID), v]);
             hex32(&Sha256::digest(serde_jcs::to_vec(&call).unwrap()))
         })

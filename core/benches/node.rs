@@ -7,10 +7,10 @@
 //! machine wall time mostly measures who else was scheduled (the session's own worker
 //! included, which runs on another core on any real machine).
 
-#[path = "support/cpu_time.rs"]
-mod cpu_time;
 #[path = "support/borrowed_fields.rs"]
 mod borrowed_fields;
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
 
 use cpu_time::thread_cpu;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -174,19 +174,31 @@ fn bench(c: &mut Criterion) {
                         .instance(&instance);
                         let fp = keyer.fingerprint_start(start.node_id, start.input);
                         let mut guard = guard.borrow_mut();
-                        std::hint::black_box(guard.awaits_output("run_bench", "tool", start.node_id, fp));
+                        std::hint::black_box(guard.awaits_output(
+                            "run_bench",
+                            "tool",
+                            start.node_id,
+                            fp,
+                        ));
                         std::hint::black_box(guard.record_start(&start, fp, true));
                         let key = keyer.key_finish_later(Some("ok"), LoopValue::Read(Some(value)));
-                        if let Some(ticket) =
-                            guard.record_finish("run_bench", "tool:search_files", Some(&instance), key)
-                        {
+                        if let Some(ticket) = guard.record_finish(
+                            "run_bench",
+                            "tool:search_files",
+                            Some(&instance),
+                            key,
+                        ) {
                             tickets.borrow_mut().push((ticket, seq));
                         }
                     },
                     || {
                         let mut guard = guard.borrow_mut();
                         for (ticket, at) in tickets.borrow_mut().drain(..) {
-                            let output = if distinct { &inputs[(at % 64) as usize] } else { &input };
+                            let output = if distinct {
+                                &inputs[(at % 64) as usize]
+                            } else {
+                                &input
+                            };
                             let key = keyer.key_output(Some(output));
                             guard.fill_output("run_bench", ticket, Some(key));
                         }
@@ -266,15 +278,22 @@ fn bench(c: &mut Criterion) {
         },
     );
     let events = borrowed_fields::NodeEvents::new();
-    group.bench_function("serde_json: serialize the same two payloads (borrowed)", |b| {
-        b.iter_custom(|iters| {
-            cpu_iters(
-                iters,
-                || drop(std::hint::black_box(events.serialize(&serde_value, &serde_value))),
-                || {},
-            )
-        })
-    });
+    group.bench_function(
+        "serde_json: serialize the same two payloads (borrowed)",
+        |b| {
+            b.iter_custom(|iters| {
+                cpu_iters(
+                    iters,
+                    || {
+                        drop(std::hint::black_box(
+                            events.serialize(&serde_value, &serde_value),
+                        ))
+                    },
+                    || {},
+                )
+            })
+        },
+    );
     group.finish();
 }
 

@@ -256,7 +256,9 @@ impl ReplayBuffer {
     /// (the session ends with no debugger: they go to the spool).
     pub fn drain_undelivered(&mut self) -> Vec<Spilled> {
         let (undelivered, kept): (VecDeque<Entry>, VecDeque<Entry>) =
-            std::mem::take(&mut self.entries).into_iter().partition(|e| !e.delivered);
+            std::mem::take(&mut self.entries)
+                .into_iter()
+                .partition(|e| !e.delivered);
         self.entries = kept;
         self.bytes = self.entries.iter().map(|e| e.json.len()).sum();
         undelivered

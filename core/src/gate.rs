@@ -99,7 +99,12 @@ impl GateDecision {
     /// callback can neither run the call with other arguments nor hand back a result).
     /// A step applying the result ends as it really went, never as if something had been
     /// injected.
-    pub fn watched(&self, integration: &str, label: &str, hint: &str) -> (GateDecision, Option<(String, String)>) {
+    pub fn watched(
+        &self,
+        integration: &str,
+        label: &str,
+        hint: &str,
+    ) -> (GateDecision, Option<(String, String)>) {
         match self.at_watching_gate(integration, label, hint) {
             WatchingNext::Abort => (
                 GateDecision {
@@ -494,10 +499,15 @@ mod tests {
             output: Some(Value::from("made up")),
             input: Some(Value::from("edited")),
         };
-        let (inject, warning) = asked(ResumeAction::Inject).watched("langgraph", "LangGraph", "Wrap it.");
+        let (inject, warning) =
+            asked(ResumeAction::Inject).watched("langgraph", "LangGraph", "Wrap it.");
         assert_eq!(inject, GateDecision::proceed());
-        assert_eq!(warning.map(|(key, _)| key).as_deref(), Some("langgraph-inject"));
-        let (retry, warning) = asked(ResumeAction::Retry).watched("langgraph", "LangGraph", "Wrap it.");
+        assert_eq!(
+            warning.map(|(key, _)| key).as_deref(),
+            Some("langgraph-inject")
+        );
+        let (retry, warning) =
+            asked(ResumeAction::Retry).watched("langgraph", "LangGraph", "Wrap it.");
         assert_eq!(retry, GateDecision::proceed());
         assert!(warning.is_some_and(|(_, message)| message.ends_with("Wrap it.")));
         let (cont, warning) = asked(ResumeAction::Continue).watched("langgraph", "LangGraph", "");

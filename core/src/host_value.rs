@@ -57,16 +57,18 @@ impl HostValue {
                 value,
                 invalid_text: false,
             },
-            HostValue::Text(bytes) | HostValue::Stringified(bytes) => match json::parse_value_text(&bytes) {
-                Ok(value) => Resolved {
-                    value,
-                    invalid_text: false,
-                },
-                Err(_) => Resolved {
-                    value: Value::from(String::from_utf8_lossy(&bytes).as_ref()),
-                    invalid_text: true,
-                },
-            },
+            HostValue::Text(bytes) | HostValue::Stringified(bytes) => {
+                match json::parse_value_text(&bytes) {
+                    Ok(value) => Resolved {
+                        value,
+                        invalid_text: false,
+                    },
+                    Err(_) => Resolved {
+                        value: Value::from(String::from_utf8_lossy(&bytes).as_ref()),
+                        invalid_text: true,
+                    },
+                }
+            }
             HostValue::Packed(bytes) => match json::packed::decode(&bytes) {
                 Ok(value) => Resolved {
                     value,
@@ -153,9 +155,22 @@ mod tests {
         assert!(w.object(1) && w.key(b"k"));
         w.int(7);
         let out = HostValue::Packed(w.as_bytes().to_vec()).into_value();
-        assert_eq!(out, Resolved { value: crate::json!({"k": 7i64}), invalid_text: false });
+        assert_eq!(
+            out,
+            Resolved {
+                value: crate::json!({"k": 7i64}),
+                invalid_text: false
+            }
+        );
         let bad = HostValue::Packed(vec![42]).into_value();
-        assert!(bad.invalid_text && bad.value.as_str().unwrap().contains("unreadable packed value"));
+        assert!(
+            bad.invalid_text
+                && bad
+                    .value
+                    .as_str()
+                    .unwrap()
+                    .contains("unreadable packed value")
+        );
     }
 
     #[test]
@@ -168,8 +183,14 @@ mod tests {
         let detached = HostValue::packed_or_built(false, pack, built);
         assert!(matches!(detached, HostValue::Packed(_)));
         assert_eq!(detached.into_value().value, crate::json!(5i64));
-        assert_eq!(HostValue::packed_or_built(true, pack, built), HostValue::Built(Value::from("built")));
-        assert_eq!(HostValue::packed_or_built(false, |_| false, built), HostValue::Built(Value::from("built")));
+        assert_eq!(
+            HostValue::packed_or_built(true, pack, built),
+            HostValue::Built(Value::from("built"))
+        );
+        assert_eq!(
+            HostValue::packed_or_built(false, |_| false, built),
+            HostValue::Built(Value::from("built"))
+        );
     }
 
     #[test]

@@ -257,7 +257,11 @@ impl LlmStep {
         };
         if hint {
             // Under a framework's node the agent node is not this step's to announce.
-            let agent = if parent_id.is_some() { None } else { run.run_name };
+            let agent = if parent_id.is_some() {
+                None
+            } else {
+                run.run_name
+            };
             session.graph_hint(run.run_id, roster(parent.as_deref(), agent, tools));
         }
         let node = NodeRef {
@@ -402,9 +406,19 @@ impl LlmStep {
         }
         let model = self.model.as_ref();
         if streamed {
-            Next::Stream(codec::rebuild::stream_from_output(self.api, &output, answer.usage.as_ref(), model))
+            Next::Stream(codec::rebuild::stream_from_output(
+                self.api,
+                &output,
+                answer.usage.as_ref(),
+                model,
+            ))
         } else {
-            Next::ReturnInjected(codec::rebuild::reply_from_output(self.api, &output, answer.usage.as_ref(), model))
+            Next::ReturnInjected(codec::rebuild::reply_from_output(
+                self.api,
+                &output,
+                answer.usage.as_ref(),
+                model,
+            ))
         }
     }
 

@@ -34,24 +34,47 @@ pub fn lift_injected(method: &str, params: Option<&Value>, value: Value) -> Valu
     };
     match method {
         "tools/call" => {
-            if is_obj && (matches!(value.get("content"), Some(Value::Array(_))) || value.get("structuredContent").is_some()) {
+            if is_obj
+                && (matches!(value.get("content"), Some(Value::Array(_)))
+                    || value.get("structuredContent").is_some())
+            {
                 return value;
             }
             match value {
                 Value::Null => obj(vec![("content", Value::Array(vec![]))]),
-                Value::String(_) => obj(vec![("content", Value::Array(vec![text_block(as_text(&value))]))]),
-                Value::Object(_) => obj(vec![("content", Value::Array(vec![text_block(as_text(&value))])), ("structuredContent", value)]),
-                other => obj(vec![("content", Value::Array(vec![text_block(as_text(&other))]))]),
+                Value::String(_) => obj(vec![(
+                    "content",
+                    Value::Array(vec![text_block(as_text(&value))]),
+                )]),
+                Value::Object(_) => obj(vec![
+                    ("content", Value::Array(vec![text_block(as_text(&value))])),
+                    ("structuredContent", value),
+                ]),
+                other => obj(vec![(
+                    "content",
+                    Value::Array(vec![text_block(as_text(&other))]),
+                )]),
             }
         }
         "resources/read" => {
             if is_obj && matches!(value.get("contents"), Some(Value::Array(_))) {
                 return value;
             }
-            let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str).unwrap_or("graphmind://injected").to_owned();
+            let uri = params
+                .and_then(|p| p.get("uri"))
+                .and_then(Value::as_str)
+                .unwrap_or("graphmind://injected")
+                .to_owned();
             let item = match &value {
-                Value::String(_) => obj(vec![("uri", Value::from(uri)), ("text", Value::from(as_text(&value)))]),
-                _ => obj(vec![("uri", Value::from(uri)), ("mimeType", Value::from("application/json")), ("text", Value::from(as_text(&value)))]),
+                Value::String(_) => obj(vec![
+                    ("uri", Value::from(uri)),
+                    ("text", Value::from(as_text(&value))),
+                ]),
+                _ => obj(vec![
+                    ("uri", Value::from(uri)),
+                    ("mimeType", Value::from("application/json")),
+                    ("text", Value::from(as_text(&value))),
+                ]),
             };
             obj(vec![("contents", Value::Array(vec![item]))])
         }
@@ -59,7 +82,10 @@ pub fn lift_injected(method: &str, params: Option<&Value>, value: Value) -> Valu
             if is_obj && matches!(value.get("messages"), Some(Value::Array(_))) {
                 return value;
             }
-            let msg = obj(vec![("role", Value::from("user")), ("content", text_block(as_text(&value)))]);
+            let msg = obj(vec![
+                ("role", Value::from("user")),
+                ("content", text_block(as_text(&value))),
+            ]);
             obj(vec![("messages", Value::Array(vec![msg]))])
         }
         "sampling/createMessage" => {
@@ -159,42 +185,81 @@ mod tests {
     fn work_methods_are_gated_with_their_input_others_pass() {
         let p = json::parse_str(r#"{"name":"echo","arguments":{"m":"hi"}}"#).unwrap();
         let g = gated_request("tools/call", Some(&p)).unwrap();
-        assert_eq!((g.node_id.as_str(), g.kind, g.editable), ("tool:echo", NodeKind::Tool, true));
+        assert_eq!(
+            (g.node_id.as_str(), g.kind, g.editable),
+            ("tool:echo", NodeKind::Tool, true)
+        );
         assert_eq!(json::to_string(&g.input), r#"{"m":"hi"}"#);
         let r = json::parse_str(r#"{"uri":"file:///n.txt"}"#).unwrap();
         let g = gated_request("resources/read", Some(&r)).unwrap();
-        assert_eq!((g.node_id.as_str(), g.editable), ("resource:file:///n.txt", false));
+        assert_eq!(
+            (g.node_id.as_str(), g.editable),
+            ("resource:file:///n.txt", false)
+        );
         assert_eq!(json::to_string(&g.input), r#"{"uri":"file:///n.txt"}"#);
-        let g = gated_request("prompts/get", Some(&json::parse_str(r#"{"name":"greet"}"#).unwrap())).unwrap();
+        let g = gated_request(
+            "prompts/get",
+            Some(&json::parse_str(r#"{"name":"greet"}"#).unwrap()),
+        )
+        .unwrap();
         assert_eq!(json::to_string(&g.input), "{}");
         assert!(gated_request("tools/list", None).is_none());
         assert!(gated_request("ping", None).is_none());
-        assert_eq!(request_node("sampling/createMessage", None).0, "llm:sampling");
+        assert_eq!(
+            request_node("sampling/createMessage", None).0,
+            "llm:sampling"
+        );
         assert_eq!(request_node("tools/call", None).0, "tool:unknown");
     }
 
     fn lift(method: &str, params: Option<&str>, value: &str) -> String {
         let params = params.map(|p| json::parse_str(p).unwrap());
-        json::to_string(&lift_injected(method, params.as_ref(), json::parse_str(value).unwrap()))
+        json::to_string(&lift_injected(
+            method,
+            params.as_ref(),
+            json::parse_str(value).unwrap(),
+        ))
     }
 
     #[test]
     fn a_tool_gets_text_and_an_object_also_structured_content() {
-        assert_eq!(lift("tools/call", None, r#""hi""#), r#"{"content":[{"type":"text","text":"hi"}]}"#);
+        assert_eq!(
+            lift("tools/call", None, r#""hi""#),
+            r#"{"content":[{"type":"text","text":"hi"}]}"#
+        );
         assert_eq!(
             lift("tools/call", None, r#"{"a":1}"#),
             r#"{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}"#
         );
         assert_eq!(lift("tools/call", None, "null"), r#"{"content":[]}"#);
-        assert_eq!(lift("tools/call", None, "7"), r#"{"content":[{"type":"text","text":"7"}]}"#);
+        assert_eq!(
+            lift("tools/call", None, "7"),
+            r#"{"content":[{"type":"text","text":"7"}]}"#
+        );
     }
 
     #[test]
     fn a_value_already_of_the_result_shape_passes_unchanged() {
-        assert_eq!(lift("tools/call", None, r#"{"content":[],"isError":true}"#), r#"{"content":[],"isError":true}"#);
-        assert_eq!(lift("resources/read", None, r#"{"contents":[]}"#), r#"{"contents":[]}"#);
-        assert_eq!(lift("prompts/get", None, r#"{"messages":[]}"#), r#"{"messages":[]}"#);
-        assert_eq!(lift("tools/call", None, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert_eq!(
+            lift("tools/call", None, r#"{"content":[],"isError":true}"#),
+            r#"{"content":[],"isError":true}"#
+        );
+        assert_eq!(
+            lift("resources/read", None, r#"{"contents":[]}"#),
+            r#"{"contents":[]}"#
+        );
+        assert_eq!(
+            lift("prompts/get", None, r#"{"messages":[]}"#),
+            r#"{"messages":[]}"#
+        );
+        assert_eq!(
+            lift(
+                "tools/call",
+                None,
+                r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+            ),
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#
+        );
         assert_eq!(lift("ping", None, "1"), "1");
     }
 
@@ -212,6 +277,8 @@ mod tests {
             lift("prompts/get", None, r#""say hi""#),
             r#"{"messages":[{"role":"user","content":{"type":"text","text":"say hi"}}]}"#
         );
-        assert!(lift("sampling/createMessage", None, r#""ok""#).contains(r#""stopReason":"endTurn""#));
+        assert!(
+            lift("sampling/createMessage", None, r#""ok""#).contains(r#""stopReason":"endTurn""#)
+        );
     }
 }

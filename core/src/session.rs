@@ -2485,7 +2485,8 @@ impl Worker {
             }
             self.take_handoff_loss();
             self.flush_link();
-            self.spooler.flush(&mut self.buffer, &self.session.inner.warner);
+            self.spooler
+                .flush(&mut self.buffer, &self.session.inner.warner);
             if stop {
                 self.finish_spool();
             }
@@ -2626,7 +2627,12 @@ impl Worker {
         self.stamp_held_time(&mut event);
         let spliced = verbatim.and_then(|member| {
             let text = std::str::from_utf8(&member.text).ok()?;
-            let json = shrink::serialize_with_verbatim(event.payload.built(), member.key, text, shrink::MAX_PAYLOAD_BYTES);
+            let json = shrink::serialize_with_verbatim(
+                event.payload.built(),
+                member.key,
+                text,
+                shrink::MAX_PAYLOAD_BYTES,
+            );
             if json.is_none() {
                 // Too big to go out whole: read it, and shrink the payload as usual.
                 let value = self.session.resolve(HostValue::Text(member.text));
@@ -2635,8 +2641,16 @@ impl Worker {
             json
         });
         let serialized = match spliced {
-            Some(json) => shrink::Serialized { original_bytes: json.len(), json, truncated: false },
-            None => shrink::serialize_payload(event.payload.built(), shrink::MAX_PAYLOAD_BYTES, Some(type_name)),
+            Some(json) => shrink::Serialized {
+                original_bytes: json.len(),
+                json,
+                truncated: false,
+            },
+            None => shrink::serialize_payload(
+                event.payload.built(),
+                shrink::MAX_PAYLOAD_BYTES,
+                Some(type_name),
+            ),
         };
         if serialized.truncated {
             let frame =
@@ -2700,8 +2714,13 @@ impl Worker {
             shared.seq += 1;
             shared.seq - 1
         };
-        self.spooler
-            .write(items, &mut self.buffer, &mut next_seq, epoch_ms(), &inner.warner);
+        self.spooler.write(
+            items,
+            &mut self.buffer,
+            &mut next_seq,
+            epoch_ms(),
+            &inner.warner,
+        );
     }
 
     /// The session ends: the spool keeps what never reached a debugger, or goes.
@@ -2739,7 +2758,10 @@ impl Worker {
         };
         let member = event.deferred_member.take_if(forwardable)?;
         match member.value {
-            HostValue::Stringified(text) => Some(DeferredText { key: member.key, text }),
+            HostValue::Stringified(text) => Some(DeferredText {
+                key: member.key,
+                text,
+            }),
             _ => None,
         }
     }

@@ -241,7 +241,11 @@ impl Step {
         run_id: Option<&str>,
         node: &NodeRef,
         input: Option<HostValue>,
-    ) -> (Option<HostValue>, Option<crate::replay::Answer>, crate::json::Map) {
+    ) -> (
+        Option<HostValue>,
+        Option<crate::replay::Answer>,
+        crate::json::Map,
+    ) {
         use crate::replay::{self, Decision};
         if node.kind != crate::event::NodeKind::Tool || !replay::is_replaying(session) {
             return (input, None, crate::json::Map::new());
@@ -464,7 +468,12 @@ impl Step {
                 Some(error.clone())
             }
             crate::replay::Outcome::Output(output) => {
-                self.finish(output.clone().map(HostValue::Built), RunStatus::Ok, false, false);
+                self.finish(
+                    output.clone().map(HostValue::Built),
+                    RunStatus::Ok,
+                    false,
+                    false,
+                );
                 None
             }
             crate::replay::Outcome::Unfinished => {

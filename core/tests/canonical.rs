@@ -329,16 +329,28 @@ fn benchmark_sample_matches_the_python_reference() {
 /// included (the text path copies already-canonical tokens and parses everything else).
 fn text_agrees_with_parsing(text: &[u8], ignore: &[&str]) -> Result<(), String> {
     let parsed = json::parse(text);
-    let slow = parsed.as_ref().map(|v| canonical_json_with(v, ignore)).map_err(Clone::clone);
+    let slow = parsed
+        .as_ref()
+        .map(|v| canonical_json_with(v, ignore))
+        .map_err(Clone::clone);
     let fast = canonical_json_text(text, ignore);
     if fast != slow {
-        return Err(format!("canonical {fast:?} != {slow:?} for {:?}", String::from_utf8_lossy(text)));
+        return Err(format!(
+            "canonical {fast:?} != {slow:?} for {:?}",
+            String::from_utf8_lossy(text)
+        ));
     }
     let id = JsStr::from("tool:x");
-    let slow = parsed.as_ref().map(|v| fingerprint_js_with(&id, Some(v), ignore)).map_err(Clone::clone);
+    let slow = parsed
+        .as_ref()
+        .map(|v| fingerprint_js_with(&id, Some(v), ignore))
+        .map_err(Clone::clone);
     let fast = fingerprint_text_js(&id, Some(text), ignore);
     if fast != slow {
-        return Err(format!("fingerprint {fast:?} != {slow:?} for {:?}", String::from_utf8_lossy(text)));
+        return Err(format!(
+            "fingerprint {fast:?} != {slow:?} for {:?}",
+            String::from_utf8_lossy(text)
+        ));
     }
     Ok(())
 }
@@ -369,7 +381,10 @@ fn from_text_agrees_with_parsing_on_every_vector_file_and_prefix() {
             }
         }
     }
-    assert_eq!(fingerprint_text_js(&JsStr::from("n"), None, DEFAULT_IGNORE_KEYS), Ok(fingerprint("n", None)));
+    assert_eq!(
+        fingerprint_text_js(&JsStr::from("n"), None, DEFAULT_IGNORE_KEYS),
+        Ok(fingerprint("n", None))
+    );
 }
 
 proptest! {

@@ -14,10 +14,19 @@ fn suite() -> Vec<(String, Vec<u8>)> {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                std::fs::read(&p).unwrap(),
+            )
+        })
         .collect();
     files.sort();
-    assert!(files.len() >= 300, "JSONTestSuite not found in {}", dir.display());
+    assert!(
+        files.len() >= 300,
+        "JSONTestSuite not found in {}",
+        dir.display()
+    );
     files
 }
 
@@ -28,7 +37,10 @@ fn agree(input: &[u8]) -> Result<(), String> {
     if parsed == validated {
         Ok(())
     } else {
-        Err(format!("parse {parsed:?}, validate {validated:?} on {:?}", String::from_utf8_lossy(input)))
+        Err(format!(
+            "parse {parsed:?}, validate {validated:?} on {:?}",
+            String::from_utf8_lossy(input)
+        ))
     }
 }
 
@@ -50,16 +62,28 @@ fn every_jsontestsuite_file_and_every_prefix_gets_the_same_verdict() {
             agree(&bytes[..end]).unwrap_or_else(|e| panic!("{name}[..{end}]: {e}"));
         }
     }
-    assert!(accepted >= 95 && refused >= 188, "{accepted} accepted, {refused} refused");
+    assert!(
+        accepted >= 95 && refused >= 188,
+        "{accepted} accepted, {refused} refused"
+    );
 }
 
 #[test]
 fn nesting_at_and_past_the_limit_gets_the_same_verdict() {
-    for depth in [MAX_JSON_DEPTH - 1, MAX_JSON_DEPTH, MAX_JSON_DEPTH + 1, 100_000] {
+    for depth in [
+        MAX_JSON_DEPTH - 1,
+        MAX_JSON_DEPTH,
+        MAX_JSON_DEPTH + 1,
+        100_000,
+    ] {
         for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
             let text = format!("{}1{}", open.repeat(depth), close.repeat(depth));
             agree(text.as_bytes()).unwrap();
-            assert_eq!(json::validate(text.as_bytes()).is_ok(), depth <= MAX_JSON_DEPTH, "depth {depth}");
+            assert_eq!(
+                json::validate(text.as_bytes()).is_ok(),
+                depth <= MAX_JSON_DEPTH,
+                "depth {depth}"
+            );
         }
     }
 }
@@ -68,7 +92,11 @@ fn nesting_at_and_past_the_limit_gets_the_same_verdict() {
 fn samples() -> &'static [Vec<u8>] {
     static SAMPLES: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
     SAMPLES.get_or_init(|| {
-        let sample = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../bench/sample-1k.json")).unwrap();
+        let sample = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../bench/sample-1k.json"
+        ))
+        .unwrap();
         let mut all: Vec<Vec<u8>> = suite().into_iter().map(|(_, b)| b).collect();
         all.push(sample);
         all

@@ -61,7 +61,6 @@ fn one_node_from_text(session: &Session, run_id: &str, text: &[u8]) {
     black_box(step.on_after(d, Some(json::parse(text).unwrap())));
 }
 
-
 /// Best of 5 rounds of 10,000 calls, app-thread CPU time per call; the session is flushed
 /// between rounds so its queue never fills (nothing dropped, nothing cheaper than real).
 fn measure(session: &Session, mut f: impl FnMut()) -> f64 {

@@ -15,8 +15,8 @@ use super::{
 use graphmind_core::edit_input::{self, InputValidation};
 use graphmind_core::json::{self, Map, Value};
 use graphmind_core::loop_guard::{
-    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue, LoopVerdict,
-    NodeStart,
+    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue,
+    LoopVerdict, NodeStart,
 };
 use graphmind_core::redact::{EventContext, HideSwitches, RedactOutcome, Redactor};
 use graphmind_core::{canonical, llm, redact, smart};

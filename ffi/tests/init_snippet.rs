@@ -14,15 +14,26 @@ fn root() -> PathBuf {
 }
 
 fn lib_dir() -> PathBuf {
-    let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
-    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root().join("target")).join(profile)
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"))
+        .join(profile)
 }
 
 #[test]
 fn the_c_snippet_init_prints_records_a_run() {
     let dir = temp_dir();
     std::fs::write(dir.join("CMakeLists.txt"), "project(app C)\n").unwrap();
-    let o = Command::new(BIN).args(["init", "--write"]).current_dir(&dir).output().unwrap();
+    let o = Command::new(BIN)
+        .args(["init", "--write"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let src = dir.join("graphmind_snippet.c");
     let exe = dir.join("snippet");
@@ -43,17 +54,34 @@ fn the_c_snippet_init_prints_records_a_run() {
     for (k, _) in std::env::vars().filter(|(k, _)| k.starts_with("GRAPHMIND_")) {
         cmd.env_remove(k);
     }
-    let ran = cmd.env("LD_LIBRARY_PATH", lib_dir()).env("GRAPHMIND_URL", format!("ws://127.0.0.1:{}/ingest", srv.port)).output().unwrap();
-    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    let ran = cmd
+        .env("LD_LIBRARY_PATH", lib_dir())
+        .env(
+            "GRAPHMIND_URL",
+            format!("ws://127.0.0.1:{}/ingest", srv.port),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
     // The server stores what the app sent on its writer thread, a moment after the app has
     // gone: wait for the run to be listed as finished (bounded), rather than read once.
     let started = std::time::Instant::now();
     let run = loop {
         let runs = srv.get_json("/api/runs");
-        let run = runs.get("runs").and_then(Value::as_array).and_then(|a| a.iter().find(|r| r.get("app").and_then(Value::as_str) == Some("my-agent")).cloned());
+        let run = runs.get("runs").and_then(Value::as_array).and_then(|a| {
+            a.iter()
+                .find(|r| r.get("app").and_then(Value::as_str) == Some("my-agent"))
+                .cloned()
+        });
         match run {
             Some(r) if r.get("status").and_then(Value::as_str) != Some("running") => break r,
-            _ if started.elapsed() > std::time::Duration::from_secs(10) => panic!("no finished run from the snippet: {runs:?}"),
+            _ if started.elapsed() > std::time::Duration::from_secs(10) => {
+                panic!("no finished run from the snippet: {runs:?}")
+            }
             _ => std::thread::sleep(std::time::Duration::from_millis(20)),
         }
     };

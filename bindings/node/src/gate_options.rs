@@ -39,7 +39,8 @@ impl NativeSession {
             Some(schema) => match graphmind_core::edit_schema::InputSchema::compile(&schema) {
                 Ok(compiled) => Some(compiled),
                 Err(e) => {
-                    let message = format!("edits of {name} are not checked against its input schema ({e})");
+                    let message =
+                        format!("edits of {name} are not checked against its input schema ({e})");
                     self.session.warn(&format!("input-schema:{name}"), &message);
                     None
                 }
@@ -47,9 +48,21 @@ impl NativeSession {
             None => None,
         };
         let result = parse_js_opt(result_json.as_ref(), &mut self.scratch)?;
-        let node = graphmind_core::gate::GateNode { node_id, kind, name };
-        let options = GateOptions { editable, live_input, input_schema, result };
-        match self.session.gate(run_id.as_deref(), point_of(&point)?, &node, options) {
+        let node = graphmind_core::gate::GateNode {
+            node_id,
+            kind,
+            name,
+        };
+        let options = GateOptions {
+            editable,
+            live_input,
+            input_schema,
+            result,
+        };
+        match self
+            .session
+            .gate(run_id.as_deref(), point_of(&point)?, &node, options)
+        {
             Gate::Continue => Ok(0),
             Gate::Held(pending) => {
                 let token = self.token();

@@ -17,12 +17,14 @@
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, Message, NodeFinished, NodeKind, RunStatus};
 use graphmind_core::failure_once::GatedFailures;
-use graphmind_core::payload_cap;
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Map, Value};
 use graphmind_core::llm as core_llm;
-use graphmind_core::session::{normalize_duration, Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
+use graphmind_core::payload_cap;
+use graphmind_core::session::{
+    normalize_duration, Gate, GateOptions, NodeRef, Run, RunOutcome, Session,
+};
 use graphmind_core::step::{Next, Step};
 use graphmind_core::warn::{stderr_sink, WarnSink};
 use napi::bindgen_prelude::*;
@@ -77,7 +79,8 @@ pub mod code {
 }
 
 fn parse_json(text: &str) -> Result<Value> {
-    json::parse_str(text).map_err(|e| Error::from_reason(format!("graphmind: invalid JSON from the binding: {e}")))
+    json::parse_str(text)
+        .map_err(|e| Error::from_reason(format!("graphmind: invalid JSON from the binding: {e}")))
 }
 
 fn parse_opt(text: Option<String>) -> Result<Option<Value>> {
@@ -89,7 +92,8 @@ fn kind_of(kind: &str) -> NodeKind {
 }
 
 fn point_of(point: &str) -> Result<PausePoint> {
-    PausePoint::parse(point).ok_or_else(|| Error::from_reason(format!("graphmind: unknown pause point {point:?}")))
+    PausePoint::parse(point)
+        .ok_or_else(|| Error::from_reason(format!("graphmind: unknown pause point {point:?}")))
 }
 
 fn flavor_of(name: &str) -> SdkFlavor {
@@ -240,10 +244,18 @@ impl NativeSession {
             None => EnvSnapshot::from_process(),
         };
         let config = config::resolve_json(&options, &env, flavor_of(&flavor));
-        let dispatch: Dispatch = dispatch.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
+        let dispatch: Dispatch = dispatch
+            .build_threadsafe_function()
+            .callee_handled::<false>()
+            .weak::<true>()
+            .build()?;
         let sink: WarnSink = match logger {
             Some(f) => {
-                let log: LogFn = f.build_threadsafe_function().callee_handled::<false>().weak::<true>().build()?;
+                let log: LogFn = f
+                    .build_threadsafe_function()
+                    .callee_handled::<false>()
+                    .weak::<true>()
+                    .build()?;
                 Arc::new(move |line: &str| {
                     log.call(line.to_string(), ThreadsafeFunctionCallMode::NonBlocking);
                 })
@@ -293,7 +305,9 @@ impl NativeSession {
     /// `&mut` call meanwhile (the held step that `dispose` releases) would be refused.
     #[napi]
     pub fn waits(&self) -> NativeWaits {
-        NativeWaits { session: self.session.clone() }
+        NativeWaits {
+            session: self.session.clone(),
+        }
     }
 
     /// Writes one rate-limited warning through the session's sink.
@@ -318,7 +332,14 @@ impl NativeSession {
     /// Finishes a run: `status` is `ok`, `error` (with the error's name and message) or
     /// `aborted`.
     #[napi]
-    pub fn finish_run(&mut self, run_id: String, status: String, error_name: Option<String>, error_message: Option<String>, stack: Option<String>) {
+    pub fn finish_run(
+        &mut self,
+        run_id: String,
+        status: String,
+        error_name: Option<String>,
+        error_message: Option<String>,
+        stack: Option<String>,
+    ) {
         self.end_run_streams(&run_id, status == "aborted");
         if let Some(run) = self.runs.remove(&run_id) {
             let outcome = match status.as_str() {
@@ -342,14 +363,25 @@ impl NativeSession {
     /// Whether the run's signal was aborted (by the debugger, or by the app).
     #[napi]
     pub fn run_aborted(&self, run_id: String) -> bool {
-        self.runs.get(&run_id).map(|r| r.signal.is_aborted()).unwrap_or(false)
+        self.runs
+            .get(&run_id)
+            .map(|r| r.signal.is_aborted())
+            .unwrap_or(false)
     }
 
     /// Emits one raw event; returns its `seq`, or `null` when nothing was emitted.
     #[napi]
-    pub fn emit(&mut self, run_id: Option<String>, event_type: String, payload_json: JsString<'_>) -> Result<Option<f64>> {
+    pub fn emit(
+        &mut self,
+        run_id: Option<String>,
+        event_type: String,
+        payload_json: JsString<'_>,
+    ) -> Result<Option<f64>> {
         let payload = text::parse_js(&payload_json, &mut self.scratch)?;
-        Ok(self.session.emit(run_id.as_deref(), &event_type, payload).map(|s| s as f64))
+        Ok(self
+            .session
+            .emit(run_id.as_deref(), &event_type, payload)
+            .map(|s| s as f64))
     }
 
     /// Refs the dispatcher while a gate is held (a held step keeps the process alive), and
@@ -368,11 +400,18 @@ impl NativeSession {
         if status == napi::sys::Status::napi_ok {
             Ok(())
         } else {
-            Err(Error::from_reason("graphmind: could not (un)ref the gate dispatcher"))
+            Err(Error::from_reason(
+                "graphmind: could not (un)ref the gate dispatcher",
+            ))
         }
     }
 
-    fn hold(&mut self, env: &Env, pending: graphmind_core::gate::PendingGate, token: u32) -> Result<()> {
+    fn hold(
+        &mut self,
+        env: &Env,
+        pending: graphmind_core::gate::PendingGate,
+        token: u32,
+    ) -> Result<()> {
         self.pauses.insert(token, pending.pause_id().to_string());
         self.held += 1;
         if self.held == 1 {
@@ -381,14 +420,21 @@ impl NativeSession {
         let decisions = self.decisions.clone();
         let dispatch = self.dispatch.clone();
         pending.on_decision(move |decision| {
-            decisions.lock().unwrap_or_else(|p| p.into_inner()).insert(token, decision);
+            decisions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(token, decision);
             dispatch.call(token, ThreadsafeFunctionCallMode::NonBlocking);
         });
         Ok(())
     }
 
     fn take(&mut self, env: &Env, token: u32) -> Result<Option<GateDecision>> {
-        let decision = self.decisions.lock().unwrap_or_else(|p| p.into_inner()).remove(&token);
+        let decision = self
+            .decisions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&token);
         if decision.is_some() && self.pauses.remove(&token).is_some() {
             self.held = self.held.saturating_sub(1);
             if self.held == 0 {
@@ -418,9 +464,21 @@ impl NativeSession {
         editable: bool,
         live_input_json: Option<JsString<'_>>,
     ) -> Result<u32> {
-        let node = graphmind_core::gate::GateNode { node_id, kind, name };
-        let options = GateOptions { editable, live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)?, result: None, input_schema: None };
-        match self.session.gate(run_id.as_deref(), point_of(&point)?, &node, options) {
+        let node = graphmind_core::gate::GateNode {
+            node_id,
+            kind,
+            name,
+        };
+        let options = GateOptions {
+            editable,
+            live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)?,
+            result: None,
+            input_schema: None,
+        };
+        match self
+            .session
+            .gate(run_id.as_deref(), point_of(&point)?, &node, options)
+        {
             Gate::Continue => Ok(0),
             Gate::Held(pending) => {
                 let token = self.token();
@@ -460,15 +518,30 @@ impl NativeSession {
         input_json: Option<JsString<'_>>,
         editable: bool,
     ) -> Result<u32> {
-        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?.map(|v| payload_cap::cap_value(v, self.max_payload_chars));
+        let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?
+            .map(|v| payload_cap::cap_value(v, self.max_payload_chars));
         let kind = kind_of(&kind);
         let node = match node_id {
             Some(id) => NodeRef::with_id(kind, &name, &id),
             None => NodeRef::new(kind, &name),
         };
-        let step = Step::start(&self.session, run_id.as_deref(), node, parent_id.as_deref(), input, editable);
+        let step = Step::start(
+            &self.session,
+            run_id.as_deref(),
+            node,
+            parent_id.as_deref(),
+            input,
+            editable,
+        );
         let handle = self.token();
-        self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });
+        self.steps.insert(
+            handle,
+            StepSlot {
+                step,
+                point: PausePoint::Before,
+                output: None,
+            },
+        );
         Ok(handle)
     }
 
@@ -484,7 +557,12 @@ impl NativeSession {
             return None;
         }
         let id = self.sites.len() as u32;
-        self.sites.push(CallSite { kind: kind_of(&key.0), name: key.1.clone(), editable, input_schema: None });
+        self.sites.push(CallSite {
+            kind: kind_of(&key.0),
+            name: key.1.clone(),
+            editable,
+            input_schema: None,
+        });
         self.site_ids.insert(key, id);
         Some(id)
     }
@@ -493,10 +571,20 @@ impl NativeSession {
     /// input schema; `null` clears it). Returns `null`, or why the schema cannot be used
     /// (then edits are not schema-checked).
     #[napi]
-    pub fn site_input_schema(&mut self, site: u32, schema_json: Option<JsString<'_>>) -> Result<Option<String>> {
+    pub fn site_input_schema(
+        &mut self,
+        site: u32,
+        schema_json: Option<JsString<'_>>,
+    ) -> Result<Option<String>> {
         let schema = parse_js_opt(schema_json.as_ref(), &mut self.scratch)?;
-        let slot = self.sites.get_mut(site as usize).ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
-        let (compiled, problem) = match schema.as_ref().map(graphmind_core::edit_schema::InputSchema::compile) {
+        let slot = self
+            .sites
+            .get_mut(site as usize)
+            .ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
+        let (compiled, problem) = match schema
+            .as_ref()
+            .map(graphmind_core::edit_schema::InputSchema::compile)
+        {
             None => (None, None),
             Some(Ok(s)) => (Some(s), None),
             Some(Err(e)) => (None, Some(e.to_string())),
@@ -508,7 +596,13 @@ impl NativeSession {
     /// `stepStart` and `stepBefore` of a call of `site`, in one crossing: returns
     /// `handle * 8 + code` (the step's handle and what to do first).
     #[napi]
-    pub fn step_call(&mut self, env: Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>) -> Result<f64> {
+    pub fn step_call(
+        &mut self,
+        env: Env,
+        site: u32,
+        run_id: Option<String>,
+        input_json: Option<JsString<'_>>,
+    ) -> Result<f64> {
         self.enter_site(&env, site, run_id, input_json, None)
     }
 
@@ -517,24 +611,56 @@ impl NativeSession {
     /// provider's call id as its instance id (the core's `llm::tool_call_instance_id`);
     /// without one it gets a fresh id, as `stepCall` does.
     #[napi]
-    pub fn step_call_for(&mut self, env: Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>, call: Object<'_>) -> Result<f64> {
+    pub fn step_call_for(
+        &mut self,
+        env: Env,
+        site: u32,
+        run_id: Option<String>,
+        input_json: Option<JsString<'_>>,
+        call: Object<'_>,
+    ) -> Result<f64> {
         let ids = call_id_members(&env, &call);
-        let instance = core_llm::tool_call_instance_id(&ids).map(|id| id.to_string_lossy().into_owned());
+        let instance =
+            core_llm::tool_call_instance_id(&ids).map(|id| id.to_string_lossy().into_owned());
         self.enter_site(&env, site, run_id, input_json, instance)
     }
 
-    fn enter_site(&mut self, env: &Env, site: u32, run_id: Option<String>, input_json: Option<JsString<'_>>, instance: Option<String>) -> Result<f64> {
+    fn enter_site(
+        &mut self,
+        env: &Env,
+        site: u32,
+        run_id: Option<String>,
+        input_json: Option<JsString<'_>>,
+        instance: Option<String>,
+    ) -> Result<f64> {
         let input = host_text_opt(input_json.as_ref(), &mut self.scratch)?;
-        let site = self.sites.get(site as usize).ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
+        let site = self
+            .sites
+            .get(site as usize)
+            .ok_or_else(|| Error::from_reason("graphmind: unknown call site"))?;
         let mut node = NodeRef::new(site.kind, &site.name);
         if let Some(id) = instance {
             node.instance_id = id;
         }
-        let mut step = Step::start_host(&self.session, run_id.as_deref(), node, None, input, site.editable);
+        let mut step = Step::start_host(
+            &self.session,
+            run_id.as_deref(),
+            node,
+            None,
+            input,
+            site.editable,
+        );
         step.set_input_schema(site.input_schema.clone());
         let gate = step.before();
         let handle = self.token();
-        self.steps.insert(handle, StepSlot { step, point: PausePoint::Before, output: None });
+        self.steps.insert(
+            handle,
+            StepSlot {
+                step,
+                point: PausePoint::Before,
+                output: None,
+            },
+        );
         match self.step_gate(env, handle, gate) {
             Ok(code) => Ok(handle as f64 * CODE_SPAN + code as f64),
             Err(e) => {
@@ -586,7 +712,10 @@ impl NativeSession {
     }
 
     fn apply(&mut self, handle: u32, decision: GateDecision) -> Result<i32> {
-        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+        let slot = self
+            .steps
+            .get_mut(&handle)
+            .ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         let next = match slot.point {
             PausePoint::Before => slot.step.on_before(decision),
             PausePoint::After => {
@@ -601,7 +730,10 @@ impl NativeSession {
     /// The gate before the call.
     #[napi]
     pub fn step_before(&mut self, env: Env, handle: u32) -> Result<i32> {
-        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+        let slot = self
+            .steps
+            .get_mut(&handle)
+            .ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::Before;
         let gate = slot.step.before();
         self.step_gate(&env, handle, gate)
@@ -609,9 +741,18 @@ impl NativeSession {
 
     /// The call returned `output` (JSON): the gate after it.
     #[napi]
-    pub fn step_after(&mut self, env: Env, handle: u32, output_json: Option<JsString<'_>>) -> Result<i32> {
-        let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?.map(|v| payload_cap::cap_host(v, self.max_payload_chars));
-        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+    pub fn step_after(
+        &mut self,
+        env: Env,
+        handle: u32,
+        output_json: Option<JsString<'_>>,
+    ) -> Result<i32> {
+        let output = host_text_opt(output_json.as_ref(), &mut self.scratch)?
+            .map(|v| payload_cap::cap_host(v, self.max_payload_chars));
+        let slot = self
+            .steps
+            .get_mut(&handle)
+            .ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::After;
         let (gate, output) = slot.step.after_output(output);
         slot.output = output;
@@ -622,10 +763,25 @@ impl NativeSession {
     /// value (the same number at every level it climbs through; `0` or none: unnamed): only
     /// the first level to report a failure offers its gate (`Step::error_once`).
     #[napi]
-    pub fn step_error(&mut self, env: Env, handle: u32, name: String, message: String, stack: Option<String>, failure: Option<f64>) -> Result<i32> {
-        let slot = self.steps.get_mut(&handle).ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
+    pub fn step_error(
+        &mut self,
+        env: Env,
+        handle: u32,
+        name: String,
+        message: String,
+        stack: Option<String>,
+        failure: Option<f64>,
+    ) -> Result<i32> {
+        let slot = self
+            .steps
+            .get_mut(&handle)
+            .ok_or_else(|| Error::from_reason("graphmind: unknown step"))?;
         slot.point = PausePoint::Error;
-        let gate = slot.step.error_once(error_info(Some(name), Some(message), stack), failure_id(failure), &mut self.failures);
+        let gate = slot.step.error_once(
+            error_info(Some(name), Some(message), stack),
+            failure_id(failure),
+            &mut self.failures,
+        );
         self.step_gate(&env, handle, gate)
     }
 
@@ -643,7 +799,9 @@ impl NativeSession {
     /// The decision of the step's held gate arrived (the dispatcher named `handle`): apply it.
     #[napi]
     pub fn step_resume(&mut self, env: Env, handle: u32) -> Result<i32> {
-        let decision = self.take(&env, handle)?.unwrap_or_else(GateDecision::proceed);
+        let decision = self
+            .take(&env, handle)?
+            .unwrap_or_else(GateDecision::proceed);
         self.apply(handle, decision)
     }
 
@@ -653,14 +811,29 @@ impl NativeSession {
     /// `ABORT`. `integration` keys the warning, `label` names the gate, `hint` says what to
     /// use instead.
     #[napi]
-    pub fn step_resume_watching(&mut self, env: Env, handle: u32, integration: String, label: String, hint: String) -> Result<i32> {
-        let decision = self.take(&env, handle)?.unwrap_or_else(GateDecision::proceed);
+    pub fn step_resume_watching(
+        &mut self,
+        env: Env,
+        handle: u32,
+        integration: String,
+        label: String,
+        hint: String,
+    ) -> Result<i32> {
+        let decision = self
+            .take(&env, handle)?
+            .unwrap_or_else(GateDecision::proceed);
         let decision = self.watched(&decision, &integration, &label, &hint);
         self.apply(handle, decision)
     }
 
     /// What a watching gate carries out of `decision`, its warning given.
-    pub(crate) fn watched(&self, decision: &GateDecision, integration: &str, label: &str, hint: &str) -> GateDecision {
+    pub(crate) fn watched(
+        &self,
+        decision: &GateDecision,
+        integration: &str,
+        label: &str,
+        hint: &str,
+    ) -> GateDecision {
         let (decision, warning) = decision.watched(integration, label, hint);
         if let Some((key, message)) = warning {
             self.session.warn(&key, &message);
@@ -684,27 +857,54 @@ impl NativeSession {
 
     /// Starts an ungated node (a run's agent node): `node.started`. Returns its handle.
     #[napi]
-    pub fn node_start(&mut self, run_id: Option<String>, kind: String, name: String, input_json: Option<JsString<'_>>) -> Result<u32> {
+    pub fn node_start(
+        &mut self,
+        run_id: Option<String>,
+        kind: String,
+        name: String,
+        input_json: Option<JsString<'_>>,
+    ) -> Result<u32> {
         let input = parse_js_opt(input_json.as_ref(), &mut self.scratch)?;
         let node = NodeRef::new(kind_of(&kind), &name);
-        self.session.node_started(run_id.as_deref(), &node, None, input);
+        self.session
+            .node_started(run_id.as_deref(), &node, None, input);
         let handle = self.token();
-        self.nodes.insert(handle, NodeSlot { node, run_id, started: Instant::now() });
+        self.nodes.insert(
+            handle,
+            NodeSlot {
+                node,
+                run_id,
+                started: Instant::now(),
+            },
+        );
         Ok(handle)
     }
 
     /// Ends an ungated node: `status` `ok`, `error` (after `node.error`) or `aborted`.
     #[napi]
-    pub fn node_finish(&mut self, handle: u32, status: String, error_name: Option<String>, error_message: Option<String>) {
-        let Some(slot) = self.nodes.remove(&handle) else { return };
+    pub fn node_finish(
+        &mut self,
+        handle: u32,
+        status: String,
+        error_name: Option<String>,
+        error_message: Option<String>,
+    ) {
+        let Some(slot) = self.nodes.remove(&handle) else {
+            return;
+        };
         let status = RunStatus::parse(&status).unwrap_or(RunStatus::Ok);
         if status == RunStatus::Error {
-            self.session.node_error(slot.run_id.as_deref(), &slot.node, error_info(error_name, error_message, None));
+            self.session.node_error(
+                slot.run_id.as_deref(),
+                &slot.node,
+                error_info(error_name, error_message, None),
+            );
         }
         let elapsed = normalize_duration(slot.started.elapsed().as_secs_f64() * 1000.0);
         let mut finished = NodeFinished::new(slot.node.node_id.as_str(), elapsed, status);
         finished.instance_id = Some(slot.node.instance_id.as_str().into());
-        self.session.emit(slot.run_id.as_deref(), "node.finished", finished.to_value());
+        self.session
+            .emit(slot.run_id.as_deref(), "node.finished", finished.to_value());
     }
 
     /// Starts replaying a recorded run from now on (`spec_json`: the `replay` option's
@@ -748,7 +948,8 @@ impl NativeSession {
     /// for tests and benchmarks).
     #[napi]
     pub fn flush_sync(&self, timeout_ms: f64) -> bool {
-        self.session.flush(Duration::from_millis(timeout_ms.max(0.0) as u64))
+        self.session
+            .flush(Duration::from_millis(timeout_ms.max(0.0) as u64))
     }
 
     /// The core's exit deadline in milliseconds: connect + handshake timeouts, then the ring's
@@ -762,7 +963,8 @@ impl NativeSession {
     /// which may not wait for the event loop.
     #[napi]
     pub fn dispose_sync(&self, deadline_ms: f64) {
-        self.session.dispose(Duration::from_millis(deadline_ms.max(0.0) as u64));
+        self.session
+            .dispose(Duration::from_millis(deadline_ms.max(0.0) as u64));
     }
 }
 
@@ -790,7 +992,10 @@ impl NativeWaits {
     #[napi]
     pub fn dispose(&self, deadline_ms: f64) -> AsyncTask<DisposeTask> {
         let deadline = Duration::from_millis(deadline_ms.max(0.0) as u64);
-        AsyncTask::new(DisposeTask { session: self.session.clone(), deadline })
+        AsyncTask::new(DisposeTask {
+            session: self.session.clone(),
+            deadline,
+        })
     }
 }
 
@@ -819,7 +1024,10 @@ fn call_id_members(env: &Env, call: &Object<'_>) -> Value {
 }
 
 fn error_info(name: Option<String>, message: Option<String>, stack: Option<String>) -> ErrorInfo {
-    let mut info = ErrorInfo::new(name.unwrap_or_else(|| "Error".into()), message.unwrap_or_default());
+    let mut info = ErrorInfo::new(
+        name.unwrap_or_else(|| "Error".into()),
+        message.unwrap_or_default(),
+    );
     info.stack = stack.map(Into::into);
     info
 }

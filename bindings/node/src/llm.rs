@@ -59,7 +59,14 @@ impl NativeSession {
             run_id: run_id.as_deref(),
             run_name: run_name.as_deref(),
         };
-        let step = LlmStep::start_under(&self.session, run, parent_id.as_deref(), api, &request, sdk.as_deref());
+        let step = LlmStep::start_under(
+            &self.session,
+            run,
+            parent_id.as_deref(),
+            api,
+            &request,
+            sdk.as_deref(),
+        );
         let gate = step.before();
         let handle = self.token();
         self.llm.insert(
@@ -161,7 +168,14 @@ impl NativeSession {
     /// [`NativeSession::llm_resume`] at a gate that can only watch (a framework's callback,
     /// see [`NativeSession::step_resume_watching`]).
     #[napi]
-    pub fn llm_resume_watching(&mut self, env: Env, handle: u32, integration: String, label: String, hint: String) -> Result<i32> {
+    pub fn llm_resume_watching(
+        &mut self,
+        env: Env,
+        handle: u32,
+        integration: String,
+        label: String,
+        hint: String,
+    ) -> Result<i32> {
         let decision = self
             .take(&env, handle)?
             .unwrap_or_else(GateDecision::proceed);

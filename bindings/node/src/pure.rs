@@ -32,7 +32,10 @@ fn keys(ignore: &Option<Vec<String>>) -> Vec<&str> {
 /// The canonical JSON text of a value (sorted keys by UTF-16 units, `_meta` ignored unless
 /// `ignoreKeys` says otherwise).
 #[napi]
-pub fn canonical_json(value_json: JsString<'_>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+pub fn canonical_json(
+    value_json: JsString<'_>,
+    ignore_keys: Option<Vec<String>>,
+) -> Result<String> {
     crate::text::with_js_text(&value_json, |text| {
         canonical::canonical_json_text(text, &keys(&ignore_keys)).map_err(invalid_json)
     })?
@@ -44,10 +47,18 @@ fn invalid_json(e: json::ParseError) -> Error {
 
 /// The canonical text of a call (`nodeId` + input), as the loop guard hashes it.
 #[napi]
-pub fn canonical_call(node_id_json: String, input_json: Option<String>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+pub fn canonical_call(
+    node_id_json: String,
+    input_json: Option<String>,
+    ignore_keys: Option<Vec<String>>,
+) -> Result<String> {
     let node_id = js_str(&node_id_json)?;
     let input = parse_opt(input_json)?;
-    Ok(canonical::canonical_call_js(&node_id, input.as_ref(), &keys(&ignore_keys)))
+    Ok(canonical::canonical_call_js(
+        &node_id,
+        input.as_ref(),
+        &keys(&ignore_keys),
+    ))
 }
 
 /// A node id handed over as JSON text, so a lone surrogate in it survives.
@@ -60,7 +71,11 @@ fn js_str(text: &str) -> Result<graphmind_core::json::JsStr> {
 
 /// The fingerprint of a call: 32 hex characters of SHA-256 over its canonical text.
 #[napi]
-pub fn fingerprint(node_id_json: String, input_json: Option<JsString<'_>>, ignore_keys: Option<Vec<String>>) -> Result<String> {
+pub fn fingerprint(
+    node_id_json: String,
+    input_json: Option<JsString<'_>>,
+    ignore_keys: Option<Vec<String>>,
+) -> Result<String> {
     let node_id = js_str(&node_id_json)?;
     let keys = keys(&ignore_keys);
     match input_json {
@@ -76,7 +91,9 @@ pub fn fingerprint(node_id_json: String, input_json: Option<JsString<'_>>, ignor
 /// parser (numbers and lone surrogates exactly as written); `null` when they do not parse.
 #[napi]
 pub fn canonicalize_text(bytes: Buffer) -> Option<String> {
-    json::parse(&bytes).ok().map(|v| canonical::canonical_json_with(&v, &[]))
+    json::parse(&bytes)
+        .ok()
+        .map(|v| canonical::canonical_json_with(&v, &[]))
 }
 
 /// Whether the core's strict parser accepts these bytes (`null`: rejected).
@@ -97,7 +114,9 @@ pub fn resolve_config(options_json: String, env_json: String, flavor: String) ->
     let options = parse(&options_json)?;
     let env = EnvSnapshot::from_json(&parse(&env_json)?);
     let flavor = config::SdkFlavor::parse(&flavor).unwrap_or(config::SdkFlavor::Node);
-    Ok(text(&config::resolve_json(&options, &env, flavor).to_json()))
+    Ok(text(
+        &config::resolve_json(&options, &env, flavor).to_json(),
+    ))
 }
 
 /// What `serializePayload` returns.
@@ -111,11 +130,21 @@ pub struct SerializedPayload {
 /// Serializes a payload within `maxBytes` (default `MAX_PAYLOAD_BYTES`), shrinking it by
 /// the reference's tiers when needed.
 #[napi]
-pub fn serialize_payload(payload_json: String, max_bytes: Option<f64>, event_type: Option<String>) -> Result<SerializedPayload> {
+pub fn serialize_payload(
+    payload_json: String,
+    max_bytes: Option<f64>,
+    event_type: Option<String>,
+) -> Result<SerializedPayload> {
     let payload = parse(&payload_json)?;
-    let max = max_bytes.map(|m| m as usize).unwrap_or(shrink::MAX_PAYLOAD_BYTES);
+    let max = max_bytes
+        .map(|m| m as usize)
+        .unwrap_or(shrink::MAX_PAYLOAD_BYTES);
     let out = shrink::serialize_payload(&payload, max, event_type.as_deref());
-    Ok(SerializedPayload { json: out.json, truncated: out.truncated, original_bytes: out.original_bytes as f64 })
+    Ok(SerializedPayload {
+        json: out.json,
+        truncated: out.truncated,
+        original_bytes: out.original_bytes as f64,
+    })
 }
 
 /// The result of one redaction.
@@ -137,16 +166,37 @@ pub struct NativeRedactor {
 impl NativeRedactor {
     /// A redactor for `{hideInputs, hideOutputs, hideToolArgs, hideToolResults}`.
     #[napi(constructor)]
-    pub fn new(hide_inputs: bool, hide_outputs: bool, hide_tool_args: bool, hide_tool_results: bool) -> Self {
-        let switches = HideSwitches { inputs: hide_inputs, outputs: hide_outputs, tool_args: hide_tool_args, tool_results: hide_tool_results };
-        NativeRedactor { inner: Redactor::new(switches) }
+    pub fn new(
+        hide_inputs: bool,
+        hide_outputs: bool,
+        hide_tool_args: bool,
+        hide_tool_results: bool,
+    ) -> Self {
+        let switches = HideSwitches {
+            inputs: hide_inputs,
+            outputs: hide_outputs,
+            tool_args: hide_tool_args,
+            tool_results: hide_tool_results,
+        };
+        NativeRedactor {
+            inner: Redactor::new(switches),
+        }
     }
 
     /// Redacts one event's payload.
     #[napi]
-    pub fn redact(&mut self, event_type: String, run_id: String, node_kind: Option<String>, payload_json: String) -> Result<Redacted> {
+    pub fn redact(
+        &mut self,
+        event_type: String,
+        run_id: String,
+        node_kind: Option<String>,
+        payload_json: String,
+    ) -> Result<Redacted> {
         let mut payload = parse(&payload_json)?;
-        let ctx = EventContext { run_id: &run_id, node_kind: node_kind.as_deref() };
+        let ctx = EventContext {
+            run_id: &run_id,
+            node_kind: node_kind.as_deref(),
+        };
         let outcome = self.inner.redact_in(&ctx, &event_type, &mut payload);
         let (name, keep) = match outcome {
             RedactOutcome::Unchanged => ("unchanged", true),
@@ -154,7 +204,10 @@ impl NativeRedactor {
             RedactOutcome::Failed(_) => ("failed", true),
             RedactOutcome::Dropped(_) => ("dropped", false),
         };
-        Ok(Redacted { outcome: name.into(), payload: keep.then(|| text(&payload)) })
+        Ok(Redacted {
+            outcome: name.into(),
+            payload: keep.then(|| text(&payload)),
+        })
     }
 }
 
@@ -175,7 +228,9 @@ pub fn prototype_key_refusal(value_json: String) -> Result<Option<String>> {
 #[napi]
 pub fn normalize_validation(result_json: Option<String>) -> Result<String> {
     let result = parse_opt(result_json)?;
-    Ok(text(&edit_input::normalize_validation(result.as_ref()).to_value()))
+    Ok(text(
+        &edit_input::normalize_validation(result.as_ref()).to_value(),
+    ))
 }
 
 /// A short message made safe to show (JSON string, or `null`).
@@ -187,13 +242,18 @@ pub fn sanitize_short_text(message_json: Option<String>) -> Result<Option<String
 
 /// Tool arguments edited at a pause merged into the live ones, as a validation verdict.
 #[napi]
-pub fn merge_tool_input(live_json: Option<String>, proposed_json: Option<String>, input_hidden: bool) -> Result<String> {
+pub fn merge_tool_input(
+    live_json: Option<String>,
+    proposed_json: Option<String>,
+    input_hidden: bool,
+) -> Result<String> {
     let live = parse_opt(live_json)?;
     let proposed = parse_opt(proposed_json)?;
-    let verdict = match edit_input::merge_edited_input(live.as_ref(), proposed.as_ref(), input_hidden) {
-        Ok(v) => InputValidation::Accepted(v),
-        Err(r) => r.into(),
-    };
+    let verdict =
+        match edit_input::merge_edited_input(live.as_ref(), proposed.as_ref(), input_hidden) {
+            Ok(v) => InputValidation::Accepted(v),
+            Err(r) => r.into(),
+        };
     Ok(text(&verdict.to_value()))
 }
 
@@ -232,15 +292,26 @@ pub fn error_text_key(text_json: String) -> Result<String> {
 
 /// A provider's finish reason normalised.
 #[napi]
-pub fn normalize_finish_reason(raw_json: Option<String>, has_tool_calls: bool) -> Result<Option<String>> {
+pub fn normalize_finish_reason(
+    raw_json: Option<String>,
+    has_tool_calls: bool,
+) -> Result<Option<String>> {
     let raw = parse_opt(raw_json)?;
     Ok(llm::normalize_finish_reason(raw.as_ref(), has_tool_calls).map(|r| r.as_str().to_string()))
 }
 
 /// One recorded tool call `{id, name, args}` (JSON), or `null`.
 #[napi]
-pub fn tool_call(id_json: Option<String>, name_json: Option<String>, args_json: Option<String>) -> Result<Option<String>> {
-    let (id, name, args) = (parse_opt(id_json)?, parse_opt(name_json)?, parse_opt(args_json)?);
+pub fn tool_call(
+    id_json: Option<String>,
+    name_json: Option<String>,
+    args_json: Option<String>,
+) -> Result<Option<String>> {
+    let (id, name, args) = (
+        parse_opt(id_json)?,
+        parse_opt(name_json)?,
+        parse_opt(args_json)?,
+    );
     Ok(llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()).map(|v| text(&v)))
 }
 
@@ -253,14 +324,18 @@ pub fn schema_hash(definition_json: String) -> Result<String> {
 /// A tool definition with secrets and noise removed, as recorded.
 #[napi]
 pub fn sanitize_tool_definition(definition_json: String) -> Result<String> {
-    Ok(text(&llm::sanitize_tool_definition(&parse(&definition_json)?)))
+    Ok(text(&llm::sanitize_tool_definition(&parse(
+        &definition_json,
+    )?)))
 }
 
 /// Token usage from a provider's raw usage object (`anthropic`, `openai-chat`, ...).
 #[napi]
 pub fn provider_usage(provider: String, raw_json: String) -> Result<Option<String>> {
     let Some(p) = llm::UsageProvider::from_name(&provider) else {
-        return Err(Error::from_reason(format!("graphmind: unknown provider {provider:?}")));
+        return Err(Error::from_reason(format!(
+            "graphmind: unknown provider {provider:?}"
+        )));
     };
     Ok(llm::provider_usage(p, &parse(&raw_json)?).map(|v| text(&v)))
 }
@@ -291,13 +366,18 @@ pub fn codec_request_input(api_name: String, request_json: String) -> Result<Str
 /// The allow-listed sampling parameter names, in order.
 #[napi]
 pub fn sampling_param_keys() -> Vec<String> {
-    llm::SAMPLING_PARAM_KEYS.iter().map(|s| s.to_string()).collect()
+    llm::SAMPLING_PARAM_KEYS
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
 }
 
 /// The allow-listed sampling parameters of a request body.
 #[napi]
 pub fn pick_params(source_json: String) -> Result<String> {
-    Ok(text(&Value::Object(llm::pick_params(&parse(&source_json)?))))
+    Ok(text(&Value::Object(llm::pick_params(&parse(
+        &source_json,
+    )?))))
 }
 
 /// The core's constants a binding needs.
@@ -325,7 +405,6 @@ pub fn constants() -> Constants {
         default_ready_timeout_ms: config::DEFAULT_READY_TIMEOUT_MS as f64,
     }
 }
-
 
 /// What an LLM node records for a Vercel AI SDK `doGenerate` result (the core's rule).
 #[napi]
@@ -367,7 +446,13 @@ impl NativeLoopGuard {
     /// ignoreKeys, kinds, detect}` when given (`detect`: the opt-in detector names; an
     /// unknown one throws).
     #[napi(constructor)]
-    pub fn new(threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>, detect: Option<Vec<String>>) -> napi::Result<Self> {
+    pub fn new(
+        threshold: Option<u32>,
+        allow_nodes: Option<Vec<String>>,
+        ignore_keys: Option<Vec<String>>,
+        kinds: Option<Vec<String>>,
+        detect: Option<Vec<String>>,
+    ) -> napi::Result<Self> {
         let mut config = graphmind_core::loop_guard::LoopGuardConfig::default();
         if let Some(t) = threshold {
             config.threshold = t;
@@ -384,11 +469,15 @@ impl NativeLoopGuard {
         if let Some(names) = detect {
             let (detect, unknown) = graphmind_core::loop_guard::LoopDetect::from_names(&names);
             if let Some(name) = unknown.first() {
-                return Err(napi::Error::from_reason(format!("{name:?} is not a loop detector")));
+                return Err(napi::Error::from_reason(format!(
+                    "{name:?} is not a loop detector"
+                )));
             }
             config.detect = detect;
         }
-        Ok(NativeLoopGuard { inner: graphmind_core::loop_guard::LoopGuard::new(config) })
+        Ok(NativeLoopGuard {
+            inner: graphmind_core::loop_guard::LoopGuard::new(config),
+        })
     }
 
     /// A node started: returns its fingerprint (`null` when the guard does not watch it).
@@ -409,7 +498,11 @@ impl NativeLoopGuard {
     ) -> Result<Option<String>> {
         use graphmind_core::loop_guard::{LoopValue, NodeStart};
         let input = parse_opt(input_json)?;
-        let value = if unreadable { LoopValue::Unreadable } else { LoopValue::Read(input.as_ref()) };
+        let value = if unreadable {
+            LoopValue::Unreadable
+        } else {
+            LoopValue::Read(input.as_ref())
+        };
         let mut start = NodeStart::new(&run_id, &node_id, &kind, value, seq as u64);
         if let Some(n) = name.as_deref() {
             start = start.name(n);
@@ -422,7 +515,14 @@ impl NativeLoopGuard {
 
     /// A node failed (`name` and `message` as JSON strings, or `null`).
     #[napi]
-    pub fn errored(&mut self, run_id: String, node_id: String, instance_id: Option<String>, name_json: Option<String>, message_json: Option<String>) -> Result<()> {
+    pub fn errored(
+        &mut self,
+        run_id: String,
+        node_id: String,
+        instance_id: Option<String>,
+        name_json: Option<String>,
+        message_json: Option<String>,
+    ) -> Result<()> {
         let name = parse_opt(name_json)?;
         let message = parse_opt(message_json)?;
         let as_str = |v: &Option<Value>| match v {
@@ -430,26 +530,60 @@ impl NativeLoopGuard {
             _ => None,
         };
         let (name, message) = (as_str(&name), as_str(&message));
-        self.inner.on_node_error(&run_id, &node_id, instance_id.as_deref(), name.as_ref(), message.as_ref());
+        self.inner.on_node_error(
+            &run_id,
+            &node_id,
+            instance_id.as_deref(),
+            name.as_ref(),
+            message.as_ref(),
+        );
         Ok(())
     }
 
     /// A node finished with `status` and `output` (JSON, `null`: none).
     #[napi]
-    pub fn finished(&mut self, run_id: String, node_id: String, instance_id: Option<String>, status: Option<String>, output_json: Option<String>) -> Result<()> {
+    pub fn finished(
+        &mut self,
+        run_id: String,
+        node_id: String,
+        instance_id: Option<String>,
+        status: Option<String>,
+        output_json: Option<String>,
+    ) -> Result<()> {
         let output = parse_opt(output_json)?;
         let value = graphmind_core::loop_guard::LoopValue::Read(output.as_ref());
-        self.inner.on_node_finished(&run_id, &node_id, instance_id.as_deref(), status.as_deref(), value, true);
+        self.inner.on_node_finished(
+            &run_id,
+            &node_id,
+            instance_id.as_deref(),
+            status.as_deref(),
+            value,
+            true,
+        );
         Ok(())
     }
 
     /// The `before` gate's question: `{kind, repeats, firstSeq, lastSeq, fingerprint}` when
     /// the guard holds the call, else `null`.
     #[napi]
-    pub fn consult_before(&mut self, run_id: String, kind: String, node_id: String, name: Option<String>, attached: bool) -> Option<String> {
+    pub fn consult_before(
+        &mut self,
+        run_id: String,
+        kind: String,
+        node_id: String,
+        name: Option<String>,
+        attached: bool,
+    ) -> Option<String> {
         use graphmind_core::loop_guard::{default_node_name, LoopHide, LoopVerdict};
         let name = name.unwrap_or_else(|| default_node_name(&node_id).to_string());
-        match self.inner.consult_before(&run_id, &kind, &node_id, &name, attached, LoopHide::default()) {
+        match self.inner.consult_before(
+            &run_id,
+            &kind,
+            &node_id,
+            &name,
+            attached,
+            LoopHide::default(),
+        ) {
             LoopVerdict::Hold(info) => {
                 let mut m = json::Map::new();
                 let kind = match info.kind {
@@ -476,9 +610,17 @@ impl NativeLoopGuard {
 /// An injected value lifted into the result `method` answers with (the core's MCP rule,
 /// `graphmind_core::mcp::lift_injected`); `params_json` gives a resource its `uri`.
 #[napi]
-pub fn mcp_lift_injected(method: String, params_json: Option<String>, value_json: String) -> Result<String> {
+pub fn mcp_lift_injected(
+    method: String,
+    params_json: Option<String>,
+    value_json: String,
+) -> Result<String> {
     let params = parse_opt(params_json)?;
-    Ok(text(&graphmind_core::mcp::lift_injected(&method, params.as_ref(), parse(&value_json)?)))
+    Ok(text(&graphmind_core::mcp::lift_injected(
+        &method,
+        params.as_ref(),
+        parse(&value_json)?,
+    )))
 }
 
 /// The gated view of an MCP request a low-level `Server` received
@@ -487,21 +629,24 @@ pub fn mcp_lift_injected(method: String, params_json: Option<String>, value_json
 #[napi]
 pub fn mcp_gated_request(method: String, params_json: Option<String>) -> Result<Option<String>> {
     let params = parse_opt(params_json)?;
-    Ok(graphmind_core::mcp::gated_request(&method, params.as_ref()).map(|g| {
-        let mut m = json::Map::new();
-        m.insert("nodeId", Value::from(g.node_id.as_str()));
-        m.insert("kind", Value::from(g.kind.as_str()));
-        m.insert("name", Value::from(g.name.as_str()));
-        m.insert("input", g.input);
-        m.insert("editable", Value::Bool(g.editable));
-        text(&Value::Object(m))
-    }))
+    Ok(
+        graphmind_core::mcp::gated_request(&method, params.as_ref()).map(|g| {
+            let mut m = json::Map::new();
+            m.insert("nodeId", Value::from(g.node_id.as_str()));
+            m.insert("kind", Value::from(g.kind.as_str()));
+            m.insert("name", Value::from(g.name.as_str()));
+            m.insert("input", g.input);
+            m.insert("editable", Value::Bool(g.editable));
+            text(&Value::Object(m))
+        }),
+    )
 }
 
 // -- tool-argument edits (`core::tool_edit`): the client helpers' rules ---------------------
 
 fn compile_schema(schema: &Value) -> Result<graphmind_core::edit_schema::InputSchema> {
-    graphmind_core::edit_schema::InputSchema::compile(schema).map_err(|e| Error::from_reason(format!("graphmind: {e}")))
+    graphmind_core::edit_schema::InputSchema::compile(schema)
+        .map_err(|e| Error::from_reason(format!("graphmind: {e}")))
 }
 
 /// The whole check of an edited tool input, as a held gate runs it (`validateInput`): the
@@ -509,10 +654,22 @@ fn compile_schema(schema: &Value) -> Result<graphmind_core::edit_schema::InputSc
 /// then `schema` (a JSON Schema, `null`: none). A verdict `{ok, value}` / `{ok, code,
 /// message}`; an invalid schema throws.
 #[napi]
-pub fn validate_input(live_json: Option<String>, proposed_json: Option<String>, input_hidden: bool, schema_json: Option<String>) -> Result<String> {
+pub fn validate_input(
+    live_json: Option<String>,
+    proposed_json: Option<String>,
+    input_hidden: bool,
+    schema_json: Option<String>,
+) -> Result<String> {
     let (live, proposed) = (parse_opt(live_json)?, parse_opt(proposed_json)?);
-    let schema = parse_opt(schema_json)?.map(|s| compile_schema(&s)).transpose()?;
-    let verdict = graphmind_core::tool_edit::validate_edit(live.as_ref(), proposed.as_ref(), input_hidden, schema.as_ref());
+    let schema = parse_opt(schema_json)?
+        .map(|s| compile_schema(&s))
+        .transpose()?;
+    let verdict = graphmind_core::tool_edit::validate_edit(
+        live.as_ref(),
+        proposed.as_ref(),
+        input_hidden,
+        schema.as_ref(),
+    );
     Ok(text(&verdict.to_value()))
 }
 
@@ -528,7 +685,9 @@ pub fn edited_args(decision_json: String) -> Result<Option<String>> {
 #[napi]
 pub fn issues_refusal(issues_json: String, value_json: Option<String>) -> Result<String> {
     let (issues, value) = (parse(&issues_json)?, parse_opt(value_json)?);
-    Ok(text(&graphmind_core::tool_edit::issues_verdict(&issues, value.as_ref()).to_value()))
+    Ok(text(
+        &graphmind_core::tool_edit::issues_verdict(&issues, value.as_ref()).to_value(),
+    ))
 }
 
 /// A tool's JSON Schema, compiled once (`toolSchemaCheck`).
@@ -542,13 +701,17 @@ impl NativeInputSchema {
     /// Compiles `schema` (JSON text); throws when it is not a valid JSON Schema.
     #[napi(constructor)]
     pub fn new(schema_json: String) -> Result<Self> {
-        Ok(NativeInputSchema { inner: compile_schema(&parse(&schema_json)?)? })
+        Ok(NativeInputSchema {
+            inner: compile_schema(&parse(&schema_json)?)?,
+        })
     }
 
     /// The verdict on `value` (JSON): itself when it matches, else the `schema` refusal.
     #[napi]
     pub fn check(&self, value_json: String) -> Result<String> {
         let value = parse(&value_json)?;
-        Ok(text(&graphmind_core::tool_edit::schema_verdict(&self.inner, &value).to_value()))
+        Ok(text(
+            &graphmind_core::tool_edit::schema_verdict(&self.inner, &value).to_value(),
+        ))
     }
 }

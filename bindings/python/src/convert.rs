@@ -13,8 +13,11 @@ use graphmind_core::json::{JsStr, Map, Number, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::{
+    PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PySlice,
+    PyString, PyTuple,
+};
 use pyo3::Borrowed;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PySlice, PyString, PyTuple};
 
 /// How deep a host value may nest before it counts as a cycle (the core parser's limit).
 pub const MAX_DEPTH: usize = graphmind_core::json::MAX_JSON_DEPTH;
@@ -34,7 +37,10 @@ pub struct Unreadable;
 // module links `python3.dll`, which lists it only from 3.10, so it is not used there.
 #[cfg(not(windows))]
 extern "C" {
-    fn PyUnicode_AsUTF8AndSize(unicode: *mut pyo3::ffi::PyObject, size: *mut pyo3::ffi::Py_ssize_t) -> *const std::os::raw::c_char;
+    fn PyUnicode_AsUTF8AndSize(
+        unicode: *mut pyo3::ffi::PyObject,
+        size: *mut pyo3::ffi::Py_ssize_t,
+    ) -> *const std::os::raw::c_char;
 }
 
 /// The UTF-8 text of a `str` without an intermediate `bytes` object: CPython hands out a
@@ -51,7 +57,9 @@ fn utf8_of<'a>(s: &'a Bound<'_, PyString>) -> Option<&'a str> {
         return None;
     }
     // SAFETY: CPython guarantees `size` bytes of valid UTF-8 at `data`.
-    Some(unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(data.cast::<u8>(), size as usize)) })
+    Some(unsafe {
+        std::str::from_utf8_unchecked(std::slice::from_raw_parts(data.cast::<u8>(), size as usize))
+    })
 }
 
 #[cfg(windows)]
@@ -72,7 +80,10 @@ pub fn py_str(s: &Bound<'_, PyString>) -> JsStr {
         Ok(bytes) => match bytes.cast::<PyBytes>() {
             Ok(b) => {
                 let raw = b.as_bytes();
-                let units: Vec<u16> = raw.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+                let units: Vec<u16> = raw
+                    .chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect();
                 JsStr::from_utf16(&units)
             }
             Err(_) => JsStr::from(s.to_string_lossy().as_ref()),
@@ -196,7 +207,11 @@ unsafe fn fast(obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
     fast_with(&t, obj, depth)
 }
 
-unsafe fn fast_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+unsafe fn fast_with(
+    t: &ExactTypes,
+    obj: *mut ffi::PyObject,
+    depth: usize,
+) -> Result<Value, GiveUp> {
     if depth > MAX_DEPTH {
         return Err(GiveUp);
     }
@@ -208,7 +223,11 @@ unsafe fn fast_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Re
 
 /// An item of a container at `depth` (scalars read in place, without a call).
 #[inline(always)]
-unsafe fn fast_item(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+unsafe fn fast_item(
+    t: &ExactTypes,
+    obj: *mut ffi::PyObject,
+    depth: usize,
+) -> Result<Value, GiveUp> {
     match fast_scalar(t, obj) {
         Some(value) => value,
         None => fast_container(t, obj, depth),
@@ -262,7 +281,13 @@ unsafe fn exact_i64(obj: *mut ffi::PyObject) -> Result<i64, GiveUp> {
 unsafe fn exact_sequence(
     t: &ExactTypes,
     obj: *mut ffi::PyObject,
-) -> Result<(ffi::Py_ssize_t, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject), GiveUp> {
+) -> Result<
+    (
+        ffi::Py_ssize_t,
+        unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject,
+    ),
+    GiveUp,
+> {
     let ty = ffi::Py_TYPE(obj);
     if ty == t.list {
         Ok((ffi::PyList_Size(obj), ffi::PyList_GetItem))
@@ -277,7 +302,11 @@ unsafe fn exact_sequence(
 /// gives up on anything else. Its items are at `depth + 1`: past the limit, any item
 /// gives up, as [`fast_with`] would for it.
 #[inline(never)]
-unsafe fn fast_container(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize) -> Result<Value, GiveUp> {
+unsafe fn fast_container(
+    t: &ExactTypes,
+    obj: *mut ffi::PyObject,
+    depth: usize,
+) -> Result<Value, GiveUp> {
     let ty = ffi::Py_TYPE(obj);
     let inner = depth + 1;
     if ty == t.dict {
@@ -348,7 +377,12 @@ pub fn write_fields_packed(fields: &[(&JsStr, Bound<'_, PyAny>)], out: &mut Pack
 
 /// # Safety
 /// GIL held, `obj` a live object kept alive by the caller.
-unsafe fn pack_with(t: &ExactTypes, obj: *mut ffi::PyObject, depth: usize, out: &mut PackedWriter) -> Result<(), GiveUp> {
+unsafe fn pack_with(
+    t: &ExactTypes,
+    obj: *mut ffi::PyObject,
+    depth: usize,
+    out: &mut PackedWriter,
+) -> Result<(), GiveUp> {
     let ty = ffi::Py_TYPE(obj);
     if ty == t.str_ {
         return ok_or_give_up(out.string(utf8_raw(obj).ok_or(GiveUp)?));
@@ -426,13 +460,17 @@ pub fn to_value_or_marker(obj: &Bound<'_, PyAny>) -> Value {
     if let Ok(v) = to_value(obj) {
         return v;
     }
-    let Ok(d) = obj.cast::<PyDict>() else { return unserializable_marker() };
+    let Ok(d) = obj.cast::<PyDict>() else {
+        return unserializable_marker();
+    };
     // A snapshot of the items: reading a field may run Python code that changes the dict
     // (pyo3's iterator panics then, which would raise into the app).
     let items = d.items();
     let mut map = Map::with_capacity(items.len());
     for pair in items.iter() {
-        let Ok((k, v)) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>() else { continue };
+        let Ok((k, v)) = pair.extract::<(Bound<'_, PyAny>, Bound<'_, PyAny>)>() else {
+            continue;
+        };
         let Ok(key) = key_of(&k) else { continue };
         map.insert(key, field_value(&v));
     }
@@ -481,7 +519,9 @@ fn field_value(v: &Bound<'_, PyAny>) -> Value {
     }
     match convert(v, 1) {
         Ok(value) => value,
-        Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => Value::Array(Vec::new()),
+        Err(_) if v.cast::<PyList>().is_ok() || v.cast::<PyTuple>().is_ok() => {
+            Value::Array(Vec::new())
+        }
         Err(_) => unserializable_marker(),
     }
 }
@@ -524,7 +564,11 @@ fn key_of(key: &Bound<'_, PyAny>) -> Result<JsStr, Unreadable> {
         let text = if v.is_nan() {
             "NaN".to_string()
         } else if v.is_infinite() {
-            if v > 0.0 { "Infinity".to_string() } else { "-Infinity".to_string() }
+            if v > 0.0 {
+                "Infinity".to_string()
+            } else {
+                "-Infinity".to_string()
+            }
         } else {
             f.repr().map_err(|_| Unreadable)?.to_string()
         };
@@ -717,7 +761,9 @@ fn fallback(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
         return Ok(Value::Array(out));
     }
     if obj.cast::<PyBytes>().is_ok() || obj.cast::<PyByteArray>().is_ok() {
-        let text = obj.call_method1("decode", ("utf-8", "replace")).map_err(|_| Unreadable)?;
+        let text = obj
+            .call_method1("decode", ("utf-8", "replace"))
+            .map_err(|_| Unreadable)?;
         return match text.cast::<PyString>() {
             Ok(s) => Ok(Value::String(py_str(s))),
             Err(_) => Err(Unreadable),
@@ -726,7 +772,13 @@ fn fallback(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
     match obj.repr() {
         Ok(text) => {
             let cut = if text.len().map(|n| n > REPR_CHARS).unwrap_or(false) {
-                match text.call_method1("__getitem__", (PySlice::new(obj.py(), 0, REPR_CHARS as isize, 1),)).map(|c| c.cast_into::<PyString>()) {
+                match text
+                    .call_method1(
+                        "__getitem__",
+                        (PySlice::new(obj.py(), 0, REPR_CHARS as isize, 1),),
+                    )
+                    .map(|c| c.cast_into::<PyString>())
+                {
                     Ok(Ok(s)) => s,
                     _ => text,
                 }
@@ -736,8 +788,14 @@ fn fallback(obj: &Bound<'_, PyAny>, depth: usize) -> Result<Value, Unreadable> {
             Ok(Value::String(py_str(&cut)))
         }
         Err(_) => {
-            let name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into());
-            Ok(Value::String(JsStr::from(format!("<unserializable {name}>"))))
+            let name = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "object".into());
+            Ok(Value::String(JsStr::from(format!(
+                "<unserializable {name}>"
+            ))))
         }
     }
 }
@@ -773,6 +831,7 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
 
 /// Parses JSON text with the core's parser (lone surrogates kept) into a Python value.
 pub fn parse_to_py<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
-    let value = graphmind_core::json::parse_str(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let value =
+        graphmind_core::json::parse_str(text).map_err(|e| PyValueError::new_err(e.to_string()))?;
     to_py(py, &value)
 }

@@ -20,7 +20,9 @@ mod watch;
 #[global_allocator]
 static ALLOC: alloc::Mi = alloc::Mi;
 
-use convert::{fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_packed, write_packed};
+use convert::{
+    fields_value, py_str, to_py, to_value, to_value_or_marker, write_fields_packed, write_packed,
+};
 use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, GateNode, PausePoint, PendingGate, ResumeAction};
@@ -84,7 +86,14 @@ struct LogQueue {
     changed: std::sync::Condvar,
 }
 
-static LOG_QUEUE: LogQueue = LogQueue { state: std::sync::Mutex::new(LogState { thread_pid: None, lines: VecDeque::new(), in_python: false }), changed: std::sync::Condvar::new() };
+static LOG_QUEUE: LogQueue = LogQueue {
+    state: std::sync::Mutex::new(LogState {
+        thread_pid: None,
+        lines: VecDeque::new(),
+        in_python: false,
+    }),
+    changed: std::sync::Condvar::new(),
+};
 
 impl LogQueue {
     fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
@@ -103,7 +112,9 @@ impl LogQueue {
         if state.thread_pid != Some(pid) {
             // A forked child inherits the queue but not the thread (nor a call in progress).
             state.in_python = false;
-            let started = std::thread::Builder::new().name("graphmind-log".into()).spawn(move || self.deliver_loop());
+            let started = std::thread::Builder::new()
+                .name("graphmind-log".into())
+                .spawn(move || self.deliver_loop());
             if started.is_err() {
                 drop(state);
                 eprintln!("{line}");
@@ -153,7 +164,11 @@ impl LogQueue {
                 if now >= deadline {
                     break;
                 }
-                state = self.changed.wait_timeout(state, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+                state = self
+                    .changed
+                    .wait_timeout(state, deadline - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
             }
             state.lines.drain(..).collect()
         });
@@ -200,7 +215,9 @@ impl Decision {
 }
 
 fn proceed() -> Decision {
-    Decision { inner: GateDecision::proceed() }
+    Decision {
+        inner: GateDecision::proceed(),
+    }
 }
 
 /// A held gate: wait on it (sync) or hand it a callback (asyncio).
@@ -242,7 +259,11 @@ impl HeldGate {
 
     /// Calls `callback(decision)` once, on the thread that releases the gate (or now).
     fn on_decision(&self, callback: Py<PyAny>) -> PyResult<()> {
-        let pending = self.pending.lock().take().ok_or_else(|| PyRuntimeError::new_err("gate already awaited"))?;
+        let pending = self
+            .pending
+            .lock()
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("gate already awaited"))?;
         pending.on_decision(move |decision| {
             if SHUTTING_DOWN.load(Ordering::Acquire) {
                 // The interpreter is finalizing: entering it now would abort the process.
@@ -269,7 +290,11 @@ impl HeldGate {
 fn held(session: &Session, gate: Gate) -> Option<HeldGate> {
     match gate {
         Gate::Continue => None,
-        Gate::Held(p) => Some(HeldGate { pause_id: p.pause_id().to_string(), pending: Mutex::new(Some(p)), session: session.clone() }),
+        Gate::Held(p) => Some(HeldGate {
+            pause_id: p.pause_id().to_string(),
+            pending: Mutex::new(Some(p)),
+            session: session.clone(),
+        }),
     }
 }
 
@@ -302,7 +327,11 @@ fn next_to_py(py: Python<'_>, next: Next) -> PyResult<(u8, Py<PyAny>)> {
         Next::Abort => (NEXT_ABORT, py.None()),
         Next::Raise(e) => {
             let stack = e.stack.as_ref().map(|s| s.to_string_lossy().into_owned());
-            let parts = (e.name.to_string_lossy().into_owned(), e.message.to_string_lossy().into_owned(), stack);
+            let parts = (
+                e.name.to_string_lossy().into_owned(),
+                e.message.to_string_lossy().into_owned(),
+                stack,
+            );
             (NEXT_RAISE, parts.into_pyobject(py)?.into_any().unbind())
         }
         Next::Stream(chunks) => (NEXT_STREAM, to_py(py, &Value::Array(chunks))?.unbind()),
@@ -317,7 +346,12 @@ pub struct NativeStep {
 }
 
 impl NativeStep {
-    fn waiting(&self, py: Python<'_>, gate: Gate, decide: impl FnOnce(&mut Step, GateDecision) -> Next) -> PyResult<(u8, Py<PyAny>)> {
+    fn waiting(
+        &self,
+        py: Python<'_>,
+        gate: Gate,
+        decide: impl FnOnce(&mut Step, GateDecision) -> Next,
+    ) -> PyResult<(u8, Py<PyAny>)> {
         match held(&self.session, gate) {
             None => {
                 let next = decide(&mut self.step.lock(), GateDecision::proceed());
@@ -328,7 +362,11 @@ impl NativeStep {
     }
 }
 
-fn error_info(name: &Bound<'_, PyString>, message: &Bound<'_, PyString>, stack: Option<&Bound<'_, PyString>>) -> ErrorInfo {
+fn error_info(
+    name: &Bound<'_, PyString>,
+    message: &Bound<'_, PyString>,
+    stack: Option<&Bound<'_, PyString>>,
+) -> ErrorInfo {
     let mut info = ErrorInfo::new(py_str(name), py_str(message));
     info.stack = stack.map(py_str);
     info
@@ -362,10 +400,16 @@ impl NativeStep {
 
     /// The `after` gate for `output` (the function's result).
     fn after(&self, py: Python<'_>, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
-        let (gate, value) = self.step.lock().after_output(Some(host_value(&self.session, output)));
+        let (gate, value) = self
+            .step
+            .lock()
+            .after_output(Some(host_value(&self.session, output)));
         match held(&self.session, gate) {
             None => {
-                let next = self.step.lock().on_after_host(GateDecision::proceed(), value);
+                let next = self
+                    .step
+                    .lock()
+                    .on_after_host(GateDecision::proceed(), value);
                 next_to_py(py, next)
             }
             Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
@@ -373,9 +417,17 @@ impl NativeStep {
     }
 
     /// Applies an `after` decision to `output`.
-    fn on_after(&self, py: Python<'_>, decision: &Decision, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
+    fn on_after(
+        &self,
+        py: Python<'_>,
+        decision: &Decision,
+        output: &Bound<'_, PyAny>,
+    ) -> PyResult<(u8, Py<PyAny>)> {
         let value = to_value_or_marker(output);
-        let next = self.step.lock().on_after(decision.inner.clone(), Some(value));
+        let next = self
+            .step
+            .lock()
+            .on_after(decision.inner.clone(), Some(value));
         next_to_py(py, next)
     }
 
@@ -406,8 +458,15 @@ impl NativeStep {
 
     /// Ends a span: `output` recorded unless `None`.
     fn finish(&self, py: Python<'_>, output: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
-        let value = if output.is_none() { None } else { Some(host_value(&self.session, output)) };
-        let next = self.step.lock().on_after_host(GateDecision::proceed(), value);
+        let value = if output.is_none() {
+            None
+        } else {
+            Some(host_value(&self.session, output))
+        };
+        let next = self
+            .step
+            .lock()
+            .on_after_host(GateDecision::proceed(), value);
         next_to_py(py, next)
     }
 }
@@ -441,19 +500,41 @@ struct Param {
 impl NodeSpec {
     /// What `NativeSession.enter_call` records as the input of this call (`None`: it
     /// leaves the call to `describe`), for the tests.
-    fn _recorded_call_json(&self, py: Python<'_>, args: &Bound<'_, PyTuple>, kwargs: &Bound<'_, PyDict>, defaults: &Bound<'_, PyDict>) -> PyResult<Option<String>> {
-        Ok(self.bind(py, args, kwargs, defaults)?.map(|fields| graphmind_core::json::to_string(&fields_value(&fields))))
+    fn _recorded_call_json(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: &Bound<'_, PyDict>,
+        defaults: &Bound<'_, PyDict>,
+    ) -> PyResult<Option<String>> {
+        Ok(self
+            .bind(py, args, kwargs, defaults)?
+            .map(|fields| graphmind_core::json::to_string(&fields_value(&fields))))
     }
 
     #[new]
     #[pyo3(signature = (kind, name, node_id=None, parent_id=None, params=None))]
-    fn new(kind: &str, name: &str, node_id: Option<&str>, parent_id: Option<&str>, params: Option<Vec<Bound<'_, PyString>>>) -> Self {
+    fn new(
+        kind: &str,
+        name: &str,
+        node_id: Option<&str>,
+        parent_id: Option<&str>,
+        params: Option<Vec<Bound<'_, PyString>>>,
+    ) -> Self {
         NodeSpec {
             kind: kind_of(kind),
             name: name.to_string(),
             node_id: node_id.map(str::to_string),
             parent_id: parent_id.map(str::to_string),
-            params: params.map(|names| names.iter().map(|n| Param { name: py_str(n), key: n.clone().unbind() }).collect()),
+            params: params.map(|names| {
+                names
+                    .iter()
+                    .map(|n| Param {
+                        name: py_str(n),
+                        key: n.clone().unbind(),
+                    })
+                    .collect()
+            }),
         }
     }
 }
@@ -471,7 +552,9 @@ impl NodeSpec {
         kwargs: &Bound<'py, PyDict>,
         defaults: &Bound<'py, PyDict>,
     ) -> PyResult<Option<BoundFields<'a, 'py>>> {
-        let Some(params) = &self.params else { return Ok(None) };
+        let Some(params) = &self.params else {
+            return Ok(None);
+        };
         let n = args.len();
         if n > params.len() {
             return Ok(None);
@@ -486,7 +569,11 @@ impl NodeSpec {
                     return Ok(None);
                 }
                 fields.push((&p.name, args.get_item(i)?));
-            } else if let Some(v) = if keywords > 0 { kwargs.get_item(key)? } else { None } {
+            } else if let Some(v) = if keywords > 0 {
+                kwargs.get_item(key)?
+            } else {
+                None
+            } {
                 fields.push((&p.name, v));
                 used += 1;
             } else if let Some(v) = defaults.get_item(key)? {
@@ -565,7 +652,11 @@ impl NativeSession {
     /// called with each warning line.
     #[new]
     #[pyo3(signature = (options, env, sink))]
-    fn new(options: &Bound<'_, PyAny>, env: Option<&Bound<'_, PyAny>>, sink: Py<PyAny>) -> PyResult<Self> {
+    fn new(
+        options: &Bound<'_, PyAny>,
+        env: Option<&Bound<'_, PyAny>>,
+        sink: Py<PyAny>,
+    ) -> PyResult<Self> {
         let options = to_value_or_marker(options);
         let env = match env {
             None => EnvSnapshot::from_process(),
@@ -577,7 +668,10 @@ impl NativeSession {
         // os.register_at_fork hooks would hold the session's locks across Python code, where
         // a thread holding the GIL may wait for them.
         graphmind_core::fork::register(&session);
-        Ok(NativeSession { session, failures: Default::default() })
+        Ok(NativeSession {
+            session,
+            failures: Default::default(),
+        })
     }
 
     /// The resolved configuration (`Config::to_json`).
@@ -618,7 +712,9 @@ impl NativeSession {
             Some(Value::Object(m)) => Some(m),
             _ => None,
         };
-        NativeRun { run: self.session.start_run(name, meta_map) }
+        NativeRun {
+            run: self.session.start_run(name, meta_map),
+        }
     }
 
     /// Finishes a run: `status` is `ok`, `error` or `aborted`.
@@ -658,10 +754,13 @@ impl NativeSession {
         let outcome = match (status, name, message) {
             ("aborted", _, _) => RunOutcome::Aborted,
             (_, Some(n), Some(m)) => RunOutcome::Error(error_info(n, m, stack)),
-            ("error", _, _) => RunOutcome::Error(graphmind_core::event::ErrorInfo::new("Error", "")),
+            ("error", _, _) => {
+                RunOutcome::Error(graphmind_core::event::ErrorInfo::new("Error", ""))
+            }
             _ => RunOutcome::Ok,
         };
-        self.session.agent_node_finished(&run.run, duration_ms, &outcome);
+        self.session
+            .agent_node_finished(&run.run, duration_ms, &outcome);
     }
 
     /// Starts one gated call: `node.started` with `input` (converted; unreadable parts
@@ -683,24 +782,56 @@ impl NativeSession {
             Some(id) => NodeRef::with_id(kind, name, id),
             None => NodeRef::new(kind, name),
         };
-        let input = input.filter(|i| !i.is_none()).map(|i| host_value(&self.session, i));
+        let input = input
+            .filter(|i| !i.is_none())
+            .map(|i| host_value(&self.session, i));
         let step = Step::start_host(&self.session, run_id, node, parent_id, input, editable);
-        NativeStep { step: Mutex::new(step), session: self.session.clone() }
+        NativeStep {
+            step: Mutex::new(step),
+            session: self.session.clone(),
+        }
     }
 
     /// `step` for a prepared node in `run` (`None`: the implicit run).
     #[pyo3(signature = (run, node, input=None, editable=false))]
-    fn start(&self, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> NativeStep {
-        let input = input.filter(|i| !i.is_none()).map(|i| host_value(&self.session, i));
+    fn start(
+        &self,
+        run: Option<&NativeRun>,
+        node: &NodeSpec,
+        input: Option<&Bound<'_, PyAny>>,
+        editable: bool,
+    ) -> NativeStep {
+        let input = input
+            .filter(|i| !i.is_none())
+            .map(|i| host_value(&self.session, i));
         let run_id = run.map(|r| r.run.run_id.as_str());
-        let step = Step::start_host(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
-        NativeStep { step: Mutex::new(step), session: self.session.clone() }
+        let step = Step::start_host(
+            &self.session,
+            run_id,
+            node.node_ref(),
+            node.parent_id.as_deref(),
+            input,
+            editable,
+        );
+        NativeStep {
+            step: Mutex::new(step),
+            session: self.session.clone(),
+        }
     }
 
     /// `start` then the `before` gate, in one call: `(step, code, value)`, `code` and
     /// `value` as `NativeStep.before` returns them.
-    fn enter(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<&Bound<'_, PyAny>>, editable: bool) -> PyResult<Entered> {
-        let input = input.filter(|i| !i.is_none()).map(|i| host_value(&self.session, i));
+    fn enter(
+        &self,
+        py: Python<'_>,
+        run: Option<&NativeRun>,
+        node: &NodeSpec,
+        input: Option<&Bound<'_, PyAny>>,
+        editable: bool,
+    ) -> PyResult<Entered> {
+        let input = input
+            .filter(|i| !i.is_none())
+            .map(|i| host_value(&self.session, i));
         self.enter_with(py, run, node, input, editable)
     }
 
@@ -720,31 +851,73 @@ impl NativeSession {
         kwargs: &Bound<'_, PyDict>,
         defaults: &Bound<'_, PyDict>,
     ) -> PyResult<Option<Entered>> {
-        let Some(fields) = node.bind(py, args, kwargs, defaults)? else { return Ok(None) };
-        let input = host_value_of(&self.session, |buf| write_fields_packed(&fields, buf), || fields_value(&fields));
+        let Some(fields) = node.bind(py, args, kwargs, defaults)? else {
+            return Ok(None);
+        };
+        let input = host_value_of(
+            &self.session,
+            |buf| write_fields_packed(&fields, buf),
+            || fields_value(&fields),
+        );
         self.enter_with(py, run, node, Some(input), true).map(Some)
     }
 
     /// A bare gate at `point` (`before`, `after`, `error`) of a node: `None` when nothing
     /// holds, else the held gate (the caller applies the decision itself).
-    fn gate(&self, run_id: Option<&str>, point: &str, node_id: &str, kind: &str, name: &str) -> Option<HeldGate> {
+    fn gate(
+        &self,
+        run_id: Option<&str>,
+        point: &str,
+        node_id: &str,
+        kind: &str,
+        name: &str,
+    ) -> Option<HeldGate> {
         let point = PausePoint::parse(point)?;
-        let node = GateNode { node_id: node_id.into(), kind: kind.into(), name: name.into() };
-        held(&self.session, self.session.gate(run_id, point, &node, GateOptions::default()))
+        let node = GateNode {
+            node_id: node_id.into(),
+            kind: kind.into(),
+            name: name.into(),
+        };
+        held(
+            &self.session,
+            self.session
+                .gate(run_id, point, &node, GateOptions::default()),
+        )
     }
 
     /// Emits a raw app event (`node.started`, ...) into `run_id` (or the implicit run).
-    fn emit(&self, run_id: Option<&str>, event_type: &str, payload: &Bound<'_, PyAny>) -> Option<u64> {
-        self.session.emit(run_id, event_type, to_value_or_marker(payload))
+    fn emit(
+        &self,
+        run_id: Option<&str>,
+        event_type: &str,
+        payload: &Bound<'_, PyAny>,
+    ) -> Option<u64> {
+        self.session
+            .emit(run_id, event_type, to_value_or_marker(payload))
     }
 
     /// `node.token` with one delta (`channel`: text, reasoning, tool-args).
     #[allow(clippy::too_many_arguments)]
-    fn token(&self, run_id: Option<&str>, kind: &str, name: &str, node_id: &str, instance_id: &str, channel: &str, text: &Bound<'_, PyString>) {
-        let node = NodeRef { node_id: node_id.into(), instance_id: instance_id.into(), kind: kind_of(kind), name: name.into() };
+    fn token(
+        &self,
+        run_id: Option<&str>,
+        kind: &str,
+        name: &str,
+        node_id: &str,
+        instance_id: &str,
+        channel: &str,
+        text: &Bound<'_, PyString>,
+    ) {
+        let node = NodeRef {
+            node_id: node_id.into(),
+            instance_id: instance_id.into(),
+            kind: kind_of(kind),
+            name: name.into(),
+        };
         let channel = TokenChannel::parse(channel).unwrap_or(TokenChannel::Text);
         let text = py_str(text);
-        self.session.node_token(run_id, &node, channel, &text.to_string_lossy());
+        self.session
+            .node_token(run_id, &node, channel, &text.to_string_lossy());
     }
 
     /// One rate-limited warning (`key` groups repeats) through the session's log sink.
@@ -756,10 +929,16 @@ impl NativeSession {
     fn graph_hint(&self, run_id: Option<&str>, nodes: Vec<Bound<'_, PyAny>>) {
         let mut hints = Vec::new();
         for n in nodes {
-            let Ok(Value::Object(m)) = to_value(&n) else { continue };
+            let Ok(Value::Object(m)) = to_value(&n) else {
+                continue;
+            };
             let text = |k: &str| m.get(k).and_then(|v| v.as_js_str()).cloned();
-            let (Some(id), Some(name)) = (text("nodeId"), text("name")) else { continue };
-            let kind = text("kind").and_then(|k| k.as_str().and_then(NodeKind::parse)).unwrap_or(NodeKind::Custom);
+            let (Some(id), Some(name)) = (text("nodeId"), text("name")) else {
+                continue;
+            };
+            let kind = text("kind")
+                .and_then(|k| k.as_str().and_then(NodeKind::parse))
+                .unwrap_or(NodeKind::Custom);
             let mut hint = GraphNodeHint::new(id, kind, name);
             hint.parent_id = text("parentId");
             for (k, v) in m.iter() {
@@ -777,25 +956,41 @@ impl NativeSession {
     /// Starts replaying a recorded run (`spec`: the `replay` option's value, a run
     /// reference or `{file?, run?, from?, output?}`); the next run started is answered
     /// from it. Returns the report (`error` says why nothing will be replayed).
-    fn replay_begin<'py>(&self, py: Python<'py>, spec: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    fn replay_begin<'py>(
+        &self,
+        py: Python<'py>,
+        spec: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let report = graphmind_core::replay::begin_value(&self.session, &to_value_or_marker(spec));
         to_py(py, &report.to_value())
     }
 
     /// Stops replaying; returns the last report (`None` when not replaying).
     fn replay_end<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        graphmind_core::replay::end(&self.session).map(|r| to_py(py, &r.to_value())).transpose()
+        graphmind_core::replay::end(&self.session)
+            .map(|r| to_py(py, &r.to_value()))
+            .transpose()
     }
 
     /// What the replay has done so far (`None` when not replaying).
     fn replay_report<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        graphmind_core::replay::report(&self.session).map(|r| to_py(py, &r.to_value())).transpose()
+        graphmind_core::replay::report(&self.session)
+            .map(|r| to_py(py, &r.to_value()))
+            .transpose()
     }
 
     /// Diagnostics: `(enabled, attached, buffered, dropped, held_gates, seq, lost)`.
     fn stats(&self) -> (bool, bool, u64, u64, u64, u64, u64) {
         let s = self.session.stats();
-        (s.enabled, s.attached, s.buffered, s.dropped, s.held_gates, s.seq, s.lost)
+        (
+            s.enabled,
+            s.attached,
+            s.buffered,
+            s.dropped,
+            s.held_gates,
+            s.seq,
+            s.lost,
+        )
     }
 
     /// The abort signal state of a live run (`None` when unknown).
@@ -825,10 +1020,27 @@ impl NativeSession {
 }
 
 impl NativeSession {
-    fn enter_with(&self, py: Python<'_>, run: Option<&NativeRun>, node: &NodeSpec, input: Option<HostValue>, editable: bool) -> PyResult<Entered> {
+    fn enter_with(
+        &self,
+        py: Python<'_>,
+        run: Option<&NativeRun>,
+        node: &NodeSpec,
+        input: Option<HostValue>,
+        editable: bool,
+    ) -> PyResult<Entered> {
         let run_id = run.map(|r| r.run.run_id.as_str());
-        let step = Step::start_host(&self.session, run_id, node.node_ref(), node.parent_id.as_deref(), input, editable);
-        let step = NativeStep { step: Mutex::new(step), session: self.session.clone() };
+        let step = Step::start_host(
+            &self.session,
+            run_id,
+            node.node_ref(),
+            node.parent_id.as_deref(),
+            input,
+            editable,
+        );
+        let step = NativeStep {
+            step: Mutex::new(step),
+            session: self.session.clone(),
+        };
         let gate = step.step.lock().before();
         let (code, value) = step.waiting(py, gate, |s, d| s.on_before(d))?;
         Ok((Py::new(py, step)?, code, value))
@@ -838,11 +1050,19 @@ impl NativeSession {
 /// A node's input or output as the core takes it: packed while detached, converted
 /// otherwise ([`HostValue::packed_or_built`]).
 fn host_value(session: &Session, obj: &Bound<'_, PyAny>) -> HostValue {
-    host_value_of(session, |buf| write_packed(obj, buf), || to_value_or_marker(obj))
+    host_value_of(
+        session,
+        |buf| write_packed(obj, buf),
+        || to_value_or_marker(obj),
+    )
 }
 
 /// [`host_value`] of a value packed by `write` or converted by `convert`.
-fn host_value_of(session: &Session, write: impl FnOnce(&mut PackedWriter) -> bool, convert: impl FnOnce() -> Value) -> HostValue {
+fn host_value_of(
+    session: &Session,
+    write: impl FnOnce(&mut PackedWriter) -> bool,
+    convert: impl FnOnce() -> Value,
+) -> HostValue {
     HostValue::packed_or_built(session.is_attached(), write, convert)
 }
 
@@ -880,7 +1100,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_URL", config::DEFAULT_URL)?;
     m.add("PROTOCOL_VERSION", graphmind_core::event::PROTOCOL_VERSION)?;
     m.add("CORE_VERSION", graphmind_core::config::CLIENT_VERSION)?;
-    m.add("MAX_PAYLOAD_BYTES", graphmind_core::shrink::MAX_PAYLOAD_BYTES)?;
+    m.add(
+        "MAX_PAYLOAD_BYTES",
+        graphmind_core::shrink::MAX_PAYLOAD_BYTES,
+    )?;
     pure::register(m)?;
     llm::register(m)?;
     watch::register(m)?;

@@ -10,8 +10,8 @@ use graphmind_core::llm_step::{LlmRun, LlmStep};
 use graphmind_core::session::Session;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyValueError;
-use pyo3::prelude::*;
 use pyo3::intern;
+use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 
@@ -38,7 +38,9 @@ pub fn sdk_value(obj: &Bound<'_, PyAny>) -> Value {
     };
     let mut m = Map::with_capacity(d.len());
     for (k, v) in d.iter() {
-        let Ok(key) = k.cast::<PyString>() else { continue };
+        let Ok(key) = k.cast::<PyString>() else {
+            continue;
+        };
         if is_not_given(&v) {
             continue;
         }
@@ -62,7 +64,10 @@ static DUMP_KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 /// converter.
 fn model_value(obj: &Bound<'_, PyAny>) -> Value {
     let py = obj.py();
-    if obj.hasattr(intern!(py, "__pydantic_fields__")).unwrap_or(false) {
+    if obj
+        .hasattr(intern!(py, "__pydantic_fields__"))
+        .unwrap_or(false)
+    {
         let kwargs = DUMP_KWARGS.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
             let kwargs = PyDict::new(py);
             for option in DUMP_OPTIONS {
@@ -71,7 +76,9 @@ fn model_value(obj: &Bound<'_, PyAny>) -> Value {
             Ok(kwargs.unbind())
         });
         if let Ok(kwargs) = kwargs {
-            if let Ok(dumped) = obj.call_method(intern!(py, "model_dump"), (), Some(kwargs.bind(py))) {
+            if let Ok(dumped) =
+                obj.call_method(intern!(py, "model_dump"), (), Some(kwargs.bind(py)))
+            {
                 return to_value_or_marker(&dumped);
             }
         }
@@ -91,7 +98,12 @@ pub struct NativeLlmStep {
 }
 
 impl NativeLlmStep {
-    fn decided(&self, py: Python<'_>, gate: graphmind_core::session::Gate, decide: impl FnOnce(&mut LlmStep, GateDecision) -> graphmind_core::step::Next) -> PyResult<(u8, Py<PyAny>)> {
+    fn decided(
+        &self,
+        py: Python<'_>,
+        gate: graphmind_core::session::Gate,
+        decide: impl FnOnce(&mut LlmStep, GateDecision) -> graphmind_core::step::Next,
+    ) -> PyResult<(u8, Py<PyAny>)> {
         match held(&self.session, gate) {
             None => {
                 let next = decide(&mut self.step.lock(), GateDecision::proceed());
@@ -143,7 +155,12 @@ impl NativeLlmStep {
     }
 
     /// Applies an `after` decision to the answer.
-    fn on_after(&self, py: Python<'_>, decision: &Decision, response: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
+    fn on_after(
+        &self,
+        py: Python<'_>,
+        decision: &Decision,
+        response: &Bound<'_, PyAny>,
+    ) -> PyResult<(u8, Py<PyAny>)> {
         let value = sdk_value(response);
         let next = self.step.lock().on_after(decision.inner.clone(), &value);
         next_to_py(py, next)
@@ -151,7 +168,13 @@ impl NativeLlmStep {
 
     /// The request raised an ordinary error: records it and returns the `error` gate.
     #[pyo3(signature = (name, message, stack=None))]
-    fn error(&self, py: Python<'_>, name: &Bound<'_, PyString>, message: &Bound<'_, PyString>, stack: Option<&Bound<'_, PyString>>) -> PyResult<(u8, Py<PyAny>)> {
+    fn error(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        message: &Bound<'_, PyString>,
+        stack: Option<&Bound<'_, PyString>>,
+    ) -> PyResult<(u8, Py<PyAny>)> {
         let gate = self.step.lock().error(error_info(name, message, stack));
         self.decided(py, gate, |s, d| s.on_error(d))
     }
@@ -213,16 +236,36 @@ impl NativeLlmStep {
 /// `request` is the request body (the call's keyword arguments).
 #[pyfunction]
 #[pyo3(signature = (session, run_id, run_name, api, request, sdk=None))]
-fn llm_step(session: &NativeSession, run_id: Option<&str>, run_name: Option<&str>, api: &str, request: &Bound<'_, PyAny>, sdk: Option<&str>) -> PyResult<NativeLlmStep> {
+fn llm_step(
+    session: &NativeSession,
+    run_id: Option<&str>,
+    run_name: Option<&str>,
+    api: &str,
+    request: &Bound<'_, PyAny>,
+    sdk: Option<&str>,
+) -> PyResult<NativeLlmStep> {
     let api = api_of(api)?;
     let request = sdk_value(request);
-    let step = LlmStep::start(&session.session, LlmRun { run_id, run_name }, api, &request, sdk);
-    Ok(NativeLlmStep { step: Mutex::new(step), session: session.session.clone() })
+    let step = LlmStep::start(
+        &session.session,
+        LlmRun { run_id, run_name },
+        api,
+        &request,
+        sdk,
+    );
+    Ok(NativeLlmStep {
+        step: Mutex::new(step),
+        session: session.session.clone(),
+    })
 }
 
 /// What a complete answer of `api` records: `(output, usage)`.
 #[pyfunction]
-fn llm_decode<'py>(py: Python<'py>, api: &str, response: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+fn llm_decode<'py>(
+    py: Python<'py>,
+    api: &str,
+    response: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let decoded = codec::decode_response(api_of(api)?, &sdk_value(response));
     let usage = match &decoded.usage {
         Some(u) => to_py(py, u)?,
@@ -233,19 +276,34 @@ fn llm_decode<'py>(py: Python<'py>, api: &str, response: &Bound<'py, PyAny>) -> 
 
 /// What `node.started.input` of a call of `api` records of `request` (the request codec).
 #[pyfunction]
-fn llm_request_input<'py>(py: Python<'py>, api: &str, request: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    to_py(py, &Value::Object(codec::request_input(api_of(api)?, &sdk_value(request))))
+fn llm_request_input<'py>(
+    py: Python<'py>,
+    api: &str,
+    request: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    to_py(
+        py,
+        &Value::Object(codec::request_input(api_of(api)?, &sdk_value(request))),
+    )
 }
 
 /// The injected value as `api`'s reply (plain data; the integration makes it its SDK's type).
 #[pyfunction]
 #[pyo3(signature = (api, value, model=None))]
-fn llm_injected_reply<'py>(py: Python<'py>, api: &str, value: &Bound<'py, PyAny>, model: Option<&str>) -> PyResult<Bound<'py, PyAny>> {
+fn llm_injected_reply<'py>(
+    py: Python<'py>,
+    api: &str,
+    value: &Bound<'py, PyAny>,
+    model: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
     let mut request = Map::new();
     if let Some(m) = model {
         request.insert("model", Value::from(m));
     }
-    to_py(py, &codec::injected_reply(api_of(api)?, sdk_value(value), &Value::Object(request)))
+    to_py(
+        py,
+        &codec::injected_reply(api_of(api)?, sdk_value(value), &Value::Object(request)),
+    )
 }
 
 /// A client library's object as the core reads it (for tests and the docs' examples).

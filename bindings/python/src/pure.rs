@@ -42,14 +42,19 @@ fn _detached_json(value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
     if !crate::convert::write_packed(value, &mut buf) {
         return Ok(None);
     }
-    let decoded = json::packed::decode(buf.as_bytes()).map_err(|e| PyValueError::new_err(format!("the packed path wrote an unreadable value: {e}")))?;
+    let decoded = json::packed::decode(buf.as_bytes()).map_err(|e| {
+        PyValueError::new_err(format!("the packed path wrote an unreadable value: {e}"))
+    })?;
     Ok(Some(json::to_string(&decoded)))
 }
 
 /// What a tool call whose positional arguments fill its parameters records as its input
 /// (`convert::fields_value`, the dict-less path of `NativeSession.enter_call`), for the tests.
 #[pyfunction]
-fn _recorded_args_json(names: Vec<Bound<'_, PyString>>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<String> {
+fn _recorded_args_json(
+    names: Vec<Bound<'_, PyString>>,
+    args: &Bound<'_, pyo3::types::PyTuple>,
+) -> PyResult<String> {
     if names.len() != args.len() {
         return Err(PyValueError::new_err("one name per argument"));
     }
@@ -82,23 +87,44 @@ fn canonical_json(value: &Bound<'_, PyAny>, ignore_keys: Option<Vec<String>>) ->
 /// The canonical text of one call: `[nodeId, input]`.
 #[pyfunction]
 #[pyo3(signature = (node_id, input=None, ignore_keys=None))]
-fn canonical_call(node_id: &Bound<'_, PyString>, input: Option<&Bound<'_, PyAny>>, ignore_keys: Option<Vec<String>>) -> PyResult<String> {
+fn canonical_call(
+    node_id: &Bound<'_, PyString>,
+    input: Option<&Bound<'_, PyAny>>,
+    ignore_keys: Option<Vec<String>>,
+) -> PyResult<String> {
     let v = opt_value(input)?;
-    let keys = ignore_keys.unwrap_or_else(|| canonical::DEFAULT_IGNORE_KEYS.iter().map(|s| s.to_string()).collect());
+    let keys = ignore_keys.unwrap_or_else(|| {
+        canonical::DEFAULT_IGNORE_KEYS
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    });
     let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-    Ok(canonical::canonical_call_js(&py_str(node_id), v.as_ref(), &refs))
+    Ok(canonical::canonical_call_js(
+        &py_str(node_id),
+        v.as_ref(),
+        &refs,
+    ))
 }
 
 /// The loop guard's fingerprint of a call: the first 32 hex digits of SHA-256 over its
 /// canonical text. `input=None` is an absent input.
 #[pyfunction]
 #[pyo3(signature = (node_id, input=None, ignore_keys=None))]
-fn fingerprint(node_id: &Bound<'_, PyString>, input: Option<&Bound<'_, PyAny>>, ignore_keys: Option<Vec<String>>) -> PyResult<String> {
+fn fingerprint(
+    node_id: &Bound<'_, PyString>,
+    input: Option<&Bound<'_, PyAny>>,
+    ignore_keys: Option<Vec<String>>,
+) -> PyResult<String> {
     let v = opt_value(input)?;
     Ok(match ignore_keys {
         None => match node_id.to_cow() {
             Ok(id) => fp::fingerprint(&id, v.as_ref()),
-            Err(_) => fp::fingerprint_js_with(&py_str(node_id), v.as_ref(), canonical::DEFAULT_IGNORE_KEYS),
+            Err(_) => fp::fingerprint_js_with(
+                &py_str(node_id),
+                v.as_ref(),
+                canonical::DEFAULT_IGNORE_KEYS,
+            ),
         },
         Some(keys) => {
             let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
@@ -110,7 +136,11 @@ fn fingerprint(node_id: &Bound<'_, PyString>, input: Option<&Bound<'_, PyAny>>, 
 /// `serializePayload`: `(json, truncated, original_bytes)`.
 #[pyfunction]
 #[pyo3(signature = (payload, max_bytes=shrink::MAX_PAYLOAD_BYTES, event_type=None))]
-fn serialize_payload(payload: &Bound<'_, PyAny>, max_bytes: usize, event_type: Option<&str>) -> PyResult<(String, bool, usize)> {
+fn serialize_payload(
+    payload: &Bound<'_, PyAny>,
+    max_bytes: usize,
+    event_type: Option<&str>,
+) -> PyResult<(String, bool, usize)> {
     let s = shrink::serialize_payload(&readable(payload)?, max_bytes, event_type);
     Ok((s.json, s.truncated, s.original_bytes))
 }
@@ -119,23 +149,48 @@ fn serialize_payload(payload: &Bound<'_, PyAny>, max_bytes: usize, event_type: O
 #[pyfunction]
 fn shrink_constants<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
     let mut m = json::Map::new();
-    m.insert("MAX_PAYLOAD_BYTES", Value::from(shrink::MAX_PAYLOAD_BYTES as u64));
+    m.insert(
+        "MAX_PAYLOAD_BYTES",
+        Value::from(shrink::MAX_PAYLOAD_BYTES as u64),
+    );
     m.insert("PREVIEW_CHARS", Value::from(shrink::PREVIEW_CHARS as u64));
     m.insert("TRUNCATION_SUFFIX", Value::from(shrink::TRUNCATION_SUFFIX));
-    m.insert("MAX_SHRINK_DEPTH", Value::from(shrink::MAX_SHRINK_DEPTH as u64));
-    m.insert("MAX_SHRINK_KEYS", Value::from(shrink::MAX_SHRINK_KEYS as u64));
-    m.insert("MAX_TRIM_FIELDS", Value::from(shrink::MAX_TRIM_FIELDS as u64));
+    m.insert(
+        "MAX_SHRINK_DEPTH",
+        Value::from(shrink::MAX_SHRINK_DEPTH as u64),
+    );
+    m.insert(
+        "MAX_SHRINK_KEYS",
+        Value::from(shrink::MAX_SHRINK_KEYS as u64),
+    );
+    m.insert(
+        "MAX_TRIM_FIELDS",
+        Value::from(shrink::MAX_TRIM_FIELDS as u64),
+    );
     m.insert("SKELETON_CHARS", Value::from(shrink::SKELETON_CHARS as u64));
-    m.insert("SKELETON_MIN_CHARS", Value::from(shrink::SKELETON_MIN_CHARS as u64));
+    m.insert(
+        "SKELETON_MIN_CHARS",
+        Value::from(shrink::SKELETON_MIN_CHARS as u64),
+    );
     to_py(py, &Value::Object(m))
 }
 
 /// Options (camelCase, ms) + an environment mapping + a flavor -> `Config::to_json()`.
 #[pyfunction]
 #[pyo3(signature = (options, env, flavor="python"))]
-fn resolve_config<'py>(py: Python<'py>, options: &Bound<'_, PyAny>, env: &Bound<'_, PyAny>, flavor: &str) -> PyResult<Bound<'py, PyAny>> {
-    let flavor = SdkFlavor::parse(flavor).ok_or_else(|| PyValueError::new_err(format!("unknown flavor {flavor:?}")))?;
-    let config = config::resolve_json(&to_value_or_marker(options), &EnvSnapshot::from_json(&to_value_or_marker(env)), flavor);
+fn resolve_config<'py>(
+    py: Python<'py>,
+    options: &Bound<'_, PyAny>,
+    env: &Bound<'_, PyAny>,
+    flavor: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let flavor = SdkFlavor::parse(flavor)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown flavor {flavor:?}")))?;
+    let config = config::resolve_json(
+        &to_value_or_marker(options),
+        &EnvSnapshot::from_json(&to_value_or_marker(env)),
+        flavor,
+    );
     to_py(py, &config.to_json())
 }
 
@@ -143,15 +198,31 @@ fn resolve_config<'py>(py: Python<'py>, options: &Bound<'_, PyAny>, env: &Bound<
 /// redactor under `switches` (`hideInputs`, ...): each result is the payload, or `None`
 /// when the event is dropped.
 #[pyfunction]
-fn redact_events<'py>(py: Python<'py>, switches: &Bound<'_, PyAny>, events: &Bound<'_, PyList>) -> PyResult<Bound<'py, PyList>> {
+fn redact_events<'py>(
+    py: Python<'py>,
+    switches: &Bound<'_, PyAny>,
+    events: &Bound<'_, PyList>,
+) -> PyResult<Bound<'py, PyList>> {
     let sw = readable(switches)?;
     let on = |k: &str| sw.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let mut redactor = Redactor::new(HideSwitches { inputs: on("hideInputs"), outputs: on("hideOutputs"), tool_args: on("hideToolArgs"), tool_results: on("hideToolResults") });
+    let mut redactor = Redactor::new(HideSwitches {
+        inputs: on("hideInputs"),
+        outputs: on("hideOutputs"),
+        tool_args: on("hideToolArgs"),
+        tool_results: on("hideToolResults"),
+    });
     let out = PyList::empty(py);
     for event in events.iter() {
         let e = readable(&event)?;
-        let ty = e.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-        let ctx = EventContext { run_id: e.get("runId").and_then(Value::as_str).unwrap_or(""), node_kind: e.get("nodeKind").and_then(Value::as_str) };
+        let ty = e
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let ctx = EventContext {
+            run_id: e.get("runId").and_then(Value::as_str).unwrap_or(""),
+            node_kind: e.get("nodeKind").and_then(Value::as_str),
+        };
         let mut payload = e.get("payload").cloned().unwrap_or(Value::Null);
         let outcome = redactor.redact_in(&ctx, &ty, &mut payload);
         if outcome.keep() {
@@ -172,9 +243,17 @@ fn finish_reason(raw: &Bound<'_, PyAny>, has_tool_calls: bool) -> PyResult<Optio
 /// The wire form of one tool call (`None` when it has no name).
 #[pyfunction]
 #[pyo3(signature = (id=None, name=None, args=None))]
-fn tool_call<'py>(py: Python<'py>, id: Option<&Bound<'_, PyAny>>, name: Option<&Bound<'_, PyAny>>, args: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+fn tool_call<'py>(
+    py: Python<'py>,
+    id: Option<&Bound<'_, PyAny>>,
+    name: Option<&Bound<'_, PyAny>>,
+    args: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let (id, name, args) = (opt_value(id)?, opt_value(name)?, opt_value(args)?);
-    to_py(py, &llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()).unwrap_or(Value::Null))
+    to_py(
+        py,
+        &llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()).unwrap_or(Value::Null),
+    )
 }
 
 /// The schema hash of a tool definition.
@@ -185,15 +264,26 @@ fn schema_hash(definition: &Bound<'_, PyAny>) -> PyResult<String> {
 
 /// A tool definition with secrets dropped, as recorded.
 #[pyfunction]
-fn sanitize_tool_definition<'py>(py: Python<'py>, definition: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+fn sanitize_tool_definition<'py>(
+    py: Python<'py>,
+    definition: &Bound<'_, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, &llm::sanitize_tool_definition(&readable(definition)?))
 }
 
 /// A provider's usage as the wire's `TokenUsage` (`None`: nothing reported).
 #[pyfunction]
-fn provider_usage<'py>(py: Python<'py>, provider: &str, raw: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let p = llm::UsageProvider::from_name(provider).ok_or_else(|| PyValueError::new_err(format!("unknown provider {provider:?}")))?;
-    to_py(py, &llm::provider_usage(p, &readable(raw)?).unwrap_or(Value::Null))
+fn provider_usage<'py>(
+    py: Python<'py>,
+    provider: &str,
+    raw: &Bound<'_, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let p = llm::UsageProvider::from_name(provider)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown provider {provider:?}")))?;
+    to_py(
+        py,
+        &llm::provider_usage(p, &readable(raw)?).unwrap_or(Value::Null),
+    )
 }
 
 /// The allow-listed sampling parameters of a request body.
@@ -223,7 +313,10 @@ fn prototype_key_refused(value: &Bound<'_, PyAny>) -> PyResult<bool> {
 /// A validator's result normalized: `{ok, value}` or `{ok: false, code, message?}`.
 #[pyfunction]
 #[pyo3(signature = (result=None))]
-fn normalize_validation<'py>(py: Python<'py>, result: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+fn normalize_validation<'py>(
+    py: Python<'py>,
+    result: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let r = opt_value(result)?;
     to_py(py, &edit_input::normalize_validation(r.as_ref()).to_value())
 }
@@ -231,15 +324,28 @@ fn normalize_validation<'py>(py: Python<'py>, result: Option<&Bound<'_, PyAny>>)
 /// A refusal message cut and cleaned (`None` when nothing remains).
 #[pyfunction]
 #[pyo3(signature = (message=None))]
-fn sanitize_short_text<'py>(py: Python<'py>, message: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+fn sanitize_short_text<'py>(
+    py: Python<'py>,
+    message: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let m = opt_value(message)?;
-    to_py(py, &edit_input::sanitize_short_text(m.as_ref()).map(Value::String).unwrap_or(Value::Null))
+    to_py(
+        py,
+        &edit_input::sanitize_short_text(m.as_ref())
+            .map(Value::String)
+            .unwrap_or(Value::Null),
+    )
 }
 
 /// Merges an edit into the live tool input: `(merged, None)` or `(None, refusal_code)`.
 #[pyfunction]
 #[pyo3(signature = (live=None, proposed=None, input_hidden=false))]
-fn merge_edited_input<'py>(py: Python<'py>, live: Option<&Bound<'_, PyAny>>, proposed: Option<&Bound<'_, PyAny>>, input_hidden: bool) -> PyResult<(Bound<'py, PyAny>, Option<&'static str>)> {
+fn merge_edited_input<'py>(
+    py: Python<'py>,
+    live: Option<&Bound<'_, PyAny>>,
+    proposed: Option<&Bound<'_, PyAny>>,
+    input_hidden: bool,
+) -> PyResult<(Bound<'py, PyAny>, Option<&'static str>)> {
     let (l, p) = (opt_value(live)?, opt_value(proposed)?);
     match edit_input::merge_edited_input(l.as_ref(), p.as_ref(), input_hidden) {
         Ok(v) => Ok((to_py(py, &v)?, None)),

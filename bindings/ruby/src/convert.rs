@@ -9,7 +9,10 @@
 
 use graphmind_core::json::packed::{PackedWriter, MAX_PACKED_DEPTH};
 use graphmind_core::json::{JsStr, Map, Number, Value as J};
-use magnus::{prelude::*, rb_sys::AsRawValue, rb_sys::FromRawValue, Error, Integer, RHash, RString, Ruby, Symbol, Value};
+use magnus::{
+    prelude::*, rb_sys::AsRawValue, rb_sys::FromRawValue, Error, Integer, RHash, RString, Ruby,
+    Symbol, Value,
+};
 use rb_sys::{ruby_coderange_type, ruby_value_type as T, st_retval, VALUE};
 use std::os::raw::c_int;
 
@@ -236,7 +239,8 @@ impl Walk {
                 }
                 T::RUBY_T_SYMBOL => {
                     let v = Value::from_raw(raw);
-                    let name = Symbol::from_value(v).map(|sym| sym.name().map(|n| n.to_string()).unwrap_or_default());
+                    let name = Symbol::from_value(v)
+                        .map(|sym| sym.name().map(|n| n.to_string()).unwrap_or_default());
                     J::String(JsStr::from(name.unwrap_or_default().as_str()))
                 }
                 T::RUBY_T_HASH => self.hash(raw, depth),
@@ -342,7 +346,11 @@ type PairFn = unsafe extern "C" fn(VALUE, VALUE, VALUE) -> c_int;
 unsafe fn foreach_protected<S>(hash: VALUE, state: &mut S, pair: PairFn) -> bool {
     let args: (VALUE, *mut S, PairFn) = (hash, state, pair);
     let mut failed: c_int = 0;
-    rb_sys::rb_protect(Some(foreach_trampoline::<S>), &args as *const _ as VALUE, &mut failed);
+    rb_sys::rb_protect(
+        Some(foreach_trampoline::<S>),
+        &args as *const _ as VALUE,
+        &mut failed,
+    );
     if failed != 0 {
         rb_sys::rb_set_errinfo(rb_sys::Qnil as VALUE);
     }
@@ -380,7 +388,9 @@ unsafe fn pack_raw(raw: VALUE, depth: usize, out: &mut PackedWriter) -> Result<(
         T::RUBY_T_FALSE => out.bool(false),
         T::RUBY_T_FIXNUM => out.int(rb_sys::FIX2LONG(raw) as i64),
         T::RUBY_T_FLOAT => return taken(out.float(rb_sys::rb_float_value(raw))),
-        T::RUBY_T_STRING | T::RUBY_T_SYMBOL => return taken(out.string(name_text(raw)?.as_bytes())),
+        T::RUBY_T_STRING | T::RUBY_T_SYMBOL => {
+            return taken(out.string(name_text(raw)?.as_bytes()))
+        }
         T::RUBY_T_ARRAY if depth < MAX_PACKED_DEPTH => {
             let len = rb_sys::RARRAY_LEN(raw).max(0);
             taken(out.array(len as usize))?;
@@ -390,7 +400,12 @@ unsafe fn pack_raw(raw: VALUE, depth: usize, out: &mut PackedWriter) -> Result<(
         }
         T::RUBY_T_HASH if depth < MAX_PACKED_DEPTH => {
             taken(out.object(rb_sys::RHASH_SIZE(raw) as usize))?;
-            let mut state = PackState { out, depth, members: 0, gave_up: false };
+            let mut state = PackState {
+                out,
+                depth,
+                members: 0,
+                gave_up: false,
+            };
             // No Ruby code runs, so nothing can restructure the Hash: a raise is not
             // expected, and gives up all the same.
             if !foreach_protected(raw, &mut state, pack_hash_pair) {
@@ -413,7 +428,11 @@ unsafe fn pack_raw(raw: VALUE, depth: usize, out: &mut PackedWriter) -> Result<(
 /// # Safety
 /// `raw` is a live `T_STRING` or `T_SYMBOL`; no Ruby code runs while the text is used.
 unsafe fn name_text<'a>(raw: VALUE) -> Result<&'a str, GiveUp> {
-    let s = if rb_sys::RB_TYPE(raw) == T::RUBY_T_SYMBOL { rb_sys::rb_sym2str(raw) } else { raw };
+    let s = if rb_sys::RB_TYPE(raw) == T::RUBY_T_SYMBOL {
+        rb_sys::rb_sym2str(raw)
+    } else {
+        raw
+    };
     known_utf8_text(s, string_bytes(s)).ok_or(GiveUp)
 }
 
@@ -430,7 +449,8 @@ unsafe extern "C" fn pack_hash_pair(key: VALUE, val: VALUE, arg: VALUE) -> c_int
     let state = &mut *(arg as *mut PackState);
     let packed = match rb_sys::RB_TYPE(key) {
         T::RUBY_T_STRING | T::RUBY_T_SYMBOL => {
-            name_text(key).is_ok_and(|k| state.out.key(k.as_bytes())) && pack_raw(val, state.depth + 1, state.out).is_ok()
+            name_text(key).is_ok_and(|k| state.out.key(k.as_bytes()))
+                && pack_raw(val, state.depth + 1, state.out).is_ok()
         }
         _ => false,
     };
@@ -456,7 +476,9 @@ pub fn from_value(ruby: &Ruby, v: &J) -> Result<Value, Error> {
         J::Bool(false) => ruby.qfalse().as_value(),
         J::Number(Number::Int(n)) => ruby.integer_from_i64(*n).as_value(),
         J::Number(Number::Float(f)) => ruby.float_from_f64(*f).as_value(),
-        J::Number(Number::BigInt(digits)) => ruby.module_kernel().funcall("Integer", (digits.as_ref(),))?,
+        J::Number(Number::BigInt(digits)) => ruby
+            .module_kernel()
+            .funcall("Integer", (digits.as_ref(),))?,
         J::String(s) => js_to_rstring(ruby, s).as_value(),
         J::Array(items) => {
             let a = ruby.ary_new_capa(items.len());

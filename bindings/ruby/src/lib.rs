@@ -10,10 +10,10 @@ mod pure;
 mod wait;
 
 use convert::{from_value, to_rust_string, to_value, write_packed};
-use graphmind_core::host_value::HostValue;
-use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::config::{resolve_json, EnvSnapshot, SdkFlavor};
 use graphmind_core::event::{ErrorInfo, NodeKind};
+use graphmind_core::host_value::HostValue;
+use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::json::{JsStr, Value as J};
 use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
@@ -64,23 +64,28 @@ struct RbSession {
 impl RbSession {
     /// `new(options_camel_case_hash, env_hash_or_nil, queue_warnings)`.
     fn new(ruby: &Ruby, options: Value, env: Value, queue_warnings: bool) -> Self {
-        let config = resolve_json(&to_value(ruby, options), &env_snapshot(ruby, env), SdkFlavor::Ruby);
-        let (sink, warnings): (graphmind_core::warn::WarnSink, Option<WarnQueue>) = if queue_warnings {
-            let queue: WarnQueue = Arc::new(Mutex::new(Vec::new()));
-            let q = queue.clone();
-            (
-                Arc::new(move |line: &str| {
-                    if let Ok(mut q) = q.lock() {
-                        if q.len() < MAX_QUEUED_WARNINGS {
-                            q.push(line.to_string());
+        let config = resolve_json(
+            &to_value(ruby, options),
+            &env_snapshot(ruby, env),
+            SdkFlavor::Ruby,
+        );
+        let (sink, warnings): (graphmind_core::warn::WarnSink, Option<WarnQueue>) =
+            if queue_warnings {
+                let queue: WarnQueue = Arc::new(Mutex::new(Vec::new()));
+                let q = queue.clone();
+                (
+                    Arc::new(move |line: &str| {
+                        if let Ok(mut q) = q.lock() {
+                            if q.len() < MAX_QUEUED_WARNINGS {
+                                q.push(line.to_string());
+                            }
                         }
-                    }
-                }),
-                Some(queue),
-            )
-        } else {
-            (Arc::new(|line: &str| eprintln!("{line}")), None)
-        };
+                    }),
+                    Some(queue),
+                )
+            } else {
+                (Arc::new(|line: &str| eprintln!("{line}")), None)
+            };
         let session = Session::new(config, sink);
         // Fork safety lives in the core's pthread_atfork hooks, inside fork() itself: a
         // Process._fork hook would hold the session's locks across Ruby code, where a thread
@@ -91,7 +96,10 @@ impl RbSession {
 
     fn take_warnings(&self) -> Vec<String> {
         match &self.warnings {
-            Some(q) => q.lock().map(|mut q| std::mem::take(&mut *q)).unwrap_or_default(),
+            Some(q) => q
+                .lock()
+                .map(|mut q| std::mem::take(&mut *q))
+                .unwrap_or_default(),
             None => Vec::new(),
         }
     }
@@ -156,14 +164,23 @@ impl RbSession {
             Ok("error") => RunOutcome::Error(error_info(error)),
             _ => RunOutcome::Ok,
         };
-        self.session.agent_node_finished(&run.run, duration_ms, &outcome);
+        self.session
+            .agent_node_finished(&run.run, duration_ms, &outcome);
     }
 
-    fn emit(ruby: &Ruby, rb_self: &Self, run_id: Option<Value>, event_type: Value, payload: Value) -> Option<u64> {
+    fn emit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        run_id: Option<Value>,
+        event_type: Value,
+        payload: Value,
+    ) -> Option<u64> {
         let run_id = run_id.map(lossy);
-        rb_self
-            .session
-            .emit(run_id.as_deref(), &lossy(event_type), to_value(ruby, payload))
+        rb_self.session.emit(
+            run_id.as_deref(),
+            &lossy(event_type),
+            to_value(ruby, payload),
+        )
     }
 
     /// `step(run_id, kind, name, node_id, parent_id, input, editable)`: `node.started`, and
@@ -216,13 +233,19 @@ impl RbSession {
     /// `replay_end`: stops replaying; the last report (`nil` when not replaying).
     fn replay_end(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
         let report = graphmind_core::replay::end(&rb_self.session);
-        report.map_or_else(|| Ok(ruby.qnil().as_value()), |r| from_value(ruby, &r.to_value()))
+        report.map_or_else(
+            || Ok(ruby.qnil().as_value()),
+            |r| from_value(ruby, &r.to_value()),
+        )
     }
 
     /// `replay_report`: what the replay has done so far (`nil` when not replaying).
     fn replay_report(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
         let report = graphmind_core::replay::report(&rb_self.session);
-        report.map_or_else(|| Ok(ruby.qnil().as_value()), |r| from_value(ruby, &r.to_value()))
+        report.map_or_else(
+            || Ok(ruby.qnil().as_value()),
+            |r| from_value(ruby, &r.to_value()),
+        )
     }
 
     fn stats(ruby: &Ruby, rb_self: &Self) -> Result<RHash, Error> {
@@ -333,7 +356,12 @@ impl RbStep {
     fn drive(&self, ruby: &Ruby, point: Point) -> Result<RArray, Error> {
         // The step is taken out while the gate waits and put back before any Ruby value is
         // built, so no RefCell borrow is ever held across a call into Ruby.
-        let Some(mut step) = self.step.try_borrow_mut().ok().and_then(|mut slot| slot.take()) else {
+        let Some(mut step) = self
+            .step
+            .try_borrow_mut()
+            .ok()
+            .and_then(|mut slot| slot.take())
+        else {
             return next_to_ruby(ruby, &Next::ReturnResult);
         };
         let next = self.decide(&mut step, point);
@@ -425,9 +453,15 @@ static NEXT_ABORT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "abort"));
 fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
     Ok(match next {
         Next::Run { input: None } => ruby.get_inner(&NEXT_RUN),
-        Next::Run { input: Some(v) } => ary(ruby, &[ruby.to_symbol("run").as_value(), from_value(ruby, v)?]),
+        Next::Run { input: Some(v) } => ary(
+            ruby,
+            &[ruby.to_symbol("run").as_value(), from_value(ruby, v)?],
+        ),
         Next::ReturnResult => ruby.get_inner(&NEXT_RESULT),
-        Next::ReturnInjected(v) => ary(ruby, &[ruby.to_symbol("inject").as_value(), from_value(ruby, v)?]),
+        Next::ReturnInjected(v) => ary(
+            ruby,
+            &[ruby.to_symbol("inject").as_value(), from_value(ruby, v)?],
+        ),
         Next::Reraise => ruby.get_inner(&NEXT_RERAISE),
         Next::Abort => ruby.get_inner(&NEXT_ABORT),
         // A replayed call's recorded error: `[:raise, name, message, stack]`, raised by the
@@ -438,7 +472,10 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
                 ruby.to_symbol("raise").as_value(),
                 ruby.str_new(&e.name.to_string_lossy()).as_value(),
                 ruby.str_new(&e.message.to_string_lossy()).as_value(),
-                e.stack.as_ref().map_or_else(|| ruby.qnil().as_value(), |s| ruby.str_new(&s.to_string_lossy()).as_value()),
+                e.stack.as_ref().map_or_else(
+                    || ruby.qnil().as_value(),
+                    |s| ruby.str_new(&s.to_string_lossy()).as_value(),
+                ),
             ],
         ),
         // A replayed streamed model call: `[:stream, [chunk, ...]]`, the provider's chunks
@@ -448,7 +485,10 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
             for chunk in chunks {
                 list.push(from_value(ruby, chunk)?)?;
             }
-            ary(ruby, &[ruby.to_symbol("stream").as_value(), list.as_value()])
+            ary(
+                ruby,
+                &[ruby.to_symbol("stream").as_value(), list.as_value()],
+            )
         }
     })
 }
@@ -459,7 +499,9 @@ fn canonical_json(ruby: &Ruby, v: Value, ignore: Option<Vec<String>>) -> String 
     let v = to_value(ruby, v);
     match ignore {
         None => canonical::canonical_json(&v),
-        Some(keys) => canonical::canonical_json_with(&v, &keys.iter().map(String::as_str).collect::<Vec<_>>()),
+        Some(keys) => {
+            canonical::canonical_json_with(&v, &keys.iter().map(String::as_str).collect::<Vec<_>>())
+        }
     }
 }
 
@@ -480,17 +522,33 @@ fn with_ignore<R>(ignore: Option<Vec<String>>, f: impl FnOnce(&[&str]) -> R) -> 
 }
 
 /// `canonical_call(node_id, input, absent, ignore_keys)`: the text a fingerprint hashes.
-fn canonical_call(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
+fn canonical_call(
+    ruby: &Ruby,
+    node_id: Value,
+    input: Value,
+    absent: bool,
+    ignore: Option<Vec<String>>,
+) -> String {
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    with_ignore(ignore, |keys| canonical::canonical_call_js(&node_id, input.as_ref(), keys))
+    with_ignore(ignore, |keys| {
+        canonical::canonical_call_js(&node_id, input.as_ref(), keys)
+    })
 }
 
 /// `fingerprint(node_id, input, absent, ignore_keys)`.
-fn fingerprint_of(ruby: &Ruby, node_id: Value, input: Value, absent: bool, ignore: Option<Vec<String>>) -> String {
+fn fingerprint_of(
+    ruby: &Ruby,
+    node_id: Value,
+    input: Value,
+    absent: bool,
+    ignore: Option<Vec<String>>,
+) -> String {
     let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    with_ignore(ignore, |keys| fingerprint::fingerprint_js_with(&node_id, input.as_ref(), keys))
+    with_ignore(ignore, |keys| {
+        fingerprint::fingerprint_js_with(&node_id, input.as_ref(), keys)
+    })
 }
 
 fn to_js(v: Value) -> JsStr {
@@ -501,21 +559,38 @@ fn to_js(v: Value) -> JsStr {
 }
 
 /// `serialize_payload(value, max_bytes, type)` -> `[json, shrunk]`.
-fn serialize_payload(ruby: &Ruby, v: Value, max: usize, event_type: Option<String>) -> Result<RArray, Error> {
+fn serialize_payload(
+    ruby: &Ruby,
+    v: Value,
+    max: usize,
+    event_type: Option<String>,
+) -> Result<RArray, Error> {
     let s = shrink::serialize_payload(&to_value(ruby, v), max, event_type.as_deref());
     Ok(ary(
         ruby,
-        &[ruby.str_new(&s.json).as_value(), s.truncated.into_value_with(ruby)],
+        &[
+            ruby.str_new(&s.json).as_value(),
+            s.truncated.into_value_with(ruby),
+        ],
     ))
 }
 
 /// `resolve_config(options_camel_case, env_hash, flavor)` -> the resolved configuration (a
 /// Hash); `flavor` defaults to `ruby`.
-fn resolve_config(ruby: &Ruby, options: Value, env: Value, flavor: Option<String>) -> Result<Value, Error> {
+fn resolve_config(
+    ruby: &Ruby,
+    options: Value,
+    env: Value,
+    flavor: Option<String>,
+) -> Result<Value, Error> {
     let flavor = match flavor {
         None => SdkFlavor::Ruby,
-        Some(name) => SdkFlavor::parse(&name)
-            .ok_or_else(|| Error::new(ruby.exception_arg_error(), format!("unknown SDK flavor {name:?}")))?,
+        Some(name) => SdkFlavor::parse(&name).ok_or_else(|| {
+            Error::new(
+                ruby.exception_arg_error(),
+                format!("unknown SDK flavor {name:?}"),
+            )
+        })?,
     };
     let config = resolve_json(&to_value(ruby, options), &env_snapshot(ruby, env), flavor);
     from_value(ruby, &config.to_json())
@@ -554,7 +629,10 @@ fn redact_events(ruby: &Ruby, switches: Value, events: Value) -> Result<RArray, 
         };
         let mut payload = event.get("payload").cloned().unwrap_or(J::Null);
         let kept = redactor.redact_in(&ctx, ty, &mut payload).keep();
-        out.push(ary(ruby, &[kept.into_value_with(ruby), from_value(ruby, &payload)?]))?;
+        out.push(ary(
+            ruby,
+            &[kept.into_value_with(ruby), from_value(ruby, &payload)?],
+        ))?;
     }
     Ok(out)
 }
@@ -567,7 +645,11 @@ fn to_json(ruby: &Ruby, v: Value) -> String {
 /// A node's input or output as the core takes it: plain data packed while detached,
 /// converted otherwise ([`HostValue::packed_or_built`]).
 fn host_value(ruby: &Ruby, session: &Session, v: Value) -> HostValue {
-    HostValue::packed_or_built(session.is_attached(), |buf| write_packed(v, buf), || to_value(ruby, v))
+    HostValue::packed_or_built(
+        session.is_attached(),
+        |buf| write_packed(v, buf),
+        || to_value(ruby, v),
+    )
 }
 
 /// What a detached step records for `v` when it crosses packed (decoded by the core and
@@ -580,7 +662,10 @@ fn detached_json(ruby: &Ruby, v: Value) -> Result<Option<String>, Error> {
     }
     match json::packed::decode(buf.as_bytes()) {
         Ok(value) => Ok(Some(json::to_string(&value))),
-        Err(e) => Err(Error::new(ruby.exception_runtime_error(), format!("the packed path wrote an unreadable value: {e}"))),
+        Err(e) => Err(Error::new(
+            ruby.exception_runtime_error(),
+            format!("the packed path wrote an unreadable value: {e}"),
+        )),
     }
 }
 
@@ -615,8 +700,14 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     session.define_method("start_run", method!(RbSession::start_run, 2))?;
     session.define_method("implicit_run", method!(RbSession::implicit_run, 0))?;
     session.define_method("finish_run", method!(RbSession::finish_run, 3))?;
-    session.define_method("agent_node_started", method!(RbSession::agent_node_started, 1))?;
-    session.define_method("agent_node_finished", method!(RbSession::agent_node_finished, 4))?;
+    session.define_method(
+        "agent_node_started",
+        method!(RbSession::agent_node_started, 1),
+    )?;
+    session.define_method(
+        "agent_node_finished",
+        method!(RbSession::agent_node_finished, 4),
+    )?;
     session.define_method("emit", method!(RbSession::emit, 3))?;
     session.define_method("step", method!(RbSession::step, 7))?;
     session.define_method("stats", method!(RbSession::stats, 0))?;
@@ -655,12 +746,7 @@ fn force_lazy_values(ruby: &Ruby) {
     let _ = RbRun::class(ruby);
     let _ = RbStep::class(ruby);
     pure::force_lazy_values(ruby);
-    for lazy in [
-        &NEXT_RUN,
-        &NEXT_RESULT,
-        &NEXT_RERAISE,
-        &NEXT_ABORT,
-    ] {
+    for lazy in [&NEXT_RUN, &NEXT_RESULT, &NEXT_RERAISE, &NEXT_ABORT] {
         Lazy::force(lazy, ruby);
     }
 }

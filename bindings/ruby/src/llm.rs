@@ -122,7 +122,10 @@ fn llm_step(
     sdk: Option<String>,
 ) -> Result<RbLlmStep, Error> {
     let api = Api::from_name(&api).ok_or_else(|| {
-        Error::new(ruby.exception_arg_error(), format!("unknown model API {api:?}"))
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("unknown model API {api:?}"),
+        )
     })?;
     let request = to_value(ruby, request);
     let run = LlmRun {
@@ -139,11 +142,17 @@ fn llm_step(
 /// `decode(api, response)`: `[output, usage_or_nil]` as the core's codec reads it.
 fn decode(ruby: &Ruby, api: String, response: Value) -> Result<RArray, Error> {
     let api = Api::from_name(&api).ok_or_else(|| {
-        Error::new(ruby.exception_arg_error(), format!("unknown model API {api:?}"))
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("unknown model API {api:?}"),
+        )
     })?;
     let decoded = graphmind_core::codec::decode_response(api, &to_value(ruby, response));
     let out = ruby.ary_new_capa(2);
-    out.push(from_value(ruby, &graphmind_core::json::Value::Object(decoded.output))?)?;
+    out.push(from_value(
+        ruby,
+        &graphmind_core::json::Value::Object(decoded.output),
+    )?)?;
     match &decoded.usage {
         Some(u) => out.push(from_value(ruby, u)?)?,
         None => out.push(ruby.qnil())?,
@@ -154,7 +163,10 @@ fn decode(ruby: &Ruby, api: String, response: Value) -> Result<RArray, Error> {
 /// `request_input(api, request)`: what `node.started.input` records of a request of `api`.
 fn request_input(ruby: &Ruby, api: String, request: Value) -> Result<Value, Error> {
     let api = Api::from_name(&api).ok_or_else(|| {
-        Error::new(ruby.exception_arg_error(), format!("unknown model API {api:?}"))
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("unknown model API {api:?}"),
+        )
     })?;
     let input = graphmind_core::codec::request_input(api, &to_value(ruby, request));
     from_value(ruby, &graphmind_core::json::Value::Object(input))

@@ -6,10 +6,11 @@
 
 use crate::convert::{from_value, to_value};
 use graphmind_core::json::{Map, Value as J};
-use graphmind_core::{edit_input, llm, smart};
 use graphmind_core::loop_guard::{
-    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue, LoopVerdict, NodeStart,
+    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue,
+    LoopVerdict, NodeStart,
 };
+use graphmind_core::{edit_input, llm, smart};
 use magnus::{function, method, prelude::*, Error, RArray, RModule, Ruby, Value};
 use std::cell::RefCell;
 
@@ -29,8 +30,14 @@ fn nil_or(ruby: &Ruby, v: Option<J>) -> Result<Value, Error> {
 }
 
 /// `finish_reason(raw, raw_absent, has_tool_calls)`: the normalised finish reason or nil.
-fn finish_reason(ruby: &Ruby, raw: Value, absent: bool, has_tool_calls: bool) -> Option<&'static str> {
-    llm::normalize_finish_reason(opt(ruby, raw, absent).as_ref(), has_tool_calls).map(|r| r.as_str())
+fn finish_reason(
+    ruby: &Ruby,
+    raw: Value,
+    absent: bool,
+    has_tool_calls: bool,
+) -> Option<&'static str> {
+    llm::normalize_finish_reason(opt(ruby, raw, absent).as_ref(), has_tool_calls)
+        .map(|r| r.as_str())
 }
 
 /// `tool_call(id, name, args, absent_mask)`: the wire form of one tool call, or nil. Bit 0
@@ -41,7 +48,10 @@ fn tool_call(ruby: &Ruby, id: Value, name: Value, args: Value, absent: u8) -> Re
         opt(ruby, name, absent & 2 != 0),
         opt(ruby, args, absent & 4 != 0),
     );
-    nil_or(ruby, llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()))
+    nil_or(
+        ruby,
+        llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()),
+    )
 }
 
 /// `schema_hash(definition)`.
@@ -51,13 +61,20 @@ fn schema_hash(ruby: &Ruby, definition: Value) -> String {
 
 /// `sanitize_tool_definition(definition)`: the definition as recorded.
 fn sanitize_tool_definition(ruby: &Ruby, definition: Value) -> Result<Value, Error> {
-    from_value(ruby, &llm::sanitize_tool_definition(&to_value(ruby, definition)))
+    from_value(
+        ruby,
+        &llm::sanitize_tool_definition(&to_value(ruby, definition)),
+    )
 }
 
 /// `provider_usage(provider_name, raw)`: the wire's token usage, or nil.
 fn provider_usage(ruby: &Ruby, provider: String, raw: Value) -> Result<Value, Error> {
-    let p = llm::UsageProvider::from_name(&provider)
-        .ok_or_else(|| Error::new(ruby.exception_arg_error(), format!("unknown provider {provider:?}")))?;
+    let p = llm::UsageProvider::from_name(&provider).ok_or_else(|| {
+        Error::new(
+            ruby.exception_arg_error(),
+            format!("unknown provider {provider:?}"),
+        )
+    })?;
     nil_or(ruby, llm::provider_usage(p, &to_value(ruby, raw)))
 }
 
@@ -78,18 +95,33 @@ fn prototype_key_refused(ruby: &Ruby, value: Value) -> bool {
 
 /// `normalize_validation(result, absent)`: `{ok, value}` or `{ok: false, code, message?}`.
 fn normalize_validation(ruby: &Ruby, result: Value, absent: bool) -> Result<Value, Error> {
-    from_value(ruby, &edit_input::normalize_validation(opt(ruby, result, absent).as_ref()).to_value())
+    from_value(
+        ruby,
+        &edit_input::normalize_validation(opt(ruby, result, absent).as_ref()).to_value(),
+    )
 }
 
 /// `sanitize_short_text(message, absent)`: the cleaned text, or nil.
 fn sanitize_short_text(ruby: &Ruby, message: Value, absent: bool) -> Result<Value, Error> {
-    nil_or(ruby, edit_input::sanitize_short_text(opt(ruby, message, absent).as_ref()).map(J::String))
+    nil_or(
+        ruby,
+        edit_input::sanitize_short_text(opt(ruby, message, absent).as_ref()).map(J::String),
+    )
 }
 
 /// `merge_edited_input(live, proposed, input_hidden, absent_mask)` -> `[merged, nil]` or
 /// `[nil, refusal_code]`. Bit 0 of `absent_mask` marks `live` absent, bit 1 `proposed`.
-fn merge_edited_input(ruby: &Ruby, live: Value, proposed: Value, hidden: bool, absent: u8) -> Result<RArray, Error> {
-    let (live, proposed) = (opt(ruby, live, absent & 1 != 0), opt(ruby, proposed, absent & 2 != 0));
+fn merge_edited_input(
+    ruby: &Ruby,
+    live: Value,
+    proposed: Value,
+    hidden: bool,
+    absent: u8,
+) -> Result<RArray, Error> {
+    let (live, proposed) = (
+        opt(ruby, live, absent & 1 != 0),
+        opt(ruby, proposed, absent & 2 != 0),
+    );
     let out = ruby.ary_new_capa(2);
     match edit_input::merge_edited_input(live.as_ref(), proposed.as_ref(), hidden) {
         Ok(v) => {
@@ -132,7 +164,10 @@ fn parse_break_on(raw: Option<String>) -> bool {
 fn error_text_key(ruby: &Ruby, text: Value) -> Result<Value, Error> {
     match to_value(ruby, text) {
         J::String(s) => from_value(ruby, &J::String(smart::error_text_key(&s))),
-        _ => Err(Error::new(ruby.exception_type_error(), "error_text_key takes a String")),
+        _ => Err(Error::new(
+            ruby.exception_type_error(),
+            "error_text_key takes a String",
+        )),
     }
 }
 
@@ -154,7 +189,14 @@ impl RbLoopGuard {
     /// `new(threshold, allow_nodes, ignore_keys, kinds, detect)`: the default configuration,
     /// with each non-nil argument replacing its field (`detect`: the opt-in detector names;
     /// an unknown one raises `ArgumentError`).
-    fn new(ruby: &Ruby, threshold: Option<u32>, allow_nodes: Option<Vec<String>>, ignore_keys: Option<Vec<String>>, kinds: Option<Vec<String>>, detect: Option<Vec<String>>) -> Result<Self, Error> {
+    fn new(
+        ruby: &Ruby,
+        threshold: Option<u32>,
+        allow_nodes: Option<Vec<String>>,
+        ignore_keys: Option<Vec<String>>,
+        kinds: Option<Vec<String>>,
+        detect: Option<Vec<String>>,
+    ) -> Result<Self, Error> {
         let mut config = LoopGuardConfig::default();
         if let Some(t) = threshold {
             config.threshold = t;
@@ -171,7 +213,10 @@ impl RbLoopGuard {
         if let Some(names) = detect {
             let (detect, unknown) = LoopDetect::from_names(&names);
             if let Some(name) = unknown.first() {
-                return Err(Error::new(ruby.exception_arg_error(), format!("{name:?} is not a loop detector")));
+                return Err(Error::new(
+                    ruby.exception_arg_error(),
+                    format!("{name:?} is not a loop detector"),
+                ));
             }
             config.detect = detect;
         }
@@ -209,16 +254,34 @@ impl RbLoopGuard {
         if let Some(i) = instance_id.as_deref() {
             start = start.instance(i);
         }
-        rb_self.inner.borrow_mut().on_node_started(&start, true).fingerprint
-    }
-
-    /// `errored(run_id, node_id, instance_id, name, message)` (name/message: String or nil).
-    fn errored(ruby: &Ruby, rb_self: &Self, run_id: String, node_id: String, instance_id: Option<String>, name: Value, message: Value) {
-        let (name, message) = (as_js(opt(ruby, name, false)), as_js(opt(ruby, message, false)));
         rb_self
             .inner
             .borrow_mut()
-            .on_node_error(&run_id, &node_id, instance_id.as_deref(), name.as_ref(), message.as_ref());
+            .on_node_started(&start, true)
+            .fingerprint
+    }
+
+    /// `errored(run_id, node_id, instance_id, name, message)` (name/message: String or nil).
+    fn errored(
+        ruby: &Ruby,
+        rb_self: &Self,
+        run_id: String,
+        node_id: String,
+        instance_id: Option<String>,
+        name: Value,
+        message: Value,
+    ) {
+        let (name, message) = (
+            as_js(opt(ruby, name, false)),
+            as_js(opt(ruby, message, false)),
+        );
+        rb_self.inner.borrow_mut().on_node_error(
+            &run_id,
+            &node_id,
+            instance_id.as_deref(),
+            name.as_ref(),
+            message.as_ref(),
+        );
     }
 
     /// `finished(run_id, node_id, instance_id, status, output, output_absent)`.
@@ -247,12 +310,23 @@ impl RbLoopGuard {
     /// `consult_before(run_id, kind, node_id, name)`: the `before` gate's question (debugger
     /// attached): `{kind, repeats, firstSeq, lastSeq, fingerprint[, period, laps]}` when the
     /// guard holds the call, else nil.
-    fn consult_before(ruby: &Ruby, rb_self: &Self, run_id: String, kind: String, node_id: String, name: Option<String>) -> Result<Value, Error> {
+    fn consult_before(
+        ruby: &Ruby,
+        rb_self: &Self,
+        run_id: String,
+        kind: String,
+        node_id: String,
+        name: Option<String>,
+    ) -> Result<Value, Error> {
         let name = name.unwrap_or_else(|| default_node_name(&node_id).to_string());
-        let verdict = rb_self
-            .inner
-            .borrow_mut()
-            .consult_before(&run_id, &kind, &node_id, &name, true, LoopHide::default());
+        let verdict = rb_self.inner.borrow_mut().consult_before(
+            &run_id,
+            &kind,
+            &node_id,
+            &name,
+            true,
+            LoopHide::default(),
+        );
         let LoopVerdict::Hold(info) = verdict else {
             return Ok(ruby.qnil().as_value());
         };
@@ -286,11 +360,20 @@ pub fn register(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     native.define_singleton_method("finish_reason", function!(finish_reason, 3))?;
     native.define_singleton_method("tool_call", function!(tool_call, 4))?;
     native.define_singleton_method("schema_hash", function!(schema_hash, 1))?;
-    native.define_singleton_method("sanitize_tool_definition", function!(sanitize_tool_definition, 1))?;
+    native.define_singleton_method(
+        "sanitize_tool_definition",
+        function!(sanitize_tool_definition, 1),
+    )?;
     native.define_singleton_method("provider_usage", function!(provider_usage, 2))?;
     native.define_singleton_method("sampling_param_keys", function!(sampling_param_keys, 0))?;
-    native.define_singleton_method("proposed_value_refusal", function!(proposed_value_refusal, 1))?;
-    native.define_singleton_method("prototype_key_refused?", function!(prototype_key_refused, 1))?;
+    native.define_singleton_method(
+        "proposed_value_refusal",
+        function!(proposed_value_refusal, 1),
+    )?;
+    native.define_singleton_method(
+        "prototype_key_refused?",
+        function!(prototype_key_refused, 1),
+    )?;
     native.define_singleton_method("normalize_validation", function!(normalize_validation, 2))?;
     native.define_singleton_method("sanitize_short_text", function!(sanitize_short_text, 2))?;
     native.define_singleton_method("merge_edited_input", function!(merge_edited_input, 4))?;

@@ -54,7 +54,12 @@ fn call_without_gvl<F: FnOnce(&AtomicBool) -> R, R>(f: F) -> Option<R> {
     let data = &mut call as *mut Call<F, R> as *mut c_void;
     // SAFETY: `call` outlives the call; the callbacks match the data's type.
     unsafe {
-        rb_sys::rb_thread_call_without_gvl2(Some(trampoline::<F, R>), data, Some(unblock::<F, R>), data);
+        rb_sys::rb_thread_call_without_gvl2(
+            Some(trampoline::<F, R>),
+            data,
+            Some(unblock::<F, R>),
+            data,
+        );
     }
     call.out
 }
@@ -72,7 +77,12 @@ pub fn without_gvl<R: Default>(f: impl FnOnce() -> R) -> R {
         let data = call as *mut Call<G, R> as *mut c_void;
         // SAFETY: as above; no unblocking function: the wait is bounded.
         unsafe {
-            rb_sys::rb_thread_call_without_gvl(Some(trampoline::<G, R>), data, None, std::ptr::null_mut());
+            rb_sys::rb_thread_call_without_gvl(
+                Some(trampoline::<G, R>),
+                data,
+                None,
+                std::ptr::null_mut(),
+            );
         }
     }
     run::<F0<_>, R>(&mut call);

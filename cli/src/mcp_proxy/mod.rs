@@ -17,7 +17,9 @@
 
 pub mod protocol;
 
-use graphmind_core::config::{describe_disabled, resolve, EnvSnapshot, HideSwitches, Options, SdkFlavor, SdkInfo};
+use graphmind_core::config::{
+    describe_disabled, resolve, EnvSnapshot, HideSwitches, Options, SdkFlavor, SdkInfo,
+};
 use graphmind_core::event::{ErrorInfo, GraphNodeHint, NodeKind, TokenChannel};
 use graphmind_core::gate::{GateDecision, PausePoint};
 use graphmind_core::json::{Map, Value};
@@ -99,7 +101,10 @@ pub fn parse_args(argv: &[String]) -> Result<ProxyArgs, String> {
             if let Some(v) = inline.clone() {
                 return Ok(v);
             }
-            let v = argv.get(i).cloned().ok_or_else(|| format!("{flag} requires a value"))?;
+            let v = argv
+                .get(i)
+                .cloned()
+                .ok_or_else(|| format!("{flag} requires a value"))?;
             i += 1;
             Ok(v)
         };
@@ -124,7 +129,9 @@ pub fn parse_args(argv: &[String]) -> Result<ProxyArgs, String> {
             }
             "--port" => {
                 let raw = value("--port")?;
-                out.port = Some(raw.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("--port must be an integer between 1 and 65535 (got \"{raw}\")"))?);
+                out.port = Some(raw.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+                    format!("--port must be an integer between 1 and 65535 (got \"{raw}\")")
+                })?);
             }
             other if other.starts_with('-') => return Err(format!("unknown option \"{other}\"")),
             _ => {
@@ -285,7 +292,10 @@ struct JournalState {
 
 impl Journal {
     fn new() -> Journal {
-        Journal { state: Mutex::new(JournalState::default()), idle: std::sync::Condvar::new() }
+        Journal {
+            state: Mutex::new(JournalState::default()),
+            idle: std::sync::Condvar::new(),
+        }
     }
 }
 
@@ -298,7 +308,9 @@ impl RawStdout {
     fn new() -> RawStdout {
         use std::os::fd::FromRawFd;
         // SAFETY: fd 1 stays open for the life of the process; ManuallyDrop never closes it.
-        RawStdout(std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) }))
+        RawStdout(std::mem::ManuallyDrop::new(unsafe {
+            std::fs::File::from_raw_fd(1)
+        }))
     }
 }
 
@@ -355,7 +367,12 @@ impl Recorder {
     fn node(&self, method: &str, params: Option<&Value>) -> NodeRef {
         let (node_id, kind, name) = map_method(method, params);
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        NodeRef { node_id, instance_id: format!("mcp_{n}"), kind, name }
+        NodeRef {
+            node_id,
+            instance_id: format!("mcp_{n}"),
+            kind,
+            name,
+        }
     }
 
     /// `--trace`: `[client->server] <message>` on stderr, as the reference prints it.
@@ -396,12 +413,16 @@ impl Recorder {
         }
         self.settle();
         let may = |p| self.session.may_hold(&self.run_id, p);
-        !(may(PausePoint::Before) || may(PausePoint::After) || (may_be_error(raw) && may(PausePoint::Error)))
+        !(may(PausePoint::Before)
+            || may(PausePoint::After)
+            || (may_be_error(raw) && may(PausePoint::Error)))
     }
 
     /// Appends a frame about to be forwarded to the journal.
     fn log(&self, dir: Direction, raw: &[u8]) {
-        lock(&self.journal.state).queue.push_back((dir, raw.to_vec()));
+        lock(&self.journal.state)
+            .queue
+            .push_back((dir, raw.to_vec()));
     }
 
     /// Records the journal in order up to its end, unless another relay is recording it
@@ -414,8 +435,13 @@ impl Recorder {
         st.busy = true;
         while let Some((dir, raw)) = st.queue.pop_front() {
             drop(st);
-            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.observe(dir, &raw))).is_err() {
-                log(&format!("internal error observing a {} frame (it was relayed unchanged)", dir.side()));
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.observe(dir, &raw)))
+                .is_err()
+            {
+                log(&format!(
+                    "internal error observing a {} frame (it was relayed unchanged)",
+                    dir.side()
+                ));
             }
             st = lock(&self.journal.state);
         }
@@ -441,7 +467,11 @@ impl Recorder {
                 continue;
             }
             st.waiters += 1;
-            st = self.journal.idle.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self
+                .journal
+                .idle
+                .wait(st)
+                .unwrap_or_else(|e| e.into_inner());
             st.waiters -= 1;
         }
     }
@@ -452,7 +482,12 @@ impl Recorder {
     fn observe(&self, dir: Direction, raw: &[u8]) {
         let Some((frame, value)) = classify(raw) else {
             self.unparseable.fetch_add(1, Ordering::Relaxed);
-            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", frame_body_len(raw)));
+            self.trace(dir, || {
+                format!(
+                    "non-JSON frame ({} bytes), relayed verbatim",
+                    frame_body_len(raw)
+                )
+            });
             if dir == Direction::ServerToHost {
                 self.note_noise(raw);
             }
@@ -463,28 +498,67 @@ impl Recorder {
                 let node = self.node(&method, params.as_ref());
                 let editable = method == "tools/call";
                 self.trace(dir, || format!("-> {method} #{}", id_text(&id)));
-                let step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), editable);
-                self.remember(id_key(&id), dir, Pending { step, method, frame: value, raw: raw.to_vec(), params, retries: 0 });
+                let step = Step::start(
+                    &self.session,
+                    Some(&self.run_id),
+                    node,
+                    Some(SESSION_NODE_ID),
+                    params.clone(),
+                    editable,
+                );
+                self.remember(
+                    id_key(&id),
+                    dir,
+                    Pending {
+                        step,
+                        method,
+                        frame: value,
+                        raw: raw.to_vec(),
+                        params,
+                        retries: 0,
+                    },
+                );
             }
             Frame::Notification { method, params } => {
                 let node = self.node(&method, params.as_ref());
                 self.trace(dir, || format!("~> {method} (notification)"));
-                let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+                let mut step = Step::start(
+                    &self.session,
+                    Some(&self.run_id),
+                    node,
+                    Some(SESSION_NODE_ID),
+                    params,
+                    false,
+                );
                 step.on_after(GateDecision::proceed(), None);
             }
             Frame::Response { id, result, error } => {
                 let key = format!("{}|{}", dir.other().label(), id_key(&id));
                 let Some(mut entry) = lock(&self.pending).remove(&key) else {
                     self.unmatched.fetch_add(1, Ordering::Relaxed);
-                    self.trace(dir, || format!("<- response #{} with no pending request", id_text(&id)));
+                    self.trace(dir, || {
+                        format!("<- response #{} with no pending request", id_text(&id))
+                    });
                     return;
                 };
                 let failed = error.is_some() || is_error_result(result.as_ref());
-                self.trace(dir, || format!("<- {} #{} {}", entry.method, id_text(&id), if failed { "ERROR" } else { "ok" }));
+                self.trace(dir, || {
+                    format!(
+                        "<- {} #{} {}",
+                        entry.method,
+                        id_text(&id),
+                        if failed { "ERROR" } else { "ok" }
+                    )
+                });
                 if failed {
                     let hide = self.hide.outputs || self.hide.tool_results;
-                    let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
-                    self.session.node_error(Some(&self.run_id), entry.step.node(), ErrorInfo::new(name.as_str(), message.as_str()));
+                    let (name, message) =
+                        describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+                    self.session.node_error(
+                        Some(&self.run_id),
+                        entry.step.node(),
+                        ErrorInfo::new(name.as_str(), message.as_str()),
+                    );
                     entry.step.on_ungated_error(false);
                 } else {
                     entry.step.on_after(GateDecision::proceed(), result);
@@ -492,44 +566,77 @@ impl Recorder {
             }
             Frame::Batch => {
                 let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
-                self.trace(dir, || format!("batch of {} (observed, not gated)", items.len()));
+                self.trace(dir, || {
+                    format!("batch of {} (observed, not gated)", items.len())
+                });
                 self.observe_batch(dir, items);
             }
-            Frame::Other => self.trace(dir, || "unrecognised JSON-RPC frame, relayed verbatim".to_owned()),
+            Frame::Other => self.trace(dir, || {
+                "unrecognised JSON-RPC frame, relayed verbatim".to_owned()
+            }),
         }
     }
 
     fn handle(&self, sinks: &Sinks, dir: Direction, raw: &[u8]) -> Action {
         let Some((frame, value)) = classify(raw) else {
             self.unparseable.fetch_add(1, Ordering::Relaxed);
-            self.trace(dir, || format!("non-JSON frame ({} bytes), relayed verbatim", frame_body_len(raw)));
+            self.trace(dir, || {
+                format!(
+                    "non-JSON frame ({} bytes), relayed verbatim",
+                    frame_body_len(raw)
+                )
+            });
             if dir == Direction::ServerToHost {
                 self.note_noise(raw);
             }
             return Action::Forward;
         };
         match frame {
-            Frame::Request { id, method, params } => self.on_request(sinks, dir, raw, id, method, params, value),
+            Frame::Request { id, method, params } => {
+                self.on_request(sinks, dir, raw, id, method, params, value)
+            }
             Frame::Notification { method, params } => self.on_notification(dir, method, params),
-            Frame::Response { id, result, error } => self.on_response(sinks, dir, raw, id, result, error),
+            Frame::Response { id, result, error } => {
+                self.on_response(sinks, dir, raw, id, result, error)
+            }
             Frame::Batch => {
                 let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
-                self.trace(dir, || format!("batch of {} (observed, not gated)", items.len()));
+                self.trace(dir, || {
+                    format!("batch of {} (observed, not gated)", items.len())
+                });
                 self.observe_batch(dir, items);
                 Action::Forward
             }
             Frame::Other => {
-                self.trace(dir, || "unrecognised JSON-RPC frame, relayed verbatim".to_owned());
+                self.trace(dir, || {
+                    "unrecognised JSON-RPC frame, relayed verbatim".to_owned()
+                });
                 Action::Forward
             }
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn on_request(&self, sinks: &Sinks, dir: Direction, raw: &[u8], id: Value, method: String, params: Option<Value>, frame: Value) -> Action {
+    fn on_request(
+        &self,
+        sinks: &Sinks,
+        dir: Direction,
+        raw: &[u8],
+        id: Value,
+        method: String,
+        params: Option<Value>,
+        frame: Value,
+    ) -> Action {
         let node = self.node(&method, params.as_ref());
         let editable = method == "tools/call";
-        let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), editable);
+        let mut step = Step::start(
+            &self.session,
+            Some(&self.run_id),
+            node,
+            Some(SESSION_NODE_ID),
+            params.clone(),
+            editable,
+        );
         let what = format!("{method} #{}", id_text(&id));
         self.trace(dir, || format!("-> {what}"));
         let decision = self.wait(step.before(), &what, "before");
@@ -553,12 +660,34 @@ impl Recorder {
                     }
                     None => (raw.to_vec(), params, Action::Forward),
                 };
-                self.remember(id_key(&id), dir, Pending { step, method, frame, raw, params, retries: 0 });
+                self.remember(
+                    id_key(&id),
+                    dir,
+                    Pending {
+                        step,
+                        method,
+                        frame,
+                        raw,
+                        params,
+                        retries: 0,
+                    },
+                );
                 action
             }
             // Replay's answers are not produced for the proxy's session (config::REPLAY_FLAVORS).
             Next::ReturnResult | Next::Reraise | Next::Raise(_) | Next::Stream(_) => {
-                self.remember(id_key(&id), dir, Pending { step, method, frame, raw: raw.to_vec(), params, retries: 0 });
+                self.remember(
+                    id_key(&id),
+                    dir,
+                    Pending {
+                        step,
+                        method,
+                        frame,
+                        raw: raw.to_vec(),
+                        params,
+                        retries: 0,
+                    },
+                );
                 Action::Forward
             }
         }
@@ -581,21 +710,40 @@ impl Recorder {
         }
     }
 
-    fn on_response(&self, sinks: &Sinks, dir: Direction, raw: &[u8], id: Value, result: Option<Value>, error: Option<Value>) -> Action {
+    fn on_response(
+        &self,
+        sinks: &Sinks,
+        dir: Direction,
+        raw: &[u8],
+        id: Value,
+        result: Option<Value>,
+        error: Option<Value>,
+    ) -> Action {
         let origin = dir.other();
         let key = format!("{}|{}", origin.label(), id_key(&id));
         let Some(mut entry) = lock(&self.pending).remove(&key) else {
             self.unmatched.fetch_add(1, Ordering::Relaxed);
-            self.trace(dir, || format!("<- response #{} with no pending request", id_text(&id)));
+            self.trace(dir, || {
+                format!("<- response #{} with no pending request", id_text(&id))
+            });
             return Action::Forward;
         };
         let failed = error.is_some() || is_error_result(result.as_ref());
         let what = format!("{} #{}", entry.method, id_text(&id));
-        self.trace(dir, || format!("<- {what} {}", if failed { "ERROR" } else { "ok" }));
+        self.trace(dir, || {
+            format!("<- {what} {}", if failed { "ERROR" } else { "ok" })
+        });
         let next = if failed {
             let hide = self.hide.outputs || self.hide.tool_results;
-            let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
-            let d = self.wait(entry.step.error(ErrorInfo::new(name.as_str(), message.as_str())), &what, "error");
+            let (name, message) =
+                describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+            let d = self.wait(
+                entry
+                    .step
+                    .error(ErrorInfo::new(name.as_str(), message.as_str())),
+                &what,
+                "error",
+            );
             entry.step.on_error(d)
         } else {
             match entry.step.after() {
@@ -612,8 +760,13 @@ impl Recorder {
             }
         };
         match next {
-            Next::ReturnResult | Next::Reraise | Next::Raise(_) | Next::Stream(_) => Action::Forward,
-            Next::ReturnInjected(v) => Action::Replace(result_frame(&id, coerce_injected(&entry.method, entry.params.as_ref(), v))),
+            Next::ReturnResult | Next::Reraise | Next::Raise(_) | Next::Stream(_) => {
+                Action::Forward
+            }
+            Next::ReturnInjected(v) => Action::Replace(result_frame(
+                &id,
+                coerce_injected(&entry.method, entry.params.as_ref(), v),
+            )),
             Next::Abort => {
                 let msg = format!("{} aborted by the GraphMind debugger", entry.method);
                 Action::Replace(error_frame(&id, GRAPHMIND_ABORTED_CODE, &msg))
@@ -637,22 +790,31 @@ impl Recorder {
 
     fn on_notification(&self, dir: Direction, method: String, params: Option<Value>) -> Action {
         let node = self.node(&method, params.as_ref());
-        let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+        let mut step = Step::start(
+            &self.session,
+            Some(&self.run_id),
+            node,
+            Some(SESSION_NODE_ID),
+            params,
+            false,
+        );
         self.trace(dir, || format!("~> {method} (notification)"));
         let d = self.wait(step.before(), &format!("{method} (notification)"), "before");
         match step.on_before(d) {
             Next::Abort => Action::Drop,
-            Next::ReturnInjected(v) => match v {
-                Value::Object(_) => {
-                    let mut bytes = graphmind_core::json::to_string(&v).into_bytes();
-                    bytes.push(b'\n');
-                    Action::Replace(bytes)
+            Next::ReturnInjected(v) => {
+                match v {
+                    Value::Object(_) => {
+                        let mut bytes = graphmind_core::json::to_string(&v).into_bytes();
+                        bytes.push(b'\n');
+                        Action::Replace(bytes)
+                    }
+                    _ => {
+                        log(&format!("inject on a notification needs a JSON object; relaying {method} unchanged"));
+                        Action::Forward
+                    }
                 }
-                _ => {
-                    log(&format!("inject on a notification needs a JSON object; relaying {method} unchanged"));
-                    Action::Forward
-                }
-            },
+            }
             _ => {
                 step.on_after(GateDecision::proceed(), None);
                 Action::Forward
@@ -669,14 +831,39 @@ impl Recorder {
             match classify_value(item) {
                 Frame::Request { id, method, params } => {
                     let node = self.node(&method, params.as_ref());
-                    let step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params.clone(), false);
+                    let step = Step::start(
+                        &self.session,
+                        Some(&self.run_id),
+                        node,
+                        Some(SESSION_NODE_ID),
+                        params.clone(),
+                        false,
+                    );
                     let mut raw = graphmind_core::json::to_string(item).into_bytes();
                     raw.push(b'\n');
-                    self.remember(id_key(&id), dir, Pending { step, method, frame: item.clone(), raw, params, retries: 0 });
+                    self.remember(
+                        id_key(&id),
+                        dir,
+                        Pending {
+                            step,
+                            method,
+                            frame: item.clone(),
+                            raw,
+                            params,
+                            retries: 0,
+                        },
+                    );
                 }
                 Frame::Notification { method, params } => {
                     let node = self.node(&method, params.as_ref());
-                    let mut step = Step::start(&self.session, Some(&self.run_id), node, Some(SESSION_NODE_ID), params, false);
+                    let mut step = Step::start(
+                        &self.session,
+                        Some(&self.run_id),
+                        node,
+                        Some(SESSION_NODE_ID),
+                        params,
+                        false,
+                    );
                     step.on_after(GateDecision::proceed(), None);
                 }
                 Frame::Response { id, result, error } => {
@@ -687,8 +874,13 @@ impl Recorder {
                     };
                     if error.is_some() || is_error_result(result.as_ref()) {
                         let hide = self.hide.outputs || self.hide.tool_results;
-                        let (name, message) = describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
-                        self.session.node_error(Some(&self.run_id), entry.step.node(), ErrorInfo::new(name.as_str(), message.as_str()));
+                        let (name, message) =
+                            describe_failure(&entry.method, error.as_ref(), result.as_ref(), hide);
+                        self.session.node_error(
+                            Some(&self.run_id),
+                            entry.step.node(),
+                            ErrorInfo::new(name.as_str(), message.as_str()),
+                        );
                         entry.step.on_ungated_error(false);
                     } else {
                         entry.step.on_after(GateDecision::proceed(), result);
@@ -710,28 +902,50 @@ impl Recorder {
         }
         let (quote, cut) = quote_bytes(raw, STDOUT_NOISE_QUOTE_BYTES);
         let n = self.counter.fetch_add(1, Ordering::Relaxed) + 1;
-        let node = NodeRef { node_id: "mcp:stdout".into(), instance_id: format!("mcp_{n}"), kind: NodeKind::Custom, name: "stdout (not JSON-RPC)".into() };
+        let node = NodeRef {
+            node_id: "mcp:stdout".into(),
+            instance_id: format!("mcp_{n}"),
+            kind: NodeKind::Custom,
+            name: "stdout (not JSON-RPC)".into(),
+        };
         let mut input = Map::new();
         input.insert("line", Value::from(quote));
         input.insert("bytes", Value::from(frame_body(raw).len() as u64));
         if cut {
             input.insert("truncated", Value::Bool(true));
         }
-        self.session.node_started(Some(&self.run_id), &node, Some(SESSION_NODE_ID), Some(Value::Object(input)));
-        self.session.node_finished(Some(&self.run_id), &node, None, 0.0, false);
+        self.session.node_started(
+            Some(&self.run_id),
+            &node,
+            Some(SESSION_NODE_ID),
+            Some(Value::Object(input)),
+        );
+        self.session
+            .node_finished(Some(&self.run_id), &node, None, 0.0, false);
     }
 
     fn note_stderr(&self, chunk: &[u8]) {
         lock(&self.ring).push(chunk);
         let text = String::from_utf8_lossy(chunk);
-        self.session.node_token(Some(&self.run_id), &self.session_node, TokenChannel::Text, &text);
+        self.session.node_token(
+            Some(&self.run_id),
+            &self.session_node,
+            TokenChannel::Text,
+            &text,
+        );
     }
 }
 
 /// Reads `src` frame by frame (lines), hands each to the recorder (when there is one) and
 /// writes the result to `dir`'s sink. Past `max_frame` bytes without a newline the
 /// direction becomes a raw pipe for the rest of the session.
-fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, max_frame: usize) {
+fn relay(
+    mut src: impl Read,
+    dir: Direction,
+    sinks: &Sinks,
+    recorder: Option<&Recorder>,
+    max_frame: usize,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut frame: Vec<u8> = Vec::new();
     let degrade = |pending: &[u8], src: &mut dyn Read, buf: &mut [u8]| {
@@ -768,9 +982,17 @@ fn relay(mut src: impl Read, dir: Direction, sinks: &Sinks, recorder: Option<&Re
             if !frame.is_empty() {
                 frame.extend_from_slice(&buf[start..end]);
             }
-            let len = if frame.is_empty() { end - start } else { frame.len() };
+            let len = if frame.is_empty() {
+                end - start
+            } else {
+                frame.len()
+            };
             if len > max_frame {
-                let mut pending = if frame.is_empty() { buf[start..end].to_vec() } else { std::mem::take(&mut frame) };
+                let mut pending = if frame.is_empty() {
+                    buf[start..end].to_vec()
+                } else {
+                    std::mem::take(&mut frame)
+                };
                 pending.extend_from_slice(&buf[end..n]);
                 if let Some(rec) = recorder {
                     rec.drain();
@@ -810,7 +1032,8 @@ fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: &[u
         sinks.write(dir, line);
         return;
     };
-    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(line))).unwrap_or(true);
+    let fast = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.forward_first(line)))
+        .unwrap_or(true);
     if fast {
         // Recorded by `drain` once the whole chunk read with it is forwarded.
         rec.log(dir, line);
@@ -819,13 +1042,18 @@ fn deliver(dir: Direction, sinks: &Sinks, recorder: Option<&Recorder>, line: &[u
     }
     // The gated path records before it writes; what was forwarded earlier comes first.
     rec.settle();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.handle(sinks, dir, line)));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rec.handle(sinks, dir, line)
+    }));
     match outcome {
         Ok(Action::Forward) => sinks.write(dir, line),
         Ok(Action::Replace(bytes)) => sinks.write(dir, &bytes),
         Ok(Action::Drop) => {}
         Err(_) => {
-            log(&format!("internal error observing a {} frame; relayed unchanged", dir.side()));
+            log(&format!(
+                "internal error observing a {} frame; relayed unchanged",
+                dir.side()
+            ));
             sinks.write(dir, line);
         }
     }
@@ -887,7 +1115,13 @@ pub fn main(argv: &[String]) -> i32 {
         crate::telemetry::record_command("mcp-proxy", &c);
     }
     let env = EnvSnapshot::from_process();
-    let mut options = Options { sdk: Some(SdkInfo { name: "mcp-proxy".into(), version: crate::hub::VERSION.into() }), ..Default::default() };
+    let mut options = Options {
+        sdk: Some(SdkInfo {
+            name: "mcp-proxy".into(),
+            version: crate::hub::VERSION.into(),
+        }),
+        ..Default::default()
+    };
     if let Some(p) = args.port {
         options.url = Some(format!("ws://127.0.0.1:{p}/ingest"));
     }
@@ -896,14 +1130,24 @@ pub fn main(argv: &[String]) -> i32 {
     let mut config = resolve(&options, &env, PROXY_FLAVOR);
     let disabled_because = describe_disabled(config.enabled_reason, &env, PROXY_FLAVOR);
     let hide = config.hide;
-    let label = if hide.inputs { hidden_command_label(&command, &args.args) } else { command_label(&command, &args.args) };
+    let label = if hide.inputs {
+        hidden_command_label(&command, &args.args)
+    } else {
+        command_label(&command, &args.args)
+    };
     let mut meta = Map::new();
     meta.insert("transport", Value::from("stdio"));
     if hide.inputs {
-        meta.insert("command", Value::from(label.split(' ').next().unwrap_or("")));
+        meta.insert(
+            "command",
+            Value::from(label.split(' ').next().unwrap_or("")),
+        );
     } else {
         meta.insert("command", Value::from(command.as_str()));
-        meta.insert("args", Value::Array(args.args.iter().map(|a| Value::from(a.as_str())).collect()));
+        meta.insert(
+            "args",
+            Value::Array(args.args.iter().map(|a| Value::from(a.as_str())).collect()),
+        );
     }
     config.app_name = label.clone();
     config.meta = Some(meta);
@@ -912,7 +1156,11 @@ pub fn main(argv: &[String]) -> i32 {
     let enabled = session.is_enabled();
     let mut shown = vec![command.clone()];
     shown.extend(args.args.iter().cloned());
-    log_raw(&format!("graphmind mcp-proxy v{}: proxying {}", crate::hub::VERSION, shown.join(" ")));
+    log_raw(&format!(
+        "graphmind mcp-proxy v{}: proxying {}",
+        crate::hub::VERSION,
+        shown.join(" ")
+    ));
     if enabled {
         log(&format!("reporting to {reporting_to} (run `graphmind` to watch; nothing breaks if it is not up)"));
     } else {
@@ -920,23 +1168,49 @@ pub fn main(argv: &[String]) -> i32 {
         log(&format!("{why}: relaying only, nothing is recorded"));
     }
     let viewer_url = format!("http://127.0.0.1:{port}");
-    let session_node = NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: label.clone() };
+    let session_node = NodeRef {
+        node_id: SESSION_NODE_ID.into(),
+        instance_id: SESSION_NODE_ID.into(),
+        kind: NodeKind::Server,
+        name: label.clone(),
+    };
     let session_input = {
         let mut m = Map::new();
         m.insert("command", Value::from(command.as_str()));
-        m.insert("args", Value::Array(args.args.iter().map(|a| Value::from(a.as_str())).collect()));
+        m.insert(
+            "args",
+            Value::Array(args.args.iter().map(|a| Value::from(a.as_str())).collect()),
+        );
         Value::Object(m)
     };
     let start_run = |session: &Session| -> Run {
         let run = session.start_run(&format!("mcp-proxy: {label}"), None);
-        session.graph_hint(Some(&run.run_id), vec![GraphNodeHint::new(SESSION_NODE_ID, NodeKind::Server, label.as_str())]);
-        session.node_started(Some(&run.run_id), &session_node, None, Some(session_input.clone()));
+        session.graph_hint(
+            Some(&run.run_id),
+            vec![GraphNodeHint::new(
+                SESSION_NODE_ID,
+                NodeKind::Server,
+                label.as_str(),
+            )],
+        );
+        session.node_started(
+            Some(&run.run_id),
+            &session_node,
+            None,
+            Some(session_input.clone()),
+        );
         run
     };
 
     let mut cmd = Command::new(&command);
-    cmd.args(&args.args).stdin(Stdio::piped()).stdout(Stdio::piped());
-    cmd.stderr(if args.inherit_stderr { Stdio::inherit() } else { Stdio::piped() });
+    cmd.args(&args.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped());
+    cmd.stderr(if args.inherit_stderr {
+        Stdio::inherit()
+    } else {
+        Stdio::piped()
+    });
     let started = Instant::now();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
@@ -944,10 +1218,17 @@ pub fn main(argv: &[String]) -> i32 {
             log(&format!("cannot run \"{command}\": {e}"));
             if enabled {
                 // So that the failure reaches the graph: the attach budget, or a short one.
-                let wait = if args.wait_for_attach { ATTACH_WAIT_MS } else { SPAWN_FAILURE_ATTACH_MS };
+                let wait = if args.wait_for_attach {
+                    ATTACH_WAIT_MS
+                } else {
+                    SPAWN_FAILURE_ATTACH_MS
+                };
                 session.ready(Duration::from_millis(wait));
                 let run = start_run(&session);
-                let info = ErrorInfo::new("McpServerSpawnFailed", format!("cannot run \"{command}\": {e}").as_str());
+                let info = ErrorInfo::new(
+                    "McpServerSpawnFailed",
+                    format!("cannot run \"{command}\": {e}").as_str(),
+                );
                 session.node_error(Some(&run.run_id), &session_node, info.clone());
                 session.finish_run(&run, RunOutcome::Error(info));
                 if session.is_attached() {
@@ -963,8 +1244,14 @@ pub fn main(argv: &[String]) -> i32 {
     // stops the server; we then record the end and exit with the server.
     CHILD_PID.store(pid, Ordering::Relaxed);
     unsafe {
-        libc::signal(libc::SIGTERM, forward_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGINT, forward_signal as *const () as libc::sighandler_t);
+        libc::signal(
+            libc::SIGTERM,
+            forward_signal as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGINT,
+            forward_signal as *const () as libc::sighandler_t,
+        );
     }
     let child_stdin: ChildStdin = child.stdin.take().expect("piped stdin");
     let child_stdout = child.stdout.take().expect("piped stdout");
@@ -976,7 +1263,11 @@ pub fn main(argv: &[String]) -> i32 {
     }
     // `--trace` needs the frames parsed even when recording is off (a disabled session
     // records nothing and never holds).
-    let run = if enabled || args.trace { Some(start_run(&session)) } else { None };
+    let run = if enabled || args.trace {
+        Some(start_run(&session))
+    } else {
+        None
+    };
     let recorder: Option<Arc<Recorder>> = run.as_ref().map(|run| {
         Arc::new(Recorder {
             session: session.clone(),
@@ -1014,7 +1305,9 @@ pub fn main(argv: &[String]) -> i32 {
                     Ok(n) => {
                         let _ = std::io::stderr().write_all(&buf[..n]);
                         if let Some(r) = &rec {
-                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.note_stderr(&buf[..n])));
+                            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                r.note_stderr(&buf[..n])
+                            }));
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -1025,12 +1318,26 @@ pub fn main(argv: &[String]) -> i32 {
     });
     let server_to_host = {
         let (sinks, rec) = (sinks.clone(), recorder.clone());
-        std::thread::spawn(move || relay(child_stdout, Direction::ServerToHost, &sinks, rec.as_deref(), max))
+        std::thread::spawn(move || {
+            relay(
+                child_stdout,
+                Direction::ServerToHost,
+                &sinks,
+                rec.as_deref(),
+                max,
+            )
+        })
     };
     {
         let (sinks, rec) = (sinks.clone(), recorder.clone());
         std::thread::spawn(move || {
-            relay(std::io::stdin(), Direction::HostToServer, &sinks, rec.as_deref(), max);
+            relay(
+                std::io::stdin(),
+                Direction::HostToServer,
+                &sinks,
+                rec.as_deref(),
+                max,
+            );
             // The host hung up: pass the EOF on, then make sure the server goes too.
             sinks.close_server();
             HOST_CLOSED.store(true, Ordering::Relaxed);
@@ -1068,9 +1375,16 @@ pub fn main(argv: &[String]) -> i32 {
             let (kind, message) = if degraded {
                 ("McpAnswerUnrecorded", format!("the relay went raw (a frame over --max-frame-bytes) while {} was pending: its answer, if any, was relayed unread", p.method))
             } else {
-                ("McpServerExited", format!("{reason} before answering {}", p.method))
+                (
+                    "McpServerExited",
+                    format!("{reason} before answering {}", p.method),
+                )
             };
-            session.node_error(Some(&run.run_id), p.step.node(), ErrorInfo::new(kind, message.as_str()));
+            session.node_error(
+                Some(&run.run_id),
+                p.step.node(),
+                ErrorInfo::new(kind, message.as_str()),
+            );
             p.step.on_ungated_error(false);
             first_method.get_or_insert(p.method);
         }
@@ -1086,19 +1400,45 @@ pub fn main(argv: &[String]) -> i32 {
             }
         }
         let mut output = Map::new();
-        output.insert("exitCode", if signal.is_some() { Value::Null } else { Value::from(code as i64) });
-        output.insert("signal", signal.map(|s| Value::from(s as i64)).unwrap_or(Value::Null));
-        output.insert("stderr", Value::from(ring.lines().collect::<Vec<_>>().join("\n")));
+        output.insert(
+            "exitCode",
+            if signal.is_some() {
+                Value::Null
+            } else {
+                Value::from(code as i64)
+            },
+        );
+        output.insert(
+            "signal",
+            signal.map(|s| Value::from(s as i64)).unwrap_or(Value::Null),
+        );
+        output.insert(
+            "stderr",
+            Value::from(ring.lines().collect::<Vec<_>>().join("\n")),
+        );
         output.insert("stderrLinesDropped", Value::from(ring.dropped));
-        output.insert("stdoutNoiseRecorded", Value::from(rec.noise_recorded.load(Ordering::Relaxed) as u64));
-        output.insert("stdoutNoiseDropped", Value::from(rec.noise_dropped.load(Ordering::Relaxed)));
+        output.insert(
+            "stdoutNoiseRecorded",
+            Value::from(rec.noise_recorded.load(Ordering::Relaxed) as u64),
+        );
+        output.insert(
+            "stdoutNoiseDropped",
+            Value::from(rec.noise_dropped.load(Ordering::Relaxed)),
+        );
         drop(ring);
         // Stopped by a signal after the host hung up is how a session normally ends.
-        let stopped = HOST_CLOSED.load(Ordering::Relaxed) && matches!(signal, Some(libc::SIGTERM | libc::SIGINT | libc::SIGKILL));
+        let stopped = HOST_CLOSED.load(Ordering::Relaxed)
+            && matches!(signal, Some(libc::SIGTERM | libc::SIGINT | libc::SIGKILL));
         let ok = (signal.is_none() && code == 0) || stopped;
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         if ok {
-            session.node_finished(Some(&run.run_id), &session_node, Some(Value::Object(output)), elapsed, false);
+            session.node_finished(
+                Some(&run.run_id),
+                &session_node,
+                Some(Value::Object(output)),
+                elapsed,
+                false,
+            );
             session.finish_run(run, RunOutcome::Ok);
         } else {
             let info = ErrorInfo::new("McpServerExited", reason.as_str());
@@ -1114,11 +1454,15 @@ pub fn main(argv: &[String]) -> i32 {
         }
         let unmatched = rec.unmatched.load(Ordering::Relaxed);
         if unmatched > 0 {
-            log(&format!("{unmatched} response(s) arrived with no matching request id"));
+            log(&format!(
+                "{unmatched} response(s) arrived with no matching request id"
+            ));
         }
         let unparseable = rec.unparseable.load(Ordering::Relaxed);
         if unparseable > 0 {
-            log(&format!("{unparseable} frame(s) were not JSON-RPC (relayed verbatim)"));
+            log(&format!(
+                "{unparseable} frame(s) were not JSON-RPC (relayed verbatim)"
+            ));
         }
         if session.is_attached() {
             session.flush(Duration::from_millis(1000));
@@ -1138,29 +1482,61 @@ mod tests {
 
     #[test]
     fn parses_the_command_line() {
-        let p = parse_args(&a(&["--wait-for-attach", "--max-frame-bytes=2048", "--port", "4848", "--", "node", "s.js", "--x"])).unwrap();
+        let p = parse_args(&a(&[
+            "--wait-for-attach",
+            "--max-frame-bytes=2048",
+            "--port",
+            "4848",
+            "--",
+            "node",
+            "s.js",
+            "--x",
+        ]))
+        .unwrap();
         assert!(p.wait_for_attach && !p.inherit_stderr);
         assert_eq!((p.max_frame_bytes, p.port), (2048, Some(4848)));
         assert_eq!(p.command.as_deref(), Some("node"));
         assert_eq!(p.args, a(&["s.js", "--x"]));
         assert_eq!(parse_args(&[]).unwrap().command, None);
-        assert!(parse_args(&a(&["--max-frame-bytes", "1023", "--", "x"])).unwrap_err().contains("at least 1024"));
+        assert!(parse_args(&a(&["--max-frame-bytes", "1023", "--", "x"]))
+            .unwrap_err()
+            .contains("at least 1024"));
         assert!(parse_args(&a(&["--bogus"])).is_err());
-        assert_eq!(parse_args(&a(&["--inherit-stderr", "python", "-m", "x"])).unwrap().args, a(&["-m", "x"]));
+        assert_eq!(
+            parse_args(&a(&["--inherit-stderr", "python", "-m", "x"]))
+                .unwrap()
+                .args,
+            a(&["-m", "x"])
+        );
         assert!(usage(4747).contains("graphmind mcp-proxy -- "));
         let p = parse_args(&a(&["--trace", "-h", "node", "--trace"])).unwrap();
         assert!(p.trace && p.help);
-        assert_eq!(p.args, a(&["--trace"]), "flags after the command are the server's");
+        assert_eq!(
+            p.args,
+            a(&["--trace"]),
+            "flags after the command are the server's"
+        );
     }
 
     #[test]
     fn only_frames_spelling_rror_or_an_escape_may_be_errors() {
-        assert!(!may_be_error(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}"#));
-        assert!(may_be_error(br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}"#));
-        assert!(may_be_error(br#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}"#));
+        assert!(!may_be_error(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}"#
+        ));
+        assert!(may_be_error(
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"x"}}"#
+        ));
+        assert!(may_be_error(
+            br#"{"jsonrpc":"2.0","id":1,"result":{"isError":true,"content":[]}}"#
+        ));
         // Keys spelled with escapes still decode to `error` / `isError`.
-        for frame in [&br#"{"jsonrpc":"2.0","id":1,"e\u0072ror":{"code":1,"message":"x"}}"#[..], br#"{"id":2,"result":{"isE\u0072ror":true}}"#] {
-            let Some((Frame::Response { error, result, .. }, _)) = classify(frame) else { panic!("a response") };
+        for frame in [
+            &br#"{"jsonrpc":"2.0","id":1,"e\u0072ror":{"code":1,"message":"x"}}"#[..],
+            br#"{"id":2,"result":{"isE\u0072ror":true}}"#,
+        ] {
+            let Some((Frame::Response { error, result, .. }, _)) = classify(frame) else {
+                panic!("a response")
+            };
             assert!(error.is_some() || is_error_result(result.as_ref()));
             assert!(may_be_error(frame));
         }
@@ -1179,7 +1555,11 @@ mod tests {
             }
         }
         let out = Arc::new(Mutex::new(Vec::new()));
-        let sinks = Sinks { to_server: Mutex::new(None), to_host: Mutex::new(Box::new(Buf(out.clone()))), server_gone: AtomicUsize::new(0) };
+        let sinks = Sinks {
+            to_server: Mutex::new(None),
+            to_host: Mutex::new(Box::new(Buf(out.clone()))),
+            server_gone: AtomicUsize::new(0),
+        };
         let mut input = b"{\"a\": 1}\r\nnoise\n".to_vec();
         input.extend(std::iter::repeat_n(b'x', 3000));
         input.extend_from_slice(b"\n{\"b\":2}\ntail");
@@ -1194,7 +1574,10 @@ mod cost {
 
     fn detached_recorder() -> (Session, Run, Recorder) {
         let env = EnvSnapshot::new();
-        let options = Options { url: Some("ws://127.0.0.1:9/ingest".into()), ..Default::default() };
+        let options = Options {
+            url: Some("ws://127.0.0.1:9/ingest".into()),
+            ..Default::default()
+        };
         let config = resolve(&options, &env, SdkFlavor::Native);
         let session = Session::new(config, Arc::new(|_: &str| {}));
         let run = session.start_run("bench", None);
@@ -1204,7 +1587,12 @@ mod cost {
             hide: HideSwitches::default(),
             viewer_url: String::new(),
             trace: false,
-            session_node: NodeRef { node_id: SESSION_NODE_ID.into(), instance_id: SESSION_NODE_ID.into(), kind: NodeKind::Server, name: "x".into() },
+            session_node: NodeRef {
+                node_id: SESSION_NODE_ID.into(),
+                instance_id: SESSION_NODE_ID.into(),
+                kind: NodeKind::Server,
+                name: "x".into(),
+            },
             pending: Mutex::new(HashMap::new()),
             order: Mutex::new(Default::default()),
             counter: AtomicU64::new(0),
@@ -1220,7 +1608,11 @@ mod cost {
     }
 
     fn null_sinks() -> Sinks {
-        Sinks { to_server: Mutex::new(Some(Box::new(std::io::sink()))), to_host: Mutex::new(Box::new(std::io::sink())), server_gone: AtomicUsize::new(0) }
+        Sinks {
+            to_server: Mutex::new(Some(Box::new(std::io::sink()))),
+            to_host: Mutex::new(Box::new(std::io::sink())),
+            server_gone: AtomicUsize::new(0),
+        }
     }
 
     #[test]
@@ -1229,31 +1621,78 @@ mod cost {
         let sinks = null_sinks();
         for i in 0..30 {
             let line = format!("debug print {i} {}\n", "y".repeat(300));
-            assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, line.as_bytes()), Action::Forward), "noise is relayed");
+            assert!(
+                matches!(
+                    rec.handle(&sinks, Direction::ServerToHost, line.as_bytes()),
+                    Action::Forward
+                ),
+                "noise is relayed"
+            );
         }
-        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"   \n"), Action::Forward));
-        assert_eq!(rec.noise_recorded.load(Ordering::Relaxed), STDOUT_NOISE_MAX_RECORDED);
+        assert!(matches!(
+            rec.handle(&sinks, Direction::ServerToHost, b"   \n"),
+            Action::Forward
+        ));
+        assert_eq!(
+            rec.noise_recorded.load(Ordering::Relaxed),
+            STDOUT_NOISE_MAX_RECORDED
+        );
         assert_eq!(rec.noise_dropped.load(Ordering::Relaxed), 5);
         // A response with no matching request is relayed and counted.
-        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n"), Action::Forward));
+        assert!(matches!(
+            rec.handle(
+                &sinks,
+                Direction::ServerToHost,
+                b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{}}\n"
+            ),
+            Action::Forward
+        ));
         assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
         // A request is remembered under its origin and matched by its answer.
         let req = b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n";
-        assert!(matches!(rec.handle(&sinks, Direction::HostToServer, req), Action::Forward));
+        assert!(matches!(
+            rec.handle(&sinks, Direction::HostToServer, req),
+            Action::Forward
+        ));
         assert_eq!(lock(&rec.pending).len(), 1);
-        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}\n"), Action::Drop | Action::Forward));
+        assert!(matches!(
+            rec.handle(
+                &sinks,
+                Direction::ServerToHost,
+                b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}\n"
+            ),
+            Action::Drop | Action::Forward
+        ));
         assert_eq!(lock(&rec.pending).len(), 0);
         assert_eq!(rec.unmatched.load(Ordering::Relaxed), 1);
         // A batch is relayed whole; its requests are remembered and its responses close them.
         let batch = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/x"},{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t"}}]"#;
-        assert!(matches!(rec.handle(&sinks, Direction::HostToServer, batch), Action::Forward));
+        assert!(matches!(
+            rec.handle(&sinks, Direction::HostToServer, batch),
+            Action::Forward
+        ));
         assert_eq!(lock(&rec.pending).len(), 2);
-        let answers = br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":7,"result":{}}]"#;
-        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, answers), Action::Forward));
+        let answers =
+            br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":7,"result":{}}]"#;
+        assert!(matches!(
+            rec.handle(&sinks, Direction::ServerToHost, answers),
+            Action::Forward
+        ));
         assert_eq!(lock(&rec.pending).len(), 1, "#1 answered, #2 still open");
-        assert_eq!(rec.unmatched.load(Ordering::Relaxed), 2, "#7 matched nothing");
+        assert_eq!(
+            rec.unmatched.load(Ordering::Relaxed),
+            2,
+            "#7 matched nothing"
+        );
         // The open batched request can still be answered alone.
-        assert!(matches!(rec.handle(&sinks, Direction::ServerToHost, b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n"), Action::Drop | Action::Forward));
+        assert!(matches!(
+            rec.handle(
+                &sinks,
+                Direction::ServerToHost,
+                b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n"
+            ),
+            Action::Drop | Action::Forward
+        ));
         assert_eq!(lock(&rec.pending).len(), 0);
     }
 
@@ -1294,7 +1733,13 @@ mod cost {
         let (_session, _run, rec) = detached_recorder();
         let sinks = null_sinks();
         let input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\nnot json\n";
-        relay(&input[..], Direction::HostToServer, &sinks, Some(&rec), 1 << 20);
+        relay(
+            &input[..],
+            Direction::HostToServer,
+            &sinks,
+            Some(&rec),
+            1 << 20,
+        );
         assert!(lock(&rec.journal.state).queue.is_empty());
         assert_eq!(lock(&rec.pending).len(), 2);
         assert_eq!(rec.unparseable.load(Ordering::Relaxed), 1);
@@ -1309,8 +1754,12 @@ mod cost {
         let n = 20_000;
         let t = Instant::now();
         for i in 0..n {
-            let req = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#);
-            let resp = format!(r#"{{"result":{{"content":[{{"type":"text","text":"Echo: bench {i}"}}]}},"jsonrpc":"2.0","id":{i}}}"#);
+            let req = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#
+            );
+            let resp = format!(
+                r#"{{"result":{{"content":[{{"type":"text","text":"Echo: bench {i}"}}]}},"jsonrpc":"2.0","id":{i}}}"#
+            );
             let t0 = Instant::now();
             rec.handle(&sinks, Direction::HostToServer, req.as_bytes());
             let t1 = t0.elapsed();
@@ -1319,19 +1768,37 @@ mod cost {
                 eprintln!("last pair: request {:?}, total {:?}", t1, t0.elapsed());
             }
         }
-        eprintln!("recording cost per pair (detached): {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        eprintln!(
+            "recording cost per pair (detached): {:.2} µs",
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
         let t = Instant::now();
         for i in 0..n {
-            let req = format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#);
+            let req = format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":{{"message":"bench {i}"}}}}}}"#
+            );
             std::hint::black_box(classify(req.as_bytes()));
         }
-        eprintln!("classify only: {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        eprintln!(
+            "classify only: {:.2} µs",
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
         let t = Instant::now();
         for i in 0..n {
             let node = rec.node("tools/call", None);
-            let mut step = Step::start(&session, Some(&run.run_id), node, None, Some(Value::from(i as i64)), true);
+            let mut step = Step::start(
+                &session,
+                Some(&run.run_id),
+                node,
+                None,
+                Some(Value::from(i as i64)),
+                true,
+            );
             let _ = step.on_after(GateDecision::proceed(), None);
         }
-        eprintln!("step start+finish only: {:.2} µs", t.elapsed().as_secs_f64() * 1e6 / n as f64);
+        eprintln!(
+            "step start+finish only: {:.2} µs",
+            t.elapsed().as_secs_f64() * 1e6 / n as f64
+        );
     }
 }

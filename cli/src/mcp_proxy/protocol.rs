@@ -30,11 +30,22 @@ pub const ERROR_CONTENT_QUOTE_CHARS: usize = 500;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
     /// Has `method` and `id`: a request awaiting an answer.
-    Request { id: Value, method: String, params: Option<Value> },
+    Request {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
     /// Has `method` and no `id`.
-    Notification { method: String, params: Option<Value> },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
     /// Has `id` and `result` or `error`.
-    Response { id: Value, result: Option<Value>, error: Option<Value> },
+    Response {
+        id: Value,
+        result: Option<Value>,
+        error: Option<Value>,
+    },
     /// A JSON array (batches, removed in MCP 2025-06-18): relayed, not gated.
     Batch,
     /// Valid JSON that is no JSON-RPC message.
@@ -69,14 +80,26 @@ pub fn classify_value(value: &Value) -> Frame {
 }
 
 fn classify_object(m: &Map) -> Frame {
-    let id = m.get("id").filter(|v| matches!(v, Value::String(_) | Value::Number(_))).cloned();
+    let id = m
+        .get("id")
+        .filter(|v| matches!(v, Value::String(_) | Value::Number(_)))
+        .cloned();
     match (m.get("method").and_then(Value::as_str), id) {
-        (Some(method), Some(id)) => Frame::Request { id, method: method.to_owned(), params: m.get("params").cloned() },
-        (Some(method), None) if !m.contains_key("id") => {
-            Frame::Notification { method: method.to_owned(), params: m.get("params").cloned() }
-        }
+        (Some(method), Some(id)) => Frame::Request {
+            id,
+            method: method.to_owned(),
+            params: m.get("params").cloned(),
+        },
+        (Some(method), None) if !m.contains_key("id") => Frame::Notification {
+            method: method.to_owned(),
+            params: m.get("params").cloned(),
+        },
         (None, Some(id)) if m.contains_key("result") || m.contains_key("error") => {
-            Frame::Response { id, result: m.get("result").cloned(), error: m.get("error").cloned() }
+            Frame::Response {
+                id,
+                result: m.get("result").cloned(),
+                error: m.get("error").cloned(),
+            }
         }
         _ => Frame::Other,
     }
@@ -124,7 +147,11 @@ fn trim_left(full: String, max: usize) -> String {
 /// their file names, trimmed from the left past [`LABEL_MAX_CHARS`].
 pub fn command_label(command: &str, args: &[String]) -> String {
     let base = base_name(command);
-    let mut parts = vec![if base.is_empty() { command.to_owned() } else { base.to_owned() }];
+    let mut parts = vec![if base.is_empty() {
+        command.to_owned()
+    } else {
+        base.to_owned()
+    }];
     for a in args {
         if !a.starts_with('-') && a.contains(['/', '\\']) {
             parts.push(base_name(a).to_owned());
@@ -138,14 +165,21 @@ pub fn command_label(command: &str, args: &[String]) -> String {
 /// Whether an argument is a path (kept as its file name under hidden inputs): no flag, no
 /// URL, no `key=value`, and either a separator or a file extension.
 pub fn is_path_argument(arg: &str) -> bool {
-    if arg.is_empty() || arg.starts_with('-') || arg.contains("://") || arg.contains('=') || arg.contains(char::is_whitespace) {
+    if arg.is_empty()
+        || arg.starts_with('-')
+        || arg.contains("://")
+        || arg.contains('=')
+        || arg.contains(char::is_whitespace)
+    {
         return false;
     }
     if arg.contains(['/', '\\']) {
         return true;
     }
     match arg.rfind('.') {
-        Some(i) => i > 0 && i + 1 < arg.len() && arg[i + 1..].chars().all(|c| c.is_ascii_alphanumeric()),
+        Some(i) => {
+            i > 0 && i + 1 < arg.len() && arg[i + 1..].chars().all(|c| c.is_ascii_alphanumeric())
+        }
         None => false,
     }
 }
@@ -154,7 +188,11 @@ pub fn is_path_argument(arg: &str) -> bool {
 /// arguments only. Flags, a flag's separate value, URLs and `key=value` pairs are dropped.
 pub fn hidden_command_label(command: &str, args: &[String]) -> String {
     let base = base_name(command);
-    let mut parts = vec![if base.is_empty() { command.to_owned() } else { base.to_owned() }];
+    let mut parts = vec![if base.is_empty() {
+        command.to_owned()
+    } else {
+        base.to_owned()
+    }];
     let mut after_flag = false;
     for a in args {
         let is_flag = a.starts_with('-');
@@ -169,15 +207,30 @@ pub fn hidden_command_label(command: &str, args: &[String]) -> String {
 
 /// Whether a result is an MCP tool result reporting failure (`isError: true`).
 pub fn is_error_result(result: Option<&Value>) -> bool {
-    result.and_then(|r| r.get("isError")).and_then(Value::as_bool) == Some(true)
+    result
+        .and_then(|r| r.get("isError"))
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 /// `(name, message)` of a failed call. `hide_results`: a failed result's content is not
 /// quoted; the message says it is hidden. JSON-RPC error messages are always kept.
-pub fn describe_failure(method: &str, error: Option<&Value>, result: Option<&Value>, hide_results: bool) -> (String, String) {
+pub fn describe_failure(
+    method: &str,
+    error: Option<&Value>,
+    result: Option<&Value>,
+    hide_results: bool,
+) -> (String, String) {
     if let Some(e) = error {
-        let code = e.get("code").map(json::to_string).unwrap_or_else(|| "?".into());
-        let message = e.get("message").and_then(Value::as_str).unwrap_or("").to_owned();
+        let code = e
+            .get("code")
+            .map(json::to_string)
+            .unwrap_or_else(|| "?".into());
+        let message = e
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         return (format!("JsonRpcError({code})"), message);
     }
     if hide_results {
@@ -189,7 +242,11 @@ pub fn describe_failure(method: &str, error: Option<&Value>, result: Option<&Val
         None => String::new(),
     };
     let detail: String = detail.chars().take(ERROR_CONTENT_QUOTE_CHARS).collect();
-    let message = if detail.is_empty() { format!("{method} returned isError: true") } else { format!("{method} returned isError: true — {detail}") };
+    let message = if detail.is_empty() {
+        format!("{method} returned isError: true")
+    } else {
+        format!("{method} returned isError: true — {detail}")
+    };
     ("McpToolError".into(), message)
 }
 
@@ -214,7 +271,11 @@ pub fn result_frame(id: &Value, result: Value) -> Vec<u8> {
             whole.insert("id", id.clone());
             Value::Object(whole)
         }
-        result => obj(vec![("jsonrpc", Value::from("2.0")), ("id", id.clone()), ("result", result)]),
+        result => obj(vec![
+            ("jsonrpc", Value::from("2.0")),
+            ("id", id.clone()),
+            ("result", result),
+        ]),
     };
     let mut out = json::to_string(&frame).into_bytes();
     out.push(b'\n');
@@ -223,8 +284,15 @@ pub fn result_frame(id: &Value, result: Value) -> Vec<u8> {
 
 /// A JSON-RPC error response frame (with its trailing newline).
 pub fn error_frame(id: &Value, code: i64, message: &str) -> Vec<u8> {
-    let error = obj(vec![("code", Value::from(code)), ("message", Value::from(message))]);
-    let frame = obj(vec![("jsonrpc", Value::from("2.0")), ("id", id.clone()), ("error", error)]);
+    let error = obj(vec![
+        ("code", Value::from(code)),
+        ("message", Value::from(message)),
+    ]);
+    let frame = obj(vec![
+        ("jsonrpc", Value::from("2.0")),
+        ("id", id.clone()),
+        ("error", error),
+    ]);
     let mut out = json::to_string(&frame).into_bytes();
     out.push(b'\n');
     out
@@ -264,11 +332,16 @@ pub fn edited_params(method: &str, original: Option<&Value>, edited: Value) -> V
 /// first being `method`): one line, then the last [`STDERR_TAIL_LINES`] lines of its stderr.
 pub fn exit_notice(reason: &str, method: &str, count: usize, ring: &StderrRing) -> Vec<String> {
     let tail = ring.tail(STDERR_TAIL_LINES);
-    let head = format!("graphmind mcp-proxy: {reason} before answering {method} ({count} request(s) unanswered)");
+    let head = format!(
+        "graphmind mcp-proxy: {reason} before answering {method} ({count} request(s) unanswered)"
+    );
     if tail.is_empty() {
         return vec![format!("{head}; it wrote nothing to stderr")];
     }
-    let mut out = vec![format!("{head}; the last {} line(s) of its stderr:", tail.len())];
+    let mut out = vec![format!(
+        "{head}; the last {} line(s) of its stderr:",
+        tail.len()
+    )];
     out.extend(tail.iter().map(|l| format!("  | {l}")));
     out
 }
@@ -386,7 +459,9 @@ mod tests {
     fn classifies_frames() {
         let (f, _) = classify(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}\n").unwrap();
         assert!(matches!(f, Frame::Request { ref method, .. } if method == "tools/call"));
-        let (f, _) = classify(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\r\n").unwrap();
+        let (f, _) =
+            classify(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\r\n")
+                .unwrap();
         assert!(matches!(f, Frame::Notification { .. }));
         let (f, _) = classify(b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}").unwrap();
         assert!(matches!(f, Frame::Response { .. }));
@@ -399,20 +474,49 @@ mod tests {
     #[test]
     fn maps_methods_to_nodes() {
         let p = json::parse_str(r#"{"name":"echo","uri":"file:///a"}"#).unwrap();
-        assert_eq!(map_method("tools/call", Some(&p)), ("tool:echo".into(), NodeKind::Tool, "echo".into()));
-        assert_eq!(map_method("resources/read", Some(&p)).0, "resource:file:///a");
+        assert_eq!(
+            map_method("tools/call", Some(&p)),
+            ("tool:echo".into(), NodeKind::Tool, "echo".into())
+        );
+        assert_eq!(
+            map_method("resources/read", Some(&p)).0,
+            "resource:file:///a"
+        );
         assert_eq!(map_method("prompts/get", Some(&p)).1, NodeKind::Prompt);
         assert_eq!(map_method("sampling/createMessage", None).0, "llm:sampling");
-        assert_eq!(map_method("tools/list", None), ("mcp:tools/list".into(), NodeKind::Custom, "tools/list".into()));
+        assert_eq!(
+            map_method("tools/list", None),
+            (
+                "mcp:tools/list".into(),
+                NodeKind::Custom,
+                "tools/list".into()
+            )
+        );
         assert_eq!(map_method("tools/call", None).0, "tool:unknown");
     }
 
     #[test]
     fn labels() {
-        assert_eq!(command_label("/usr/bin/node", &s(&["/home/me/srv/build/server.js", "--port=3"])), "node server.js --port=3");
+        assert_eq!(
+            command_label(
+                "/usr/bin/node",
+                &s(&["/home/me/srv/build/server.js", "--port=3"])
+            ),
+            "node server.js --port=3"
+        );
         let hidden = hidden_command_label(
             "/usr/bin/python3",
-            &s(&["-m", "pkg", "/etc/conf/app.toml", "--token", "abc.def", "KEY=secret", "https://x.y/z", "data.json", "--x=/a/b"]),
+            &s(&[
+                "-m",
+                "pkg",
+                "/etc/conf/app.toml",
+                "--token",
+                "abc.def",
+                "KEY=secret",
+                "https://x.y/z",
+                "data.json",
+                "--x=/a/b",
+            ]),
         );
         assert_eq!(hidden, "python3 app.toml data.json");
         let long = command_label("x", &s(&[&"a".repeat(100)]));
@@ -422,7 +526,9 @@ mod tests {
 
     #[test]
     fn failures_are_described_and_hidden_results_are_not_quoted() {
-        let r = json::parse_str(r#"{"isError":true,"content":[{"type":"text","text":"boom secret"}]}"#).unwrap();
+        let r =
+            json::parse_str(r#"{"isError":true,"content":[{"type":"text","text":"boom secret"}]}"#)
+                .unwrap();
         assert!(is_error_result(Some(&r)));
         let (n, m) = describe_failure("tools/call", None, Some(&r), false);
         assert_eq!(n, "McpToolError");
@@ -430,42 +536,90 @@ mod tests {
         let (_, m) = describe_failure("tools/call", None, Some(&r), true);
         assert!(!m.contains("boom") && m.contains("hidden"));
         let e = json::parse_str(r#"{"code":-32601,"message":"no such method"}"#).unwrap();
-        assert_eq!(describe_failure("x", Some(&e), None, true), ("JsonRpcError(-32601)".into(), "no such method".into()));
+        assert_eq!(
+            describe_failure("x", Some(&e), None, true),
+            ("JsonRpcError(-32601)".into(), "no such method".into())
+        );
     }
 
     #[test]
     fn injected_values_take_the_result_shape() {
         let t = coerce_injected("tools/call", None, Value::from("hi"));
-        assert_eq!(json::to_string(&t), r#"{"content":[{"type":"text","text":"hi"}]}"#);
+        assert_eq!(
+            json::to_string(&t),
+            r#"{"content":[{"type":"text","text":"hi"}]}"#
+        );
         let o = coerce_injected("tools/call", None, json::parse_str(r#"{"a":1}"#).unwrap());
-        assert_eq!(json::to_string(&o), r#"{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}"#);
+        assert_eq!(
+            json::to_string(&o),
+            r#"{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}"#
+        );
         let keep = json::parse_str(r#"{"content":[]}"#).unwrap();
         assert_eq!(coerce_injected("tools/call", None, keep.clone()), keep);
         let p = json::parse_str(r#"{"uri":"file:///x"}"#).unwrap();
         let r = coerce_injected("resources/read", Some(&p), Value::from("t"));
-        assert_eq!(json::to_string(&r), r#"{"contents":[{"uri":"file:///x","text":"t"}]}"#);
-        assert_eq!(coerce_injected("ping", None, Value::from(1i64)), Value::from(1i64));
-        let whole = json::parse_str(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#).unwrap();
-        assert_eq!(result_frame(&Value::from("q"), whole), b"{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"error\":{\"code\":-1,\"message\":\"m\"}}\n");
+        assert_eq!(
+            json::to_string(&r),
+            r#"{"contents":[{"uri":"file:///x","text":"t"}]}"#
+        );
+        assert_eq!(
+            coerce_injected("ping", None, Value::from(1i64)),
+            Value::from(1i64)
+        );
+        let whole =
+            json::parse_str(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m"}}"#)
+                .unwrap();
+        assert_eq!(
+            result_frame(&Value::from("q"), whole),
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"q\",\"error\":{\"code\":-1,\"message\":\"m\"}}\n"
+        );
         let no_id = json::parse_str(r#"{"jsonrpc":"2.0","result":{}}"#).unwrap();
-        assert_eq!(result_frame(&Value::from(3i64), no_id), b"{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":3}\n");
-        assert_eq!((id_text(&Value::from("three")), id_text(&json::parse_str("7.0").unwrap())), ("three".into(), "7".into()));
+        assert_eq!(
+            result_frame(&Value::from(3i64), no_id),
+            b"{\"jsonrpc\":\"2.0\",\"result\":{},\"id\":3}\n"
+        );
+        assert_eq!(
+            (
+                id_text(&Value::from("three")),
+                id_text(&json::parse_str("7.0").unwrap())
+            ),
+            ("three".into(), "7".into())
+        );
         let frame = result_frame(&Value::from(7i64), Value::from("x"));
         assert_eq!(frame, b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"x\"}\n");
-        assert_eq!(error_frame(&Value::from("a"), -32099, "m"), b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32099,\"message\":\"m\"}}\n");
+        assert_eq!(
+            error_frame(&Value::from("a"), -32099, "m"),
+            b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"error\":{\"code\":-32099,\"message\":\"m\"}}\n"
+        );
     }
 
     #[test]
     fn edited_tool_params_keep_the_tool_name_and_trace_lines_name_the_direction() {
-        let original = json::parse_str(r#"{"name":"echo","arguments":{"message":"a"},"_meta":{"progressToken":1}}"#).unwrap();
+        let original = json::parse_str(
+            r#"{"name":"echo","arguments":{"message":"a"},"_meta":{"progressToken":1}}"#,
+        )
+        .unwrap();
         let full = json::parse_str(r#"{"arguments":{"message":"b"}}"#).unwrap();
         let out = edited_params("tools/call", Some(&original), full);
-        assert_eq!(json::to_string(&out), r#"{"arguments":{"message":"b"},"name":"echo","_meta":{"progressToken":1}}"#);
+        assert_eq!(
+            json::to_string(&out),
+            r#"{"arguments":{"message":"b"},"name":"echo","_meta":{"progressToken":1}}"#
+        );
         let renamed = json::parse_str(r#"{"name":"other","arguments":{},"_meta":null}"#).unwrap();
-        assert_eq!(edited_params("tools/call", Some(&original), renamed.clone()), renamed, "what the edit says stays");
+        assert_eq!(
+            edited_params("tools/call", Some(&original), renamed.clone()),
+            renamed,
+            "what the edit says stays"
+        );
         let other = json::parse_str(r#"{"uri":"x"}"#).unwrap();
-        assert_eq!(edited_params("resources/read", Some(&original), other.clone()), other);
-        assert_eq!(trace_line("client->server", "-> tools/call #1"), "[client->server] -> tools/call #1");
+        assert_eq!(
+            edited_params("resources/read", Some(&original), other.clone()),
+            other
+        );
+        assert_eq!(
+            trace_line("client->server", "-> tools/call #1"),
+            "[client->server] -> tools/call #1"
+        );
     }
 
     #[test]
@@ -480,7 +634,10 @@ mod tests {
         let notice = exit_notice("the MCP server exited with code 1", "initialize", 1, &ring);
         assert_eq!(notice.len(), 1 + STDERR_TAIL_LINES);
         assert_eq!(notice[0], "graphmind mcp-proxy: the MCP server exited with code 1 before answering initialize (1 request(s) unanswered); the last 40 line(s) of its stderr:");
-        assert_eq!((notice[1].as_str(), notice[40].as_str()), ("  | line 210", "  | line 249"));
+        assert_eq!(
+            (notice[1].as_str(), notice[40].as_str()),
+            ("  | line 210", "  | line 249")
+        );
         assert_eq!(exit_notice("r", "m", 2, &StderrRing::new()), vec!["graphmind mcp-proxy: r before answering m (2 request(s) unanswered); it wrote nothing to stderr"]);
         let mut big = StderrRing::new();
         for _ in 0..100 {

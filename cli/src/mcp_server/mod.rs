@@ -52,7 +52,13 @@ pub fn iso(ms: f64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z", rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
 }
 
 fn encode(c: char, out: &mut String) {
@@ -79,7 +85,11 @@ pub fn run_link(base: &str, run_id: &str) -> String {
 
 /// `http://127.0.0.1:P/#/run/<id>/node/<id>`.
 pub fn node_link(base: &str, run_id: &str, node_id: &str) -> String {
-    format!("{base}/#/run/{}/node/{}", component(run_id), component(node_id))
+    format!(
+        "{base}/#/run/{}/node/{}",
+        component(run_id),
+        component(node_id)
+    )
 }
 
 /// A payload as JSON, cut to `max` characters (a string marked as a preview when cut).
@@ -89,7 +99,11 @@ pub fn compact_payload(v: &Value, max: usize) -> Value {
         return v.clone();
     }
     let preview: String = text.chars().take(max).collect();
-    obj(vec![("preview", Value::from(preview)), ("truncated", Value::Bool(true)), ("chars", Value::from(text.chars().count() as u64))])
+    obj(vec![
+        ("preview", Value::from(preview)),
+        ("truncated", Value::Bool(true)),
+        ("chars", Value::from(text.chars().count() as u64)),
+    ])
 }
 
 #[derive(Default)]
@@ -129,12 +143,22 @@ fn string(v: Option<&Value>) -> Option<String> {
 }
 
 fn build_model(events: &[storage::StoredEvent]) -> RunModel {
-    let mut model = RunModel { order: vec![], nodes: Default::default(), errors: vec![] };
+    let mut model = RunModel {
+        order: vec![],
+        nodes: Default::default(),
+        errors: vec![],
+    };
     for e in events {
-        let Ok(env) = json::parse_str(&e.frame) else { continue };
+        let Ok(env) = json::parse_str(&e.frame) else {
+            continue;
+        };
         let ts = env.get("ts").and_then(Value::as_f64).unwrap_or(0.0);
-        let Some(p) = env.get("payload") else { continue };
-        let Some(node_id) = string(p.get("nodeId")) else { continue };
+        let Some(p) = env.get("payload") else {
+            continue;
+        };
+        let Some(node_id) = string(p.get("nodeId")) else {
+            continue;
+        };
         let instance_id = string(p.get("instanceId")).unwrap_or_else(|| node_id.clone());
         let kind = env.get("type").and_then(Value::as_str).unwrap_or("");
         if kind == "node.started" && !model.nodes.contains_key(&node_id) {
@@ -150,8 +174,14 @@ fn build_model(events: &[storage::StoredEvent]) -> RunModel {
                 },
             );
         }
-        let Some(node) = model.nodes.get_mut(&node_id) else { continue };
-        let find = |node: &mut Node| node.instances.iter().rposition(|i| i.instance_id == instance_id);
+        let Some(node) = model.nodes.get_mut(&node_id) else {
+            continue;
+        };
+        let find = |node: &mut Node| {
+            node.instances
+                .iter()
+                .rposition(|i| i.instance_id == instance_id)
+        };
         match kind {
             "node.started" => node.instances.push(Instance {
                 instance_id: instance_id.clone(),
@@ -177,7 +207,11 @@ fn build_model(events: &[storage::StoredEvent]) -> RunModel {
                         node.instances[i].status = "error".into();
                     }
                 }
-                model.errors.push(ErrorEntry { node_id: node_id.clone(), error, at: ts });
+                model.errors.push(ErrorEntry {
+                    node_id: node_id.clone(),
+                    error,
+                    at: ts,
+                });
             }
             _ => {}
         }
@@ -186,11 +220,18 @@ fn build_model(events: &[storage::StoredEvent]) -> RunModel {
 }
 
 fn node_status(n: &Node) -> &str {
-    n.instances.last().map(|i| i.status.as_str()).unwrap_or("running")
+    n.instances
+        .last()
+        .map(|i| i.status.as_str())
+        .unwrap_or("running")
 }
 
 fn node_duration(n: &Node) -> Option<f64> {
-    let ds: Vec<f64> = n.instances.iter().filter_map(|i| i.duration_ms.as_ref().and_then(Value::as_f64)).collect();
+    let ds: Vec<f64> = n
+        .instances
+        .iter()
+        .filter_map(|i| i.duration_ms.as_ref().and_then(Value::as_f64))
+        .collect();
     if ds.is_empty() {
         None
     } else {
@@ -213,7 +254,10 @@ fn read_limit(args: &Value) -> Result<i64, ToolError> {
         None | Some(Value::Null) => Ok(DEFAULT_LIMIT),
         Some(v) => match v.as_f64() {
             Some(f) if f.fract() == 0.0 && f >= 1.0 => Ok((f as i64).min(MAX_LIMIT)),
-            _ => Err(ToolError(format!("\"limit\" must be a positive integer (got {})", json::to_string(v)))),
+            _ => Err(ToolError(format!(
+                "\"limit\" must be a positive integer (got {})",
+                json::to_string(v)
+            ))),
         },
     }
 }
@@ -223,7 +267,9 @@ fn read_string(args: &Value, key: &str) -> Result<String, ToolError> {
         Some(v) if !v.is_empty() => Ok(v.to_owned()),
         _ => Err(ToolError(format!(
             "\"{key}\" must be a non-empty string (got {})",
-            args.get(key).map(json::to_string).unwrap_or_else(|| "undefined".into())
+            args.get(key)
+                .map(json::to_string)
+                .unwrap_or_else(|| "undefined".into())
         ))),
     }
 }
@@ -231,9 +277,15 @@ fn read_string(args: &Value, key: &str) -> Result<String, ToolError> {
 impl Tools {
     /// Opens `db` read-only; `port` is the viewer the deep links point at.
     pub fn open(db: &Path, port: u16) -> rusqlite::Result<Tools> {
-        let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        let conn = Connection::open_with_flags(
+            db,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        Ok(Tools { conn, base: format!("http://127.0.0.1:{port}") })
+        Ok(Tools {
+            conn,
+            base: format!("http://127.0.0.1:{port}"),
+        })
     }
 
     fn db<T>(&self, r: rusqlite::Result<T>) -> Result<T, ToolError> {
@@ -247,7 +299,12 @@ impl Tools {
             ("status", s(&r.status)),
             ("source", s(&r.source)),
             ("startedAt", Value::from(iso(r.started_at))),
-            ("finishedAt", r.finished_at.map(|f| Value::from(iso(f))).unwrap_or(Value::Null)),
+            (
+                "finishedAt",
+                r.finished_at
+                    .map(|f| Value::from(iso(f)))
+                    .unwrap_or(Value::Null),
+            ),
             ("eventCount", Value::from(r.event_count)),
             ("errorCount", Value::from(r.error_count)),
             ("link", Value::from(run_link(&self.base, &r.id))),
@@ -255,20 +312,42 @@ impl Tools {
     }
 
     fn require_run(&self, id: &str) -> Result<RunRow, ToolError> {
-        self.db(storage::get_run(&self.conn, id))?.ok_or_else(|| ToolError(format!("run \"{id}\" not found — call list_runs to see what exists")))
+        self.db(storage::get_run(&self.conn, id))?.ok_or_else(|| {
+            ToolError(format!(
+                "run \"{id}\" not found — call list_runs to see what exists"
+            ))
+        })
     }
 
     fn model(&self, id: &str) -> Result<RunModel, ToolError> {
-        Ok(build_model(&self.db(storage::list_events(&self.conn, id, -1, None))?.events))
+        Ok(build_model(
+            &self
+                .db(storage::list_events(&self.conn, id, -1, None))?
+                .events,
+        ))
     }
 
     /// `list_runs({limit?})`.
     pub fn list_runs(&self, args: &Value) -> Result<Value, ToolError> {
         let limit = read_limit(args)?;
         let all = self.db(storage::list_runs(&self.conn))?;
-        let mut out = vec![("total", Value::from(all.len() as u64)), ("runs", Value::Array(all.iter().take(limit as usize).map(|r| self.run_json(r)).collect()))];
+        let mut out = vec![
+            ("total", Value::from(all.len() as u64)),
+            (
+                "runs",
+                Value::Array(
+                    all.iter()
+                        .take(limit as usize)
+                        .map(|r| self.run_json(r))
+                        .collect(),
+                ),
+            ),
+        ];
         if all.is_empty() {
-            out.push(("note", s("no runs recorded yet — run an instrumented app while `graphmind` is serving")));
+            out.push((
+                "note",
+                s("no runs recorded yet — run an instrumented app while `graphmind` is serving"),
+            ));
         }
         Ok(obj(out))
     }
@@ -283,7 +362,11 @@ impl Tools {
             .iter()
             .filter_map(|k| model.nodes.get(k))
             .map(|n| {
-                let mut v = vec![("nodeId", s(&n.node_id)), ("kind", s(&n.kind)), ("name", s(&n.name))];
+                let mut v = vec![
+                    ("nodeId", s(&n.node_id)),
+                    ("kind", s(&n.kind)),
+                    ("name", s(&n.name)),
+                ];
                 if let Some(p) = &n.parent_id {
                     v.push(("parentId", s(p)));
                 }
@@ -299,7 +382,10 @@ impl Tools {
                 obj(v)
             })
             .collect();
-        Ok(obj(vec![("run", self.run_json(&run)), ("nodes", Value::Array(nodes))]))
+        Ok(obj(vec![
+            ("run", self.run_json(&run)),
+            ("nodes", Value::Array(nodes)),
+        ]))
     }
 
     /// `get_node({runId, nodeId})`.
@@ -309,18 +395,34 @@ impl Tools {
         let run = self.require_run(&id)?;
         let model = self.model(&id)?;
         let Some(n) = model.nodes.get(&node_id) else {
-            let known = if model.order.is_empty() { "(none)".to_owned() } else { model.order.join(", ") };
-            return Err(ToolError(format!("node \"{node_id}\" not found in run \"{id}\" — known nodeIds: {known}")));
+            let known = if model.order.is_empty() {
+                "(none)".to_owned()
+            } else {
+                model.order.join(", ")
+            };
+            return Err(ToolError(format!(
+                "node \"{node_id}\" not found in run \"{id}\" — known nodeIds: {known}"
+            )));
         };
         let omitted = n.instances.len().saturating_sub(MAX_INSTANCES);
         let instances = n.instances[omitted..]
             .iter()
             .map(|i| {
-                let mut v = vec![("instanceId", s(&i.instance_id)), ("startedAt", Value::from(iso(i.started_at))), ("status", s(&i.status))];
+                let mut v = vec![
+                    ("instanceId", s(&i.instance_id)),
+                    ("startedAt", Value::from(iso(i.started_at))),
+                    ("status", s(&i.status)),
+                ];
                 if let Some(d) = &i.duration_ms {
                     v.push(("durationMs", d.clone()));
                 }
-                v.push(("input", i.input.as_ref().map(|x| compact_payload(x, PAYLOAD_PREVIEW_CHARS)).unwrap_or(Value::Null)));
+                v.push((
+                    "input",
+                    i.input
+                        .as_ref()
+                        .map(|x| compact_payload(x, PAYLOAD_PREVIEW_CHARS))
+                        .unwrap_or(Value::Null),
+                ));
                 if let Some(o) = &i.output {
                     v.push(("output", compact_payload(o, PAYLOAD_PREVIEW_CHARS)));
                 }
@@ -333,7 +435,14 @@ impl Tools {
                 obj(v)
             })
             .collect();
-        let mut v = vec![("runId", s(&id)), ("runStatus", s(&run.status)), ("app", s(&run.app)), ("nodeId", s(&n.node_id)), ("kind", s(&n.kind)), ("name", s(&n.name))];
+        let mut v = vec![
+            ("runId", s(&id)),
+            ("runStatus", s(&run.status)),
+            ("app", s(&run.app)),
+            ("nodeId", s(&n.node_id)),
+            ("kind", s(&n.kind)),
+            ("name", s(&n.name)),
+        ];
         if let Some(p) = &n.parent_id {
             v.push(("parentId", s(p)));
         }
@@ -371,20 +480,37 @@ impl Tools {
                 if errors.len() >= limit {
                     break;
                 }
-                let mut v = vec![("runId", s(&run.id)), ("app", s(&run.app)), ("runStatus", s(&run.status)), ("nodeId", s(&e.node_id))];
+                let mut v = vec![
+                    ("runId", s(&run.id)),
+                    ("app", s(&run.app)),
+                    ("runStatus", s(&run.status)),
+                    ("nodeId", s(&e.node_id)),
+                ];
                 if let Some(n) = model.nodes.get(&e.node_id) {
                     v.push(("nodeKind", s(&n.kind)));
                     v.push(("nodeName", s(&n.name)));
                 }
-                v.push(("message", e.error.get("message").cloned().unwrap_or(Value::Null)));
-                v.push(("errorName", e.error.get("name").cloned().unwrap_or(Value::Null)));
+                v.push((
+                    "message",
+                    e.error.get("message").cloned().unwrap_or(Value::Null),
+                ));
+                v.push((
+                    "errorName",
+                    e.error.get("name").cloned().unwrap_or(Value::Null),
+                ));
                 v.push(("at", Value::from(iso(e.at))));
-                v.push(("link", Value::from(node_link(&self.base, &run.id, &e.node_id))));
+                v.push((
+                    "link",
+                    Value::from(node_link(&self.base, &run.id, &e.node_id)),
+                ));
                 errors.push(obj(v));
             }
         }
         let empty = errors.is_empty();
-        let mut out = vec![("errors", Value::Array(errors)), ("scannedRuns", Value::from(scanned))];
+        let mut out = vec![
+            ("errors", Value::Array(errors)),
+            ("scannedRuns", Value::from(scanned)),
+        ];
         if empty {
             out.push(("note", s("no failed nodes recorded in any run")));
         }
@@ -407,14 +533,27 @@ fn schema(props: Vec<(&str, Value)>, required: &[&str]) -> Value {
     obj(vec![
         ("type", s("object")),
         ("properties", obj(props)),
-        ("required", Value::Array(required.iter().map(|r| s(r)).collect())),
+        (
+            "required",
+            Value::Array(required.iter().map(|r| s(r)).collect()),
+        ),
         ("additionalProperties", Value::Bool(false)),
     ])
 }
 
 /// The `tools/list` result.
 pub fn tool_list() -> Value {
-    let limit = || obj(vec![("type", s("integer")), ("minimum", Value::from(1i64)), ("maximum", Value::from(MAX_LIMIT)), ("description", s("How many to return (default 20, at most 100)"))]);
+    let limit = || {
+        obj(vec![
+            ("type", s("integer")),
+            ("minimum", Value::from(1i64)),
+            ("maximum", Value::from(MAX_LIMIT)),
+            (
+                "description",
+                s("How many to return (default 20, at most 100)"),
+            ),
+        ])
+    };
     let string = |d: &str| obj(vec![("type", s("string")), ("description", s(d))]);
     let tool = |name: &str, title: &str, description: &str, input: Value| {
         obj(vec![
@@ -422,7 +561,16 @@ pub fn tool_list() -> Value {
             ("title", s(title)),
             ("description", s(description)),
             ("inputSchema", input),
-            ("annotations", obj(vec![("title", s(title)), ("readOnlyHint", Value::Bool(true)), ("destructiveHint", Value::Bool(false)), ("idempotentHint", Value::Bool(true)), ("openWorldHint", Value::Bool(false))])),
+            (
+                "annotations",
+                obj(vec![
+                    ("title", s(title)),
+                    ("readOnlyHint", Value::Bool(true)),
+                    ("destructiveHint", Value::Bool(false)),
+                    ("idempotentHint", Value::Bool(true)),
+                    ("openWorldHint", Value::Bool(false)),
+                ]),
+            ),
         ])
     };
     Value::Array(vec![
@@ -443,7 +591,13 @@ fn text_result(value: &Value, is_error: bool) -> Value {
         Value::String(t) => t.to_string_lossy().into_owned(),
         other => json::to_string(other),
     };
-    let mut v = vec![("content", Value::Array(vec![obj(vec![("type", s("text")), ("text", Value::from(text))])]))];
+    let mut v = vec![(
+        "content",
+        Value::Array(vec![obj(vec![
+            ("type", s("text")),
+            ("text", Value::from(text)),
+        ])]),
+    )];
     if is_error {
         v.push(("isError", Value::Bool(true)));
     }
@@ -455,11 +609,21 @@ pub fn handle_line(tools: Option<&Tools>, open_error: &str, line: &[u8]) -> Opti
     let msg = json::parse(crate::mcp_proxy::protocol::frame_body(line)).ok()?;
     let id = msg.get("id").cloned()?;
     let method = msg.get("method").and_then(Value::as_str)?.to_owned();
-    let params = msg.get("params").cloned().unwrap_or(Value::Object(Map::new()));
+    let params = msg
+        .get("params")
+        .cloned()
+        .unwrap_or(Value::Object(Map::new()));
     let result = match method.as_str() {
         "initialize" => {
-            let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or(PROTOCOL_VERSION);
-            let version = if KNOWN_VERSIONS.contains(&asked) { asked } else { PROTOCOL_VERSION };
+            let asked = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(PROTOCOL_VERSION);
+            let version = if KNOWN_VERSIONS.contains(&asked) {
+                asked
+            } else {
+                PROTOCOL_VERSION
+            };
             Ok(obj(vec![
                 ("protocolVersion", s(version)),
                 ("capabilities", obj(vec![("tools", obj(vec![("listChanged", Value::Bool(false))]))])),
@@ -471,7 +635,10 @@ pub fn handle_line(tools: Option<&Tools>, open_error: &str, line: &[u8]) -> Opti
         "tools/list" => Ok(obj(vec![("tools", tool_list())])),
         "tools/call" => {
             let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-            let args = params.get("arguments").cloned().unwrap_or(Value::Object(Map::new()));
+            let args = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new()));
             let out = match tools {
                 Some(t) => t.call(name, &args),
                 None => Err(ToolError(open_error.to_owned())),
@@ -485,7 +652,17 @@ pub fn handle_line(tools: Option<&Tools>, open_error: &str, line: &[u8]) -> Opti
     };
     let frame = match result {
         Ok(r) => obj(vec![("jsonrpc", s("2.0")), ("id", id), ("result", r)]),
-        Err((code, message)) => obj(vec![("jsonrpc", s("2.0")), ("id", id), ("error", obj(vec![("code", Value::from(code)), ("message", Value::from(message))]))]),
+        Err((code, message)) => obj(vec![
+            ("jsonrpc", s("2.0")),
+            ("id", id),
+            (
+                "error",
+                obj(vec![
+                    ("code", Value::from(code)),
+                    ("message", Value::from(message)),
+                ]),
+            ),
+        ]),
     };
     let mut out = json::to_string(&frame).into_bytes();
     out.push(b'\n');
@@ -503,7 +680,11 @@ pub fn main(argv: &[String]) -> i32 {
             _ => (argv[i].clone(), None),
         };
         i += 1;
-        let mut value = || inline.clone().or_else(|| argv.get(i).cloned().inspect(|_| i += 1));
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| argv.get(i).cloned().inspect(|_| i += 1))
+        };
         match name.as_str() {
             "--help" | "-h" => {
                 // stderr: stdout is the protocol channel.
@@ -514,15 +695,25 @@ pub fn main(argv: &[String]) -> i32 {
                 Some(v) => db = Some(v),
                 None => return usage_error("--db requires a value"),
             },
-            "--port" => match value().and_then(|v| v.parse::<u16>().ok()).filter(|p| *p > 0) {
+            "--port" => match value()
+                .and_then(|v| v.parse::<u16>().ok())
+                .filter(|p| *p > 0)
+            {
                 Some(p) => port = p,
                 None => return usage_error("--port must be an integer between 1 and 65535"),
             },
-            other => return usage_error(&format!("unknown option \"{other}\" (graphmind mcp [--db <path>] [--port <n>])")),
+            other => {
+                return usage_error(&format!(
+                    "unknown option \"{other}\" (graphmind mcp [--db <path>] [--port <n>])"
+                ))
+            }
         }
     }
     // The same database rules as `serve` (--db, then GRAPHMIND_DB, then ~/.graphmind).
-    let flags = graphmind_core::config::ServerFlags { db, ..Default::default() };
+    let flags = graphmind_core::config::ServerFlags {
+        db,
+        ..Default::default()
+    };
     let path: PathBuf = match crate::config::resolve(&flags) {
         Ok(config) => {
             crate::telemetry::record_command("mcp", &config);
@@ -589,7 +780,10 @@ mod tests {
     fn iso_and_links() {
         assert_eq!(iso(0.0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso(1_796_056_453_123.0), "2026-11-30T16:34:13.123Z");
-        assert_eq!(node_link("http://127.0.0.1:4747", "run_1", "tool:a b"), "http://127.0.0.1:4747/#/run/run_1/node/tool%3Aa%20b");
+        assert_eq!(
+            node_link("http://127.0.0.1:4747", "run_1", "tool:a b"),
+            "http://127.0.0.1:4747/#/run/run_1/node/tool%3Aa%20b"
+        );
     }
 
     #[test]
@@ -597,14 +791,37 @@ mod tests {
         let big = Value::from("x".repeat(5000));
         let p = compact_payload(&big, PAYLOAD_PREVIEW_CHARS);
         assert_eq!(p.get("truncated").and_then(Value::as_bool), Some(true));
-        assert_eq!(p.get("preview").and_then(Value::as_str).map(|s| s.chars().count()), Some(4000));
-        let list = handle_line(None, "x", b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n").unwrap();
+        assert_eq!(
+            p.get("preview")
+                .and_then(Value::as_str)
+                .map(|s| s.chars().count()),
+            Some(4000)
+        );
+        let list = handle_line(
+            None,
+            "x",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n",
+        )
+        .unwrap();
         let v = json::parse(&list).unwrap();
-        let tools = v.get("result").and_then(|r| r.get("tools")).and_then(Value::as_array).unwrap();
+        let tools = v
+            .get("result")
+            .and_then(|r| r.get("tools"))
+            .and_then(Value::as_array)
+            .unwrap();
         assert_eq!(tools.len(), 4);
-        assert!(tools.iter().all(|t| t.get("annotations").and_then(|a| a.get("readOnlyHint")).and_then(Value::as_bool) == Some(true)));
+        assert!(tools.iter().all(|t| t
+            .get("annotations")
+            .and_then(|a| a.get("readOnlyHint"))
+            .and_then(Value::as_bool)
+            == Some(true)));
         let err = handle_line(None, "no db", b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"list_runs\"}}").unwrap();
         assert!(String::from_utf8(err).unwrap().contains("\"isError\":true"));
-        assert!(handle_line(None, "", b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}").is_none());
+        assert!(handle_line(
+            None,
+            "",
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"
+        )
+        .is_none());
     }
 }

@@ -252,11 +252,18 @@ impl Server {
         let mut out = Vec::new();
         let mut after = -1i64;
         loop {
-            let (status, body) = self.get(&format!("/api/runs/{run_id}/events?afterSeq={after}&limit=1000"));
+            let (status, body) = self.get(&format!(
+                "/api/runs/{run_id}/events?afterSeq={after}&limit=1000"
+            ));
             if status != 200 {
                 return out;
             }
-            let page = parse_str(&body).unwrap().get("events").and_then(Value::as_array).cloned().unwrap_or_default();
+            let page = parse_str(&body)
+                .unwrap()
+                .get("events")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             let Some(last) = page.last().and_then(|e| i(e, &["seq"])) else {
                 return out;
             };

@@ -45,7 +45,11 @@ impl NodeEvents {
     }
 
     /// `node.started` with `input` and `node.finished` with `output`, as JSON text.
-    pub fn serialize(&self, input: &serde_json::Value, output: &serde_json::Value) -> (String, String) {
+    pub fn serialize(
+        &self,
+        input: &serde_json::Value,
+        output: &serde_json::Value,
+    ) -> (String, String) {
         let started: Fields = [
             ("nodeId", &self.node_id),
             ("kind", &self.kind),

@@ -575,7 +575,12 @@ mod tests {
 
     #[test]
     fn a_container_already_in_canonical_order_is_one_copied_piece() {
-        let count = |text: &str, ignore: &[&str]| canonical_tokens(text.as_bytes(), ignore).unwrap().tokens.len();
+        let count = |text: &str, ignore: &[&str]| {
+            canonical_tokens(text.as_bytes(), ignore)
+                .unwrap()
+                .tokens
+                .len()
+        };
         // Canonical as written: the whole text is one piece.
         assert_eq!(count(r#"{"a":[1,{"p":2,"q":"é"}],"b":{"c":null}}"#, &[]), 1);
         // The root moves ("a" before "b"), its two values are copied whole.
@@ -592,7 +597,11 @@ mod tests {
         ];
         for text in moved {
             assert!(count(&text, &["_meta"]) > 1, "{text}");
-            assert_eq!(fast(&text, &["_meta"]).unwrap(), slow(&text, &["_meta"]), "{text}");
+            assert_eq!(
+                fast(&text, &["_meta"]).unwrap(),
+                slow(&text, &["_meta"]),
+                "{text}"
+            );
         }
     }
 

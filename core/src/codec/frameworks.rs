@@ -20,7 +20,11 @@ pub fn request_input(api: Api, request: &Value) -> Map {
     super::copy_given(&mut out, request, &["model"]);
     for key in ["prompt", "messages", "prompts"] {
         if let Some(v) = get(r, key) {
-            let v = if api == Api::LangChain { langchain_plain(v) } else { v.clone() };
+            let v = if api == Api::LangChain {
+                langchain_plain(v)
+            } else {
+                v.clone()
+            };
             out.insert(key, v);
         }
     }
@@ -398,7 +402,10 @@ impl TextStream {
             self.text.push_str(&t.to_string_lossy());
         }
         let calls = get(message, "tool_call_chunks").or_else(|| get(c, "tool_call_chunks"));
-        for call in calls.and_then(Value::as_array).map_or(&[][..], Vec::as_slice) {
+        for call in calls
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+        {
             delta(deltas, TokenChannel::ToolArgs, get(Some(call), "args"));
         }
     }

@@ -17,8 +17,8 @@ pub mod env;
 pub mod server;
 
 pub use app::{
-    describe_disabled, looks_like_production, loop_guard_active, loop_mode_str, parse_break_on, resolve,
-    resolve_enabled, resolve_json, Config, EnabledReason, HideSwitches, LoopGuardOption,
+    describe_disabled, looks_like_production, loop_guard_active, loop_mode_str, parse_break_on,
+    resolve, resolve_enabled, resolve_json, Config, EnabledReason, HideSwitches, LoopGuardOption,
     LoopGuardOverrides, Options, SdkFlavor, SdkInfo, CLIENT_VERSION, DEFAULT_BUFFER_SIZE_NATIVE,
     DEFAULT_BUFFER_SIZE_NODE, DEFAULT_BUFFER_SIZE_PYTHON, DEFAULT_BUFFER_SIZE_RUBY,
     DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_HANDSHAKE_TIMEOUT_MS, DEFAULT_LOOP_THRESHOLD,

@@ -8,12 +8,12 @@ mod string;
 mod value;
 mod write;
 
-pub use parse::{nesting_depth, nests_less_than, parse, parse_str, parse_value_text, validate, ParseError, ParseErrorKind, MAX_JSON_DEPTH};
+pub use parse::{
+    nesting_depth, nests_less_than, parse, parse_str, parse_value_text, validate, ParseError,
+    ParseErrorKind, MAX_JSON_DEPTH,
+};
 pub(crate) use parse::{number_value, skip_plain_string_bytes, ObjectEntries};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};
 pub use value::{Map, Number, Value};
-pub use write::{
-    to_string, write_f64, write_number, write_string,
-    write_value,
-};
 pub(crate) use write::{is_plain, needs_attention, ESCAPE_CLASS, ESCAPE_SHORT, ESCAPE_UNICODE};
+pub use write::{to_string, write_f64, write_number, write_string, write_value};

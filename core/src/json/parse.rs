@@ -756,10 +756,23 @@ mod tests {
                     }
                 }
                 for (bytes, first) in cases {
-                    let mut p = Parser::<Check> { bytes: &bytes, pos: 0, cut: NO_CUT, sink: std::marker::PhantomData };
+                    let mut p = Parser::<Check> {
+                        bytes: &bytes,
+                        pos: 0,
+                        cut: NO_CUT,
+                        sink: std::marker::PhantomData,
+                    };
                     p.skip_plain_string_bytes();
-                    assert!(p.pos <= first, "{bytes:?}: skipped past byte {first} to {}", p.pos);
-                    assert!(p.pos == first || bytes.len() - p.pos < 8, "{bytes:?}: stopped early at {}", p.pos);
+                    assert!(
+                        p.pos <= first,
+                        "{bytes:?}: skipped past byte {first} to {}",
+                        p.pos
+                    );
+                    assert!(
+                        p.pos == first || bytes.len() - p.pos < 8,
+                        "{bytes:?}: stopped early at {}",
+                        p.pos
+                    );
                 }
             }
         }

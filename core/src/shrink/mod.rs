@@ -77,7 +77,12 @@ pub struct Serialized {
 /// `max_bytes`; `None` when it does not (or `payload` is not an object), and the member
 /// must be read and the payload shrunk as usual. `text` must be JSON in the core's compact
 /// spelling ([`crate::host_value::HostValue::Stringified`]).
-pub(crate) fn serialize_with_verbatim(payload: &Value, key: &str, text: &str, max_bytes: usize) -> Option<String> {
+pub(crate) fn serialize_with_verbatim(
+    payload: &Value,
+    key: &str,
+    text: &str,
+    max_bytes: usize,
+) -> Option<String> {
     let map = payload.as_object()?;
     if text.len() > max_bytes {
         return None;
