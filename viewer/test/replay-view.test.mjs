@@ -41,6 +41,21 @@ async function newRun() {
   }, 10_000, 'the new run');
 }
 
+/**
+ * The viewer redraws a frame (or a fetch) after a click or a new run: reads `read()` until
+ * `ok(value)` holds (5 s at most) and returns the last value, which the caller asserts.
+ */
+async function settled(read, ok) {
+  let value;
+  try {
+    await waitFor(async () => ok((value = await read())), 5000, 'the view to settle');
+  } catch {
+    // the caller's assertion says what was seen
+  }
+  return value;
+}
+const is = (want) => (v) => JSON.stringify(v) === JSON.stringify(want);
+
 const card = (id) => page.locator(`#cards .card[data-id="${id}"]`);
 const mark = (id) => card(id).locator('[data-testid=replay-mark]');
 const openRun = async (id) => {
@@ -105,42 +120,55 @@ test('Re-run from here, run as printed; a divergence; markers, links both ways a
   // the forked replay: replayed, edited and fork markers, the link to its original
   await openRun(fork);
   await mark('tool:search').filter({ hasText: '↺ replayed ×2' }).waitFor();
-  assert.equal(await mark('tool:quote').getAttribute('data-mark'), 'edited');
-  assert.equal(await mark('tool:book').getAttribute('data-mark'), 'fork');
+  assert.equal(await settled(() => mark('tool:quote').getAttribute('data-mark'), is('edited')), 'edited');
+  assert.equal(await settled(() => mark('tool:book').getAttribute('data-mark'), is('fork')), 'fork');
   assert.equal(await mark('tool:mail').count(), 0, 'a live call after the fork carries no marker');
   const of = page.locator('#bar [data-testid=replay-of]');
   assert.match(await of.textContent(), new RegExp(`replay of${orig}from tool:book#1`));
+  const marker = page.locator('#inspector [data-testid=replay-marker]');
   await card('tool:book').click();
-  assert.equal(await page.locator('#inspector [data-testid=replay-marker]').textContent(), 'live from the fork point · went live at tool:book#1 (the fork point)');
+  const live = 'live from the fork point · went live at tool:book#1 (the fork point)';
+  assert.equal(await settled(() => marker.textContent(), is(live)), live);
   await card('tool:quote').click();
-  assert.equal(await page.locator('#inspector [data-testid=replay-marker]').textContent(), `replayed · edited output from ${orig}`);
+  const edited = `replayed · edited output from ${orig}`;
+  assert.equal(await settled(() => marker.textContent(), is(edited)), edited);
   await shot(page, 'replay-forked');
 
   // the diverged replay side by side with its original, from the fork point on
   await openRun(diverged);
-  assert.equal(await mark('tool:book').getAttribute('data-mark'), 'diverged');
+  // The bar names the run before the cards are redrawn: wait for this run's card (the
+  // forked run's booking, still on screen for a frame, is marked `fork`).
+  await card('tool:book').locator('[data-testid=replay-mark][data-mark=diverged]').waitFor({ timeout: 10_000 });
   await page.locator('#bar [data-testid=compare-toggle]').click();
   await page.locator('#compare [data-testid=compare-live]').waitFor();
   assert.ok(await page.locator('#stage').isHidden(), 'the compare view takes the graph’s place');
-  assert.equal(await page.locator('#compare [data-testid=compare-live]').textContent(), 'diverged: live from here: went live at tool:book#1 (diverged) · differs: input.passenger');
+  const wentLive = 'diverged: live from here: went live at tool:book#1 (diverged) · differs: input.passenger';
+  assert.equal(await settled(() => page.locator('#compare [data-testid=compare-live]').textContent(), is(wentLive)), wentLive);
   const rows = page.locator('#compare [data-testid=compare-row]');
   await waitFor(async () => (await rows.count()) === 2, 5000, 'the two rows from the fork point');
   const row = async (i) => ({ key: await rows.nth(i).getAttribute('data-key'), mark: await rows.nth(i).getAttribute('data-mark'), same: await rows.nth(i).getAttribute('data-same'), text: await rows.nth(i).textContent() });
-  const book = await row(0);
+  // The rows fill in as the original run loads.
+  const book = await settled(() => row(0), (r) => is(['tool:book#1', 'diverged', 'false'])([r.key, r.mark, r.same]));
   assert.deepEqual([book.key, book.mark, book.same], ['tool:book#1', 'diverged', 'false']);
   assert.match(book.text, /GM-Ada-105/);
   assert.match(book.text, /GM-Grace-105/);
   assert.match(book.text, /input input\.passenger, output output\.ref/);
-  const mail = await row(1);
+  const mail = await settled(() => row(1), (r) => is(['tool:mail#1', 'live', 'false'])([r.key, r.mark, r.same]));
   assert.deepEqual([mail.key, mail.mark, mail.same], ['tool:mail#1', 'live', 'false']);
-  assert.match(await page.locator('#compare [data-testid=compare-summary]').textContent(), /3 replayed · 2 live · 2 outputs differ/);
+  const summary = /3 replayed · 2 live · 2 outputs differ/;
+  assert.match(await settled(() => page.locator('#compare [data-testid=compare-summary]').textContent(), (t) => summary.test(t)), summary);
   const before = page.locator('#compare [data-testid=compare-before]');
-  assert.match(await before.textContent(), /▸ 4 executions before the fork point \(3 answered from the recording, 0 with another output\)/);
+  const folded = /▸ 4 executions before the fork point \(3 answered from the recording, 0 with another output\)/;
+  assert.match(await settled(() => before.textContent(), (t) => folded.test(t)), folded);
   await shot(page, 'replay-compare');
   await before.click();
   await waitFor(async () => (await rows.count()) === 6, 5000, 'every row');
-  const all = [];
-  for (let i = 0; i < 6; i++) all.push([(await row(i)).key, (await row(i)).mark, (await row(i)).same]);
+  const allRows = async () => {
+    const out = [];
+    for (let i = 0; i < 6; i++) out.push([(await row(i)).key, (await row(i)).mark, (await row(i)).same]);
+    return out;
+  };
+  const all = await settled(allRows, (rs) => rs.slice(0, 4).every((r) => r[1] && r[2]));
   // the run's own node ran its code; the three calls before the fork were answered, same outputs
   assert.deepEqual(all.slice(0, 4).map((r) => r[1]), ['own-code', 'replayed', 'replayed', 'replayed']);
   assert.deepEqual(all.slice(1, 4), [['tool:search#1', 'replayed', 'true'], ['tool:search#2', 'replayed', 'true'], ['tool:quote#1', 'replayed', 'true']]);
@@ -155,14 +183,14 @@ test('Re-run from here, run as printed; a divergence; markers, links both ways a
   const replays = page.locator('#bar [data-testid=replays] [data-testid=replays-link]');
   await waitFor(async () => (await replays.count()) === 2, 5000, 'both replays listed');
   assert.deepEqual((await replays.allTextContents()).sort(), [fork, diverged].sort());
-  assert.equal(await page.locator('#compare [data-testid=compare-replay]').textContent(), diverged);
+  assert.equal(await settled(() => page.locator('#compare [data-testid=compare-replay]').textContent(), is(diverged)), diverged);
   await shot(page, 'replay-original');
   // the palette's action leaves the comparison too
   await page.keyboard.press('>');
   await page.locator('#pal-input').fill('>back to the graph');
   await page.keyboard.press('Enter');
   await page.locator('#stage').waitFor({ state: 'visible' });
-  assert.equal(await mark('tool:book').count(), 0, 'the original carries no replay marker');
+  assert.equal(await settled(() => mark('tool:book').count(), is(0)), 0, 'the original carries no replay marker');
   assert.deepEqual(page.errors, []);
 
   // a fresh tab opened on the replay: the compare view loads the original it has not seen
