@@ -33,12 +33,17 @@ export const G = {
   fittedLayout: undefined as Layout | undefined,
 };
 
-// When a gate holds, focus moves to its Continue button once (after the card is drawn).
+// When a gate holds, focus moves to its Continue button once (after the card is drawn); and
+// again only when a redraw replaced that button while it had the focus (the focus then falls
+// back to the page), never away from something the user focused since.
 let focusedPause: string | undefined;
+let focusedButton: HTMLButtonElement | undefined;
 
 function focusHeld(m: RunModel): void {
   const p = activePauses(m)[0];
-  if (!p || p.pauseId === focusedPause) return;
+  if (!p) return;
+  const replaced = focusedButton !== undefined && !focusedButton.isConnected && document.activeElement === document.body;
+  if (p.pauseId === focusedPause && !replaced) return;
   // a new hold off screen: bring its card into G.view
   const box = G.view?.lay.boxes.get(p.nodeId);
   if (box) {
@@ -50,6 +55,7 @@ function focusHeld(m: RunModel): void {
   const btn = document.querySelector<HTMLButtonElement>(`.card[data-id="${CSS.escape(p.nodeId)}"] .act-continue`);
   if (!btn || !$('modal').hidden || !$('palette').hidden) return;
   focusedPause = p.pauseId;
+  focusedButton = btn;
   btn.focus({ preventScroll: true });
 }
 
