@@ -8,9 +8,7 @@
 mod common;
 use common::*;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
-use graphmind_core::event::NodeKind;
-use graphmind_core::host_value::HostValue;
-use graphmind_core::session::{NodeRef, RunOutcome, Session, BACKPRESSURE_DEADLINE};
+use graphmind_core::session::{RunOutcome, Session, BACKPRESSURE_DEADLINE};
 use graphmind_core::warn::WarnSink;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,30 +33,13 @@ fn env_count(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn tool_call(session: &Session, run_id: &str, input: &str) {
-    let node = NodeRef::new(NodeKind::Tool, "lookup");
-    session.node_started_host(
-        Some(run_id),
-        &node,
-        None,
-        Some(HostValue::Text(input.into())),
-    );
-    session.node_finished_host(
-        Some(run_id),
-        &node,
-        Some(HostValue::Text(r#"{"hits":1}"#.into())),
-        0.01,
-        false,
-    );
-}
-
 /// Ten tool calls in a run, then dispose (or flush): no `ready()`, so the connection is
 /// still being made, or was never tried, when the script ends.
 fn short_run(srv: &Server, end: impl Fn(&Session)) -> String {
     let (session, _) = session_for(srv.port);
     let run = session.start_run("short", None);
     for n in 0..10 {
-        tool_call(&session, &run.run_id, &format!(r#"{{"n":{n}}}"#));
+        tool_call_text(&session, &run.run_id, &format!(r#"{{"n":{n}}}"#));
     }
     session.finish_run(&run, RunOutcome::Ok);
     end(&session);
@@ -96,7 +77,7 @@ fn dispose_with_no_server_ends_within_its_bound() {
     };
     let (session, _) = session_for(port);
     let run = session.start_run("nobody", None);
-    tool_call(&session, &run.run_id, "{}");
+    tool_call_text(&session, &run.run_id, "{}");
     let t = Instant::now();
     session.dispose(session.exit_deadline());
     assert!(
@@ -120,7 +101,7 @@ fn a_flood_while_attached_is_stored_event_for_event_and_ends_ok() {
     let run = session.start_run("flood", None);
     let started = Instant::now();
     for n in 0..calls {
-        tool_call(&session, &run.run_id, &kilobyte(n));
+        tool_call_text(&session, &run.run_id, &kilobyte(n));
     }
     session.finish_run(&run, RunOutcome::Ok);
     let per_call = started.elapsed() / calls as u32;
@@ -174,7 +155,7 @@ fn a_stopped_server_delays_the_app_at_most_the_deadline_and_every_drop_is_marked
             resumed = true;
         }
         let t = Instant::now();
-        tool_call(&session, &run.run_id, &kilobyte(n));
+        tool_call_text(&session, &run.run_id, &kilobyte(n));
         slowest = slowest.max(t.elapsed());
         n += 1;
     }
@@ -243,7 +224,7 @@ fn events_emitted_before_the_debugger_started_are_kept_or_counted_in_the_gap_mar
     let (session, warnings) = session_for(port);
     let run = session.start_run("early", None);
     for n in 0..20_000u64 {
-        tool_call(&session, &run.run_id, &format!(r#"{{"n":{n}}}"#));
+        tool_call_text(&session, &run.run_id, &format!(r#"{{"n":{n}}}"#));
     }
     session.finish_run(&run, RunOutcome::Ok);
     let before = session.stats();
@@ -308,7 +289,7 @@ fn a_server_killed_and_restarted_mid_run_costs_the_app_nothing_and_the_run_says_
         let until = Instant::now() + for_how_long;
         while Instant::now() < until {
             let t = Instant::now();
-            tool_call(session, &run.run_id, &kilobyte(n));
+            tool_call_text(session, &run.run_id, &kilobyte(n));
             slowest = slowest.max(t.elapsed());
             n += 1;
         }

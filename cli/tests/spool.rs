@@ -8,10 +8,8 @@
 mod common;
 use common::*;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
-use graphmind_core::event::NodeKind;
-use graphmind_core::host_value::HostValue;
 use graphmind_core::json::Value;
-use graphmind_core::session::{NodeRef, RunOutcome, Session};
+use graphmind_core::session::{RunOutcome, Session};
 use graphmind_core::spool;
 use graphmind_core::warn::WarnSink;
 use std::path::{Path, PathBuf};
@@ -51,21 +49,8 @@ fn session(
 }
 
 fn tool_call(session: &Session, run_id: &str, n: u64) {
-    let node = NodeRef::new(NodeKind::Tool, "lookup");
     let input = format!(r#"{{"n":{n},"pad":"{}"}}"#, "x".repeat(200));
-    session.node_started_host(
-        Some(run_id),
-        &node,
-        None,
-        Some(HostValue::Text(input.into())),
-    );
-    session.node_finished_host(
-        Some(run_id),
-        &node,
-        Some(HostValue::Text(r#"{"hits":1}"#.into())),
-        0.01,
-        false,
-    );
+    tool_call_text(session, run_id, &input);
 }
 
 /// Tool calls at [`RATE`] events a second (two events a call) for `how_long`, from `*n` on.

@@ -513,3 +513,23 @@ pub fn http_head(port: u16, raw: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// One finished `tool:lookup` call in `run_id` whose input is the JSON text `input` (output
+/// `{"hits":1}`), through the session's host-value entry points.
+pub fn tool_call_text(session: &graphmind_core::session::Session, run_id: &str, input: &str) {
+    use graphmind_core::{event::NodeKind, host_value::HostValue, session::NodeRef};
+    let node = NodeRef::new(NodeKind::Tool, "lookup");
+    session.node_started_host(
+        Some(run_id),
+        &node,
+        None,
+        Some(HostValue::Text(input.into())),
+    );
+    session.node_finished_host(
+        Some(run_id),
+        &node,
+        Some(HostValue::Text(r#"{"hits":1}"#.into())),
+        0.01,
+        false,
+    );
+}
