@@ -59,10 +59,15 @@ async function connected(server) {
   return client;
 }
 
+/** When each attached app was made: its finished runs are looked up among runs started since. */
+const attachedAt = new WeakMap();
+
 async function attached(extra = {}) {
   const lines = [];
+  const since = Date.now();
   const gm = graphmind({ app: 'mcp-test', url: srv.url, env: {}, logger: (l) => lines.push(l), ...extra });
   assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
+  attachedAt.set(gm, since);
   return { gm, lines };
 }
 
@@ -93,11 +98,14 @@ async function pausedAt(nodeId, point) {
 /** The stored events of the newest finished run whose run.started names `name`. */
 async function finishedRun(gm, name) {
   if (gm) gm.session.flushSync(5000);
+  // Earlier tests' servers may have finished a run of the same name (tools/call:echo): only
+  // runs started since this app attached are its own.
+  const since = (gm && attachedAt.get(gm)) || 0;
   const deadline = Date.now() + 10_000;
   for (;;) {
     const { body } = await srv.get('/api/runs');
     for (const run of (body && body.runs) || []) {
-      if (run.status === 'running') continue;
+      if (run.status === 'running' || run.startedAt < since) continue;
       const events = await srv.events(run.id, 1);
       const started = events.find((e) => e.type === 'run.started');
       if (started && started.payload.meta && started.payload.meta.name === name && events.at(-1).type === 'run.finished') return events;
