@@ -8,7 +8,7 @@ setup:
 
 ## Every test: the core's unit and conformance tests, then each layer's own suite.
 ## The viewer is built first so the server binary embeds it.
-test: setup fmt-check viewer test-rust test-c test-ruby test-python test-node test-cross test-viewer test-dist
+test: setup fmt-check viewer clippy test-rust test-c test-ruby test-python test-node test-cross test-viewer test-dist
 
 ## Every artifact a user installs, into dist/ (docs/install.md): the manylinux wheel and the
 ## sdist, the npm tarball, the platform and source gems, the C tarball, the packaged crates.
@@ -158,5 +158,7 @@ fmt:
 fmt-check:
 	$(CARGO) fmt --all --check
 
+## Every crate and its tests, benches and examples without a clippy warning (the release
+## profile, the one CI builds, so it reuses that profile's dependencies).
 clippy:
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings

@@ -1661,7 +1661,9 @@ fn the_proxy_switches_off_by_the_typescript_rule_and_names_the_variable_that_did
     const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let srv = Server::start(&["--pause-on-error", "off"], &[]);
     let port = srv.port.to_string();
-    let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+    // (the proxy's environment, what it prints when that switches it off)
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+    let cases: &[Case] = &[
         (&[("ENV", "prod")], None),
         (&[("APP_ENV", "Production")], None),
         (&[("PYTHON_ENV", "production"), ("GRAPHMIND_ENV", "prod")], None),

@@ -23,11 +23,13 @@ static REGISTERED: Mutex<Vec<WeakSession>> = Mutex::new(Vec::new());
 /// Whether the hooks were installed (tried once per process; the answer is kept).
 static INSTALLED: OnceLock<bool> = OnceLock::new();
 
+/// What `prepare` holds across a fork: the registry's guard and the sessions it locked.
+type HeldAcrossFork = (MutexGuard<'static, Vec<WeakSession>>, Vec<Session>);
+
 thread_local! {
     /// From `prepare` to `parent` or `child`, on the forking thread: the registry (so no
     /// session joins or leaves it across the fork) and the sessions whose locks are held.
-    static HELD: RefCell<Option<(MutexGuard<'static, Vec<WeakSession>>, Vec<Session>)>> =
-        const { RefCell::new(None) };
+    static HELD: RefCell<Option<HeldAcrossFork>> = const { RefCell::new(None) };
 }
 
 #[cfg(unix)]

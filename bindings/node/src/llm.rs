@@ -42,6 +42,7 @@ impl NativeSession {
     /// `handle * 8 + code`. `parent_id`: the node the call belongs to (default: the run's
     /// agent node).
     #[napi]
+    #[allow(clippy::too_many_arguments)] // the JS call's positional arguments, one crossing
     pub fn llm_call(
         &mut self,
         env: Env,

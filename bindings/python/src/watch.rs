@@ -35,7 +35,9 @@ static NEXT_FAILURE: AtomicU64 = AtomicU64::new(1);
 /// The failures whose error gate was offered, per session (one pause per failure).
 pub type SessionFailures = Arc<Mutex<GatedFailures>>;
 
-/// What is being watched: a node, or a model call.
+/// What is being watched: a node, or a model call. One lives inside each watched step (a
+/// callback's node), so the variants' sizes differ without a cost worth a box.
+#[allow(clippy::large_enum_variant)]
 enum Watched {
     Node(Step),
     Model(LlmStep),

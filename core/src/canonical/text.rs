@@ -596,10 +596,10 @@ mod tests {
             "{\"\u{FF41}\":1,\"\u{1F600}\":2}",
         ];
         for text in moved {
-            assert!(count(&text, &["_meta"]) > 1, "{text}");
+            assert!(count(text, &["_meta"]) > 1, "{text}");
             assert_eq!(
-                fast(&text, &["_meta"]).unwrap(),
-                slow(&text, &["_meta"]),
+                fast(text, &["_meta"]).unwrap(),
+                slow(text, &["_meta"]),
                 "{text}"
             );
         }
