@@ -435,3 +435,31 @@ fn completions_name_every_command() {
         assert!(script.contains(word), "{word}");
     }
 }
+
+/// The command lines the Makefile, scripts/, the viewer's and the bindings' test harnesses
+/// and the benches pass, as they pass them.
+#[test]
+fn the_command_lines_our_scripts_and_harnesses_pass_still_parse() {
+    for line in [
+        "--port 0 --json --no-open --db g.db --pause-on-error off",
+        "--port 0 --json --no-open --db g.db --allow-control inject --no-edit-input",
+        "--port 0 --json --no-open --db g.db --port 4848 --db other.db",
+        "serve --port 0 --json --db t.db --allow-control inject",
+        "serve --port 0 --db t.db --json --no-open",
+        "demo --port 4747",
+        "demo --no-open --interactive --port 0",
+        "record run_1 --db g.db --no-redact-secrets --out run.ndjson",
+        "record run_1 --db g.db --out - --format otlp",
+        "record run_1 --db g.db --out - --html",
+        "replay run_1 --from llm:step#3 --port 4747 --exec python3_agent.py",
+        "replay run_1 --output {} --port 1",
+        "init --write --lang python",
+        "mcp-proxy --port 4747 -- node example.js",
+        "mcp --db g.db --port 4747",
+        "runs --db g.db",
+    ] {
+        let argv: Vec<&str> = line.split(' ').collect();
+        let parsed = p(&argv);
+        assert!(parsed.is_ok(), "{line}: {parsed:?}");
+    }
+}
