@@ -225,16 +225,16 @@ pub struct ControlArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
-    /// Seconds to wait for the app's answer
+    /// Seconds to wait for the app's answer (default 30, 1 to 120)
     #[arg(long, value_name = "S", value_parser = values::timeout, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
     /// continue, retry, inject or abort
     #[arg(long, value_name = "continue|retry|inject|abort")]
     pub action: Option<String>,
-    /// inject: the output to hand back instead (JSON, or @file)
+    /// With --action inject: the output to hand back instead (JSON, or @file)
     #[arg(long, value_name = "JSON|@FILE", allow_hyphen_values = true)]
     pub output: Option<String>,
-    /// retry: the edited input (JSON, or @file)
+    /// The held call's edited input (JSON, or @file)
     #[arg(long, value_name = "JSON|@FILE", allow_hyphen_values = true)]
     pub input: Option<String>,
     /// Who released it, shown in the viewer
@@ -261,7 +261,7 @@ pub struct PausesCli {
 pub struct WaitCli {
     #[command(flatten)]
     pub pauses: PausesCli,
-    /// Seconds to wait for a pause (default 90)
+    /// Seconds to wait for a pause (default 90, 0 = forever)
     #[arg(long, value_name = "S", value_parser = values::timeout, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
 }
