@@ -56,31 +56,24 @@ fn config_for(flags: ServerFlags) -> Result<graphmind_core::config::ServerConfig
 
 /// Runs the command line `argv` (without the program name); returns the exit code.
 pub fn main_with_args(argv: &[String]) -> i32 {
-    match argv.first().map(String::as_str) {
-        Some("mcp-proxy") => return mcp_proxy::main(&argv[1..]),
-        Some("mcp") => return mcp_server::main(&argv[1..]),
-        _ => {}
-    }
     let cmd = match args::parse(argv) {
         Ok(c) => c,
-        Err(e) => {
-            eprintln!("graphmind: {e}");
-            eprintln!("Run \"graphmind --help\" for usage.");
-            let control = matches!(e.command.as_deref(), Some("pauses" | "wait" | "resume"));
-            return if control {
-                control_cli::EXIT_USAGE_CONTROL
-            } else {
-                EXIT_USAGE
-            };
-        }
+        Err(e) => return usage_error(&e),
     };
     if matches!(
         cmd,
-        Command::Version | Command::Help | Command::Runs(_) | Command::Record(_)
+        Command::Version
+            | Command::Help(_)
+            | Command::Runs(_)
+            | Command::Record(_)
+            | Command::Completions(_)
     ) {
         die_quietly_on_closed_stdout();
     }
-    if !matches!(cmd, Command::Serve(_) | Command::Demo(_)) {
+    if !matches!(
+        cmd,
+        Command::Serve(_) | Command::Demo(_) | Command::Mcp(_) | Command::McpProxy(_)
+    ) {
         // a long-running server keeps serving when one print fails
         report_failed_stdout_as_an_error();
     }
@@ -89,10 +82,20 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             println!("{}", hub::VERSION);
             0
         }
-        Command::Help => {
-            print!("{}", args::help_text(hub::VERSION));
+        Command::Help(h) if h.to_stderr => {
+            eprint!("{}", h.text);
             0
         }
+        Command::Help(h) => {
+            print!("{}", h.text);
+            0
+        }
+        Command::Completions(shell) => {
+            args::completions(shell, &mut std::io::stdout());
+            0
+        }
+        Command::Mcp(a) => mcp_server::main(a),
+        Command::McpProxy(a) => mcp_proxy::main(a),
         Command::Runs(r) => match config_for(ServerFlags {
             db: r.db.clone(),
             ..Default::default()
@@ -166,6 +169,28 @@ pub fn main_with_args(argv: &[String]) -> i32 {
             }
             Err(code) => code,
         },
+    }
+}
+
+/// Prints a usage error in the words and with the exit code of the command it was for:
+/// `mcp` and `mcp-proxy` name themselves, `pauses` / `wait` / `resume` exit 1 (their 2 is
+/// "timeout"), every other command exits [`EXIT_USAGE`].
+fn usage_error(e: &args::UsageError) -> i32 {
+    match e.command.as_deref() {
+        Some(name @ ("mcp" | "mcp-proxy")) => {
+            eprintln!("graphmind {name}: {e}");
+            eprintln!("Run \"graphmind {name} --help\" for usage.");
+            EXIT_USAGE
+        }
+        command => {
+            eprintln!("graphmind: {e}");
+            eprintln!("Run \"graphmind --help\" for usage.");
+            if matches!(command, Some("pauses" | "wait" | "resume")) {
+                control_cli::EXIT_USAGE_CONTROL
+            } else {
+                EXIT_USAGE
+            }
+        }
     }
 }
 

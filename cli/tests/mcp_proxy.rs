@@ -1276,6 +1276,7 @@ fn graphmind_help_lists_every_command_with_a_description() {
         "pauses",
         "wait",
         "resume",
+        "completions",
         "mcp",
         "mcp-proxy",
     ];

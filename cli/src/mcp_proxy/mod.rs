@@ -56,131 +56,7 @@ pub const DEFAULT_PORT: u16 = 4747;
 /// (its kill switch reads `NODE_ENV` alone).
 pub const PROXY_FLAVOR: SdkFlavor = SdkFlavor::Node;
 
-/// Parsed `graphmind mcp-proxy` command line.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProxyArgs {
-    /// `--wait-for-attach`.
-    pub wait_for_attach: bool,
-    /// `--inherit-stderr`.
-    pub inherit_stderr: bool,
-    /// `--max-frame-bytes`.
-    pub max_frame_bytes: usize,
-    /// `--port`.
-    pub port: Option<u16>,
-    /// `--trace`: one line per frame on stderr.
-    pub trace: bool,
-    /// `--help` / `-h` before the command: print the recipe and exit 0.
-    pub help: bool,
-    /// The server's command, if given.
-    pub command: Option<String>,
-    /// Its arguments.
-    pub args: Vec<String>,
-}
-
-/// Parses the arguments after `mcp-proxy`.
-pub fn parse_args(argv: &[String]) -> Result<ProxyArgs, String> {
-    let mut out = ProxyArgs {
-        wait_for_attach: false,
-        inherit_stderr: false,
-        max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
-        port: None,
-        trace: false,
-        help: false,
-        command: None,
-        args: vec![],
-    };
-    let mut i = 0;
-    while i < argv.len() {
-        let a = &argv[i];
-        i += 1;
-        let (name, inline) = match a.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_owned())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = |flag: &str| -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            let v = argv
-                .get(i)
-                .cloned()
-                .ok_or_else(|| format!("{flag} requires a value"))?;
-            i += 1;
-            Ok(v)
-        };
-        match name {
-            "--" => {
-                if let Some((cmd, rest)) = argv[i..].split_first() {
-                    out.command = Some(cmd.clone());
-                    out.args = rest.to_vec();
-                }
-                return Ok(out);
-            }
-            "--wait-for-attach" => out.wait_for_attach = true,
-            "--trace" => out.trace = true,
-            "--help" | "-h" => out.help = true,
-            "--inherit-stderr" => out.inherit_stderr = true,
-            "--max-frame-bytes" => {
-                let raw = value("--max-frame-bytes")?;
-                match raw.parse::<usize>() {
-                    Ok(n) if n >= MIN_MAX_FRAME_BYTES => out.max_frame_bytes = n,
-                    _ => return Err(format!("--max-frame-bytes must be a whole number of at least {MIN_MAX_FRAME_BYTES} (got \"{raw}\")")),
-                }
-            }
-            "--port" => {
-                let raw = value("--port")?;
-                out.port = Some(raw.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
-                    format!("--port must be an integer between 1 and 65535 (got \"{raw}\")")
-                })?);
-            }
-            other if other.starts_with('-') => return Err(format!("unknown option \"{other}\"")),
-            _ => {
-                // No `--`: the first bare word starts the server's command line.
-                out.command = Some(a.clone());
-                out.args = argv[i..].to_vec();
-                return Ok(out);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// What `graphmind mcp-proxy` prints with no command: a recipe that works as written.
-pub fn usage(port: u16) -> String {
-    format!(
-        "graphmind mcp-proxy: debug any stdio MCP server, in any language, with no code changes
-
-Usage: graphmind mcp-proxy [options] -- <command> [args...]
-
-The proxy starts <command> as its child, relays every JSON-RPC line between your MCP host
-and that server unchanged and in order, and records the conversation as one GraphMind run.
-With no GraphMind server running it is a plain pipe.
-
-Try it:
-  graphmind --port {port}                                   # terminal 1: the debugger
-  graphmind mcp-proxy -- npx -y @modelcontextprotocol/server-everything
-  graphmind mcp-proxy --trace -- python -m my_server       # one stderr line per frame
-
-Wrap a server your host already starts: move its command behind `--`.
-  before: {{ \"command\": \"node\", \"args\": [\"/abs/path/server.js\"] }}
-  after:  {{ \"command\": \"graphmind\", \"args\": [\"mcp-proxy\", \"--\", \"node\", \"/abs/path/server.js\"] }}
-  Claude Code: claude mcp add my-server-debug -- graphmind mcp-proxy -- node /abs/path/server.js
-
-Options:
-  --trace                  print one line per frame on stderr (works with no GraphMind running)
-  --wait-for-attach        hold the first frame until the debugger attaches (up to 3 s)
-  --inherit-stderr         give the server our stderr (its log is then not recorded)
-  --max-frame-bytes <n>    frame ceiling, default {DEFAULT_MAX_FRAME_BYTES} (at least {MIN_MAX_FRAME_BYTES}); above it that
-                           direction becomes a raw pipe and the session keeps working
-  --port <n>               GraphMind port to report to (default {DEFAULT_PORT})
-
-Gates: a request can be held before the server sees it, a response before the host sees
-it; JSON-RPC errors and isError results hold by default. Loop holds and the
-GRAPHMIND_HIDE_* switches are read from this process's environment.
-Nothing but the protocol is ever written to stdout.
-"
-    )
-}
+pub use crate::args::ProxyArgs;
 
 fn log(line: &str) {
     log_raw(&format!("graphmind mcp-proxy: {line}"));
@@ -1091,26 +967,17 @@ fn join_within(handle: std::thread::JoinHandle<()>, within: Duration) {
     }
 }
 
-/// Runs `graphmind mcp-proxy` with the arguments after `mcp-proxy`; returns the exit code.
-pub fn main(argv: &[String]) -> i32 {
-    let args = match parse_args(argv) {
-        Ok(a) => a,
-        Err(e) => {
-            log(&e);
-            log("run \"graphmind mcp-proxy\" with no arguments for usage");
-            return 2;
-        }
-    };
-    let port = args.port.unwrap_or(DEFAULT_PORT);
-    if args.help {
-        // stderr, never stdout: a host may already be reading our stdout as the protocol.
-        eprint!("{}", usage(port));
-        return 0;
-    }
+/// Runs `graphmind mcp-proxy` with its parsed arguments (`crate::args`); returns the exit code.
+pub fn main(args: ProxyArgs) -> i32 {
     let Some(command) = args.command.clone() else {
-        eprint!("{}", usage(port));
+        // stderr, never stdout: a host may already be reading our stdout as the protocol.
+        eprint!(
+            "{}",
+            crate::args::help_text(Some("mcp-proxy"), args.port.unwrap_or(DEFAULT_PORT))
+        );
         return 2;
     };
+    let port = args.port.unwrap_or(DEFAULT_PORT);
     if let Ok(c) = crate::config::resolve(&graphmind_core::config::ServerFlags::default()) {
         crate::telemetry::record_command("mcp-proxy", &c);
     }
@@ -1475,48 +1342,6 @@ pub fn main(argv: &[String]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn a(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn parses_the_command_line() {
-        let p = parse_args(&a(&[
-            "--wait-for-attach",
-            "--max-frame-bytes=2048",
-            "--port",
-            "4848",
-            "--",
-            "node",
-            "s.js",
-            "--x",
-        ]))
-        .unwrap();
-        assert!(p.wait_for_attach && !p.inherit_stderr);
-        assert_eq!((p.max_frame_bytes, p.port), (2048, Some(4848)));
-        assert_eq!(p.command.as_deref(), Some("node"));
-        assert_eq!(p.args, a(&["s.js", "--x"]));
-        assert_eq!(parse_args(&[]).unwrap().command, None);
-        assert!(parse_args(&a(&["--max-frame-bytes", "1023", "--", "x"]))
-            .unwrap_err()
-            .contains("at least 1024"));
-        assert!(parse_args(&a(&["--bogus"])).is_err());
-        assert_eq!(
-            parse_args(&a(&["--inherit-stderr", "python", "-m", "x"]))
-                .unwrap()
-                .args,
-            a(&["-m", "x"])
-        );
-        assert!(usage(4747).contains("graphmind mcp-proxy -- "));
-        let p = parse_args(&a(&["--trace", "-h", "node", "--trace"])).unwrap();
-        assert!(p.trace && p.help);
-        assert_eq!(
-            p.args,
-            a(&["--trace"]),
-            "flags after the command are the server's"
-        );
-    }
 
     #[test]
     fn only_frames_spelling_rror_or_an_escape_may_be_errors() {

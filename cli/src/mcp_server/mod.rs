@@ -669,46 +669,10 @@ pub fn handle_line(tools: Option<&Tools>, open_error: &str, line: &[u8]) -> Opti
     Some(out)
 }
 
-/// Runs `graphmind mcp` with the arguments after `mcp`; returns the exit code.
-pub fn main(argv: &[String]) -> i32 {
-    let mut db: Option<String> = None;
-    let mut port: u16 = crate::config::DEFAULT_PORT;
-    let mut i = 0;
-    while i < argv.len() {
-        let (name, inline) = match argv[i].split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_owned(), Some(v.to_owned())),
-            _ => (argv[i].clone(), None),
-        };
-        i += 1;
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| argv.get(i).cloned().inspect(|_| i += 1))
-        };
-        match name.as_str() {
-            "--help" | "-h" => {
-                // stderr: stdout is the protocol channel.
-                eprint!("{}", usage());
-                return 0;
-            }
-            "--db" => match value() {
-                Some(v) => db = Some(v),
-                None => return usage_error("--db requires a value"),
-            },
-            "--port" => match value()
-                .and_then(|v| v.parse::<u16>().ok())
-                .filter(|p| *p > 0)
-            {
-                Some(p) => port = p,
-                None => return usage_error("--port must be an integer between 1 and 65535"),
-            },
-            other => {
-                return usage_error(&format!(
-                    "unknown option \"{other}\" (graphmind mcp [--db <path>] [--port <n>])"
-                ))
-            }
-        }
-    }
+/// Runs `graphmind mcp` with its parsed arguments (`crate::args`); returns the exit code.
+pub fn main(args: crate::args::McpArgs) -> i32 {
+    let crate::args::McpArgs { db, port } = args;
+    let port = port.unwrap_or(crate::config::DEFAULT_PORT);
     // The same database rules as `serve` (--db, then GRAPHMIND_DB, then ~/.graphmind).
     let flags = graphmind_core::config::ServerFlags {
         db,
@@ -745,26 +709,6 @@ pub fn main(argv: &[String]) -> i32 {
             }
         }
     }
-}
-
-/// What `graphmind mcp --help` prints (on stderr).
-pub fn usage() -> String {
-    format!(
-        "graphmind mcp: the runs GraphMind recorded, for a coding agent (read-only MCP server over stdio)
-
-Usage: graphmind mcp [--db <path>] [--port <n>]
-
-Tools: list_runs, get_run, get_node, find_errors. The database is opened read-only; no
-GraphMind server needs to be running.
-
-Options:
-  --db <path>   SQLite database (default ~/.graphmind/graphmind.db, or GRAPHMIND_DB)
-  --port <n>    port of the viewer the links point at (default {})
-
-Add it to Claude Code: claude mcp add graphmind -- graphmind mcp
-",
-        crate::config::DEFAULT_PORT
-    )
 }
 
 fn usage_error(msg: &str) -> i32 {
