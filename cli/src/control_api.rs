@@ -19,7 +19,7 @@ use crate::hub::{
 };
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::tokens::{self, Credential, Principal};
-use crate::util::{js, num};
+use crate::util::{object, or_null, put_opt, text};
 use crossbeam_channel::RecvTimeoutError;
 use graphmind_core::json::{self, Map, Value};
 use std::io::Read;
@@ -58,7 +58,10 @@ fn shutting_down() -> Option<Answer> {
 fn error(status: u16, code: &str, message: &str) -> Option<Answer> {
     answer(
         status,
-        format!("{{\"error\":{},\"message\":{}}}", js(code), js(message)),
+        text(object([
+            ("error", code.into()),
+            ("message", message.into()),
+        ])),
     )
 }
 
@@ -66,7 +69,10 @@ fn unauthorized(message: &str) -> Option<Answer> {
     Some((
         401,
         JSON_TYPE,
-        format!("{{\"error\":\"unauthorized\",\"message\":{}}}", js(message)),
+        text(object([
+            ("error", "unauthorized".into()),
+            ("message", message.into()),
+        ])),
         "WWW-Authenticate: Bearer\r\n".into(),
     ))
 }
@@ -139,15 +145,21 @@ pub fn route(
         };
         return answer(
             200,
-            format!(
-                "{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{},\"version\":{},\"otlp\":{}}}",
-                js(principal.as_str()),
-                js(shared.policy.agent_level.as_str()),
-                shared.policy.edit_input,
-                shared.policy.hub_capabilities_json(),
-                js(VERSION),
-                shared.otlp.as_ref().map_or_else(|| "null".to_owned(), |x| x.session_json())
-            ),
+            text(object([
+                ("principal", principal.as_str().into()),
+                ("agentLevel", shared.policy.agent_level.as_str().into()),
+                ("editInput", shared.policy.edit_input.into()),
+                ("hubCapabilities", shared.policy.hub_capabilities_value()),
+                ("version", VERSION.into()),
+                (
+                    "otlp",
+                    shared
+                        .otlp
+                        .as_ref()
+                        .and_then(|x| json::parse_str(&x.session_json()).ok())
+                        .unwrap_or_default(),
+                ),
+            ])),
         );
     }
     if req.path == "/api/pauses" && get {
@@ -179,7 +191,7 @@ fn demo_start(shared: &Shared, req: &Request) -> Option<Answer> {
         );
     }
     match crate::demo::agent::start_for_viewer(shared.port) {
-        Ok(run) => answer(202, format!("{{\"runId\":{}}}", js(&run))),
+        Ok(run) => answer(202, text(object([("runId", run.into())]))),
         Err(e) if e.starts_with("a demo run is already") => error(409, "conflict", &e),
         Err(e) => error(500, "demo-failed", &e),
     }
@@ -280,22 +292,21 @@ fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Ans
         }
     }
     let pauses = shared.lock().list_pauses(run);
-    let mut body = format!("{{\"pauses\":[{}]", pauses.join(","));
+    let mut body = object([("pauses", Value::Array(pauses))]);
     if let Some(r) = run {
-        match run_state(shared, r) {
-            Some((status, live)) => body.push_str(&format!(
-                ",\"run\":{{\"id\":{},\"status\":{},\"live\":{live}}}",
-                js(r),
-                js(&status)
-            )),
-            None => body.push_str(",\"run\":null"),
-        }
+        let state = run_state(shared, r).map(|(status, live)| {
+            object([
+                ("id", r.into()),
+                ("status", status.into()),
+                ("live", live.into()),
+            ])
+        });
+        body.push_unique("run".into(), or_null(state));
     }
     if timed_out {
-        body.push_str(",\"timedOut\":true");
+        body.push_unique("timedOut".into(), true.into());
     }
-    body.push('}');
-    answer(200, body)
+    answer(200, text(body))
 }
 
 /// One pause rebuilt from the stored run: the `exec.paused`, the latest `node.started` of
@@ -307,6 +318,16 @@ pub fn describe_pause(
     pause: &str,
     live: Option<(PauseInfo, &'static str)>,
 ) -> Option<String> {
+    describe_pause_object(frames, run, pause, live).map(text)
+}
+
+/// [`describe_pause`] as a JSON object.
+fn describe_pause_object(
+    frames: &[Value],
+    run: &str,
+    pause: &str,
+    live: Option<(PauseInfo, &'static str)>,
+) -> Option<Map> {
     let field = |v: &Value, k: &str| v.get(k).cloned();
     let payload = |v: &Value| v.get("payload").cloned().unwrap_or_default();
     let kind = |v: &Value| {
@@ -397,15 +418,8 @@ pub fn describe_pause(
     };
     let state = live.map(|(_, s)| s).unwrap_or("closed");
     let mut body = pause_json(run, pause, &info, Some(state));
-    body.pop();
-    body.push_str(&format!(
-        ",\"node\":{}",
-        json::to_string(&Value::Object(node))
-    ));
-    if let Some(r) = resumed {
-        body.push_str(&format!(",\"resumed\":{}", json::to_string(&r)));
-    }
-    body.push('}');
+    body.insert("node", Value::Object(node));
+    put_opt(&mut body, "resumed", resumed);
     Some(body)
 }
 
@@ -425,8 +439,8 @@ fn pause_detail(shared: &Shared, run: &str, pause: &str) -> Option<Answer> {
         .filter_map(|e| json::parse_str(&e.frame).ok())
         .collect();
     let live = shared.lock().pause_state(run, pause);
-    match describe_pause(&frames, run, pause, live) {
-        Some(body) => answer(200, format!("{{\"pause\":{body}}}")),
+    match describe_pause_object(&frames, run, pause, live) {
+        Some(body) => answer(200, text(object([("pause", body.into())]))),
         None => error(
             404,
             "no-such-pause",
@@ -581,7 +595,6 @@ fn resume(
             }
         }
     };
-    let _ = num;
     answer(outcome.http_status(), outcome.to_json())
 }
 

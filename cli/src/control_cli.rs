@@ -10,7 +10,7 @@
 
 use crate::args::ControlArgs;
 use crate::config::DEFAULT_PORT;
-use crate::util::{js, now_ms};
+use crate::util::{self, now_ms};
 use graphmind_core::json::{self, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -200,7 +200,10 @@ pub fn pauses(a: &ControlArgs) -> i32 {
         .cloned()
         .unwrap_or_default();
     if a.json {
-        println!("{{\"pauses\":{}}}", json::to_string(&Value::Array(list)));
+        println!(
+            "{}",
+            util::text(util::object([("pauses", Value::Array(list))]))
+        );
         return EXIT_OK;
     }
     let base = format!("http://127.0.0.1:{port}");
@@ -353,10 +356,10 @@ pub fn wait(a: &ControlArgs) -> i32 {
         if let Some(status) = ended {
             let run = a.run.clone().unwrap_or_default();
             if a.json {
+                let run = util::object([("id", run.into()), ("status", status.into())]);
                 println!(
-                    "{{\"pause\":null,\"run\":{{\"id\":{},\"status\":{}}}}}",
-                    js(&run),
-                    js(&status)
+                    "{}",
+                    util::text(util::object([("pause", Value::Null), ("run", run.into())]))
                 );
             } else {
                 println!("Run {run} ended ({status}) without pausing.");
@@ -364,7 +367,8 @@ pub fn wait(a: &ControlArgs) -> i32 {
             return EXIT_GONE;
         }
         if a.json {
-            println!("{{\"pause\":null,\"timedOut\":true}}");
+            let out = util::object([("pause", Value::Null), ("timedOut", true.into())]);
+            println!("{}", util::text(out));
         } else {
             println!(
                 "No pause within {timeout_s}s{}. Run it again to keep waiting.",
@@ -420,26 +424,22 @@ pub fn wait(a: &ControlArgs) -> i32 {
             }
         }
         p.insert("node", Value::Object(n));
-        let mut out = format!(
-            "{{\"pause\":{},\"next\":{}",
-            json::to_string(&Value::Object(p)),
-            json::to_string(&Value::Array(
-                commands.iter().map(|c| Value::from(c.as_str())).collect()
-            ))
-        );
+        let mut out = util::object([
+            ("pause", Value::Object(p)),
+            ("next", util::strings(commands.iter().map(String::as_str))),
+        ]);
         for (name, r) in &rendered {
             match r {
-                Ok(v) => out.push_str(&format!(",{}:{}", js(name), json::to_string(v))),
-                Err((file, bytes)) => out.push_str(&format!(
-                    ",{}:{},{}:{bytes}",
-                    js(&format!("{name}File")),
-                    js(&file.display().to_string()),
-                    js(&format!("{name}Bytes"))
-                )),
+                Ok(v) => {
+                    out.insert(*name, v.clone());
+                }
+                Err((file, bytes)) => {
+                    out.insert(format!("{name}File"), file.display().to_string().into());
+                    out.insert(format!("{name}Bytes"), Value::from(*bytes as u64));
+                }
             }
         }
-        out.push('}');
-        println!("{out}");
+        println!("{}", util::text(out));
         return EXIT_OK;
     }
     let app = text(&pause, "app")

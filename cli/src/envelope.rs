@@ -5,42 +5,30 @@
 //! not an envelope -> invalid, `gm` != 1 -> version mismatch, unknown type -> tolerated and
 //! opaque, known type with a bad payload -> invalid) and keeps only what the server uses.
 
+use graphmind_core::event::{self, Direction};
 use graphmind_core::json::Value;
 use graphmind_core::wire::{self, ParseOutcome};
 
-/// Protocol MAJOR version this server speaks (envelope `gm`).
-pub const PROTOCOL_VERSION: i64 = 1;
-/// `runId` of messages not bound to a run (handshake, breakpoints, mode).
-pub const WILDCARD_RUN_ID: &str = "*";
+pub use graphmind_core::event::{MessageType, WILDCARD_RUN_ID};
+
+/// Protocol MAJOR version this server speaks (envelope `gm`): the core's.
+pub const PROTOCOL_VERSION: i64 = event::PROTOCOL_VERSION as i64;
 /// Largest `seq` the schema accepts (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SEQ: u64 = 9_007_199_254_740_991;
 
-/// Event types an app sends.
-pub const EVENT_TYPES: [&str; 10] = [
-    "run.started",
-    "run.finished",
-    "graph.hint",
-    "node.started",
-    "node.token",
-    "node.finished",
-    "node.error",
-    "exec.paused",
-    "exec.resumed",
-    "exec.refused",
-];
-/// Control types a viewer sends.
-pub const CONTROL_TYPES: [&str; 4] = [
-    "exec.resume",
-    "breakpoint.set",
-    "breakpoint.clear",
-    "mode.set",
-];
-/// Handshake types.
-pub const HANDSHAKE_TYPES: [&str; 2] = ["hello", "hello.ack"];
-
-/// Whether `t` is one of the protocol's known message types.
+/// Whether `t` is one of the protocol's known message types (the core's declarations).
 pub fn is_known_type(t: &str) -> bool {
-    EVENT_TYPES.contains(&t) || CONTROL_TYPES.contains(&t) || HANDSHAKE_TYPES.contains(&t)
+    MessageType::parse(t).is_some()
+}
+
+/// Whether `t` is a type only a viewer sends (`exec.resume`, breakpoints, mode).
+pub fn is_control_type(t: &str) -> bool {
+    MessageType::parse(t).is_some_and(|m| m.direction() == Direction::Control)
+}
+
+/// Whether `t` is a handshake type (`hello`, `hello.ack`).
+pub fn is_handshake_type(t: &str) -> bool {
+    MessageType::parse(t).is_some_and(|m| m.direction() == Direction::Handshake)
 }
 
 /// One envelope, its payload parsed.
@@ -54,6 +42,8 @@ pub struct Envelope {
     pub run_id: String,
     /// The message type (known or not).
     pub kind: String,
+    /// `kind` when it is one the protocol declares.
+    pub message: Option<MessageType>,
     /// The payload, opaque for unknown types.
     pub payload: Value,
 }
@@ -88,6 +78,7 @@ fn from_outcome(outcome: ParseOutcome) -> Parsed {
                 seq: e.seq,
                 ts: e.ts as f64,
                 run_id: e.run_id,
+                message: e.message_type,
                 kind: e.type_name,
                 payload,
             })
@@ -113,6 +104,7 @@ mod tests {
             (e.seq, e.ts, e.run_id.as_str(), e.kind.as_str()),
             (3, 1756254187512.0, "r1", "node.started")
         );
+        assert_eq!(e.message, Some(MessageType::NodeStarted));
         assert_eq!(
             e.payload.get("nodeId").and_then(Value::as_str),
             Some("tool:x")
@@ -127,6 +119,7 @@ mod tests {
             "[1]",
             "unknown types are opaque"
         );
+        assert_eq!(u.message, None);
     }
 
     #[test]

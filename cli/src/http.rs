@@ -4,7 +4,8 @@
 
 use crate::hub::{Shared, VERSION};
 use crate::storage::{self, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX};
-use crate::util::js;
+use crate::util::{js, object, or_null, put_opt, text};
+use graphmind_core::json::Value;
 use std::io::{self, Read, Write};
 
 /// Largest request head accepted.
@@ -260,25 +261,24 @@ pub fn route(shared: &Shared, req: &Request) -> (u16, &'static str, Vec<u8>) {
     (status, ctype, body.into_bytes())
 }
 
+/// `{"error": message}`: the answer of a failed `/api` read.
+fn error_body(message: &str) -> String {
+    text(object([("error", message.into())]))
+}
+
 fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
     const JSON: &str = "application/json; charset=utf-8";
     if req.method != "GET" && req.method != "HEAD" {
-        return (405, JSON, "{\"error\":\"method not allowed\"}".into());
+        return (405, JSON, error_body("method not allowed"));
     }
     if req.path == "/health" {
-        let storage = shared
-            .storage
-            .health_json()
-            .map(|s| format!(",\"storage\":{s}"))
-            .unwrap_or_default();
-        return (
-            200,
-            JSON,
-            format!(
-                "{{\"ok\":true,\"name\":\"graphmind-ai\",\"version\":{}{storage}}}",
-                js(VERSION)
-            ),
-        );
+        let mut health = object([
+            ("ok", true.into()),
+            ("name", "graphmind-ai".into()),
+            ("version", VERSION.into()),
+        ]);
+        put_opt(&mut health, "storage", shared.storage.health_value());
+        return (200, JSON, text(health));
     }
     if req.path == "/api/runs" {
         // Paged: `limit` (1..=RUNS_PAGE_MAX, default the maximum) runs after `cursor`
@@ -288,7 +288,13 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
         let cursor = query_param(&req.query, "cursor")
             .map(|c| storage::RunCursor::parse(&percent_decode(c)));
         let (Some(limit), None | Some(Some(_))) = (limit, &cursor) else {
-            return (400, JSON, "{\"error\":\"limit must be an integer >= 1 and cursor a nextCursor from a previous page\"}".into());
+            return (
+                400,
+                JSON,
+                error_body(
+                    "limit must be an integer >= 1 and cursor a nextCursor from a previous page",
+                ),
+            );
         };
         let cursor = cursor.flatten();
         let page = storage::open(&shared.db_path).and_then(|c| {
@@ -296,16 +302,18 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
         });
         let (rows, next) = match page {
             Ok(p) => p,
-            Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+            Err(e) => return (500, JSON, error_body(&e.to_string())),
         };
         let hub = shared.lock();
-        let runs: Vec<String> = rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
-        let next = next.map_or_else(|| "null".to_owned(), |c| js(&c.to_text()));
-        return (
-            200,
-            JSON,
-            format!("{{\"runs\":[{}],\"nextCursor\":{next}}}", runs.join(",")),
-        );
+        let runs: Vec<Value> = rows
+            .iter()
+            .map(|r| r.to_value(hub.is_live(&r.id)))
+            .collect();
+        let page = object([
+            ("runs", Value::Array(runs)),
+            ("nextCursor", or_null(next.map(|c| c.to_text()))),
+        ]);
+        return (200, JSON, text(page));
     }
     if let Some(rest) = req.path.strip_prefix("/api/runs/") {
         if let Some(id) = rest
@@ -315,10 +323,10 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
             let id = percent_decode(id);
             let conn = match storage::open(&shared.db_path) {
                 Ok(c) => c,
-                Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+                Err(e) => return (500, JSON, error_body(&e.to_string())),
             };
             if !matches!(storage::get_run(&conn, &id), Ok(Some(_))) {
-                return (404, JSON, "{\"error\":\"run not found\"}".into());
+                return (404, JSON, error_body("run not found"));
             }
             let after = int_param(&req.query, "afterSeq", -1);
             let limit = int_param(&req.query, "limit", PAGE_LIMIT_DEFAULT);
@@ -326,13 +334,13 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
                 return (
                     400,
                     JSON,
-                    "{\"error\":\"afterSeq and limit must be integers (limit >= 1)\"}".into(),
+                    error_body("afterSeq and limit must be integers (limit >= 1)"),
                 );
             };
             let page =
                 match storage::list_events(&conn, &id, after, Some(limit.min(PAGE_LIMIT_MAX))) {
                     Ok(p) => p,
-                    Err(e) => return (500, JSON, format!("{{\"error\":{}}}", js(&e.to_string()))),
+                    Err(e) => return (500, JSON, error_body(&e.to_string())),
                 };
             let next = if page.has_more {
                 page.events.last().map(|e| e.seq.to_string())
@@ -343,6 +351,8 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
             return (
                 200,
                 JSON,
+                // Stored frames are embedded byte for byte: parsing a page of them only to
+                // write them back would cost every read of a run.
                 format!(
                     "{{\"runId\":{},\"total\":{},\"events\":[{}],\"nextAfterSeq\":{}}}",
                     js(&id),
@@ -353,7 +363,7 @@ fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
             );
         }
     }
-    (404, JSON, "{\"error\":\"not found\"}".into())
+    (404, JSON, error_body("not found"))
 }
 
 #[cfg(test)]

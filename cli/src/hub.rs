@@ -4,9 +4,9 @@
 //! Everything here sits behind one mutex ([`Shared::hub`]) and is only touched for short,
 //! non-blocking updates: storage and fan-out happen on the writer thread (`writer.rs`).
 
-use crate::envelope::{PROTOCOL_VERSION, WILDCARD_RUN_ID};
+use crate::envelope::{MessageType, PROTOCOL_VERSION, WILDCARD_RUN_ID};
 use crate::tokens::{self, ControlPolicy, Principal, Verifier};
-use crate::util::{js, new_token, now_ms, num};
+use crate::util::{new_token, now_ms, object, put_opt, text};
 use crate::writer::Op;
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use graphmind_core::json::{self, cmp_utf16_bytes, Map, Value};
@@ -318,24 +318,21 @@ impl Outcome {
 
     /// `{outcome, runId, pauseId, requestId, code?, message?, principal?}`.
     pub fn to_json(&self) -> String {
-        let mut s = format!(
-            "{{\"outcome\":{},\"runId\":{},\"pauseId\":{},\"requestId\":{}",
-            js(self.outcome),
-            js(&self.run_id),
-            js(&self.pause_id),
-            js(&self.request_id)
-        );
-        if let Some(c) = &self.code {
-            s.push_str(&format!(",\"code\":{}", js(c)));
-        }
-        if let Some(m) = &self.message {
-            s.push_str(&format!(",\"message\":{}", js(m)));
-        }
-        if let Some(p) = self.principal {
-            s.push_str(&format!(",\"principal\":{}", js(p.as_str())));
-        }
-        s.push('}');
-        s
+        let mut m = object([
+            ("outcome", self.outcome.into()),
+            ("runId", self.run_id.as_str().into()),
+            ("pauseId", self.pause_id.as_str().into()),
+            ("requestId", self.request_id.as_str().into()),
+        ]);
+        self.put_reason(&mut m);
+        put_opt(&mut m, "principal", self.principal.map(Principal::as_str));
+        text(m)
+    }
+
+    /// `code?` and `message?`.
+    fn put_reason(&self, m: &mut Map) {
+        put_opt(m, "code", self.code.as_deref());
+        put_opt(m, "message", self.message.as_deref());
     }
 }
 
@@ -518,30 +515,26 @@ pub fn canonical_key(v: &Value) -> String {
 
 /// A server -> app envelope, spelled compactly.
 pub fn envelope_text(seq: u64, run_id: &str, kind: &str, payload: &str) -> String {
-    format!(
-        "{{\"gm\":{PROTOCOL_VERSION},\"seq\":{seq},\"ts\":{},\"runId\":{},\"type\":{},\"payload\":{payload}}}",
-        num(now_ms()),
-        js(run_id),
-        js(kind)
+    graphmind_core::wire::encode_envelope(
+        graphmind_core::event::PROTOCOL_VERSION,
+        seq,
+        now_ms() as u64,
+        run_id,
+        kind,
+        payload,
     )
 }
 
 fn resume_result(o: &Outcome) -> String {
-    let mut s = format!(
-        "{{\"type\":\"resume.result\",\"runId\":{},\"pauseId\":{},\"requestId\":{},\"outcome\":{}",
-        js(&o.run_id),
-        js(&o.pause_id),
-        js(&o.request_id),
-        js(o.outcome)
-    );
-    if let Some(c) = &o.code {
-        s.push_str(&format!(",\"code\":{}", js(c)));
-    }
-    if let Some(m) = &o.message {
-        s.push_str(&format!(",\"message\":{}", js(m)));
-    }
-    s.push('}');
-    s
+    let mut m = object([
+        ("type", "resume.result".into()),
+        ("runId", o.run_id.as_str().into()),
+        ("pauseId", o.pause_id.as_str().into()),
+        ("requestId", o.request_id.as_str().into()),
+        ("outcome", o.outcome.into()),
+    ]);
+    o.put_reason(&mut m);
+    text(m)
 }
 
 /// `resume.result` for a viewer.
@@ -551,14 +544,18 @@ pub fn resume_result_text(o: &Outcome) -> String {
 
 /// A viewer `error` message.
 pub fn ui_error(message: &str, run_id: Option<&str>) -> String {
-    match run_id {
-        Some(r) => format!(
-            "{{\"type\":\"error\",\"message\":{},\"runId\":{}}}",
-            js(message),
-            js(r)
-        ),
-        None => format!("{{\"type\":\"error\",\"message\":{}}}", js(message)),
-    }
+    let mut m = object([("type", "error".into()), ("message", message.into())]);
+    put_opt(&mut m, "runId", run_id);
+    text(m)
+}
+
+/// A viewer `error` message with a `code` (`{type: "error", code, message}`).
+pub fn ui_error_code(code: &str, message: &str) -> String {
+    text(object([
+        ("type", "error".into()),
+        ("code", code.into()),
+        ("message", message.into()),
+    ]))
 }
 
 impl HubState {
@@ -613,14 +610,12 @@ impl HubState {
 
     /// The armed breakpoints as a JSON array.
     pub fn breakpoints_json(&self) -> String {
-        format!(
-            "[{}]",
-            self.breakpoints
-                .iter()
-                .map(|(_, v)| json::to_string(v))
-                .collect::<Vec<_>>()
-                .join(",")
-        )
+        json::to_string(&self.breakpoints_value())
+    }
+
+    /// The armed breakpoint matchers as a JSON array.
+    fn breakpoints_value(&self) -> Value {
+        Value::Array(self.breakpoints.iter().map(|(_, v)| v.clone()).collect())
     }
 
     /// The armed breakpoint matchers.
@@ -691,9 +686,9 @@ impl HubState {
     /// Handles `hello`: records the app, mints (or re-uses) its claim token and queues
     /// `hello.ack` with the current breakpoints and mode.
     pub fn hello(&mut self, conn: ConnId, payload: &Value) {
-        let breakpoints = self.breakpoints_json();
+        let breakpoints = self.breakpoints_value();
         let mode = self.mode.clone();
-        let hub_caps = self.policy.hub_capabilities_json();
+        let hub_caps = self.policy.hub_capabilities_value();
         let Some(c) = self.ingest.get_mut(&conn) else {
             return;
         };
@@ -720,18 +715,23 @@ impl HubState {
             }
             _ => new_token(),
         };
-        let ack = format!(
-            "{{\"versions\":{{\"protocol\":{PROTOCOL_VERSION},\"viewer\":{}}},\"capabilities\":{},\"breakpoints\":{breakpoints},\"mode\":{},\"sessionToken\":{},\"hubCapabilities\":{}}}",
-            js(VERSION),
-            json::to_string(&Value::Array(caps)),
-            js(&mode),
-            js(&c.token),
-            hub_caps
-        );
+        // The fields of the core's `HelloAck`, with the app's capabilities echoed as sent.
+        let ack = text(object([
+            ("versions", versions("viewer")),
+            ("capabilities", Value::Array(caps)),
+            ("breakpoints", breakpoints),
+            ("mode", mode.into()),
+            ("sessionToken", c.token.as_str().into()),
+            ("hubCapabilities", hub_caps),
+        ]));
         let seq = c.seq;
         c.seq += 1;
-        let _ =
-            c.tx.text(envelope_text(seq, WILDCARD_RUN_ID, "hello.ack", &ack));
+        let _ = c.tx.text(envelope_text(
+            seq,
+            WILDCARD_RUN_ID,
+            MessageType::HelloAck.as_str(),
+            &ack,
+        ));
         match &c.app {
             Some(a) => tracing::info!("app attached: {a}"),
             None => tracing::info!("app attached"),
@@ -900,16 +900,19 @@ impl HubState {
             self.warned_tokenless = true;
             tracing::warn!("ui: a viewer connected without a credential. Tokenless viewer sockets are deprecated: they can still continue, retry and abort, but never inject, edit inputs, or change breakpoints or step mode. Open the viewer from the #token= link or the redirect file `graphmind serve` prints.");
         }
-        let welcome = format!(
-            "{{\"type\":\"welcome\",\"versions\":{{\"protocol\":{PROTOCOL_VERSION},\"server\":{}}},\"breakpoints\":{},\"mode\":{},\"control\":{{\"principal\":{},\"agentLevel\":{},\"editInput\":{},\"hubCapabilities\":{}}}}}",
-            js(VERSION),
-            self.breakpoints_json(),
-            js(&self.mode),
-            js(principal.as_str()),
-            js(self.policy.agent_level.as_str()),
-            self.policy.edit_input,
-            self.policy.hub_capabilities_json()
-        );
+        let control = object([
+            ("principal", principal.as_str().into()),
+            ("agentLevel", self.policy.agent_level.as_str().into()),
+            ("editInput", self.policy.edit_input.into()),
+            ("hubCapabilities", self.policy.hub_capabilities_value()),
+        ]);
+        let welcome = text(object([
+            ("type", "welcome".into()),
+            ("versions", versions("server")),
+            ("breakpoints", self.breakpoints_value()),
+            ("mode", self.mode.as_str().into()),
+            ("control", control.into()),
+        ]));
         let _ = tx.text(welcome);
         self.ui.insert(
             id,
@@ -932,11 +935,11 @@ impl HubState {
 
     /// The `state` frame (what is really armed).
     pub fn state_frame(&self) -> String {
-        format!(
-            "{{\"type\":\"state\",\"breakpoints\":{},\"mode\":{}}}",
-            self.breakpoints_json(),
-            js(&self.mode)
-        )
+        text(object([
+            ("type", "state".into()),
+            ("breakpoints", self.breakpoints_value()),
+            ("mode", self.mode.as_str().into()),
+        ]))
     }
 
     /// Admits one more viewer (authenticated as `principal`), holding its slot until
@@ -997,8 +1000,8 @@ impl HubState {
     }
 
     /// Sends `run.update` (already rendered) to every run-list subscriber.
-    pub fn send_run_update(&self, run_json: &str) {
-        let msg = format!("{{\"type\":\"run.update\",\"run\":{run_json}}}");
+    pub fn send_run_update(&self, run: Value) {
+        let msg = text(object([("type", "run.update".into()), ("run", run)]));
         for u in self.ui.values().filter(|u| u.wildcard) {
             let _ = u.tx.live(msg.clone());
         }
@@ -1031,23 +1034,23 @@ impl HubState {
     /// an armed matcher, a clear of one not armed) is relayed to no one. `Err` is the
     /// refusal to show the viewer (past [`MAX_BREAKPOINTS`] or [`MAX_BREAKPOINT_BYTES`]).
     pub fn debug_control(&mut self, kind: &str, payload: &Value) -> Result<(), String> {
-        let change = match (kind, payload.get("matcher")) {
-            ("breakpoint.set", Some(m)) => {
+        let change = match (MessageType::parse(kind), payload.get("matcher")) {
+            (Some(MessageType::BreakpointSet), Some(m)) => {
                 if !self.set_breakpoint(m.clone())? {
                     return Ok(());
                 }
-                format!("\"set\":{}", json::to_string(m))
+                Some(("set", m.clone()))
             }
-            ("breakpoint.clear", Some(m)) => {
+            (Some(MessageType::BreakpointClear), Some(m)) => {
                 let key = canonical_key(m);
                 let before = self.breakpoints.len();
                 self.breakpoints.retain(|(k, _)| *k != key);
                 if self.breakpoints.len() == before {
                     return Ok(());
                 }
-                format!("\"cleared\":{}", json::to_string(m))
+                Some(("cleared", m.clone()))
             }
-            ("mode.set", _) => {
+            (Some(MessageType::ModeSet), _) => {
                 let Some(m) = payload.get("mode").and_then(Value::as_str) else {
                     return Ok(());
                 };
@@ -1055,17 +1058,21 @@ impl HubState {
                     return Ok(());
                 }
                 self.mode = m.to_owned();
-                String::new()
+                None
             }
             _ => return Ok(()),
         };
         self.relay_to_all_ingest(kind, payload);
-        let sep = if change.is_empty() { "" } else { "," };
-        self.broadcast(format!(
-            "{{\"type\":\"state\"{sep}{change},\"breakpointCount\":{},\"mode\":{}}}",
-            self.breakpoints.len(),
-            js(&self.mode)
-        ));
+        let mut state = object([("type", "state".into())]);
+        if let Some((what, matcher)) = change {
+            state.push_unique(what.into(), matcher);
+        }
+        state.push_unique(
+            "breakpointCount".into(),
+            (self.breakpoints.len() as u64).into(),
+        );
+        state.push_unique("mode".into(), self.mode.as_str().into());
+        self.broadcast(text(state));
         Ok(())
     }
 
@@ -1258,7 +1265,7 @@ impl HubState {
     }
 
     /// Open and resolving pauses, oldest first (optionally of one run), as JSON objects.
-    pub fn list_pauses(&self, run: Option<&str>) -> Vec<String> {
+    pub fn list_pauses(&self, run: Option<&str>) -> Vec<Value> {
         let mut items: Vec<(&(String, String), &Pause)> = self
             .pauses
             .iter()
@@ -1272,7 +1279,7 @@ impl HubState {
         });
         items
             .into_iter()
-            .map(|(k, p)| pause_json(&k.0, &k.1, &p.info, Some(p.state_name())))
+            .map(|(k, p)| pause_json(&k.0, &k.1, &p.info, Some(p.state_name())).into())
             .collect()
     }
 
@@ -1554,35 +1561,30 @@ fn outcome_of(
 
 /// A pause as `GET /api/pauses` lists it: `{runId, pauseId, nodeId, point, since,
 /// reason?, smart?, loop?, editable?, state, app?}` (`state` left out when `None`).
-pub fn pause_json(run: &str, pause: &str, info: &PauseInfo, state: Option<&str>) -> String {
-    let mut s = format!(
-        "{{\"runId\":{},\"pauseId\":{},\"nodeId\":{},\"point\":{},\"since\":{}",
-        js(run),
-        js(pause),
-        js(&info.node_id),
-        js(&info.point),
-        num(info.since)
-    );
-    if let Some(r) = &info.reason {
-        s.push_str(&format!(",\"reason\":{}", js(r)));
-    }
-    if let Some(v) = &info.smart {
-        s.push_str(&format!(",\"smart\":{}", json::to_string(v)));
-    }
-    if let Some(v) = &info.loop_info {
-        s.push_str(&format!(",\"loop\":{}", json::to_string(v)));
-    }
-    if let Some(e) = info.editable {
-        s.push_str(&format!(",\"editable\":{e}"));
-    }
-    if let Some(st) = state {
-        s.push_str(&format!(",\"state\":{}", js(st)));
-    }
-    if let Some(a) = &info.app {
-        s.push_str(&format!(",\"app\":{}", js(a)));
-    }
-    s.push('}');
-    s
+pub fn pause_json(run: &str, pause: &str, info: &PauseInfo, state: Option<&str>) -> Map {
+    let mut m = object([
+        ("runId", run.into()),
+        ("pauseId", pause.into()),
+        ("nodeId", info.node_id.as_str().into()),
+        ("point", info.point.as_str().into()),
+        ("since", info.since.into()),
+    ]);
+    put_opt(&mut m, "reason", info.reason.as_deref());
+    put_opt(&mut m, "smart", info.smart.clone());
+    put_opt(&mut m, "loop", info.loop_info.clone());
+    put_opt(&mut m, "editable", info.editable);
+    put_opt(&mut m, "state", state);
+    put_opt(&mut m, "app", info.app.as_deref());
+    m
+}
+
+/// `versions: {protocol, <side>}` of the handshake and the viewer's `welcome`.
+fn versions(side: &str) -> Value {
+    object([
+        ("protocol", PROTOCOL_VERSION.into()),
+        (side, VERSION.into()),
+    ])
+    .into()
 }
 
 impl Shared {

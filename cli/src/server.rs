@@ -2,16 +2,17 @@
 //! A thread per connection; a writer thread for SQLite and fan-out; a timer thread.
 
 use crate::conn::Conn;
-use crate::envelope::{self, is_known_type, Parsed, CONTROL_TYPES, WILDCARD_RUN_ID};
+use crate::envelope::{self, MessageType as M, Parsed, WILDCARD_RUN_ID};
 use crate::http;
 use crate::hub::{ConnId, HubState, Out, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
 use crate::payload_guard::stored_frame;
 use crate::security;
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
-use crate::util::js;
+use crate::util::{object, text};
 use crate::writer::{self, EventWrite, Op};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
+use graphmind_core::event::{Direction, ResumeAction, RunMode, RunStatus};
 use graphmind_core::json::{self, Value};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
@@ -605,13 +606,14 @@ fn ingest_frame(
             return;
         }
     };
-    if env.kind == "hello" {
+    if env.message == Some(M::Hello) {
         shared.lock().hello(conn, &env.payload);
         return;
     }
     if env.run_id == WILDCARD_RUN_ID
-        || CONTROL_TYPES.contains(&env.kind.as_str())
-        || env.kind == "hello.ack"
+        || env
+            .message
+            .is_some_and(|m| m.direction() != Direction::Event)
     {
         return;
     }
@@ -639,16 +641,15 @@ fn ingest_frame(
         source: "live",
         owner_changed: false,
         started_app: None,
-        finished_status: text_field("status").filter(|s| {
-            env.kind == "run.finished" && matches!(s.as_str(), "ok" | "error" | "aborted")
-        }),
+        finished_status: text_field("status")
+            .filter(|s| env.message == Some(M::RunFinished) && RunStatus::parse(s).is_some()),
         pause_id: text_field("pauseId").filter(|_| {
             matches!(
-                env.kind.as_str(),
-                "exec.paused" | "exec.resumed" | "exec.refused"
+                env.message,
+                Some(M::ExecPaused | M::ExecResumed | M::ExecRefused)
             )
         }),
-        pause_payload: matches!(env.kind.as_str(), "exec.paused" | "exec.refused")
+        pause_payload: matches!(env.message, Some(M::ExecPaused | M::ExecRefused))
             .then(|| env.payload.clone()),
         cost: 0,
         kind: env.kind,
@@ -658,7 +659,7 @@ fn ingest_frame(
     shared.budget.acquire(write.cost);
     if owned_here.contains(&env.run_id) {
         // Owned by this live connection: nobody else can take it while we are connected.
-        if write.kind == "run.started" {
+        if write.kind == M::RunStarted.as_str() {
             write.started_app = Some(text_field("app").unwrap_or_else(|| "unknown".into()));
         }
         let _ = shared.writer.send(Op::Event(Box::new(write)));
@@ -676,7 +677,7 @@ fn ingest_frame(
     write.app = admit.app.clone();
     write.source = admit.source;
     write.owner_changed = admit.owner_changed;
-    if write.kind == "run.started" {
+    if write.kind == M::RunStarted.as_str() {
         write.started_app = Some(text_field("app").unwrap_or(admit.app));
     }
     owned_here.insert(env.run_id);
@@ -697,7 +698,7 @@ fn restamp(shared: &Shared, env: &mut crate::envelope::Envelope) -> bool {
             changed |= obj.remove(k).is_some();
         }
     }
-    if env.kind == "exec.resumed" {
+    if env.message == Some(M::ExecResumed) {
         let pause = env
             .payload
             .get("pauseId")
@@ -824,17 +825,17 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             return error("invalid control envelope (version-mismatch)".into())
         }
     };
-    if !is_known_type(&env.kind) {
+    let Some(message) = env.message else {
         return error("invalid control envelope (unknown-type)".into());
-    }
+    };
     let p = &env.payload;
     let s = |k: &str| p.get(k).and_then(Value::as_str);
-    match env.kind.as_str() {
-        "exec.resume" => {
+    match message {
+        M::ExecResume => {
             if p.as_object().is_none() || s("pauseId").is_none() {
                 return error("invalid control envelope: payload.pauseId must be a string".into());
             }
-            if !matches!(s("action"), Some("continue" | "retry" | "inject" | "abort")) {
+            if s("action").and_then(ResumeAction::parse).is_none() {
                 return error("invalid control envelope: payload.action must be one of continue, retry, inject, abort".into());
             }
             let start = {
@@ -851,9 +852,9 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             }
             shared.notify();
         }
-        "breakpoint.set" | "breakpoint.clear" | "mode.set"
+        M::BreakpointSet | M::BreakpointClear | M::ModeSet
             if refuse_debug_state(shared, conn, say) => {}
-        "breakpoint.set" | "breakpoint.clear" => {
+        M::BreakpointSet | M::BreakpointClear => {
             if p.get("matcher").and_then(Value::as_object).is_none() {
                 return error("invalid control envelope: payload.matcher must be an object".into());
             }
@@ -865,15 +866,12 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             };
             if let Some((why, state)) = refused {
                 // The viewer toggled optimistically: the refusal, then what is really armed.
-                say(format!(
-                    "{{\"type\":\"error\",\"code\":\"breakpoint-limit\",\"message\":{}}}",
-                    js(&why)
-                ));
+                say(crate::hub::ui_error_code("breakpoint-limit", &why));
                 say(state);
             }
         }
-        "mode.set" => {
-            if !matches!(s("mode"), Some("run" | "step")) {
+        M::ModeSet => {
+            if s("mode").and_then(RunMode::parse).is_none() {
                 return error("invalid control envelope: payload.mode must be run or step".into());
             }
             let _ = shared.lock().debug_control(&env.kind, p);
@@ -890,11 +888,7 @@ fn refuse_debug_state(shared: &Shared, conn: ConnId, say: &dyn Fn(String)) -> bo
     match tokens::authorize_debug_state(hub.ui_principal(conn), &shared.policy) {
         None => false,
         Some(r) => {
-            say(format!(
-                "{{\"type\":\"error\",\"code\":{},\"message\":{}}}",
-                js(r.code),
-                js(&r.message)
-            ));
+            say(crate::hub::ui_error_code(r.code, &r.message));
             say(hub.state_frame());
             true
         }
@@ -942,10 +936,10 @@ impl Drop for InFlight<'_> {
 
 /// The one line `--json` prints once listening.
 pub fn json_line(port: u16) -> String {
-    format!(
-        "{{\"port\":{port},\"url\":{},\"pid\":{},\"version\":{}}}",
-        js(&format!("http://127.0.0.1:{port}")),
-        std::process::id(),
-        js(VERSION)
-    )
+    text(object([
+        ("port", u64::from(port).into()),
+        ("url", format!("http://127.0.0.1:{port}").into()),
+        ("pid", u64::from(std::process::id()).into()),
+        ("version", VERSION.into()),
+    ]))
 }

@@ -7,10 +7,11 @@
 //! twice. A run the dead app left unfinished is marked `abandoned`. The folder is deleted
 //! once its records are committed; a spool whose owner still runs is left alone.
 
-use crate::envelope::{self, Parsed, WILDCARD_RUN_ID};
+use crate::envelope::{self, MessageType as M, Parsed, WILDCARD_RUN_ID};
 use crate::payload_guard::stored_frame;
 use crate::server::HUB_STAMPED_KEYS;
 use crate::storage;
+use graphmind_core::event::{Direction, RunStatus};
 use graphmind_core::json::Value;
 use graphmind_core::spool::{find_left, LeftSpool};
 use rusqlite::Connection;
@@ -150,8 +151,9 @@ impl Store<'_> {
             return Ok(Outcome::Invalid);
         };
         if env.run_id == WILDCARD_RUN_ID
-            || envelope::CONTROL_TYPES.contains(&env.kind.as_str())
-            || envelope::HANDSHAKE_TYPES.contains(&env.kind.as_str())
+            || env
+                .message
+                .is_some_and(|m| m.direction() != Direction::Event)
         {
             return Ok(Outcome::Invalid);
         }
@@ -190,7 +192,7 @@ impl Store<'_> {
         }
         let seq = env.seq as i64;
         if let Some(Some(end)) = self.terminal.get(&env.run_id) {
-            if env.kind == "run.finished" || seq > *end {
+            if env.message == Some(M::RunFinished) || seq > *end {
                 return Ok(Outcome::NotStored);
             }
         }
@@ -212,15 +214,14 @@ impl Store<'_> {
         )? {
             return Ok(Outcome::NotStored);
         }
-        match env.kind.as_str() {
-            "run.started" => {
+        match env.message {
+            Some(M::RunStarted) => {
                 let app = text_field("app").unwrap_or_else(|| self.app.to_owned());
                 storage::mark_started(self.conn, &env.run_id, &app, env.ts)?;
             }
-            "run.finished" => {
+            Some(M::RunFinished) => {
                 self.terminal.insert(env.run_id.clone(), Some(seq));
-                if let Some(status) = text_field("status")
-                    .filter(|s| matches!(s.as_str(), "ok" | "error" | "aborted"))
+                if let Some(status) = text_field("status").filter(|s| RunStatus::parse(s).is_some())
                 {
                     storage::mark_finished(self.conn, &env.run_id, &status, env.ts)?;
                 }

@@ -2,7 +2,8 @@
 //! `(run_id, seq)`), WAL mode. Reads go through short-lived connections; every write goes
 //! through the writer thread (`writer.rs`).
 
-use crate::util::{js, num};
+use crate::util::{object, or_null};
+use graphmind_core::json::Value;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 use std::time::Duration;
@@ -129,25 +130,26 @@ pub struct RunRow {
 impl RunRow {
     /// The reference's `RunInfo` JSON: the row plus `live` and `durationMs`.
     pub fn to_json(&self, live: bool) -> String {
-        let finished = self.finished_at.map(num).unwrap_or_else(|| "null".into());
-        let duration = self
-            .finished_at
-            .map(|f| num((f - self.started_at).max(0.0)))
-            .unwrap_or_else(|| "null".into());
-        format!(
-            "{{\"id\":{},\"app\":{},\"startedAt\":{},\"finishedAt\":{},\"status\":{},\"schemaVersion\":{},\"source\":{},\"eventCount\":{},\"errorCount\":{},\"live\":{},\"durationMs\":{}}}",
-            js(&self.id),
-            js(&self.app),
-            num(self.started_at),
-            finished,
-            js(&self.status),
-            self.schema_version,
-            js(&self.source),
-            self.event_count,
-            self.error_count,
-            live,
-            duration
-        )
+        graphmind_core::json::to_string(&self.to_value(live))
+    }
+
+    /// [`RunRow::to_json`] as a JSON value.
+    pub fn to_value(&self, live: bool) -> Value {
+        let duration = self.finished_at.map(|f| (f - self.started_at).max(0.0));
+        object([
+            ("id", self.id.as_str().into()),
+            ("app", self.app.as_str().into()),
+            ("startedAt", self.started_at.into()),
+            ("finishedAt", or_null(self.finished_at)),
+            ("status", self.status.as_str().into()),
+            ("schemaVersion", self.schema_version.into()),
+            ("source", self.source.as_str().into()),
+            ("eventCount", self.event_count.into()),
+            ("errorCount", self.error_count.into()),
+            ("live", live.into()),
+            ("durationMs", or_null(duration)),
+        ])
+        .into()
     }
 }
 

@@ -4,7 +4,6 @@
 //! error are logged (throttled) and shown in `/health` as `storage`, from the first
 //! failure on; storing resumes by itself once a write succeeds again.
 
-use crate::util::js;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -34,7 +33,7 @@ impl StorageHealth {
     }
 
     /// `/health`'s `storage` member, or `None` while no write ever failed.
-    pub fn health_json(&self) -> Option<String> {
+    pub fn health_value(&self) -> Option<graphmind_core::json::Map> {
         if !self.ever_failed.load(Ordering::Relaxed) {
             return None;
         }
@@ -43,12 +42,14 @@ impl StorageHealth {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
-        Some(format!(
-            "{{\"ok\":{},\"unstoredEvents\":{},\"lastError\":{}}}",
-            !self.failing.load(Ordering::Relaxed),
-            self.unstored.load(Ordering::Relaxed),
-            js(&error)
-        ))
+        Some(crate::util::object([
+            ("ok", (!self.failing.load(Ordering::Relaxed)).into()),
+            (
+                "unstoredEvents",
+                self.unstored.load(Ordering::Relaxed).into(),
+            ),
+            ("lastError", error.into()),
+        ]))
     }
 }
 

@@ -13,7 +13,7 @@
 //!   it sends only to `http://` endpoints (`GRAPHMIND_TELEMETRY_URL`, used by the tests);
 //!   for an `https://` endpoint, the default, it sends nothing and creates no install id.
 
-use crate::util::js;
+use crate::util::{object, text};
 use graphmind_core::config::{ServerConfig, TelemetryMode};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -93,13 +93,12 @@ pub fn iso8601(ms: u64) -> String {
 
 /// The record: `{"event","installId","version","ts"}`.
 pub fn record_json(event: &str, install_id: &str, version: &str, ts_ms: u64) -> String {
-    format!(
-        "{{\"event\":{},\"installId\":{},\"version\":{},\"ts\":{}}}",
-        js(event),
-        js(install_id),
-        js(version),
-        js(&iso8601(ts_ms))
-    )
+    text(object([
+        ("event", event.into()),
+        ("installId", install_id.into()),
+        ("version", version.into()),
+        ("ts", iso8601(ts_ms).into()),
+    ]))
 }
 
 /// Records one command (`serve`, `runs`, `record`, `import`, `pauses`, `wait`, `resume`,

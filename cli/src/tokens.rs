@@ -125,14 +125,12 @@ impl ControlPolicy {
 
     /// The capabilities as a JSON array.
     pub fn hub_capabilities_json(&self) -> String {
-        format!(
-            "[{}]",
-            self.hub_capabilities()
-                .iter()
-                .map(|c| js(c))
-                .collect::<Vec<_>>()
-                .join(",")
-        )
+        graphmind_core::json::to_string(&self.hub_capabilities_value())
+    }
+
+    /// The capabilities as a JSON value.
+    pub fn hub_capabilities_value(&self) -> graphmind_core::json::Value {
+        crate::util::strings(self.hub_capabilities().iter().copied())
     }
 }
 

@@ -327,7 +327,7 @@ impl Writer {
             }
             if let Ok(Some(row)) = storage::get_run(&self.db, &run) {
                 let hub = self.shared.lock();
-                hub.send_run_update(&row.to_json(hub.is_live(&run)));
+                hub.send_run_update(row.to_value(hub.is_live(&run)));
             }
         }
     }

@@ -10,7 +10,11 @@
 //! The envelope around a payload is written by [`crate::wire::encode_envelope`]; the
 //! [`Message::encode`] shortcut does both.
 
+#[macro_use]
+pub mod declare;
+
 use crate::json::{self, JsStr, Map, Value};
+pub use declare::FieldSpec;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -86,6 +90,12 @@ macro_rules! wire_enum {
         impl From<$name> for Value {
             fn from(v: $name) -> Value {
                 Value::from(v.as_str())
+            }
+        }
+
+        impl declare::ToWire for $name {
+            fn to_wire(&self) -> Value {
+                Value::from(self.as_str())
             }
         }
     };
@@ -393,54 +403,17 @@ impl CounterIds {
 // Payload pieces
 // ---------------------------------------------------------------------------------------
 
-fn put(map: &mut Map, key: &str, value: impl Into<Value>) {
-    map.insert(key, value.into());
-}
-
-fn put_opt<T: Into<Value>>(map: &mut Map, key: &str, value: Option<T>) {
-    if let Some(v) = value {
-        map.insert(key, v.into());
+wire_object! {
+    /// The SDK an app is instrumented with (`{name, version}`).
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct SdkInfo {
+        /// Package name, e.g. `ai` or `graphmind`.
+        pub name: JsStr = "name",
+        /// Its version.
+        pub version: JsStr = "version",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// [`put`] of a key the map cannot hold yet (a fixed field written before the extras): no
-/// look for an existing entry, on the two events every node sends.
-fn put_new(map: &mut Map, key: &str, value: impl Into<Value>) {
-    map.push_unique(key.into(), value.into());
-}
-
-/// [`put_opt`] of a key the map cannot hold yet (see [`put_new`]).
-fn put_opt_new<T: Into<Value>>(map: &mut Map, key: &str, value: Option<T>) {
-    if let Some(v) = value {
-        map.push_unique(key.into(), v.into());
-    }
-}
-
-fn put_extra(map: &mut Map, extra: &Map) {
-    for (k, v) in extra.iter() {
-        map.insert(k.clone(), v.clone());
-    }
-}
-
-fn put_extra_owned(map: &mut Map, extra: Map) {
-    for (k, v) in extra {
-        map.insert(k, v);
-    }
-}
-
-fn strings(items: &[JsStr]) -> Value {
-    Value::Array(items.iter().cloned().map(Value::String).collect())
-}
-
-/// The SDK an app is instrumented with (`{name, version}`).
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct SdkInfo {
-    /// Package name, e.g. `ai` or `graphmind`.
-    pub name: JsStr,
-    /// Its version.
-    pub version: JsStr,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl SdkInfo {
@@ -452,28 +425,21 @@ impl SdkInfo {
             extra: Map::new(),
         }
     }
-
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(2 + self.extra.len());
-        put(&mut m, "name", self.name.clone());
-        put(&mut m, "version", self.version.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
-    }
 }
 
-/// A serialized error (`{name, message, stack?}`); `stack` may be left out or redacted.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct ErrorInfo {
-    /// The error's class name, e.g. `TypeError`.
-    pub name: JsStr,
-    /// Its message.
-    pub message: JsStr,
-    /// Its stack trace, if the sender keeps it.
-    pub stack: Option<JsStr>,
-    /// Further fields, kept as given.
-    pub extra: Map,
+wire_object! {
+    /// A serialized error (`{name, message, stack?}`); `stack` may be left out or redacted.
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct ErrorInfo {
+        /// The error's class name, e.g. `TypeError`.
+        pub name: JsStr = "name",
+        /// Its message.
+        pub message: JsStr = "message",
+        /// Its stack trace, if the sender keeps it.
+        pub stack: Option<JsStr> = "stack",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
+    }
 }
 
 impl ErrorInfo {
@@ -482,39 +448,30 @@ impl ErrorInfo {
         ErrorInfo {
             name: name.into(),
             message: message.into(),
-            stack: None,
-            extra: Map::new(),
+            ..Default::default()
         }
-    }
-
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(3 + self.extra.len());
-        put(&mut m, "name", self.name.clone());
-        put(&mut m, "message", self.message.clone());
-        put_opt(&mut m, "stack", self.stack.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
     }
 }
 
-/// Token usage of an LLM node.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct TokenUsage {
-    /// Prompt tokens (the total including cached ones when `inclusive`).
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// `input_tokens` counts cached tokens too.
-    pub inclusive: Option<bool>,
-    /// Prompt tokens served from the provider's cache.
-    pub cache_read_tokens: Option<u64>,
-    /// Prompt tokens written to the provider's cache.
-    pub cache_write_tokens: Option<u64>,
-    /// Output tokens spent on reasoning (included in `output_tokens`).
-    pub reasoning_tokens: Option<u64>,
-    /// Further (provider-specific) counters, kept as given.
-    pub extra: Map,
+wire_object! {
+    /// Token usage of an LLM node.
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct TokenUsage {
+        /// Prompt tokens (the total including cached ones when `inclusive`).
+        pub input_tokens: u64 = "inputTokens",
+        /// Output tokens.
+        pub output_tokens: u64 = "outputTokens",
+        /// `input_tokens` counts cached tokens too.
+        pub inclusive: Option<bool> = "inclusive",
+        /// Prompt tokens served from the provider's cache.
+        pub cache_read_tokens: Option<u64> = "cacheReadTokens",
+        /// Prompt tokens written to the provider's cache.
+        pub cache_write_tokens: Option<u64> = "cacheWriteTokens",
+        /// Output tokens spent on reasoning (included in `output_tokens`).
+        pub reasoning_tokens: Option<u64> = "reasoningTokens",
+        /// Further (provider-specific) counters, kept as given.
+        pub extra: Map = ..,
+    }
 }
 
 impl TokenUsage {
@@ -526,30 +483,19 @@ impl TokenUsage {
             ..Default::default()
         }
     }
-
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(6 + self.extra.len());
-        put(&mut m, "inputTokens", self.input_tokens);
-        put(&mut m, "outputTokens", self.output_tokens);
-        put_opt(&mut m, "inclusive", self.inclusive);
-        put_opt(&mut m, "cacheReadTokens", self.cache_read_tokens);
-        put_opt(&mut m, "cacheWriteTokens", self.cache_write_tokens);
-        put_opt(&mut m, "reasoningTokens", self.reasoning_tokens);
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
-    }
 }
 
-/// One streamed delta: channel `t`, text fragment `v`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TokenDelta {
-    /// The channel.
-    pub t: TokenChannel,
-    /// The text fragment.
-    pub v: JsStr,
-    /// Further fields (the redactor adds `chars`), kept as given.
-    pub extra: Map,
+wire_object! {
+    /// One streamed delta: channel `t`, text fragment `v`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct TokenDelta {
+        /// The channel.
+        pub t: TokenChannel = "t",
+        /// The text fragment.
+        pub v: JsStr = "v",
+        /// Further fields (the redactor adds `chars`), kept as given.
+        pub extra: Map = ..,
+    }
 }
 
 impl TokenDelta {
@@ -561,29 +507,22 @@ impl TokenDelta {
             extra: Map::new(),
         }
     }
-
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(2 + self.extra.len());
-        put(&mut m, "t", self.t);
-        put(&mut m, "v", self.v.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
-    }
 }
 
-/// A breakpoint matcher: every field present must match, absent fields match anything, and
-/// an absent `point` means `before`. `{}` pauses before every node.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct BreakpointMatcher {
-    /// Match this node kind.
-    pub kind: Option<NodeKind>,
-    /// Match this node name.
-    pub name: Option<JsStr>,
-    /// Match this gate (default `before`).
-    pub point: Option<PausePoint>,
-    /// Further fields, kept as given.
-    pub extra: Map,
+wire_object! {
+    /// A breakpoint matcher: every field present must match, absent fields match anything,
+    /// and an absent `point` means `before`. `{}` pauses before every node.
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct BreakpointMatcher {
+        /// Match this node kind.
+        pub kind: Option<NodeKind> = "kind",
+        /// Match this node name.
+        pub name: Option<JsStr> = "name",
+        /// Match this gate (default `before`).
+        pub point: Option<PausePoint> = "point",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
+    }
 }
 
 impl BreakpointMatcher {
@@ -611,31 +550,23 @@ impl BreakpointMatcher {
         }
         Some(matcher)
     }
-
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(3 + self.extra.len());
-        put_opt(&mut m, "kind", self.kind);
-        put_opt(&mut m, "name", self.name.clone());
-        put_opt(&mut m, "point", self.point);
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
-    }
 }
 
-/// A node announced ahead of running by `graph.hint`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GraphNodeHint {
-    /// Its logical id.
-    pub node_id: JsStr,
-    /// Its kind.
-    pub kind: NodeKind,
-    /// Its display name.
-    pub name: JsStr,
-    /// The logical node it hangs under.
-    pub parent_id: Option<JsStr>,
-    /// Further fields (`providerExecuted`, `ungated`, ...), kept as given.
-    pub extra: Map,
+wire_object! {
+    /// A node announced ahead of running by `graph.hint`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GraphNodeHint {
+        /// Its logical id.
+        pub node_id: JsStr = "nodeId",
+        /// Its kind.
+        pub kind: NodeKind = "kind",
+        /// Its display name.
+        pub name: JsStr = "name",
+        /// The logical node it hangs under.
+        pub parent_id: Option<JsStr> = "parentId",
+        /// Further fields (`providerExecuted`, `ungated`, ...), kept as given.
+        pub extra: Map = ..,
+    }
 }
 
 impl GraphNodeHint {
@@ -649,87 +580,55 @@ impl GraphNodeHint {
             extra: Map::new(),
         }
     }
+}
 
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(4 + self.extra.len());
-        put(&mut m, "nodeId", self.node_id.clone());
-        put(&mut m, "kind", self.kind);
-        put(&mut m, "name", self.name.clone());
-        put_opt(&mut m, "parentId", self.parent_id.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_object! {
+    /// Which payload fields the sender replaced with the redaction placeholder.
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct RedactionSummary {
+        /// How many values were replaced.
+        pub count: u64 = "count",
+        /// The payload fields touched, e.g. `["input"]`.
+        pub keys: Vec<JsStr> = "keys",
+        /// Further fields (`failed: true`), kept as given.
+        pub extra: Map = ..,
     }
 }
 
-/// Which payload fields the sender replaced with the redaction placeholder.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct RedactionSummary {
-    /// How many values were replaced.
-    pub count: u64,
-    /// The payload fields touched, e.g. `["input"]`.
-    pub keys: Vec<JsStr>,
-    /// Further fields (`failed: true`), kept as given.
-    pub extra: Map,
-}
-
-impl RedactionSummary {
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(2 + self.extra.len());
-        put(&mut m, "count", self.count);
-        m.insert("keys", strings(&self.keys));
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_object! {
+    /// Details of a loop hold (`exec.paused.loop`).
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct LoopInfo {
+        /// Consecutive identical calls seen (laps, for a cycle).
+        pub repeats: u64 = "repeats",
+        /// Seq of the first event of the streak.
+        pub first_seq: u64 = "firstSeq",
+        /// Seq of the last event of the streak.
+        pub last_seq: u64 = "lastSeq",
+        /// Digest of the repeated input (or the placeholder when inputs are hidden).
+        pub fingerprint: JsStr = "fingerprint",
+        /// Which detector held; absent means `repeat`.
+        pub kind: Option<LoopKind> = "kind",
+        /// `cycle`: calls per lap.
+        pub period: Option<u64> = "period",
+        /// `cycle`: identical laps seen before this hold.
+        pub laps: Option<u64> = "laps",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
 }
 
-/// Details of a loop hold (`exec.paused.loop`).
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct LoopInfo {
-    /// Consecutive identical calls seen (laps, for a cycle).
-    pub repeats: u64,
-    /// Seq of the first event of the streak.
-    pub first_seq: u64,
-    /// Seq of the last event of the streak.
-    pub last_seq: u64,
-    /// Digest of the repeated input (or the placeholder when inputs are hidden).
-    pub fingerprint: JsStr,
-    /// Which detector held; absent means `repeat`.
-    pub kind: Option<LoopKind>,
-    /// `cycle`: calls per lap.
-    pub period: Option<u64>,
-    /// `cycle`: identical laps seen before this hold.
-    pub laps: Option<u64>,
-    /// Further fields, kept as given.
-    pub extra: Map,
-}
-
-impl LoopInfo {
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(7 + self.extra.len());
-        put(&mut m, "repeats", self.repeats);
-        put(&mut m, "firstSeq", self.first_seq);
-        put(&mut m, "lastSeq", self.last_seq);
-        put(&mut m, "fingerprint", self.fingerprint.clone());
-        put_opt(&mut m, "kind", self.kind);
-        put_opt(&mut m, "period", self.period);
-        put_opt(&mut m, "laps", self.laps);
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_object! {
+    /// Details of a smart-breakpoint hold (`exec.paused.smart`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SmartInfo {
+        /// Which rule held.
+        pub rule: SmartRule = "rule",
+        /// A short value-free explanation (at most 200 characters by convention).
+        pub detail: Option<JsStr> = "detail",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// Details of a smart-breakpoint hold (`exec.paused.smart`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct SmartInfo {
-    /// Which rule held.
-    pub rule: SmartRule,
-    /// A short value-free explanation (at most 200 characters by convention).
-    pub detail: Option<JsStr>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl SmartInfo {
@@ -741,44 +640,26 @@ impl SmartInfo {
             extra: Map::new(),
         }
     }
-
-    /// The JSON object.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(2 + self.extra.len());
-        put(&mut m, "rule", self.rule);
-        put_opt(&mut m, "detail", self.detail.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
-    }
 }
 
-/// The replay gap marker's `gap` field: events lost from one run before they were sent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GapInfo {
-    /// How many events were lost.
-    pub dropped_count: u64,
-    /// The smallest lost seq.
-    pub from_seq: u64,
-    /// The largest lost seq.
-    pub to_seq: u64,
-    /// Why: [`GAP_REASON_BUFFER_OVERFLOW`] is the only reason protocol v1 knows.
-    pub reason: &'static str,
+wire_object! {
+    /// The replay gap marker's `gap` field (`{droppedCount, fromSeq, toSeq, reason}`):
+    /// events lost from one run before they were sent.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct GapInfo {
+        /// How many events were lost.
+        pub dropped_count: u64 = "droppedCount",
+        /// The smallest lost seq.
+        pub from_seq: u64 = "fromSeq",
+        /// The largest lost seq.
+        pub to_seq: u64 = "toSeq",
+        /// Why: [`GAP_REASON_BUFFER_OVERFLOW`] is the only reason protocol v1 knows.
+        pub reason: &'static str = "reason",
+    }
 }
 
 /// The `gap.reason` of events evicted from the replay buffer before they were sent.
 pub const GAP_REASON_BUFFER_OVERFLOW: &str = "buffer-overflow";
-
-impl GapInfo {
-    /// The JSON object `{droppedCount, fromSeq, toSeq, reason}`.
-    pub fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(4);
-        put(&mut m, "droppedCount", self.dropped_count);
-        put(&mut m, "fromSeq", self.from_seq);
-        put(&mut m, "toSeq", self.to_seq);
-        put(&mut m, "reason", self.reason);
-        Value::Object(m)
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Messages
@@ -788,6 +669,9 @@ impl GapInfo {
 pub trait Message {
     /// The envelope `type` this payload travels under.
     const TYPE: MessageType;
+
+    /// The payload's declared fields in wire order (see [`declare`]).
+    const FIELDS: &'static [FieldSpec];
 
     /// The payload as a JSON value, keys in wire order.
     fn to_value(&self) -> Value;
@@ -819,17 +703,43 @@ pub trait Message {
     }
 }
 
-/// `run.started` (app): a run began.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunStarted {
-    /// The application's display name.
-    pub app: JsStr,
-    /// The instrumented SDK.
-    pub sdk: SdkInfo,
-    /// Free-form metadata; the session puts the run name first (`{name, ...}`).
-    pub meta: Option<Map>,
-    /// Further fields, kept as given.
-    pub extra: Map,
+/// The declared payload fields of every message type, in wire order: the one list the
+/// schema test and the server read the protocol from.
+pub const fn declared_fields(message: MessageType) -> &'static [FieldSpec] {
+    use MessageType as T;
+    match message {
+        T::RunStarted => RunStarted::FIELDS,
+        T::RunFinished => RunFinished::FIELDS,
+        T::GraphHint => GraphHint::FIELDS,
+        T::NodeStarted => NodeStarted::FIELDS,
+        T::NodeToken => NodeToken::FIELDS,
+        T::NodeFinished => NodeFinished::FIELDS,
+        T::NodeError => NodeError::FIELDS,
+        T::ExecPaused => ExecPaused::FIELDS,
+        T::ExecRefused => ExecRefused::FIELDS,
+        T::ExecResumed => ExecResumed::FIELDS,
+        T::ExecResume => ExecResume::FIELDS,
+        T::BreakpointSet => BreakpointSet::FIELDS,
+        T::BreakpointClear => BreakpointClear::FIELDS,
+        T::ModeSet => ModeSet::FIELDS,
+        T::Hello => Hello::FIELDS,
+        T::HelloAck => HelloAck::FIELDS,
+    }
+}
+
+wire_message! {
+    /// `run.started` (app): a run began.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct RunStarted {
+        /// The application's display name.
+        pub app: JsStr = "app",
+        /// The instrumented SDK.
+        pub sdk: SdkInfo = "sdk",
+        /// Free-form metadata; the session puts the run name first (`{name, ...}`).
+        pub meta: Option<Map> = "meta",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
+    }
 }
 
 impl RunStarted {
@@ -844,27 +754,17 @@ impl RunStarted {
     }
 }
 
-impl Message for RunStarted {
-    const TYPE: MessageType = MessageType::RunStarted;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(3 + self.extra.len());
-        put(&mut m, "app", self.app.clone());
-        m.insert("sdk", self.sdk.to_value());
-        put_opt(&mut m, "meta", self.meta.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `run.finished` (app): a run ended; `error` when it failed.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct RunFinished {
+        /// How it ended.
+        pub status: RunStatus = "status",
+        /// The error, when `status` is `error`.
+        pub error: Option<ErrorInfo> = "error",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `run.finished` (app): a run ended; `error` when it failed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RunFinished {
-    /// How it ended.
-    pub status: RunStatus,
-    /// The error, when `status` is `error`.
-    pub error: Option<ErrorInfo>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl RunFinished {
@@ -878,30 +778,17 @@ impl RunFinished {
     }
 }
 
-impl Message for RunFinished {
-    const TYPE: MessageType = MessageType::RunFinished;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(2 + self.extra.len());
-        put(&mut m, "status", self.status);
-        put_opt(
-            &mut m,
-            "error",
-            self.error.as_ref().map(ErrorInfo::to_value),
-        );
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `graph.hint` (app): nodes to pre-render; with `gap` it is the replay gap marker.
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct GraphHint {
+        /// The announced nodes.
+        pub nodes: Vec<GraphNodeHint> = "nodes",
+        /// Set on a gap marker (then `nodes` is empty).
+        pub gap: Option<GapInfo> = "gap",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `graph.hint` (app): nodes to pre-render; with `gap` it is the replay gap marker.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct GraphHint {
-    /// The announced nodes.
-    pub nodes: Vec<GraphNodeHint>,
-    /// Set on a gap marker (then `nodes` is empty).
-    pub gap: Option<GapInfo>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl GraphHint {
@@ -909,56 +796,42 @@ impl GraphHint {
     pub fn new(nodes: Vec<GraphNodeHint>) -> Self {
         GraphHint {
             nodes,
-            gap: None,
-            extra: Map::new(),
+            ..Default::default()
         }
     }
 
     /// The gap marker `{nodes: [], gap}`.
     pub fn gap_marker(gap: GapInfo) -> Self {
         GraphHint {
-            nodes: Vec::new(),
             gap: Some(gap),
-            extra: Map::new(),
+            ..Default::default()
         }
     }
 }
 
-impl Message for GraphHint {
-    const TYPE: MessageType = MessageType::GraphHint;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(2 + self.extra.len());
-        m.insert(
-            "nodes",
-            Value::Array(self.nodes.iter().map(GraphNodeHint::to_value).collect()),
-        );
-        put_opt(&mut m, "gap", self.gap.as_ref().map(GapInfo::to_value));
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `node.started` (app): one execution of a node began.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NodeStarted {
+        /// The logical node (`kind:name` by convention).
+        pub node_id: JsStr = "nodeId",
+        /// Its kind.
+        pub kind: NodeKind = "kind",
+        /// Its display name.
+        pub name: JsStr = "name",
+        /// This execution (unique per execution).
+        pub instance_id: JsStr = "instanceId",
+        /// The logical node it runs under.
+        pub parent_id: Option<JsStr> = "parentId",
+        /// What it was called with.
+        pub input: Option<Value> = "input",
+        /// Rendering hint: open folded.
+        pub collapsed: Option<bool> = "collapsed",
+        /// Further fields (`providerExecuted`, `ungated`, `method`, ...), kept as given.
+        pub extra: Map = ..,
+        /// Set by the redactor when it replaced the input.
+        pub redaction: Option<RedactionSummary> = "redaction",
     }
-}
-
-/// `node.started` (app): one execution of a node began.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeStarted {
-    /// The logical node (`kind:name` by convention).
-    pub node_id: JsStr,
-    /// Its kind.
-    pub kind: NodeKind,
-    /// Its display name.
-    pub name: JsStr,
-    /// This execution (unique per execution).
-    pub instance_id: JsStr,
-    /// The logical node it runs under.
-    pub parent_id: Option<JsStr>,
-    /// What it was called with.
-    pub input: Option<Value>,
-    /// Rendering hint: open folded.
-    pub collapsed: Option<bool>,
-    /// Further fields (`providerExecuted`, `ungated`, `method`, ...), kept as given.
-    pub extra: Map,
-    /// Set by the redactor when it replaced the input.
-    pub redaction: Option<RedactionSummary>,
 }
 
 impl NodeStarted {
@@ -983,41 +856,19 @@ impl NodeStarted {
     }
 }
 
-impl Message for NodeStarted {
-    const TYPE: MessageType = MessageType::NodeStarted;
-    fn to_value(&self) -> Value {
-        self.clone().into_value()
+wire_message! {
+    /// `node.token` (app): streamed deltas, batched.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NodeToken {
+        /// The logical node streaming.
+        pub node_id: JsStr = "nodeId",
+        /// The deltas, in order.
+        pub deltas: Vec<TokenDelta> = "deltas",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
+        /// Set by the redactor when it emptied delta texts.
+        pub redaction: Option<RedactionSummary> = "redaction",
     }
-    fn into_value(self) -> Value {
-        let mut m = Map::with_capacity(8 + self.extra.len());
-        put_new(&mut m, "nodeId", self.node_id);
-        put_new(&mut m, "kind", self.kind);
-        put_new(&mut m, "name", self.name);
-        put_new(&mut m, "instanceId", self.instance_id);
-        put_opt_new(&mut m, "parentId", self.parent_id);
-        put_opt_new(&mut m, "input", self.input);
-        put_opt_new(&mut m, "collapsed", self.collapsed);
-        put_extra_owned(&mut m, self.extra);
-        put_opt(
-            &mut m,
-            "redaction",
-            self.redaction.as_ref().map(RedactionSummary::to_value),
-        );
-        Value::Object(m)
-    }
-}
-
-/// `node.token` (app): streamed deltas, batched.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeToken {
-    /// The logical node streaming.
-    pub node_id: JsStr,
-    /// The deltas, in order.
-    pub deltas: Vec<TokenDelta>,
-    /// Further fields, kept as given.
-    pub extra: Map,
-    /// Set by the redactor when it emptied delta texts.
-    pub redaction: Option<RedactionSummary>,
 }
 
 impl NodeToken {
@@ -1032,50 +883,33 @@ impl NodeToken {
     }
 }
 
-impl Message for NodeToken {
-    const TYPE: MessageType = MessageType::NodeToken;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(3 + self.extra.len());
-        put(&mut m, "nodeId", self.node_id.clone());
-        m.insert(
-            "deltas",
-            Value::Array(self.deltas.iter().map(TokenDelta::to_value).collect()),
-        );
-        put_extra(&mut m, &self.extra);
-        put_opt(
-            &mut m,
-            "redaction",
-            self.redaction.as_ref().map(RedactionSummary::to_value),
-        );
-        Value::Object(m)
+wire_message! {
+    /// `node.finished` (app): one execution of a node ended.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NodeFinished {
+        /// The logical node.
+        pub node_id: JsStr = "nodeId",
+        /// The execution this completes (optional on the wire; always set it).
+        pub instance_id: Option<JsStr> = "instanceId",
+        /// What it produced.
+        pub output: Option<Value> = "output",
+        /// Token usage (LLM nodes).
+        pub usage: Option<TokenUsage> = "usage",
+        /// Wall-clock end minus start in ms, held time included (fractional allowed, >= 0).
+        pub duration_ms: f64 = "durationMs",
+        /// How it ended.
+        pub status: RunStatus = "status",
+        /// The output was injected by the debugger rather than produced by the call.
+        pub injected: Option<bool> = "injected",
+        /// An injected output replaced an error.
+        pub recovered_from_error: Option<bool> = "recoveredFromError",
+        /// Further fields (`providerExecuted`, ...), kept as given.
+        pub extra: Map = ..,
+        /// Set by the redactor when it replaced the output.
+        pub redaction: Option<RedactionSummary> = "redaction",
+        /// Time held at gates in ms (added by the session; `durationMs - heldMs` ran).
+        pub held_ms: Option<f64> = "heldMs",
     }
-}
-
-/// `node.finished` (app): one execution of a node ended.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeFinished {
-    /// The logical node.
-    pub node_id: JsStr,
-    /// The execution this completes (optional on the wire; always set it).
-    pub instance_id: Option<JsStr>,
-    /// What it produced.
-    pub output: Option<Value>,
-    /// Token usage (LLM nodes).
-    pub usage: Option<TokenUsage>,
-    /// Wall-clock end minus start in ms, held time included (fractional allowed, >= 0).
-    pub duration_ms: f64,
-    /// How it ended.
-    pub status: RunStatus,
-    /// The output was injected by the debugger rather than produced by the call.
-    pub injected: Option<bool>,
-    /// An injected output replaced an error.
-    pub recovered_from_error: Option<bool>,
-    /// Further fields (`providerExecuted`, ...), kept as given.
-    pub extra: Map,
-    /// Set by the redactor when it replaced the output.
-    pub redaction: Option<RedactionSummary>,
-    /// Time held at gates in ms (added by the session; `durationMs - heldMs` ran).
-    pub held_ms: Option<f64>,
 }
 
 impl NodeFinished {
@@ -1097,49 +931,21 @@ impl NodeFinished {
     }
 }
 
-impl Message for NodeFinished {
-    const TYPE: MessageType = MessageType::NodeFinished;
-    fn to_value(&self) -> Value {
-        self.clone().into_value()
+wire_message! {
+    /// `node.error` (app): an execution threw (never redacted).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NodeError {
+        /// The logical node.
+        pub node_id: JsStr = "nodeId",
+        /// The execution that threw (optional on the wire; always set it).
+        pub instance_id: Option<JsStr> = "instanceId",
+        /// The error.
+        pub error: ErrorInfo = "error",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
+        /// Time held at gates so far in ms (added by the session).
+        pub held_ms: Option<f64> = "heldMs",
     }
-    fn into_value(self) -> Value {
-        let mut m = Map::with_capacity(10 + self.extra.len());
-        put_new(&mut m, "nodeId", self.node_id);
-        put_opt_new(&mut m, "instanceId", self.instance_id);
-        put_opt_new(&mut m, "output", self.output);
-        put_opt_new(
-            &mut m,
-            "usage",
-            self.usage.as_ref().map(TokenUsage::to_value),
-        );
-        put_new(&mut m, "durationMs", self.duration_ms);
-        put_new(&mut m, "status", self.status);
-        put_opt_new(&mut m, "injected", self.injected);
-        put_opt_new(&mut m, "recoveredFromError", self.recovered_from_error);
-        put_extra_owned(&mut m, self.extra);
-        put_opt(
-            &mut m,
-            "redaction",
-            self.redaction.as_ref().map(RedactionSummary::to_value),
-        );
-        put_opt(&mut m, "heldMs", self.held_ms);
-        Value::Object(m)
-    }
-}
-
-/// `node.error` (app): an execution threw (never redacted).
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeError {
-    /// The logical node.
-    pub node_id: JsStr,
-    /// The execution that threw (optional on the wire; always set it).
-    pub instance_id: Option<JsStr>,
-    /// The error.
-    pub error: ErrorInfo,
-    /// Further fields, kept as given.
-    pub extra: Map,
-    /// Time held at gates so far in ms (added by the session).
-    pub held_ms: Option<f64>,
 }
 
 impl NodeError {
@@ -1155,39 +961,28 @@ impl NodeError {
     }
 }
 
-impl Message for NodeError {
-    const TYPE: MessageType = MessageType::NodeError;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(4 + self.extra.len());
-        put(&mut m, "nodeId", self.node_id.clone());
-        put_opt(&mut m, "instanceId", self.instance_id.clone());
-        m.insert("error", self.error.to_value());
-        put_extra(&mut m, &self.extra);
-        put_opt(&mut m, "heldMs", self.held_ms);
-        Value::Object(m)
+wire_message! {
+    /// `exec.paused` (app): a gate holds until `exec.resume`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ExecPaused {
+        /// Names this hold.
+        pub pause_id: JsStr = "pauseId",
+        /// The logical node held.
+        pub node_id: JsStr = "nodeId",
+        /// Which gate.
+        pub point: PausePoint = "point",
+        /// Why it holds (every 0.6 hold carries one).
+        pub reason: Option<PauseReason> = "reason",
+        /// With `reason: loop`.
+        pub loop_info: Option<LoopInfo> = "loop",
+        /// With `reason: breakpoint` when a smart breakpoint held.
+        pub smart: Option<SmartInfo> = "smart",
+        /// The app can run the call with an edited input here (written only when true by
+        /// the reference client; `Some(false)` is written as given).
+        pub editable: Option<bool> = "editable",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `exec.paused` (app): a gate holds until `exec.resume`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExecPaused {
-    /// Names this hold.
-    pub pause_id: JsStr,
-    /// The logical node held.
-    pub node_id: JsStr,
-    /// Which gate.
-    pub point: PausePoint,
-    /// Why it holds (every 0.6 hold carries one).
-    pub reason: Option<PauseReason>,
-    /// With `reason: loop`.
-    pub loop_info: Option<LoopInfo>,
-    /// With `reason: breakpoint` when a smart breakpoint held.
-    pub smart: Option<SmartInfo>,
-    /// The app can run the call with an edited input here (written only when true by the
-    /// reference client; `Some(false)` is written as given).
-    pub editable: Option<bool>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl ExecPaused {
@@ -1206,43 +1001,21 @@ impl ExecPaused {
     }
 }
 
-impl Message for ExecPaused {
-    const TYPE: MessageType = MessageType::ExecPaused;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(7 + self.extra.len());
-        put(&mut m, "pauseId", self.pause_id.clone());
-        put(&mut m, "nodeId", self.node_id.clone());
-        put(&mut m, "point", self.point);
-        put_opt(&mut m, "reason", self.reason);
-        put_opt(
-            &mut m,
-            "loop",
-            self.loop_info.as_ref().map(LoopInfo::to_value),
-        );
-        put_opt(
-            &mut m,
-            "smart",
-            self.smart.as_ref().map(SmartInfo::to_value),
-        );
-        put_opt(&mut m, "editable", self.editable);
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `exec.refused` (app): a proposed input edit was refused; the gate still holds.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ExecRefused {
+        /// The hold the edit was for.
+        pub pause_id: JsStr = "pauseId",
+        /// Why.
+        pub code: RefusalCode = "code",
+        /// Short, value-free explanation.
+        pub message: Option<JsStr> = "message",
+        /// Echo of the `exec.resume.requestId` this answers.
+        pub request_id: Option<JsStr> = "requestId",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `exec.refused` (app): a proposed input edit was refused; the gate still holds.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExecRefused {
-    /// The hold the edit was for.
-    pub pause_id: JsStr,
-    /// Why.
-    pub code: RefusalCode,
-    /// Short, value-free explanation.
-    pub message: Option<JsStr>,
-    /// Echo of the `exec.resume.requestId` this answers.
-    pub request_id: Option<JsStr>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl ExecRefused {
@@ -1258,35 +1031,24 @@ impl ExecRefused {
     }
 }
 
-impl Message for ExecRefused {
-    const TYPE: MessageType = MessageType::ExecRefused;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(4 + self.extra.len());
-        put(&mut m, "pauseId", self.pause_id.clone());
-        put(&mut m, "code", self.code);
-        put_opt(&mut m, "message", self.message.clone());
-        put_opt(&mut m, "requestId", self.request_id.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `exec.resumed` (app): a gate was released — by the debugger, or by the app itself
+    /// (fail-open auto-continue, pause timeout, dispose).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ExecResumed {
+        /// The hold released.
+        pub pause_id: JsStr = "pauseId",
+        /// How.
+        pub action: ResumeAction = "action",
+        /// `edited.after`: the edited input the call actually ran with.
+        pub edited_after: Option<Value> = ["edited", "after"],
+        /// Echo of the `exec.resume.requestId` (absent on auto-continue).
+        pub request_id: Option<JsStr> = "requestId",
+        /// Who released it (stamped by the debugger, never by the app).
+        pub principal: Option<JsStr> = "principal",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `exec.resumed` (app): a gate was released — by the debugger, or by the app itself
-/// (fail-open auto-continue, pause timeout, dispose).
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExecResumed {
-    /// The hold released.
-    pub pause_id: JsStr,
-    /// How.
-    pub action: ResumeAction,
-    /// `{after}`: the edited input the call actually ran with.
-    pub edited_after: Option<Value>,
-    /// Echo of the `exec.resume.requestId` (absent on auto-continue).
-    pub request_id: Option<JsStr>,
-    /// Who released it (stamped by the debugger, never by the app).
-    pub principal: Option<JsStr>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl ExecResumed {
@@ -1303,39 +1065,23 @@ impl ExecResumed {
     }
 }
 
-impl Message for ExecResumed {
-    const TYPE: MessageType = MessageType::ExecResumed;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(5 + self.extra.len());
-        put(&mut m, "pauseId", self.pause_id.clone());
-        put(&mut m, "action", self.action);
-        if let Some(after) = &self.edited_after {
-            let mut edited = Map::with_capacity(1);
-            edited.insert("after", after.clone());
-            m.insert("edited", Value::Object(edited));
-        }
-        put_opt(&mut m, "requestId", self.request_id.clone());
-        put_opt(&mut m, "principal", self.principal.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `exec.resume` (viewer): release a held gate.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ExecResume {
+        /// The hold to release.
+        pub pause_id: JsStr = "pauseId",
+        /// How.
+        pub action: ResumeAction = "action",
+        /// With `inject`: the value to use as the node's result.
+        pub output: Option<Value> = "output",
+        /// An edited input to run the call with (capability `edit-input`).
+        pub input: Option<Value> = "input",
+        /// Correlates the app's `exec.resumed` / `exec.refused`.
+        pub request_id: Option<JsStr> = "requestId",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `exec.resume` (viewer): release a held gate.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExecResume {
-    /// The hold to release.
-    pub pause_id: JsStr,
-    /// How.
-    pub action: ResumeAction,
-    /// With `inject`: the value to use as the node's result.
-    pub output: Option<Value>,
-    /// An edited input to run the call with (capability `edit-input`).
-    pub input: Option<Value>,
-    /// Correlates the app's `exec.resumed` / `exec.refused`.
-    pub request_id: Option<JsStr>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl ExecResume {
@@ -1352,65 +1098,37 @@ impl ExecResume {
     }
 }
 
-impl Message for ExecResume {
-    const TYPE: MessageType = MessageType::ExecResume;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(5 + self.extra.len());
-        put(&mut m, "pauseId", self.pause_id.clone());
-        put(&mut m, "action", self.action);
-        put_opt(&mut m, "output", self.output.clone());
-        put_opt(&mut m, "input", self.input.clone());
-        put_opt(&mut m, "requestId", self.request_id.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `breakpoint.set` (viewer): add a breakpoint (matchers dedupe by exact equality).
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct BreakpointSet {
+        /// The matcher.
+        pub matcher: BreakpointMatcher = "matcher",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
 }
 
-/// `breakpoint.set` (viewer): add a breakpoint (matchers dedupe by exact equality).
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct BreakpointSet {
-    /// The matcher.
-    pub matcher: BreakpointMatcher,
-    /// Further fields, kept as given.
-    pub extra: Map,
-}
-
-impl Message for BreakpointSet {
-    const TYPE: MessageType = MessageType::BreakpointSet;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(1 + self.extra.len());
-        m.insert("matcher", self.matcher.to_value());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `breakpoint.clear` (viewer): remove the breakpoint set with an identical matcher.
+    #[derive(Clone, Debug, PartialEq, Default)]
+    pub struct BreakpointClear {
+        /// The matcher.
+        pub matcher: BreakpointMatcher = "matcher",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
 }
 
-/// `breakpoint.clear` (viewer): remove the breakpoint set with an identical matcher.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub struct BreakpointClear {
-    /// The matcher.
-    pub matcher: BreakpointMatcher,
-    /// Further fields, kept as given.
-    pub extra: Map,
-}
-
-impl Message for BreakpointClear {
-    const TYPE: MessageType = MessageType::BreakpointClear;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(1 + self.extra.len());
-        m.insert("matcher", self.matcher.to_value());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `mode.set` (viewer): switch between free running and single steps.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ModeSet {
+        /// The mode.
+        pub mode: RunMode = "mode",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `mode.set` (viewer): switch between free running and single steps.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ModeSet {
-    /// The mode.
-    pub mode: RunMode,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl ModeSet {
@@ -1423,33 +1141,25 @@ impl ModeSet {
     }
 }
 
-impl Message for ModeSet {
-    const TYPE: MessageType = MessageType::ModeSet;
-    fn to_value(&self) -> Value {
-        let mut m = Map::with_capacity(1 + self.extra.len());
-        put(&mut m, "mode", self.mode);
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `hello` (app): the first frame on a new socket.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Hello {
+        /// `versions.protocol`: equals the envelope's `gm`.
+        pub protocol: i64 = ["versions", "protocol"],
+        /// `versions.client`: the client library's version.
+        pub client_version: JsStr = ["versions", "client"],
+        /// What the app can do (see [`KNOWN_CAPABILITIES`]).
+        pub capabilities: Vec<JsStr> = "capabilities",
+        /// The app's display name.
+        pub app: Option<JsStr> = "app",
+        /// The instrumented SDK.
+        pub sdk: Option<SdkInfo> = "sdk",
+        /// The `sessionToken` of the last `hello.ack`, to re-claim this app's runs.
+        pub resume_token: Option<JsStr> = "resumeToken",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `hello` (app): the first frame on a new socket.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hello {
-    /// `versions.protocol`: equals the envelope's `gm`.
-    pub protocol: i64,
-    /// `versions.client`: the client library's version.
-    pub client_version: JsStr,
-    /// What the app can do (see [`KNOWN_CAPABILITIES`]).
-    pub capabilities: Vec<JsStr>,
-    /// The app's display name.
-    pub app: Option<JsStr>,
-    /// The instrumented SDK.
-    pub sdk: Option<SdkInfo>,
-    /// The `sessionToken` of the last `hello.ack`, to re-claim this app's runs.
-    pub resume_token: Option<JsStr>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl Hello {
@@ -1467,43 +1177,28 @@ impl Hello {
     }
 }
 
-impl Message for Hello {
-    const TYPE: MessageType = MessageType::Hello;
-    fn to_value(&self) -> Value {
-        let mut versions = Map::with_capacity(2);
-        put(&mut versions, "protocol", self.protocol);
-        put(&mut versions, "client", self.client_version.clone());
-        let mut m = Map::with_capacity(5 + self.extra.len());
-        m.insert("versions", Value::Object(versions));
-        m.insert("capabilities", strings(&self.capabilities));
-        put_opt(&mut m, "app", self.app.clone());
-        put_opt(&mut m, "sdk", self.sdk.as_ref().map(SdkInfo::to_value));
-        put_opt(&mut m, "resumeToken", self.resume_token.clone());
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
+wire_message! {
+    /// `hello.ack` (viewer): the answer to `hello`, carrying the full desired debug state so
+    /// a reconnecting app is re-armed in one message.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HelloAck {
+        /// `versions.protocol`.
+        pub protocol: i64 = ["versions", "protocol"],
+        /// `versions.viewer`: the debugger's version.
+        pub viewer_version: JsStr = ["versions", "viewer"],
+        /// The app's capabilities the viewer will use.
+        pub capabilities: Vec<JsStr> = "capabilities",
+        /// Breakpoints to arm now.
+        pub breakpoints: Vec<BreakpointMatcher> = "breakpoints",
+        /// Mode to adopt now.
+        pub mode: RunMode = "mode",
+        /// Identity of this connection, echoed back as `hello.resumeToken` on reconnect.
+        pub session_token: Option<JsStr> = "sessionToken",
+        /// What this debugger implements (e.g. `edit-input`).
+        pub hub_capabilities: Option<Vec<JsStr>> = "hubCapabilities",
+        /// Further fields, kept as given.
+        pub extra: Map = ..,
     }
-}
-
-/// `hello.ack` (viewer): the answer to `hello`, carrying the full desired debug state so a
-/// reconnecting app is re-armed in one message.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HelloAck {
-    /// `versions.protocol`.
-    pub protocol: i64,
-    /// `versions.viewer`: the debugger's version.
-    pub viewer_version: JsStr,
-    /// The app's capabilities the viewer will use.
-    pub capabilities: Vec<JsStr>,
-    /// Breakpoints to arm now.
-    pub breakpoints: Vec<BreakpointMatcher>,
-    /// Mode to adopt now.
-    pub mode: RunMode,
-    /// Identity of this connection, echoed back as `hello.resumeToken` on reconnect.
-    pub session_token: Option<JsStr>,
-    /// What this debugger implements (e.g. `edit-input`).
-    pub hub_capabilities: Option<Vec<JsStr>>,
-    /// Further fields, kept as given.
-    pub extra: Map,
 }
 
 impl HelloAck {
@@ -1519,36 +1214,6 @@ impl HelloAck {
             hub_capabilities: None,
             extra: Map::new(),
         }
-    }
-}
-
-impl Message for HelloAck {
-    const TYPE: MessageType = MessageType::HelloAck;
-    fn to_value(&self) -> Value {
-        let mut versions = Map::with_capacity(2);
-        put(&mut versions, "protocol", self.protocol);
-        put(&mut versions, "viewer", self.viewer_version.clone());
-        let mut m = Map::with_capacity(6 + self.extra.len());
-        m.insert("versions", Value::Object(versions));
-        m.insert("capabilities", strings(&self.capabilities));
-        m.insert(
-            "breakpoints",
-            Value::Array(
-                self.breakpoints
-                    .iter()
-                    .map(BreakpointMatcher::to_value)
-                    .collect(),
-            ),
-        );
-        put(&mut m, "mode", self.mode);
-        put_opt(&mut m, "sessionToken", self.session_token.clone());
-        put_opt(
-            &mut m,
-            "hubCapabilities",
-            self.hub_capabilities.as_deref().map(strings),
-        );
-        put_extra(&mut m, &self.extra);
-        Value::Object(m)
     }
 }
 
