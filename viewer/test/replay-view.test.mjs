@@ -199,6 +199,8 @@ test('Re-run from here, run as printed; a divergence; markers, links both ways a
   await fresh.locator('#bar [data-testid=compare-toggle]').click();
   await fresh.locator('#compare [data-testid=compare-live]').filter({ hasText: 'differs: input.passenger' }).waitFor();
   await waitFor(async () => (await fresh.locator('#compare [data-testid=compare-row]').count()) === 2, 5000, 'the rows from the fork point');
-  assert.equal(await fresh.locator('#compare [data-testid=compare-row]').first().getAttribute('data-same'), 'false');
+  // the row is drawn before the original's outputs arrive (data-same is '' until then)
+  const firstSame = () => fresh.locator('#compare [data-testid=compare-row]').first().getAttribute('data-same');
+  assert.equal(await settled(firstSame, is('false')), 'false');
   assert.deepEqual(fresh.errors, []);
 });
