@@ -624,7 +624,7 @@ fn ingest_frame(
     let frame = if restamped {
         rewrite_frame(text, &env)
     } else {
-        stored_frame(text, &env)
+        stored_frame(text, &env).into_owned()
     };
     let payload = &env.payload;
     let text_field = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
