@@ -30,8 +30,8 @@ CALLS = 20_000
 REPLAY_CALLS = 100_000  # two events a call
 
 
-def sqlite_floor(count: int, record_bytes: int, tmp: str) -> float:
-    """Seconds to store `count` rows of `record_bytes` each, as bare as SQLite allows: the
+def sqlite_floor(count: int, record_bytes: int, tmp: str) -> tuple[float, float]:
+    """Seconds (wall, and CPU) to store `count` rows of `record_bytes` each, as bare as SQLite allows: the
     events table and index of cli/src/migrations.rs, storage.rs's pragmas and the import's
     page cache, one transaction, the commit's checkpoint included."""
     import sqlite3
@@ -46,14 +46,22 @@ def sqlite_floor(count: int, record_bytes: int, tmp: str) -> float:
     conn.execute("CREATE TABLE events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, ts REAL NOT NULL, type TEXT NOT NULL,"
                  " node_id TEXT, frame_json TEXT NOT NULL, PRIMARY KEY (run_id, seq))")
     conn.execute("CREATE INDEX idx_events_errors ON events (run_id) WHERE type = 'node.error'")
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     conn.execute("BEGIN")
     conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?)", rows)
     conn.execute("COMMIT")
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    secs = time.perf_counter() - t
+    secs, cpu = time.perf_counter() - t, time.process_time() - cpu
     conn.close()
-    return secs
+    return secs, cpu
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) used so far by the child processes waited for."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def free_port() -> int:
@@ -154,13 +162,13 @@ def main() -> None:
             inst.dispose()
             spool_bytes = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(left_dir) for f in fs if f.endswith(".seg"))
             db = os.path.join(tmp, f"import-{len(imports)}.db")
-            t = time.perf_counter()
+            t, before = time.perf_counter(), children_cpu()
             out = subprocess.run([BIN, "import", "--db", db, "--spool", left_dir], capture_output=True, text=True,
                                  env=server_env(tmp), timeout=600)
-            secs = time.perf_counter() - t
+            secs, cpu = time.perf_counter() - t, children_cpu() - before
             count = int(out.stdout.split("stored ")[1].split(" ")[0]) if "stored " in out.stdout else 0
-            floor = sqlite_floor(count, spool_bytes // max(count, 1), tmp) if count else 0.0
-            imports[name] = (count, secs, spool_bytes, floor)
+            floor = sqlite_floor(count, spool_bytes // max(count, 1), tmp) if count else (0.0, 0.0)
+            imports[name] = (count, secs, cpu, spool_bytes, floor)
 
         # 2b. the small events replayed over the socket on attach to a fresh server: the time
         # until the last of them is stored (the count stops growing for 1.5 s).
@@ -196,12 +204,13 @@ def main() -> None:
     print(f"  (lost: ring alone {ring_stats['lost']} events, at the hand-off or the ring; ring + spool "
           f"{spool_stats['lost']}, its 64 MiB bound reached: oldest segments dropped, gap-marked)")
     print("python: spool replay into SQLite (wall time, the process start and the commit's checkpoint included)")
-    for name, (count, secs, spool_bytes, floor) in imports.items():
+    for name, (count, secs, cpu, spool_bytes, (floor, floor_cpu)) in imports.items():
         print(f"  import --spool, {name + ' inputs':<19}: {count:7d} events in {secs:6.2f} s   {count / secs:10,.0f} events/s   "
-              f"({spool_bytes / max(count, 1):.0f} B a record, {spool_bytes / secs / 1e6:.0f} MB/s; goal >= 100,000 events/s)")
+              f"({spool_bytes / max(count, 1):.0f} B a record, {spool_bytes / secs / 1e6:.0f} MB/s; goal >= 100,000 events/s; "
+              f"CPU {cpu:.2f} s)")
         if floor:
             print(f"    floor, the same rows bare       : {count:7d} rows   in {floor:6.2f} s   {count / floor:10,.0f} rows/s     "
-                  f"(ours {secs / floor:.2f}x the floor's time)")
+                  f"(ours {secs / floor:.2f}x the floor's time; CPU {floor_cpu:.2f} s, ours {cpu / max(floor_cpu, 1e-9):.2f}x)")
     print(f"  attach to a fresh serve, small      : {stored:7d} events in {live_s:6.2f} s   {stored / live_s:10,.0f} events/s   "
           f"(server start, handshake and socket included)")
 

@@ -15,7 +15,7 @@
 use crate::args::RecordArgs;
 use crate::storage;
 use graphmind_core::json::{self, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::path::Path;
 
@@ -145,16 +145,53 @@ fn skippable(v: &Value) -> bool {
     }
 }
 
+/// Most keys a [`SecretKeyMemo`] remembers (beyond, new keys are checked each time).
+pub const SECRET_KEY_MEMO_MAX: usize = 4096;
+
+/// [`is_secret_key`] with the answer remembered for keys that need the full check (those
+/// holding one of the anchors, such as `inputTokens`): a long-lived redactor (the live
+/// export) meets the same few keys on every event.
+#[derive(Default)]
+pub struct SecretKeyMemo {
+    known: HashMap<String, bool>,
+}
+
+impl SecretKeyMemo {
+    /// The same answer as [`is_secret_key`].
+    pub fn is_secret(&mut self, key: &str) -> bool {
+        if key.is_empty() || (key.is_ascii() && !has_anchor(key)) {
+            return false;
+        }
+        if let Some(&known) = self.known.get(key) {
+            return known;
+        }
+        let secret = is_secret_key(key);
+        if self.known.len() < SECRET_KEY_MEMO_MAX {
+            self.known.insert(key.to_owned(), secret);
+        }
+        secret
+    }
+}
+
 /// Replaces every value under a secret-looking key, at any depth, with the placeholder.
 /// Iterative (no recursion limit: a secret 50,000 levels deep is found too).
 pub fn redact_secrets(value: &mut Value, r: &mut Redaction) {
+    redact_secrets_with(value, r, is_secret_key)
+}
+
+/// [`redact_secrets`] deciding with `is_secret` (the same rule, e.g. a [`SecretKeyMemo`]).
+pub fn redact_secrets_with(
+    value: &mut Value,
+    r: &mut Redaction,
+    mut is_secret: impl FnMut(&str) -> bool,
+) {
     let mut stack: Vec<&mut Value> = vec![value];
     while let Some(v) = stack.pop() {
         match v {
             Value::Object(m) => {
                 for (k, child) in m.iter_mut() {
                     let key = k.to_string_lossy();
-                    if is_secret_key(&key) && !skippable(child) {
+                    if is_secret(&key) && !skippable(child) {
                         r.count += 1;
                         r.keys.insert(key.into_owned());
                         *child = Value::from(REDACTED);

@@ -16,17 +16,18 @@
 //! Drops are logged once on stderr and counted in `/api/session`. At shutdown the thread
 //! sends what it holds within [`SHUTDOWN_GRACE`].
 
+use crate::export::SecretKeyMemo;
 use crate::otlp_config::{OtlpConfig, Protocol};
 use crate::otlp_map;
 use crate::storage::RunRow;
-use crossbeam_channel::{bounded, select, Receiver, Sender, TrySendError};
+use crossbeam_channel::{bounded, select, unbounded, Receiver, Sender};
 use graphmind_core::json::{self, Value};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,26 @@ pub const EXPORTED_KINDS: [&str; 5] = [
     "node.started",
     "node.finished",
     "node.error",
+];
+/// The payload members whose values a span shows (as `input.value`, `output.value`, token
+/// counts, the exception): what the export redacts.
+const SPAN_VALUES: [&str; 4] = ["input", "output", "usage", "error"];
+/// Every payload member the span mapping reads (`otlp_map`), and `app` and `status` read
+/// here: none is a secret-looking key, so redacting [`SPAN_VALUES`] alone gives the spans
+/// that redacting whole payloads gives (a unit test holds the list to that).
+#[cfg(test)]
+const SPAN_READS: [&str; 11] = [
+    "nodeId",
+    "instanceId",
+    "name",
+    "kind",
+    "parentId",
+    "input",
+    "output",
+    "usage",
+    "error",
+    "app",
+    "status",
 ];
 /// Most spans in one request.
 pub const BATCH_MAX_SPANS: usize = 512;
@@ -76,10 +97,89 @@ fn lower_this_threads_priority() {
     }
 }
 
+/// The event types spans are made of.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// `run.started`
+    RunStarted,
+    /// `run.finished`
+    RunFinished,
+    /// `node.started`
+    NodeStarted,
+    /// `node.finished`
+    NodeFinished,
+    /// `node.error`
+    NodeError,
+}
+
+impl Kind {
+    /// The kind of an event type, `None` for types no span is made of.
+    pub fn of(event_type: &str) -> Option<Kind> {
+        Some(match event_type {
+            "run.started" => Kind::RunStarted,
+            "run.finished" => Kind::RunFinished,
+            "node.started" => Kind::NodeStarted,
+            "node.finished" => Kind::NodeFinished,
+            "node.error" => Kind::NodeError,
+            _ => return None,
+        })
+    }
+
+    fn name(self) -> &'static str {
+        EXPORTED_KINDS[self as usize]
+    }
+}
+
+/// What the writer hands over of one stored event's payload: the value ingest already
+/// parsed (the frame is stored as received), or, when the stored frame is not the one
+/// received (a payload shrunk for storage), the stored frame, parsed by the exporter.
+pub enum Body {
+    /// The payload as ingest parsed it.
+    Payload(Value),
+    /// The stored frame's text.
+    Frame(String),
+}
+
 struct Item {
     run_id: String,
     app: String,
-    frame: String,
+    kind: Kind,
+    ts: f64,
+    body: Body,
+    cost: usize,
+}
+
+/// The stored events of one writer batch waiting to be handed to the exporter at once
+/// ([`Exporter::hand_over`]): one queue operation and at most one wake-up per batch.
+#[derive(Default)]
+pub struct Offers {
+    items: Vec<Item>,
+}
+
+impl Offers {
+    /// Adds one stored event: `cost` is its stored frame's length (what the queue's byte
+    /// bound counts), `body` is called only for the types spans are made of.
+    pub fn push(
+        &mut self,
+        run_id: &str,
+        app: String,
+        event_type: &str,
+        ts: f64,
+        cost: usize,
+        body: impl FnOnce() -> Body,
+    ) {
+        let Some(kind) = Kind::of(event_type) else {
+            return;
+        };
+        self.items.push(Item {
+            run_id: run_id.to_owned(),
+            app,
+            kind,
+            ts,
+            body: body(),
+            cost,
+        });
+    }
 }
 
 /// Export counters, shown in `/api/session`.
@@ -106,25 +206,33 @@ impl Stats {
 
 /// The writer's side of the export: a bounded queue and the counters.
 pub struct Exporter {
-    tx: Sender<Item>,
+    tx: Sender<(Vec<Item>, usize)>,
     flush: Sender<Sender<()>>,
     /// The endpoint URL (for `/api/session`).
     pub url: String,
     /// Counters.
     pub stats: Arc<Stats>,
-    queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
+    queued: Arc<Queued>,
+}
+
+/// Events (and their frames' bytes) handed to the exporter and not yet taken in: what
+/// [`QUEUE_CAPACITY`] and [`QUEUE_MAX_BYTES`] bound.
+#[derive(Default)]
+struct Queued {
+    events: AtomicUsize,
+    bytes: AtomicUsize,
 }
 
 impl Exporter {
     /// Starts the exporter thread for `cfg`.
     pub fn start(cfg: OtlpConfig) -> std::io::Result<Exporter> {
-        let (tx, rx) = bounded(QUEUE_CAPACITY);
+        let (tx, rx) = unbounded();
         let (ftx, frx) = bounded(1);
         let stats = Arc::new(Stats::default());
         let url = cfg.url.clone();
         let s = stats.clone();
-        let queued_bytes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let q = queued_bytes.clone();
+        let queued = Arc::new(Queued::default());
+        let q = queued.clone();
         std::thread::Builder::new()
             .name("graphmind-otlp".into())
             .spawn(move || {
@@ -136,32 +244,45 @@ impl Exporter {
             flush: ftx,
             url,
             stats,
-            queued_bytes,
+            queued,
         })
     }
 
-    /// Offers one stored event of type `kind`; never blocks (a full queue drops it and
-    /// counts it). Types no span is made of are not queued.
-    pub fn offer(&self, run_id: &str, app: &str, kind: &str, frame: &str) {
-        if !EXPORTED_KINDS.contains(&kind) {
+    /// Hands the batch's stored events to the exporter thread; never blocks. Events beyond
+    /// [`QUEUE_CAPACITY`] or [`QUEUE_MAX_BYTES`] still queued are dropped for the export and
+    /// counted. Called by the one writer thread (the only one that adds to the queue).
+    pub fn hand_over(&self, offers: &mut Offers) {
+        if offers.items.is_empty() {
             return;
         }
-        let full = self.queued_bytes.load(Ordering::Relaxed) + frame.len() > QUEUE_MAX_BYTES;
-        let item = Item {
-            run_id: run_id.to_owned(),
-            app: app.to_owned(),
-            frame: frame.to_owned(),
-        };
-        let len = frame.len();
-        let sent = if full {
-            Err(TrySendError::Full(item))
-        } else {
-            self.tx.try_send(item)
-        };
-        if sent.is_ok() {
-            self.queued_bytes.fetch_add(len, Ordering::Relaxed);
-        } else if let Err(TrySendError::Full(_)) = sent {
-            self.stats.queue_dropped.fetch_add(1, Ordering::Relaxed);
+        let (mut events, mut bytes) = (
+            self.queued.events.load(Ordering::Relaxed),
+            self.queued.bytes.load(Ordering::Relaxed),
+        );
+        let (mut added_events, mut added_bytes, mut dropped) = (0, 0, 0u64);
+        let mut items = Vec::with_capacity(offers.items.len());
+        for item in offers.items.drain(..) {
+            if events >= QUEUE_CAPACITY || bytes + item.cost > QUEUE_MAX_BYTES {
+                dropped += 1;
+                continue;
+            }
+            events += 1;
+            bytes += item.cost;
+            added_events += 1;
+            added_bytes += item.cost;
+            items.push(item);
+        }
+        if !items.is_empty() {
+            self.queued
+                .events
+                .fetch_add(added_events, Ordering::Relaxed);
+            self.queued.bytes.fetch_add(added_bytes, Ordering::Relaxed);
+            let _ = self.tx.send((items, added_bytes));
+        }
+        if dropped > 0 {
+            self.stats
+                .queue_dropped
+                .fetch_add(dropped, Ordering::Relaxed);
             self.stats.report_drop(&format!("the export queue is full ({QUEUE_CAPACITY} events or {QUEUE_MAX_BYTES} bytes: export is slower than ingest)"));
         }
     }
@@ -195,18 +316,36 @@ impl Exporter {
     }
 }
 
-/// What the exporter keeps of an open run: only what the next spans need (the `node.started`
-/// of executions still open, and the latest one of each node id, for parentage; shared,
-/// not copied).
+/// What the exporter keeps of an open run: only what the next spans need. For each node id
+/// seen, the span id of its latest execution started so far (a later child's parent) and
+/// the executions still open, each with its `node.started` payload (redacted) and time.
 struct OpenRun {
     row: RunRow,
-    open: HashMap<(String, String), Rc<Value>>,
-    latest_started: HashMap<String, Rc<Value>>,
+    /// `row.app`, shared by the run's pending spans.
+    app: Rc<str>,
+    trace: Vec<u8>,
+    root: [u8; otlp_map::SPAN_ID_BYTES],
+    nodes: HashMap<String, NodeState>,
+    /// Executions open now, over all nodes.
+    open: usize,
+}
+
+#[derive(Default)]
+struct NodeState {
+    latest: [u8; otlp_map::SPAN_ID_BYTES],
+    open: Vec<OpenExec>,
+}
+
+struct OpenExec {
+    instance: String,
+    span: [u8; otlp_map::SPAN_ID_BYTES],
+    start: f64,
+    payload: Value,
 }
 
 /// A span ready to send, with the app whose resource it goes under.
 struct Pending {
-    app: String,
+    app: Rc<str>,
     span: Span,
 }
 
@@ -226,7 +365,8 @@ enum Outcome {
 
 struct Worker {
     cfg: OtlpConfig,
-    queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
+    queued: Arc<Queued>,
+    secret_keys: SecretKeyMemo,
     stats: Arc<Stats>,
     agent: ureq::Agent,
     runs: HashMap<String, OpenRun>,
@@ -240,11 +380,7 @@ struct Worker {
 }
 
 impl Worker {
-    fn new(
-        cfg: OtlpConfig,
-        stats: Arc<Stats>,
-        queued_bytes: Arc<std::sync::atomic::AtomicUsize>,
-    ) -> Worker {
+    fn new(cfg: OtlpConfig, stats: Arc<Stats>, queued: Arc<Queued>) -> Worker {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
@@ -253,7 +389,8 @@ impl Worker {
             .into();
         Worker {
             cfg,
-            queued_bytes,
+            queued,
+            secret_keys: SecretKeyMemo::default(),
             stats,
             agent,
             runs: HashMap::new(),
@@ -267,25 +404,25 @@ impl Worker {
         }
     }
 
-    fn run(mut self, rx: Receiver<Item>, flush: Receiver<Sender<()>>) {
+    fn run(mut self, rx: Receiver<(Vec<Item>, usize)>, flush: Receiver<Sender<()>>) {
         loop {
             let wait = self.next_wake().map_or(Duration::from_secs(3600), |t| {
                 t.saturating_duration_since(Instant::now())
             });
             select! {
-                recv(rx) -> item => match item {
-                    Ok(item) => {
-                        self.ingest(item);
+                recv(rx) -> items => match items {
+                    Ok(items) => {
+                        self.ingest_all(items);
                         // Take what else is queued before sending.
-                        while let Ok(item) = rx.try_recv() {
-                            self.ingest(item);
+                        while let Ok(items) = rx.try_recv() {
+                            self.ingest_all(items);
                         }
                     }
                     Err(_) => return,
                 },
                 recv(flush) -> reply => {
-                    while let Ok(item) = rx.try_recv() {
-                        self.ingest(item);
+                    while let Ok(items) = rx.try_recv() {
+                        self.ingest_all(items);
                     }
                     self.drain_until(Instant::now() + SHUTDOWN_GRACE);
                     if let Ok(reply) = reply {
@@ -314,120 +451,131 @@ impl Worker {
         Some(self.retry_at.map_or(due, |r| r.max(due)))
     }
 
+    fn ingest_all(&mut self, (items, bytes): (Vec<Item>, usize)) {
+        let n = items.len();
+        for item in items {
+            self.ingest(item);
+        }
+        self.queued.events.fetch_sub(n, Ordering::Relaxed);
+        self.queued.bytes.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
     fn ingest(&mut self, item: Item) {
-        self.queued_bytes
-            .fetch_sub(item.frame.len(), Ordering::Relaxed);
-        let Ok(mut env) = json::parse_str(&item.frame) else {
-            return;
+        let mut payload = match item.body {
+            Body::Payload(p) => p,
+            Body::Frame(frame) => match json::parse_str(&frame) {
+                Ok(mut env) => env
+                    .as_object_mut()
+                    .and_then(|o| o.remove("payload"))
+                    .unwrap_or_default(),
+                Err(_) => return,
+            },
         };
         if self.cfg.redact {
-            if let Some(p) = env.as_object_mut().and_then(|o| o.get_mut("payload")) {
-                crate::export::redact_secrets(p, &mut crate::export::Redaction::default());
-            }
-        }
-        let kind = env
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let ts = env.get("ts").and_then(Value::as_f64).unwrap_or(0.0);
-        if !self.runs.contains_key(&item.run_id) {
-            if self.runs.len() >= MAX_OPEN_RUNS {
-                if let Some(old) = self.order.pop_front() {
-                    self.runs.remove(&old);
+            // Only the members a span shows values from can hold a secret: every other
+            // member the mapping reads is a fixed name that is no secret-looking key
+            // (`SPAN_READS`), so the span is the same as with the whole payload redacted.
+            let memo = &mut self.secret_keys;
+            if let Some(obj) = payload.as_object_mut() {
+                for (key, value) in obj.iter_mut() {
+                    if SPAN_VALUES.contains(&key.as_str().unwrap_or_default()) {
+                        crate::export::redact_secrets_with(
+                            value,
+                            &mut crate::export::Redaction::default(),
+                            |k| memo.is_secret(k),
+                        );
+                    }
                 }
             }
-            let row = RunRow {
-                id: item.run_id.clone(),
-                app: item.app.clone(),
-                started_at: ts,
-                finished_at: None,
-                status: "running".into(),
-                schema_version: crate::envelope::PROTOCOL_VERSION,
-                source: "live".into(),
-                event_count: 0,
-                error_count: 0,
-            };
-            self.order.push_back(item.run_id.clone());
-            self.runs.insert(
-                item.run_id.clone(),
-                OpenRun {
-                    row,
-                    open: HashMap::new(),
-                    latest_started: HashMap::new(),
-                },
-            );
         }
-        let Some(run) = self.runs.get_mut(&item.run_id) else {
-            return;
-        };
-        let payload = env.get("payload");
-        let s = |k: &str| {
-            payload
-                .and_then(|p| p.get(k))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let node = s("nodeId").unwrap_or_default();
-        let instance = s("instanceId").unwrap_or_else(|| node.clone());
-        let span = match kind.as_str() {
-            "run.started" => {
+        let (kind, ts) = (item.kind, item.ts);
+        let run = self.open_run(&item.run_id, &item.app, ts);
+        let s = |k: &str| payload.get(k).and_then(Value::as_str);
+        let node = s("nodeId").unwrap_or("");
+        let instance = s("instanceId").unwrap_or(node);
+        let span = match kind {
+            Kind::RunStarted => {
                 run.row.started_at = ts;
                 if let Some(app) = s("app") {
-                    run.row.app = app;
+                    run.row.app = app.to_owned();
+                    run.app = Rc::from(app);
                 }
                 return;
             }
-            "node.started" => {
-                if run.open.len() >= MAX_OPEN_NODES || run.latest_started.len() >= MAX_OPEN_NODES {
+            Kind::NodeStarted => {
+                if run.open >= MAX_OPEN_NODES || run.nodes.len() >= MAX_OPEN_NODES {
                     self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
                     self.stats.report_drop(&format!("run \"{}\" has more than {MAX_OPEN_NODES} open or distinct nodes; later ones are not exported", item.run_id));
                     return;
                 }
-                let env = Rc::new(env);
-                run.latest_started.insert(node.clone(), env.clone());
-                run.open.insert((node, instance), env);
+                let span = otlp_map::node_span_id_array(&item.run_id, node, instance);
+                let instance = instance.to_owned();
+                let state = match run.nodes.get_mut(node) {
+                    Some(state) => state,
+                    None => run.nodes.entry(node.to_owned()).or_default(),
+                };
+                state.latest = span;
+                let exec = OpenExec {
+                    instance,
+                    span,
+                    start: ts,
+                    payload,
+                };
+                // The same execution started again replaces the one open.
+                match state.open.iter_mut().find(|x| x.instance == exec.instance) {
+                    Some(x) => *x = exec,
+                    None => {
+                        state.open.push(exec);
+                        run.open += 1;
+                    }
+                }
                 return;
             }
-            "node.finished" | "node.error" => {
-                let key = (node.clone(), instance.clone());
-                let key = if run.open.contains_key(&key) {
-                    Some(key)
-                } else {
-                    run.open.keys().find(|k| k.0 == node).cloned()
-                };
-                let Some(key) = key else { return };
-                let Some(started) = run.open.remove(&key) else {
+            Kind::NodeFinished | Kind::NodeError => {
+                let Some(state) = run.nodes.get_mut(node) else {
                     return;
                 };
-                let mut envs: Vec<&Value> = Vec::with_capacity(3);
-                let parent = started
-                    .get("payload")
-                    .and_then(|p| p.get("parentId"))
-                    .and_then(Value::as_str);
-                if let Some(p) = parent
-                    .and_then(|p| run.latest_started.get(p))
-                    .filter(|_| parent != Some(key.0.as_str()))
-                {
-                    envs.push(p);
-                }
-                envs.push(&started);
-                envs.push(&env);
-                // The one mapping, on just the envelopes this span needs.
-                let Some(span) = otlp_map::node_span_of(&run.row, &envs, &key.0, &key.1) else {
+                // Its execution; an end whose instance is not open ends the oldest one open of
+                // the same node.
+                let Some(i) = state
+                    .open
+                    .iter()
+                    .position(|x| x.instance == instance)
+                    .or(if state.open.is_empty() { None } else { Some(0) })
+                else {
                     return;
                 };
-                span
+                let exec = state.open.remove(i);
+                run.open -= 1;
+                // Its parent: the latest execution of `parentId` started so far (itself when it
+                // names its own node), else the run.
+                let parent = match exec.payload.get("parentId").and_then(Value::as_str) {
+                    Some(p) if p == node => exec.span,
+                    Some(p) => run.nodes.get(p).map_or(run.root, |n| n.latest),
+                    None => run.root,
+                };
+                let ids = otlp_map::SpanIds {
+                    trace: &run.trace,
+                    span: exec.span,
+                    parent,
+                };
+                otlp_map::finished_node_span(
+                    &ids,
+                    &exec.payload,
+                    exec.start,
+                    kind.name(),
+                    &payload,
+                    ts,
+                )
             }
-            "run.finished" => {
+            Kind::RunFinished => {
                 run.row.finished_at = Some(ts);
-                run.row.status = s("status").unwrap_or_else(|| "ok".into());
+                run.row.status = s("status").unwrap_or("ok").to_owned();
                 otlp_map::root_span_of(&run.row)
             }
-            _ => return,
         };
-        let app = run.row.app.clone();
-        if kind == "run.finished" {
+        let app = run.app.clone();
+        if kind == Kind::RunFinished {
             self.runs.remove(&item.run_id);
             self.order.retain(|r| r != &item.run_id);
         }
@@ -442,6 +590,42 @@ impl Worker {
         }
         self.pending.push_back(Pending { app, span });
         self.first_pending.get_or_insert_with(Instant::now);
+    }
+
+    /// The open run `run_id`, tracked from now on if it is new (its first event, at `ts`,
+    /// from `app`); the oldest is forgotten beyond [`MAX_OPEN_RUNS`].
+    fn open_run(&mut self, run_id: &str, app: &str, ts: f64) -> &mut OpenRun {
+        if !self.runs.contains_key(run_id) {
+            if self.runs.len() >= MAX_OPEN_RUNS {
+                if let Some(old) = self.order.pop_front() {
+                    self.runs.remove(&old);
+                }
+            }
+            let row = RunRow {
+                id: run_id.to_owned(),
+                app: app.to_owned(),
+                started_at: ts,
+                finished_at: None,
+                status: "running".into(),
+                schema_version: crate::envelope::PROTOCOL_VERSION,
+                source: "live".into(),
+                event_count: 0,
+                error_count: 0,
+            };
+            self.order.push_back(run_id.to_owned());
+            self.runs.insert(
+                run_id.to_owned(),
+                OpenRun {
+                    row,
+                    app: Rc::from(app),
+                    trace: otlp_map::trace_id(run_id),
+                    root: otlp_map::run_span_id_array(run_id),
+                    nodes: HashMap::new(),
+                    open: 0,
+                },
+            );
+        }
+        self.runs.get_mut(run_id).expect("tracked just above")
     }
 
     /// Sends batches that are due (not before a retry delay).
@@ -602,6 +786,14 @@ pub fn parse_retry_after(value: &str, now: std::time::SystemTime) -> Option<Dura
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_payload_member_a_span_reads_is_a_secret_looking_key() {
+        for key in SPAN_READS {
+            assert!(!crate::export::is_secret_key(key), "{key}");
+        }
+        assert!(SPAN_VALUES.iter().all(|k| SPAN_READS.contains(k)));
+    }
 
     #[test]
     fn retry_after_takes_seconds_or_an_http_date() {

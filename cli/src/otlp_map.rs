@@ -27,7 +27,8 @@ const STATUS_ERROR: i32 = 2;
 const SPAN_KIND_INTERNAL: i32 = 1;
 /// Bytes of a trace id and of a span id.
 const TRACE_ID_BYTES: usize = 16;
-const SPAN_ID_BYTES: usize = 8;
+/// Bytes of a span id.
+pub const SPAN_ID_BYTES: usize = 8;
 
 fn id_bytes(seed: &str, bytes: usize) -> Vec<u8> {
     Sha256::digest(seed.as_bytes())[..bytes].to_vec()
@@ -193,6 +194,37 @@ fn oi_kind(kind: &str) -> &'static str {
     }
 }
 
+/// The execution a `node.started` opens: its payload `p`, at `ts`.
+fn started_exec(p: Option<&Value>, ts: f64) -> Exec<'_> {
+    let s = |k: &str| p.and_then(|p| p.get(k)).and_then(Value::as_str);
+    let node = s("nodeId").unwrap_or("");
+    Exec {
+        node_id: node,
+        instance: s("instanceId").unwrap_or(node),
+        name: s("name").unwrap_or(node),
+        kind: s("kind").unwrap_or("custom"),
+        parent: s("parentId"),
+        start: ts,
+        end: None,
+        input: p.and_then(|p| p.get("input")),
+        output: None,
+        usage: None,
+        error: None,
+    }
+}
+
+/// Ends `x` with a `node.finished` or `node.error` (`kind`) of payload `p` at `ts`.
+fn end_exec<'a>(x: &mut Exec<'a>, kind: &str, p: Option<&'a Value>, ts: f64) {
+    if kind == "node.error" {
+        x.error = p.and_then(|p| p.get("error"));
+    } else {
+        x.end = Some(ts);
+        x.output = p.and_then(|p| p.get("output"));
+        x.usage = p.and_then(|p| p.get("usage"));
+    }
+    x.end.get_or_insert(ts);
+}
+
 /// The node executions of `envelopes`, in start order; and when the run finished, if said.
 fn executions<'a>(envelopes: &[&'a Value]) -> (Vec<Exec<'a>>, Option<f64>) {
     let mut execs: Vec<Exec> = Vec::new();
@@ -209,19 +241,7 @@ fn executions<'a>(envelopes: &[&'a Value]) -> (Vec<Exec<'a>>, Option<f64>) {
         match kind {
             "node.started" => {
                 let idx = execs.len();
-                execs.push(Exec {
-                    node_id: node,
-                    instance,
-                    name: s("name").unwrap_or(node),
-                    kind: s("kind").unwrap_or("custom"),
-                    parent: s("parentId"),
-                    start: ts,
-                    end: None,
-                    input: p.and_then(|p| p.get("input")),
-                    output: None,
-                    usage: None,
-                    error: None,
-                });
+                execs.push(started_exec(p, ts));
                 open.insert((node, instance), idx);
                 latest_of_node.insert(node, idx);
             }
@@ -231,14 +251,7 @@ fn executions<'a>(envelopes: &[&'a Value]) -> (Vec<Exec<'a>>, Option<f64>) {
                     .copied()
                     .or_else(|| latest_of_node.get(node).copied());
                 if let Some(x) = idx.and_then(|i| execs.get_mut(i)) {
-                    if kind == "node.error" {
-                        x.error = p.and_then(|p| p.get("error"));
-                    } else {
-                        x.end = Some(ts);
-                        x.output = p.and_then(|p| p.get("output"));
-                        x.usage = p.and_then(|p| p.get("usage"));
-                    }
-                    x.end.get_or_insert(ts);
+                    end_exec(x, kind, p, ts);
                 }
             }
             "run.finished" => run_end = Some(ts),
@@ -248,7 +261,7 @@ fn executions<'a>(envelopes: &[&'a Value]) -> (Vec<Exec<'a>>, Option<f64>) {
     (execs, run_end)
 }
 
-fn node_span(run: &RunRow, x: &Exec, trace: &[u8], parent: Vec<u8>) -> Span {
+fn node_span(x: &Exec, trace: &[u8], span_id: Vec<u8>, parent: Vec<u8>) -> Span {
     let mut attributes = vec![
         attr_str("openinference.span.kind", oi_kind(x.kind)),
         attr_str("graphmind.node.id", x.node_id),
@@ -312,7 +325,7 @@ fn node_span(run: &RunRow, x: &Exec, trace: &[u8], parent: Vec<u8>) -> Span {
     };
     Span {
         trace_id: trace.to_vec(),
-        span_id: node_span_id(&run.id, x.node_id, x.instance),
+        span_id,
         parent_span_id: parent,
         name: x.name.to_owned(),
         kind: SPAN_KIND_INTERNAL,
@@ -363,33 +376,53 @@ pub fn spans(run: &RunRow, envelopes: &[&Value]) -> Vec<Span> {
             || root.clone(),
             |p| node_span_id(&run.id, p.node_id, p.instance),
         );
-        out.push(node_span(run, x, &trace, parent));
+        let id = node_span_id(&run.id, x.node_id, x.instance);
+        out.push(node_span(x, &trace, id, parent));
     }
     out
 }
 
-/// The one span of a node execution `(node_id, instance)` from just the envelopes it needs
-/// (its parent's start, its start, its end): what the live export sends when it finishes.
-/// Only that span is built (not its parent's, whose start is there for parentage).
-pub fn node_span_of(
-    run: &RunRow,
-    envelopes: &[&Value],
-    node_id: &str,
-    instance: &str,
-) -> Option<Span> {
-    let (execs, _) = executions(envelopes);
-    let x = execs
-        .iter()
-        .rev()
-        .find(|x| x.node_id == node_id && x.instance == instance)?;
-    let parent = x
-        .parent
-        .and_then(|p| execs.iter().rev().find(|e| e.node_id == p))
-        .map_or_else(
-            || run_span_id(&run.id),
-            |p| node_span_id(&run.id, p.node_id, p.instance),
-        );
-    Some(node_span(run, x, &trace_id(&run.id), parent))
+/// The ids of one live span: its trace, its own id and its parent's, all known to the
+/// exporter before the span is built (it derives them once per run and per execution).
+pub struct SpanIds<'a> {
+    /// The run's trace id ([`trace_id`]).
+    pub trace: &'a [u8],
+    /// The execution's span id ([`node_span_id`]).
+    pub span: [u8; SPAN_ID_BYTES],
+    /// The parent's span id: the latest execution of `parentId` started so far, else the
+    /// run's root span.
+    pub parent: [u8; SPAN_ID_BYTES],
+}
+
+/// The one span of a node execution, built when it ends, from just what it needs: the
+/// payload and time of its `node.started`, and the type (`node.finished` / `node.error`),
+/// payload and time of its end. What the live export sends; the same mapping as
+/// [`spans`].
+pub fn finished_node_span(
+    ids: &SpanIds,
+    started: &Value,
+    start_ts: f64,
+    end_kind: &str,
+    end: &Value,
+    end_ts: f64,
+) -> Span {
+    let mut x = started_exec(Some(started), start_ts);
+    end_exec(&mut x, end_kind, Some(end), end_ts);
+    node_span(&x, ids.trace, ids.span.to_vec(), ids.parent.to_vec())
+}
+
+/// The span id of one node execution as a fixed array (see [`node_span_id`]).
+pub fn node_span_id_array(run_id: &str, node_id: &str, instance: &str) -> [u8; SPAN_ID_BYTES] {
+    let mut id = [0u8; SPAN_ID_BYTES];
+    id.copy_from_slice(&node_span_id(run_id, node_id, instance));
+    id
+}
+
+/// The span id of the run's root span as a fixed array (see [`run_span_id`]).
+pub fn run_span_id_array(run_id: &str) -> [u8; SPAN_ID_BYTES] {
+    let mut id = [0u8; SPAN_ID_BYTES];
+    id.copy_from_slice(&run_span_id(run_id));
+    id
 }
 
 /// The run's root span, as the live export sends it when the run finishes.
@@ -415,21 +448,28 @@ pub fn scope() -> InstrumentationScope {
 }
 
 /// An export request holding `spans` under one resource per app (apps in first-seen order).
-pub fn request<I: IntoIterator<Item = (String, Span)>>(spans: I) -> ExportTraceServiceRequest {
+pub fn request<A: AsRef<str>, I: IntoIterator<Item = (A, Span)>>(
+    spans: I,
+) -> ExportTraceServiceRequest {
     let mut groups: Vec<ResourceSpans> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for (app, span) in spans {
-        let i = *index.entry(app).or_insert_with_key(|app| {
-            groups.push(ResourceSpans {
-                resource: Some(resource(app)),
-                scope_spans: vec![ScopeSpans {
-                    scope: Some(scope()),
+        let app = app.as_ref();
+        let i = match index.get(app) {
+            Some(&i) => i,
+            None => {
+                groups.push(ResourceSpans {
+                    resource: Some(resource(app)),
+                    scope_spans: vec![ScopeSpans {
+                        scope: Some(scope()),
+                        ..Default::default()
+                    }],
                     ..Default::default()
-                }],
-                ..Default::default()
-            });
-            groups.len() - 1
-        });
+                });
+                index.insert(app.to_owned(), groups.len() - 1);
+                groups.len() - 1
+            }
+        };
         groups[i].scope_spans[0].spans.push(span);
     }
     ExportTraceServiceRequest {
@@ -539,12 +579,39 @@ mod tests {
     }
 
     #[test]
-    fn the_live_export_picks_one_span_from_just_the_envelopes_it_needs() {
+    fn the_live_span_of_an_execution_is_the_span_record_writes_for_it() {
         let evs = events();
-        let refs: Vec<&Value> = vec![&evs[0], &evs[2], &evs[3]];
-        let sp = node_span_of(&run(), &refs, "n2", "c9").unwrap();
-        assert_eq!(sp.parent_span_id, node_span_id("r1", "n1", "n1"));
-        assert!(node_span_of(&run(), &refs, "n3", "n3").is_none());
+        let refs: Vec<&Value> = evs.iter().collect();
+        let all = spans(&run(), &refs);
+        let trace = trace_id("r1");
+        let p = |i: usize| evs[i].get("payload").unwrap();
+        let ts = |i: usize| evs[i].get("ts").and_then(Value::as_f64).unwrap();
+        let chat = finished_node_span(
+            &SpanIds {
+                trace: &trace,
+                span: node_span_id_array("r1", "n1", "n1"),
+                parent: run_span_id_array("r1"),
+            },
+            p(0),
+            ts(0),
+            "node.finished",
+            p(1),
+            ts(1),
+        );
+        assert_eq!(chat, all[1]);
+        let search = finished_node_span(
+            &SpanIds {
+                trace: &trace,
+                span: node_span_id_array("r1", "n2", "c9"),
+                parent: node_span_id_array("r1", "n1", "n1"),
+            },
+            p(2),
+            ts(2),
+            "node.error",
+            p(3),
+            ts(3),
+        );
+        assert_eq!(search, all[2]);
         assert_eq!(root_span_of(&run()).end_time_unix_nano, 2_000_000_000);
     }
 }

@@ -9,19 +9,21 @@
 use crate::envelope::Envelope;
 use graphmind_core::json::{self, Map, Value};
 use graphmind_core::shrink;
+use std::borrow::Cow;
 
 /// Largest payload stored as is: 512 KB of JSON (reference: `MAX_PAYLOAD_BYTES`).
 pub const MAX_PAYLOAD_BYTES: usize = shrink::MAX_PAYLOAD_BYTES;
 
 /// The text to store for a frame: the frame exactly as received, unless its payload is over
 /// budget, in which case the envelope is written again around the shrunk payload.
-pub fn stored_frame(frame: &str, env: &Envelope) -> String {
+/// Borrowed when it is the frame as received (nothing copied).
+pub fn stored_frame<'a>(frame: &'a str, env: &Envelope) -> Cow<'a, str> {
     // A frame within budget cannot hold a payload over it: skip measuring.
     if frame.len() <= MAX_PAYLOAD_BYTES {
-        return frame.to_owned();
+        return Cow::Borrowed(frame);
     }
     match shrink_for_storage(&env.payload, &env.kind) {
-        None => frame.to_owned(),
+        None => Cow::Borrowed(frame),
         Some(shrunk) => {
             let mut m = Map::new();
             m.insert("gm", Value::from(1i64));
@@ -30,7 +32,7 @@ pub fn stored_frame(frame: &str, env: &Envelope) -> String {
             m.insert("runId", Value::from(env.run_id.as_str()));
             m.insert("type", Value::from(env.kind.as_str()));
             m.insert("payload", shrunk);
-            json::to_string(&Value::Object(m))
+            Cow::Owned(json::to_string(&Value::Object(m)))
         }
     }
 }

@@ -626,7 +626,7 @@ fn ingest_frame(
     let frame = if restamped {
         rewrite_frame(text, &env)
     } else {
-        stored_frame(text, &env)
+        stored_frame(text, &env).into_owned()
     };
     let payload = &env.payload;
     let text_field = |k: &str| payload.get(k).and_then(Value::as_str).map(str::to_owned);
@@ -652,15 +652,28 @@ fn ingest_frame(
         pause_payload: matches!(env.message, Some(M::ExecPaused | M::ExecRefused))
             .then(|| env.payload.clone()),
         cost: 0,
+        export_payload: None,
         kind: env.kind,
     };
+    let started_app = (write.kind == M::RunStarted.as_str())
+        .then(|| text_field("app"))
+        .flatten();
+    // The export takes the payload parsed here rather than parsing the stored frame again,
+    // when that frame is the one received (not restamped, not shrunk for storage).
+    if shared.otlp.is_some()
+        && crate::otlp_export::Kind::of(&write.kind).is_some()
+        && !restamped
+        && write.frame == text
+    {
+        write.export_payload = Some(std::mem::take(&mut env.payload));
+    }
     // A queue slot first, outside the hub lock: this is where a full queue pushes back.
     write.cost = write.frame.len();
     shared.budget.acquire(write.cost);
     if owned_here.contains(&env.run_id) {
         // Owned by this live connection: nobody else can take it while we are connected.
         if write.kind == M::RunStarted.as_str() {
-            write.started_app = Some(text_field("app").unwrap_or_else(|| "unknown".into()));
+            write.started_app = Some(started_app.unwrap_or_else(|| "unknown".into()));
         }
         let _ = shared.writer.send(Op::Event(Box::new(write)));
         return;
@@ -678,7 +691,7 @@ fn ingest_frame(
     write.source = admit.source;
     write.owner_changed = admit.owner_changed;
     if write.kind == M::RunStarted.as_str() {
-        write.started_app = Some(text_field("app").unwrap_or(admit.app));
+        write.started_app = Some(started_app.unwrap_or(admit.app));
     }
     owned_here.insert(env.run_id);
     // Queued under the lock so that an abandon decided before this re-claim is stored first.

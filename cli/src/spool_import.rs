@@ -13,7 +13,7 @@ use crate::server::HUB_STAMPED_KEYS;
 use crate::storage;
 use graphmind_core::event::{Direction, RunStatus};
 use graphmind_core::json::Value;
-use graphmind_core::spool::{find_left, LeftSpool};
+use graphmind_core::spool::{find_left, LeftSpool, ReadOutcome};
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -99,8 +99,12 @@ pub fn pick_up(conn: &Connection, dirs: &[PathBuf]) -> Result<Summary, String> {
     Ok(total)
 }
 
+/// Records checked in one hand-over from the reading thread to the storing one.
+const CHECK_BATCH: usize = 256;
+/// Hand-overs the reading thread may be ahead by (bounding the memory in between).
+const CHECK_AHEAD: usize = 16;
+
 fn store_spool(conn: &Connection, left: LeftSpool, total: &mut Summary) -> Result<(), String> {
-    let (records, read) = left.records().map_err(|e| e.to_string())?;
     let app = left.app.clone().unwrap_or_else(|| "unknown".into());
     let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
     let mut store = Store {
@@ -110,29 +114,155 @@ fn store_spool(conn: &Connection, left: LeftSpool, total: &mut Summary) -> Resul
         read_only: HashSet::new(),
         touched: HashMap::new(),
     };
-    for r in &records {
-        match store.record(&r.frame).map_err(|e| e.to_string())? {
-            Outcome::Stored => total.stored += 1,
-            Outcome::NotStored => total.not_stored += 1,
-            Outcome::Invalid => total.invalid += 1,
+    let (mut stored, mut not_stored, mut invalid) = (0, 0, 0);
+    // Two stages, in order: one thread reads the segments and checks each envelope (what
+    // needs no database), this one stores them; on two cores the checks and SQLite overlap.
+    let read = std::thread::scope(|scope| -> Result<ReadOutcome, ImportError> {
+        let (send, checked) = crossbeam_channel::bounded::<Vec<Option<Checked>>>(CHECK_AHEAD);
+        let left = &left;
+        let reader = scope.spawn(move || {
+            let mut batch = Vec::with_capacity(CHECK_BATCH);
+            let read = left.each_record(|r| -> Result<(), ImportError> {
+                batch.push(check(r.frame));
+                if batch.len() == CHECK_BATCH {
+                    send.send(std::mem::replace(
+                        &mut batch,
+                        Vec::with_capacity(CHECK_BATCH),
+                    ))
+                    .map_err(|_| ImportError::Stopped)?;
+                }
+                Ok(())
+            })?;
+            if !batch.is_empty() {
+                send.send(batch).map_err(|_| ImportError::Stopped)?;
+            }
+            Ok(read)
+        });
+        let mut failed = None;
+        'batches: for batch in &checked {
+            for record in batch {
+                let outcome = match record {
+                    None => Ok(Outcome::Invalid),
+                    Some(c) => store.store(c),
+                };
+                match outcome {
+                    Ok(Outcome::Stored) => stored += 1,
+                    Ok(Outcome::NotStored) => not_stored += 1,
+                    Ok(Outcome::Invalid) => invalid += 1,
+                    Err(e) => {
+                        failed = Some(e);
+                        break 'batches;
+                    }
+                }
+            }
         }
-    }
+        drop(checked); // a reader still sending stops
+        let read = reader.join().unwrap_or(Err(ImportError::Stopped));
+        match failed {
+            Some(e) => Err(e.into()),
+            None => read,
+        }
+    })
+    .map_err(|e| e.to_string())?;
     for (run, last_ts) in std::mem::take(&mut store.touched) {
         if storage::mark_abandoned(&tx, &run, last_ts).map_err(|e| e.to_string())? {
             total.abandoned += 1;
         }
     }
     tx.commit().map_err(|e| e.to_string())?;
+    total.stored += stored;
+    total.not_stored += not_stored;
+    total.invalid += invalid;
     total.spools += 1;
-    total.records += records.len() as u64;
+    total.records += read.records;
     total.skipped_bytes += read.skipped_bytes;
     left.remove().map_err(|e| e.to_string())
+}
+
+/// Why storing a spool stopped: reading it, or writing the database.
+#[derive(Debug, thiserror::Error)]
+enum ImportError {
+    #[error(transparent)]
+    Spool(#[from] graphmind_core::spool::SpoolError),
+    #[error(transparent)]
+    Db(#[from] rusqlite::Error),
+    #[error("reading the spool stopped")]
+    Stopped,
 }
 
 enum Outcome {
     Stored,
     NotStored,
     Invalid,
+}
+
+/// One record that passed the envelope check, with what storing it needs.
+struct Checked {
+    run_id: String,
+    seq: i64,
+    ts: f64,
+    kind: String,
+    /// The message `kind` names, if the protocol declares it.
+    message: Option<M>,
+    /// The text to store (the record as read unless the hub's keys were removed or the
+    /// payload shrunk).
+    frame: String,
+    node_id: Option<String>,
+    /// `run.started`: `payload.app`.
+    app: Option<String>,
+    /// `run.finished`: a valid `payload.status`.
+    status: Option<String>,
+}
+
+/// The ingest socket's checks on one record, none of which needs the database: the envelope
+/// check, the hub's own keys removed from `exec.*`, the payload budget. `None`: invalid.
+fn check(text: &str) -> Option<Checked> {
+    let Parsed::Ok(mut env) = envelope::parse_envelope(text.as_bytes()) else {
+        return None;
+    };
+    if env.run_id == WILDCARD_RUN_ID
+        || env
+            .message
+            .is_some_and(|m| m.direction() != Direction::Event)
+    {
+        return None;
+    }
+    // The hub's own keys on `exec.*` are its word; an app's are removed (as live).
+    let mut stripped = false;
+    if env.kind.starts_with("exec.") {
+        if let Some(obj) = env.payload.as_object_mut() {
+            for k in HUB_STAMPED_KEYS {
+                stripped |= obj.remove(k).is_some();
+            }
+        }
+    }
+    let frame = if stripped {
+        crate::server::rewrite_frame(text, &env)
+    } else {
+        stored_frame(text, &env).into_owned()
+    };
+    let text_field = |k: &str| {
+        env.payload
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Some(Checked {
+        node_id: text_field("nodeId"),
+        app: (env.message == Some(M::RunStarted))
+            .then(|| text_field("app"))
+            .flatten(),
+        status: (env.message == Some(M::RunFinished))
+            .then(|| text_field("status"))
+            .flatten()
+            .filter(|s| RunStatus::parse(s).is_some()),
+        run_id: env.run_id,
+        seq: env.seq as i64,
+        ts: env.ts,
+        message: env.message,
+        kind: env.kind,
+        frame,
+    })
 }
 
 struct Store<'a> {
@@ -146,31 +276,9 @@ struct Store<'a> {
 }
 
 impl Store<'_> {
-    fn record(&mut self, text: &str) -> rusqlite::Result<Outcome> {
-        let Parsed::Ok(mut env) = envelope::parse_envelope(text.as_bytes()) else {
-            return Ok(Outcome::Invalid);
-        };
-        if env.run_id == WILDCARD_RUN_ID
-            || env
-                .message
-                .is_some_and(|m| m.direction() != Direction::Event)
-        {
-            return Ok(Outcome::Invalid);
-        }
-        // The hub's own keys on `exec.*` are its word; an app's are removed (as live).
-        let mut stripped = false;
-        if env.kind.starts_with("exec.") {
-            if let Some(obj) = env.payload.as_object_mut() {
-                for k in HUB_STAMPED_KEYS {
-                    stripped |= obj.remove(k).is_some();
-                }
-            }
-        }
-        let frame = if stripped {
-            crate::server::rewrite_frame(text, &env)
-        } else {
-            stored_frame(text, &env)
-        };
+    /// Stores one checked record as the writer would: the run's row, the run-state rule
+    /// (the first `run.finished` is terminal), `(run_id, seq)` deduplication.
+    fn store(&mut self, env: Checked) -> rusqlite::Result<Outcome> {
         if self.read_only.contains(&env.run_id) {
             return Ok(Outcome::NotStored);
         }
@@ -190,39 +298,31 @@ impl Store<'_> {
             let end = storage::terminal_seq(self.conn, &env.run_id)?;
             self.terminal.insert(env.run_id.clone(), end);
         }
-        let seq = env.seq as i64;
+        let seq = env.seq;
         if let Some(Some(end)) = self.terminal.get(&env.run_id) {
             if env.message == Some(M::RunFinished) || seq > *end {
                 return Ok(Outcome::NotStored);
             }
         }
-        let text_field = |k: &str| {
-            env.payload
-                .get(k)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
-        let node_id = text_field("nodeId");
         if !storage::insert_event(
             self.conn,
             &env.run_id,
             seq,
             env.ts,
             &env.kind,
-            node_id.as_deref(),
-            &frame,
+            env.node_id.as_deref(),
+            &env.frame,
         )? {
             return Ok(Outcome::NotStored);
         }
         match env.message {
             Some(M::RunStarted) => {
-                let app = text_field("app").unwrap_or_else(|| self.app.to_owned());
+                let app = env.app.unwrap_or_else(|| self.app.to_owned());
                 storage::mark_started(self.conn, &env.run_id, &app, env.ts)?;
             }
             Some(M::RunFinished) => {
                 self.terminal.insert(env.run_id.clone(), Some(seq));
-                if let Some(status) = text_field("status").filter(|s| RunStatus::parse(s).is_some())
-                {
+                if let Some(status) = env.status {
                     storage::mark_finished(self.conn, &env.run_id, &status, env.ts)?;
                 }
             }

@@ -109,6 +109,10 @@ pub struct EventWrite {
     pub cost: usize,
     /// `exec.paused` / `exec.refused`: the payload (what the pause registry keeps).
     pub pause_payload: Option<Value>,
+    /// With the live OTLP export on, for the types spans are made of: the payload as ingest
+    /// parsed it, when the frame is stored as received (handed to the exporter, which then
+    /// does not parse the frame again).
+    pub export_payload: Option<Value>,
 }
 
 /// Work for the writer thread.
@@ -177,6 +181,8 @@ struct Writer {
     subs: HashMap<String, Vec<(ConnId, Outbox)>>,
     effects: Vec<Effect>,
     updates: Vec<String>,
+    /// Stored events for the live OTLP export, handed over once per commit.
+    otlp: crate::otlp_export::Offers,
 }
 
 /// Runs the writer loop until every sender is gone.
@@ -191,6 +197,7 @@ pub fn run(shared: Arc<Shared>, db: Connection, rx: Receiver<Op>) {
         subs: HashMap::new(),
         effects: Vec::new(),
         updates: Vec::new(),
+        otlp: Default::default(),
     };
     let mut batch: Vec<Op> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = rx.recv() {
@@ -275,6 +282,9 @@ impl Writer {
             }
             *in_tx = false;
         }
+        if let Some(x) = &self.shared.otlp {
+            x.hand_over(&mut self.otlp);
+        }
         if self.effects.is_empty() && self.updates.is_empty() {
             return;
         }
@@ -347,7 +357,7 @@ impl Writer {
         self.terminal.clear();
     }
 
-    fn store(&mut self, e: EventWrite) -> rusqlite::Result<()> {
+    fn store(&mut self, mut e: EventWrite) -> rusqlite::Result<()> {
         if e.owner_changed && storage::mark_resumed(&self.db, &e.run_id)? {
             self.updates.push(e.run_id.clone());
         }
@@ -408,8 +418,20 @@ impl Writer {
             }
             return Ok(());
         }
-        if let Some(x) = &self.shared.otlp {
-            x.offer(&e.run_id, &e.app, &e.kind, &e.frame);
+        if self.shared.otlp.is_some() {
+            let (payload, frame) = (e.export_payload.take(), &e.frame);
+            let app = std::mem::take(&mut e.app);
+            self.otlp.push(
+                &e.run_id,
+                app,
+                &e.kind,
+                e.ts,
+                e.frame.len(),
+                || match payload {
+                    Some(p) => crate::otlp_export::Body::Payload(p),
+                    None => crate::otlp_export::Body::Frame(frame.clone()),
+                },
+            );
         }
         let mut lifecycle = e.owner_changed;
         if let Some(app) = &e.started_app {

@@ -238,6 +238,47 @@ fn free_port() -> TcpListener {
     TcpListener::bind("127.0.0.1:0").unwrap()
 }
 
+/// A payload over the storage budget (512 KB) is stored shrunk, and exported as stored: the
+/// exporter reads the stored frame then, not the payload ingest parsed.
+#[test]
+fn a_payload_shrunk_for_storage_is_exported_as_stored() {
+    let sink = Sink::start(Mode::Ok);
+    let srv = Server::start(&["--otlp-endpoint", &sink.url()], &[]);
+    let run = "run_big";
+    let big = "x".repeat(600_000);
+    let mut app = srv.ingest();
+    app.hello("otlp-app", None);
+    app.event(run, "run.started", r#"{"app":"otlp-app"}"#);
+    app.event(
+        run,
+        "node.started",
+        &format!(r#"{{"nodeId":"tool:t","instanceId":"i1","kind":"tool","name":"t","input":{{"big":"{big}"}}}}"#),
+    );
+    app.event(
+        run,
+        "node.finished",
+        r#"{"nodeId":"tool:t","instanceId":"i1","durationMs":1,"status":"ok","output":"ok"}"#,
+    );
+    app.event(run, "run.finished", r#"{"status":"ok"}"#);
+    let spans = sink.wait_spans(2, Duration::from_secs(5));
+    let tool = spans
+        .iter()
+        .map(|(_, s)| s)
+        .find(|s| s.name == "t")
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = spans.iter().map(|(_, s)| s.name.as_str()).collect();
+            panic!("the tool's span: {names:?}, run {:?}", srv.find_run(run))
+        });
+    let Some(Any::StringValue(input)) = attr(tool, "input.value") else {
+        panic!("input.value")
+    };
+    assert!(
+        input.len() < 512 * 1024 && input.contains("xxxx"),
+        "shrunk as stored: {} bytes",
+        input.len()
+    );
+}
+
 #[test]
 fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
     let sink = Sink::start(Mode::Ok);

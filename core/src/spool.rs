@@ -77,6 +77,28 @@ pub struct Record {
     pub frame: String,
 }
 
+/// One spooled envelope, borrowed from the segment bytes it was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// Its run.
+    pub run_id: &'a str,
+    /// Its seq.
+    pub seq: u64,
+    /// The envelope text.
+    pub frame: &'a str,
+}
+
+impl RecordRef<'_> {
+    /// An owned copy.
+    pub fn to_record(self) -> Record {
+        Record {
+            run_id: self.run_id.to_owned(),
+            seq: self.seq,
+            frame: self.frame.to_owned(),
+        }
+    }
+}
+
 /// The events of one run that a dropped segment held: exact, since a segment is a
 /// contiguous stretch of the spool and nothing of that run between `from_seq` and `to_seq`
 /// survives elsewhere.
@@ -371,14 +393,32 @@ pub struct ReadOutcome {
 /// or corrupt record (see the module doc).
 pub fn read_segment(path: &Path, out: &mut Vec<Record>) -> Result<ReadOutcome, SpoolError> {
     let mut data = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut data))
-        .map_err(io_at(path))?;
+    read_file(path, &mut data)?;
     Ok(parse_segment(&data, out))
+}
+
+/// Reads the file at `path` into `buf` (emptied first, its capacity kept).
+fn read_file(path: &Path, buf: &mut Vec<u8>) -> Result<(), SpoolError> {
+    buf.clear();
+    File::open(path)
+        .and_then(|mut f| {
+            // Room for the whole file at once (no growing copies on the way).
+            let len = f.metadata().map_or(0, |m| m.len() as usize);
+            buf.reserve(len);
+            f.read_to_end(buf)
+        })
+        .map_err(io_at(path))?;
+    Ok(())
 }
 
 /// [`read_segment`] on bytes already read.
 pub fn parse_segment(data: &[u8], out: &mut Vec<Record>) -> ReadOutcome {
+    parse_segment_each(data, |r| out.push(r.to_record()))
+}
+
+/// Each complete record of a segment's bytes, in order, borrowed (nothing copied), stopping
+/// at the first torn or corrupt record as [`parse_segment`] does.
+pub fn parse_segment_each(data: &[u8], mut each: impl FnMut(RecordRef<'_>)) -> ReadOutcome {
     let mut outcome = ReadOutcome::default();
     if !data.starts_with(SEGMENT_MAGIC) {
         outcome.skipped_bytes = data.len() as u64;
@@ -388,7 +428,7 @@ pub fn parse_segment(data: &[u8], out: &mut Vec<Record>) -> ReadOutcome {
     while at < data.len() {
         match parse_record(&data[at..]) {
             Some((record, used)) => {
-                out.push(record);
+                each(record);
                 outcome.records += 1;
                 at += used;
             }
@@ -401,7 +441,7 @@ pub fn parse_segment(data: &[u8], out: &mut Vec<Record>) -> ReadOutcome {
     outcome
 }
 
-fn parse_record(data: &[u8]) -> Option<(Record, usize)> {
+fn parse_record(data: &[u8]) -> Option<(RecordRef<'_>, usize)> {
     let header = data.get(..RECORD_HEADER_BYTES)?;
     let len = u32::from_le_bytes(header[..4].try_into().ok()?);
     let crc = u32::from_le_bytes(header[4..].try_into().ok()?);
@@ -416,10 +456,10 @@ fn parse_record(data: &[u8]) -> Option<(Record, usize)> {
     let run_len = u16::from_le_bytes(body[8..10].try_into().ok()?) as usize;
     let run = body.get(10..10 + run_len)?;
     let frame = &body[10 + run_len..];
-    let record = Record {
-        run_id: String::from_utf8(run.to_vec()).ok()?,
+    let record = RecordRef {
+        run_id: std::str::from_utf8(run).ok()?,
         seq,
-        frame: String::from_utf8(frame.to_vec()).ok()?,
+        frame: std::str::from_utf8(frame).ok()?,
     };
     Some((record, RECORD_HEADER_BYTES + len as usize))
 }
@@ -477,6 +517,32 @@ impl LeftSpool {
             total.skipped_bytes += o.skipped_bytes;
         }
         Ok((out, total))
+    }
+
+    /// Calls `each` on every complete record, oldest first, borrowed from one segment read
+    /// at a time (a spool of any size costs one segment's memory), and returns what reading
+    /// skipped. A read error stops it (and is returned), as does an error of `each`.
+    pub fn each_record<E: From<SpoolError>>(
+        &self,
+        mut each: impl FnMut(RecordRef<'_>) -> Result<(), E>,
+    ) -> Result<ReadOutcome, E> {
+        let mut total = ReadOutcome::default();
+        let mut data = Vec::new();
+        let mut failed = None;
+        for path in self.segments()? {
+            read_file(&path, &mut data)?;
+            let o = parse_segment_each(&data, |r| {
+                if failed.is_none() {
+                    failed = each(r).err();
+                }
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            total.records += o.records;
+            total.skipped_bytes += o.skipped_bytes;
+        }
+        Ok(total)
     }
 
     /// Deletes the folder once its records are stored.
@@ -636,6 +702,18 @@ mod tests {
         assert!(find_left(&base).is_empty(), "held by the first finder");
         let (records, outcome) = left[0].records().unwrap();
         assert_eq!((records.len(), outcome.skipped_bytes), (1, 0));
+        let mut each = Vec::new();
+        let read = left[0]
+            .each_record(|r| -> Result<(), SpoolError> {
+                each.push(r.to_record());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(
+            (each, read),
+            (records, outcome),
+            "the same records, borrowed"
+        );
         let one = left.into_iter().next().unwrap();
         one.remove().unwrap();
         assert!(!dir.exists());
