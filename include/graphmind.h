@@ -84,7 +84,8 @@ typedef enum {
 } gm_action;
 
 /**
- * What the wrapper does next (`gm_next.kind`).
+ * What the wrapper does next (`gm_next.kind`): the core's codes
+ * (`graphmind_core::surface::next_code`), checked at compile time.
  */
 typedef enum {
   /**

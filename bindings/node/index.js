@@ -11,18 +11,14 @@ const { AsyncLocalStorage } = require('node:async_hooks');
 const native = require('./native.js').loadAddon();
 const CONSTANTS = native.constants();
 
-/** What the core's step tells the wrapper to do next (see `code` in src/lib.rs). */
-const RUN = 0;
-const RUN_EDITED = 1;
-const RETURN_RESULT = 2;
-const RETURN_INJECTED = 3;
-const RERAISE = 4;
-const ABORT = 5;
-const HELD = 6;
-const RAISE = 7;
-const STREAM = 8;
-/** `stepCall` packs `handle * CODE_SPAN + code` (the addon's CODE_SPAN). */
-const CODE_SPAN = 16;
+/**
+ * What the core's step tells the wrapper to do next: the core's encoding
+ * (`graphmind_core::surface::next_code`), read by name from the addon. `stepCall` packs
+ * `handle * CODE_SPAN + code`.
+ */
+const {
+  RUN, RUN_EDITED, RETURN_RESULT, RETURN_INJECTED, RERAISE, ABORT, HELD, RAISE, STREAM, CODE_SPAN,
+} = native.nextCodes();
 
 /**
  * How long a finishing run waits for the model streams still being recorded in the
@@ -62,13 +58,8 @@ function registerForExit(nativeSession) {
   return ref;
 }
 
-/** The reference's option names the core resolves (`config::resolve_json`). */
-const OPTION_KEYS = [
-  'url', 'appName', 'sdk', 'meta', 'enabled', 'connectTimeoutMs', 'handshakeTimeoutMs',
-  'retryIntervalMs', 'bufferSize', 'maxBufferBytes', 'pauseTimeoutMs', 'tokenIntervalMs', 'tokenFlushIntervalMs',
-  'warnIntervalMs', 'hideInputs', 'hideOutputs', 'hideToolArgs', 'hideToolResults',
-  'loopGuard', 'breakOnErrorResult', 'breakOnTruncated', 'replay', 'spoolDir', 'spoolMaxBytes',
-];
+/** The reference's option names the core resolves: the core's option table (`optionNames`). */
+const OPTION_KEYS = Object.freeze(native.optionNames());
 
 /** The error a wrapped call throws when its run was aborted (name `AbortError`). */
 class GraphMindAbortError extends Error {

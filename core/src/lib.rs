@@ -32,6 +32,7 @@ pub mod shrink;
 pub mod smart;
 pub mod spool;
 pub mod step;
+pub mod surface;
 pub mod sync;
 pub mod tool_edit;
 pub mod transport;

@@ -1830,7 +1830,8 @@ pub struct gm_step {
     instance_id: NulText,
 }
 
-/// What the wrapper does next (`gm_next.kind`).
+/// What the wrapper does next (`gm_next.kind`): the core's codes
+/// (`graphmind_core::surface::next_code`), checked at compile time.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum gm_next_kind {
@@ -1845,6 +1846,16 @@ pub enum gm_next_kind {
     /// The run was aborted: stop and fail with an abort error.
     GM_NEXT_ABORT = 4,
 }
+
+// The C values are the core's encoding ([`next_code`]) for the five moves the C ABI has.
+const _: () = {
+    use graphmind_core::surface::next_code;
+    assert!(gm_next_kind::GM_NEXT_RUN as u8 == next_code::RUN);
+    assert!(gm_next_kind::GM_NEXT_RETURN_RESULT as u8 == next_code::RETURN_RESULT);
+    assert!(gm_next_kind::GM_NEXT_RETURN_INJECTED as u8 == next_code::RETURN_INJECTED);
+    assert!(gm_next_kind::GM_NEXT_RERAISE as u8 == next_code::RERAISE);
+    assert!(gm_next_kind::GM_NEXT_ABORT as u8 == next_code::ABORT);
+};
 
 /// A step's next move: `kind`, and `value` (JSON text owned by the caller, free with
 /// `gm_string_free(&next.value)`; NULL when the kind carries none).

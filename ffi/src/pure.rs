@@ -12,13 +12,10 @@ use super::{
     err, gm_code, gm_error, gm_str, gm_string, guard, guard_value, handle_mut, js_text, json_value,
     need, put, required_text, text, NulText, R,
 };
-use graphmind_core::edit_input::{self, InputValidation};
-use graphmind_core::json::{self, Map, Value};
-use graphmind_core::loop_guard::{
-    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue,
-    LoopVerdict, NodeStart,
-};
+use graphmind_core::edit_input;
+use graphmind_core::json::{self, Value};
 use graphmind_core::redact::{EventContext, HideSwitches, RedactOutcome, Redactor};
+use graphmind_core::surface::pure::{self, LoopGuardFields, StandaloneLoopGuard};
 use graphmind_core::{canonical, llm, redact, smart};
 use std::ffi::c_char;
 
@@ -229,8 +226,7 @@ pub unsafe extern "C" fn gm_prototype_key_refusal(
     guard(|| {
         need(out, "out")?;
         let v = required_json(value_json, len, "value")?;
-        let refusal = edit_input::prototype_key_refusal(&v)
-            .map(|r| value_text(&InputValidation::from(r).to_value()));
+        let refusal = pure::prototype_key_verdict(&v).map(|r| value_text(&r));
         put(out, maybe(refusal), "out")
     })
 }
@@ -292,12 +288,8 @@ pub unsafe extern "C" fn gm_merge_tool_input(
         need(out, "out")?;
         let live = json_value(live_json, live_len, "live")?;
         let proposed = json_value(proposed_json, proposed_len, "proposed")?;
-        let verdict =
-            match edit_input::merge_edited_input(live.as_ref(), proposed.as_ref(), input_hidden) {
-                Ok(v) => InputValidation::Accepted(v),
-                Err(r) => r.into(),
-            };
-        put(out, owned(value_text(&verdict.to_value())), "out")
+        let verdict = pure::merge_verdict(live.as_ref(), proposed.as_ref(), input_hidden);
+        put(out, owned(value_text(&verdict)), "out")
     })
 }
 
@@ -338,13 +330,7 @@ pub unsafe extern "C" fn gm_truncated_tool_call(
     guard(|| {
         need(out, "out")?;
         let v = required_json(result_json, len, "result")?;
-        let t = smart::truncated_tool_call(&v).map(|t| {
-            let mut m = Map::new();
-            m.insert("finishReason", Value::from(t.finish_reason.as_str()));
-            m.insert("toolCalls", Value::from(t.tool_calls as i64));
-            m.insert("unparsed", Value::from(t.unparsed as i64));
-            value_text(&Value::Object(m))
-        });
+        let t = pure::truncated_tool_call(&v).map(|t| value_text(&t));
         put(out, maybe(t), "out")
     })
 }
@@ -518,9 +504,9 @@ pub unsafe extern "C" fn gm_sampling_param_keys(out: *mut gm_string) -> *mut gm_
     guard(|| {
         need(out, "out")?;
         let keys = Value::Array(
-            llm::SAMPLING_PARAM_KEYS
-                .iter()
-                .map(|k| Value::from(*k))
+            pure::sampling_param_keys()
+                .into_iter()
+                .map(Value::from)
                 .collect(),
         );
         put(out, owned(value_text(&keys)), "out")
@@ -575,7 +561,7 @@ pub unsafe extern "C" fn gm_ai_sdk_step_output(
 /// conformance sequences and hosts that drive it themselves. Opaque; one thread at a time;
 /// free with `gm_loop_guard_free`.
 pub struct gm_loop_guard {
-    inner: LoopGuard,
+    inner: StandaloneLoopGuard,
 }
 
 fn string_list(v: &Value, what: &str) -> R<Vec<String>> {
@@ -613,45 +599,40 @@ pub unsafe extern "C" fn gm_loop_guard_new(
 ) -> *mut gm_error {
     guard(|| {
         need(out, "out")?;
-        let mut config = LoopGuardConfig::default();
+        let mut fields = LoopGuardFields::default();
         match json_value(config_json, len, "config")? {
             None | Some(Value::Null) => {}
             Some(Value::Object(m)) => {
-                if let Some(t) = m.get("threshold").filter(|v| !matches!(v, Value::Null)) {
-                    config.threshold =
+                let given = |k: &str| m.get(k).filter(|v| !matches!(v, Value::Null));
+                if let Some(t) = given("threshold") {
+                    fields.threshold = Some(
                         t.as_i64()
                             .and_then(|t| u32::try_from(t).ok())
                             .ok_or_else(|| {
                                 err(gm_code::GM_INVALID_ARGUMENT, "threshold: not a count")
-                            })?;
+                            })?,
+                    );
                 }
-                if let Some(a) = m.get("allowNodes").filter(|v| !matches!(v, Value::Null)) {
-                    config.allow_nodes = string_list(a, "allowNodes")?;
-                }
-                if let Some(k) = m.get("ignoreKeys").filter(|v| !matches!(v, Value::Null)) {
-                    config.ignore_keys = string_list(k, "ignoreKeys")?;
-                }
-                if let Some(k) = m.get("kinds").filter(|v| !matches!(v, Value::Null)) {
-                    config.kinds = string_list(k, "kinds")?;
-                }
-                if let Some(d) = m.get("detect").filter(|v| !matches!(v, Value::Null)) {
-                    let (detect, unknown) = LoopDetect::from_names(&string_list(d, "detect")?);
-                    if let Some(name) = unknown.first() {
-                        return Err(err(
-                            gm_code::GM_INVALID_ARGUMENT,
-                            format!("detect: {name:?} is not a loop detector"),
-                        ));
-                    }
-                    config.detect = detect;
-                }
+                fields.allow_nodes = given("allowNodes")
+                    .map(|a| string_list(a, "allowNodes"))
+                    .transpose()?;
+                fields.ignore_keys = given("ignoreKeys")
+                    .map(|k| string_list(k, "ignoreKeys"))
+                    .transpose()?;
+                fields.kinds = given("kinds")
+                    .map(|k| string_list(k, "kinds"))
+                    .transpose()?;
+                fields.detect = given("detect")
+                    .map(|d| string_list(d, "detect"))
+                    .transpose()?;
             }
             Some(_) => return Err(err(gm_code::GM_INVALID_ARGUMENT, "config: not an object")),
         }
+        let guard = StandaloneLoopGuard::new(fields)
+            .map_err(|e| err(gm_code::GM_INVALID_ARGUMENT, format!("detect: {e}")))?;
         put(
             out,
-            Box::into_raw(Box::new(gm_loop_guard {
-                inner: LoopGuard::new(config),
-            })),
+            Box::into_raw(Box::new(gm_loop_guard { inner: guard })),
             "out",
         )
     })
@@ -701,19 +682,17 @@ pub unsafe extern "C" fn gm_loop_guard_started(
         if out.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
         }
-        let value = if unreadable {
-            LoopValue::Unreadable
-        } else {
-            LoopValue::Read(input.as_ref())
-        };
-        let mut start = NodeStart::new(run_id, node_id, kind, value, seq);
-        if let Some(n) = name {
-            start = start.name(n);
-        }
-        if let Some(i) = instance {
-            start = start.instance(i);
-        }
-        let fp = g.inner.on_node_started(&start, attached).fingerprint;
+        let fp = g.inner.started(
+            run_id,
+            node_id,
+            kind,
+            name,
+            instance,
+            input.as_ref(),
+            unreadable,
+            seq,
+            attached,
+        );
         put(out, maybe(fp), "out")
     })
 }
@@ -745,13 +724,8 @@ pub unsafe extern "C" fn gm_loop_guard_errored(
         let instance = text(instance_id, instance_id_len, "instance_id")?;
         let name = json_value(name_json, name_len, "name")?;
         let message = json_value(message_json, message_len, "message")?;
-        let as_js = |v: &Option<Value>| match v {
-            Some(Value::String(s)) => Some(s.clone()),
-            _ => None,
-        };
-        let (name, message) = (as_js(&name), as_js(&message));
         g.inner
-            .on_node_error(run_id, node_id, instance, name.as_ref(), message.as_ref());
+            .errored(run_id, node_id, instance, name.as_ref(), message.as_ref());
         Ok(())
     })
 }
@@ -783,14 +757,8 @@ pub unsafe extern "C" fn gm_loop_guard_finished(
         let instance = text(instance_id, instance_id_len, "instance_id")?;
         let status = text(status, status_len, "status")?;
         let output = json_value(output_json, output_len, "output")?;
-        g.inner.on_node_finished(
-            run_id,
-            node_id,
-            instance,
-            status,
-            LoopValue::Read(output.as_ref()),
-            true,
-        );
+        g.inner
+            .finished(run_id, node_id, instance, status, output.as_ref());
         Ok(())
     })
 }
@@ -823,35 +791,14 @@ pub unsafe extern "C" fn gm_loop_guard_consult_before(
         let run_id = required_text(run_id, run_id_len, "run_id")?;
         let kind = required_text(kind, kind_len, "kind")?;
         let node_id = required_text(node_id, node_id_len, "node_id")?;
-        let name = text(name, name_len, "name")?.unwrap_or_else(|| default_node_name(node_id));
+        let name = text(name, name_len, "name")?;
         if out.is_null() {
             return Err(err(gm_code::GM_NULL_ARGUMENT, "out: NULL"));
         }
-        let held =
-            match g
-                .inner
-                .consult_before(run_id, kind, node_id, name, attached, LoopHide::default())
-            {
-                LoopVerdict::Hold(info) => {
-                    let mut m = Map::new();
-                    let kind = match info.kind {
-                        LoopKind::Repeat => "repeat",
-                        LoopKind::Cycle { period, laps } => {
-                            m.insert("period", Value::from(period as i64));
-                            m.insert("laps", Value::from(laps as i64));
-                            "cycle"
-                        }
-                        LoopKind::ErrorRepeat => "error-repeat",
-                    };
-                    m.insert("kind", Value::from(kind));
-                    m.insert("repeats", Value::from(info.repeats as i64));
-                    m.insert("firstSeq", Value::from(info.first_seq as i64));
-                    m.insert("lastSeq", Value::from(info.last_seq as i64));
-                    m.insert("fingerprint", Value::from(info.fingerprint.as_str()));
-                    Some(value_text(&Value::Object(m)))
-                }
-                _ => None,
-            };
+        let held = g
+            .inner
+            .consult_before(run_id, kind, node_id, name, attached)
+            .map(|v| value_text(&v));
         put(out, maybe(held), "out")
     })
 }

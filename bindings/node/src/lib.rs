@@ -26,6 +26,7 @@ use graphmind_core::session::{
     normalize_duration, Gate, GateOptions, NodeRef, Run, RunOutcome, Session,
 };
 use graphmind_core::step::{Next, Step};
+use graphmind_core::surface::next_code;
 use graphmind_core::warn::{stderr_sink, WarnSink};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -56,26 +57,31 @@ type Dispatch = ThreadsafeFunction<u32, (), u32, Status, false, true>;
 /// The logger: called on the JS thread with one warning line.
 type LogFn = ThreadsafeFunction<String, (), String, Status, false, true>;
 
-/// What the wrapper does next (the core's [`Next`], as a number JS switches on).
+/// What the wrapper does next: the core's encoding of [`Next`]
+/// ([`graphmind_core::surface::next_code`]) as the `i32`s napi hands JS, which reads the
+/// same numbers by name from `nextCodes()`.
 pub mod code {
+    use graphmind_core::surface::next_code as core;
     /// Call the function with the live input.
-    pub const RUN: i32 = 0;
+    pub const RUN: i32 = core::RUN as i32;
     /// Call the function with the edited input (`stepValue`).
-    pub const RUN_EDITED: i32 = 1;
+    pub const RUN_EDITED: i32 = core::RUN_EDITED as i32;
     /// Return the function's own result.
-    pub const RETURN_RESULT: i32 = 2;
-    /// Return the injected value (`stepValue`).
-    pub const RETURN_INJECTED: i32 = 3;
-    /// Re-raise the function's error.
-    pub const RERAISE: i32 = 4;
-    /// Raise the abort error: the run was aborted.
-    pub const ABORT: i32 = 5;
+    pub const RETURN_RESULT: i32 = core::RETURN_RESULT as i32;
     /// A debugger holds the step: wait for the dispatcher, then call `stepResume`.
-    pub const HELD: i32 = 6;
-    /// Raise the recorded error (`stepValue`: `{name, message, stack?}`): a replayed call.
-    pub const RAISE: i32 = 7;
-    /// Return a stream of these chunks (`stepValue`: an array): a replayed streamed call.
-    pub const STREAM: i32 = 8;
+    pub const HELD: i32 = core::HELD as i32;
+}
+
+/// The core's codes of a step's next move by name (`RUN`, `HELD`, ...), and `CODE_SPAN`:
+/// what index.js switches on.
+#[napi]
+pub fn next_codes() -> std::collections::HashMap<String, u32> {
+    let mut out: std::collections::HashMap<String, u32> = next_code::NAMED
+        .iter()
+        .map(|(name, code)| (name.to_string(), u32::from(*code)))
+        .collect();
+    out.insert("CODE_SPAN".into(), u32::from(next_code::CODE_SPAN));
+    out
 }
 
 fn parse_json(text: &str) -> Result<Value> {
@@ -134,7 +140,7 @@ struct CallSite {
 const MAX_CALL_SITES: usize = 4096;
 
 /// `stepCall` packs the step's handle and its first code as `handle * CODE_SPAN + code`.
-const CODE_SPAN: f64 = 16.0;
+const CODE_SPAN: f64 = next_code::CODE_SPAN as f64;
 
 struct NodeSlot {
     node: NodeRef,
@@ -673,32 +679,14 @@ impl NativeSession {
 
     fn next_code(&mut self, handle: u32, next: Next) -> i32 {
         let finished = !matches!(next, Next::Run { .. });
-        let code = match next {
-            Next::Run { input: None } => code::RUN,
-            Next::Run { input: Some(v) } => {
-                self.values.insert(handle, v);
-                code::RUN_EDITED
-            }
-            Next::ReturnResult => code::RETURN_RESULT,
-            Next::ReturnInjected(v) => {
-                self.values.insert(handle, v);
-                code::RETURN_INJECTED
-            }
-            Next::Reraise => code::RERAISE,
-            Next::Abort => code::ABORT,
-            Next::Raise(error) => {
-                self.values.insert(handle, error.to_value());
-                code::RAISE
-            }
-            Next::Stream(chunks) => {
-                self.values.insert(handle, Value::Array(chunks));
-                code::STREAM
-            }
-        };
+        let (code, value) = next_code::split(next);
+        if let Some(v) = value {
+            self.values.insert(handle, v);
+        }
         if finished {
             self.steps.remove(&handle);
         }
-        code
+        i32::from(code)
     }
 
     fn step_gate(&mut self, env: &Env, handle: u32, gate: Gate) -> Result<i32> {

@@ -1,10 +1,12 @@
 //! The core's pure functions, exported as they are (JSON text in, JSON text out), so the
 //! package's API and the conformance vectors reach the very code the session runs.
 
-use graphmind_core::config::{self, EnvSnapshot};
-use graphmind_core::edit_input::{self, InputValidation};
+use graphmind_core::config;
+use graphmind_core::edit_input;
 use graphmind_core::json::{self, Value};
-use graphmind_core::redact::{EventContext, HideSwitches, RedactOutcome, Redactor};
+use graphmind_core::redact::{HideSwitches, Redactor};
+use graphmind_core::surface::options::{self, Host};
+use graphmind_core::surface::pure::{self, LoopGuardFields, PureError, StandaloneLoopGuard};
 use graphmind_core::{canonical, fingerprint, llm, shrink, smart};
 use napi::bindgen_prelude::*;
 use napi::JsString;
@@ -23,10 +25,18 @@ fn text(v: &Value) -> String {
 }
 
 fn keys(ignore: &Option<Vec<String>>) -> Vec<&str> {
-    match ignore {
-        Some(k) => k.iter().map(String::as_str).collect(),
-        None => canonical::DEFAULT_IGNORE_KEYS.to_vec(),
-    }
+    pure::ignore_keys(ignore.as_deref())
+}
+
+fn pure_error(e: PureError) -> Error {
+    Error::from_reason(format!("graphmind: {e}"))
+}
+
+/// The session option names the core reads, as JavaScript spells them (the core's option
+/// table, with its aliases): what `createSession` hands over.
+#[napi]
+pub fn option_names() -> Vec<&'static str> {
+    options::names(Host::Node)
 }
 
 /// The canonical JSON text of a value (sorted keys by UTF-16 units, `_meta` ignored unless
@@ -54,10 +64,10 @@ pub fn canonical_call(
 ) -> Result<String> {
     let node_id = js_str(&node_id_json)?;
     let input = parse_opt(input_json)?;
-    Ok(canonical::canonical_call_js(
+    Ok(pure::canonical_call(
         &node_id,
         input.as_ref(),
-        &keys(&ignore_keys),
+        ignore_keys.as_deref(),
     ))
 }
 
@@ -111,12 +121,9 @@ pub fn format_number(value: f64) -> String {
 /// The resolved configuration (`Config::to_json`) for options, an environment and a flavor.
 #[napi]
 pub fn resolve_config(options_json: String, env_json: String, flavor: String) -> Result<String> {
-    let options = parse(&options_json)?;
-    let env = EnvSnapshot::from_json(&parse(&env_json)?);
-    let flavor = config::SdkFlavor::parse(&flavor).unwrap_or(config::SdkFlavor::Node);
-    Ok(text(
-        &config::resolve_json(&options, &env, flavor).to_json(),
-    ))
+    let (options, env) = (parse(&options_json)?, parse(&env_json)?);
+    let flavor = pure::flavor(&flavor).unwrap_or(config::SdkFlavor::Node);
+    Ok(text(&pure::resolve_config(&options, &env, flavor)))
 }
 
 /// What `serializePayload` returns.
@@ -193,17 +200,13 @@ impl NativeRedactor {
         payload_json: String,
     ) -> Result<Redacted> {
         let mut payload = parse(&payload_json)?;
-        let ctx = EventContext {
-            run_id: &run_id,
-            node_kind: node_kind.as_deref(),
-        };
-        let outcome = self.inner.redact_in(&ctx, &event_type, &mut payload);
-        let (name, keep) = match outcome {
-            RedactOutcome::Unchanged => ("unchanged", true),
-            RedactOutcome::Redacted { .. } => ("redacted", true),
-            RedactOutcome::Failed(_) => ("failed", true),
-            RedactOutcome::Dropped(_) => ("dropped", false),
-        };
+        let (name, keep) = pure::redact(
+            &mut self.inner,
+            &event_type,
+            &run_id,
+            node_kind.as_deref(),
+            &mut payload,
+        );
         Ok(Redacted {
             outcome: name.into(),
             payload: keep.then(|| text(&payload)),
@@ -220,8 +223,7 @@ pub fn proposed_value_refusal(value_json: String) -> Result<Option<String>> {
 /// A refusal `{code, message}` when the value carries a prototype-polluting key.
 #[napi]
 pub fn prototype_key_refusal(value_json: String) -> Result<Option<String>> {
-    let refusal = edit_input::prototype_key_refusal(&parse(&value_json)?);
-    Ok(refusal.map(|r| text(&InputValidation::from(r).to_value())))
+    Ok(pure::prototype_key_verdict(&parse(&value_json)?).map(|v| text(&v)))
 }
 
 /// A validator's verdict, normalised (`{ok:true,value}` / `{ok:false,code,message}`).
@@ -247,14 +249,12 @@ pub fn merge_tool_input(
     proposed_json: Option<String>,
     input_hidden: bool,
 ) -> Result<String> {
-    let live = parse_opt(live_json)?;
-    let proposed = parse_opt(proposed_json)?;
-    let verdict =
-        match edit_input::merge_edited_input(live.as_ref(), proposed.as_ref(), input_hidden) {
-            Ok(v) => InputValidation::Accepted(v),
-            Err(r) => r.into(),
-        };
-    Ok(text(&verdict.to_value()))
+    let (live, proposed) = (parse_opt(live_json)?, parse_opt(proposed_json)?);
+    Ok(text(&pure::merge_verdict(
+        live.as_ref(),
+        proposed.as_ref(),
+        input_hidden,
+    )))
 }
 
 /// The error-result shape of a tool result (`isError`, `success`, ...), if error-shaped.
@@ -266,13 +266,7 @@ pub fn error_result_shape(result_json: String) -> Result<Option<String>> {
 /// `{finishReason, toolCalls, unparsed}` when an LLM result was truncated mid tool call.
 #[napi]
 pub fn truncated_tool_call(result_json: String) -> Result<Option<String>> {
-    Ok(smart::truncated_tool_call(&parse(&result_json)?).map(|t| {
-        let mut m = json::Map::new();
-        m.insert("finishReason", Value::from(t.finish_reason.as_str()));
-        m.insert("toolCalls", Value::from(t.tool_calls as i64));
-        m.insert("unparsed", Value::from(t.unparsed as i64));
-        text(&Value::Object(m))
-    }))
+    Ok(pure::truncated_tool_call(&parse(&result_json)?).map(|v| text(&v)))
 }
 
 /// Whether a raw `GRAPHMIND_BREAK_ON_*` value turns the rule on.
@@ -284,9 +278,9 @@ pub fn parse_break_on(raw: Option<String>) -> bool {
 /// The key that makes two error texts "the same error" (JSON string in and out).
 #[napi]
 pub fn error_text_key(text_json: String) -> Result<String> {
-    match parse(&text_json)? {
-        Value::String(s) => Ok(text(&Value::String(smart::error_text_key(&s)))),
-        _ => Err(Error::from_reason("graphmind: errorTextKey takes a string")),
+    match pure::error_text_key(&parse(&text_json)?) {
+        Some(key) => Ok(text(&key)),
+        None => Err(Error::from_reason("graphmind: errorTextKey takes a string")),
     }
 }
 
@@ -332,43 +326,35 @@ pub fn sanitize_tool_definition(definition_json: String) -> Result<String> {
 /// Token usage from a provider's raw usage object (`anthropic`, `openai-chat`, ...).
 #[napi]
 pub fn provider_usage(provider: String, raw_json: String) -> Result<Option<String>> {
-    let Some(p) = llm::UsageProvider::from_name(&provider) else {
-        return Err(Error::from_reason(format!(
-            "graphmind: unknown provider {provider:?}"
-        )));
-    };
-    Ok(llm::provider_usage(p, &parse(&raw_json)?).map(|v| text(&v)))
-}
-
-fn api(name: &str) -> Result<graphmind_core::codec::Api> {
-    graphmind_core::codec::Api::from_name(name)
-        .ok_or_else(|| Error::from_reason(format!("graphmind: unknown model API {name:?}")))
+    let usage = pure::provider_usage(&provider, &parse(&raw_json)?).map_err(pure_error)?;
+    Ok(usage.map(|v| text(&v)))
 }
 
 /// What a complete answer of `api` (`openai-chat`, `anthropic`, ...: the codec names)
 /// records, as the codec's decode path reads it: `{"output": ..., "usage": ... | null}`.
 #[napi]
 pub fn codec_decode(api_name: String, response_json: String) -> Result<String> {
-    let decoded = graphmind_core::codec::decode_response(api(&api_name)?, &parse(&response_json)?);
+    let (output, usage) =
+        pure::codec_decode(&api_name, &parse(&response_json)?).map_err(pure_error)?;
     let mut out = json::Map::with_capacity(2);
-    out.insert("output", Value::Object(decoded.output));
-    out.insert("usage", decoded.usage.unwrap_or(Value::Null));
+    out.insert("output", output);
+    out.insert("usage", usage.unwrap_or(Value::Null));
     Ok(text(&Value::Object(out)))
 }
 
 /// What `node.started.input` of a call of `api` records of `request` (the request codec).
 #[napi]
 pub fn codec_request_input(api_name: String, request_json: String) -> Result<String> {
-    let input = graphmind_core::codec::request_input(api(&api_name)?, &parse(&request_json)?);
-    Ok(text(&Value::Object(input)))
+    let input = pure::codec_request_input(&api_name, &parse(&request_json)?).map_err(pure_error)?;
+    Ok(text(&input))
 }
 
 /// The allow-listed sampling parameter names, in order.
 #[napi]
 pub fn sampling_param_keys() -> Vec<String> {
-    llm::SAMPLING_PARAM_KEYS
-        .iter()
-        .map(|s| s.to_string())
+    pure::sampling_param_keys()
+        .into_iter()
+        .map(String::from)
         .collect()
 }
 
@@ -416,28 +402,15 @@ pub fn ai_sdk_step_output(result_json: String) -> Result<String> {
 /// or `{error: "pauseOnError" | "days", message}` for a flag it refuses.
 #[napi]
 pub fn resolve_server_config(flags_json: String, env_json: String) -> Result<String> {
-    let flags = config::ServerFlags::from_json(&parse(&flags_json)?);
-    let env = EnvSnapshot::from_json(&parse(&env_json)?);
-    Ok(match config::resolve_server(&flags, &env) {
-        Ok(c) => text(&c.to_json()),
-        Err(e) => {
-            let mut m = json::Map::new();
-            let name = match e {
-                config::ServerConfigError::PauseOnError(_) => "pauseOnError",
-                config::ServerConfigError::Days(_) => "days",
-            };
-            m.insert("error", Value::from(name));
-            m.insert("message", Value::from(e.to_string().as_str()));
-            text(&Value::Object(m))
-        }
-    })
+    let (flags, env) = (parse(&flags_json)?, parse(&env_json)?);
+    Ok(text(&pure::resolve_server_config(&flags, &env)))
 }
 
 /// The loop guard on its own (the session runs the same one at every `before` gate), for
 /// the loop-guard conformance sequences.
 #[napi]
 pub struct NativeLoopGuard {
-    inner: graphmind_core::loop_guard::LoopGuard,
+    inner: StandaloneLoopGuard,
 }
 
 #[napi]
@@ -453,31 +426,16 @@ impl NativeLoopGuard {
         kinds: Option<Vec<String>>,
         detect: Option<Vec<String>>,
     ) -> napi::Result<Self> {
-        let mut config = graphmind_core::loop_guard::LoopGuardConfig::default();
-        if let Some(t) = threshold {
-            config.threshold = t;
-        }
-        if let Some(a) = allow_nodes {
-            config.allow_nodes = a;
-        }
-        if let Some(k) = ignore_keys {
-            config.ignore_keys = k;
-        }
-        if let Some(k) = kinds {
-            config.kinds = k;
-        }
-        if let Some(names) = detect {
-            let (detect, unknown) = graphmind_core::loop_guard::LoopDetect::from_names(&names);
-            if let Some(name) = unknown.first() {
-                return Err(napi::Error::from_reason(format!(
-                    "{name:?} is not a loop detector"
-                )));
-            }
-            config.detect = detect;
-        }
-        Ok(NativeLoopGuard {
-            inner: graphmind_core::loop_guard::LoopGuard::new(config),
-        })
+        let fields = LoopGuardFields {
+            threshold,
+            allow_nodes,
+            ignore_keys,
+            kinds,
+            detect,
+        };
+        let inner = StandaloneLoopGuard::new(fields)
+            .map_err(|e| napi::Error::from_reason(e.to_string()))?;
+        Ok(NativeLoopGuard { inner })
     }
 
     /// A node started: returns its fingerprint (`null` when the guard does not watch it).
@@ -496,21 +454,18 @@ impl NativeLoopGuard {
         seq: u32,
         attached: bool,
     ) -> Result<Option<String>> {
-        use graphmind_core::loop_guard::{LoopValue, NodeStart};
         let input = parse_opt(input_json)?;
-        let value = if unreadable {
-            LoopValue::Unreadable
-        } else {
-            LoopValue::Read(input.as_ref())
-        };
-        let mut start = NodeStart::new(&run_id, &node_id, &kind, value, seq as u64);
-        if let Some(n) = name.as_deref() {
-            start = start.name(n);
-        }
-        if let Some(i) = instance_id.as_deref() {
-            start = start.instance(i);
-        }
-        Ok(self.inner.on_node_started(&start, attached).fingerprint)
+        Ok(self.inner.started(
+            &run_id,
+            &node_id,
+            &kind,
+            name.as_deref(),
+            instance_id.as_deref(),
+            input.as_ref(),
+            unreadable,
+            u64::from(seq),
+            attached,
+        ))
     }
 
     /// A node failed (`name` and `message` as JSON strings, or `null`).
@@ -523,14 +478,8 @@ impl NativeLoopGuard {
         name_json: Option<String>,
         message_json: Option<String>,
     ) -> Result<()> {
-        let name = parse_opt(name_json)?;
-        let message = parse_opt(message_json)?;
-        let as_str = |v: &Option<Value>| match v {
-            Some(Value::String(s)) => Some(s.clone()),
-            _ => None,
-        };
-        let (name, message) = (as_str(&name), as_str(&message));
-        self.inner.on_node_error(
+        let (name, message) = (parse_opt(name_json)?, parse_opt(message_json)?);
+        self.inner.errored(
             &run_id,
             &node_id,
             instance_id.as_deref(),
@@ -551,14 +500,12 @@ impl NativeLoopGuard {
         output_json: Option<String>,
     ) -> Result<()> {
         let output = parse_opt(output_json)?;
-        let value = graphmind_core::loop_guard::LoopValue::Read(output.as_ref());
-        self.inner.on_node_finished(
+        self.inner.finished(
             &run_id,
             &node_id,
             instance_id.as_deref(),
             status.as_deref(),
-            value,
-            true,
+            output.as_ref(),
         );
         Ok(())
     }
@@ -574,36 +521,9 @@ impl NativeLoopGuard {
         name: Option<String>,
         attached: bool,
     ) -> Option<String> {
-        use graphmind_core::loop_guard::{default_node_name, LoopHide, LoopVerdict};
-        let name = name.unwrap_or_else(|| default_node_name(&node_id).to_string());
-        match self.inner.consult_before(
-            &run_id,
-            &kind,
-            &node_id,
-            &name,
-            attached,
-            LoopHide::default(),
-        ) {
-            LoopVerdict::Hold(info) => {
-                let mut m = json::Map::new();
-                let kind = match info.kind {
-                    graphmind_core::loop_guard::LoopKind::Repeat => "repeat",
-                    graphmind_core::loop_guard::LoopKind::Cycle { period, laps } => {
-                        m.insert("period", Value::from(period as i64));
-                        m.insert("laps", Value::from(laps as i64));
-                        "cycle"
-                    }
-                    graphmind_core::loop_guard::LoopKind::ErrorRepeat => "error-repeat",
-                };
-                m.insert("kind", Value::from(kind));
-                m.insert("repeats", Value::from(info.repeats as i64));
-                m.insert("firstSeq", Value::from(info.first_seq as i64));
-                m.insert("lastSeq", Value::from(info.last_seq as i64));
-                m.insert("fingerprint", Value::from(info.fingerprint.as_str()));
-                Some(text(&Value::Object(m)))
-            }
-            _ => None,
-        }
+        self.inner
+            .consult_before(&run_id, &kind, &node_id, name.as_deref(), attached)
+            .map(|v| text(&v))
     }
 }
 

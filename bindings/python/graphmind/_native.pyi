@@ -2,14 +2,16 @@
 
 from typing import Any, Callable, Optional, Sequence
 
+# A step's next move: the core's encoding (graphmind_core::surface::next_code).
 NEXT_RUN: int
-NEXT_RETURN: int
-NEXT_INJECT: int
+NEXT_RETURN_RESULT: int
+NEXT_RETURN_INJECTED: int
 NEXT_RERAISE: int
 NEXT_ABORT: int
-NEXT_WAIT: int
+NEXT_HELD: int
 NEXT_RAISE: int
 NEXT_STREAM: int
+NEXT_RUN_EDITED: int
 DEFAULT_URL: str
 PROTOCOL_VERSION: int
 CORE_VERSION: str
@@ -101,6 +103,7 @@ def fingerprint(node_id: str, input: Any = None, ignore_keys: Optional[list[str]
 def serialize_payload(payload: Any, max_bytes: int = ..., event_type: Optional[str] = None) -> tuple[str, bool, int]: ...
 def shrink_constants() -> dict[str, Any]: ...
 def resolve_config(options: Any, env: Any, flavor: str = "python") -> dict[str, Any]: ...
+def core_options(options: dict[str, Any]) -> dict[str, Any]: ...
 def redact_events(switches: Any, events: list[Any]) -> list[Any]: ...
 def finish_reason(raw: Any, has_tool_calls: bool) -> Optional[str]: ...
 def tool_call(id: Any = None, name: Any = None, args: Any = None) -> Any: ...

@@ -25,60 +25,10 @@ from .gate import GateDecision, GateNode
 
 DEFAULT_READY_TIMEOUT = 2.0
 
-# Python option name -> (core option name, seconds converted to milliseconds).
-_OPTION_NAMES: dict[str, tuple[str, bool]] = {
-    "url": ("url", False),
-    "app_name": ("appName", False),
-    "sdk": ("sdk", False),
-    "meta": ("meta", False),
-    "enabled": ("enabled", False),
-    "connect_timeout": ("connectTimeoutMs", True),
-    "handshake_timeout": ("handshakeTimeoutMs", True),
-    "retry_interval": ("retryIntervalMs", True),
-    "buffer_size": ("bufferSize", False),
-    "max_buffer_bytes": ("maxBufferBytes", False),
-    "pause_timeout": ("pauseTimeoutMs", True),
-    "token_interval": ("tokenIntervalMs", True),
-    "warn_interval": ("warnIntervalMs", True),
-    "hide_inputs": ("hideInputs", False),
-    "hide_outputs": ("hideOutputs", False),
-    "hide_tool_args": ("hideToolArgs", False),
-    "hide_tool_results": ("hideToolResults", False),
-    "loop_guard": ("loopGuard", False),
-    "break_on_error_result": ("breakOnErrorResult", False),
-    "break_on_truncated": ("breakOnTruncated", False),
-    "replay": ("replay", False),
-    "spool_dir": ("spoolDir", False),
-    "spool_max_bytes": ("spoolMaxBytes", False),
-}
-
-# loop_guard keys: snake_case spellings of the core's camelCase ones.
-_LOOP_KEYS = {"ignore_keys": "ignoreKeys", "allow_nodes": "allowNodes"}
-
-
-def _millis(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value  # the core reports a value of the wrong type
-    return value * 1000.0
-
-
-def _loop_guard_option(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {_LOOP_KEYS.get(k, k) if isinstance(k, str) else k: v for k, v in value.items()}
-    return value
-
-
 def core_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The reference's Python options as the core's camelCase option object."""
-    out: dict[str, Any] = {}
-    for key, value in options.items():
-        if value is None:
-            continue
-        name, seconds = _OPTION_NAMES[key]
-        if key == "loop_guard":
-            value = _loop_guard_option(value)
-        out[name] = _millis(value) if seconds else value
-    return out
+    """The reference's Python options as the core's camelCase option object: the core's
+    option table maps the names and makes seconds milliseconds."""
+    return _native.core_options(dict(options))
 
 
 def _env_mapping(env: Any) -> dict[str, str] | None:

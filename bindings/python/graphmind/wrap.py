@@ -20,12 +20,16 @@ from .session import Session, _current_run, await_gate
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# The core's encoding of a step's next move (graphmind_core::surface::next_code), under
+# this module's short names. RUN_EDITED carries the edited input as the value; the loops
+# below treat it as RUN with a value.
 RUN = _native.NEXT_RUN
-RETURN = _native.NEXT_RETURN
-INJECT = _native.NEXT_INJECT
+RUN_EDITED = _native.NEXT_RUN_EDITED
+RETURN = _native.NEXT_RETURN_RESULT
+INJECT = _native.NEXT_RETURN_INJECTED
 RERAISE = _native.NEXT_RERAISE
 ABORT = _native.NEXT_ABORT
-WAIT = _native.NEXT_WAIT
+WAIT = _native.NEXT_HELD
 RAISE = _native.NEXT_RAISE
 STREAM = _native.NEXT_STREAM
 

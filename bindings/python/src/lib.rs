@@ -31,7 +31,8 @@ use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::json::{JsStr, Value};
 use graphmind_core::session::{Gate, GateOptions, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
-use parking_lot::Mutex;
+use graphmind_core::surface::next_code;
+use graphmind_core::sync::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -300,42 +301,28 @@ fn held(session: &Session, gate: Gate) -> Option<HeldGate> {
 
 // -- steps -----------------------------------------------------------------------------------
 
-/// What a wrapper does next: `(code, value)`.
-pub const NEXT_RUN: u8 = 0;
-/// Return the function's own result.
-pub const NEXT_RETURN: u8 = 1;
-/// Return the injected value.
-pub const NEXT_INJECT: u8 = 2;
-/// Re-raise the function's error.
-pub const NEXT_RERAISE: u8 = 3;
-/// Raise the abort error.
-pub const NEXT_ABORT: u8 = 4;
-/// A gate holds: wait on the value, then call the matching `on_*`.
-pub const NEXT_WAIT: u8 = 5;
-/// Raise the recorded error `(name, message, stack)` as a tool error (a replayed call).
-pub const NEXT_RAISE: u8 = 6;
-/// Return a stream of these chunks (a replayed streamed model call).
-pub const NEXT_STREAM: u8 = 7;
-
+/// What a wrapper does next: `(code, value)`, the codes the core defines
+/// ([`next_code`]), exported as `NEXT_<NAME>`.
 fn next_to_py(py: Python<'_>, next: Next) -> PyResult<(u8, Py<PyAny>)> {
-    Ok(match next {
-        Next::Run { input: Some(v) } => (NEXT_RUN, to_py(py, &v)?.unbind()),
-        Next::Run { input: None } => (NEXT_RUN, py.None()),
-        Next::ReturnResult => (NEXT_RETURN, py.None()),
-        Next::ReturnInjected(v) => (NEXT_INJECT, to_py(py, &v)?.unbind()),
-        Next::Reraise => (NEXT_RERAISE, py.None()),
-        Next::Abort => (NEXT_ABORT, py.None()),
-        Next::Raise(e) => {
-            let stack = e.stack.as_ref().map(|s| s.to_string_lossy().into_owned());
-            let parts = (
-                e.name.to_string_lossy().into_owned(),
-                e.message.to_string_lossy().into_owned(),
-                stack,
-            );
-            (NEXT_RAISE, parts.into_pyobject(py)?.into_any().unbind())
-        }
-        Next::Stream(chunks) => (NEXT_STREAM, to_py(py, &Value::Array(chunks))?.unbind()),
-    })
+    if let Next::Raise(e) = &next {
+        // Raised by the Python side as a tool error: `(name, message, stack)`.
+        let stack = e.stack.as_ref().map(|s| s.to_string_lossy().into_owned());
+        let parts = (
+            e.name.to_string_lossy().into_owned(),
+            e.message.to_string_lossy().into_owned(),
+            stack,
+        );
+        return Ok((
+            next_code::RAISE,
+            parts.into_pyobject(py)?.into_any().unbind(),
+        ));
+    }
+    let (code, value) = next_code::split(next);
+    let value = match value {
+        Some(v) => to_py(py, &v)?.unbind(),
+        None => py.None(),
+    };
+    Ok((code, value))
 }
 
 /// One gated call (a tool, a span): the core's `Step`, driven from Python.
@@ -357,7 +344,7 @@ impl NativeStep {
                 let next = decide(&mut self.step.lock(), GateDecision::proceed());
                 next_to_py(py, next)
             }
-            Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
+            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
         }
     }
 }
@@ -386,7 +373,7 @@ impl NativeStep {
         self.step.lock().node().instance_id.clone()
     }
 
-    /// The `before` gate: `(code, value)`; `NEXT_WAIT` with a gate when held.
+    /// The `before` gate: `(code, value)`; `NEXT_HELD` with a gate when held.
     fn before(&self, py: Python<'_>) -> PyResult<(u8, Py<PyAny>)> {
         let gate = self.step.lock().before();
         self.waiting(py, gate, |s, d| s.on_before(d))
@@ -412,7 +399,7 @@ impl NativeStep {
                     .on_after_host(GateDecision::proceed(), value);
                 next_to_py(py, next)
             }
-            Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
+            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
         }
     }
 
@@ -1089,14 +1076,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Decision>()?;
     m.add_function(wrap_pyfunction!(_shutting_down, m)?)?;
     m.add_function(wrap_pyfunction!(resume_actions, m)?)?;
-    m.add("NEXT_RUN", NEXT_RUN)?;
-    m.add("NEXT_RETURN", NEXT_RETURN)?;
-    m.add("NEXT_INJECT", NEXT_INJECT)?;
-    m.add("NEXT_RERAISE", NEXT_RERAISE)?;
-    m.add("NEXT_ABORT", NEXT_ABORT)?;
-    m.add("NEXT_WAIT", NEXT_WAIT)?;
-    m.add("NEXT_RAISE", NEXT_RAISE)?;
-    m.add("NEXT_STREAM", NEXT_STREAM)?;
+    for (name, code) in next_code::NAMED {
+        m.add(format!("NEXT_{name}"), code)?;
+    }
     m.add("DEFAULT_URL", config::DEFAULT_URL)?;
     m.add("PROTOCOL_VERSION", graphmind_core::event::PROTOCOL_VERSION)?;
     m.add("CORE_VERSION", graphmind_core::config::CLIENT_VERSION)?;

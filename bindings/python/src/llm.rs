@@ -8,7 +8,7 @@ use graphmind_core::gate::GateDecision;
 use graphmind_core::json::{Map, Value};
 use graphmind_core::llm_step::{LlmRun, LlmStep};
 use graphmind_core::session::Session;
-use parking_lot::Mutex;
+use graphmind_core::sync::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -16,7 +16,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 
 use crate::convert::{py_str, to_py, to_value_or_marker};
-use crate::{error_info, held, next_to_py, Decision, NativeSession, NEXT_WAIT};
+use crate::{error_info, held, next_to_py, Decision, NativeSession};
+use graphmind_core::surface::{next_code, pure};
 
 /// Type names of the client libraries' "argument not given" sentinels.
 const NOT_GIVEN_TYPES: [&str; 2] = ["NotGiven", "Omit"];
@@ -87,7 +88,7 @@ fn model_value(obj: &Bound<'_, PyAny>) -> Value {
 }
 
 fn api_of(name: &str) -> PyResult<Api> {
-    Api::from_name(name).ok_or_else(|| PyValueError::new_err(format!("unknown model API {name:?}")))
+    pure::api(name).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// One model call: the core's `LlmStep`, driven from Python like `NativeStep`.
@@ -109,7 +110,7 @@ impl NativeLlmStep {
                 let next = decide(&mut self.step.lock(), GateDecision::proceed());
                 next_to_py(py, next)
             }
-            Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
+            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
         }
     }
 }
@@ -128,7 +129,7 @@ impl NativeLlmStep {
         self.step.lock().is_finished()
     }
 
-    /// The `before` gate: `(code, value)`; `NEXT_WAIT` with a gate when held. An injected
+    /// The `before` gate: `(code, value)`; `NEXT_HELD` with a gate when held. An injected
     /// value comes back as the provider-shaped reply.
     fn before(&self, py: Python<'_>) -> PyResult<(u8, Py<PyAny>)> {
         let gate = self.step.lock().before();
@@ -150,7 +151,7 @@ impl NativeLlmStep {
                 let next = self.step.lock().on_after(GateDecision::proceed(), &value);
                 next_to_py(py, next)
             }
-            Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
+            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
         }
     }
 
@@ -266,12 +267,13 @@ fn llm_decode<'py>(
     api: &str,
     response: &Bound<'py, PyAny>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let decoded = codec::decode_response(api_of(api)?, &sdk_value(response));
-    let usage = match &decoded.usage {
+    let (output, usage) = pure::codec_decode(api, &sdk_value(response))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let usage = match &usage {
         Some(u) => to_py(py, u)?,
         None => py.None().into_bound(py),
     };
-    Ok((to_py(py, &Value::Object(decoded.output))?, usage))
+    Ok((to_py(py, &output)?, usage))
 }
 
 /// What `node.started.input` of a call of `api` records of `request` (the request codec).

@@ -3,10 +3,10 @@
 //! every value crosses the Python <-> core conversion both ways.
 
 use crate::convert::{fields_value, parse_to_py, py_str, to_py, to_value, to_value_or_marker};
-use graphmind_core::config::{self, EnvSnapshot, SdkFlavor};
 use graphmind_core::json::{self, Value};
-use graphmind_core::redact::{EventContext, HideSwitches, Redactor};
-use graphmind_core::{canonical, edit_input, fingerprint as fp, llm, shrink};
+use graphmind_core::surface::options::{self, Host};
+use graphmind_core::surface::pure::{self, PureError};
+use graphmind_core::{edit_input, llm, shrink};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
@@ -17,6 +17,15 @@ fn readable(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 fn opt_value(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Value>> {
     obj.map(readable).transpose()
+}
+
+fn value_error(e: PureError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// `value` as Python, `None` for none.
+fn nullable<'py>(py: Python<'py>, value: Option<Value>) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &value.unwrap_or(Value::Null))
 }
 
 /// `JSON.stringify` of a value (compact; lone surrogates escaped).
@@ -74,14 +83,10 @@ fn parse_json<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
 #[pyfunction]
 #[pyo3(signature = (value, ignore_keys=None))]
 fn canonical_json(value: &Bound<'_, PyAny>, ignore_keys: Option<Vec<String>>) -> PyResult<String> {
-    let v = readable(value)?;
-    Ok(match ignore_keys {
-        None => canonical::canonical_json(&v),
-        Some(keys) => {
-            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-            canonical::canonical_json_with(&v, &refs)
-        }
-    })
+    Ok(pure::canonical_json(
+        &readable(value)?,
+        ignore_keys.as_deref(),
+    ))
 }
 
 /// The canonical text of one call: `[nodeId, input]`.
@@ -93,17 +98,10 @@ fn canonical_call(
     ignore_keys: Option<Vec<String>>,
 ) -> PyResult<String> {
     let v = opt_value(input)?;
-    let keys = ignore_keys.unwrap_or_else(|| {
-        canonical::DEFAULT_IGNORE_KEYS
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    });
-    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-    Ok(canonical::canonical_call_js(
+    Ok(pure::canonical_call(
         &py_str(node_id),
         v.as_ref(),
-        &refs,
+        ignore_keys.as_deref(),
     ))
 }
 
@@ -117,20 +115,11 @@ fn fingerprint(
     ignore_keys: Option<Vec<String>>,
 ) -> PyResult<String> {
     let v = opt_value(input)?;
-    Ok(match ignore_keys {
-        None => match node_id.to_cow() {
-            Ok(id) => fp::fingerprint(&id, v.as_ref()),
-            Err(_) => fp::fingerprint_js_with(
-                &py_str(node_id),
-                v.as_ref(),
-                canonical::DEFAULT_IGNORE_KEYS,
-            ),
-        },
-        Some(keys) => {
-            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-            fp::fingerprint_js_with(&py_str(node_id), v.as_ref(), &refs)
-        }
-    })
+    Ok(pure::fingerprint(
+        &py_str(node_id),
+        v.as_ref(),
+        ignore_keys.as_deref(),
+    ))
 }
 
 /// `serializePayload`: `(json, truncated, original_bytes)`.
@@ -148,31 +137,7 @@ fn serialize_payload(
 /// The shrinker's constants, by their reference names.
 #[pyfunction]
 fn shrink_constants<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-    let mut m = json::Map::new();
-    m.insert(
-        "MAX_PAYLOAD_BYTES",
-        Value::from(shrink::MAX_PAYLOAD_BYTES as u64),
-    );
-    m.insert("PREVIEW_CHARS", Value::from(shrink::PREVIEW_CHARS as u64));
-    m.insert("TRUNCATION_SUFFIX", Value::from(shrink::TRUNCATION_SUFFIX));
-    m.insert(
-        "MAX_SHRINK_DEPTH",
-        Value::from(shrink::MAX_SHRINK_DEPTH as u64),
-    );
-    m.insert(
-        "MAX_SHRINK_KEYS",
-        Value::from(shrink::MAX_SHRINK_KEYS as u64),
-    );
-    m.insert(
-        "MAX_TRIM_FIELDS",
-        Value::from(shrink::MAX_TRIM_FIELDS as u64),
-    );
-    m.insert("SKELETON_CHARS", Value::from(shrink::SKELETON_CHARS as u64));
-    m.insert(
-        "SKELETON_MIN_CHARS",
-        Value::from(shrink::SKELETON_MIN_CHARS as u64),
-    );
-    to_py(py, &Value::Object(m))
+    to_py(py, &pure::shrink_constants())
 }
 
 /// Options (camelCase, ms) + an environment mapping + a flavor -> `Config::to_json()`.
@@ -184,14 +149,19 @@ fn resolve_config<'py>(
     env: &Bound<'_, PyAny>,
     flavor: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let flavor = SdkFlavor::parse(flavor)
-        .ok_or_else(|| PyValueError::new_err(format!("unknown flavor {flavor:?}")))?;
-    let config = config::resolve_json(
-        &to_value_or_marker(options),
-        &EnvSnapshot::from_json(&to_value_or_marker(env)),
-        flavor,
-    );
-    to_py(py, &config.to_json())
+    let flavor = pure::flavor(flavor).map_err(value_error)?;
+    let (options, env) = (to_value_or_marker(options), to_value_or_marker(env));
+    to_py(py, &pure::resolve_config(&options, &env, flavor))
+}
+
+/// The session's keyword options (Python spelling, seconds) as the core's camelCase
+/// option object (milliseconds): the core's option table does the mapping.
+#[pyfunction]
+fn core_options<'py>(py: Python<'py>, options: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    to_py(
+        py,
+        &options::to_core(Host::Python, &to_value_or_marker(options)),
+    )
 }
 
 /// Redacts a sequence of `{type, payload, runId?, nodeKind?}` events with one fresh
@@ -203,32 +173,16 @@ fn redact_events<'py>(
     switches: &Bound<'_, PyAny>,
     events: &Bound<'_, PyList>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let sw = readable(switches)?;
-    let on = |k: &str| sw.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let mut redactor = Redactor::new(HideSwitches {
-        inputs: on("hideInputs"),
-        outputs: on("hideOutputs"),
-        tool_args: on("hideToolArgs"),
-        tool_results: on("hideToolResults"),
-    });
+    let switches = readable(switches)?;
+    let events = events
+        .iter()
+        .map(|e| readable(&e))
+        .collect::<PyResult<Vec<_>>>()?;
     let out = PyList::empty(py);
-    for event in events.iter() {
-        let e = readable(&event)?;
-        let ty = e
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let ctx = EventContext {
-            run_id: e.get("runId").and_then(Value::as_str).unwrap_or(""),
-            node_kind: e.get("nodeKind").and_then(Value::as_str),
-        };
-        let mut payload = e.get("payload").cloned().unwrap_or(Value::Null);
-        let outcome = redactor.redact_in(&ctx, &ty, &mut payload);
-        if outcome.keep() {
-            out.append(to_py(py, &payload)?)?;
-        } else {
-            out.append(py.None())?;
+    for payload in pure::redact_events(&switches, &events) {
+        match payload {
+            Some(p) => out.append(to_py(py, &p)?)?,
+            None => out.append(py.None())?,
         }
     }
     Ok(out)
@@ -250,9 +204,9 @@ fn tool_call<'py>(
     args: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (id, name, args) = (opt_value(id)?, opt_value(name)?, opt_value(args)?);
-    to_py(
+    nullable(
         py,
-        &llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()).unwrap_or(Value::Null),
+        llm::tool_call(id.as_ref(), name.as_ref(), args.as_ref()),
     )
 }
 
@@ -278,12 +232,8 @@ fn provider_usage<'py>(
     provider: &str,
     raw: &Bound<'_, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let p = llm::UsageProvider::from_name(provider)
-        .ok_or_else(|| PyValueError::new_err(format!("unknown provider {provider:?}")))?;
-    to_py(
-        py,
-        &llm::provider_usage(p, &readable(raw)?).unwrap_or(Value::Null),
-    )
+    let usage = pure::provider_usage(provider, &readable(raw)?).map_err(value_error)?;
+    nullable(py, usage)
 }
 
 /// The allow-listed sampling parameters of a request body.
@@ -295,7 +245,7 @@ fn pick_params<'py>(py: Python<'py>, body: &Bound<'_, PyAny>) -> PyResult<Bound<
 /// The sampling-parameter allow-list, in order.
 #[pyfunction]
 fn sampling_param_keys() -> Vec<&'static str> {
-    llm::SAMPLING_PARAM_KEYS.to_vec()
+    pure::sampling_param_keys()
 }
 
 /// The refusal code of a proposed inject/edit value (`None`: acceptable).
@@ -329,11 +279,9 @@ fn sanitize_short_text<'py>(
     message: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let m = opt_value(message)?;
-    to_py(
+    nullable(
         py,
-        &edit_input::sanitize_short_text(m.as_ref())
-            .map(Value::String)
-            .unwrap_or(Value::Null),
+        edit_input::sanitize_short_text(m.as_ref()).map(Value::String),
     )
 }
 
@@ -366,6 +314,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(serialize_payload, m)?)?;
     m.add_function(wrap_pyfunction!(shrink_constants, m)?)?;
     m.add_function(wrap_pyfunction!(resolve_config, m)?)?;
+    m.add_function(wrap_pyfunction!(core_options, m)?)?;
     m.add_function(wrap_pyfunction!(redact_events, m)?)?;
     m.add_function(wrap_pyfunction!(finish_reason, m)?)?;
     m.add_function(wrap_pyfunction!(tool_call, m)?)?;

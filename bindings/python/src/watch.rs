@@ -3,7 +3,7 @@
 //! both as one `WatchedStep` whose gates only watch ([`GateDecision::watched`]: `inject`
 //! and `retry` cannot be delivered by a callback, so they continue with the core's
 //! warning). The skin calls `before()`, `after(output)`, `error(exc)` as the callbacks
-//! arrive; each answers `(code, gate)`: `NEXT_WAIT` with the held gate (wait on it, then
+//! arrive; each answers `(code, gate)`: `NEXT_HELD` with the held gate (wait on it, then
 //! `resume(decision)`), `NEXT_ABORT` (the run ends: raise), else `NEXT_RUN` (go on).
 //! Node's `Session.watchNode` / `watchModel` drive the same core calls.
 
@@ -15,7 +15,7 @@ use graphmind_core::json::Value;
 use graphmind_core::llm_step::{LlmRun, LlmStep};
 use graphmind_core::session::{Gate, NodeRef, Session};
 use graphmind_core::step::{Next, Step};
-use parking_lot::Mutex;
+use graphmind_core::sync::Mutex;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::llm::sdk_value;
-use crate::{held, host_value, kind_of, Decision, NativeSession, NEXT_ABORT, NEXT_RUN, NEXT_WAIT};
+use crate::{held, host_value, kind_of, Decision, NativeSession};
+use graphmind_core::surface::next_code;
 
 /// The attribute a reported exception carries its failure number in (the same object
 /// climbing through every level is the same failure).
@@ -64,9 +65,9 @@ pub struct WatchedStep {
 
 fn code_of(next: &Next) -> u8 {
     if matches!(next, Next::Abort) {
-        NEXT_ABORT
+        next_code::ABORT
     } else {
-        NEXT_RUN
+        next_code::RUN
     }
 }
 
@@ -85,10 +86,10 @@ impl WatchedStep {
         }
     }
 
-    /// `(NEXT_WAIT, gate)` for a held gate, else the decision `continue` applied.
+    /// `(NEXT_HELD, gate)` for a held gate, else the decision `continue` applied.
     fn settle(&self, py: Python<'_>, gate: Gate) -> PyResult<(u8, Py<PyAny>)> {
         match held(&self.session, gate) {
-            Some(h) => Ok((NEXT_WAIT, Py::new(py, h)?.into_any())),
+            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
             None => Ok((self.apply(GateDecision::proceed()), py.None())),
         }
     }

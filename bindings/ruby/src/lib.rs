@@ -17,7 +17,8 @@ use graphmind_core::json::packed::PackedWriter;
 use graphmind_core::json::{JsStr, Value as J};
 use graphmind_core::session::{Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
-use graphmind_core::{canonical, fingerprint, json, shrink};
+use graphmind_core::surface::{next_code, pure as core_pure};
+use graphmind_core::{json, shrink};
 use magnus::value::Lazy;
 use magnus::{function, method, prelude::*, Error, IntoValue, RArray, RHash, Ruby, Symbol, Value};
 use std::cell::RefCell;
@@ -445,22 +446,33 @@ fn frozen_tag(ruby: &Ruby, name: &str) -> RArray {
     a
 }
 
-static NEXT_RUN: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "run"));
-static NEXT_RESULT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "result"));
-static NEXT_RERAISE: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "reraise"));
-static NEXT_ABORT: Lazy<RArray> = Lazy::new(|ruby| frozen_tag(ruby, "abort"));
+/// The tag of a code without a value (the core's [`next_code::name`]), built once.
+fn next_tag(ruby: &Ruby, code: u8) -> RArray {
+    frozen_tag(ruby, next_code::name(code).unwrap_or_default())
+}
+
+static NEXT_RUN: Lazy<RArray> = Lazy::new(|ruby| next_tag(ruby, next_code::RUN));
+static NEXT_RESULT: Lazy<RArray> = Lazy::new(|ruby| next_tag(ruby, next_code::RETURN_RESULT));
+static NEXT_RERAISE: Lazy<RArray> = Lazy::new(|ruby| next_tag(ruby, next_code::RERAISE));
+static NEXT_ABORT: Lazy<RArray> = Lazy::new(|ruby| next_tag(ruby, next_code::ABORT));
+
+/// `sym` tagging `code`, the core's name for it.
+fn tag(ruby: &Ruby, code: u8) -> Value {
+    ruby.to_symbol(next_code::name(code).unwrap_or_default())
+        .as_value()
+}
 
 fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
     Ok(match next {
         Next::Run { input: None } => ruby.get_inner(&NEXT_RUN),
         Next::Run { input: Some(v) } => ary(
             ruby,
-            &[ruby.to_symbol("run").as_value(), from_value(ruby, v)?],
+            &[tag(ruby, next_code::RUN_EDITED), from_value(ruby, v)?],
         ),
         Next::ReturnResult => ruby.get_inner(&NEXT_RESULT),
         Next::ReturnInjected(v) => ary(
             ruby,
-            &[ruby.to_symbol("inject").as_value(), from_value(ruby, v)?],
+            &[tag(ruby, next_code::RETURN_INJECTED), from_value(ruby, v)?],
         ),
         Next::Reraise => ruby.get_inner(&NEXT_RERAISE),
         Next::Abort => ruby.get_inner(&NEXT_ABORT),
@@ -469,7 +481,7 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
         Next::Raise(e) => ary(
             ruby,
             &[
-                ruby.to_symbol("raise").as_value(),
+                tag(ruby, next_code::RAISE),
                 ruby.str_new(&e.name.to_string_lossy()).as_value(),
                 ruby.str_new(&e.message.to_string_lossy()).as_value(),
                 e.stack.as_ref().map_or_else(
@@ -485,10 +497,7 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
             for chunk in chunks {
                 list.push(from_value(ruby, chunk)?)?;
             }
-            ary(
-                ruby,
-                &[ruby.to_symbol("stream").as_value(), list.as_value()],
-            )
+            ary(ruby, &[tag(ruby, next_code::STREAM), list.as_value()])
         }
     })
 }
@@ -496,13 +505,7 @@ fn next_to_ruby(ruby: &Ruby, next: &Next) -> Result<RArray, Error> {
 /// `canonical_json(value, ignore_keys)`: the loop guard's canonical form (`nil` keys: the
 /// default ignore list).
 fn canonical_json(ruby: &Ruby, v: Value, ignore: Option<Vec<String>>) -> String {
-    let v = to_value(ruby, v);
-    match ignore {
-        None => canonical::canonical_json(&v),
-        Some(keys) => {
-            canonical::canonical_json_with(&v, &keys.iter().map(String::as_str).collect::<Vec<_>>())
-        }
-    }
+    core_pure::canonical_json(&to_value(ruby, v), ignore.as_deref())
 }
 
 fn call_input(ruby: &Ruby, input: Value, absent: bool) -> Option<J> {
@@ -510,14 +513,6 @@ fn call_input(ruby: &Ruby, input: Value, absent: bool) -> Option<J> {
         None
     } else {
         Some(to_value(ruby, input))
-    }
-}
-
-/// Runs `f` with the ignore list: the core's default (no copy) when `None`.
-fn with_ignore<R>(ignore: Option<Vec<String>>, f: impl FnOnce(&[&str]) -> R) -> R {
-    match ignore {
-        None => f(canonical::DEFAULT_IGNORE_KEYS),
-        Some(keys) => f(&keys.iter().map(String::as_str).collect::<Vec<_>>()),
     }
 }
 
@@ -529,11 +524,8 @@ fn canonical_call(
     absent: bool,
     ignore: Option<Vec<String>>,
 ) -> String {
-    let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    with_ignore(ignore, |keys| {
-        canonical::canonical_call_js(&node_id, input.as_ref(), keys)
-    })
+    core_pure::canonical_call(&to_js(node_id), input.as_ref(), ignore.as_deref())
 }
 
 /// `fingerprint(node_id, input, absent, ignore_keys)`.
@@ -544,11 +536,8 @@ fn fingerprint_of(
     absent: bool,
     ignore: Option<Vec<String>>,
 ) -> String {
-    let node_id = to_js(node_id);
     let input = call_input(ruby, input, absent);
-    with_ignore(ignore, |keys| {
-        fingerprint::fingerprint_js_with(&node_id, input.as_ref(), keys)
-    })
+    core_pure::fingerprint(&to_js(node_id), input.as_ref(), ignore.as_deref())
 }
 
 fn to_js(v: Value) -> JsStr {

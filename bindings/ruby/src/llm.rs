@@ -4,11 +4,11 @@
 //! what a Ruby interrupt delivered during a hold, raised), the reply already in the provider's shape. The Ruby integrations only
 //! read their clients' objects into Hashes and back.
 
-use graphmind_core::codec::Api;
 use graphmind_core::gate::GateDecision;
 use graphmind_core::llm_step::{LlmRun, LlmStep};
 use graphmind_core::session::{Gate, Session};
 use graphmind_core::step::Next;
+use graphmind_core::surface::pure::{self, PureError};
 use magnus::{function, method, prelude::*, Error, RArray, RModule, Ruby, Value};
 use std::cell::RefCell;
 
@@ -121,12 +121,7 @@ fn llm_step(
     request: Value,
     sdk: Option<String>,
 ) -> Result<RbLlmStep, Error> {
-    let api = Api::from_name(&api).ok_or_else(|| {
-        Error::new(
-            ruby.exception_arg_error(),
-            format!("unknown model API {api:?}"),
-        )
-    })?;
+    let api = pure::api(&api).map_err(|e| api_error(ruby, e))?;
     let request = to_value(ruby, request);
     let run = LlmRun {
         run_id: run_id.as_deref(),
@@ -139,21 +134,17 @@ fn llm_step(
     })
 }
 
+fn api_error(ruby: &Ruby, e: PureError) -> Error {
+    Error::new(ruby.exception_arg_error(), e.to_string())
+}
+
 /// `decode(api, response)`: `[output, usage_or_nil]` as the core's codec reads it.
 fn decode(ruby: &Ruby, api: String, response: Value) -> Result<RArray, Error> {
-    let api = Api::from_name(&api).ok_or_else(|| {
-        Error::new(
-            ruby.exception_arg_error(),
-            format!("unknown model API {api:?}"),
-        )
-    })?;
-    let decoded = graphmind_core::codec::decode_response(api, &to_value(ruby, response));
+    let (output, usage) =
+        pure::codec_decode(&api, &to_value(ruby, response)).map_err(|e| api_error(ruby, e))?;
     let out = ruby.ary_new_capa(2);
-    out.push(from_value(
-        ruby,
-        &graphmind_core::json::Value::Object(decoded.output),
-    )?)?;
-    match &decoded.usage {
+    out.push(from_value(ruby, &output)?)?;
+    match &usage {
         Some(u) => out.push(from_value(ruby, u)?)?,
         None => out.push(ruby.qnil())?,
     }
@@ -162,14 +153,9 @@ fn decode(ruby: &Ruby, api: String, response: Value) -> Result<RArray, Error> {
 
 /// `request_input(api, request)`: what `node.started.input` records of a request of `api`.
 fn request_input(ruby: &Ruby, api: String, request: Value) -> Result<Value, Error> {
-    let api = Api::from_name(&api).ok_or_else(|| {
-        Error::new(
-            ruby.exception_arg_error(),
-            format!("unknown model API {api:?}"),
-        )
-    })?;
-    let input = graphmind_core::codec::request_input(api, &to_value(ruby, request));
-    from_value(ruby, &graphmind_core::json::Value::Object(input))
+    let input = pure::codec_request_input(&api, &to_value(ruby, request))
+        .map_err(|e| api_error(ruby, e))?;
+    from_value(ruby, &input)
 }
 
 /// Registers `Native.llm_step`, `Native.llm_decode`, `Native.llm_request_input` and

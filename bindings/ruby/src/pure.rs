@@ -6,12 +6,11 @@
 
 use crate::convert::{from_value, to_value};
 use graphmind_core::json::{Map, Value as J};
-use graphmind_core::loop_guard::{
-    default_node_name, LoopDetect, LoopGuard, LoopGuardConfig, LoopHide, LoopKind, LoopValue,
-    LoopVerdict, NodeStart,
-};
+use graphmind_core::surface::options::{self, Host, Kind};
+use graphmind_core::surface::pure::{self, LoopGuardFields, PureError, StandaloneLoopGuard};
 use graphmind_core::{edit_input, llm, smart};
-use magnus::{function, method, prelude::*, Error, RArray, RModule, Ruby, Value};
+use magnus::r_hash::ForEach;
+use magnus::{function, method, prelude::*, Error, RArray, RHash, RModule, Ruby, Value};
 use std::cell::RefCell;
 
 fn opt(ruby: &Ruby, v: Value, absent: bool) -> Option<J> {
@@ -27,6 +26,28 @@ fn nil_or(ruby: &Ruby, v: Option<J>) -> Result<Value, Error> {
         Some(v) => from_value(ruby, &v),
         None => Ok(ruby.qnil().as_value()),
     }
+}
+
+fn arg_error(ruby: &Ruby, e: PureError) -> Error {
+    Error::new(ruby.exception_arg_error(), e.to_string())
+}
+
+/// `core_options(hash)`: the client's keyword options (Ruby spelling, seconds) as the
+/// core's camelCase option Hash (milliseconds), by the core's option table; the options
+/// the Ruby layer takes itself (`env`, `logger`, `clock`) are left out unread.
+fn core_options(ruby: &Ruby, options: RHash) -> Result<Value, Error> {
+    let mut given = Map::new();
+    options.foreach(|key: Value, value: Value| {
+        if let J::String(name) = to_value(ruby, key) {
+            let name = name.to_string_lossy();
+            let local = options::find(Host::Ruby, &name).is_some_and(|o| o.kind == Kind::Local);
+            if !local {
+                given.insert(name.as_ref(), to_value(ruby, value));
+            }
+        }
+        Ok(ForEach::Continue)
+    })?;
+    from_value(ruby, &options::to_core(Host::Ruby, &J::Object(given)))
 }
 
 /// `finish_reason(raw, raw_absent, has_tool_calls)`: the normalised finish reason or nil.
@@ -69,18 +90,13 @@ fn sanitize_tool_definition(ruby: &Ruby, definition: Value) -> Result<Value, Err
 
 /// `provider_usage(provider_name, raw)`: the wire's token usage, or nil.
 fn provider_usage(ruby: &Ruby, provider: String, raw: Value) -> Result<Value, Error> {
-    let p = llm::UsageProvider::from_name(&provider).ok_or_else(|| {
-        Error::new(
-            ruby.exception_arg_error(),
-            format!("unknown provider {provider:?}"),
-        )
-    })?;
-    nil_or(ruby, llm::provider_usage(p, &to_value(ruby, raw)))
+    let usage = pure::provider_usage(&provider, &to_value(ruby, raw));
+    nil_or(ruby, usage.map_err(|e| arg_error(ruby, e))?)
 }
 
 /// `sampling_param_keys`: the allow-list, in order.
 fn sampling_param_keys() -> Vec<&'static str> {
-    llm::SAMPLING_PARAM_KEYS.to_vec()
+    pure::sampling_param_keys()
 }
 
 /// `proposed_value_refusal(value)`: the refusal code, or nil.
@@ -143,16 +159,7 @@ fn error_result_shape(ruby: &Ruby, result: Value) -> Option<&'static str> {
 
 /// `truncated_tool_call(result)`: `{finishReason, toolCalls, unparsed}`, or nil.
 fn truncated_tool_call(ruby: &Ruby, result: Value) -> Result<Value, Error> {
-    nil_or(
-        ruby,
-        smart::truncated_tool_call(&to_value(ruby, result)).map(|t| {
-            let mut m = Map::new();
-            m.insert("finishReason", J::from(t.finish_reason.as_str()));
-            m.insert("toolCalls", J::from(t.tool_calls as i64));
-            m.insert("unparsed", J::from(t.unparsed as i64));
-            J::Object(m)
-        }),
-    )
+    nil_or(ruby, pure::truncated_tool_call(&to_value(ruby, result)))
 }
 
 /// `parse_break_on(raw_or_nil)`: whether a raw `GRAPHMIND_BREAK_ON_*` value turns the rule on.
@@ -162,9 +169,9 @@ fn parse_break_on(raw: Option<String>) -> bool {
 
 /// `error_text_key(text)`: what makes two error texts "the same error".
 fn error_text_key(ruby: &Ruby, text: Value) -> Result<Value, Error> {
-    match to_value(ruby, text) {
-        J::String(s) => from_value(ruby, &J::String(smart::error_text_key(&s))),
-        _ => Err(Error::new(
+    match pure::error_text_key(&to_value(ruby, text)) {
+        Some(key) => from_value(ruby, &key),
+        None => Err(Error::new(
             ruby.exception_type_error(),
             "error_text_key takes a String",
         )),
@@ -175,14 +182,7 @@ fn error_text_key(ruby: &Ruby, text: Value) -> Result<Value, Error> {
 /// same one at every `before` gate), for the loop-guard conformance sequences.
 #[magnus::wrap(class = "Graphmind::Native::LoopGuard", free_immediately, size)]
 struct RbLoopGuard {
-    inner: RefCell<LoopGuard>,
-}
-
-fn as_js(v: Option<J>) -> Option<graphmind_core::json::JsStr> {
-    match v {
-        Some(J::String(s)) => Some(s),
-        _ => None,
-    }
+    inner: RefCell<StandaloneLoopGuard>,
 }
 
 impl RbLoopGuard {
@@ -197,31 +197,16 @@ impl RbLoopGuard {
         kinds: Option<Vec<String>>,
         detect: Option<Vec<String>>,
     ) -> Result<Self, Error> {
-        let mut config = LoopGuardConfig::default();
-        if let Some(t) = threshold {
-            config.threshold = t;
-        }
-        if let Some(a) = allow_nodes {
-            config.allow_nodes = a;
-        }
-        if let Some(k) = ignore_keys {
-            config.ignore_keys = k;
-        }
-        if let Some(k) = kinds {
-            config.kinds = k;
-        }
-        if let Some(names) = detect {
-            let (detect, unknown) = LoopDetect::from_names(&names);
-            if let Some(name) = unknown.first() {
-                return Err(Error::new(
-                    ruby.exception_arg_error(),
-                    format!("{name:?} is not a loop detector"),
-                ));
-            }
-            config.detect = detect;
-        }
+        let fields = LoopGuardFields {
+            threshold,
+            allow_nodes,
+            ignore_keys,
+            kinds,
+            detect,
+        };
+        let guard = StandaloneLoopGuard::new(fields).map_err(|e| arg_error(ruby, e))?;
         Ok(RbLoopGuard {
-            inner: RefCell::new(LoopGuard::new(config)),
+            inner: RefCell::new(guard),
         })
     }
 
@@ -242,23 +227,17 @@ impl RbLoopGuard {
         seq: u64,
     ) -> Option<String> {
         let input = opt(ruby, input, input_absent || unreadable);
-        let value = if unreadable {
-            LoopValue::Unreadable
-        } else {
-            LoopValue::Read(input.as_ref())
-        };
-        let mut start = NodeStart::new(&run_id, &node_id, &kind, value, seq);
-        if let Some(n) = name.as_deref() {
-            start = start.name(n);
-        }
-        if let Some(i) = instance_id.as_deref() {
-            start = start.instance(i);
-        }
-        rb_self
-            .inner
-            .borrow_mut()
-            .on_node_started(&start, true)
-            .fingerprint
+        rb_self.inner.borrow_mut().started(
+            &run_id,
+            &node_id,
+            &kind,
+            name.as_deref(),
+            instance_id.as_deref(),
+            input.as_ref(),
+            unreadable,
+            seq,
+            true,
+        )
     }
 
     /// `errored(run_id, node_id, instance_id, name, message)` (name/message: String or nil).
@@ -271,16 +250,13 @@ impl RbLoopGuard {
         name: Value,
         message: Value,
     ) {
-        let (name, message) = (
-            as_js(opt(ruby, name, false)),
-            as_js(opt(ruby, message, false)),
-        );
-        rb_self.inner.borrow_mut().on_node_error(
+        let (name, message) = (to_value(ruby, name), to_value(ruby, message));
+        rb_self.inner.borrow_mut().errored(
             &run_id,
             &node_id,
             instance_id.as_deref(),
-            name.as_ref(),
-            message.as_ref(),
+            Some(&name),
+            Some(&message),
         );
     }
 
@@ -297,13 +273,12 @@ impl RbLoopGuard {
         output_absent: bool,
     ) {
         let output = opt(ruby, output, output_absent);
-        rb_self.inner.borrow_mut().on_node_finished(
+        rb_self.inner.borrow_mut().finished(
             &run_id,
             &node_id,
             instance_id.as_deref(),
             status.as_deref(),
-            LoopValue::Read(output.as_ref()),
-            true,
+            output.as_ref(),
         );
     }
 
@@ -318,34 +293,14 @@ impl RbLoopGuard {
         node_id: String,
         name: Option<String>,
     ) -> Result<Value, Error> {
-        let name = name.unwrap_or_else(|| default_node_name(&node_id).to_string());
-        let verdict = rb_self.inner.borrow_mut().consult_before(
+        let hold = rb_self.inner.borrow_mut().consult_before(
             &run_id,
             &kind,
             &node_id,
-            &name,
+            name.as_deref(),
             true,
-            LoopHide::default(),
         );
-        let LoopVerdict::Hold(info) = verdict else {
-            return Ok(ruby.qnil().as_value());
-        };
-        let mut m = Map::new();
-        let kind = match info.kind {
-            LoopKind::Repeat => "repeat",
-            LoopKind::Cycle { period, laps } => {
-                m.insert("period", J::from(period as i64));
-                m.insert("laps", J::from(laps as i64));
-                "cycle"
-            }
-            LoopKind::ErrorRepeat => "error-repeat",
-        };
-        m.insert("kind", J::from(kind));
-        m.insert("repeats", J::from(info.repeats as i64));
-        m.insert("firstSeq", J::from(info.first_seq as i64));
-        m.insert("lastSeq", J::from(info.last_seq as i64));
-        m.insert("fingerprint", J::from(info.fingerprint.as_str()));
-        from_value(ruby, &J::Object(m))
+        nil_or(ruby, hold)
     }
 }
 
@@ -357,6 +312,7 @@ pub fn register(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     guard.define_method("errored", method!(RbLoopGuard::errored, 5))?;
     guard.define_method("finished", method!(RbLoopGuard::finished, 6))?;
     guard.define_method("consult_before", method!(RbLoopGuard::consult_before, 4))?;
+    native.define_singleton_method("core_options", function!(core_options, 1))?;
     native.define_singleton_method("finish_reason", function!(finish_reason, 3))?;
     native.define_singleton_method("tool_call", function!(tool_call, 4))?;
     native.define_singleton_method("schema_hash", function!(schema_hash, 1))?;

@@ -56,7 +56,7 @@ _MISSING = (
 #: How many LangChain runs in progress are remembered (oldest forgotten first).
 MAX_TRACKED_RUNS = 4096
 
-_WAIT = _native.NEXT_WAIT
+_WAIT = _native.NEXT_HELD
 _ABORT = _native.NEXT_ABORT
 
 
