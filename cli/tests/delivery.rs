@@ -47,6 +47,11 @@ fn short_run(srv: &Server, end: impl Fn(&Session)) -> String {
     run.run_id
 }
 
+/// The most frames one write of the session's worker carries (the core's `MAX_BATCH`, plus
+/// the event that started the batch): what a link failure can leave counted as lost although
+/// the server had read it.
+const WORKER_BATCH_IN_FLIGHT: u64 = 4096 + 1;
+
 #[test]
 fn a_short_run_without_ready_is_stored_whole_at_dispose_and_at_flush() {
     let srv = Server::start(&[], &[]);
@@ -322,10 +327,14 @@ fn a_server_killed_and_restarted_mid_run_costs_the_app_nothing_and_the_run_says_
         .filter_map(|e| i(e, &["payload", "gap", "droppedCount"]))
         .sum();
     // What the killed server had taken but not yet written is gone with it (it was
-    // delivered); everything the app still held is stored or named by a marker.
+    // delivered); everything the app still held is stored or named by a marker. The one
+    // overlap allowed: the frames of the write the kill broke are treated as undelivered
+    // (the app cannot know how many the server read), so some of them can be both stored
+    // by the killed server and counted by a marker; at most one worker batch.
     assert!(
-        events.len() as u64 + marked as u64 <= stats.seq,
-        "{stats:?}"
+        events.len() as u64 + marked as u64 <= stats.seq + WORKER_BATCH_IN_FLIGHT,
+        "{} stored + {marked} marked: {stats:?}",
+        events.len()
     );
     assert_eq!(
         marked as u64, stats.lost,
