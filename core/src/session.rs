@@ -56,7 +56,7 @@ use crate::loop_guard::{
     NodeStart, OutputTicket, StartFingerprint,
 };
 use crate::sync::{Condvar, ForkHold, Mutex, MutexGuard};
-use crate::transport::{self, LinkReader, LinkWriter};
+use crate::transport::{self, Connector, LinkReader, LinkWriter};
 use crate::warn::{WarnSink, Warner};
 use crate::{buffer, config, edit_input, event, redact, shrink, smart, wire};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
@@ -477,6 +477,9 @@ struct Inner {
     llm_memory: Mutex<crate::llm_step::LlmMemory>,
     /// The replay, when one runs (see [`crate::replay`]); taken before the warner's lock.
     replay: Mutex<Option<crate::replay::Replayer>>,
+    /// How the worker reaches the debugger (the WebSocket one, or an in-memory one in the
+    /// unit tests).
+    connector: Box<dyn Connector>,
 }
 
 /// A GraphMind session. Cheap to clone (all clones are the same session).
@@ -540,6 +543,22 @@ impl Session {
     /// A session with a resolved configuration; warnings go to `sink`. Does no I/O and
     /// starts no thread.
     pub fn new(config: Config, sink: WarnSink) -> Session {
+        let connector = transport::WebSocketConnector {
+            url: config.url.clone(),
+            connect_timeout: millis(config.connect_timeout_ms),
+            handshake_timeout: millis(config.handshake_timeout_ms),
+            protocol_version: PROTOCOL_VERSION,
+        };
+        Session::with_connector(config, sink, Box::new(connector))
+    }
+
+    /// [`Session::new`] with the way to reach the debugger given: the unit tests' in-memory
+    /// link instead of the WebSocket one.
+    pub(crate) fn with_connector(
+        config: Config,
+        sink: WarnSink,
+        connector: Box<dyn Connector>,
+    ) -> Session {
         let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
         let warner = Warner::new(millis(config.warn_interval_ms), sink);
         for warning in &config.warnings {
@@ -589,6 +608,7 @@ impl Session {
             loop_backlog: AtomicU64::new(0),
             llm_memory: Mutex::default(),
             replay: Mutex::new(None),
+            connector,
             config,
         };
         Session {
@@ -666,3 +686,8 @@ pub fn normalize_duration(ms: f64) -> f64 {
         (ms * 100.0).round() / 100.0
     }
 }
+
+#[cfg(test)]
+mod memory_link;
+#[cfg(test)]
+mod tests;

@@ -157,14 +157,8 @@ impl Worker {
     pub(super) fn attempt(&mut self) {
         self.tried = true;
         let hello = self.hello();
+        let result = self.inner().connector.connect(&hello);
         let config = &self.inner().config;
-        let result = transport::connect(
-            &config.url,
-            millis(config.connect_timeout_ms),
-            millis(config.handshake_timeout_ms),
-            &hello,
-            PROTOCOL_VERSION,
-        );
         match result {
             Ok(link) => self.attached(link),
             Err(error) => {

@@ -213,7 +213,7 @@ impl Session {
 }
 
 /// The reader thread: control frames in, until the link closes; then fail open at once.
-pub(super) fn read_loop(session: Session, mut reader: LinkReader, generation: u64) {
+pub(super) fn read_loop(session: Session, mut reader: Box<dyn LinkReader>, generation: u64) {
     loop {
         match reader.next_text() {
             Ok(text) => session.handle_control(&text),

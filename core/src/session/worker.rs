@@ -84,7 +84,7 @@ pub(super) struct Worker {
     pub(super) shrink_warnings: shrink::ShrinkWarnings,
     pub(super) buffer: buffer::ReplayBuffer,
     pub(super) ledger: HeldLedger,
-    pub(super) link: Option<LinkWriter>,
+    pub(super) link: Option<Box<dyn LinkWriter>>,
     pub(super) next_attempt: Option<Instant>,
     pub(super) fast_retry: usize,
     /// A connection was tried at least once.
