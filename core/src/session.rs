@@ -482,10 +482,31 @@ struct Inner {
     connector: Box<dyn Connector>,
 }
 
-/// A GraphMind session. Cheap to clone (all clones are the same session).
+/// A GraphMind session. Cheap to clone (all clones are the same session). When the last
+/// clone an app holds is dropped, the session is disposed without waiting (see
+/// [`AppHandles`]): its worker delivers what was queued and stops.
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<Inner>,
+    /// Shared by every handle the app holds; `None` in the session's own threads (the
+    /// worker, the reader) and the fork registry's, which must not keep it alive. Held
+    /// for its `Drop`.
+    _app_handles: Option<Arc<AppHandles>>,
+}
+
+/// The app's handles to a session, counted by their `Arc`: dropping the last one disposes
+/// the session with no wait, so its worker stops instead of outliving every handle (the
+/// worker and reader hold only the shared state, never an app handle).
+struct AppHandles {
+    inner: std::sync::Weak<Inner>,
+}
+
+impl Drop for AppHandles {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            Session::internal(inner).dispose(Duration::ZERO);
+        }
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -504,9 +525,11 @@ pub struct WeakSession {
 }
 
 impl WeakSession {
-    /// The session, while any strong handle to it exists.
+    /// The session, while its state exists. The handle returned does not count as one of
+    /// the app's: dropping it never disposes the session (the fork hooks drop theirs inside
+    /// `fork()`).
     pub fn upgrade(&self) -> Option<Session> {
-        self.inner.upgrade().map(|inner| Session { inner })
+        self.inner.upgrade().map(Session::internal)
     }
 
     /// Whether the session still exists.
@@ -611,8 +634,21 @@ impl Session {
             connector,
             config,
         };
+        let inner = Arc::new(inner);
         Session {
-            inner: Arc::new(inner),
+            _app_handles: Some(Arc::new(AppHandles {
+                inner: Arc::downgrade(&inner),
+            })),
+            inner,
+        }
+    }
+
+    /// A handle for the session's own threads: it keeps the state alive but is not one of
+    /// the app's handles ([`AppHandles`]).
+    fn internal(inner: Arc<Inner>) -> Session {
+        Session {
+            inner,
+            _app_handles: None,
         }
     }
 

@@ -279,3 +279,37 @@ fn a_broken_link_releases_held_gates_at_once() {
         "detached: nothing holds"
     );
 }
+
+#[test]
+fn dropping_the_last_handle_delivers_and_stops_the_worker() {
+    let dbg = MemoryDebugger::new(r#"{"mode":"run"}"#);
+    let session = session(&dbg, |_| {});
+    assert!(session.ready(WAIT));
+    let state = session.downgrade();
+    let clone = session.clone();
+    let run = session.start_run("dropped", None);
+    tool_node(&session, &run, "lookup");
+    drop(session);
+    std::thread::sleep(QUIET);
+    assert!(clone.is_attached(), "a clone keeps the session going");
+    drop(clone);
+    let deadline = Instant::now() + WAIT;
+    while state.is_alive() {
+        assert!(
+            Instant::now() < deadline,
+            "the worker and reader let go of the session"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let kinds: Vec<String> = dbg
+        .drain(QUIET)
+        .iter()
+        .map(|f| kind(f).to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["hello", "run.started", "node.started", "node.finished"],
+        "what was queued went out before the worker stopped"
+    );
+    assert!(state.upgrade().is_none());
+}

@@ -104,7 +104,7 @@ impl Worker {
         let spooler = spooler::Spooler::new(config);
         buffer.set_spill(spooler.active());
         Worker {
-            session: Session { inner },
+            session: Session::internal(inner),
             rx,
             redactor,
             shrink_warnings: shrink::ShrinkWarnings::new(),
