@@ -4,6 +4,10 @@
 //! Everything here runs on the session's worker thread (connect, handshake, writes) or its
 //! reader thread (reads); never on an application thread. Plain `ws://` only: the debugger
 //! is a local service (see the spec's "Keep it local").
+//!
+//! The session sees a link only through three traits: a [`Connector`] opens a [`Link`],
+//! whose halves are a [`LinkReader`] and a [`LinkWriter`]. [`WebSocketConnector`] is the
+//! real one; the session's unit tests use an in-memory one (`session::memory_link`).
 
 use crate::json::{self, Value};
 use std::io;
@@ -140,20 +144,71 @@ impl Endpoint {
 /// worker, and the debugger's `hello.ack` payload.
 pub struct Link {
     /// Reads control frames (owned by the reader thread).
-    pub reader: LinkReader,
+    pub reader: Box<dyn LinkReader>,
     /// Writes event frames (owned by the worker thread).
-    pub writer: LinkWriter,
+    pub writer: Box<dyn LinkWriter>,
     /// The `hello.ack` payload.
     pub ack: Value,
 }
 
+/// Opens a [`Link`] to a debugger: connects, sends the `hello` frame and waits for
+/// `hello.ack`. Called on the session's worker thread only; must be bounded in time.
+pub trait Connector: Send + Sync {
+    /// A live link, or why there is none.
+    fn connect(&self, hello_json: &str) -> Result<Link, TransportError>;
+}
+
 /// The reading half of a [`Link`].
-pub struct LinkReader {
-    socket: WebSocket<TcpStream>,
+pub trait LinkReader: Send {
+    /// Blocks for the next text frame; `Err` when the link is gone (closed by either side).
+    fn next_text(&mut self) -> Result<String, TransportError>;
 }
 
 /// The writing half of a [`Link`].
-pub struct LinkWriter {
+pub trait LinkWriter: Send {
+    /// Queues one text frame without flushing (call [`LinkWriter::flush`] after a batch).
+    fn queue(&mut self, text: String) -> Result<(), TransportError>;
+    /// Hands every queued frame to the other side.
+    fn flush(&mut self) -> Result<(), TransportError>;
+    /// Closes the link normally; also wakes the reading half.
+    fn close(self: Box<Self>, reason: &str);
+    /// Drops the link without a goodbye (it is already broken); also wakes the reading half.
+    fn abort(self: Box<Self>);
+}
+
+/// The WebSocket [`Connector`] to `graphmind serve` at one URL, with the session's connect
+/// and handshake timeouts.
+#[derive(Clone, Debug)]
+pub struct WebSocketConnector {
+    /// The debugger's `ws://` URL.
+    pub url: String,
+    /// Bound on the TCP connect.
+    pub connect_timeout: Duration,
+    /// Bound on the WebSocket upgrade and the `hello` -> `hello.ack` exchange.
+    pub handshake_timeout: Duration,
+    /// The protocol version the `hello.ack` must confirm.
+    pub protocol_version: u32,
+}
+
+impl Connector for WebSocketConnector {
+    fn connect(&self, hello_json: &str) -> Result<Link, TransportError> {
+        connect(
+            &self.url,
+            self.connect_timeout,
+            self.handshake_timeout,
+            hello_json,
+            self.protocol_version,
+        )
+    }
+}
+
+/// The reading half of a WebSocket [`Link`].
+struct WsReader {
+    socket: WebSocket<TcpStream>,
+}
+
+/// The writing half of a WebSocket [`Link`].
+struct WsWriter {
     socket: WebSocket<TcpStream>,
     stream: TcpStream,
 }
@@ -276,18 +331,17 @@ pub fn connect(
         .map_err(|e| TransportError::Upgrade(e.to_string()))?;
     let writer = WebSocket::from_raw_socket(writer_stream, Role::Client, Some(ws_config()));
     Ok(Link {
-        reader: LinkReader { socket },
-        writer: LinkWriter {
+        reader: Box::new(WsReader { socket }),
+        writer: Box::new(WsWriter {
             socket: writer,
             stream: shutdown_handle,
-        },
+        }),
         ack,
     })
 }
 
-impl LinkReader {
-    /// Blocks for the next text frame; `Err` when the link is gone.
-    pub fn next_text(&mut self) -> Result<String, TransportError> {
+impl LinkReader for WsReader {
+    fn next_text(&mut self) -> Result<String, TransportError> {
         loop {
             match self.socket.read() {
                 Ok(Message::Text(text)) => return Ok(text.to_string()),
@@ -312,31 +366,21 @@ impl LinkReader {
     }
 }
 
-impl LinkWriter {
-    /// Sends one text frame.
-    pub fn send(&mut self, text: &str) -> Result<(), TransportError> {
-        self.socket
-            .send(Message::text(text.to_string()))
-            .map_err(|e| TransportError::Closed(e.to_string()))
-    }
-
-    /// Queues one text frame without flushing (call [`LinkWriter::flush`] after a batch).
-    pub fn queue(&mut self, text: String) -> Result<(), TransportError> {
+impl LinkWriter for WsWriter {
+    fn queue(&mut self, text: String) -> Result<(), TransportError> {
         self.socket
             .write(Message::text(text))
             .map_err(|e| TransportError::Closed(e.to_string()))
     }
 
-    /// Flushes queued frames.
-    pub fn flush(&mut self) -> Result<(), TransportError> {
+    fn flush(&mut self) -> Result<(), TransportError> {
         self.socket
             .flush()
             .map_err(|e| TransportError::Closed(e.to_string()))
     }
 
-    /// Closes the link (normal closure) and shuts the socket down, which also wakes the
-    /// reader thread.
-    pub fn close(mut self, reason: &str) {
+    /// Sends a normal closure and shuts the socket down, which also wakes the reader thread.
+    fn close(mut self: Box<Self>, reason: &str) {
         let _ = self.socket.close(Some(tungstenite::protocol::CloseFrame {
             code: tungstenite::protocol::frame::coding::CloseCode::Normal,
             reason: reason.to_string().into(),
@@ -345,8 +389,8 @@ impl LinkWriter {
         let _ = self.stream.shutdown(Shutdown::Both);
     }
 
-    /// Shuts the socket down without a close frame (the link is already broken).
-    pub fn abort(self) {
+    /// Shuts the socket down without a close frame.
+    fn abort(self: Box<Self>) {
         let _ = self.stream.shutdown(Shutdown::Both);
     }
 }
