@@ -807,26 +807,28 @@ impl NativeSession {
         label: String,
         hint: String,
     ) -> Result<i32> {
-        let decision = self
-            .take(&env, handle)?
-            .unwrap_or_else(GateDecision::proceed);
-        let decision = self.watched(&decision, &integration, &label, &hint);
+        let decision = self.take_watched(&env, handle, &integration, &label, &hint)?;
         self.apply(handle, decision)
     }
 
-    /// What a watching gate carries out of `decision`, its warning given.
-    pub(crate) fn watched(
-        &self,
-        decision: &GateDecision,
+    /// The debugger's decision at the watching gate `handle` (continue when none came),
+    /// reduced to what a watching gate carries out, its warning given.
+    pub(crate) fn take_watched(
+        &mut self,
+        env: &Env,
+        handle: u32,
         integration: &str,
         label: &str,
         hint: &str,
-    ) -> GateDecision {
+    ) -> Result<GateDecision> {
+        let decision = self
+            .take(env, handle)?
+            .unwrap_or_else(GateDecision::proceed);
         let (decision, warning) = decision.watched(integration, label, hint);
         if let Some((key, message)) = warning {
             self.session.warn(&key, &message);
         }
-        decision
+        Ok(decision)
     }
 
     /// The call threw something never held (an abort): it ends `aborted` or `error`.

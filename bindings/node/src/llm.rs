@@ -177,10 +177,7 @@ impl NativeSession {
         label: String,
         hint: String,
     ) -> Result<i32> {
-        let decision = self
-            .take(&env, handle)?
-            .unwrap_or_else(GateDecision::proceed);
-        let decision = self.watched(&decision, &integration, &label, &hint);
+        let decision = self.take_watched(&env, handle, &integration, &label, &hint)?;
         self.llm_apply(&env, handle, decision)
     }
 
