@@ -8,7 +8,7 @@
 mod common;
 use common::*;
 use graphmind_core::config::{self, EnvSnapshot, Options, SdkFlavor};
-use graphmind_core::session::{RunOutcome, Session, BACKPRESSURE_DEADLINE};
+use graphmind_core::session::{RunOutcome, Session, BACKPRESSURE_DEADLINE, MAX_BATCH};
 use graphmind_core::warn::WarnSink;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,10 +47,10 @@ fn short_run(srv: &Server, end: impl Fn(&Session)) -> String {
     run.run_id
 }
 
-/// The most frames one write of the session's worker carries (the core's `MAX_BATCH`, plus
-/// the event that started the batch): what a link failure can leave counted as lost although
-/// the server had read it.
-const WORKER_BATCH_IN_FLIGHT: u64 = 4096 + 1;
+/// The most frames one write of the session's worker carries (its batch plus the event
+/// that started it): what a link failure can leave counted as lost although the server had
+/// read it.
+const WORKER_BATCH_IN_FLIGHT: u64 = MAX_BATCH as u64 + 1;
 
 #[test]
 fn a_short_run_without_ready_is_stored_whole_at_dispose_and_at_flush() {

@@ -71,8 +71,10 @@ use crate::config::CLIENT_VERSION;
 /// How many events may wait for the worker before new ones are dropped (and counted).
 pub const OUTBOX_CAPACITY: usize = 65_536;
 
-/// How many queued messages the worker handles before it flushes the socket.
-const MAX_BATCH: usize = 4096;
+/// How many queued messages the worker handles before it flushes the socket: with the one
+/// that woke it, the most frames a link failure can leave counted as undelivered although
+/// the server had read them (docs/protocol.md, gap markers).
+pub const MAX_BATCH: usize = 4096;
 
 /// After a busy pass, the worker sleeps this long before it looks at the queue again, so a
 /// burst of events is handed over in batches: an application thread then enqueues without
