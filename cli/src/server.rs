@@ -699,18 +699,25 @@ fn ingest_frame(
 }
 
 /// Keys on a stored `exec.*` event that only the hub may write: who released a gate.
-pub const HUB_STAMPED_KEYS: [&str; 2] = ["principal", "operator"];
+const HUB_STAMPED_KEYS: [&str; 2] = ["principal", "operator"];
+
+/// Removes the [`HUB_STAMPED_KEYS`] an app wrote into an `exec.*` payload; true when any was
+/// there (the stored frame must then be rewritten).
+pub fn strip_hub_stamps(payload: &mut Value) -> bool {
+    let mut stripped = false;
+    if let Some(obj) = payload.as_object_mut() {
+        for k in HUB_STAMPED_KEYS {
+            stripped |= obj.remove(k).is_some();
+        }
+    }
+    stripped
+}
 
 /// `principal` and `operator` on a stored `exec.*` event are the hub's word: any an app
 /// wrote are removed, and an `exec.resumed` answering a resume the hub forwarded gets the
 /// principal (and operator) of that resume. True when the payload changed.
 fn restamp(shared: &Shared, env: &mut crate::envelope::Envelope) -> bool {
-    let mut changed = false;
-    if let Some(obj) = env.payload.as_object_mut() {
-        for k in HUB_STAMPED_KEYS {
-            changed |= obj.remove(k).is_some();
-        }
-    }
+    let mut changed = strip_hub_stamps(&mut env.payload);
     if env.message == Some(M::ExecResumed) {
         let pause = env
             .payload

@@ -9,7 +9,7 @@
 
 use crate::envelope::{self, MessageType as M, Parsed, WILDCARD_RUN_ID};
 use crate::payload_guard::stored_frame;
-use crate::server::HUB_STAMPED_KEYS;
+use crate::server::strip_hub_stamps;
 use crate::storage;
 use graphmind_core::event::{Direction, RunStatus};
 use graphmind_core::json::Value;
@@ -228,14 +228,7 @@ fn check(text: &str) -> Option<Checked> {
         return None;
     }
     // The hub's own keys on `exec.*` are its word; an app's are removed (as live).
-    let mut stripped = false;
-    if env.kind.starts_with("exec.") {
-        if let Some(obj) = env.payload.as_object_mut() {
-            for k in HUB_STAMPED_KEYS {
-                stripped |= obj.remove(k).is_some();
-            }
-        }
-    }
+    let stripped = env.kind.starts_with("exec.") && strip_hub_stamps(&mut env.payload);
     let frame = if stripped {
         crate::server::rewrite_frame(text, &env)
     } else {
