@@ -6,6 +6,7 @@ import json
 import re
 import os
 import queue
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -72,6 +73,10 @@ class Server:
             self.proc.wait(5)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait(5)
+        # The database and GRAPHMIND_HOME were this server's alone (every test reads them
+        # before stop()); a full suite otherwise leaves ~4 GB of them in /tmp.
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class Debugger:
