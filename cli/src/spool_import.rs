@@ -7,8 +7,8 @@
 //! twice. A run the dead app left unfinished is marked `abandoned`. The folder is deleted
 //! once its records are committed; a spool whose owner still runs is left alone.
 
-use crate::envelope::{self, MessageType as M, Parsed, WILDCARD_RUN_ID};
-use crate::payload_guard::stored_frame;
+use crate::envelope::{self, Envelope, MessageType as M, Parsed, WILDCARD_RUN_ID};
+use crate::payload_guard::{stored_frame, MAX_PAYLOAD_BYTES};
 use crate::server::strip_hub_stamps;
 use crate::storage;
 use graphmind_core::event::{Direction, RunStatus};
@@ -216,15 +216,34 @@ struct Checked {
 
 /// The ingest socket's checks on one record, none of which needs the database: the envelope
 /// check, the hub's own keys removed from `exec.*`, the payload budget. `None`: invalid.
+///
+/// The envelope is checked without building the payload's `input` and `output` (most of
+/// a record's bytes; the frame is stored as read). Only a frame that must be written again
+/// (an `exec.*` payload carrying the hub's keys, or one over the payload budget) is parsed
+/// whole, as the socket parses it.
 fn check(text: &str) -> Option<Checked> {
+    if text.len() > MAX_PAYLOAD_BYTES {
+        return check_whole(text);
+    }
+    let Parsed::Ok(mut env) = envelope::check_envelope(text) else {
+        return None;
+    };
+    if !is_event(&env) {
+        return None;
+    }
+    // An app's copy of the hub's own keys (rare): the frame is written again without them.
+    if env.kind.starts_with("exec.") && strip_hub_stamps(&mut env.payload) {
+        return check_whole(text);
+    }
+    Some(checked(env, text.to_owned()))
+}
+
+/// [`check`] on the whole parsed envelope, rewriting the frame when it changes.
+fn check_whole(text: &str) -> Option<Checked> {
     let Parsed::Ok(mut env) = envelope::parse_envelope(text.as_bytes()) else {
         return None;
     };
-    if env.run_id == WILDCARD_RUN_ID
-        || env
-            .message
-            .is_some_and(|m| m.direction() != Direction::Event)
-    {
+    if !is_event(&env) {
         return None;
     }
     // The hub's own keys on `exec.*` are its word; an app's are removed (as live).
@@ -234,13 +253,25 @@ fn check(text: &str) -> Option<Checked> {
     } else {
         stored_frame(text, &env).into_owned()
     };
+    Some(checked(env, frame))
+}
+
+/// An event an app sends (not a command, not the wildcard run).
+fn is_event(env: &Envelope) -> bool {
+    env.run_id != WILDCARD_RUN_ID
+        && env
+            .message
+            .is_none_or(|m| m.direction() == Direction::Event)
+}
+
+fn checked(env: Envelope, frame: String) -> Checked {
     let text_field = |k: &str| {
         env.payload
             .get(k)
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    Some(Checked {
+    Checked {
         node_id: text_field("nodeId"),
         app: (env.message == Some(M::RunStarted))
             .then(|| text_field("app"))
@@ -255,7 +286,7 @@ fn check(text: &str) -> Option<Checked> {
         message: env.message,
         kind: env.kind,
         frame,
-    })
+    }
 }
 
 struct Store<'a> {
