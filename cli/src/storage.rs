@@ -353,6 +353,10 @@ pub fn ensure_run(
     Ok(())
 }
 
+/// What [`insert_event`] runs: an event whose `(run_id, seq)` is already stored is not
+/// stored again.
+const INSERT_EVENT: &str = "INSERT OR IGNORE INTO events (run_id, seq, ts, type, node_id, frame_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
 /// Stores one event; false when `(run_id, seq)` was already there (a replay).
 pub fn insert_event(
     conn: &Connection,
@@ -364,9 +368,36 @@ pub fn insert_event(
     frame: &str,
 ) -> rusqlite::Result<bool> {
     let n = conn
-        .prepare_cached("INSERT OR IGNORE INTO events (run_id, seq, ts, type, node_id, frame_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+        .prepare_cached(INSERT_EVENT)?
         .execute(params![run_id, seq, ts, kind, node_id, frame])?;
     Ok(n > 0)
+}
+
+/// [`insert_event`] prepared once, for a caller storing many events in one go (the spool
+/// import): no look-up of the statement per event.
+pub struct EventInserter<'c>(rusqlite::Statement<'c>);
+
+impl<'c> EventInserter<'c> {
+    /// Prepares the statement on `conn`.
+    pub fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
+        conn.prepare(INSERT_EVENT).map(EventInserter)
+    }
+
+    /// [`insert_event`].
+    pub fn insert(
+        &mut self,
+        run_id: &str,
+        seq: i64,
+        ts: f64,
+        kind: &str,
+        node_id: Option<&str>,
+        frame: &str,
+    ) -> rusqlite::Result<bool> {
+        let n = self
+            .0
+            .execute(params![run_id, seq, ts, kind, node_id, frame])?;
+        Ok(n > 0)
+    }
 }
 
 /// Applies `run.started`: the app name and the authoritative start time, never later than
