@@ -875,9 +875,11 @@ pub fn import_file(db: &Path, file: &str) -> i32 {
     let stored = (|| -> rusqlite::Result<()> {
         let tx = conn.unchecked_transaction()?;
         storage::ensure_run(&tx, &run_id, &conv.app, conv.started, 1, "import")?;
+        let mut insert = storage::EventInserter::new(&tx)?;
         for (seq, (ts, kind, frame, node)) in conv.frames.iter().enumerate() {
-            storage::insert_event(&tx, &run_id, seq as i64, *ts, kind, node.as_deref(), frame)?;
+            insert.insert(&run_id, seq as i64, *ts, kind, node.as_deref(), frame)?;
         }
+        drop(insert);
         storage::mark_started(&tx, &run_id, &conv.app, conv.started)?;
         let end = conv.frames.last().map(|f| f.0).unwrap_or(conv.started);
         storage::mark_finished(&tx, &run_id, conv.status, end)?;

@@ -353,37 +353,21 @@ pub fn ensure_run(
     Ok(())
 }
 
-/// What [`insert_event`] runs: an event whose `(run_id, seq)` is already stored is not
+/// What [`EventInserter`] runs: an event whose `(run_id, seq)` is already stored is not
 /// stored again.
 const INSERT_EVENT: &str = "INSERT OR IGNORE INTO events (run_id, seq, ts, type, node_id, frame_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
 
-/// Stores one event; false when `(run_id, seq)` was already there (a replay).
-pub fn insert_event(
-    conn: &Connection,
-    run_id: &str,
-    seq: i64,
-    ts: f64,
-    kind: &str,
-    node_id: Option<&str>,
-    frame: &str,
-) -> rusqlite::Result<bool> {
-    let n = conn
-        .prepare_cached(INSERT_EVENT)?
-        .execute(params![run_id, seq, ts, kind, node_id, frame])?;
-    Ok(n > 0)
-}
-
-/// [`insert_event`] prepared once, for a caller storing many events in one go (the spool
-/// import): no look-up of the statement per event.
-pub struct EventInserter<'c>(rusqlite::Statement<'c>);
+/// Stores events: `EventInserter::new(conn)?.insert(..)` for one, or one inserter kept for
+/// many (the spool import: no look-up of the statement per event).
+pub struct EventInserter<'c>(rusqlite::CachedStatement<'c>);
 
 impl<'c> EventInserter<'c> {
-    /// Prepares the statement on `conn`.
+    /// The statement, from `conn`'s cache (back to it when this is dropped).
     pub fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
-        conn.prepare(INSERT_EVENT).map(EventInserter)
+        conn.prepare_cached(INSERT_EVENT).map(EventInserter)
     }
 
-    /// [`insert_event`].
+    /// Stores one event; false when `(run_id, seq)` was already there (a replay).
     pub fn insert(
         &mut self,
         run_id: &str,
@@ -455,9 +439,18 @@ mod tests {
             assert_eq!(mode, 0o700);
         }
         ensure_run(&c, "r", "app", 10.0, 1, "live").unwrap();
-        assert!(insert_event(&c, "r", 0, 10.0, "run.started", None, "{}").unwrap());
-        assert!(!insert_event(&c, "r", 0, 10.0, "run.started", None, "{}").unwrap());
-        assert!(insert_event(&c, "r", 1, 12.0, "node.error", Some("tool:x"), "{\"a\":1}").unwrap());
+        assert!(EventInserter::new(&c)
+            .unwrap()
+            .insert("r", 0, 10.0, "run.started", None, "{}")
+            .unwrap());
+        assert!(!EventInserter::new(&c)
+            .unwrap()
+            .insert("r", 0, 10.0, "run.started", None, "{}")
+            .unwrap());
+        assert!(EventInserter::new(&c)
+            .unwrap()
+            .insert("r", 1, 12.0, "node.error", Some("tool:x"), "{\"a\":1}")
+            .unwrap());
         let run = get_run(&c, "r").unwrap().unwrap();
         assert_eq!(
             (run.event_count, run.error_count, run.status.as_str()),

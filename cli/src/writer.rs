@@ -400,8 +400,7 @@ impl Writer {
                 return Ok(());
             }
         }
-        let inserted = storage::insert_event(
-            &self.db,
+        let inserted = storage::EventInserter::new(&self.db)?.insert(
             &e.run_id,
             e.seq,
             e.ts,
