@@ -64,6 +64,13 @@ pub fn parse_envelope(frame: &[u8]) -> Parsed {
     from_outcome(wire::parse_envelope(frame))
 }
 
+/// [`parse_envelope`]'s verdict without building the payload's `input` and `output` (the
+/// core's `wire::check_envelope`): they are checked as JSON and are `null` in the returned
+/// payload. For a reader that stores the frame's text as it arrived (the spool import).
+pub fn check_envelope(frame: &str) -> Parsed {
+    from_outcome(wire::check_envelope(frame))
+}
+
 /// The same checks on an already parsed value (a viewer's `control` envelope).
 pub fn envelope_from_value(v: Value) -> Parsed {
     from_outcome(wire::parse_envelope_value(v))

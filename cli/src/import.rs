@@ -12,7 +12,10 @@
 //! so a run exported that way imports back.
 
 use crate::storage;
-use crate::util::{js, new_token};
+use crate::util::new_token;
+use graphmind_core::event::{
+    Message, RunFinished, RunStarted, RunStatus, SdkInfo, PROTOCOL_VERSION,
+};
 use graphmind_core::json::{self, Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -576,7 +579,7 @@ pub struct Converted {
 
 /// One synthesized event before numbering: (ts, phase 0 start / 1 finish, tie-break,
 /// type, payload, node id).
-type Item = (f64, u8, i64, &'static str, String, Option<String>);
+type Item = (f64, u8, i64, &'static str, Value, Option<String>);
 
 /// Builds the run's envelopes from spans (see the module doc).
 pub fn convert(
@@ -660,7 +663,7 @@ pub fn convert(
             0,
             depth as i64,
             "node.started",
-            json::to_string(&Value::Object(st)),
+            Value::Object(st),
             Some(m.node_id.clone()),
         ));
         if let Some((name, message, stack)) = &s.error {
@@ -680,7 +683,7 @@ pub fn convert(
                 1,
                 -(depth as i64) * 2 - 1,
                 "node.error",
-                json::to_string(&Value::Object(p)),
+                Value::Object(p),
                 Some(m.node_id.clone()),
             ));
         }
@@ -706,7 +709,7 @@ pub fn convert(
             1,
             -(depth as i64) * 2,
             "node.finished",
-            json::to_string(&Value::Object(f)),
+            Value::Object(f),
             Some(m.node_id.clone()),
         ));
         if parent.is_none() {
@@ -714,66 +717,64 @@ pub fn convert(
         }
     }
     items.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    let status = if roots_failed.len() == 1 {
-        if roots_failed[0] {
-            "error"
-        } else {
-            "ok"
-        }
-    } else if any_failed {
-        "error"
+    let failed = match roots_failed[..] {
+        [one] => one,
+        _ => any_failed,
+    };
+    let status = if failed {
+        RunStatus::Error
     } else {
-        "ok"
+        RunStatus::Ok
     };
     let mut frames = Vec::new();
-    let frame = |seq: usize, ts: f64, kind: &str, payload: &str| {
-        format!(
-            "{{\"gm\":1,\"seq\":{seq},\"ts\":{},\"runId\":{},\"type\":{},\"payload\":{payload}}}",
-            crate::util::num(ts),
-            js(run_id),
-            js(kind)
-        )
+    let frame = |seq: usize, ts: f64, kind: &str, payload: Value| {
+        let mut m = Map::with_capacity(6);
+        m.insert("gm", Value::from(i64::from(PROTOCOL_VERSION)));
+        m.insert("seq", Value::from(seq as u64));
+        m.insert("ts", Value::from(ts));
+        m.insert("runId", Value::from(run_id));
+        m.insert("type", Value::from(kind));
+        m.insert("payload", payload);
+        json::to_string(&Value::Object(m))
     };
     let started = payload_run_started(app, format, file);
     frames.push((
         start_min,
         "run.started".to_owned(),
-        frame(0, start_min, "run.started", &started),
+        frame(0, start_min, "run.started", started),
         None,
     ));
     for (ts, _, _, kind, payload, node) in items {
         let seq = frames.len();
-        frames.push((ts, kind.to_owned(), frame(seq, ts, kind, &payload), node));
+        frames.push((ts, kind.to_owned(), frame(seq, ts, kind, payload), node));
     }
     let seq = frames.len();
+    let finished = RunFinished::new(status);
     frames.push((
         end_max,
         "run.finished".to_owned(),
-        frame(
-            seq,
-            end_max,
-            "run.finished",
-            &format!("{{\"status\":{}}}", js(status)),
-        ),
+        frame(seq, end_max, "run.finished", finished.into_value()),
         None,
     ));
     Ok(Converted {
         frames,
         skipped,
-        status,
+        status: status.as_str(),
         started: start_min,
         app: app.to_owned(),
     })
 }
 
-fn payload_run_started(app: &str, format: &str, file: &str) -> String {
-    format!(
-        "{{\"app\":{},\"sdk\":{{\"name\":\"graphmind-import\",\"version\":{}}},\"meta\":{{\"source\":\"import\",\"format\":{},\"file\":{}}}}}",
-        js(app),
-        js(crate::hub::VERSION),
-        js(format),
-        js(file)
-    )
+/// The `run.started` payload of an imported run: this tool as its SDK, and where it came
+/// from in `meta`.
+fn payload_run_started(app: &str, format: &str, file: &str) -> Value {
+    let mut meta = Map::with_capacity(3);
+    meta.insert("source", Value::from("import"));
+    meta.insert("format", Value::from(format));
+    meta.insert("file", Value::from(file));
+    let mut started = RunStarted::new(app, SdkInfo::new("graphmind-import", crate::hub::VERSION));
+    started.meta = Some(meta);
+    started.into_value()
 }
 
 /// Reads a file as spans: `(spans, container format, service name)`.
@@ -874,9 +875,11 @@ pub fn import_file(db: &Path, file: &str) -> i32 {
     let stored = (|| -> rusqlite::Result<()> {
         let tx = conn.unchecked_transaction()?;
         storage::ensure_run(&tx, &run_id, &conv.app, conv.started, 1, "import")?;
+        let mut insert = storage::EventInserter::new(&tx)?;
         for (seq, (ts, kind, frame, node)) in conv.frames.iter().enumerate() {
-            storage::insert_event(&tx, &run_id, seq as i64, *ts, kind, node.as_deref(), frame)?;
+            insert.insert(&run_id, seq as i64, *ts, kind, node.as_deref(), frame)?;
         }
+        drop(insert);
         storage::mark_started(&tx, &run_id, &conv.app, conv.started)?;
         let end = conv.frames.last().map(|f| f.0).unwrap_or(conv.started);
         storage::mark_finished(&tx, &run_id, conv.status, end)?;

@@ -120,7 +120,10 @@ mod tests {
         for i in 0..5 {
             let id = format!("r{i}");
             storage::ensure_run(&c, &id, "a", now - (i as f64 + 1.0) * DAY_MS, 1, "live").unwrap();
-            storage::insert_event(&c, &id, 0, 0.0, "run.started", None, "{}").unwrap();
+            storage::EventInserter::new(&c)
+                .unwrap()
+                .insert(&id, 0, 0.0, "run.started", None, "{}")
+                .unwrap();
             storage::mark_finished(&c, &id, "ok", now - i as f64 * DAY_MS).unwrap();
         }
         storage::ensure_run(&c, "old-running", "a", now - 40.0 * DAY_MS, 1, "live").unwrap();

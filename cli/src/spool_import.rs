@@ -7,15 +7,15 @@
 //! twice. A run the dead app left unfinished is marked `abandoned`. The folder is deleted
 //! once its records are committed; a spool whose owner still runs is left alone.
 
-use crate::envelope::{self, MessageType as M, Parsed, WILDCARD_RUN_ID};
-use crate::payload_guard::stored_frame;
+use crate::envelope::{self, Envelope, MessageType as M, Parsed, WILDCARD_RUN_ID};
+use crate::payload_guard::{stored_frame, MAX_PAYLOAD_BYTES};
 use crate::server::strip_hub_stamps;
 use crate::storage;
 use graphmind_core::event::{Direction, RunStatus};
 use graphmind_core::json::Value;
 use graphmind_core::spool::{find_left, LeftSpool, ReadOutcome};
 use rusqlite::Connection;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The folder under the GraphMind home that `graphmind serve` always looks in.
@@ -109,10 +109,9 @@ fn store_spool(conn: &Connection, left: LeftSpool, total: &mut Summary) -> Resul
     let tx = conn.unchecked_transaction().map_err(|e| e.to_string())?;
     let mut store = Store {
         conn: &tx,
+        insert: storage::EventInserter::new(&tx).map_err(|e| e.to_string())?,
         app: &app,
-        terminal: HashMap::new(),
-        read_only: HashSet::new(),
-        touched: HashMap::new(),
+        runs: HashMap::new(),
     };
     let (mut stored, mut not_stored, mut invalid) = (0, 0, 0);
     // Two stages, in order: one thread reads the segments and checks each envelope (what
@@ -164,11 +163,15 @@ fn store_spool(conn: &Connection, left: LeftSpool, total: &mut Summary) -> Resul
         }
     })
     .map_err(|e| e.to_string())?;
-    for (run, last_ts) in std::mem::take(&mut store.touched) {
+    let touched = std::mem::take(&mut store.runs)
+        .into_iter()
+        .filter_map(|(run, state)| Some((run, state.last_ts?)));
+    for (run, last_ts) in touched {
         if storage::mark_abandoned(&tx, &run, last_ts).map_err(|e| e.to_string())? {
             total.abandoned += 1;
         }
     }
+    drop(store); // its statement, before the commit
     tx.commit().map_err(|e| e.to_string())?;
     total.stored += stored;
     total.not_stored += not_stored;
@@ -216,15 +219,34 @@ struct Checked {
 
 /// The ingest socket's checks on one record, none of which needs the database: the envelope
 /// check, the hub's own keys removed from `exec.*`, the payload budget. `None`: invalid.
+///
+/// The envelope is checked without building the payload's `input` and `output` (most of
+/// a record's bytes; the frame is stored as read). Only a frame that must be written again
+/// (an `exec.*` payload carrying the hub's keys, or one over the payload budget) is parsed
+/// whole, as the socket parses it.
 fn check(text: &str) -> Option<Checked> {
+    if text.len() > MAX_PAYLOAD_BYTES {
+        return check_whole(text);
+    }
+    let Parsed::Ok(mut env) = envelope::check_envelope(text) else {
+        return None;
+    };
+    if !is_event(&env) {
+        return None;
+    }
+    // An app's copy of the hub's own keys (rare): the frame is written again without them.
+    if env.kind.starts_with("exec.") && strip_hub_stamps(&mut env.payload) {
+        return check_whole(text);
+    }
+    Some(checked(env, text.to_owned()))
+}
+
+/// [`check`] on the whole parsed envelope, rewriting the frame when it changes.
+fn check_whole(text: &str) -> Option<Checked> {
     let Parsed::Ok(mut env) = envelope::parse_envelope(text.as_bytes()) else {
         return None;
     };
-    if env.run_id == WILDCARD_RUN_ID
-        || env
-            .message
-            .is_some_and(|m| m.direction() != Direction::Event)
-    {
+    if !is_event(&env) {
         return None;
     }
     // The hub's own keys on `exec.*` are its word; an app's are removed (as live).
@@ -234,13 +256,25 @@ fn check(text: &str) -> Option<Checked> {
     } else {
         stored_frame(text, &env).into_owned()
     };
+    Some(checked(env, frame))
+}
+
+/// An event an app sends (not a command, not the wildcard run).
+fn is_event(env: &Envelope) -> bool {
+    env.run_id != WILDCARD_RUN_ID
+        && env
+            .message
+            .is_none_or(|m| m.direction() == Direction::Event)
+}
+
+fn checked(env: Envelope, frame: String) -> Checked {
     let text_field = |k: &str| {
         env.payload
             .get(k)
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    Some(Checked {
+    Checked {
         node_id: text_field("nodeId"),
         app: (env.message == Some(M::RunStarted))
             .then(|| text_field("app"))
@@ -255,50 +289,48 @@ fn check(text: &str) -> Option<Checked> {
         message: env.message,
         kind: env.kind,
         frame,
-    })
+    }
 }
 
 struct Store<'a> {
     conn: &'a Connection,
+    insert: storage::EventInserter<'a>,
     app: &'a str,
-    /// Per known run, its terminal seq, if any.
-    terminal: HashMap<String, Option<i64>>,
-    read_only: HashSet<String>,
-    /// Runs stored into, with their last `ts`.
-    touched: HashMap<String, f64>,
+    /// Each run met so far (one look-up per record).
+    runs: HashMap<String, RunState>,
+}
+
+/// What storing a spool knows about one of its runs.
+struct RunState {
+    /// An imported run: read-only history, nothing is stored into it.
+    read_only: bool,
+    /// The seq of its stored `run.finished`, if any.
+    terminal: Option<i64>,
+    /// The latest `ts` stored into it; `None` while nothing was.
+    last_ts: Option<f64>,
 }
 
 impl Store<'_> {
     /// Stores one checked record as the writer would: the run's row, the run-state rule
     /// (the first `run.finished` is terminal), `(run_id, seq)` deduplication.
     fn store(&mut self, env: Checked) -> rusqlite::Result<Outcome> {
-        if self.read_only.contains(&env.run_id) {
+        if !self.runs.contains_key(&env.run_id) {
+            let state = self.open_run(&env.run_id, env.ts)?;
+            self.runs.insert(env.run_id.clone(), state);
+        }
+        let Some(run) = self.runs.get_mut(&env.run_id) else {
+            return Ok(Outcome::NotStored);
+        };
+        if run.read_only {
             return Ok(Outcome::NotStored);
         }
-        if !self.terminal.contains_key(&env.run_id) {
-            if storage::run_source(self.conn, &env.run_id)?.as_deref() == Some("import") {
-                self.read_only.insert(env.run_id);
-                return Ok(Outcome::NotStored);
-            }
-            storage::ensure_run(
-                self.conn,
-                &env.run_id,
-                self.app,
-                env.ts,
-                envelope::PROTOCOL_VERSION,
-                "live",
-            )?;
-            let end = storage::terminal_seq(self.conn, &env.run_id)?;
-            self.terminal.insert(env.run_id.clone(), end);
-        }
         let seq = env.seq;
-        if let Some(Some(end)) = self.terminal.get(&env.run_id) {
-            if env.message == Some(M::RunFinished) || seq > *end {
+        if let Some(end) = run.terminal {
+            if env.message == Some(M::RunFinished) || seq > end {
                 return Ok(Outcome::NotStored);
             }
         }
-        if !storage::insert_event(
-            self.conn,
+        if !self.insert.insert(
             &env.run_id,
             seq,
             env.ts,
@@ -308,22 +340,45 @@ impl Store<'_> {
         )? {
             return Ok(Outcome::NotStored);
         }
+        run.last_ts = Some(run.last_ts.map_or(env.ts, |t| t.max(env.ts)));
         match env.message {
             Some(M::RunStarted) => {
-                let app = env.app.unwrap_or_else(|| self.app.to_owned());
-                storage::mark_started(self.conn, &env.run_id, &app, env.ts)?;
+                let app = env.app.as_deref().unwrap_or(self.app);
+                storage::mark_started(self.conn, &env.run_id, app, env.ts)?;
             }
             Some(M::RunFinished) => {
-                self.terminal.insert(env.run_id.clone(), Some(seq));
+                run.terminal = Some(seq);
                 if let Some(status) = env.status {
                     storage::mark_finished(self.conn, &env.run_id, &status, env.ts)?;
                 }
             }
             _ => {}
         }
-        let last = self.touched.entry(env.run_id).or_insert(env.ts);
-        *last = last.max(env.ts);
         Ok(Outcome::Stored)
+    }
+
+    /// A run met for the first time: read-only when it was imported, else its row made
+    /// sure of and its terminal seq read.
+    fn open_run(&self, run_id: &str, ts: f64) -> rusqlite::Result<RunState> {
+        let mut state = RunState {
+            read_only: false,
+            terminal: None,
+            last_ts: None,
+        };
+        if storage::run_source(self.conn, run_id)?.as_deref() == Some("import") {
+            state.read_only = true;
+            return Ok(state);
+        }
+        storage::ensure_run(
+            self.conn,
+            run_id,
+            self.app,
+            ts,
+            envelope::PROTOCOL_VERSION,
+            "live",
+        )?;
+        state.terminal = storage::terminal_seq(self.conn, run_id)?;
+        Ok(state)
     }
 }
 

@@ -353,20 +353,35 @@ pub fn ensure_run(
     Ok(())
 }
 
-/// Stores one event; false when `(run_id, seq)` was already there (a replay).
-pub fn insert_event(
-    conn: &Connection,
-    run_id: &str,
-    seq: i64,
-    ts: f64,
-    kind: &str,
-    node_id: Option<&str>,
-    frame: &str,
-) -> rusqlite::Result<bool> {
-    let n = conn
-        .prepare_cached("INSERT OR IGNORE INTO events (run_id, seq, ts, type, node_id, frame_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
-        .execute(params![run_id, seq, ts, kind, node_id, frame])?;
-    Ok(n > 0)
+/// What [`EventInserter`] runs: an event whose `(run_id, seq)` is already stored is not
+/// stored again.
+const INSERT_EVENT: &str = "INSERT OR IGNORE INTO events (run_id, seq, ts, type, node_id, frame_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+/// Stores events: `EventInserter::new(conn)?.insert(..)` for one, or one inserter kept for
+/// many (the spool import: no look-up of the statement per event).
+pub struct EventInserter<'c>(rusqlite::CachedStatement<'c>);
+
+impl<'c> EventInserter<'c> {
+    /// The statement, from `conn`'s cache (back to it when this is dropped).
+    pub fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
+        conn.prepare_cached(INSERT_EVENT).map(EventInserter)
+    }
+
+    /// Stores one event; false when `(run_id, seq)` was already there (a replay).
+    pub fn insert(
+        &mut self,
+        run_id: &str,
+        seq: i64,
+        ts: f64,
+        kind: &str,
+        node_id: Option<&str>,
+        frame: &str,
+    ) -> rusqlite::Result<bool> {
+        let n = self
+            .0
+            .execute(params![run_id, seq, ts, kind, node_id, frame])?;
+        Ok(n > 0)
+    }
 }
 
 /// Applies `run.started`: the app name and the authoritative start time, never later than
@@ -424,9 +439,18 @@ mod tests {
             assert_eq!(mode, 0o700);
         }
         ensure_run(&c, "r", "app", 10.0, 1, "live").unwrap();
-        assert!(insert_event(&c, "r", 0, 10.0, "run.started", None, "{}").unwrap());
-        assert!(!insert_event(&c, "r", 0, 10.0, "run.started", None, "{}").unwrap());
-        assert!(insert_event(&c, "r", 1, 12.0, "node.error", Some("tool:x"), "{\"a\":1}").unwrap());
+        assert!(EventInserter::new(&c)
+            .unwrap()
+            .insert("r", 0, 10.0, "run.started", None, "{}")
+            .unwrap());
+        assert!(!EventInserter::new(&c)
+            .unwrap()
+            .insert("r", 0, 10.0, "run.started", None, "{}")
+            .unwrap());
+        assert!(EventInserter::new(&c)
+            .unwrap()
+            .insert("r", 1, 12.0, "node.error", Some("tool:x"), "{\"a\":1}")
+            .unwrap());
         let run = get_run(&c, "r").unwrap().unwrap();
         assert_eq!(
             (run.event_count, run.error_count, run.status.as_str()),

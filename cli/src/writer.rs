@@ -9,9 +9,9 @@
 
 use crate::hub::{ConnId, Outbox, Shared};
 use crate::storage;
-use crate::util::{js, now_ms};
+use crate::util::{js, now_ms, object};
 use crossbeam_channel::{Receiver, Sender};
-use graphmind_core::json::Value;
+use graphmind_core::json::{self, Value};
 use rusqlite::Connection;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
@@ -294,10 +294,7 @@ impl Writer {
             match effect {
                 Effect::Fanout { run_id, frame } => {
                     if let Some(subs) = self.subs.get(&run_id) {
-                        let msg = format!(
-                            "{{\"type\":\"event\",\"runId\":{},\"envelope\":{frame}}}",
-                            js(&run_id)
-                        );
+                        let msg = event_message(&js(&run_id), &frame);
                         for (_, tx) in subs {
                             let _ = tx.live(msg.clone());
                         }
@@ -403,8 +400,7 @@ impl Writer {
                 return Ok(());
             }
         }
-        let inserted = storage::insert_event(
-            &self.db,
+        let inserted = storage::EventInserter::new(&self.db)?.insert(
             &e.run_id,
             e.seq,
             e.ts,
@@ -487,31 +483,19 @@ impl Writer {
             Op::Subscribe { conn, tx, run_id } => {
                 let subs = self.subs.entry(run_id.clone()).or_default();
                 if subs.iter().any(|(c, _)| *c == conn) {
-                    let _ = tx.text(format!(
-                        "{{\"type\":\"replay.start\",\"runId\":{},\"count\":0}}",
-                        js(&run_id)
-                    ));
-                    let _ = tx.text(format!(
-                        "{{\"type\":\"replay.end\",\"runId\":{}}}",
-                        js(&run_id)
-                    ));
+                    let _ = tx.text(replay_start(&run_id, 0));
+                    let _ = tx.text(replay_end(&run_id));
                     return;
                 }
                 let events = storage::list_events(&self.db, &run_id, -1, None)
                     .map(|p| p.events)
                     .unwrap_or_default();
+                let _ = tx.text(replay_start(&run_id, events.len()));
                 let rid = js(&run_id);
-                let _ = tx.text(format!(
-                    "{{\"type\":\"replay.start\",\"runId\":{rid},\"count\":{}}}",
-                    events.len()
-                ));
                 for ev in events {
-                    let _ = tx.text(format!(
-                        "{{\"type\":\"event\",\"runId\":{rid},\"envelope\":{}}}",
-                        ev.frame
-                    ));
+                    let _ = tx.text(event_message(&rid, &ev.frame));
                 }
-                let _ = tx.text(format!("{{\"type\":\"replay.end\",\"runId\":{rid}}}"));
+                let _ = tx.text(replay_end(&run_id));
                 subs.push((conn, tx));
             }
             Op::SubscribeAll { conn, tx, cursor } => {
@@ -523,18 +507,22 @@ impl Writer {
                         .unwrap_or_default();
                 let mut hub = self.shared.lock();
                 hub.set_wildcard(conn);
-                let runs: Vec<String> =
-                    rows.iter().map(|r| r.to_json(hub.is_live(&r.id))).collect();
+                let runs: Vec<Value> = rows
+                    .iter()
+                    .map(|r| r.to_value(hub.is_live(&r.id)))
+                    .collect();
                 let kind = if cursor.is_some() {
                     "runs.page"
                 } else {
                     "runs"
                 };
-                let next = next.map_or_else(|| "null".to_owned(), |c| js(&c.to_text()));
-                let _ = tx.text(format!(
-                    "{{\"type\":\"{kind}\",\"runs\":[{}],\"nextCursor\":{next}}}",
-                    runs.join(",")
-                ));
+                let next = next.map_or(Value::Null, |c| Value::from(c.to_text()));
+                let page = object([
+                    ("type", Value::from(kind)),
+                    ("runs", Value::Array(runs)),
+                    ("nextCursor", next),
+                ]);
+                let _ = tx.text(json::to_string(&Value::Object(page)));
             }
             Op::Unsubscribe { conn, run_id } => {
                 if let Some(subs) = self.subs.get_mut(&run_id) {
@@ -574,4 +562,28 @@ impl Writer {
             Op::Event(_) | Op::Abandon(_) | Op::RunChanged(_) => unreachable!("handled in process"),
         }
     }
+}
+
+/// `replay.start`: the stored events of `run_id` that follow, `count` of them.
+fn replay_start(run_id: &str, count: usize) -> String {
+    json::to_string(&Value::Object(object([
+        ("type", Value::from("replay.start")),
+        ("runId", Value::from(run_id)),
+        ("count", Value::from(count as u64)),
+    ])))
+}
+
+/// `replay.end`: the stored events of `run_id` have all been sent.
+fn replay_end(run_id: &str) -> String {
+    json::to_string(&Value::Object(object([
+        ("type", Value::from("replay.end")),
+        ("runId", Value::from(run_id)),
+    ])))
+}
+
+/// `event`: one stored frame for a viewer, `run_id_json` being the run id already written
+/// as a JSON string. The frame is embedded as the text it is (checked as an envelope when
+/// it arrived): writing it again from a value would cost the live fan-out a parse per event.
+fn event_message(run_id_json: &str, frame: &str) -> String {
+    format!("{{\"type\":\"event\",\"runId\":{run_id_json},\"envelope\":{frame}}}")
 }

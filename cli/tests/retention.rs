@@ -27,16 +27,17 @@ fn seed(db: &Path, n: usize, events: usize, extra: &[(&str, f64, bool)]) {
     let add = |id: &str, started: f64, finished: bool| {
         storage::ensure_run(&c, id, "seed", started, 1, "live").unwrap();
         for seq in 0..events {
-            storage::insert_event(
-                &c,
-                id,
-                seq as i64,
-                started,
-                "node.token",
-                None,
-                &format!("{{\"pad\":\"{pad}\"}}"),
-            )
-            .unwrap();
+            storage::EventInserter::new(&c)
+                .unwrap()
+                .insert(
+                    id,
+                    seq as i64,
+                    started,
+                    "node.token",
+                    None,
+                    &format!("{{\"pad\":\"{pad}\"}}"),
+                )
+                .unwrap();
         }
         if finished {
             storage::mark_finished(&c, id, "ok", started + 1.0).unwrap();

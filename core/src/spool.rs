@@ -464,6 +464,88 @@ fn parse_record(data: &[u8]) -> Option<(RecordRef<'_>, usize)> {
     Some((record, RECORD_HEADER_BYTES + len as usize))
 }
 
+/// Bytes [`LeftSpool::each_record`] reads from a segment at a time (a longer record is read
+/// whole).
+pub const SEGMENT_READ_BYTES: usize = 4 * 1024 * 1024;
+
+/// Why [`stream_records`] stopped early: reading, or the caller's `each`.
+enum StreamError<E> {
+    Io(io::Error),
+    Each(E),
+}
+
+impl<E: From<SpoolError>> StreamError<E> {
+    fn into_error(self, path: &Path) -> E {
+        match self {
+            StreamError::Io(e) => io_at(path)(e).into(),
+            StreamError::Each(e) => e,
+        }
+    }
+}
+
+/// [`parse_segment_each`] over a segment read from `file` about `chunk` bytes at a time
+/// into `buf` (emptied first, its capacity kept): the same records, the same stop at the
+/// first torn or corrupt one, the same count of skipped bytes.
+fn stream_records<E>(
+    file: &mut impl Read,
+    chunk: usize,
+    buf: &mut Vec<u8>,
+    each: &mut impl FnMut(RecordRef<'_>) -> Result<(), E>,
+) -> Result<ReadOutcome, StreamError<E>> {
+    let mut outcome = ReadOutcome::default();
+    buf.clear();
+    // Appends up to `want` more bytes (fewer only at the end of the file); true at the end.
+    let mut more = |buf: &mut Vec<u8>, want: usize| -> Result<bool, StreamError<E>> {
+        buf.reserve(want);
+        let got = (&mut *file)
+            .take(want as u64)
+            .read_to_end(buf)
+            .map_err(StreamError::Io)?;
+        Ok(got < want)
+    };
+    let mut ended = more(buf, chunk.max(SEGMENT_MAGIC.len()))?;
+    if !buf.starts_with(SEGMENT_MAGIC) {
+        let rest = io::copy(file, &mut io::sink()).map_err(StreamError::Io)?;
+        outcome.skipped_bytes = buf.len() as u64 + rest;
+        return Ok(outcome);
+    }
+    let mut at = SEGMENT_MAGIC.len();
+    loop {
+        let left = &buf[at..];
+        if let Some((record, used)) = parse_record(left) {
+            each(record).map_err(StreamError::Each)?;
+            outcome.records += 1;
+            at += used;
+            continue;
+        }
+        // Incomplete (read on, unless the file ended: a torn tail) or corrupt (stop).
+        let need = match left.get(..4) {
+            None => RECORD_HEADER_BYTES,
+            Some(len) => {
+                let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]);
+                if len > MAX_RECORD_BYTES || (len as usize) < 10 {
+                    0
+                } else {
+                    RECORD_HEADER_BYTES + len as usize
+                }
+            }
+        };
+        if need > left.len() && !ended {
+            buf.drain(..at);
+            at = 0;
+            ended = more(buf, (need - buf.len()).max(chunk))?;
+            continue;
+        }
+        let rest = if ended {
+            0
+        } else {
+            io::copy(file, &mut io::sink()).map_err(StreamError::Io)?
+        };
+        outcome.skipped_bytes = (buf.len() - at) as u64 + rest;
+        return Ok(outcome);
+    }
+}
+
 /// A spool folder whose owner is gone, locked by the caller while it holds this.
 #[derive(Debug)]
 pub struct LeftSpool {
@@ -519,26 +601,21 @@ impl LeftSpool {
         Ok((out, total))
     }
 
-    /// Calls `each` on every complete record, oldest first, borrowed from one segment read
-    /// at a time (a spool of any size costs one segment's memory), and returns what reading
-    /// skipped. A read error stops it (and is returned), as does an error of `each`.
+    /// Calls `each` on every complete record, oldest first, borrowed from a buffer that
+    /// reads the segments [`SEGMENT_READ_BYTES`] at a time (a spool of any size, or a
+    /// segment of any size, costs about that much memory, reused throughout), and returns
+    /// what reading skipped, as [`read_segment`] would. A read error stops it (and is
+    /// returned), as does an error of `each`.
     pub fn each_record<E: From<SpoolError>>(
         &self,
         mut each: impl FnMut(RecordRef<'_>) -> Result<(), E>,
     ) -> Result<ReadOutcome, E> {
         let mut total = ReadOutcome::default();
-        let mut data = Vec::new();
-        let mut failed = None;
+        let mut buf = Vec::new();
         for path in self.segments()? {
-            read_file(&path, &mut data)?;
-            let o = parse_segment_each(&data, |r| {
-                if failed.is_none() {
-                    failed = each(r).err();
-                }
-            });
-            if let Some(e) = failed {
-                return Err(e);
-            }
+            let mut file = File::open(&path).map_err(io_at(&path))?;
+            let o = stream_records(&mut file, SEGMENT_READ_BYTES, &mut buf, &mut each)
+                .map_err(|e| e.into_error(&path))?;
             total.records += o.records;
             total.skipped_bytes += o.skipped_bytes;
         }
@@ -653,6 +730,55 @@ mod tests {
         assert_eq!(parse_segment(b"hello", &mut out).records, 0);
         drop(s);
         let _ = fs::remove_dir_all(base);
+    }
+
+    #[test]
+    fn reading_a_segment_in_chunks_finds_what_reading_it_whole_finds() {
+        let mut whole = SEGMENT_MAGIC.to_vec();
+        for seq in 0..20u64 {
+            let body = [
+                &seq.to_le_bytes()[..],
+                &1u16.to_le_bytes(),
+                b"r",
+                frame(seq).as_bytes(),
+            ]
+            .concat();
+            whole.extend_from_slice(&(body.len() as u32).to_le_bytes());
+            whole.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+            whole.extend_from_slice(&body);
+        }
+        let mut flipped = whole.clone();
+        flipped[300] ^= 0x40;
+        let mut huge_len = whole.clone();
+        huge_len[SEGMENT_MAGIC.len()..SEGMENT_MAGIC.len() + 4]
+            .copy_from_slice(&u32::MAX.to_le_bytes());
+        let mut cases: Vec<Vec<u8>> = vec![flipped, huge_len, b"hello".to_vec(), Vec::new()];
+        cases.extend(
+            (0..=whole.len())
+                .step_by(7)
+                .map(|cut| whole[..cut].to_vec()),
+        );
+        let mut buf = Vec::new();
+        for data in &cases {
+            let mut want = Vec::new();
+            let expected = parse_segment(data, &mut want);
+            for chunk in [1, 5, 64, 1000, SEGMENT_READ_BYTES] {
+                let mut got = Vec::new();
+                let outcome = stream_records::<()>(&mut &data[..], chunk, &mut buf, &mut |r| {
+                    got.push(r.to_record());
+                    Ok(())
+                });
+                let Ok(outcome) = outcome else {
+                    panic!("read failed")
+                };
+                assert_eq!(
+                    (outcome, &got),
+                    (expected, &want),
+                    "chunk {chunk}, {} bytes",
+                    data.len()
+                );
+            }
+        }
     }
 
     #[test]

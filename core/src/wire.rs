@@ -196,11 +196,31 @@ pub const REASON_NOT_AN_ENVELOPE: &str = "not a structurally valid GraphMind env
 pub fn parse_envelope(bytes: &[u8]) -> ParseOutcome {
     match json::parse(bytes) {
         Ok(value) => parse_envelope_value(value),
-        Err(e) => ParseOutcome::Invalid(Invalid {
-            reason: format!("frame is not valid JSON: {e}"),
-            issues: Vec::new(),
-        }),
+        Err(e) => not_json(e),
     }
+}
+
+/// The payload members no protocol v1 schema constrains (any value wherever a type declares
+/// them): an app's `input` and `output`, usually most of a frame's bytes.
+const UNCONSTRAINED_PAYLOAD_MEMBERS: &[&[&str]] = &[&["payload", "input"], &["payload", "output"]];
+
+/// [`parse_envelope`]'s verdict, the same outcome, reason and issues, without building the
+/// payload's `input` and `output`: they are checked as JSON (as [`parse_envelope`] checks
+/// them) and are `null` in the returned object. For a receiver that stores the frame's text
+/// as it arrived and reads only the envelope's fields and the payload's small ones (the
+/// spool import); the returned object must not be written back as the frame.
+pub fn check_envelope(text: &str) -> ParseOutcome {
+    match json::parse_with_opaque(text, UNCONSTRAINED_PAYLOAD_MEMBERS) {
+        Ok(value) => parse_envelope_value(value),
+        Err(e) => not_json(e),
+    }
+}
+
+fn not_json(e: json::ParseError) -> ParseOutcome {
+    ParseOutcome::Invalid(Invalid {
+        reason: format!("frame is not valid JSON: {e}"),
+        issues: Vec::new(),
+    })
 }
 
 /// Classifies an already-decoded frame. Never panics.
@@ -622,6 +642,17 @@ mod schema {
         })
     }
 
+    /// Whether every payload schema that declares `name` lets it be any value.
+    #[cfg(test)]
+    pub(super) fn any_wherever_declared(name: &str) -> bool {
+        MessageType::ALL.iter().all(|&t| match payload_shape(t) {
+            Ty::Object(fields) => fields
+                .iter()
+                .all(|f| f.name != name || matches!(f.ty, Ty::Any)),
+            _ => false,
+        })
+    }
+
     /// Appends every way `value` breaks `ty` to `issues`. Recursion follows the schema,
     /// never the value, so its depth is bounded by the schema's.
     pub(super) fn check(ty: &Ty, value: &Value, path: &mut String, issues: &mut Vec<ParseIssue>) {
@@ -701,6 +732,41 @@ mod schema {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_envelope_gives_parse_envelopes_verdict_without_building_input_and_output() {
+        for path in UNCONSTRAINED_PAYLOAD_MEMBERS {
+            assert!(schema::any_wherever_declared(path[1]), "{path:?}");
+        }
+        let frames: &[&str] = &[
+            r#"{"gm":1,"seq":3,"ts":5,"runId":"r","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"c","input":{"q":[1,{"a":"\u00e9"}]}}}"#,
+            r#"{"gm":1,"seq":4,"ts":6,"runId":"r","type":"node.finished","payload":{"nodeId":"tool:x","durationMs":1,"status":"ok","output":"big","output":[1]}}"#,
+            r#"{"gm":1,"seq":4,"ts":6,"runId":"r","type":"node.finished","payload":{"nodeId":"tool:x","durationMs":-1,"status":"ok","output":1}}"#,
+            r#"{"gm":1,"seq":4,"ts":6,"runId":"r","type":"node.started","payload":{"nodeId":"tool:x","input":{"a":1}}}"#,
+            r#"{"gm":1,"seq":4,"ts":6,"runId":"r","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"c","input":{"a":01}}}"#,
+            r#"{"gm":1,"seq":4,"ts":6,"runId":"r","type":"node.started","payload":{"nodeId":"tool:x","kind":"tool","name":"x","instanceId":"c","input":"\x"}}"#,
+            r#"{"gm":2,"seq":0,"ts":0,"runId":"r","type":"x","payload":{"input":[}}"#,
+            r#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"custom.x","payload":{"input":{"deep":[[[]]]},"output":null}}"#,
+            r#"{"gm":1,"seq":0,"ts":0,"runId":"r","type":"exec.resume","payload":{"pauseId":"p","action":"continue","input":{"k":true}}}"#,
+        ];
+        for frame in frames {
+            let (full, checked) = (parse_envelope(frame.as_bytes()), check_envelope(frame));
+            assert_eq!(full.kind(), checked.kind(), "{frame}");
+            assert_eq!(full.invalid(), checked.invalid());
+            if let (Some(a), Some(b)) = (full.envelope(), checked.envelope()) {
+                let payload = b.payload_object().unwrap();
+                for key in ["input", "output"] {
+                    let (was, now) = (a.payload_object().unwrap().get(key), payload.get(key));
+                    assert_eq!(was.is_some(), now.is_some());
+                    assert!(now.is_none_or(Value::is_null), "{key}: {now:?}");
+                }
+                assert_eq!(
+                    (a.seq, a.ts, &a.run_id, &a.type_name),
+                    (b.seq, b.ts, &b.run_id, &b.type_name)
+                );
+            }
+        }
+    }
 
     #[test]
     fn encodes_in_wire_order() {

@@ -2,8 +2,10 @@
 //! JSONTestSuite file, on every prefix of each, on random byte mutations of them, on
 //! random documents, and at the nesting limit. (Callers such as the C ABI validate text
 //! at the call and hand it on unparsed; the later parse must never find it bad.)
+//! `json::parse_with_opaque` too, and where the text is JSON its value is `parse`'s with
+//! `null` at the opaque paths (the spool import checks envelopes that way).
 
-use graphmind_core::json::{self, MAX_JSON_DEPTH};
+use graphmind_core::json::{self, Value, MAX_JSON_DEPTH};
 use proptest::prelude::*;
 use std::path::PathBuf;
 
@@ -30,15 +32,49 @@ fn suite() -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// Key paths for `parse_with_opaque`: into the benchmark sample, into the nesting test's
+/// `{"a":{"a":...}}`, and an envelope's input.
+const OPAQUE: &[&[&str]] = &[
+    &["params", "arguments"],
+    &["params", "_meta", "trace"],
+    &["a", "a"],
+    &["payload", "input"],
+];
+
+/// `value` with `null` at each of the [`OPAQUE`] paths it has.
+fn with_nulls(mut value: Value) -> Value {
+    for path in OPAQUE {
+        let mut at = Some(&mut value);
+        for key in *path {
+            at = at
+                .and_then(|v| v.as_object_mut())
+                .and_then(|m| m.get_mut(key));
+        }
+        if let Some(v) = at {
+            *v = Value::Null;
+        }
+    }
+    value
+}
+
 /// The same verdict, and the same error (kind and offset) when there is one.
 fn agree(input: &[u8]) -> Result<(), String> {
-    let parsed = json::parse(input).map(drop);
+    let full = json::parse(input);
+    let parsed = full.clone().map(drop);
     let validated = json::validate(input);
-    if parsed == validated {
+    let opaque = match std::str::from_utf8(input) {
+        Ok(text) => json::parse_with_opaque(text, OPAQUE),
+        Err(_) => full.clone(), // text only: its UTF-8 is checked where it is read
+    };
+    let same_value = match (&full, &opaque) {
+        (Ok(a), Ok(b)) => with_nulls(a.clone()) == *b,
+        _ => true,
+    };
+    if parsed == validated && parsed == opaque.clone().map(drop) && same_value {
         Ok(())
     } else {
         Err(format!(
-            "parse {parsed:?}, validate {validated:?} on {:?}",
+            "parse {full:?}, validate {validated:?}, with opaque paths {opaque:?} on {:?}",
             String::from_utf8_lossy(input)
         ))
     }

@@ -9,8 +9,8 @@ mod value;
 mod write;
 
 pub use parse::{
-    nesting_depth, nests_less_than, parse, parse_str, parse_value_text, validate, ParseError,
-    ParseErrorKind, MAX_JSON_DEPTH,
+    nesting_depth, nests_less_than, parse, parse_str, parse_value_text, parse_with_opaque,
+    validate, ParseError, ParseErrorKind, MAX_JSON_DEPTH, MAX_OPAQUE_PATHS,
 };
 pub(crate) use parse::{number_value, skip_plain_string_bytes, ObjectEntries};
 pub use string::{cmp_utf16_bytes, CodePoints, JsStr, JsStrBuilder};

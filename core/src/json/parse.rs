@@ -82,6 +82,22 @@ pub fn parse_str(input: &str) -> Result<Value, ParseError> {
     parse(input.as_bytes())
 }
 
+/// Most key paths [`parse_with_opaque`] takes (one bit each in the parser's mask).
+pub const MAX_OPAQUE_PATHS: usize = 64;
+
+/// [`parse`], except that the value at each key path in `opaque` (object keys from the
+/// root, e.g. `["payload", "input"]`; the first [`MAX_OPAQUE_PATHS`] are used) is checked
+/// against the grammar exactly as [`parse`] checks it, same errors and nesting limit, but
+/// not built: it is [`Value::Null`] in the result. So `parse_with_opaque(x, p).is_ok() ==
+/// parse(x).is_ok()`, and the rest of the document is the same. For a reader that needs a
+/// document's small fields and keeps its text as it arrived (a spool's envelopes, whose
+/// `input` and `output` are most of their bytes). Text, not bytes: its UTF-8 was checked
+/// where it was read.
+pub fn parse_with_opaque(input: &str, opaque: &[&[&str]]) -> Result<Value, ParseError> {
+    let opaque = &opaque[..opaque.len().min(MAX_OPAQUE_PATHS)];
+    document_with::<Build>(input.as_bytes(), NO_CUT, opaque)
+}
+
 /// Checks that `input` is one JSON document [`parse`] accepts, with the same error it would
 /// give, without building the value (no allocation): for callers that hand the text on and
 /// have it parsed later, elsewhere, but must refuse bad text now.
@@ -96,14 +112,31 @@ fn document<S: Sink>(input: &[u8], cut: usize) -> Result<S::Value, ParseError> {
             offset: e.valid_up_to(),
         });
     }
+    document_with::<S>(input, cut, &[])
+}
+
+/// [`document`] on bytes known to be UTF-8.
+fn document_with<S: Sink>(
+    input: &[u8],
+    cut: usize,
+    opaque: &[&[&str]],
+) -> Result<S::Value, ParseError> {
     let mut parser = Parser::<S> {
         bytes: input,
         pos: 0,
         cut,
+        opaque,
         sink: std::marker::PhantomData,
     };
     parser.skip_ws();
-    let value = parser.value(0)?;
+    let track = match opaque.len() {
+        0 => Track::NONE,
+        n => Track {
+            mask: u64::MAX >> (u64::BITS as usize - n),
+            matched: 0,
+        },
+    };
+    let value = parser.value(0, track)?;
     parser.skip_ws();
     if parser.pos != input.len() {
         return Err(parser.error(ParseErrorKind::TrailingCharacters));
@@ -129,6 +162,8 @@ trait Sink {
     fn push_utf8(acc: &mut Self::StrAcc, bytes: &[u8]);
     fn push_unit(acc: &mut Self::StrAcc, unit: u16);
     fn finish_str(acc: Self::StrAcc) -> Self::Str;
+    /// Whether a decoded key is `name` (for [`parse_with_opaque`]'s key paths).
+    fn key_is(key: &Self::Str, name: &str) -> bool;
     /// A number of valid grammar; `None` when it cannot be represented.
     fn number(text: &str, is_integer: bool) -> Option<Self::Value>;
     fn array() -> Self::Array;
@@ -238,6 +273,10 @@ impl Sink for Build {
         acc.finish()
     }
     #[inline]
+    fn key_is(key: &JsStr, name: &str) -> bool {
+        *key == name
+    }
+    #[inline]
     fn number(text: &str, is_integer: bool) -> Option<Value> {
         number_value(text, is_integer).map(Value::Number)
     }
@@ -287,6 +326,9 @@ impl Sink for Check {
     fn push_utf8(_: &mut (), _: &[u8]) {}
     fn push_unit(_: &mut (), _: u16) {}
     fn finish_str(_: ()) {}
+    fn key_is(_: &(), _: &str) -> bool {
+        false // nothing is tracked where nothing is built
+    }
     fn number(_: &str, _: bool) -> Option<()> {
         // Every number of valid grammar parses (an overflowing one as an infinity).
         Some(())
@@ -305,7 +347,25 @@ struct Parser<'a, S> {
     pos: usize,
     /// Containers at this level or deeper are skipped and become [`Sink::cut_marker`].
     cut: usize,
+    /// Key paths whose values are checked, not built ([`parse_with_opaque`]).
+    opaque: &'a [&'a [&'a str]],
     sink: std::marker::PhantomData<S>,
+}
+
+/// Where a value sits relative to [`Parser::opaque`]: the paths (one bit each) whose first
+/// `matched` keys are the keys leading to it.
+#[derive(Clone, Copy)]
+struct Track {
+    mask: u64,
+    matched: usize,
+}
+
+impl Track {
+    /// On no opaque path.
+    const NONE: Track = Track {
+        mask: 0,
+        matched: 0,
+    };
 }
 
 impl<'a, S: Sink> Parser<'a, S> {
@@ -352,7 +412,7 @@ impl<'a, S: Sink> Parser<'a, S> {
         Ok(())
     }
 
-    fn value(&mut self, depth: usize) -> Result<S::Value, ParseError> {
+    fn value(&mut self, depth: usize, track: Track) -> Result<S::Value, ParseError> {
         match self.peek() {
             None => Err(self.error(ParseErrorKind::UnexpectedEnd)),
             Some(b'n') => self.expect_literal(b"null").map(|()| S::null()),
@@ -361,7 +421,7 @@ impl<'a, S: Sink> Parser<'a, S> {
             Some(b'"') => Ok(S::string(self.string()?)),
             Some(b'-' | b'0'..=b'9') => self.number(),
             Some(b'[') => self.array(depth + 1),
-            Some(b'{') => self.object(depth + 1),
+            Some(b'{') => self.object(depth + 1, track),
             Some(_) => Err(self.unexpected()),
         }
     }
@@ -382,7 +442,7 @@ impl<'a, S: Sink> Parser<'a, S> {
         }
         loop {
             self.skip_ws();
-            let item = self.value(depth)?;
+            let item = self.value(depth, Track::NONE)?;
             S::array_push(&mut items, item);
             self.skip_ws();
             match self.peek() {
@@ -396,7 +456,7 @@ impl<'a, S: Sink> Parser<'a, S> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<S::Value, ParseError> {
+    fn object(&mut self, depth: usize, track: Track) -> Result<S::Value, ParseError> {
         if depth >= self.cut {
             return self.skip_container().map(|()| S::cut_marker());
         }
@@ -422,7 +482,11 @@ impl<'a, S: Sink> Parser<'a, S> {
             }
             self.pos += 1;
             self.skip_ws();
-            let value = self.value(depth)?;
+            let value = if track.mask == 0 {
+                self.value(depth, Track::NONE)?
+            } else {
+                self.member(depth, track, &key)?
+            };
             S::object_insert(&mut object, key, value);
             self.skip_ws();
             match self.peek() {
@@ -434,6 +498,38 @@ impl<'a, S: Sink> Parser<'a, S> {
                 _ => return Err(self.unexpected()),
             }
         }
+    }
+
+    /// The value of the member `key` of an object on an opaque path: checked without
+    /// building when a path ends at it, else parsed following the paths that go on.
+    fn member(&mut self, depth: usize, track: Track, key: &S::Str) -> Result<S::Value, ParseError> {
+        let (mut mask, mut whole) = (0u64, false);
+        for (i, path) in self.opaque.iter().enumerate() {
+            if track.mask & (1 << i) != 0
+                && path.get(track.matched).is_some_and(|k| S::key_is(key, k))
+            {
+                mask |= 1 << i;
+                whole |= path.len() == track.matched + 1;
+            }
+        }
+        if !whole {
+            let next = Track {
+                mask,
+                matched: track.matched + 1,
+            };
+            return self.value(depth, next);
+        }
+        // The same grammar, errors and depth accounting, building nothing.
+        let mut check = Parser::<Check> {
+            bytes: self.bytes,
+            pos: self.pos,
+            cut: NO_CUT,
+            opaque: &[],
+            sink: std::marker::PhantomData,
+        };
+        check.value(depth, Track::NONE)?;
+        self.pos = check.pos;
+        Ok(S::null())
     }
 
     /// Skips the container starting at `pos` by matching brackets outside strings.
@@ -760,6 +856,7 @@ mod tests {
                         bytes: &bytes,
                         pos: 0,
                         cut: NO_CUT,
+                        opaque: &[],
                         sink: std::marker::PhantomData,
                     };
                     p.skip_plain_string_bytes();
