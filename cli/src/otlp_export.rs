@@ -169,8 +169,9 @@ impl Parcel {
 
 /// Emptied parcels the writer keeps for reuse.
 const SPARE_PARCELS: usize = 4;
-/// A parcel whose buffer grew beyond this is freed rather than kept for reuse.
-const SPARE_MAX_BYTES: usize = 1024 * 1024;
+/// A parcel's (or a request body's) buffer grown beyond this is freed rather than kept for
+/// reuse.
+const SPARE_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// The stored events of one writer batch waiting to be handed to the exporter at once
 /// ([`Exporter::hand_over`]): one queue operation and at most one wake-up per batch.
@@ -415,6 +416,8 @@ struct Worker {
     order: VecDeque<String>,
     pending: VecDeque<Pending>,
     inflight: Option<Batch>,
+    /// The last sent batch's buffer, encoded into again (no new allocation per request).
+    spare_body: Vec<u8>,
     first_pending: Option<Instant>,
     retry_at: Option<Instant>,
     backoff: Duration,
@@ -439,6 +442,7 @@ impl Worker {
             order: VecDeque::new(),
             pending: VecDeque::new(),
             inflight: None,
+            spare_body: Vec::new(),
             first_pending: None,
             retry_at: None,
             backoff: RETRY_MIN,
@@ -720,8 +724,10 @@ impl Worker {
                 } else {
                     Some(Instant::now())
                 };
-                match self.encode(&req) {
-                    Ok((content_type, body)) => Batch {
+                let mut body = std::mem::take(&mut self.spare_body);
+                body.clear();
+                match self.encode(&req, &mut body) {
+                    Ok(content_type) => Batch {
                         spans: n,
                         content_type,
                         body,
@@ -739,6 +745,7 @@ impl Worker {
         let n = batch.spans;
         match self.post(&batch) {
             Outcome::Sent => {
+                self.reuse(batch);
                 self.stats.exported.fetch_add(n as u64, Ordering::Relaxed);
                 self.backoff = RETRY_MIN;
                 self.retry_at = None;
@@ -749,6 +756,7 @@ impl Worker {
                 true
             }
             Outcome::Refused(why) => {
+                self.reuse(batch);
                 self.stats
                     .spans_dropped
                     .fetch_add(n as u64, Ordering::Relaxed);
@@ -767,13 +775,29 @@ impl Worker {
         }
     }
 
-    /// The request body in the configured protocol, and its content type.
-    fn encode(&self, req: &ExportTraceServiceRequest) -> Result<(&'static str, Vec<u8>), String> {
+    /// Writes the request body in the configured protocol into `body`; its content type.
+    fn encode(
+        &self,
+        req: &ExportTraceServiceRequest,
+        body: &mut Vec<u8>,
+    ) -> Result<&'static str, String> {
         match self.cfg.protocol {
-            Protocol::Json => serde_json::to_vec(req)
-                .map(|b| ("application/json", b))
+            Protocol::Json => serde_json::to_writer(&mut *body, req)
+                .map(|()| "application/json")
                 .map_err(|e| format!("cannot write OTLP/JSON: {e}")),
-            Protocol::Protobuf => Ok(("application/x-protobuf", req.encode_to_vec())),
+            Protocol::Protobuf => {
+                body.reserve(req.encoded_len());
+                req.encode(body)
+                    .map(|()| "application/x-protobuf")
+                    .map_err(|e| format!("cannot write OTLP protobuf: {e}"))
+            }
+        }
+    }
+
+    /// Keeps a sent (or refused) batch's buffer for the next request.
+    fn reuse(&mut self, batch: Batch) {
+        if batch.body.capacity() <= SPARE_MAX_BYTES {
+            self.spare_body = batch.body;
         }
     }
 
