@@ -83,22 +83,63 @@ pub const RETRY_MAX: Duration = Duration::from_secs(30);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest the shutdown waits for the last spans to go out.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
-/// The exporter thread's nice value where `SCHED_IDLE` is refused: the lowest priority.
-pub const EXPORT_THREAD_NICE: i32 = 19;
+/// The exporter thread's nice value while it catches up (see [`Priority`]), and all the time
+/// where `SCHED_IDLE` is refused.
+pub const EXPORT_THREAD_NICE: i32 = 10;
+/// The share of the queue's bounds ([`QUEUE_CAPACITY`] events or [`QUEUE_MAX_BYTES`]), one
+/// in this many, beyond which the exporter leaves `SCHED_IDLE` to catch up at nice
+/// [`EXPORT_THREAD_NICE`].
+pub const CATCH_UP_SHARE: usize = 4;
+/// The share of the queue's bounds, one in this many, below which a catching-up exporter
+/// goes back to `SCHED_IDLE`.
+pub const IDLE_SHARE: usize = 16;
 
-/// Puts the calling (exporter) thread under `SCHED_IDLE` (Linux, per thread): it then runs
-/// only on a core no other thread wants, so ingest, the writer and the viewer keep their
-/// wall-clock rate and the exporter catches up from its bounded queue when they are idle.
-/// Where that is refused, nice [`EXPORT_THREAD_NICE`]; best effort: elsewhere the exporter
-/// runs at normal priority. Such a thread must never hold what ingest waits for: it shares
-/// no lock with ingest and frees no memory another thread allocated ([`Parcel`]).
-fn lower_this_threads_priority() {
-    #[cfg(target_os = "linux")]
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+/// The exporter thread's scheduling (Linux, per thread; best effort elsewhere).
+///
+/// Normally `SCHED_IDLE`: it runs only on a core no other thread wants, so ingest, the
+/// writer and the viewer keep their wall-clock rate and the exporter catches up from its
+/// bounded queue when they are idle. On a machine that stays busy its queue grows; beyond
+/// a [`CATCH_UP_SHARE`] of its bounds (and at shutdown, to send what it holds within the grace) it runs at
+/// nice [`EXPORT_THREAD_NICE`] instead, below an [`IDLE_SHARE`] it goes back. Such a thread
+/// must never hold what ingest waits for: it shares no lock with ingest, and it frees no
+/// memory another thread allocated ([`Parcel`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Priority {
+    Idle,
+    CatchUp,
+}
+
+impl Priority {
+    /// Applies it to the calling thread; false when the system refused `SCHED_IDLE`.
+    fn apply(self) -> bool {
+        #[cfg(target_os = "linux")]
+        unsafe {
+            let param = libc::sched_param { sched_priority: 0 };
             let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            // Raising nice is always allowed; leaving SCHED_IDLE for SCHED_OTHER is allowed
+            // at a nice value RLIMIT_NICE permits, which a raised one is.
             libc::setpriority(libc::PRIO_PROCESS, tid, EXPORT_THREAD_NICE);
+            let policy = match self {
+                Priority::Idle => libc::SCHED_IDLE,
+                Priority::CatchUp => libc::SCHED_OTHER,
+            };
+            libc::sched_setscheduler(0, policy, &param) == 0
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = self;
+            false
+        }
+    }
+
+    /// What a queue holding `events` (of `bytes`) asks for, from `self`.
+    fn for_queue(self, events: usize, bytes: usize) -> Priority {
+        let above =
+            |share: usize| events > QUEUE_CAPACITY / share || bytes > QUEUE_MAX_BYTES / share;
+        match self {
+            Priority::Idle if above(CATCH_UP_SHARE) => Priority::CatchUp,
+            Priority::CatchUp if !above(IDLE_SHARE) => Priority::Idle,
+            same => same,
         }
     }
 }
@@ -261,10 +302,7 @@ impl Exporter {
         let q = queued.clone();
         std::thread::Builder::new()
             .name("graphmind-otlp".into())
-            .spawn(move || {
-                lower_this_threads_priority();
-                Worker::new(cfg, s, q).run(rx, back_tx, frx)
-            })?;
+            .spawn(move || Worker::new(cfg, s, q).run(rx, back_tx, frx))?;
         Ok(Exporter {
             tx,
             back,
@@ -408,6 +446,9 @@ enum Outcome {
 
 struct Worker {
     cfg: OtlpConfig,
+    /// The thread's scheduling now; `None` where `SCHED_IDLE` is refused (then nice
+    /// [`EXPORT_THREAD_NICE`] throughout).
+    priority: Option<Priority>,
     queued: Arc<Queued>,
     secret_keys: SecretKeyMemo,
     stats: Arc<Stats>,
@@ -432,8 +473,15 @@ impl Worker {
             .timeout_global(Some(REQUEST_TIMEOUT))
             .build()
             .into();
+        let priority = if Priority::Idle.apply() {
+            Some(Priority::Idle)
+        } else {
+            Priority::CatchUp.apply();
+            None
+        };
         Worker {
             cfg,
+            priority,
             queued,
             secret_keys: SecretKeyMemo::default(),
             stats,
@@ -467,6 +515,7 @@ impl Worker {
                     Err(_) => return,
                 },
                 recv(flush) -> reply => {
+                    self.set_priority(Priority::CatchUp);
                     while let Ok(items) = rx.try_recv() {
                         self.ingest_all(items, &back);
                     }
@@ -497,8 +546,22 @@ impl Worker {
         Some(self.retry_at.map_or(due, |r| r.max(due)))
     }
 
+    /// Switches the thread's scheduling to `to` (where `SCHED_IDLE` works at all).
+    fn set_priority(&mut self, to: Priority) {
+        if self.priority.is_some_and(|now| now != to) {
+            to.apply();
+            self.priority = Some(to);
+        }
+    }
+
     /// Takes in a parcel's events and sends it back emptied (for the writer to reuse).
     fn ingest_all(&mut self, mut parcel: Parcel, back: &Sender<Parcel>) {
+        if let Some(now) = self.priority {
+            self.set_priority(now.for_queue(
+                self.queued.events.load(Ordering::Relaxed),
+                self.queued.bytes.load(Ordering::Relaxed),
+            ));
+        }
         for item in &parcel.items {
             self.ingest(&parcel.text, item);
         }
@@ -864,6 +927,29 @@ mod tests {
             assert!(!crate::export::is_secret_key(key), "{key}");
         }
         assert!(SPAN_VALUES.iter().all(|k| SPAN_READS.contains(k)));
+    }
+
+    #[test]
+    fn the_exporter_catches_up_beyond_a_share_of_its_queue_and_idles_again_below_a_smaller_one() {
+        use Priority::*;
+        assert_eq!(Idle.for_queue(0, 0), Idle);
+        assert_eq!(Idle.for_queue(QUEUE_CAPACITY / CATCH_UP_SHARE, 0), Idle);
+        assert_eq!(
+            Idle.for_queue(QUEUE_CAPACITY / CATCH_UP_SHARE + 1, 0),
+            CatchUp
+        );
+        assert_eq!(
+            Idle.for_queue(1, QUEUE_MAX_BYTES / CATCH_UP_SHARE + 1),
+            CatchUp
+        );
+        // Between the two shares it keeps what it has (no flapping around one bound).
+        assert_eq!(CatchUp.for_queue(QUEUE_CAPACITY / 8, 0), CatchUp);
+        assert_eq!(Idle.for_queue(QUEUE_CAPACITY / 8, 0), Idle);
+        assert_eq!(CatchUp.for_queue(QUEUE_CAPACITY / IDLE_SHARE, 0), Idle);
+        assert_eq!(
+            CatchUp.for_queue(1, QUEUE_MAX_BYTES / IDLE_SHARE + 1),
+            CatchUp
+        );
     }
 
     #[test]

@@ -289,6 +289,11 @@ fn a_live_run_arrives_as_protobuf_spans_with_the_record_mapping() {
     send_run(&srv, "run_live");
     let spans = sink.wait_spans(3, Duration::from_secs(5));
     assert_eq!(spans.len(), 3, "root, llm, tool");
+    // The exporter runs only on a core nobody else wants (docs/otlp.md, *Never in the way*).
+    assert_eq!(
+        scheduling_policy_of_thread(srv.child.id(), "graphmind-otlp"),
+        SCHED_IDLE
+    );
     let by = |name: &str| {
         spans
             .iter()
@@ -609,6 +614,25 @@ fn ingest_nodes(srv: &Server, run: &str, nodes: usize) -> Duration {
     app.event(run, "run.finished", r#"{"status":"ok"}"#);
     srv.wait_run(run, |r| i(r, &["eventCount"]) == Some(2 * nodes as i64 + 2));
     t.elapsed()
+}
+
+/// Linux's `SCHED_IDLE` policy number (sched.h).
+const SCHED_IDLE: u32 = 5;
+
+/// The scheduling policy of the thread named `name` in process `pid` (from its
+/// `/proc/<pid>/task/<tid>/stat`, field 41).
+fn scheduling_policy_of_thread(pid: u32, name: &str) -> u32 {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let dir = task.unwrap().path();
+        if std::fs::read_to_string(dir.join("comm")).unwrap().trim() != name {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap();
+        // Fields after the command name (in parentheses) start at field 3.
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        return rest.split(' ').nth(41 - 3).unwrap().parse().unwrap();
+    }
+    panic!("no thread named {name} in process {pid}");
 }
 
 /// CPU time (user + system) the process `pid` has used so far, from `/proc/<pid>/stat`.
