@@ -86,21 +86,21 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 /// The exporter thread's nice value while it catches up (see [`Priority`]), and all the time
 /// where `SCHED_IDLE` is refused.
 pub const EXPORT_THREAD_NICE: i32 = 10;
-/// The share of the queue's bounds ([`QUEUE_CAPACITY`] events or [`QUEUE_MAX_BYTES`]), one
-/// in this many, beyond which the exporter leaves `SCHED_IDLE` to catch up at nice
-/// [`EXPORT_THREAD_NICE`].
-pub const CATCH_UP_SHARE: usize = 4;
-/// The share of the queue's bounds, one in this many, below which a catching-up exporter
+/// How full the queue may get, in percent of its bounds ([`QUEUE_CAPACITY`] events or
+/// [`QUEUE_MAX_BYTES`]), before the exporter leaves `SCHED_IDLE` to catch up at nice
+/// [`EXPORT_THREAD_NICE`]: a burst of up to three quarters of the queue is taken in idle.
+pub const CATCH_UP_PERCENT: usize = 75;
+/// How full the queue may still be, in percent of its bounds, when a catching-up exporter
 /// goes back to `SCHED_IDLE`.
-pub const IDLE_SHARE: usize = 16;
+pub const IDLE_PERCENT: usize = 25;
 
 /// The exporter thread's scheduling (Linux, per thread; best effort elsewhere).
 ///
 /// Normally `SCHED_IDLE`: it runs only on a core no other thread wants, so ingest, the
 /// writer and the viewer keep their wall-clock rate and the exporter catches up from its
 /// bounded queue when they are idle. On a machine that stays busy its queue grows; beyond
-/// a [`CATCH_UP_SHARE`] of its bounds (and at shutdown, to send what it holds within the grace) it runs at
-/// nice [`EXPORT_THREAD_NICE`] instead, below an [`IDLE_SHARE`] it goes back. Such a thread
+/// [`CATCH_UP_PERCENT`] of its bounds (and at shutdown, to send what it holds within the grace) it runs at
+/// nice [`EXPORT_THREAD_NICE`] instead, below [`IDLE_PERCENT`] it goes back. Such a thread
 /// must never hold what ingest waits for: it shares no lock with ingest, and it frees no
 /// memory another thread allocated ([`Parcel`]).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -134,11 +134,12 @@ impl Priority {
 
     /// What a queue holding `events` (of `bytes`) asks for, from `self`.
     fn for_queue(self, events: usize, bytes: usize) -> Priority {
-        let above =
-            |share: usize| events > QUEUE_CAPACITY / share || bytes > QUEUE_MAX_BYTES / share;
+        let above = |percent: usize| {
+            events > QUEUE_CAPACITY / 100 * percent || bytes > QUEUE_MAX_BYTES / 100 * percent
+        };
         match self {
-            Priority::Idle if above(CATCH_UP_SHARE) => Priority::CatchUp,
-            Priority::CatchUp if !above(IDLE_SHARE) => Priority::Idle,
+            Priority::Idle if above(CATCH_UP_PERCENT) => Priority::CatchUp,
+            Priority::CatchUp if !above(IDLE_PERCENT) => Priority::Idle,
             same => same,
         }
     }
@@ -930,24 +931,23 @@ mod tests {
     }
 
     #[test]
-    fn the_exporter_catches_up_beyond_a_share_of_its_queue_and_idles_again_below_a_smaller_one() {
+    fn the_exporter_catches_up_beyond_three_quarters_of_its_queue_and_idles_again_below_a_quarter()
+    {
         use Priority::*;
+        let events = |p: usize| QUEUE_CAPACITY / 100 * p;
         assert_eq!(Idle.for_queue(0, 0), Idle);
-        assert_eq!(Idle.for_queue(QUEUE_CAPACITY / CATCH_UP_SHARE, 0), Idle);
+        assert_eq!(Idle.for_queue(events(CATCH_UP_PERCENT), 0), Idle);
+        assert_eq!(Idle.for_queue(events(CATCH_UP_PERCENT) + 1, 0), CatchUp);
         assert_eq!(
-            Idle.for_queue(QUEUE_CAPACITY / CATCH_UP_SHARE + 1, 0),
+            Idle.for_queue(1, QUEUE_MAX_BYTES / 100 * CATCH_UP_PERCENT + 1),
             CatchUp
         );
+        // Between the two it keeps what it has (no flapping around one bound).
+        assert_eq!(CatchUp.for_queue(events(50), 0), CatchUp);
+        assert_eq!(Idle.for_queue(events(50), 0), Idle);
+        assert_eq!(CatchUp.for_queue(events(IDLE_PERCENT), 0), Idle);
         assert_eq!(
-            Idle.for_queue(1, QUEUE_MAX_BYTES / CATCH_UP_SHARE + 1),
-            CatchUp
-        );
-        // Between the two shares it keeps what it has (no flapping around one bound).
-        assert_eq!(CatchUp.for_queue(QUEUE_CAPACITY / 8, 0), CatchUp);
-        assert_eq!(Idle.for_queue(QUEUE_CAPACITY / 8, 0), Idle);
-        assert_eq!(CatchUp.for_queue(QUEUE_CAPACITY / IDLE_SHARE, 0), Idle);
-        assert_eq!(
-            CatchUp.for_queue(1, QUEUE_MAX_BYTES / IDLE_SHARE + 1),
+            CatchUp.for_queue(1, QUEUE_MAX_BYTES / 100 * IDLE_PERCENT + 1),
             CatchUp
         );
     }
