@@ -156,7 +156,7 @@ pub fn route(
                     shared
                         .otlp
                         .as_ref()
-                        .and_then(|x| json::parse_str(&x.session_json()).ok())
+                        .map(|x| x.session_value())
                         .unwrap_or_default(),
                 ),
             ])),

@@ -26,6 +26,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use std::collections::{HashMap, VecDeque};
+use std::ops::Range;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -82,18 +83,65 @@ pub const RETRY_MAX: Duration = Duration::from_secs(30);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest the shutdown waits for the last spans to go out.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
-/// The exporter thread's nice value: export is background work, so when the cores are busy
-/// the threads that receive and store events (and serve the viewer) get them first, and the
-/// exporter catches up from its queue when they are idle.
+/// The exporter thread's nice value while it catches up (see [`Priority`]), and all the time
+/// where `SCHED_IDLE` is refused.
 pub const EXPORT_THREAD_NICE: i32 = 10;
+/// How full the queue may get, in percent of its bounds ([`QUEUE_CAPACITY`] events or
+/// [`QUEUE_MAX_BYTES`]), before the exporter leaves `SCHED_IDLE` to catch up at nice
+/// [`EXPORT_THREAD_NICE`]: a burst of up to three quarters of the queue is taken in idle.
+pub const CATCH_UP_PERCENT: usize = 75;
+/// How full the queue may still be, in percent of its bounds, when a catching-up exporter
+/// goes back to `SCHED_IDLE`.
+pub const IDLE_PERCENT: usize = 25;
 
-/// Lowers the calling thread's priority to [`EXPORT_THREAD_NICE`] (Linux: nice is per thread).
-/// Best effort: where it cannot, the exporter runs at normal priority.
-fn lower_this_threads_priority() {
-    #[cfg(target_os = "linux")]
-    unsafe {
-        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-        libc::setpriority(libc::PRIO_PROCESS, tid, EXPORT_THREAD_NICE);
+/// The exporter thread's scheduling (Linux, per thread; best effort elsewhere).
+///
+/// Normally `SCHED_IDLE`: it runs only on a core no other thread wants, so ingest, the
+/// writer and the viewer keep their wall-clock rate and the exporter catches up from its
+/// bounded queue when they are idle. On a machine that stays busy its queue grows; beyond
+/// [`CATCH_UP_PERCENT`] of its bounds (and at shutdown, to send what it holds within the grace) it runs at
+/// nice [`EXPORT_THREAD_NICE`] instead, below [`IDLE_PERCENT`] it goes back. Such a thread
+/// must never hold what ingest waits for: it shares no lock with ingest, and it frees no
+/// memory another thread allocated ([`Parcel`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Priority {
+    Idle,
+    CatchUp,
+}
+
+impl Priority {
+    /// Applies it to the calling thread; false when the system refused `SCHED_IDLE`.
+    fn apply(self) -> bool {
+        #[cfg(target_os = "linux")]
+        unsafe {
+            let param = libc::sched_param { sched_priority: 0 };
+            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+            // Raising nice is always allowed; leaving SCHED_IDLE for SCHED_OTHER is allowed
+            // at a nice value RLIMIT_NICE permits, which a raised one is.
+            libc::setpriority(libc::PRIO_PROCESS, tid, EXPORT_THREAD_NICE);
+            let policy = match self {
+                Priority::Idle => libc::SCHED_IDLE,
+                Priority::CatchUp => libc::SCHED_OTHER,
+            };
+            libc::sched_setscheduler(0, policy, &param) == 0
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = self;
+            false
+        }
+    }
+
+    /// What a queue holding `events` (of `bytes`) asks for, from `self`.
+    fn for_queue(self, events: usize, bytes: usize) -> Priority {
+        let above = |percent: usize| {
+            events > QUEUE_CAPACITY / 100 * percent || bytes > QUEUE_MAX_BYTES / 100 * percent
+        };
+        match self {
+            Priority::Idle if above(CATCH_UP_PERCENT) => Priority::CatchUp,
+            Priority::CatchUp if !above(IDLE_PERCENT) => Priority::Idle,
+            same => same,
+        }
     }
 }
 
@@ -130,54 +178,71 @@ impl Kind {
     }
 }
 
-/// What the writer hands over of one stored event's payload: the value ingest already
-/// parsed (the frame is stored as received), or, when the stored frame is not the one
-/// received (a payload shrunk for storage), the stored frame, parsed by the exporter.
-pub enum Body {
-    /// The payload as ingest parsed it.
-    Payload(Value),
-    /// The stored frame's text.
-    Frame(String),
-}
-
+/// One stored event of a [`Parcel`]: where its run id, app and stored frame lie in the
+/// parcel's text.
 struct Item {
-    run_id: String,
-    app: String,
     kind: Kind,
     ts: f64,
-    body: Body,
-    cost: usize,
+    run: Range<usize>,
+    app: Range<usize>,
+    frame: Range<usize>,
 }
+
+/// Stored events handed to the exporter at once, their run ids, apps and stored frames
+/// packed in one buffer. The exporter parses the frames on its own thread and sends the
+/// emptied parcel back, so the writer's thread reuses or frees it: no memory allocated on
+/// one side is freed on the other (glibc's `free` of another thread's chunk takes that
+/// thread's arena lock, which a low-priority exporter could then hold while ingest waits).
+#[derive(Default)]
+struct Parcel {
+    text: String,
+    items: Vec<Item>,
+    /// The items' frame bytes (what [`QUEUE_MAX_BYTES`] counts).
+    bytes: usize,
+}
+
+impl Parcel {
+    fn clear(&mut self) {
+        self.text.clear();
+        self.items.clear();
+        self.bytes = 0;
+    }
+}
+
+/// Emptied parcels the writer keeps for reuse.
+const SPARE_PARCELS: usize = 4;
+/// A parcel's (or a request body's) buffer grown beyond this is freed rather than kept for
+/// reuse.
+const SPARE_MAX_BYTES: usize = 4 * 1024 * 1024;
 
 /// The stored events of one writer batch waiting to be handed to the exporter at once
 /// ([`Exporter::hand_over`]): one queue operation and at most one wake-up per batch.
 #[derive(Default)]
 pub struct Offers {
-    items: Vec<Item>,
+    parcel: Parcel,
+    spare: Vec<Parcel>,
 }
 
 impl Offers {
-    /// Adds one stored event: `cost` is its stored frame's length (what the queue's byte
-    /// bound counts), `body` is called only for the types spans are made of.
-    pub fn push(
-        &mut self,
-        run_id: &str,
-        app: String,
-        event_type: &str,
-        ts: f64,
-        cost: usize,
-        body: impl FnOnce() -> Body,
-    ) {
+    /// Adds one stored event (copied into the batch's buffer) when its type is one spans are
+    /// made of; `frame` is the stored frame (its length is what the queue's byte bound counts).
+    pub fn push(&mut self, run_id: &str, app: &str, event_type: &str, ts: f64, frame: &str) {
         let Some(kind) = Kind::of(event_type) else {
             return;
         };
-        self.items.push(Item {
-            run_id: run_id.to_owned(),
-            app,
+        let p = &mut self.parcel;
+        let mut put = |s: &str| {
+            let at = p.text.len();
+            p.text.push_str(s);
+            at..p.text.len()
+        };
+        let (run, app, frame) = (put(run_id), put(app), put(frame));
+        p.items.push(Item {
             kind,
             ts,
-            body: body(),
-            cost,
+            run,
+            app,
+            frame,
         });
     }
 }
@@ -206,7 +271,9 @@ impl Stats {
 
 /// The writer's side of the export: a bounded queue and the counters.
 pub struct Exporter {
-    tx: Sender<(Vec<Item>, usize)>,
+    tx: Sender<Parcel>,
+    /// Emptied parcels coming back from the exporter thread (reused or freed by the writer).
+    back: Receiver<Parcel>,
     flush: Sender<Sender<()>>,
     /// The endpoint URL (for `/api/session`).
     pub url: String,
@@ -227,6 +294,7 @@ impl Exporter {
     /// Starts the exporter thread for `cfg`.
     pub fn start(cfg: OtlpConfig) -> std::io::Result<Exporter> {
         let (tx, rx) = unbounded();
+        let (back_tx, back) = unbounded();
         let (ftx, frx) = bounded(1);
         let stats = Arc::new(Stats::default());
         let url = cfg.url.clone();
@@ -235,12 +303,10 @@ impl Exporter {
         let q = queued.clone();
         std::thread::Builder::new()
             .name("graphmind-otlp".into())
-            .spawn(move || {
-                lower_this_threads_priority();
-                Worker::new(cfg, s, q).run(rx, frx)
-            })?;
+            .spawn(move || Worker::new(cfg, s, q).run(rx, back_tx, frx))?;
         Ok(Exporter {
             tx,
+            back,
             flush: ftx,
             url,
             stats,
@@ -252,32 +318,43 @@ impl Exporter {
     /// [`QUEUE_CAPACITY`] or [`QUEUE_MAX_BYTES`] still queued are dropped for the export and
     /// counted. Called by the one writer thread (the only one that adds to the queue).
     pub fn hand_over(&self, offers: &mut Offers) {
-        if offers.items.is_empty() {
+        // Parcels the exporter is done with: kept for reuse, or freed here, on the thread
+        // that allocated them.
+        while let Ok(p) = self.back.try_recv() {
+            if offers.spare.len() < SPARE_PARCELS && p.text.capacity() <= SPARE_MAX_BYTES {
+                offers.spare.push(p);
+            }
+        }
+        if offers.parcel.items.is_empty() {
+            offers.parcel.clear();
             return;
         }
         let (mut events, mut bytes) = (
             self.queued.events.load(Ordering::Relaxed),
             self.queued.bytes.load(Ordering::Relaxed),
         );
-        let (mut added_events, mut added_bytes, mut dropped) = (0, 0, 0u64);
-        let mut items = Vec::with_capacity(offers.items.len());
-        for item in offers.items.drain(..) {
-            if events >= QUEUE_CAPACITY || bytes + item.cost > QUEUE_MAX_BYTES {
+        let mut dropped = 0u64;
+        let parcel = &mut offers.parcel;
+        parcel.items.retain(|item| {
+            let cost = item.frame.len();
+            if events >= QUEUE_CAPACITY || bytes + cost > QUEUE_MAX_BYTES {
                 dropped += 1;
-                continue;
+                return false;
             }
             events += 1;
-            bytes += item.cost;
-            added_events += 1;
-            added_bytes += item.cost;
-            items.push(item);
-        }
-        if !items.is_empty() {
+            bytes += cost;
+            parcel.bytes += cost;
+            true
+        });
+        if !parcel.items.is_empty() {
             self.queued
                 .events
-                .fetch_add(added_events, Ordering::Relaxed);
-            self.queued.bytes.fetch_add(added_bytes, Ordering::Relaxed);
-            let _ = self.tx.send((items, added_bytes));
+                .fetch_add(parcel.items.len(), Ordering::Relaxed);
+            self.queued.bytes.fetch_add(parcel.bytes, Ordering::Relaxed);
+            let next = offers.spare.pop().unwrap_or_default();
+            let _ = self.tx.send(std::mem::replace(&mut offers.parcel, next));
+        } else {
+            offers.parcel.clear();
         }
         if dropped > 0 {
             self.stats
@@ -299,20 +376,25 @@ impl Exporter {
         }
     }
 
-    /// The `/api/session` member: `{endpoint, exported, dropped, queueDropped, failedRequests}`.
-    pub fn session_json(&self) -> String {
+    /// The `/api/session` member: `{endpoint, exported, dropped, queueDropped, spansDropped,
+    /// failedRequests}`.
+    pub fn session_value(&self) -> Value {
         let s = &self.stats;
         let (q, d) = (
             s.queue_dropped.load(Ordering::Relaxed),
             s.spans_dropped.load(Ordering::Relaxed),
         );
-        format!(
-            "{{\"endpoint\":{},\"exported\":{},\"dropped\":{},\"queueDropped\":{q},\"spansDropped\":{d},\"failedRequests\":{}}}",
-            crate::util::js(&self.url),
-            s.exported.load(Ordering::Relaxed),
-            q + d,
-            s.failed_requests.load(Ordering::Relaxed)
-        )
+        Value::Object(crate::util::object([
+            ("endpoint", self.url.as_str().into()),
+            ("exported", s.exported.load(Ordering::Relaxed).into()),
+            ("dropped", (q + d).into()),
+            ("queueDropped", q.into()),
+            ("spansDropped", d.into()),
+            (
+                "failedRequests",
+                s.failed_requests.load(Ordering::Relaxed).into(),
+            ),
+        ]))
     }
 }
 
@@ -365,6 +447,9 @@ enum Outcome {
 
 struct Worker {
     cfg: OtlpConfig,
+    /// The thread's scheduling now; `None` where `SCHED_IDLE` is refused (then nice
+    /// [`EXPORT_THREAD_NICE`] throughout).
+    priority: Option<Priority>,
     queued: Arc<Queued>,
     secret_keys: SecretKeyMemo,
     stats: Arc<Stats>,
@@ -373,6 +458,8 @@ struct Worker {
     order: VecDeque<String>,
     pending: VecDeque<Pending>,
     inflight: Option<Batch>,
+    /// The last sent batch's buffer, encoded into again (no new allocation per request).
+    spare_body: Vec<u8>,
     first_pending: Option<Instant>,
     retry_at: Option<Instant>,
     backoff: Duration,
@@ -387,8 +474,15 @@ impl Worker {
             .timeout_global(Some(REQUEST_TIMEOUT))
             .build()
             .into();
+        let priority = if Priority::Idle.apply() {
+            Some(Priority::Idle)
+        } else {
+            Priority::CatchUp.apply();
+            None
+        };
         Worker {
             cfg,
+            priority,
             queued,
             secret_keys: SecretKeyMemo::default(),
             stats,
@@ -397,6 +491,7 @@ impl Worker {
             order: VecDeque::new(),
             pending: VecDeque::new(),
             inflight: None,
+            spare_body: Vec::new(),
             first_pending: None,
             retry_at: None,
             backoff: RETRY_MIN,
@@ -404,7 +499,7 @@ impl Worker {
         }
     }
 
-    fn run(mut self, rx: Receiver<(Vec<Item>, usize)>, flush: Receiver<Sender<()>>) {
+    fn run(mut self, rx: Receiver<Parcel>, back: Sender<Parcel>, flush: Receiver<Sender<()>>) {
         loop {
             let wait = self.next_wake().map_or(Duration::from_secs(3600), |t| {
                 t.saturating_duration_since(Instant::now())
@@ -412,17 +507,18 @@ impl Worker {
             select! {
                 recv(rx) -> items => match items {
                     Ok(items) => {
-                        self.ingest_all(items);
+                        self.ingest_all(items, &back);
                         // Take what else is queued before sending.
                         while let Ok(items) = rx.try_recv() {
-                            self.ingest_all(items);
+                            self.ingest_all(items, &back);
                         }
                     }
                     Err(_) => return,
                 },
                 recv(flush) -> reply => {
+                    self.set_priority(Priority::CatchUp);
                     while let Ok(items) = rx.try_recv() {
-                        self.ingest_all(items);
+                        self.ingest_all(items, &back);
                     }
                     self.drain_until(Instant::now() + SHUTDOWN_GRACE);
                     if let Ok(reply) = reply {
@@ -451,25 +547,43 @@ impl Worker {
         Some(self.retry_at.map_or(due, |r| r.max(due)))
     }
 
-    fn ingest_all(&mut self, (items, bytes): (Vec<Item>, usize)) {
-        let n = items.len();
-        for item in items {
-            self.ingest(item);
+    /// Switches the thread's scheduling to `to` (where `SCHED_IDLE` works at all).
+    fn set_priority(&mut self, to: Priority) {
+        if self.priority.is_some_and(|now| now != to) {
+            to.apply();
+            self.priority = Some(to);
         }
-        self.queued.events.fetch_sub(n, Ordering::Relaxed);
-        self.queued.bytes.fetch_sub(bytes, Ordering::Relaxed);
     }
 
-    fn ingest(&mut self, item: Item) {
-        let mut payload = match item.body {
-            Body::Payload(p) => p,
-            Body::Frame(frame) => match json::parse_str(&frame) {
-                Ok(mut env) => env
-                    .as_object_mut()
-                    .and_then(|o| o.remove("payload"))
-                    .unwrap_or_default(),
-                Err(_) => return,
-            },
+    /// Takes in a parcel's events and sends it back emptied (for the writer to reuse).
+    fn ingest_all(&mut self, mut parcel: Parcel, back: &Sender<Parcel>) {
+        if let Some(now) = self.priority {
+            self.set_priority(now.for_queue(
+                self.queued.events.load(Ordering::Relaxed),
+                self.queued.bytes.load(Ordering::Relaxed),
+            ));
+        }
+        for item in &parcel.items {
+            self.ingest(&parcel.text, item);
+        }
+        self.queued
+            .events
+            .fetch_sub(parcel.items.len(), Ordering::Relaxed);
+        self.queued.bytes.fetch_sub(parcel.bytes, Ordering::Relaxed);
+        parcel.clear();
+        // Only fails once the writer is gone (shutdown): then it is freed here.
+        let _ = back.send(parcel);
+    }
+
+    /// Builds what one stored event adds: an open execution, or a finished span.
+    fn ingest(&mut self, text: &str, item: &Item) {
+        // Parsed here, on the exporter's thread, which also frees it.
+        let mut payload = match json::parse_str(&text[item.frame.clone()]) {
+            Ok(mut env) => env
+                .as_object_mut()
+                .and_then(|o| o.remove("payload"))
+                .unwrap_or_default(),
+            Err(_) => return,
         };
         if self.cfg.redact {
             // Only the members a span shows values from can hold a secret: every other
@@ -489,7 +603,8 @@ impl Worker {
             }
         }
         let (kind, ts) = (item.kind, item.ts);
-        let run = self.open_run(&item.run_id, &item.app, ts);
+        let run_id = &text[item.run.clone()];
+        let run = self.open_run(run_id, &text[item.app.clone()], ts);
         let s = |k: &str| payload.get(k).and_then(Value::as_str);
         let node = s("nodeId").unwrap_or("");
         let instance = s("instanceId").unwrap_or(node);
@@ -505,10 +620,10 @@ impl Worker {
             Kind::NodeStarted => {
                 if run.open >= MAX_OPEN_NODES || run.nodes.len() >= MAX_OPEN_NODES {
                     self.stats.spans_dropped.fetch_add(1, Ordering::Relaxed);
-                    self.stats.report_drop(&format!("run \"{}\" has more than {MAX_OPEN_NODES} open or distinct nodes; later ones are not exported", item.run_id));
+                    self.stats.report_drop(&format!("run \"{}\" has more than {MAX_OPEN_NODES} open or distinct nodes; later ones are not exported", run_id));
                     return;
                 }
-                let span = otlp_map::node_span_id_array(&item.run_id, node, instance);
+                let span = otlp_map::node_span_id_array(run_id, node, instance);
                 let instance = instance.to_owned();
                 let state = match run.nodes.get_mut(node) {
                     Some(state) => state,
@@ -576,8 +691,8 @@ impl Worker {
         };
         let app = run.app.clone();
         if kind == Kind::RunFinished {
-            self.runs.remove(&item.run_id);
-            self.order.retain(|r| r != &item.run_id);
+            self.runs.remove(run_id);
+            self.order.retain(|r| r != run_id);
         }
         if self.pending.len() + self.inflight.as_ref().map_or(0, |b| b.spans) >= MAX_PENDING_SPANS
             && !self.pending.is_empty()
@@ -673,8 +788,10 @@ impl Worker {
                 } else {
                     Some(Instant::now())
                 };
-                match self.encode(&req) {
-                    Ok((content_type, body)) => Batch {
+                let mut body = std::mem::take(&mut self.spare_body);
+                body.clear();
+                match self.encode(&req, &mut body) {
+                    Ok(content_type) => Batch {
                         spans: n,
                         content_type,
                         body,
@@ -692,6 +809,7 @@ impl Worker {
         let n = batch.spans;
         match self.post(&batch) {
             Outcome::Sent => {
+                self.reuse(batch);
                 self.stats.exported.fetch_add(n as u64, Ordering::Relaxed);
                 self.backoff = RETRY_MIN;
                 self.retry_at = None;
@@ -702,6 +820,7 @@ impl Worker {
                 true
             }
             Outcome::Refused(why) => {
+                self.reuse(batch);
                 self.stats
                     .spans_dropped
                     .fetch_add(n as u64, Ordering::Relaxed);
@@ -720,13 +839,29 @@ impl Worker {
         }
     }
 
-    /// The request body in the configured protocol, and its content type.
-    fn encode(&self, req: &ExportTraceServiceRequest) -> Result<(&'static str, Vec<u8>), String> {
+    /// Writes the request body in the configured protocol into `body`; its content type.
+    fn encode(
+        &self,
+        req: &ExportTraceServiceRequest,
+        body: &mut Vec<u8>,
+    ) -> Result<&'static str, String> {
         match self.cfg.protocol {
-            Protocol::Json => serde_json::to_vec(req)
-                .map(|b| ("application/json", b))
+            Protocol::Json => serde_json::to_writer(&mut *body, req)
+                .map(|()| "application/json")
                 .map_err(|e| format!("cannot write OTLP/JSON: {e}")),
-            Protocol::Protobuf => Ok(("application/x-protobuf", req.encode_to_vec())),
+            Protocol::Protobuf => {
+                body.reserve(req.encoded_len());
+                req.encode(body)
+                    .map(|()| "application/x-protobuf")
+                    .map_err(|e| format!("cannot write OTLP protobuf: {e}"))
+            }
+        }
+    }
+
+    /// Keeps a sent (or refused) batch's buffer for the next request.
+    fn reuse(&mut self, batch: Batch) {
+        if batch.body.capacity() <= SPARE_MAX_BYTES {
+            self.spare_body = batch.body;
         }
     }
 
@@ -793,6 +928,28 @@ mod tests {
             assert!(!crate::export::is_secret_key(key), "{key}");
         }
         assert!(SPAN_VALUES.iter().all(|k| SPAN_READS.contains(k)));
+    }
+
+    #[test]
+    fn the_exporter_catches_up_beyond_three_quarters_of_its_queue_and_idles_again_below_a_quarter()
+    {
+        use Priority::*;
+        let events = |p: usize| QUEUE_CAPACITY / 100 * p;
+        assert_eq!(Idle.for_queue(0, 0), Idle);
+        assert_eq!(Idle.for_queue(events(CATCH_UP_PERCENT), 0), Idle);
+        assert_eq!(Idle.for_queue(events(CATCH_UP_PERCENT) + 1, 0), CatchUp);
+        assert_eq!(
+            Idle.for_queue(1, QUEUE_MAX_BYTES / 100 * CATCH_UP_PERCENT + 1),
+            CatchUp
+        );
+        // Between the two it keeps what it has (no flapping around one bound).
+        assert_eq!(CatchUp.for_queue(events(50), 0), CatchUp);
+        assert_eq!(Idle.for_queue(events(50), 0), Idle);
+        assert_eq!(CatchUp.for_queue(events(IDLE_PERCENT), 0), Idle);
+        assert_eq!(
+            CatchUp.for_queue(1, QUEUE_MAX_BYTES / 100 * IDLE_PERCENT + 1),
+            CatchUp
+        );
     }
 
     #[test]

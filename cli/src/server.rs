@@ -652,21 +652,11 @@ fn ingest_frame(
         pause_payload: matches!(env.message, Some(M::ExecPaused | M::ExecRefused))
             .then(|| env.payload.clone()),
         cost: 0,
-        export_payload: None,
         kind: env.kind,
     };
     let started_app = (write.kind == M::RunStarted.as_str())
         .then(|| text_field("app"))
         .flatten();
-    // The export takes the payload parsed here rather than parsing the stored frame again,
-    // when that frame is the one received (not restamped, not shrunk for storage).
-    if shared.otlp.is_some()
-        && crate::otlp_export::Kind::of(&write.kind).is_some()
-        && !restamped
-        && write.frame == text
-    {
-        write.export_payload = Some(std::mem::take(&mut env.payload));
-    }
     // A queue slot first, outside the hub lock: this is where a full queue pushes back.
     write.cost = write.frame.len();
     shared.budget.acquire(write.cost);

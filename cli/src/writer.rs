@@ -109,10 +109,6 @@ pub struct EventWrite {
     pub cost: usize,
     /// `exec.paused` / `exec.refused`: the payload (what the pause registry keeps).
     pub pause_payload: Option<Value>,
-    /// With the live OTLP export on, for the types spans are made of: the payload as ingest
-    /// parsed it, when the frame is stored as received (handed to the exporter, which then
-    /// does not parse the frame again).
-    pub export_payload: Option<Value>,
 }
 
 /// Work for the writer thread.
@@ -354,7 +350,7 @@ impl Writer {
         self.terminal.clear();
     }
 
-    fn store(&mut self, mut e: EventWrite) -> rusqlite::Result<()> {
+    fn store(&mut self, e: EventWrite) -> rusqlite::Result<()> {
         if e.owner_changed && storage::mark_resumed(&self.db, &e.run_id)? {
             self.updates.push(e.run_id.clone());
         }
@@ -415,19 +411,7 @@ impl Writer {
             return Ok(());
         }
         if self.shared.otlp.is_some() {
-            let (payload, frame) = (e.export_payload.take(), &e.frame);
-            let app = std::mem::take(&mut e.app);
-            self.otlp.push(
-                &e.run_id,
-                app,
-                &e.kind,
-                e.ts,
-                e.frame.len(),
-                || match payload {
-                    Some(p) => crate::otlp_export::Body::Payload(p),
-                    None => crate::otlp_export::Body::Frame(frame.clone()),
-                },
-            );
+            self.otlp.push(&e.run_id, &e.app, &e.kind, e.ts, &e.frame);
         }
         let mut lifecycle = e.owner_changed;
         if let Some(app) = &e.started_app {
