@@ -576,9 +576,11 @@ impl LlmStep {
     /// recorded as observed nodes under the step (see [`crate::llm_builtin`]).
     fn observe_builtin(&self, output: &Map) {
         let node = self.step.node();
+        let run_id = self.step_run_id();
         crate::llm_builtin::observe_builtin_tools(
-            &self.session,
-            self.step_run_id(),
+            |event_type, payload| {
+                self.session.emit(run_id, event_type, payload);
+            },
             node.node_id.as_str(),
             node.instance_id.as_str(),
             output,
