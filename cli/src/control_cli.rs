@@ -169,8 +169,9 @@ fn cut(s: &str, n: usize) -> String {
 
 /// `graphmind pauses [--run ID] [--json]`.
 pub fn pauses(a: &ControlArgs) -> i32 {
-    let port = a.port.unwrap_or(DEFAULT_PORT);
+    let port = a.query.port.unwrap_or(DEFAULT_PORT);
     let query = a
+        .query
         .run
         .as_deref()
         .map(|r| format!("?runId={}", enc(r)))
@@ -199,7 +200,7 @@ pub fn pauses(a: &ControlArgs) -> i32 {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if a.json {
+    if a.query.json {
         println!(
             "{}",
             util::text(util::object([("pauses", Value::Array(list))]))
@@ -210,7 +211,8 @@ pub fn pauses(a: &ControlArgs) -> i32 {
     if list.is_empty() {
         println!(
             "No open pauses on {base}{}.",
-            a.run
+            a.query
+                .run
                 .as_deref()
                 .map(|r| format!(" in run {r}"))
                 .unwrap_or_default()
@@ -281,7 +283,7 @@ fn private_temp_dir() -> Option<PathBuf> {
 
 /// `graphmind wait [--run ID] [--timeout S] [--json]`: long-polls until an open pause.
 pub fn wait(a: &ControlArgs) -> i32 {
-    let port = a.port.unwrap_or(DEFAULT_PORT);
+    let port = a.query.port.unwrap_or(DEFAULT_PORT);
     let timeout_s = a.timeout.unwrap_or(DEFAULT_WAIT_SECONDS);
     let deadline = if timeout_s == 0.0 {
         None
@@ -296,7 +298,7 @@ pub fn wait(a: &ControlArgs) -> i32 {
             .unwrap_or(30.0);
         let chunk = remaining.ceil().clamp(0.0, 30.0) as u64;
         let mut query = format!("wait={chunk}");
-        if let Some(r) = &a.run {
+        if let Some(r) = &a.query.run {
             query = format!("runId={}&{query}", enc(r));
         }
         let reply = match request(
@@ -335,7 +337,7 @@ pub fn wait(a: &ControlArgs) -> i32 {
         if found.is_some() {
             break;
         }
-        if a.run.is_some() {
+        if a.query.run.is_some() {
             if let Some(status) = reply
                 .body
                 .get("run")
@@ -354,8 +356,8 @@ pub fn wait(a: &ControlArgs) -> i32 {
     }
     let Some(pause) = found else {
         if let Some(status) = ended {
-            let run = a.run.clone().unwrap_or_default();
-            if a.json {
+            let run = a.query.run.clone().unwrap_or_default();
+            if a.query.json {
                 let run = util::object([("id", run.into()), ("status", status.into())]);
                 println!(
                     "{}",
@@ -366,13 +368,14 @@ pub fn wait(a: &ControlArgs) -> i32 {
             }
             return EXIT_GONE;
         }
-        if a.json {
+        if a.query.json {
             let out = util::object([("pause", Value::Null), ("timedOut", true.into())]);
             println!("{}", util::text(out));
         } else {
             println!(
                 "No pause within {timeout_s}s{}. Run it again to keep waiting.",
-                a.run
+                a.query
+                    .run
                     .as_deref()
                     .map(|r| format!(" in run {r}"))
                     .unwrap_or_default()
@@ -415,7 +418,7 @@ pub fn wait(a: &ControlArgs) -> i32 {
         rendered.push((name, Err((file, pretty.len()))));
     }
     let commands = next_commands(&pause);
-    if a.json {
+    if a.query.json {
         let mut p = pause.as_object().cloned().unwrap_or_default();
         let mut n = graphmind_core::json::Map::new();
         for k in ["kind", "name", "instanceId"] {
@@ -511,7 +514,7 @@ pub fn resume(a: &ControlArgs) -> i32 {
         eprintln!("{usage}");
         return EXIT_USAGE_CONTROL;
     };
-    let Some(run) = a.run.as_deref().filter(|r| !r.is_empty()) else {
+    let Some(run) = a.query.run.as_deref().filter(|r| !r.is_empty()) else {
         eprintln!(
             "graphmind resume: --run <id> is required (graphmind pauses lists them)\n{usage}"
         );
@@ -556,7 +559,7 @@ pub fn resume(a: &ControlArgs) -> i32 {
     let wait_s = a.timeout.unwrap_or(30.0).clamp(1.0, 120.0);
     body.insert("timeoutMs", Value::from((wait_s * 1000.0).round() as i64));
     let has_input = body.get("input").is_some();
-    let port = a.port.unwrap_or(DEFAULT_PORT);
+    let port = a.query.port.unwrap_or(DEFAULT_PORT);
     let home = match crate::config::resolve(&Default::default()) {
         Ok(c) => c.home,
         Err(e) => {
@@ -589,7 +592,7 @@ pub fn resume(a: &ControlArgs) -> i32 {
         }
     };
     let answer = &reply.body;
-    if a.json {
+    if a.query.json {
         println!("{}", json::to_string(answer));
     }
     let message = text(answer, "message").unwrap_or("").to_owned();
@@ -597,7 +600,7 @@ pub fn resume(a: &ControlArgs) -> i32 {
         .map(|c| format!(" [{c}]"))
         .unwrap_or_default();
     if reply.status == 401 {
-        if !a.json {
+        if !a.query.json {
             eprintln!(
                 "graphmind resume: the server refused the agent token in {} — it is from an earlier `graphmind serve`; the file is rewritten when the server on this port restarts",
                 cred.path.display()
@@ -606,7 +609,7 @@ pub fn resume(a: &ControlArgs) -> i32 {
         return EXIT_UNAUTHORIZED;
     }
     let Some(outcome) = text(answer, "outcome") else {
-        if !a.json {
+        if !a.query.json {
             if reply.status == 503 {
                 eprintln!("graphmind resume: the GraphMind server on port {port} is shutting down before the app answered; the app releases what it holds when its server goes away, so the pause ends either way");
             } else {
@@ -628,7 +631,7 @@ pub fn resume(a: &ControlArgs) -> i32 {
     };
     let place = format!("pause {pause} (run {run})");
     let say = |line: String, err: bool| {
-        if a.json {
+        if a.query.json {
             return;
         }
         if err {

@@ -83,6 +83,41 @@ fn best_of(n: usize, mut f: impl FnMut()) -> Duration {
         .unwrap()
 }
 
+/// Plain serialization and `serialize_payload` of `payload`, side by side in one criterion
+/// group (`samples` samples over `time`), then each one's best of `samples` timed runs.
+fn side_by_side(
+    c: &mut Criterion,
+    group_name: &str,
+    payload: &Value,
+    samples: usize,
+    time: Duration,
+) -> (Duration, Duration) {
+    let plain = || black_box(to_string(black_box(payload)));
+    let shrink = || {
+        black_box(serialize_payload(
+            black_box(payload),
+            MAX_PAYLOAD_BYTES,
+            Some("node.finished"),
+        ))
+    };
+    let mut group = c.benchmark_group(group_name);
+    group
+        .sample_size(samples)
+        .measurement_time(time)
+        .warm_up_time(time / 6);
+    group.bench_function("plain json::to_string", |b| b.iter(plain));
+    group.bench_function("shrink serialize_payload", |b| b.iter(shrink));
+    group.finish();
+    (
+        best_of(samples, || {
+            plain();
+        }),
+        best_of(samples, || {
+            shrink();
+        }),
+    )
+}
+
 fn bench(c: &mut Criterion) {
     for (name, payload) in [
         ("string-17MB", big_string_payload()),
@@ -93,35 +128,7 @@ fn bench(c: &mut Criterion) {
         assert!(shrunk.truncated && shrunk.json.len() <= MAX_PAYLOAD_BYTES);
         assert_eq!(shrunk.original_bytes, plain_len);
 
-        let mut group = c.benchmark_group(name);
-        group
-            .sample_size(10)
-            .measurement_time(Duration::from_secs(3))
-            .warm_up_time(Duration::from_millis(500));
-        group.bench_function("plain json::to_string", |b| {
-            b.iter(|| black_box(to_string(black_box(&payload))))
-        });
-        group.bench_function("shrink serialize_payload", |b| {
-            b.iter(|| {
-                black_box(serialize_payload(
-                    black_box(&payload),
-                    MAX_PAYLOAD_BYTES,
-                    Some("node.finished"),
-                ))
-            })
-        });
-        group.finish();
-
-        let plain = best_of(10, || {
-            black_box(to_string(black_box(&payload)));
-        });
-        let shrink = best_of(10, || {
-            black_box(serialize_payload(
-                black_box(&payload),
-                MAX_PAYLOAD_BYTES,
-                Some("node.finished"),
-            ));
-        });
+        let (plain, shrink) = side_by_side(c, name, &payload, 10, Duration::from_secs(3));
         println!(
             "SUMMARY {name}: {plain_len} bytes -> {} bytes | plain to_string {:.2} ms | shrink {:.2} ms | ratio {:.2}x",
             shrunk.json.len(),
@@ -150,34 +157,8 @@ fn bench_fits(c: &mut Criterion) {
     ]);
     let plain_len = to_string(&payload).len();
     assert!(plain_len < MAX_PAYLOAD_BYTES);
-    let mut group = c.benchmark_group("fits-under-budget");
-    group
-        .sample_size(20)
-        .measurement_time(Duration::from_secs(2))
-        .warm_up_time(Duration::from_millis(300));
-    group.bench_function("plain json::to_string", |b| {
-        b.iter(|| black_box(to_string(black_box(&payload))))
-    });
-    group.bench_function("shrink serialize_payload", |b| {
-        b.iter(|| {
-            black_box(serialize_payload(
-                black_box(&payload),
-                MAX_PAYLOAD_BYTES,
-                Some("node.finished"),
-            ))
-        })
-    });
-    group.finish();
-    let plain = best_of(20, || {
-        black_box(to_string(black_box(&payload)));
-    });
-    let shrink = best_of(20, || {
-        black_box(serialize_payload(
-            black_box(&payload),
-            MAX_PAYLOAD_BYTES,
-            Some("node.finished"),
-        ));
-    });
+    let (plain, shrink) =
+        side_by_side(c, "fits-under-budget", &payload, 20, Duration::from_secs(2));
     println!(
         "SUMMARY fits-{plain_len}B: plain to_string {:.3} ms | serialize_payload {:.3} ms | ratio {:.2}x",
         plain.as_secs_f64() * 1e3,

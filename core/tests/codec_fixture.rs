@@ -5,6 +5,10 @@ use graphmind_core::codec::{self, Api};
 use graphmind_core::json::{self, Map, Value};
 use graphmind_core::llm::SAMPLING_PARAM_KEYS;
 
+#[path = "support/verdict.rs"]
+mod verdict;
+use verdict::finish;
+
 fn section(name: &str) -> Vec<Value> {
     let path = format!(
         "{}/../tests/vectors/reference/llm-fixture.json",
@@ -28,16 +32,6 @@ fn obj(entries: Vec<(&str, Value)>) -> Value {
         m.insert(k, val);
     }
     Value::Object(m)
-}
-
-fn report(what: &str, n: usize, failures: Vec<String>) {
-    assert!(n > 0, "{what}: no case ran");
-    assert!(
-        failures.is_empty(),
-        "{what}: {} of {n} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
 }
 
 /// A reply of `provider` carrying `raw` as its reported usage.
@@ -77,7 +71,7 @@ fn usage_through_every_codec() {
             ));
         }
     }
-    report("usage", cases.len(), failures);
+    finish("usage", cases.len(), failures);
 }
 
 #[test]
@@ -131,7 +125,7 @@ fn tool_calls_through_chat_and_anthropic() {
             }
         }
     }
-    report("toolCalls", cases.len(), failures);
+    finish("toolCalls", cases.len(), failures);
 }
 
 #[test]
@@ -161,7 +155,7 @@ fn finish_reasons_through_chat_completions() {
             ));
         }
     }
-    report("finishReasons", cases.len(), failures);
+    finish("finishReasons", cases.len(), failures);
 }
 
 #[test]
@@ -188,5 +182,5 @@ fn sampling_params_are_recorded_by_every_request_codec() {
             }
         }
     }
-    report("samplingParams", cases.len(), failures);
+    finish("samplingParams", cases.len(), failures);
 }

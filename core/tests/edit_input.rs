@@ -9,6 +9,10 @@ use graphmind_core::edit_input::{
 use graphmind_core::json::{self, Value};
 use graphmind_core::redact::REDACTED;
 
+#[path = "support/verdict.rs"]
+mod verdict;
+use verdict::finish;
+
 fn fixture() -> Value {
     let path = format!(
         "{}/../tests/vectors/reference/edit-input-fixture.json",
@@ -26,16 +30,6 @@ fn section(f: &Value, name: &str) -> Vec<Value> {
 
 fn name(case: &Value) -> &str {
     case.get("name").and_then(Value::as_str).unwrap_or("?")
-}
-
-fn finish(section: &str, n: usize, failures: Vec<String>) {
-    assert!(n > 0, "{section}: no case ran");
-    assert!(
-        failures.is_empty(),
-        "{section}: {} of {n} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
 }
 
 #[test]

@@ -7,30 +7,9 @@
 
 use graphmind_core::json::{self, Value, MAX_JSON_DEPTH};
 use proptest::prelude::*;
-use std::path::PathBuf;
-
-fn suite() -> Vec<(String, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/vectors/jsontestsuite/test_parsing");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    files.sort();
-    assert!(
-        files.len() >= 300,
-        "JSONTestSuite not found in {}",
-        dir.display()
-    );
-    files
-}
+#[path = "support/json_suite.rs"]
+mod json_suite;
+use json_suite::suite;
 
 /// Key paths for `parse_with_opaque`: into the benchmark sample, into the nesting test's
 /// `{"a":{"a":...}}`, and an envelope's input.

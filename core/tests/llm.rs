@@ -6,6 +6,10 @@ use graphmind_core::llm::{
     tool_call, ToolSchemaMemory, UsageProvider, SAMPLING_PARAM_KEYS,
 };
 
+#[path = "support/verdict.rs"]
+mod verdict;
+use verdict::finish;
+
 fn fixture() -> Value {
     let path = format!(
         "{}/../tests/vectors/reference/llm-fixture.json",
@@ -20,16 +24,6 @@ fn section(name: &str) -> Vec<Value> {
         .and_then(Value::as_array)
         .unwrap_or_else(|| panic!("section {name}"))
         .clone()
-}
-
-fn finish(section: &str, n: usize, failures: Vec<String>) {
-    assert!(n > 0, "{section}: no case ran");
-    assert!(
-        failures.is_empty(),
-        "{section}: {} of {n} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
 }
 
 fn text(v: &Value) -> String {

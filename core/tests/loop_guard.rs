@@ -12,7 +12,9 @@ use graphmind_core::smart::{
 
 #[path = "support/loop_fixture.rs"]
 mod loop_fixture;
-use loop_fixture::{config_for, int_of, kinds_config_for, load, start_of, str_of};
+use loop_fixture::{
+    config_for, feed_end_event, int_of, kinds_config_for, list, load, start_of, str_of,
+};
 
 /// (at, repeats, firstAt) of every hold.
 type Trip = (u64, u32, u64);
@@ -21,13 +23,13 @@ type Trip = (u64, u32, u64);
 fn loop_guard_fixture_sequences() {
     let fixture = load("reference/loop-guard-fixture.json");
     assert_eq!(fixture.get("version").unwrap().as_i64(), Some(3));
-    let sequences = fixture.get("sequences").unwrap().as_array().unwrap();
+    let sequences = list(&fixture, "sequences");
     assert_eq!(sequences.len(), 32);
     for seq in sequences {
         let name = str_of(seq, "name").unwrap();
         let mut guard = LoopGuard::new(config_for(seq));
-        let calls = seq.get("calls").unwrap().as_array().unwrap();
-        let fingerprints = seq.get("fingerprints").unwrap().as_array().unwrap();
+        let calls = list(seq, "calls");
+        let fingerprints = list(seq, "fingerprints");
         let mut trips: Vec<Trip> = Vec::new();
         for (i, call) in calls.iter().enumerate() {
             let start = start_of("run-1", call, i as u64);
@@ -71,11 +73,7 @@ fn loop_guard_fixture_sequences() {
                 assert_eq!(again, LoopVerdict::Continue, "{name}: retry at {i}");
             }
         }
-        let expected: Vec<Trip> = seq
-            .get("trips")
-            .unwrap()
-            .as_array()
-            .unwrap()
+        let expected: Vec<Trip> = list(seq, "trips")
             .iter()
             .map(|t| {
                 (
@@ -98,12 +96,12 @@ fn loop_guard_fixture_sequences() {
 #[test]
 fn detached_sequences_hold_nothing_and_warn_once_per_streak() {
     let fixture = load("reference/loop-guard-fixture.json");
-    for seq in fixture.get("sequences").unwrap().as_array().unwrap() {
+    for seq in list(&fixture, "sequences") {
         let name = str_of(seq, "name").unwrap();
         let mut guard = LoopGuard::new(config_for(seq));
         // The streaks whose first trip the attached run saw: one warning each, at that call.
         let first_trips: Vec<u64> = {
-            let trips = seq.get("trips").unwrap().as_array().unwrap();
+            let trips = list(seq, "trips");
             let mut firsts: Vec<(u64, u64)> = Vec::new(); // (firstAt, at)
             for t in trips {
                 let key = (int_of(t, "firstAt").unwrap(), int_of(t, "at").unwrap());
@@ -114,14 +112,7 @@ fn detached_sequences_hold_nothing_and_warn_once_per_streak() {
             firsts.into_iter().map(|f| f.1).collect()
         };
         let mut warned = Vec::new();
-        for (i, call) in seq
-            .get("calls")
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-        {
+        for (i, call) in list(seq, "calls").iter().enumerate() {
             let start = start_of("run-1", call, i as u64);
             let outcome = guard.on_node_started(&start, false);
             if let LoopVerdict::Warn(w) = &outcome.verdict {
@@ -384,7 +375,7 @@ fn loop_kinds_sequences() {
         int_of(defaults, "errorRepeatCount"),
         Some(graphmind_core::loop_guard::ERROR_REPEAT_COUNT as u64)
     );
-    let sequences = fixture.get("sequences").unwrap().as_array().unwrap();
+    let sequences = list(&fixture, "sequences");
     assert_eq!(sequences.len(), 41);
     for seq in sequences {
         run_hold_sequence(seq, kinds_config_for(seq));
@@ -397,70 +388,38 @@ fn run_hold_sequence(seq: &Value, config: LoopGuardConfig) {
     let name = str_of(seq, "name").unwrap();
     let mut guard = LoopGuard::new(config);
     let mut holds = Vec::new();
-    for (i, event) in seq
-        .get("events")
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .enumerate()
-    {
+    for (i, event) in list(seq, "events").iter().enumerate() {
         let i = i as u64;
+        if feed_end_event(&mut guard, event, name) {
+            continue;
+        }
         let node_id = str_of(event, "nodeId").unwrap();
-        let instance = str_of(event, "instanceId");
-        match str_of(event, "event").unwrap() {
-            "start" => {
-                let start = start_of("run", event, i);
-                guard.on_node_started(&start, true);
-                let verdict = guard.consult_before(
-                    "run",
-                    start.kind,
-                    node_id,
-                    start.name,
-                    true,
-                    LoopHide::default(),
-                );
-                if let LoopVerdict::Hold(info) = verdict {
-                    assert_eq!(info.last_seq, i, "{name}");
-                    assert_eq!(info.fingerprint.len(), 32, "{name}");
-                    holds.push(hold_of(i, &info));
-                    let again = guard.consult_before(
-                        "run",
-                        start.kind,
-                        node_id,
-                        start.name,
-                        true,
-                        LoopHide::default(),
-                    );
-                    assert_eq!(again, LoopVerdict::Continue, "{name}: retry at {i}");
-                }
-            }
-            "error" => {
-                let name_text = event.get("name").and_then(Value::as_js_str);
-                let message = event.get("message").and_then(Value::as_js_str);
-                guard.on_node_error("run", node_id, instance, name_text, message);
-            }
-            "finish" => {
-                guard.on_node_finished(
-                    "run",
-                    node_id,
-                    instance,
-                    str_of(event, "status"),
-                    LoopValue::Read(event.get("output")),
-                    true,
-                );
-            }
-            other => panic!("{name}: unknown event {other}"),
+        let start = start_of("run", event, i);
+        guard.on_node_started(&start, true);
+        let verdict = guard.consult_before(
+            "run",
+            start.kind,
+            node_id,
+            start.name,
+            true,
+            LoopHide::default(),
+        );
+        if let LoopVerdict::Hold(info) = verdict {
+            assert_eq!(info.last_seq, i, "{name}");
+            assert_eq!(info.fingerprint.len(), 32, "{name}");
+            holds.push(hold_of(i, &info));
+            let again = guard.consult_before(
+                "run",
+                start.kind,
+                node_id,
+                start.name,
+                true,
+                LoopHide::default(),
+            );
+            assert_eq!(again, LoopVerdict::Continue, "{name}: retry at {i}");
         }
     }
-    let expected: Vec<Hold> = seq
-        .get("holds")
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(expected_hold)
-        .collect();
+    let expected: Vec<Hold> = list(seq, "holds").iter().map(expected_hold).collect();
     assert_eq!(holds, expected, "{name}");
 }
 
@@ -469,7 +428,7 @@ fn run_hold_sequence(seq: &Value, config: LoopGuardConfig) {
 #[test]
 fn our_loop_detect_vectors() {
     let doc = load("ours/loop-detect.json");
-    let cases = doc.get("cases").unwrap().as_array().unwrap();
+    let cases = list(&doc, "cases");
     assert_eq!(cases.len(), 10);
     for case in cases {
         run_hold_sequence(case, config_for(case));
@@ -479,7 +438,7 @@ fn our_loop_detect_vectors() {
 #[test]
 fn loop_kinds_error_result_shapes() {
     let fixture = load("reference/loop-kinds-fixture.json");
-    let cases = fixture.get("errorResult").unwrap().as_array().unwrap();
+    let cases = list(&fixture, "errorResult");
     assert_eq!(cases.len(), 25);
     for case in cases {
         let got = error_result_shape(case.get("result").unwrap()).map(|s| s.as_str());
@@ -495,7 +454,7 @@ fn loop_kinds_error_result_shapes() {
 #[test]
 fn loop_kinds_truncated_tool_calls() {
     let fixture = load("reference/loop-kinds-fixture.json");
-    let cases = fixture.get("truncated").unwrap().as_array().unwrap();
+    let cases = list(&fixture, "truncated");
     assert_eq!(cases.len(), 13);
     for case in cases {
         let name = str_of(case, "name").unwrap();
@@ -527,7 +486,7 @@ fn loop_kinds_truncated_tool_calls() {
 #[test]
 fn loop_kinds_break_on_env() {
     let fixture = load("reference/loop-kinds-fixture.json");
-    let cases = fixture.get("breakOnEnv").unwrap().as_array().unwrap();
+    let cases = list(&fixture, "breakOnEnv");
     assert_eq!(cases.len(), 13);
     for case in cases {
         let raw = str_of(case, "raw");
@@ -542,7 +501,7 @@ fn loop_kinds_break_on_env() {
 #[test]
 fn loop_kinds_error_text() {
     let fixture = load("reference/loop-kinds-fixture.json");
-    let cases = fixture.get("errorText").unwrap().as_array().unwrap();
+    let cases = list(&fixture, "errorText");
     assert_eq!(cases.len(), 4);
     for case in cases {
         let text = case.get("text").unwrap().as_js_str().unwrap();

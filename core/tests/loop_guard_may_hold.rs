@@ -2,14 +2,14 @@
 //! start holds at its before-gate unless the guard said beforehand that the next start
 //! could; and calls that neither repeat nor fail alike are never flagged.
 
-use graphmind_core::json::{self, Value};
+use graphmind_core::json;
 use graphmind_core::loop_guard::{
     LoopGuard, LoopGuardConfig, LoopHide, LoopMode, LoopValue, LoopVerdict, NodeStart,
 };
 
 #[path = "support/loop_fixture.rs"]
 mod loop_fixture;
-use loop_fixture::{config_for, kinds_config_for, load, start_of, str_of};
+use loop_fixture::{config_for, feed_end_event, kinds_config_for, list, load, start_of, str_of};
 
 /// Starts `start`, consults its before-gate, and checks the prediction made before it.
 /// Returns (predicted, held).
@@ -37,17 +37,10 @@ fn start_and_check(guard: &mut LoopGuard, start: &NodeStart<'_>, name: &str) -> 
 fn never_false_before_a_hold_in_any_fixture() {
     let (mut quiet, mut holds) = (0, 0);
     let v3 = load("reference/loop-guard-fixture.json");
-    for seq in v3.get("sequences").unwrap().as_array().unwrap() {
+    for seq in list(&v3, "sequences") {
         let name = str_of(seq, "name").unwrap();
         let mut guard = LoopGuard::new(config_for(seq));
-        for (i, call) in seq
-            .get("calls")
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-        {
+        for (i, call) in list(seq, "calls").iter().enumerate() {
             let (predicted, held) =
                 start_and_check(&mut guard, &start_of("run-1", call, i as u64), name);
             quiet += usize::from(!predicted);
@@ -55,43 +48,17 @@ fn never_false_before_a_hold_in_any_fixture() {
         }
     }
     let kinds = load("reference/loop-kinds-fixture.json");
-    for seq in kinds.get("sequences").unwrap().as_array().unwrap() {
+    for seq in list(&kinds, "sequences") {
         let name = str_of(seq, "name").unwrap();
         let mut guard = LoopGuard::new(kinds_config_for(seq));
-        for (i, event) in seq
-            .get("events")
-            .unwrap()
-            .as_array()
-            .unwrap()
-            .iter()
-            .enumerate()
-        {
-            let node_id = str_of(event, "nodeId").unwrap();
-            let instance = str_of(event, "instanceId");
-            match str_of(event, "event").unwrap() {
-                "start" => {
-                    let (predicted, held) =
-                        start_and_check(&mut guard, &start_of("run", event, i as u64), name);
-                    quiet += usize::from(!predicted);
-                    holds += usize::from(held);
-                }
-                "error" => guard.on_node_error(
-                    "run",
-                    node_id,
-                    instance,
-                    event.get("name").and_then(Value::as_js_str),
-                    event.get("message").and_then(Value::as_js_str),
-                ),
-                "finish" => guard.on_node_finished(
-                    "run",
-                    node_id,
-                    instance,
-                    str_of(event, "status"),
-                    LoopValue::Read(event.get("output")),
-                    true,
-                ),
-                other => panic!("{name}: unknown event {other}"),
+        for (i, event) in list(seq, "events").iter().enumerate() {
+            if feed_end_event(&mut guard, event, name) {
+                continue;
             }
+            let (predicted, held) =
+                start_and_check(&mut guard, &start_of("run", event, i as u64), name);
+            quiet += usize::from(!predicted);
+            holds += usize::from(held);
         }
     }
     assert!(holds > 20, "the fixtures hold ({holds})");

@@ -15,6 +15,10 @@ use graphmind_core::json::{parse, to_string, JsStr, Map, Number, Value};
 use graphmind_core::shrink::{is_valid_event_payload, serialize_payload, MAX_MARKER_BYTES};
 use proptest::prelude::*;
 
+#[path = "support/to_serde.rs"]
+mod to_serde;
+use to_serde::to_serde;
+
 const EVENT_TYPES: [&str; 10] = [
     "run.started",
     "run.finished",
@@ -31,25 +35,6 @@ const EVENT_TYPES: [&str; 10] = [
 // ---------------------------------------------------------------------------------------
 // The wire schema, through the jsonschema crate.
 // ---------------------------------------------------------------------------------------
-
-fn to_serde(v: &Value) -> serde_json::Value {
-    match v {
-        Value::Null => serde_json::Value::Null,
-        Value::Bool(b) => serde_json::Value::Bool(*b),
-        Value::Number(Number::Int(i)) => serde_json::Value::from(*i),
-        Value::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
-            .map_or(serde_json::Value::Null, serde_json::Value::Number),
-        Value::Number(Number::BigInt(d)) => serde_json::from_str(d).unwrap(),
-        // Lossy for lone surrogates: acceptable here, no schema constrains their content.
-        Value::String(s) => serde_json::Value::String(s.to_string_lossy().into_owned()),
-        Value::Array(items) => serde_json::Value::Array(items.iter().map(to_serde).collect()),
-        Value::Object(map) => serde_json::Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.to_string_lossy().into_owned(), to_serde(v)))
-                .collect(),
-        ),
-    }
-}
 
 fn validators() -> &'static HashMap<&'static str, jsonschema::Validator> {
     static CELL: OnceLock<HashMap<&'static str, jsonschema::Validator>> = OnceLock::new();

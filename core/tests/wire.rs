@@ -4,36 +4,22 @@
 //! and JSONTestSuite's `test_parsing` through both the JSON layer and the envelope parser.
 
 use graphmind_core::event::*;
-use graphmind_core::json::{self, JsStr, Map, Number, Value};
+use graphmind_core::json::{self, JsStr, Map, Value};
 use graphmind_core::wire::{
     encode_envelope, parse_envelope, parse_envelope_value, ParseOutcome, REASON_NOT_AN_ENVELOPE,
 };
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+#[path = "support/json_suite.rs"]
+mod json_suite;
+#[path = "support/to_serde.rs"]
+mod to_serde;
+use json_suite::suite;
+use to_serde::to_serde;
+
 fn vectors() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors")
-}
-
-/// Our value as serde_json sees it (lone surrogates become U+FFFD: none of the envelopes
-/// checked against the schema holds one).
-fn to_serde(v: &Value) -> serde_json::Value {
-    match v {
-        Value::Null => serde_json::Value::Null,
-        Value::Bool(b) => serde_json::Value::Bool(*b),
-        Value::Number(Number::Int(i)) => serde_json::Value::from(*i),
-        Value::Number(Number::Float(f)) => serde_json::Number::from_f64(*f)
-            .map(serde_json::Value::Number)
-            .unwrap_or(serde_json::Value::Null),
-        Value::Number(Number::BigInt(d)) => serde_json::from_str(d).unwrap(),
-        Value::String(s) => serde_json::Value::String(s.to_string_lossy().into_owned()),
-        Value::Array(a) => serde_json::Value::Array(a.iter().map(to_serde).collect()),
-        Value::Object(m) => serde_json::Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.to_string_lossy().into_owned(), to_serde(v)))
-                .collect(),
-        ),
-    }
 }
 
 fn validator() -> jsonschema::Validator {
@@ -801,28 +787,6 @@ fn encode_envelope_matches_the_builders_and_escapes() {
     let e = encode_envelope(1, 0, 0, "r", "node.finished", shrunk);
     assert!(e.ends_with(&format!(",\"payload\":{shrunk}}}")));
     assert_eq!(outcome(&e).kind(), "ok");
-}
-
-fn suite() -> Vec<(String, Vec<u8>)> {
-    let dir = vectors().join("jsontestsuite/test_parsing");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .map(|p| {
-            (
-                p.file_name().unwrap().to_string_lossy().into_owned(),
-                std::fs::read(&p).unwrap(),
-            )
-        })
-        .collect();
-    files.sort();
-    assert!(
-        files.len() >= 300,
-        "JSONTestSuite not found in {}",
-        dir.display()
-    );
-    files
 }
 
 #[test]

@@ -12,8 +12,8 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use spec::{Cli, Cmd};
 pub use spec::{
-    ControlArgs, DemoArgs, InitArgs, McpArgs, ProxyArgs, RecordArgs, ReplayArgs, RunsArgs,
-    ServeArgs,
+    ControlArgs, DemoArgs, InitArgs, McpArgs, PauseQuery, ProxyArgs, RecordArgs, ReplayArgs,
+    RunsArgs, ServeArgs,
 };
 
 /// What the command line asks for.
@@ -154,10 +154,14 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
                 ))
             }
         },
-        Cmd::Pauses(p) => Command::Pauses(control(p)),
+        Cmd::Pauses(query) => Command::Pauses(ControlArgs {
+            query,
+            ..Default::default()
+        }),
         Cmd::Wait(w) => Command::Wait(ControlArgs {
+            query: w.query,
             timeout: w.timeout,
-            ..control(w.pauses)
+            ..Default::default()
         }),
         Cmd::Resume(c) => Command::Resume(c),
         Cmd::Demo(d) => Command::Demo(d),
@@ -202,15 +206,6 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
             })
         }
     })
-}
-
-fn control(p: spec::PausesCli) -> ControlArgs {
-    ControlArgs {
-        port: p.port,
-        run: p.run,
-        json: p.json,
-        ..Default::default()
-    }
 }
 
 /// The error for a `serve` flag given before a command's name (`graphmind --db x runs`):

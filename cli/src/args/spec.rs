@@ -82,7 +82,7 @@ pub enum Cmd {
     /// Load OTLP/JSON or OpenInference spans as a read-only run, or the spools of dead apps
     Import(ImportCli),
     /// List the held pauses of the server on --port
-    Pauses(PausesCli),
+    Pauses(PauseQuery),
     /// Block until a pause is held, and show it
     Wait(WaitCli),
     /// Release a pause with the agent token
@@ -210,21 +210,32 @@ pub struct RecordCli {
     pub args: RecordArgs,
 }
 
-/// `graphmind pauses` / `wait` / `resume` options.
+/// `--port N --run ID --json`: which server, which run, and how to print, declared once for
+/// `pauses` (its whole command line), `wait` and `resume`.
 #[derive(Debug, Default, PartialEq, Args)]
-pub struct ControlArgs {
-    /// The pause to release
-    #[arg(value_name = "PAUSE_ID")]
-    pub pause_id: Option<String>,
+pub struct PauseQuery {
     /// Port of the GraphMind server (default 4747)
     #[arg(long, value_name = "N", value_parser = values::port, allow_negative_numbers = true)]
     pub port: Option<u16>,
-    /// The run the pause belongs to
+    /// Only the pauses of this run
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+}
+
+/// `graphmind pauses` / `wait` / `resume` options (`resume`'s command line; `pauses` and
+/// `wait` fill in their part).
+#[derive(Debug, Default, PartialEq, Args)]
+#[command(mut_arg("run", |run| run.help("The run the pause belongs to")))]
+pub struct ControlArgs {
+    /// The pause to release
+    #[arg(value_name = "PAUSE_ID")]
+    pub pause_id: Option<String>,
+    /// `--port`, `--run`, `--json`.
+    #[command(flatten)]
+    pub query: PauseQuery,
     /// Seconds to wait for the app's answer (default 30, 1 to 120)
     #[arg(long, value_name = "S", value_parser = values::timeout, allow_negative_numbers = true)]
     pub timeout: Option<f64>,
@@ -242,25 +253,12 @@ pub struct ControlArgs {
     pub operator: Option<String>,
 }
 
-/// `graphmind pauses [--run ID] [--json] [--port N]`.
-#[derive(Debug, Args)]
-pub struct PausesCli {
-    /// Port of the GraphMind server (default 4747)
-    #[arg(long, value_name = "N", value_parser = values::port, allow_negative_numbers = true)]
-    pub port: Option<u16>,
-    /// Only the pauses of this run
-    #[arg(long, value_name = "ID")]
-    pub run: Option<String>,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// `graphmind wait [--run ID] [--timeout S] [--json] [--port N]`.
 #[derive(Debug, Args)]
 pub struct WaitCli {
+    /// `--port`, `--run`, `--json`.
     #[command(flatten)]
-    pub pauses: PausesCli,
+    pub query: PauseQuery,
     /// Seconds to wait for a pause (default 90, 0 = forever)
     #[arg(long, value_name = "S", value_parser = values::timeout, allow_negative_numbers = true)]
     pub timeout: Option<f64>,

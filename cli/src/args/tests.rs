@@ -236,7 +236,10 @@ fn subcommands() {
         .unwrap(),
         Command::Resume(ControlArgs {
             pause_id: Some("p1".into()),
-            run: Some("r".into()),
+            query: PauseQuery {
+                run: Some("r".into()),
+                ..Default::default()
+            },
             action: Some("inject".into()),
             output: Some("{\"a\":1}".into()),
             ..Default::default()
@@ -254,15 +257,21 @@ fn subcommands() {
         p(&["wait", "--timeout", "3", "--run", "r"]).unwrap(),
         Command::Wait(ControlArgs {
             timeout: Some(3.0),
-            run: Some("r".into()),
+            query: PauseQuery {
+                run: Some("r".into()),
+                ..Default::default()
+            },
             ..Default::default()
         })
     );
     assert_eq!(
         p(&["pauses", "--json", "--port", "9"]).unwrap(),
         Command::Pauses(ControlArgs {
-            json: true,
-            port: Some(9),
+            query: PauseQuery {
+                json: true,
+                port: Some(9),
+                ..Default::default()
+            },
             ..Default::default()
         })
     );

@@ -1,7 +1,7 @@
 //! Reading the reference loop fixtures: shared by the loop-guard test files (`#[path]`).
 
 use graphmind_core::json::{self, Value};
-use graphmind_core::loop_guard::{LoopDetect, LoopGuardConfig, LoopValue, NodeStart};
+use graphmind_core::loop_guard::{LoopDetect, LoopGuard, LoopGuardConfig, LoopValue, NodeStart};
 use std::path::PathBuf;
 
 pub fn load(rel: &str) -> Value {
@@ -19,6 +19,42 @@ pub fn strings(v: Option<&Value>) -> Option<Vec<String>> {
             .map(|s| s.as_str().unwrap().to_owned())
             .collect()
     })
+}
+
+/// `v[key]`, which the fixture gives as a list.
+pub fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_else(|| panic!("no list `{key}`"))
+}
+
+/// Feeds one loop-kinds fixture event of sequence `name` that ends a node (`error`,
+/// `finish`) to `guard`, attached. `false` for a `start`, which each test drives its own
+/// way (it checks the before-gate).
+pub fn feed_end_event(guard: &mut LoopGuard, event: &Value, name: &str) -> bool {
+    let node_id = str_of(event, "nodeId").unwrap();
+    let instance = str_of(event, "instanceId");
+    match str_of(event, "event").unwrap() {
+        "start" => return false,
+        "error" => guard.on_node_error(
+            "run",
+            node_id,
+            instance,
+            event.get("name").and_then(Value::as_js_str),
+            event.get("message").and_then(Value::as_js_str),
+        ),
+        "finish" => guard.on_node_finished(
+            "run",
+            node_id,
+            instance,
+            str_of(event, "status"),
+            LoopValue::Read(event.get("output")),
+            true,
+        ),
+        other => panic!("{name}: unknown event {other}"),
+    }
+    true
 }
 
 pub fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {

@@ -4,10 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{
-    copy_given, delta, finish_calls, get, items, params_and_stream, put_finish, Decoded, Delta,
-    PartialCall,
-};
+use super::{copy_given, delta, finish_calls, get, items, put_finish, Decoded, Delta, PartialCall};
 use crate::event::TokenChannel;
 use crate::json::{JsStr, Map, Value};
 use crate::llm;
@@ -25,17 +22,7 @@ const USAGE_SPLIT_FIELDS: [&str; 2] = ["ephemeral_5m_input_tokens", "ephemeral_1
 /// `node.started.input`: provider, model, system, the messages in full, the sampling
 /// parameters, `stream`.
 pub fn request_input(request: &Value) -> Map {
-    let mut out = Map::with_capacity(8);
-    out.insert("provider", Value::from("anthropic"));
-    copy_given(&mut out, request, &["model", "system"]);
-    out.insert(
-        "messages",
-        get(Some(request), "messages")
-            .cloned()
-            .unwrap_or(Value::Null),
-    );
-    params_and_stream(&mut out, request);
-    out
+    super::provider_request_input(request, "anthropic", &["model", "system"], "messages")
 }
 
 /// The content block of a tool the provider runs (web search, code execution...).

@@ -12,7 +12,7 @@
 //! bytes; field sizes in the trim, a shrunk object's own `bytes`, previews and string cuts
 //! count UTF-16 code units.
 
-pub mod depth;
+pub use crate::value::depth;
 mod measure;
 mod schema;
 

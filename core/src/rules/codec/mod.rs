@@ -180,6 +180,26 @@ pub(crate) fn copy_given(out: &mut Map, request: &Value, keys: &[&str]) {
     }
 }
 
+/// `node.started.input` of a provider request: `provider`, the `given` keys the request
+/// has, its `body` (the messages or input) in full (null when absent), the sampling
+/// parameters and `stream`.
+pub(crate) fn provider_request_input(
+    request: &Value,
+    provider: &str,
+    given: &[&str],
+    body: &str,
+) -> Map {
+    let mut out = Map::with_capacity(8);
+    out.insert("provider", Value::from(provider));
+    copy_given(&mut out, request, given);
+    out.insert(
+        body,
+        get(Some(request), body).cloned().unwrap_or(Value::Null),
+    );
+    params_and_stream(&mut out, request);
+    out
+}
+
 /// The recorded request's common tail: the sampling parameters, then `stream: true`.
 pub(crate) fn params_and_stream(out: &mut Map, request: &Value) {
     for (k, v) in llm::pick_params(request).iter() {

@@ -117,16 +117,8 @@ fn hex32(digest: &[u8]) -> String {
     to_hex(&digest[..FINGERPRINT_HEX_CHARS / 2])
 }
 
-/// Lowercase hex of `bytes`, two digits a byte: how every digest, id and token is spelled.
-pub fn to_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for &b in bytes {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 0xf)] as char);
-    }
-    out
-}
+/// Lowercase hex of `bytes` (defined with the ids it spells, in [`crate::random`]).
+pub use crate::random::to_hex;
 
 const SINK_BUFFER: usize = 1024;
 /// Room kept free at the end of the buffer so that short pieces can be copied with

@@ -6,7 +6,6 @@
 
 use crate::event::{self, NodeKind};
 use crate::json::{Map, Value};
-use crate::session::Session;
 
 /// The member of a decoded output that lists the built-in tools the provider ran.
 pub const BUILTIN_TOOLS_KEY: &str = "builtinTools";
@@ -104,10 +103,10 @@ fn tool_name(entry: &Value) -> Option<String> {
 /// node under `llm:step`: `node.started` (its `input`, when the provider reported one) then
 /// `node.finished` (its `output`, status `error` for a failed or incomplete item). The
 /// instance id is the provider's item id, else `<step instance>:b<index>`. Returns how many
-/// nodes were recorded.
+/// nodes were recorded. Each event goes to `emit` as its type and payload (the LLM step
+/// hands them to its session).
 pub fn observe_builtin_tools(
-    session: &Session,
-    run_id: Option<&str>,
+    mut emit: impl FnMut(&str, Value),
     step_node_id: &str,
     step_instance_id: &str,
     output: &Map,
@@ -135,7 +134,7 @@ pub fn observe_builtin_tools(
         started.insert("input", entry.get("input").cloned().unwrap_or(Value::Null));
         started.insert("providerExecuted", Value::Bool(true));
         started.insert("ungated", Value::Bool(true));
-        session.emit(run_id, "node.started", Value::Object(started));
+        emit("node.started", Value::Object(started));
         let failed = entry
             .get("status")
             .and_then(Value::as_str)
@@ -150,7 +149,7 @@ pub fn observe_builtin_tools(
         finished.insert("durationMs", Value::from(0u64));
         finished.insert("status", Value::from(if failed { "error" } else { "ok" }));
         finished.insert("providerExecuted", Value::Bool(true));
-        session.emit(run_id, "node.finished", Value::Object(finished));
+        emit("node.finished", Value::Object(finished));
         recorded += 1;
     }
     recorded

@@ -8,6 +8,10 @@
 //! `tests/vectors/reference/wire-schema.json`): every object is loose (unknown keys are
 //! allowed), numbers must be finite, integers must be safe integers (at most 2^53 - 1).
 
+use crate::event::{
+    LoopKind, NodeKind, PausePoint, PauseReason, RefusalCode, ResumeAction, RunStatus, SmartRule,
+    TokenChannel,
+};
 use crate::json::{Map, Number, Value};
 
 /// What a value must look like.
@@ -59,33 +63,6 @@ const fn opt(key: &'static str, shape: Shape) -> Field {
     }
 }
 
-const NODE_KINDS: &[&str] = &[
-    "agent",
-    "llm",
-    "tool",
-    "chain",
-    "retriever",
-    "server",
-    "resource",
-    "prompt",
-    "custom",
-];
-const RUN_STATUSES: &[&str] = &["ok", "error", "aborted"];
-const PAUSE_POINTS: &[&str] = &["before", "after", "error"];
-const PAUSE_REASONS: &[&str] = &["breakpoint", "error", "step", "loop"];
-const RESUME_ACTIONS: &[&str] = &["continue", "retry", "inject", "abort"];
-const TOKEN_CHANNELS: &[&str] = &["text", "reasoning", "tool-args"];
-const LOOP_KINDS: &[&str] = &["repeat", "cycle", "error-repeat"];
-const SMART_RULES: &[&str] = &["error-result", "truncated-tool-call"];
-const REFUSAL_CODES: &[&str] = &[
-    "schema",
-    "shape",
-    "placeholder",
-    "truncated",
-    "disabled",
-    "unsupported",
-];
-
 const SDK_INFO: &[Field] = &[req("name", Shape::Str), req("version", Shape::Str)];
 
 const ERROR_INFO_FIELDS: &[Field] = &[
@@ -108,11 +85,14 @@ const TOKEN_USAGE: &[Field] = &[
     opt("reasoningTokens", Shape::NonNegInt),
 ];
 
-const TOKEN_DELTA: &[Field] = &[req("t", Shape::Enum(TOKEN_CHANNELS)), req("v", Shape::Str)];
+const TOKEN_DELTA: &[Field] = &[
+    req("t", Shape::Enum(TokenChannel::NAMES)),
+    req("v", Shape::Str),
+];
 
 const GRAPH_NODE_HINT: &[Field] = &[
     req("nodeId", Shape::Str),
-    req("kind", Shape::Enum(NODE_KINDS)),
+    req("kind", Shape::Enum(NodeKind::NAMES)),
     req("name", Shape::Str),
     opt("parentId", Shape::Str),
 ];
@@ -122,13 +102,13 @@ const LOOP_INFO: &[Field] = &[
     req("firstSeq", Shape::NonNegInt),
     req("lastSeq", Shape::NonNegInt),
     req("fingerprint", Shape::Str),
-    opt("kind", Shape::Enum(LOOP_KINDS)),
+    opt("kind", Shape::Enum(LoopKind::NAMES)),
     opt("period", Shape::PosInt),
     opt("laps", Shape::PosInt),
 ];
 
 const SMART_INFO: &[Field] = &[
-    req("rule", Shape::Enum(SMART_RULES)),
+    req("rule", Shape::Enum(SmartRule::NAMES)),
     opt("detail", Shape::Str),
 ];
 
@@ -147,7 +127,7 @@ pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
     (
         "run.finished",
         &[
-            req("status", Shape::Enum(RUN_STATUSES)),
+            req("status", Shape::Enum(RunStatus::NAMES)),
             opt("error", Shape::Object(ERROR_INFO_FIELDS)),
         ],
     ),
@@ -160,7 +140,7 @@ pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
         &[
             req("nodeId", Shape::Str),
             opt("parentId", Shape::Str),
-            req("kind", Shape::Enum(NODE_KINDS)),
+            req("kind", Shape::Enum(NodeKind::NAMES)),
             req("name", Shape::Str),
             req("instanceId", Shape::Str),
             opt("input", Shape::Any),
@@ -185,7 +165,7 @@ pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
             opt("usage", Shape::Object(TOKEN_USAGE)),
             req("durationMs", Shape::NonNegNumber),
             opt("heldMs", Shape::NonNegNumber),
-            req("status", Shape::Enum(RUN_STATUSES)),
+            req("status", Shape::Enum(RunStatus::NAMES)),
             opt("redaction", Shape::Object(REDACTION)),
         ],
     ),
@@ -203,8 +183,8 @@ pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
         &[
             req("pauseId", Shape::Str),
             req("nodeId", Shape::Str),
-            req("point", Shape::Enum(PAUSE_POINTS)),
-            opt("reason", Shape::Enum(PAUSE_REASONS)),
+            req("point", Shape::Enum(PausePoint::NAMES)),
+            opt("reason", Shape::Enum(PauseReason::NAMES)),
             opt("loop", Shape::Object(LOOP_INFO)),
             opt("smart", Shape::Object(SMART_INFO)),
             opt("editable", Shape::Bool),
@@ -214,7 +194,7 @@ pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
         "exec.refused",
         &[
             req("pauseId", Shape::Str),
-            req("code", Shape::Enum(REFUSAL_CODES)),
+            req("code", Shape::Enum(RefusalCode::NAMES)),
             opt("message", Shape::Str),
             opt("requestId", Shape::Str),
         ],
@@ -223,7 +203,7 @@ pub(crate) const EVENT_PAYLOADS: &[(&str, &[Field])] = &[
         "exec.resumed",
         &[
             req("pauseId", Shape::Str),
-            req("action", Shape::Enum(RESUME_ACTIONS)),
+            req("action", Shape::Enum(ResumeAction::NAMES)),
             opt("edited", Shape::Object(EDITED)),
             opt("requestId", Shape::Str),
             opt("principal", Shape::Str),

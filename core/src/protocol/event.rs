@@ -58,6 +58,9 @@ macro_rules! wire_enum {
             /// Every value, in the schema's order.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
+            /// Every wire spelling, in the schema's order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
             /// The wire spelling.
             pub const fn as_str(self) -> &'static str {
                 match self {
@@ -1228,6 +1231,9 @@ mod tests {
         }
         assert_eq!(NodeKind::ALL.len(), 9);
         assert_eq!(MessageType::ALL.len(), 16);
+        let names: Vec<&str> = RefusalCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(RefusalCode::NAMES, names.as_slice());
+        assert_eq!(RunStatus::NAMES, ["ok", "error", "aborted"]);
         assert_eq!(NodeKind::parse("Tool"), None);
         assert_eq!(
             "error-repeat".parse::<LoopKind>(),

@@ -66,12 +66,12 @@ pub fn parse(input: &[u8]) -> Result<Value, ParseError> {
 }
 
 /// Parses a value a binding hands over as JSON text (a node's input or output, an emitted
-/// payload), of any depth: a container at [`crate::shrink::depth::MAX_VALUE_DEPTH`] or
-/// deeper becomes [`crate::shrink::depth::depth_cut_marker`]. The cut part is skipped by
+/// payload), of any depth: a container at [`crate::value::depth::MAX_VALUE_DEPTH`] or
+/// deeper becomes [`crate::value::depth::depth_cut_marker`]. The cut part is skipped by
 /// matching its brackets and strings (without recursion, so any depth is safe), not
 /// checked against the whole grammar.
 pub fn parse_value_text(input: &[u8]) -> Result<Value, ParseError> {
-    document::<Build>(input, crate::shrink::depth::MAX_VALUE_DEPTH)
+    document::<Build>(input, crate::value::depth::MAX_VALUE_DEPTH)
 }
 
 /// The `cut` of a parse that refuses nesting past [`MAX_JSON_DEPTH`] instead.
@@ -305,7 +305,7 @@ impl Sink for Build {
         object.into_value()
     }
     fn cut_marker() -> Value {
-        crate::shrink::depth::depth_cut_marker()
+        crate::value::depth::depth_cut_marker()
     }
 }
 

@@ -31,7 +31,16 @@ pub fn hex<const N: usize>() -> Result<String, RandomError> {
     bytes::<N>().map(|b| to_hex(&b))
 }
 
-pub use crate::fingerprint::to_hex;
+/// Lowercase hex of `bytes`, two digits a byte: how every digest, id and token is spelled.
+pub fn to_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0xf)] as char);
+    }
+    out
+}
 
 fn fallback<const N: usize>() -> [u8; N] {
     use std::collections::hash_map::RandomState;

@@ -5,8 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{
-    copy_given, custom_call, delta, finish_calls, get, items, params_and_stream, put_finish,
-    Decoded, Delta, PartialCall,
+    custom_call, delta, finish_calls, get, items, put_finish, Decoded, Delta, PartialCall,
 };
 use crate::event::TokenChannel;
 use crate::json::{JsStr, Map, Value};
@@ -15,21 +14,12 @@ use crate::llm;
 /// `node.started.input`: provider, model, instructions / previous response (when given),
 /// the messages in full, the sampling parameters, `stream`.
 pub fn request_input(request: &Value) -> Map {
-    let mut out = Map::with_capacity(8);
-    out.insert("provider", Value::from("openai"));
-    copy_given(
-        &mut out,
+    super::provider_request_input(
         request,
+        "openai",
         &["model", "instructions", "previous_response_id"],
-    );
-    out.insert(
         "messages",
-        get(Some(request), "messages")
-            .cloned()
-            .unwrap_or(Value::Null),
-    );
-    params_and_stream(&mut out, request);
-    out
+    )
 }
 
 /// One `tool_calls[]` entry of a message: a function call, or a custom tool's call.

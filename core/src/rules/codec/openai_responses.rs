@@ -2,9 +2,7 @@
 //! the typed event stream. Built-in tools (web search, file search, code interpreter...)
 //! run at the provider: their output items are observed (`builtinTools`), never gated.
 
-use super::{
-    copy_given, custom_call, delta, get, items, params_and_stream, put_finish, Decoded, Delta,
-};
+use super::{copy_given, custom_call, delta, get, items, put_finish, Decoded, Delta};
 use crate::event::TokenChannel;
 use crate::json::{JsStr, Map, Value};
 use crate::llm;
@@ -44,19 +42,12 @@ const FINAL_EVENTS: [&str; 3] = [
 /// `node.started.input`: provider, model, instructions, previous response, the input in
 /// full, the sampling parameters, `stream`.
 pub fn request_input(request: &Value) -> Map {
-    let mut out = Map::with_capacity(8);
-    out.insert("provider", Value::from("openai"));
-    copy_given(
-        &mut out,
+    super::provider_request_input(
         request,
+        "openai",
         &["model", "instructions", "previous_response_id"],
-    );
-    out.insert(
         "input",
-        get(Some(request), "input").cloned().unwrap_or(Value::Null),
-    );
-    params_and_stream(&mut out, request);
-    out
+    )
 }
 
 /// The answer's text: `output_text` when the value carries it, else every `output_text`

@@ -444,17 +444,7 @@ impl LlmStep {
             Some(decoded) => decoded,
             None => codec::decode_response(self.api, response),
         };
-        if let Some(id) = decoded.response_id.as_ref().and_then(JsStr::as_str) {
-            self.session
-                .llm_memory()
-                .lock()
-                .invocations
-                .note_response_id(&self.scope, id);
-        }
-        self.step.annotate(
-            decoded.usage.as_ref().and_then(token_usage),
-            self.extra(false),
-        );
+        self.note_answer(&decoded, false);
         self.observe_builtin(&decoded.output);
         let next = self
             .step
@@ -548,17 +538,7 @@ impl LlmStep {
         };
         // A stream that reported its failure in a part (AI SDK `error`) failed too.
         let error = error.or_else(|| self.stream.as_ref().and_then(StreamDecoder::error));
-        if let Some(id) = decoded.response_id.as_ref().and_then(JsStr::as_str) {
-            self.session
-                .llm_memory()
-                .lock()
-                .invocations
-                .note_response_id(&self.scope, id);
-        }
-        self.step.annotate(
-            decoded.usage.as_ref().and_then(token_usage),
-            self.extra(true),
-        );
+        self.note_answer(&decoded, true);
         let status = if aborted {
             RunStatus::Aborted
         } else if let Some(error) = error {
@@ -572,13 +552,31 @@ impl LlmStep {
         self.step.end(Some(Value::Object(decoded.output)), status);
     }
 
+    /// Notes what every answer tells, streamed or not: its response id (the next request
+    /// of the same invocation chains on it) and, on the node, its usage and extra fields.
+    fn note_answer(&mut self, decoded: &Decoded, streamed: bool) {
+        if let Some(id) = decoded.response_id.as_ref().and_then(JsStr::as_str) {
+            self.session
+                .llm_memory()
+                .lock()
+                .invocations
+                .note_response_id(&self.scope, id);
+        }
+        self.step.annotate(
+            decoded.usage.as_ref().and_then(token_usage),
+            self.extra(streamed),
+        );
+    }
+
     /// The tools the provider ran during this call (`builtinTools` of its decoded output),
     /// recorded as observed nodes under the step (see [`crate::llm_builtin`]).
     fn observe_builtin(&self, output: &Map) {
         let node = self.step.node();
+        let run_id = self.step_run_id();
         crate::llm_builtin::observe_builtin_tools(
-            &self.session,
-            self.step_run_id(),
+            |event_type, payload| {
+                self.session.emit(run_id, event_type, payload);
+            },
             node.node_id.as_str(),
             node.instance_id.as_str(),
             output,

@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
 
+use crate::event::{NodeKind, RefusalCode, ResumeAction, RunStatus};
 use crate::json::{JsStr, Map, Number, Value};
 
 /// The placeholder every hidden value becomes (shared by every port of GraphMind).
@@ -36,35 +37,6 @@ pub const MAX_TRACKED_NODES: usize = 10_000;
 
 /// `redaction.keys` of a failed form: nothing counted, every hideable field named.
 pub const FAILED_REDACTION_KEYS: [&str; 3] = ["input", "output", "deltas"];
-
-/// The wire's `NodeKind` values (a failed `node.started` needs one of them).
-pub const NODE_KINDS: [&str; 9] = [
-    "agent",
-    "llm",
-    "tool",
-    "chain",
-    "retriever",
-    "server",
-    "resource",
-    "prompt",
-    "custom",
-];
-
-/// The wire's `RunStatus` values (a failed `node.finished` needs one of them).
-pub const RUN_STATUSES: [&str; 3] = ["ok", "error", "aborted"];
-
-/// The wire's `ResumeAction` values (a failed `exec.resumed` needs one of them).
-pub const RESUME_ACTIONS: [&str; 4] = ["continue", "retry", "inject", "abort"];
-
-/// The wire's `RefusalCode` values (a failed `exec.refused` needs one of them).
-pub const REFUSAL_CODES: [&str; 6] = [
-    "schema",
-    "shape",
-    "placeholder",
-    "truncated",
-    "disabled",
-    "unsupported",
-];
 
 /// The fields of an `output.toolCalls[]` entry that carry the model's tool arguments:
 /// `input` / `inputText`, and the older spellings `arguments` and `args`.
@@ -514,8 +486,8 @@ impl Redactor {
                 if let Some(parent) = plain_str(p.get("parentId")) {
                     out.push_unique("parentId".into(), Value::String(parent.clone()));
                 }
-                let kind =
-                    plain_str(p.get("kind")).filter(|k| NODE_KINDS.iter().any(|n| *k == *n))?;
+                let kind = plain_str(p.get("kind"))
+                    .filter(|k| NodeKind::NAMES.iter().any(|n| *k == *n))?;
                 let name = plain_str(p.get("name"))?;
                 let instance_id = plain_str(p.get("instanceId"))?;
                 // Still learn the kind, so this instance's node.finished is judged right.
@@ -532,8 +504,8 @@ impl Redactor {
                         .remove(&(run_id.into(), node_id.clone(), instance_id.clone()));
                 }
                 let duration = p.get("durationMs").filter(|v| is_duration(v))?;
-                let status =
-                    plain_str(p.get("status")).filter(|s| RUN_STATUSES.iter().any(|r| *s == *r))?;
+                let status = plain_str(p.get("status"))
+                    .filter(|s| RunStatus::NAMES.iter().any(|r| *s == *r))?;
                 out.push_unique("durationMs".into(), duration.clone());
                 if let Some(held) = p.get("heldMs").filter(|v| is_duration(v)) {
                     out.push_unique("heldMs".into(), held.clone());
@@ -620,8 +592,8 @@ fn fail_closed_answer(
         let mut out = Map::with_capacity(5);
         out.push_unique("pauseId".into(), Value::String(pause_id.clone()));
         let key = if event_type == "exec.resumed" {
-            let action =
-                plain_str(p.get("action")).filter(|a| RESUME_ACTIONS.iter().any(|r| *a == *r))?;
+            let action = plain_str(p.get("action"))
+                .filter(|a| ResumeAction::NAMES.iter().any(|r| *a == *r))?;
             out.push_unique("action".into(), Value::String(action.clone()));
             if edit_unreadable || p.contains_key("edited") {
                 let mut after = Map::with_capacity(1);
@@ -631,7 +603,7 @@ fn fail_closed_answer(
             "edited"
         } else {
             let code =
-                plain_str(p.get("code")).filter(|c| REFUSAL_CODES.iter().any(|r| *c == *r))?;
+                plain_str(p.get("code")).filter(|c| RefusalCode::NAMES.iter().any(|r| *c == *r))?;
             out.push_unique("code".into(), Value::String(code.clone()));
             "message"
         };
