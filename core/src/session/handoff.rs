@@ -228,6 +228,9 @@ impl Session {
 impl Outbox {
     /// Hands `message` to the worker's event channel without waiting, counting it for the
     /// [`Barrier`]s made after it. Called under the session lock, like every hand-off.
+    // The channel's own error, giving the message back as `try_send` does: boxing it would
+    // allocate on the path that sheds events because the worker is behind.
+    #[allow(clippy::result_large_err)]
     pub(super) fn hand(&mut self, message: Outgoing) -> Result<(), TrySendError<Outgoing>> {
         self.events.try_send(message)?;
         self.handed += 1;
