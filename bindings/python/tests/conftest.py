@@ -173,6 +173,21 @@ def gm_for(server):
         inst.dispose()
 
 
+def paused_in_thread(debugger: Debugger, target: Any, result: dict, go: threading.Event) -> tuple[threading.Thread, dict]:
+    """Runs ``target`` on a thread: it opens a run, puts its context in ``result["ctx"]`` and
+    waits for ``go`` before the call that pauses. The debugger watches that run first, then
+    ``go`` lets the call reach its gate; returns the thread and the ``exec.paused`` event."""
+    t = threading.Thread(target=target)
+    t.start()
+    deadline = time.monotonic() + 10
+    while "ctx" not in result and time.monotonic() < deadline:
+        time.sleep(0.01)
+    debugger.watch(result["ctx"].run_id)
+    time.sleep(0.1)
+    go.set()
+    return t, debugger.next_event("exec.paused")
+
+
 def load_vectors(path: str) -> Any:
     from graphmind import _native
 

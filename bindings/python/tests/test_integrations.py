@@ -18,7 +18,7 @@ import openai
 import pytest
 
 import graphmind as gm
-from conftest import ROOT
+from conftest import ROOT, paused_in_thread
 
 sys.path.insert(0, str(ROOT / "tests" / "fake_provider"))
 from server import sse_body  # noqa: E402
@@ -460,15 +460,7 @@ def _drive_with_gate(server, debugger, g, body, point, action, node="llm:step", 
         except BaseException as exc:  # noqa: BLE001
             result["raised"] = exc
 
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
+    t, paused = paused_in_thread(debugger, target, result, go)
     result["paused"] = paused["payload"]
     assert paused["payload"]["nodeId"] == node and paused["payload"]["point"] == point
     if action == "retry" and arm:
@@ -1090,15 +1082,7 @@ def test_langchain_abort_at_a_gate_ends_the_chain(server, debugger, gm_for, flav
         except BaseException as exc:  # noqa: BLE001
             result["raised"] = exc
 
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
+    t, paused = paused_in_thread(debugger, target, result, go)
     assert paused["payload"]["nodeId"] == node and paused["payload"]["point"] == "before"
     debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], "abort")
     t.join(10)
@@ -1126,15 +1110,7 @@ def test_langchain_inject_at_a_callback_gate_continues_with_a_warning(server, de
             go.wait(5)
             result["value"] = model.invoke("x", config={"callbacks": [g.handler()]})
 
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
+    t, paused = paused_in_thread(debugger, target, result, go)
     assert paused["payload"]["nodeId"] == node
     debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], "inject", output="never delivered")
     t.join(10)
@@ -1259,7 +1235,7 @@ print(json.dumps({"run": ctx.run_id, "text": text, "anthropic": actx.run_id, "la
 def _reference_python():
     from pathlib import Path
 
-    from conftest import ROOT
+    from conftest import ROOT, paused_in_thread
 
     ref = Path(ROOT) / ".venv-ref" / "bin" / "python"
     assert ref.exists(), "the reference SDK's venv is made by scripts/setup.sh (make setup)"
