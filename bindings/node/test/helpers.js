@@ -183,4 +183,18 @@ function serverAndProvider(test, args = ['--pause-on-error', 'off']) {
   return env;
 }
 
-module.exports = { startServer, startFakeProvider, serverAndProvider, Debugger, sleep, ROOT, BIN };
+/**
+ * Registers the test file's hooks for one `graphmind serve` (started with `args`) and one
+ * debugger attached to its viewer socket: returns `{srv, dbg}`, filled in by `before`.
+ */
+function serverAndDebugger(test, args = ['--pause-on-error', 'off']) {
+  const env = { srv: null, dbg: null };
+  test.before(async () => {
+    env.srv = await startServer(args);
+    env.dbg = await Debugger.open(env.srv);
+  });
+  test.after(() => { env.dbg.close(); env.srv.stop(); });
+  return env;
+}
+
+module.exports = { startServer, startFakeProvider, serverAndProvider, serverAndDebugger, Debugger, sleep, ROOT, BIN };
