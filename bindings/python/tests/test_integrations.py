@@ -75,15 +75,16 @@ class Recorder:
         return self.module.Response(status, json=body)
 
 
+def _client(module, client_cls, async_cls, base_url, answers, is_async):
+    """A provider client (sync or async) whose HTTP goes to a Recorder: ``(client, rec)``."""
+    rec = Recorder(module, answers)
+    http_cls, cls = (module.AsyncClient, async_cls) if is_async else (module.Client, client_cls)
+    http = http_cls(transport=module.MockTransport(rec))
+    return cls(api_key="sk-test", base_url=base_url, http_client=http, max_retries=0), rec
+
+
 def openai_client(answers, is_async=False):
-    rec = Recorder(httpx, answers)
-    if is_async:
-        http = httpx.AsyncClient(transport=httpx.MockTransport(rec))
-        client = openai.AsyncOpenAI(api_key="sk-test", base_url="http://llm.test/v1", http_client=http, max_retries=0)
-    else:
-        http = httpx.Client(transport=httpx.MockTransport(rec))
-        client = openai.OpenAI(api_key="sk-test", base_url="http://llm.test/v1", http_client=http, max_retries=0)
-    return client, rec
+    return _client(httpx, openai.OpenAI, openai.AsyncOpenAI, "http://llm.test/v1", answers, is_async)
 
 
 def _anthropic_http():
@@ -95,15 +96,7 @@ def _anthropic_http():
 
 
 def anthropic_client(answers, is_async=False):
-    module = _anthropic_http()
-    rec = Recorder(module, answers)
-    if is_async:
-        http = module.AsyncClient(transport=module.MockTransport(rec))
-        client = anthropic.AsyncAnthropic(api_key="sk-test", base_url="http://llm.test", http_client=http, max_retries=0)
-    else:
-        http = module.Client(transport=module.MockTransport(rec))
-        client = anthropic.Anthropic(api_key="sk-test", base_url="http://llm.test", http_client=http, max_retries=0)
-    return client, rec
+    return _client(_anthropic_http(), anthropic.Anthropic, anthropic.AsyncAnthropic, "http://llm.test", answers, is_async)
 
 
 WEATHER_TOOL = {
