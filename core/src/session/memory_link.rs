@@ -26,6 +26,11 @@ struct Stall {
 }
 
 impl Stall {
+    fn set(&self, on: bool) {
+        *self.on.lock().unwrap() = on;
+        self.changed.notify_all();
+    }
+
     fn wait_clear(&self) {
         let mut on = self.on.lock().unwrap();
         while *on {
@@ -89,8 +94,13 @@ impl MemoryDebugger {
 
     /// Stalls every link's writes (they block in `flush`) until called with `false`.
     pub(crate) fn stall(&self, on: bool) {
-        *self.stall.on.lock().unwrap() = on;
-        self.stall.changed.notify_all();
+        self.stall.set(on);
+    }
+
+    /// [`MemoryDebugger::stall`] for another thread.
+    pub(crate) fn staller(&self) -> impl Fn(bool) + Send + 'static {
+        let stall = self.stall.clone();
+        move |on| stall.set(on)
     }
 
     /// Whether the next connection attempts succeed.
@@ -121,6 +131,11 @@ impl MemoryDebugger {
                 return frame;
             }
         }
+    }
+
+    /// How many flushed frames are waiting to be read.
+    pub(crate) fn pending(&self) -> usize {
+        self.frames.len()
     }
 
     /// Every frame flushed so far (waits `quiet` for stragglers).

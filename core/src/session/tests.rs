@@ -309,14 +309,9 @@ fn dropping_the_last_handle_delivers_and_stops_the_worker() {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    let kinds: Vec<String> = dbg
-        .drain(QUIET)
-        .iter()
-        .map(|f| kind(f).to_string())
-        .collect();
     assert_eq!(
-        kinds,
-        ["hello", "run.started", "node.started", "node.finished"],
+        kinds(&dbg),
+        ONE_NODE,
         "what was queued went out before the worker stopped"
     );
     assert!(state.upgrade().is_none());
@@ -331,6 +326,34 @@ fn eventually(what: &str, done: impl Fn() -> bool) {
     }
 }
 
+/// A session attached to a fresh in-memory debugger whose `hello.ack` sets `mode`.
+fn attached(mode: &str) -> (MemoryDebugger, Session) {
+    let dbg = MemoryDebugger::new(&format!(r#"{{"mode":"{mode}"}}"#));
+    let session = session(&dbg, |_| {});
+    assert!(session.ready(WAIT));
+    (dbg, session)
+}
+
+/// The types of every frame the debugger got (waiting [`QUIET`] for stragglers).
+fn kinds(dbg: &MemoryDebugger) -> Vec<String> {
+    dbg.drain(QUIET)
+        .iter()
+        .map(|f| kind(f).to_string())
+        .collect()
+}
+
+/// What a run with one tool node sends, after the hello.
+const ONE_NODE: [&str; 4] = ["hello", "run.started", "node.started", "node.finished"];
+
+/// Fails unless what started at `started` took less than `bound` (plus [`SLACK`]).
+fn assert_within(started: Instant, bound: Duration, what: &str) {
+    let took = started.elapsed();
+    assert!(
+        took < bound + SLACK,
+        "{what} kept its bound {bound:?}: {took:?}"
+    );
+}
+
 /// Whether the session's worker thread ended (or was joined already).
 fn worker_ended(session: &Session) -> bool {
     let shared = session.inner.shared.lock();
@@ -339,17 +362,34 @@ fn worker_ended(session: &Session) -> bool {
 
 #[test]
 fn a_flush_after_n_events_sees_all_n_across_several_worker_batches() {
-    let dbg = MemoryDebugger::new(r#"{"mode":"run"}"#);
-    let session = session(&dbg, |_| {});
-    assert!(session.ready(WAIT));
+    let (dbg, session) = attached("run");
     assert_eq!(kind(&dbg.next_frame(WAIT).unwrap()), "hello");
     let run = session.start_run("many", None);
-    // Far more than one batch of the worker, handed over faster than it takes them.
+    // Far more than one batch of the worker, queued behind a stalled write: the flush
+    // comes while they wait, and the worker takes control messages first.
+    dbg.stall(true);
     let nodes = 3 * MAX_BATCH;
     for i in 0..nodes {
         tool_node(&session, &run, &format!("n{}", i % 7));
     }
+    let queued = session.inner.shared.lock().outbox.events.len();
+    assert!(queued > MAX_BATCH, "only {queued} events queued");
+    let unstall = std::thread::spawn({
+        let stall = dbg.staller();
+        move || {
+            std::thread::sleep(QUIET);
+            stall(false);
+        }
+    });
     assert!(session.flush(WAIT));
+    // Read at once: a worker still working through the queue would be caught short here.
+    let out = dbg.pending();
+    unstall.join().unwrap();
+    assert_eq!(
+        out,
+        1 + 2 * nodes,
+        "every frame was out when flush returned"
+    );
     // Everything is out when flush returns: nothing still queued behind the flush.
     let frames = dbg.drain(Duration::ZERO);
     assert_eq!(frames.len(), 1 + 2 * nodes, "run.started and every node");
@@ -362,9 +402,7 @@ fn a_flush_after_n_events_sees_all_n_across_several_worker_batches() {
 
 #[test]
 fn a_shutdown_finds_room_with_the_event_channel_full_and_stops_the_worker() {
-    let dbg = MemoryDebugger::new(r#"{"mode":"run"}"#);
-    let session = session(&dbg, |_| {});
-    assert!(session.ready(WAIT));
+    let (dbg, session) = attached("run");
     let run = session.start_run("full", None);
     dbg.stall(true);
     // Ends of nodes may take every slot; the stalled worker takes none after its first
@@ -379,11 +417,7 @@ fn a_shutdown_finds_room_with_the_event_channel_full_and_stops_the_worker() {
     }
     let started = Instant::now();
     session.dispose(SHORT);
-    assert!(
-        started.elapsed() < SHORT + SLACK,
-        "dispose kept its bound: {:?}",
-        started.elapsed()
-    );
+    assert_within(started, SHORT, "dispose");
     assert!(
         !worker_ended(&session),
         "the worker is stuck in the stalled write"
@@ -408,9 +442,7 @@ fn a_shutdown_finds_room_with_the_event_channel_full_and_stops_the_worker() {
 
 #[test]
 fn dispose_joins_the_worker() {
-    let dbg = MemoryDebugger::new(r#"{"mode":"run"}"#);
-    let session = session(&dbg, |_| {});
-    assert!(session.ready(WAIT));
+    let (dbg, session) = attached("run");
     let run = session.start_run("joined", None);
     tool_node(&session, &run, "lookup");
     session.dispose(WAIT);
@@ -418,65 +450,37 @@ fn dispose_joins_the_worker() {
         session.inner.shared.lock().worker_join.is_none(),
         "the worker's thread was joined before dispose returned"
     );
-    let kinds: Vec<String> = dbg
-        .drain(QUIET)
-        .iter()
-        .map(|f| kind(f).to_string())
-        .collect();
-    assert_eq!(
-        kinds,
-        ["hello", "run.started", "node.started", "node.finished"]
-    );
+    assert_eq!(kinds(&dbg), ONE_NODE);
 }
 
 #[test]
 fn dropping_the_last_handle_with_a_stalled_link_waits_at_most_drop_wait() {
-    let dbg = MemoryDebugger::new(r#"{"mode":"run"}"#);
-    let session = session(&dbg, |_| {});
-    assert!(session.ready(WAIT));
+    let (dbg, session) = attached("run");
     let state = session.downgrade();
     let run = session.start_run("stalled", None);
     dbg.stall(true);
     tool_node(&session, &run, "lookup");
     let started = Instant::now();
     drop(session);
-    assert!(
-        started.elapsed() < DROP_WAIT + SLACK,
-        "the drop kept its bound: {:?}",
-        started.elapsed()
-    );
+    assert_within(started, DROP_WAIT, "the drop");
     assert!(state.is_alive(), "the stalled worker still holds the state");
     dbg.stall(false);
     eventually(
         "the worker delivered, ended and let go of the state",
         || !state.is_alive(),
     );
-    let kinds: Vec<String> = dbg
-        .drain(QUIET)
-        .iter()
-        .map(|f| kind(f).to_string())
-        .collect();
-    assert_eq!(
-        kinds,
-        ["hello", "run.started", "node.started", "node.finished"]
-    );
+    assert_eq!(kinds(&dbg), ONE_NODE);
 }
 
 #[test]
 fn dispose_during_a_hold_with_a_stalled_link_returns_within_its_timeout() {
-    let dbg = MemoryDebugger::new(r#"{"mode":"step"}"#);
-    let session = session(&dbg, |_| {});
-    assert!(session.ready(WAIT));
+    let (dbg, session) = attached("step");
     let run = session.start_run("stuck", None);
     let (waiter, paused) = hold(&session, &dbg, &run, "lookup");
     dbg.stall(true);
     let started = Instant::now();
     session.dispose(SHORT);
-    assert!(
-        started.elapsed() < SHORT + SLACK,
-        "dispose kept its bound: {:?}",
-        started.elapsed()
-    );
+    assert_within(started, SHORT, "dispose");
     assert_eq!(waiter.join().unwrap().action, ResumeAction::Continue);
     dbg.stall(false);
     let resumed = dbg.next_of("exec.resumed", WAIT);
