@@ -5,7 +5,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const Anthropic = require('@anthropic-ai/sdk').default;
 const { graphmind } = require('../anthropic.js');
-const { serverAndProvider, Debugger, sleep } = require('./helpers');
+const { serverAndProvider, sleep, armedDebugger } = require('./helpers');
 const { message, messageStream, of, runEvents, streamed } = require('./provider-helpers');
 
 const env = serverAndProvider(test);
@@ -154,9 +154,7 @@ test('messages.parse() and beta.messages.parse(): one recorded call each, parsed
   assert.deepEqual(of(events, 'node.finished', 'llm:step').map((d) => d.output.text), ['{"answer":4}', '{"answer":5}']);
 
   // Held before it is sent, injected: parse() reads the injected Message as it would the real one.
-  const dbg = await Debugger.open(env.srv);
-  dbg.breakpoint({ kind: 'llm', point: 'before' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'before' });
   await env.fake.reset();
   let heldRun;
   const done = gm.run('parse-held', async (ctx) => {
@@ -183,9 +181,7 @@ test('messages.parse() and beta.messages.parse(): one recorded call each, parsed
 
 test('a held before gate sends nothing until released; inject returns a Message; after-gate inject replaces the answer', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(env.srv);
-  dbg.breakpoint({ kind: 'llm', point: 'before' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'before' });
   await env.fake.script(message([{ type: 'text', text: 'real' }]));
   const anthropic = gm.wrapClient(client());
   let runId;
@@ -211,9 +207,7 @@ test('a held before gate sends nothing until released; inject returns a Message;
 
 test('a provider error meets the error gate: retry sends the request again as one execution', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(env.srv);
-  dbg.breakpoint({ kind: 'llm', point: 'error' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'error' });
   await env.fake.script({ status: 500, json: { type: 'error', error: { type: 'api_error', message: 'boom' } } }, message([{ type: 'text', text: 'second try' }]));
   const anthropic = gm.wrapClient(client());
   let runId;

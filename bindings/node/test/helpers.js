@@ -197,4 +197,34 @@ function serverAndDebugger(test, args = ['--pause-on-error', 'off']) {
   return env;
 }
 
-module.exports = { startServer, startFakeProvider, serverAndProvider, serverAndDebugger, Debugger, sleep, ROOT, BIN };
+/**
+ * Connects the MCP `client` over stdio to `node script`, which reaches `srv` through
+ * GRAPHMIND_URL (its stderr piped): returns the list the client's errors are collected in
+ * (a stdout line that is not JSON-RPC is one).
+ */
+async function connectStdio(client, script, srv) {
+  const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [script],
+    env: { ...process.env, GRAPHMIND_URL: srv.url },
+    stderr: 'pipe',
+  });
+  const errors = [];
+  client.onerror = (e) => errors.push(e);
+  await client.connect(transport);
+  return errors;
+}
+
+/** How long the server takes to apply a viewer's breakpoint to the attached apps. */
+const BREAKPOINT_SETTLE_MS = 150;
+
+/** A debugger on `srv`'s viewer socket with one breakpoint (`matcher`) set and applied. */
+async function armedDebugger(srv, matcher) {
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint(matcher);
+  await sleep(BREAKPOINT_SETTLE_MS);
+  return dbg;
+}
+
+module.exports = { startServer, startFakeProvider, serverAndProvider, serverAndDebugger, connectStdio, armedDebugger, Debugger, sleep, ROOT, BIN };

@@ -11,13 +11,12 @@ const http = require('node:http');
 const { randomUUID } = require('node:crypto');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
-const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const { CreateMessageRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
 const { graphmind } = require('../mcp.js');
 const { build } = require('./fixtures/mcp-matrix-server.js');
-const { serverAndDebugger, sleep } = require('./helpers');
+const { serverAndDebugger, connectStdio, sleep } = require('./helpers');
 const { of } = require('./provider-helpers');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-matrix-server.js');
@@ -177,16 +176,8 @@ test('in-memory transport: every surface and sampling held, injected, errored an
 });
 
 test('stdio: every surface and sampling held, injected, errored and retried; stdout carries only JSON-RPC', async () => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [FIXTURE],
-    env: { ...process.env, GRAPHMIND_URL: env.srv.url },
-    stderr: 'pipe',
-  });
-  const errors = [];
   const client = samplingClient('matrix-stdio');
-  client.onerror = (e) => errors.push(e);
-  await client.connect(transport);
+  const errors = await connectStdio(client, FIXTURE, env.srv);
   await everySurface(client, 'stdio');
   await sampling(client, 'stdio');
   await client.close();

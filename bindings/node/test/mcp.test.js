@@ -16,7 +16,7 @@ const { spawn } = require('node:child_process');
 const { randomUUID } = require('node:crypto');
 const { z } = require('zod');
 const { graphmind, liftInjected } = require('../mcp.js');
-const { serverAndDebugger, sleep, ROOT, BIN } = require('./helpers');
+const { serverAndDebugger, connectStdio, sleep, ROOT, BIN } = require('./helpers');
 const { of } = require('./provider-helpers');
 
 /** The stdio MCP server of examples/node. */
@@ -424,16 +424,8 @@ test('a low-level Server (setRequestHandler, no McpServer): tools/call and resou
 });
 
 test('stdio: the example server answers over a clean stdout, and is held and injected from the viewer', async () => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [EXAMPLE],
-    env: { ...process.env, GRAPHMIND_URL: env.srv.url },
-    stderr: 'pipe',
-  });
-  const errors = [];
   const client = new Client({ name: 'stdio-client', version: '1.0.0' });
-  client.onerror = (e) => errors.push(e);
-  await client.connect(transport);
+  const errors = await connectStdio(client, EXAMPLE, env.srv);
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), ['lookup', 'weather']);
   assert.deepEqual(await client.callTool({ name: 'weather', arguments: { city: 'Lisbon' } }), { content: [{ type: 'text', text: 'Lisbon: sunny, 21 C' }] });

@@ -9,7 +9,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const OpenAI = require('openai');
 const { graphmind } = require('../openai.js');
-const { startServer, serverAndProvider, Debugger, sleep } = require('./helpers');
+const { startServer, serverAndProvider, Debugger, sleep, armedDebugger } = require('./helpers');
 const { chat, chatStream, response, responseStream, of, runEvents, streamed } = require('./provider-helpers');
 
 const env = serverAndProvider(test);
@@ -215,9 +215,7 @@ test('runTools: each model turn is a recorded call, the tool a gated wrapTools f
 
 test('a held before gate sends no HTTP request until released; inject at before returns a completion', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(env.srv);
-  dbg.breakpoint({ kind: 'llm', point: 'before' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'before' });
   await env.fake.script(chat('real'));
   const openai = gm.wrapClient(client());
   let runId;
@@ -244,9 +242,7 @@ test('a held before gate sends no HTTP request until released; inject at before 
 
 test('parallel tool calls gate independently: one held, the other returns', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(env.srv);
-  dbg.breakpoint({ name: 'slow', point: 'before' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { name: 'slow', point: 'before' });
   const tools = gm.wrapTools({ slow: async (x) => `slow ${x.n}`, fast: async (x) => `fast ${x.n}` });
   let runId;
   let fastDone = false;
@@ -360,9 +356,7 @@ test('built-in tools are observed: a Responses web_search_call is a tool node un
 
 test('an edit of a plain wrapTools({fn}) tool is checked against the parameters the request declared for it', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(env.srv);
-  dbg.breakpoint({ name: 'get_weather', point: 'before' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { name: 'get_weather', point: 'before' });
   const declared = {
     type: 'function',
     function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', minLength: 2 } }, required: ['city'] } },
