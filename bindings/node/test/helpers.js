@@ -216,6 +216,27 @@ async function connectStdio(client, script, srv) {
   return errors;
 }
 
+/**
+ * Serves the MCP `server` over Streamable HTTP on 127.0.0.1 (a free port) and connects
+ * `client` to it: returns the function that closes the listener.
+ */
+async function connectHttp(server, client) {
+  const http = require('node:http');
+  const { randomUUID } = require('node:crypto');
+  const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+  await server.connect(transport);
+  const listener = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
+  });
+  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  return () => new Promise((r) => listener.close(r));
+}
+
 /** How long the server takes to apply a viewer's breakpoint to the attached apps. */
 const BREAKPOINT_SETTLE_MS = 150;
 
@@ -227,4 +248,4 @@ async function armedDebugger(srv, matcher) {
   return dbg;
 }
 
-module.exports = { startServer, startFakeProvider, serverAndProvider, serverAndDebugger, connectStdio, armedDebugger, Debugger, sleep, ROOT, BIN };
+module.exports = { startServer, startFakeProvider, serverAndProvider, serverAndDebugger, connectStdio, connectHttp, armedDebugger, Debugger, sleep, ROOT, BIN };

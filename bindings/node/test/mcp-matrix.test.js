@@ -7,16 +7,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const http = require('node:http');
-const { randomUUID } = require('node:crypto');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
-const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
-const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const { CreateMessageRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
 const { graphmind } = require('../mcp.js');
 const { build } = require('./fixtures/mcp-matrix-server.js');
-const { serverAndDebugger, connectStdio, sleep } = require('./helpers');
+const { serverAndDebugger, connectStdio, connectHttp, sleep } = require('./helpers');
 const { of } = require('./provider-helpers');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-matrix-server.js');
@@ -187,19 +183,11 @@ test('stdio: every surface and sampling held, injected, errored and retried; std
 test('Streamable HTTP on 127.0.0.1: every surface and sampling held, injected, errored and retried', async () => {
   const gm = await attached();
   const server = build(gm);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
-  await server.connect(transport);
-  const listener = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
-  });
-  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
   const client = samplingClient('matrix-http');
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  const closeListener = await connectHttp(server, client);
   await everySurface(client, 'http');
   await sampling(client, 'http');
   await client.close();
-  await new Promise((r) => listener.close(r));
+  await closeListener();
   await gm.dispose();
 });

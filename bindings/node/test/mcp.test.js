@@ -9,14 +9,10 @@ const { McpServer, ResourceTemplate } = require('@modelcontextprotocol/sdk/serve
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
-const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
-const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
-const http = require('node:http');
 const { spawn } = require('node:child_process');
-const { randomUUID } = require('node:crypto');
 const { z } = require('zod');
 const { graphmind, liftInjected } = require('../mcp.js');
-const { serverAndDebugger, connectStdio, sleep, ROOT, BIN } = require('./helpers');
+const { serverAndDebugger, connectStdio, connectHttp, sleep, ROOT, BIN } = require('./helpers');
 const { of } = require('./provider-helpers');
 
 /** The stdio MCP server of examples/node. */
@@ -465,16 +461,8 @@ test('stdout purity: every byte the stdio example writes to stdout is a JSON-RPC
 test('Streamable HTTP on 127.0.0.1: the same server held and injected', async () => {
   const { gm } = await attached();
   const server = build(gm);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
-  await server.connect(transport);
-  const listener = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
-  });
-  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
   const client = new Client({ name: 'http-client', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  const closeListener = await connectHttp(server, client);
   await arm({ kind: 'tool', name: 'add', point: 'before' });
   try {
     const answer = client.callTool({ name: 'add', arguments: { a: 4, b: 4 } });
@@ -487,7 +475,7 @@ test('Streamable HTTP on 127.0.0.1: the same server held and injected', async ()
   await sleep(BREAKPOINT_SETTLE_MS);
   assert.deepEqual(await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }), { content: [{ type: 'text', text: '3' }] });
   await client.close();
-  await new Promise((r) => listener.close(r));
+  await closeListener();
   await gm.dispose();
 });
 
