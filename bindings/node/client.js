@@ -114,23 +114,19 @@ function wrapClient(client, specs, callModel) {
   return root;
 }
 
-/** The proxy of the object reached at `depth` along the specs' paths. */
-function proxyNode(target, specs, depth, callModel, getRoot) {
-  const here = specs.filter((s) => s.path.length === depth);
-  if (here.length > 0) return proxyResource(target, here[0], callModel, getRoot);
+/**
+ * A proxy of `target` whose properties are looked up once each: `pick(obj, prop, value)`
+ * gives what a property reads as (a method bound, a deeper proxy...); `own(prop)`, when
+ * it is not `undefined`, answers first and is never cached. Setting a property forgets it.
+ */
+function cachedProxy(target, pick, own = () => undefined) {
   const cache = new Map();
   return new Proxy(target, {
     get(obj, prop) {
-      if (prop === WRAPPED) return depth === 0 ? true : undefined;
+      const answer = own(prop);
+      if (answer !== undefined) return answer;
       if (cache.has(prop)) return cache.get(prop);
-      const value = Reflect.get(obj, prop);
-      let out = value;
-      const below = specs.filter((s) => s.path[depth] === prop);
-      if (below.length > 0 && value !== null && typeof value === 'object') {
-        out = proxyNode(value, below, depth + 1, callModel, getRoot);
-      } else if (typeof value === 'function') {
-        out = value.bind(obj);
-      }
+      const out = pick(obj, prop, Reflect.get(obj, prop));
       cache.set(prop, out);
       return out;
     },
@@ -141,9 +137,22 @@ function proxyNode(target, specs, depth, callModel, getRoot) {
   });
 }
 
+/** The proxy of the object reached at `depth` along the specs' paths. */
+function proxyNode(target, specs, depth, callModel, getRoot) {
+  const here = specs.filter((s) => s.path.length === depth);
+  if (here.length > 0) return proxyResource(target, here[0], callModel, getRoot);
+  const own = (prop) => (prop === WRAPPED && depth === 0 ? true : undefined);
+  return cachedProxy(target, (obj, prop, value) => {
+    const below = specs.filter((s) => s.path[depth] === prop);
+    if (below.length > 0 && value !== null && typeof value === 'object') {
+      return proxyNode(value, below, depth + 1, callModel, getRoot);
+    }
+    return typeof value === 'function' ? value.bind(obj) : value;
+  }, own);
+}
+
 /** A model resource: `create` gated, its helpers run against a view that uses it. */
 function proxyResource(resource, spec, callModel, getRoot) {
-  const cache = new Map();
   const original = resource.create;
   const create = typeof original === 'function'
     ? function create(body, options) {
@@ -161,25 +170,12 @@ function proxyResource(resource, spec, callModel, getRoot) {
       return Reflect.get(obj, prop);
     },
   });
-  return new Proxy(resource, {
-    get(obj, prop) {
-      if (cache.has(prop)) return cache.get(prop);
-      const value = Reflect.get(obj, prop);
-      let out = value;
-      if (prop === 'create' && create) {
-        out = create;
-      } else if (typeof value === 'function' && spec.helpers.includes(prop)) {
-        out = (...args) => value.apply(view, args);
-      } else if (typeof value === 'function') {
-        out = value.bind(obj);
-      }
-      cache.set(prop, out);
-      return out;
-    },
-    set(obj, prop, value) {
-      cache.delete(prop);
-      return Reflect.set(obj, prop, value);
-    },
+  return cachedProxy(resource, (obj, prop, value) => {
+    if (prop === 'create' && create) return create;
+    if (typeof value === 'function' && spec.helpers.includes(prop)) {
+      return (...args) => value.apply(view, args);
+    }
+    return typeof value === 'function' ? value.bind(obj) : value;
   });
 }
 

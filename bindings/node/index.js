@@ -317,9 +317,8 @@ class Session {
       const args = [ctx ? ctx.runId : null, String(point), String(node.nodeId), String(node.kind), String(node.name ?? ''),
         Boolean(options && options.editable), options && options.editable ? toJson(options.liveInput) : null];
       // `inputSchema` (edits) and `result` (smart breakpoints): see gate-helpers.js.
-      token = options && (options.inputSchema != null || options.result !== undefined)
-        ? this.#native.gateWith(...args, options.editable ? toJson(options.inputSchema) : null, toJson(options.result))
-        : this.#native.gate(...args);
+      token = this.#native.gateWith(...args, options && options.editable ? toJson(options.inputSchema) : null,
+        options ? toJson(options.result) : null);
     } catch { /* fail open */ }
     if (token === 0) return CONTINUE_PROMISE;
     return this.#wait(token, ctx).then(() => {

@@ -1,7 +1,7 @@
-//! `session.gate` with the options the client helpers build (`toolGateOptions`,
+//! `session.gate`, with the options the client helpers build (`toolGateOptions`,
 //! `resultGateOptions`): besides `editable` and the live input, the tool's JSON Schema an
-//! edit must match and the call's result the smart breakpoints read. A separate method so
-//! the plain gate keeps its arguments.
+//! edit must match and the call's result the smart breakpoints read (both `null` for a
+//! plain gate).
 
 use crate::{point_of, NativeSession};
 use graphmind_core::session::{Gate, GateOptions};

@@ -22,9 +22,7 @@ use graphmind_core::host_value::HostValue;
 use graphmind_core::json::{self, Map, Value};
 use graphmind_core::llm as core_llm;
 use graphmind_core::payload_cap;
-use graphmind_core::session::{
-    normalize_duration, Gate, GateOptions, NodeRef, Run, RunOutcome, Session,
-};
+use graphmind_core::session::{normalize_duration, Gate, NodeRef, Run, RunOutcome, Session};
 use graphmind_core::step::{Next, Step};
 use graphmind_core::surface::next_code;
 use graphmind_core::warn::{stderr_sink, WarnSink};
@@ -455,43 +453,16 @@ impl NativeSession {
         self.next_token
     }
 
-    /// The gate at `point` of a node: `0` when nothing holds, else a token whose decision
-    /// the dispatcher announces (`takeDecision`).
-    #[napi]
-    #[allow(clippy::too_many_arguments)]
-    pub fn gate(
-        &mut self,
-        env: Env,
-        run_id: Option<String>,
-        point: String,
-        node_id: String,
-        kind: String,
-        name: String,
-        editable: bool,
-        live_input_json: Option<JsString<'_>>,
-    ) -> Result<u32> {
-        let node = graphmind_core::gate::GateNode {
-            node_id,
-            kind,
-            name,
+    /// Keeps a step just started (its `before` gate next) under a fresh handle.
+    fn keep_step(&mut self, step: Step) -> u32 {
+        let handle = self.token();
+        let slot = StepSlot {
+            step,
+            point: PausePoint::Before,
+            output: None,
         };
-        let options = GateOptions {
-            editable,
-            live_input: parse_js_opt(live_input_json.as_ref(), &mut self.scratch)?,
-            result: None,
-            input_schema: None,
-        };
-        match self
-            .session
-            .gate(run_id.as_deref(), point_of(&point)?, &node, options)
-        {
-            Gate::Continue => Ok(0),
-            Gate::Held(pending) => {
-                let token = self.token();
-                self.hold(&env, pending, token)?;
-                Ok(token)
-            }
-        }
+        self.steps.insert(handle, slot);
+        handle
     }
 
     /// The decision of a released gate, as JSON `{action, output?, input?}`.
@@ -539,15 +510,7 @@ impl NativeSession {
             input,
             editable,
         );
-        let handle = self.token();
-        self.steps.insert(
-            handle,
-            StepSlot {
-                step,
-                point: PausePoint::Before,
-                output: None,
-            },
-        );
+        let handle = self.keep_step(step);
         Ok(handle)
     }
 
@@ -658,15 +621,7 @@ impl NativeSession {
         );
         step.set_input_schema(site.input_schema.clone());
         let gate = step.before();
-        let handle = self.token();
-        self.steps.insert(
-            handle,
-            StepSlot {
-                step,
-                point: PausePoint::Before,
-                output: None,
-            },
-        );
+        let handle = self.keep_step(step);
         match self.step_gate(env, handle, gate) {
             Ok(code) => Ok(handle as f64 * CODE_SPAN + code as f64),
             Err(e) => {

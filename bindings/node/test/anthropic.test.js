@@ -5,27 +5,20 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const Anthropic = require('@anthropic-ai/sdk').default;
 const { graphmind } = require('../anthropic.js');
-const { startServer, startFakeProvider, Debugger, sleep } = require('./helpers');
+const { serverAndProvider, sleep, armedDebugger } = require('./helpers');
 const { message, messageStream, of, runEvents, streamed } = require('./provider-helpers');
 
-let srv;
-let fake;
-test.before(async () => {
-  srv = await startServer(['--pause-on-error', 'off']);
-  fake = await startFakeProvider();
-});
-test.after(() => { fake.stop(); srv.stop(); });
-test.beforeEach(() => fake.reset());
+const env = serverAndProvider(test);
 
 const WEATHER = { name: 'get_weather', description: 'Weather', input_schema: { type: 'object', properties: { city: { type: 'string' } } } };
 const body = (content, extra = {}) => ({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content }], ...extra });
 
 function client() {
-  return new Anthropic({ apiKey: 'sk-test', baseURL: fake.baseURL.replace(/\/v1$/, ''), maxRetries: 0 });
+  return new Anthropic({ apiKey: 'sk-test', baseURL: env.fake.baseURL.replace(/\/v1$/, ''), maxRetries: 0 });
 }
 
 async function attached() {
-  const gm = graphmind({ app: 'anthropic-test', url: srv.url, env: {} });
+  const gm = graphmind({ app: 'anthropic-test', url: env.srv.url, env: {} });
   assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
   return gm;
 }
@@ -46,7 +39,7 @@ test('the entry point; identity when disabled; a Proxy that keeps instanceof and
 
 test('messages.create: text and tool_use blocks recorded, the tool gated under the tool_use id', async () => {
   const gm = await attached();
-  await fake.script(
+  await env.fake.script(
     message([{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_9', name: 'get_weather', input: { city: 'Lisbon' } }], {
       stop: 'tool_use',
       usage: { input_tokens: 12, output_tokens: 4, cache_read_input_tokens: 5, cache_creation_input_tokens: 2 },
@@ -70,7 +63,7 @@ test('messages.create: text and tool_use blocks recorded, the tool gated under t
     }
   });
   assert.equal(text, 'Sunny.');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const started = of(events, 'node.started', 'llm:step');
   assert.equal(started[0].sdk, 'anthropic');
   assert.equal(started[0].input.provider, 'anthropic');
@@ -86,7 +79,7 @@ test('messages.create: text and tool_use blocks recorded, the tool gated under t
 test('stream: true and messages.stream(): thinking on the reasoning channel, tool_use input on tool-args, the app sees every event', async () => {
   const gm = await attached();
   const bare = client();
-  await fake.script(messageStream(), messageStream(), messageStream());
+  await env.fake.script(messageStream(), messageStream(), messageStream());
   const plain = [];
   for await (const e of await bare.messages.create(body('x', { stream: true }))) plain.push(e);
   const anthropic = gm.wrapClient(client());
@@ -104,7 +97,7 @@ test('stream: true and messages.stream(): thinking on the reasoning channel, too
   assert.deepEqual(got.events, plain);
   assert.equal(got.text, 'Checking the weather.');
   assert.deepEqual(got.blocks, ['thinking', 'text', 'tool_use']);
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   assert.equal(streamed(events, 'reasoning'), 'Let me think.Let me think.');
   assert.equal(streamed(events, 'text'), 'Checking the weather.Checking the weather.');
   assert.equal(streamed(events, 'tool-args'), '{"city":"Faro"}{"city":"Faro"}');
@@ -120,7 +113,7 @@ test('stream: true and messages.stream(): thinking on the reasoning channel, too
 
 test('beta.messages.create and beta.messages.stream() are recorded calls', async () => {
   const gm = await attached();
-  await fake.script(message([{ type: 'text', text: 'beta' }]), messageStream());
+  await env.fake.script(message([{ type: 'text', text: 'beta' }]), messageStream());
   const anthropic = gm.wrapClient(client());
   let runId;
   await gm.run('beta', async (ctx) => {
@@ -130,7 +123,7 @@ test('beta.messages.create and beta.messages.stream() are recorded calls', async
     const final = await anthropic.beta.messages.stream(body('b')).finalMessage();
     assert.equal(final.content.length, 3);
   });
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const done = of(events, 'node.finished', 'llm:step');
   assert.deepEqual(done.map((d) => d.output.text), ['beta', 'Checking the weather.']);
   await gm.dispose();
@@ -142,7 +135,7 @@ test('messages.parse() and beta.messages.parse(): one recorded call each, parsed
   const format = zodOutputFormat(z.object({ answer: z.number() }));
   const ask = (content) => body(content, { output_config: { format } });
   const gm = await attached();
-  await fake.script(message([{ type: 'text', text: '{"answer":4}' }]), message([{ type: 'text', text: '{"answer":5}' }]));
+  await env.fake.script(message([{ type: 'text', text: '{"answer":4}' }]), message([{ type: 'text', text: '{"answer":5}' }]));
   const anthropic = gm.wrapClient(client());
   let runId;
   const parsed = await gm.run('parse', async (ctx) => {
@@ -152,19 +145,17 @@ test('messages.parse() and beta.messages.parse(): one recorded call each, parsed
     return [plain.parsed_output, beta.parsed_output];
   });
   assert.deepEqual(parsed, [{ answer: 4 }, { answer: 5 }]);
-  const sent = await fake.requests();
+  const sent = await env.fake.requests();
   assert.equal(sent.length, 2, 'each parse() is one request');
   assert.match(String(sent[1].headers['anthropic-beta'] || sent[1].headers['Anthropic-Beta']), /structured-outputs/, 'beta.messages.parse() kept its own headers');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const started = of(events, 'node.started', 'llm:step');
   assert.equal(started.length, 2, 'recorded once each (the helper\'s inner create is the gated one)');
   assert.deepEqual(of(events, 'node.finished', 'llm:step').map((d) => d.output.text), ['{"answer":4}', '{"answer":5}']);
 
   // Held before it is sent, injected: parse() reads the injected Message as it would the real one.
-  const dbg = await Debugger.open(srv);
-  dbg.breakpoint({ kind: 'llm', point: 'before' });
-  await sleep(150);
-  await fake.reset();
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'before' });
+  await env.fake.reset();
   let heldRun;
   const done = gm.run('parse-held', async (ctx) => {
     heldRun = ctx.runId;
@@ -180,7 +171,7 @@ test('messages.parse() and beta.messages.parse(): one recorded call each, parsed
       dbg.resume(heldRun, paused.payload.pauseId, 'inject', { output: answer });
     }
     assert.deepEqual(await done, [{ answer: 40 }, { answer: 50 }]);
-    assert.equal((await fake.requests()).length, 0, 'nothing sent: both answers were injected');
+    assert.equal((await env.fake.requests()).length, 0, 'nothing sent: both answers were injected');
   } finally {
     dbg.clear({ kind: 'llm', point: 'before' });
     dbg.close();
@@ -190,10 +181,8 @@ test('messages.parse() and beta.messages.parse(): one recorded call each, parsed
 
 test('a held before gate sends nothing until released; inject returns a Message; after-gate inject replaces the answer', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(srv);
-  dbg.breakpoint({ kind: 'llm', point: 'before' });
-  await sleep(150);
-  await fake.script(message([{ type: 'text', text: 'real' }]));
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'before' });
+  await env.fake.script(message([{ type: 'text', text: 'real' }]));
   const anthropic = gm.wrapClient(client());
   let runId;
   const done = gm.run('held', async (ctx) => {
@@ -205,12 +194,12 @@ test('a held before gate sends nothing until released; inject returns a Message;
   });
   const first = await dbg.next('exec.paused');
   await sleep(200);
-  assert.equal((await fake.requests()).length, 0, 'nothing sent while held');
+  assert.equal((await env.fake.requests()).length, 0, 'nothing sent while held');
   dbg.resume(runId, first.payload.pauseId, 'continue');
   const second = await dbg.next('exec.paused');
   dbg.resume(runId, second.payload.pauseId, 'inject', { output: 'injected' });
   assert.deepEqual(await done, ['real', 'injected', 'message']);
-  assert.equal((await fake.requests()).length, 1);
+  assert.equal((await env.fake.requests()).length, 1);
   dbg.clear({ kind: 'llm', point: 'before' });
   dbg.close();
   await gm.dispose();
@@ -218,10 +207,8 @@ test('a held before gate sends nothing until released; inject returns a Message;
 
 test('a provider error meets the error gate: retry sends the request again as one execution', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(srv);
-  dbg.breakpoint({ kind: 'llm', point: 'error' });
-  await sleep(150);
-  await fake.script({ status: 500, json: { type: 'error', error: { type: 'api_error', message: 'boom' } } }, message([{ type: 'text', text: 'second try' }]));
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'error' });
+  await env.fake.script({ status: 500, json: { type: 'error', error: { type: 'api_error', message: 'boom' } } }, message([{ type: 'text', text: 'second try' }]));
   const anthropic = gm.wrapClient(client());
   let runId;
   const done = gm.run('retry', async (ctx) => {
@@ -233,7 +220,7 @@ test('a provider error meets the error gate: retry sends the request again as on
   assert.equal(paused.payload.point, 'error');
   dbg.resume(runId, paused.payload.pauseId, 'retry');
   assert.equal(await done, 'second try');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   assert.equal(of(events, 'node.started', 'llm:step').length, 1);
   const [fin] = of(events, 'node.finished', 'llm:step');
   assert.equal(fin.attempts, 2);
@@ -246,7 +233,7 @@ test('a provider error meets the error gate: retry sends the request again as on
 test('server tools are observed: server_tool_use and its result block are a tool node under the step, providerExecuted', async () => {
   const gm = await attached();
   const results = [{ type: 'web_search_result', url: 'https://example.test', title: 'Faro', encrypted_content: 'x' }];
-  await fake.script(message([
+  await env.fake.script(message([
     { type: 'server_tool_use', id: 'srvtoolu_1', name: 'web_search', input: { query: 'weather faro' } },
     { type: 'web_search_tool_result', tool_use_id: 'srvtoolu_1', content: results },
     { type: 'text', text: 'Sunny.' },
@@ -259,7 +246,7 @@ test('server tools are observed: server_tool_use and its result block are a tool
     return m.content.map((b) => b.type).join(',');
   });
   assert.equal(text, 'server_tool_use,web_search_tool_result,text');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const started = of(events, 'node.started', 'tool:web_search');
   assert.equal(started.length, 1);
   assert.deepEqual(
@@ -276,7 +263,7 @@ test('a raw stream: true read without finalMessage records its server tools (the
   const gm = await attached();
   const ev = (type, data) => [type, { type, ...data }];
   const results = [{ type: 'web_search_result', url: 'https://example.test', title: 'Faro' }];
-  await fake.script({
+  await env.fake.script({
     status: 200,
     sse: [
       ev('message_start', { message: { id: 'msg_r', type: 'message', role: 'assistant', model: 'claude-test', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 4, output_tokens: 1 } } }),
@@ -302,7 +289,7 @@ test('a raw stream: true read without finalMessage records its server tools (the
     return seen;
   });
   assert.equal(types.length, 12, 'the app read every event');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const started = of(events, 'node.started', 'tool:web_search');
   assert.equal(started.length, 1);
   assert.deepEqual(

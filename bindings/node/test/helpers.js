@@ -183,4 +183,69 @@ function serverAndProvider(test, args = ['--pause-on-error', 'off']) {
   return env;
 }
 
-module.exports = { startServer, startFakeProvider, serverAndProvider, Debugger, sleep, ROOT, BIN };
+/**
+ * Registers the test file's hooks for one `graphmind serve` (started with `args`) and one
+ * debugger attached to its viewer socket: returns `{srv, dbg}`, filled in by `before`.
+ */
+function serverAndDebugger(test, args = ['--pause-on-error', 'off']) {
+  const env = { srv: null, dbg: null };
+  test.before(async () => {
+    env.srv = await startServer(args);
+    env.dbg = await Debugger.open(env.srv);
+  });
+  test.after(() => { env.dbg.close(); env.srv.stop(); });
+  return env;
+}
+
+/**
+ * Connects the MCP `client` over stdio to `node script`, which reaches `srv` through
+ * GRAPHMIND_URL (its stderr piped): returns the list the client's errors are collected in
+ * (a stdout line that is not JSON-RPC is one).
+ */
+async function connectStdio(client, script, srv) {
+  const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [script],
+    env: { ...process.env, GRAPHMIND_URL: srv.url },
+    stderr: 'pipe',
+  });
+  const errors = [];
+  client.onerror = (e) => errors.push(e);
+  await client.connect(transport);
+  return errors;
+}
+
+/**
+ * Serves the MCP `server` over Streamable HTTP on 127.0.0.1 (a free port) and connects
+ * `client` to it: returns the function that closes the listener.
+ */
+async function connectHttp(server, client) {
+  const http = require('node:http');
+  const { randomUUID } = require('node:crypto');
+  const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
+  const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+  await server.connect(transport);
+  const listener = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => { body += d; });
+    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
+  });
+  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  return () => new Promise((r) => listener.close(r));
+}
+
+/** How long the server takes to apply a viewer's breakpoint to the attached apps. */
+const BREAKPOINT_SETTLE_MS = 150;
+
+/** A debugger on `srv`'s viewer socket with one breakpoint (`matcher`) set and applied. */
+async function armedDebugger(srv, matcher) {
+  const dbg = await Debugger.open(srv);
+  dbg.breakpoint(matcher);
+  await sleep(BREAKPOINT_SETTLE_MS);
+  return dbg;
+}
+
+module.exports = { startServer, startFakeProvider, serverAndProvider, serverAndDebugger, connectStdio, connectHttp, armedDebugger, Debugger, sleep, ROOT, BIN };

@@ -9,15 +9,9 @@ const { z } = require('zod');
 const { graphmind, isAbortError } = require('../langgraph.js');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { startServer, Debugger, sleep, ROOT } = require('./helpers');
+const { serverAndDebugger, sleep, ROOT } = require('./helpers');
 
-let srv;
-let dbg;
-test.before(async () => {
-  srv = await startServer(['--pause-on-error', 'off']);
-  dbg = await Debugger.open(srv);
-});
-test.after(() => { dbg.close(); srv.stop(); });
+const env = serverAndDebugger(test);
 
 function build(gm, calls) {
   const lookup = gm.wrapStructuredTool(lcTool(async ({ q }) => { calls.push(Date.now()); return `real:${q}`; }, {
@@ -33,12 +27,12 @@ function build(gm, calls) {
     .compile();
 }
 
-async function runs() { return (await srv.get('/api/runs')).body.runs; }
+async function runs() { return (await env.srv.get('/api/runs')).body.runs; }
 
 async function pausedAt(nodeId) {
   for (let i = 0; i < 300; i += 1) {
     for (const run of await runs()) {
-      const events = (await srv.get(`/api/runs/${run.id}/events?limit=1000`)).body.events;
+      const events = (await env.srv.get(`/api/runs/${run.id}/events?limit=1000`)).body.events;
       const resumed = new Set(events.filter((e) => e.type === 'exec.resumed').map((e) => e.payload.pauseId));
       const p = events.find((e) => e.type === 'exec.paused' && e.payload.nodeId === nodeId && !resumed.has(e.payload.pauseId));
       if (p) return { runId: run.id, pauseId: p.payload.pauseId, ts: p.ts };
@@ -53,7 +47,7 @@ async function runNamed(gm, name) {
   gm.session.flushSync(5000);
   for (let i = 0; i < 300; i += 1) {
     for (const run of await runs()) {
-      const events = (await srv.get(`/api/runs/${run.id}/events?limit=1000`)).body.events;
+      const events = (await env.srv.get(`/api/runs/${run.id}/events?limit=1000`)).body.events;
       const started = events.find((e) => e.type === 'run.started');
       if (started && started.payload.meta && started.payload.meta.name === name && events.at(-1).type === 'run.finished') return events;
     }
@@ -68,21 +62,21 @@ function parents(events) {
 }
 
 test('a graph run: nodes with parentage, the hint, a held tool released by inject', async () => {
-  const gm = graphmind({ app: 'lg-test', url: srv.url, waitForAttach: 2000 });
+  const gm = graphmind({ app: 'lg-test', url: env.srv.url, waitForAttach: 2000 });
   const calls = [];
   const graph = build(gm, calls);
   gm.hintGraph(graph);
-  dbg.breakpoint({ kind: 'tool', name: 'lookup' });
+  env.dbg.breakpoint({ kind: 'tool', name: 'lookup' });
   const out = graph.invoke({ q: 'x' }, gm.config());
   const p = await pausedAt('tool:lookup');
   await sleep(1000);
   assert.equal(calls.length, 0, 'the tool body has not started while held');
-  dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected!' });
+  env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected!' });
   const result = await out;
   assert.equal(result.answer, 'injected!');
   assert.equal(calls.length, 0);
-  dbg.clear({ kind: 'tool', name: 'lookup' });
-  const events = await srv.events(p.runId, 1);
+  env.dbg.clear({ kind: 'tool', name: 'lookup' });
+  const events = await env.srv.events(p.runId, 1);
   const started = Object.fromEntries(events.filter((e) => e.type === 'node.started').map((e) => [e.payload.nodeId, e.payload.parentId]));
   assert.equal(started['agent:LangGraph'], undefined);
   assert.equal(started['chain:plan'], 'agent:LangGraph');
@@ -92,30 +86,30 @@ test('a graph run: nodes with parentage, the hint, a held tool released by injec
   const hint = events.find((e) => e.type === 'graph.hint');
   assert.ok(hint, 'graph.hint recorded');
   assert.deepEqual(hint.payload.nodes.map((n) => n.nodeId).sort(), ['agent:LangGraph', 'chain:act', 'chain:plan']);
-  await srv.run(p.runId, (r) => r.status === 'ok');
+  await env.srv.run(p.runId, (r) => r.status === 'ok');
   await gm.dispose();
 });
 
 test('abort at a held node ends the run as aborted', async () => {
-  const gm = graphmind({ app: 'lg-test', url: srv.url, waitForAttach: 2000 });
+  const gm = graphmind({ app: 'lg-test', url: env.srv.url, waitForAttach: 2000 });
   const calls = [];
   const graph = build(gm, calls);
-  dbg.breakpoint({ kind: 'chain', name: 'act' });
+  env.dbg.breakpoint({ kind: 'chain', name: 'act' });
   const out = graph.invoke({ q: 'y' }, gm.config()).then(() => null, (e) => e);
   const p = await pausedAt('chain:act');
-  dbg.resume(p.runId, p.pauseId, 'abort');
+  env.dbg.resume(p.runId, p.pauseId, 'abort');
   const error = await out;
   assert.ok(error && isAbortError(error), String(error));
   assert.equal(calls.length, 0);
-  dbg.clear({ kind: 'chain', name: 'act' });
-  await srv.run(p.runId, (r) => r.status === 'aborted');
+  env.dbg.clear({ kind: 'chain', name: 'act' });
+  await env.srv.run(p.runId, (r) => r.status === 'aborted');
   await gm.dispose();
 });
 
 test('examples/node/langgraph-agent.js: held at its tool from the viewer, injected, the graph answers with it', async () => {
-  dbg.breakpoint({ kind: 'tool', name: 'weather' });
+  env.dbg.breakpoint({ kind: 'tool', name: 'weather' });
   const child = spawn(process.execPath, [path.join(ROOT, 'examples', 'node', 'langgraph-agent.js'), 'Lisbon'], {
-    env: { ...process.env, GRAPHMIND_URL: srv.url, OPENAI_API_KEY: '' },
+    env: { ...process.env, GRAPHMIND_URL: env.srv.url, OPENAI_API_KEY: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -123,22 +117,22 @@ test('examples/node/langgraph-agent.js: held at its tool from the viewer, inject
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
     const p = await pausedAt('tool:weather');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'snowing' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'snowing' });
     assert.equal(await exited, 0);
     assert.match(out, /^Lisbon: snowing - /);
-    const events = await srv.events(p.runId, 1);
+    const events = await env.srv.events(p.runId, 1);
     const started = Object.fromEntries(events.filter((e) => e.type === 'node.started').map((e) => [e.payload.nodeId, e.payload.parentId]));
     assert.equal(started['tool:weather'], 'chain:lookup');
     assert.equal(started['llm:step'], 'chain:respond');
-    await srv.run(p.runId, (r) => r.status === 'ok');
+    await env.srv.run(p.runId, (r) => r.status === 'ok');
   } finally {
-    dbg.clear({ kind: 'tool', name: 'weather' });
+    env.dbg.clear({ kind: 'tool', name: 'weather' });
     child.kill();
   }
 });
 
 test('a breakpoint on chain:<node> holds the node a full second; its body starts after the release from the debugger', async () => {
-  const gm = graphmind({ app: 'lg-test', url: srv.url, env: {}, waitForAttach: 2000 });
+  const gm = graphmind({ app: 'lg-test', url: env.srv.url, env: {}, waitForAttach: 2000 });
   const began = [];
   const State = Annotation.Root({ n: Annotation() });
   const graph = new StateGraph(State)
@@ -146,7 +140,7 @@ test('a breakpoint on chain:<node> holds the node a full second; its body starts
     .addEdge(START, 'slowpoke')
     .addEdge('slowpoke', END)
     .compile();
-  dbg.breakpoint({ kind: 'chain', name: 'slowpoke' });
+  env.dbg.breakpoint({ kind: 'chain', name: 'slowpoke' });
   try {
     const out = graph.invoke({ n: 1 }, gm.config());
     const p = await pausedAt('chain:slowpoke');
@@ -154,49 +148,49 @@ test('a breakpoint on chain:<node> holds the node a full second; its body starts
     await sleep(1000);
     assert.deepEqual(began, [], 'the node body has not started while held');
     const releasedAt = Date.now();
-    dbg.resume(p.runId, p.pauseId, 'continue');
+    env.dbg.resume(p.runId, p.pauseId, 'continue');
     assert.deepEqual(await out, { n: 2 });
     assert.equal(began.length, 1);
     assert.ok(began[0] >= releasedAt, `the body started ${releasedAt - began[0]} ms before the release`);
     assert.ok(began[0] - p.ts >= 1000, `the body started ${began[0] - p.ts} ms after the hold began`);
-    await srv.run(p.runId, (r) => r.status === 'ok');
+    await env.srv.run(p.runId, (r) => r.status === 'ok');
   } finally {
-    dbg.clear({ kind: 'chain', name: 'slowpoke' });
+    env.dbg.clear({ kind: 'chain', name: 'slowpoke' });
   }
   await gm.dispose();
 });
 
 test('abortMode "signal": abort at a held node aborts the config\'s signal (merged with the caller\'s, which stays untouched); invoke rejects with the AbortError', async () => {
-  const gm = graphmind({ app: 'lg-test', url: srv.url, env: {}, waitForAttach: 2000, abortMode: 'signal' });
+  const gm = graphmind({ app: 'lg-test', url: env.srv.url, env: {}, waitForAttach: 2000, abortMode: 'signal' });
   const graph = build(gm, []);
   const own = new AbortController();
   const config = gm.config({ signal: own.signal });
   assert.notEqual(config.signal, own.signal, 'merged: a signal of its own');
-  dbg.breakpoint({ kind: 'chain', name: 'act' });
+  env.dbg.breakpoint({ kind: 'chain', name: 'act' });
   try {
     const out = graph.invoke({ q: 'z' }, config).then(() => null, (e) => e);
     const p = await pausedAt('chain:act');
     assert.equal(config.signal.aborted, false);
-    dbg.resume(p.runId, p.pauseId, 'abort');
+    env.dbg.resume(p.runId, p.pauseId, 'abort');
     const error = await out;
     assert.ok(error && isAbortError(error), String(error));
     assert.equal(config.signal.aborted, true, 'the config\'s signal fired');
     assert.ok(isAbortError(config.signal.reason), String(config.signal.reason));
     assert.equal(own.signal.aborted, false, 'the caller\'s own signal is only listened to');
-    await srv.run(p.runId, (r) => r.status === 'aborted');
+    await env.srv.run(p.runId, (r) => r.status === 'aborted');
   } finally {
-    dbg.clear({ kind: 'chain', name: 'act' });
+    env.dbg.clear({ kind: 'chain', name: 'act' });
   }
   await gm.dispose();
 });
 
 test('the caller\'s own signal given to gm.config() aborts the invocation at a held node: its reason rejects invoke, the gate is released, the run ends aborted', async () => {
-  const gm = graphmind({ app: 'lg-test', url: srv.url, env: {}, waitForAttach: 2000 });
+  const gm = graphmind({ app: 'lg-test', url: env.srv.url, env: {}, waitForAttach: 2000 });
   const calls = [];
   const graph = build(gm, calls);
   const own = new AbortController();
   const config = gm.config({ signal: own.signal });
-  dbg.breakpoint({ kind: 'chain', name: 'act' });
+  env.dbg.breakpoint({ kind: 'chain', name: 'act' });
   try {
     const out = graph.invoke({ q: 'w' }, config).then(() => null, (e) => e);
     const p = await pausedAt('chain:act');
@@ -205,13 +199,13 @@ test('the caller\'s own signal given to gm.config() aborts the invocation at a h
     assert.equal(error && error.message, 'the caller gave up');
     assert.equal(config.signal.aborted, true);
     assert.deepEqual(calls, [], 'the held node\'s body never ran');
-    await srv.run(p.runId, (r) => r.status === 'aborted');
-    const events = await srv.events(p.runId, 1);
+    await env.srv.run(p.runId, (r) => r.status === 'aborted');
+    const events = await env.srv.events(p.runId, 1);
     assert.ok(events.some((e) => e.type === 'exec.resumed' && e.payload.pauseId === p.pauseId), 'the held gate was released');
     const act = events.find((e) => e.type === 'node.finished' && e.payload.nodeId === 'chain:act');
     assert.equal(act && act.payload.status, 'aborted');
   } finally {
-    dbg.clear({ kind: 'chain', name: 'act' });
+    env.dbg.clear({ kind: 'chain', name: 'act' });
   }
   await gm.dispose();
 });
@@ -219,7 +213,7 @@ test('the caller\'s own signal given to gm.config() aborts the invocation at a h
 test('chains: "all" draws every chain run, "langgraph" only graph nodes, "none" no chain (a tool hangs off the agent)', async () => {
   const got = {};
   for (const chains of ['all', 'langgraph', 'none']) {
-    const gm = graphmind({ app: 'lg-chains', url: srv.url, env: {}, waitForAttach: 2000, chains });
+    const gm = graphmind({ app: 'lg-chains', url: env.srv.url, env: {}, waitForAttach: 2000, chains });
     // An unwrapped LangChain tool: recorded by the handler (callback-only).
     const probe = lcTool(async ({ q }) => `probe:${q}`, { name: 'probe', description: 'Probes', schema: z.object({ q: z.string() }) });
     const State = Annotation.Root({ q: Annotation(), answer: Annotation() });
@@ -251,7 +245,7 @@ test('chains: "all" draws every chain run, "langgraph" only graph nodes, "none" 
 });
 
 test('autoRun: false: inside gm.run the graph records in that run under its agent node; outside, no run of its own', async () => {
-  const gm = graphmind({ app: 'lg-autorun', url: srv.url, env: {}, waitForAttach: 2000, autoRun: false });
+  const gm = graphmind({ app: 'lg-autorun', url: env.srv.url, env: {}, waitForAttach: 2000, autoRun: false });
   const graph = build(gm, []);
   const before = (await runs()).length;
   assert.equal((await gm.run('outer', () => graph.invoke({ q: 'in' }, gm.config()))).answer, 'real:IN');
@@ -265,7 +259,7 @@ test('autoRun: false: inside gm.run the graph records in that run under its agen
   await sleep(300);
   const named = [];
   for (const run of await runs()) {
-    const events = (await srv.get(`/api/runs/${run.id}/events?limit=1000`)).body.events;
+    const events = (await env.srv.get(`/api/runs/${run.id}/events?limit=1000`)).body.events;
     const started = events.find((e) => e.type === 'run.started');
     if (started && started.payload.meta) named.push(started.payload.meta.name);
   }
@@ -275,7 +269,7 @@ test('autoRun: false: inside gm.run the graph records in that run under its agen
 });
 
 test('gm.tool(), wrapTools({fn, lcTool}), callbacks() and handler(): each gated or recorded where it runs', async () => {
-  const gm = graphmind({ app: 'lg-paths', url: srv.url, env: {}, waitForAttach: 2000 });
+  const gm = graphmind({ app: 'lg-paths', url: env.srv.url, env: {}, waitForAttach: 2000 });
   const ran = [];
   const fmt = gm.tool('fmt', async ({ q }) => { ran.push('fmt'); return `fmt:${q}`; });
   const tools = gm.wrapTools({
@@ -297,15 +291,15 @@ test('gm.tool(), wrapTools({fn, lcTool}), callbacks() and handler(): each gated 
     .compile();
 
   // gm.tool(): held at tool:fmt under chain:act of the graph's own run, injected.
-  dbg.breakpoint({ kind: 'tool', name: 'fmt' });
+  env.dbg.breakpoint({ kind: 'tool', name: 'fmt' });
   try {
     const out = graph.invoke({ q: 'a' }, { callbacks: gm.callbacks({ runName: 'via-callbacks' }) });
     const p = await pausedAt('tool:fmt');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected' });
     assert.equal((await out).out, 'found:INJECTED');
     assert.deepEqual(ran, ['shout', 'find'], 'the injected gm.tool() body never ran');
   } finally {
-    dbg.clear({ kind: 'tool', name: 'fmt' });
+    env.dbg.clear({ kind: 'tool', name: 'fmt' });
   }
   const viaCallbacks = parents(await runNamed(gm, 'via-callbacks'));
   assert.equal(viaCallbacks['chain:act'], 'agent:via-callbacks');
@@ -324,15 +318,15 @@ test('gm.tool(), wrapTools({fn, lcTool}), callbacks() and handler(): each gated 
     .addEdge(START, 'act')
     .addEdge('act', END)
     .compile();
-  dbg.breakpoint({ kind: 'tool', name: 'flaky', point: 'error' });
+  env.dbg.breakpoint({ kind: 'tool', name: 'flaky', point: 'error' });
   try {
     const out = retrying.invoke({ q: 'b' }, { callbacks: [gm.handler({ runName: 'via-handler' })] });
     const p = await pausedAt('tool:flaky');
-    dbg.resume(p.runId, p.pauseId, 'retry');
+    env.dbg.resume(p.runId, p.pauseId, 'retry');
     assert.equal((await out).out, 'ok:b');
     assert.deepEqual(ran, ['flaky', 'flaky']);
   } finally {
-    dbg.clear({ kind: 'tool', name: 'flaky', point: 'error' });
+    env.dbg.clear({ kind: 'tool', name: 'flaky', point: 'error' });
   }
   const viaHandler = parents(await runNamed(gm, 'via-handler'));
   assert.equal(viaHandler['tool:flaky'], 'chain:act');

@@ -7,17 +7,12 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
-const http = require('node:http');
-const { randomUUID } = require('node:crypto');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
-const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
-const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
-const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const { CreateMessageRequestSchema } = require('@modelcontextprotocol/sdk/types.js');
 const { graphmind } = require('../mcp.js');
 const { build } = require('./fixtures/mcp-matrix-server.js');
-const { startServer, Debugger, sleep } = require('./helpers');
+const { serverAndDebugger, connectStdio, connectHttp, sleep } = require('./helpers');
 const { of } = require('./provider-helpers');
 
 const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-matrix-server.js');
@@ -25,20 +20,14 @@ const FIXTURE = path.join(__dirname, 'fixtures', 'mcp-matrix-server.js');
 const BREAKPOINT_SETTLE_MS = 200;
 const KINDS = ['tool', 'resource', 'prompt'];
 
-let srv;
-let dbg;
-test.before(async () => {
-  srv = await startServer(['--pause-on-error', 'off']);
-  dbg = await Debugger.open(srv);
-});
-test.after(() => { dbg.close(); srv.stop(); });
+const env = serverAndDebugger(test);
 
 async function arm(point, kinds = KINDS) {
-  for (const kind of kinds) dbg.breakpoint({ kind, point });
+  for (const kind of kinds) env.dbg.breakpoint({ kind, point });
   await sleep(BREAKPOINT_SETTLE_MS);
 }
 async function disarm(point, kinds = KINDS) {
-  for (const kind of kinds) dbg.clear({ kind, point });
+  for (const kind of kinds) env.dbg.clear({ kind, point });
   await sleep(BREAKPOINT_SETTLE_MS);
 }
 
@@ -67,10 +56,10 @@ async function sampling(client, label) {
   try {
     const answer = client.callTool({ name: 'ask', arguments: { key: `held-${label}` } });
     const p = await pausedAt('llm:sampling', 'before');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: `injected sampling over ${label}` });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: `injected sampling over ${label}` });
     assert.equal((await answer).content[0].text, `ask:injected sampling over ${label}`, `sampling over ${label}: inject`);
     assert.ok(!client.sampled.includes(`held-${label}`), 'the injected request never reached the client');
-    const events = await srv.events(p.runId, 1);
+    const events = await env.srv.events(p.runId, 1);
     assert.equal(of(events, 'node.started', 'llm:sampling')[0].parentId, 'tool:ask');
   } finally {
     await disarm('before', ['llm']);
@@ -80,11 +69,11 @@ async function sampling(client, label) {
     const key = `flaky-${label}`;
     const answer = client.callTool({ name: 'ask', arguments: { key } });
     const p = await pausedAt('llm:sampling', 'error');
-    dbg.resume(p.runId, p.pauseId, 'retry');
+    env.dbg.resume(p.runId, p.pauseId, 'retry');
     assert.equal((await answer).content[0].text, `ask:client says ${key}`, `sampling over ${label}: retried`);
     assert.deepEqual(client.sampled.filter((k) => k === key), [key, key], 'sent to the client twice');
-    await srv.run(p.runId, (r) => r.status === 'ok');
-    const events = await srv.events(p.runId, 1);
+    await env.srv.run(p.runId, (r) => r.status === 'ok');
+    const events = await env.srv.events(p.runId, 1);
     assert.equal(of(events, 'node.error', 'llm:sampling').length, 1, `sampling over ${label}: one node.error`);
     const done = of(events, 'node.finished', 'llm:sampling');
     assert.equal(done.length, 1, 'one execution');
@@ -99,10 +88,10 @@ async function sampling(client, label) {
 async function pausedAt(nodeId, point) {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const { body } = await srv.get('/api/runs');
+    const { body } = await env.srv.get('/api/runs');
     for (const run of (body && body.runs) || []) {
       if (run.status !== 'running') continue;
-      const events = await srv.events(run.id, 1);
+      const events = await env.srv.events(run.id, 1);
       const resumed = new Set(of(events, 'exec.resumed').map((p) => p.pauseId));
       const p = of(events, 'exec.paused', nodeId).find((x) => !resumed.has(x.pauseId) && x.point === point);
       if (p) return { runId: run.id, pauseId: p.pauseId };
@@ -141,7 +130,7 @@ async function everySurface(client, label) {
     for (const [kind, s] of Object.entries(SURFACES)) {
       const answer = s.call(client, `held-${label}`);
       const p = await pausedAt(s.nodeId, 'before');
-      dbg.resume(p.runId, p.pauseId, 'inject', { output: `injected ${kind} over ${label}` });
+      env.dbg.resume(p.runId, p.pauseId, 'inject', { output: `injected ${kind} over ${label}` });
       assert.equal(s.text(await answer), `injected ${kind} over ${label}`, `${kind} over ${label}: inject`);
     }
   } finally {
@@ -153,9 +142,9 @@ async function everySurface(client, label) {
       const key = `flaky-${label}`;
       const answer = s.call(client, key);
       const p = await pausedAt(s.nodeId, 'error');
-      dbg.resume(p.runId, p.pauseId, 'retry');
+      env.dbg.resume(p.runId, p.pauseId, 'retry');
       assert.equal(s.text(await answer), s.real(key), `${kind} over ${label}: retried`);
-      const events = await srv.events(p.runId, 1);
+      const events = await env.srv.events(p.runId, 1);
       assert.equal(of(events, 'node.error', s.nodeId).length, 1, `${kind} over ${label}: one node.error`);
     }
   } finally {
@@ -164,7 +153,7 @@ async function everySurface(client, label) {
 }
 
 async function attached() {
-  const gm = graphmind({ app: 'mcp-matrix', url: srv.url, env: {}, logger: () => {} });
+  const gm = graphmind({ app: 'mcp-matrix', url: env.srv.url, env: {}, logger: () => {} });
   assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
   return gm;
 }
@@ -183,16 +172,8 @@ test('in-memory transport: every surface and sampling held, injected, errored an
 });
 
 test('stdio: every surface and sampling held, injected, errored and retried; stdout carries only JSON-RPC', async () => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [FIXTURE],
-    env: { ...process.env, GRAPHMIND_URL: srv.url },
-    stderr: 'pipe',
-  });
-  const errors = [];
   const client = samplingClient('matrix-stdio');
-  client.onerror = (e) => errors.push(e);
-  await client.connect(transport);
+  const errors = await connectStdio(client, FIXTURE, env.srv);
   await everySurface(client, 'stdio');
   await sampling(client, 'stdio');
   await client.close();
@@ -202,19 +183,11 @@ test('stdio: every surface and sampling held, injected, errored and retried; std
 test('Streamable HTTP on 127.0.0.1: every surface and sampling held, injected, errored and retried', async () => {
   const gm = await attached();
   const server = build(gm);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
-  await server.connect(transport);
-  const listener = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
-  });
-  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
   const client = samplingClient('matrix-http');
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  const closeListener = await connectHttp(server, client);
   await everySurface(client, 'http');
   await sampling(client, 'http');
   await client.close();
-  await new Promise((r) => listener.close(r));
+  await closeListener();
   await gm.dispose();
 });

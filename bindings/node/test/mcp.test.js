@@ -9,26 +9,16 @@ const { McpServer, ResourceTemplate } = require('@modelcontextprotocol/sdk/serve
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { InMemoryTransport } = require('@modelcontextprotocol/sdk/inMemory.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
-const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
-const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
-const http = require('node:http');
 const { spawn } = require('node:child_process');
-const { randomUUID } = require('node:crypto');
 const { z } = require('zod');
 const { graphmind, liftInjected } = require('../mcp.js');
-const { startServer, Debugger, sleep, ROOT, BIN } = require('./helpers');
+const { serverAndDebugger, connectStdio, connectHttp, sleep, ROOT, BIN } = require('./helpers');
 const { of } = require('./provider-helpers');
 
 /** The stdio MCP server of examples/node. */
 const EXAMPLE = path.join(ROOT, 'examples', 'node', 'mcp-server.js');
 
-let srv;
-let dbg;
-test.before(async () => {
-  srv = await startServer(['--pause-on-error', 'off']);
-  dbg = await Debugger.open(srv);
-});
-test.after(() => { dbg.close(); srv.stop(); });
+const env = serverAndDebugger(test);
 
 /** A server with one tool, one resource template, one prompt; `calls` counts handler bodies. */
 function build(gm, calls = { add: [], fail: 0 }) {
@@ -65,7 +55,7 @@ const attachedAt = new WeakMap();
 async function attached(extra = {}) {
   const lines = [];
   const since = Date.now();
-  const gm = graphmind({ app: 'mcp-test', url: srv.url, env: {}, logger: (l) => lines.push(l), ...extra });
+  const gm = graphmind({ app: 'mcp-test', url: env.srv.url, env: {}, logger: (l) => lines.push(l), ...extra });
   assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
   attachedAt.set(gm, since);
   return { gm, lines };
@@ -73,7 +63,7 @@ async function attached(extra = {}) {
 
 /** Sets breakpoints and lets them reach the attached apps (as the other suites do). */
 async function arm(...matchers) {
-  for (const m of matchers) dbg.breakpoint(m);
+  for (const m of matchers) env.dbg.breakpoint(m);
   await sleep(BREAKPOINT_SETTLE_MS);
 }
 const BREAKPOINT_SETTLE_MS = 200;
@@ -82,10 +72,10 @@ const BREAKPOINT_SETTLE_MS = 200;
 async function pausedAt(nodeId, point) {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const { body } = await srv.get('/api/runs');
+    const { body } = await env.srv.get('/api/runs');
     for (const run of (body && body.runs) || []) {
       if (run.status !== 'running') continue;
-      const events = await srv.events(run.id, 1);
+      const events = await env.srv.events(run.id, 1);
       const resumed = new Set(of(events, 'exec.resumed').map((p) => p.pauseId));
       const p = of(events, 'exec.paused', nodeId).find((x) => !resumed.has(x.pauseId) && (!point || x.point === point));
       if (p) return { runId: run.id, pauseId: p.pauseId };
@@ -103,10 +93,10 @@ async function finishedRun(gm, name) {
   const since = (gm && attachedAt.get(gm)) || 0;
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const { body } = await srv.get('/api/runs');
+    const { body } = await env.srv.get('/api/runs');
     for (const run of (body && body.runs) || []) {
       if (run.status === 'running' || run.startedAt < since) continue;
-      const events = await srv.events(run.id, 1);
+      const events = await env.srv.events(run.id, 1);
       const started = events.find((e) => e.type === 'run.started');
       if (started && started.payload.meta && started.payload.meta.name === name && events.at(-1).type === 'run.finished') return events;
     }
@@ -161,10 +151,10 @@ test('tools/call: one run per request under server:<name>, graph.hint on connect
   await sleep(1100);
   assert.equal(calls.add.length, 0, 'the handler body has not started while held');
   const releasedAt = Date.now();
-  dbg.resume(runId, pauseId, 'continue');
+  env.dbg.resume(runId, pauseId, 'continue');
   assert.deepEqual(await answer, { content: [{ type: 'text', text: '5' }] });
   assert.ok(calls.add[0] >= releasedAt && calls.add[0] - asked >= 1100, 'the body ran after the release');
-  dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
+  env.dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
   assert.equal(lines.filter((l) => l.includes('held for over')).length, 1, `one hold warning: ${lines}`);
 
   const events = await finishedRun(gm, 'tools/call:add');
@@ -186,30 +176,30 @@ test('inject lifting: a string and an object at tools/call, resources/read and p
   try {
     let answer = client.callTool({ name: 'add', arguments: { a: 1, b: 1 } });
     let p = await pausedAt('tool:add');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'typed by hand' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'typed by hand' });
     assert.deepEqual(await answer, { content: [{ type: 'text', text: 'typed by hand' }] });
 
     answer = client.callTool({ name: 'add', arguments: { a: 1, b: 1 } });
     p = await pausedAt('tool:add');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: { price: 42 } });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: { price: 42 } });
     assert.deepEqual(await answer, { content: [{ type: 'text', text: '{"price":42}' }], structuredContent: { price: 42 } });
     assert.equal(calls.add.length, 0, 'an injected request never ran the handler');
 
     answer = client.readResource({ uri: 'note://7' });
     p = await pausedAt('resource:note');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'not found, really' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'not found, really' });
     assert.deepEqual(await answer, { contents: [{ uri: 'note://7', text: 'not found, really' }] });
 
     answer = client.getPrompt({ name: 'greet', arguments: { who: 'Ada' } });
     p = await pausedAt('prompt:greet');
-    dbg.resume(p.runId, p.pauseId, 'continue');
+    env.dbg.resume(p.runId, p.pauseId, 'continue');
     assert.equal((await answer).messages[0].content.text, 'hello Ada');
     answer = client.getPrompt({ name: 'greet', arguments: { who: 'Ada' } });
     p = await pausedAt('prompt:greet');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'be terse' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'be terse' });
     assert.deepEqual((await answer).messages, [{ role: 'user', content: { type: 'text', text: 'be terse' } }]);
   } finally {
-    for (const kind of ['tool', 'resource', 'prompt']) dbg.clear({ kind, point: 'before' });
+    for (const kind of ['tool', 'resource', 'prompt']) env.dbg.clear({ kind, point: 'before' });
   }
   const resource = of(await finishedRun(gm, 'resources/read:note'), 'node.started', 'resource:note')[0];
   assert.deepEqual(resource.input, { uri: 'note://7', variables: { id: '7' } });
@@ -225,19 +215,19 @@ test('a handler that throws: paused at error, retried; continue rethrows into th
   try {
     const answer = client.callTool({ name: 'flaky', arguments: {} });
     const p = await pausedAt('tool:flaky', 'error');
-    dbg.resume(p.runId, p.pauseId, 'retry');
+    env.dbg.resume(p.runId, p.pauseId, 'retry');
     assert.deepEqual(await answer, { content: [{ type: 'text', text: 'recovered' }] });
     assert.equal(calls.fail, 2);
 
     calls.fail = 0;
     const again = client.callTool({ name: 'flaky', arguments: {} });
     const q = await pausedAt('tool:flaky', 'error');
-    dbg.resume(q.runId, q.pauseId, 'continue');
+    env.dbg.resume(q.runId, q.pauseId, 'continue');
     const result = await again;
     assert.equal(result.isError, true);
     assert.match(result.content[0].text, /flaky failed/);
   } finally {
-    dbg.clear({ kind: 'tool', name: 'flaky', point: 'error' });
+    env.dbg.clear({ kind: 'tool', name: 'flaky', point: 'error' });
   }
   await client.close();
   await gm.dispose();
@@ -251,15 +241,15 @@ test('abort at a held tools/call: the handler never runs, the client gets an err
   try {
     const answer = client.callTool({ name: 'add', arguments: { a: 4, b: 4 } }).then((r) => r, (e) => e);
     const p = await pausedAt('tool:add', 'before');
-    dbg.resume(p.runId, p.pauseId, 'abort');
+    env.dbg.resume(p.runId, p.pauseId, 'abort');
     const result = await answer;
     // The SDK answers a handler's throw as an isError result (v1), or rejects (a protocol error).
     const text = result instanceof Error ? result.message : (result.isError ? result.content[0].text : '');
     assert.match(text, /abort/i, JSON.stringify(result));
     assert.equal(calls.add.length, 0, 'the handler body never ran');
-    await srv.run(p.runId, (r) => r.status === 'aborted');
+    await env.srv.run(p.runId, (r) => r.status === 'aborted');
   } finally {
-    dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
+    env.dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
   }
   await client.close();
   await gm.dispose();
@@ -290,35 +280,35 @@ test('update(): a callback swapped in later runs gated (tool, resource, prompt);
     let p = await pausedAt('tool:echo', 'before');
     await sleep(300);
     assert.deepEqual(ran, [], 'held before the new body');
-    dbg.resume(p.runId, p.pauseId, 'continue');
+    env.dbg.resume(p.runId, p.pauseId, 'continue');
     assert.deepEqual(await answer, text('v2:a'));
     assert.deepEqual(ran, ['v2:a']);
     // Injected there: the new body never runs.
     answer = client.callTool({ name: 'echo', arguments: { text: 'b' } });
     p = await pausedAt('tool:echo', 'before');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'from the debugger' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'from the debugger' });
     assert.deepEqual(await answer, text('from the debugger'));
     assert.deepEqual(ran, ['v2:a']);
     // The resource and prompt callbacks swapped in are gated too.
     answer = client.readResource({ uri: 'memo://one' });
     p = await pausedAt('resource:memo', 'before');
-    dbg.resume(p.runId, p.pauseId, 'continue');
+    env.dbg.resume(p.runId, p.pauseId, 'continue');
     assert.equal((await answer).contents[0].text, 'v2');
     answer = client.getPrompt({ name: 'greet', arguments: { who: 'Ada' } });
     p = await pausedAt('prompt:greet', 'before');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected prompt' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected prompt' });
     assert.equal((await answer).messages[0].content.text, 'injected prompt');
     // Renamed (and its body swapped in the same update): held as tool:shout.
     echo.update({ name: 'shout', callback: async ({ text: t }) => { ran.push(`v3:${t}`); return text(`V3:${t.toUpperCase()}`); } });
     answer = client.callTool({ name: 'shout', arguments: { text: 'c' } });
     p = await pausedAt('tool:shout', 'before');
-    dbg.resume(p.runId, p.pauseId, 'continue');
+    env.dbg.resume(p.runId, p.pauseId, 'continue');
     assert.deepEqual(await answer, text('V3:C'));
     const events = await finishedRun(gm, 'tools/call:shout');
     assert.equal(of(events, 'node.started', 'tool:shout')[0].parentId, 'server:updater');
     assert.equal(of(events, 'node.started', 'tool:echo').length, 0);
   } finally {
-    for (const kind of ['tool', 'resource', 'prompt']) dbg.clear({ kind, point: 'before' });
+    for (const kind of ['tool', 'resource', 'prompt']) env.dbg.clear({ kind, point: 'before' });
   }
   assert.deepEqual(ran, ['v2:a', 'memo v2', 'v3:c']);
   await client.close();
@@ -350,20 +340,20 @@ test('sampling/createMessage from a handler: a gated llm:sampling node under the
   try {
     const answer = client.callTool({ name: 'summarize', arguments: { text: 'a long document' } });
     const p = await pausedAt('llm:sampling', 'before');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected model answer' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'injected model answer' });
     const q = await pausedAt('llm:sampling', 'before');
     assert.equal(q.runId, p.runId, 'both sampling requests in the request\'s run');
-    dbg.resume(q.runId, q.pauseId, 'continue');
+    env.dbg.resume(q.runId, q.pauseId, 'continue');
     const result = await answer;
     assert.equal(result.content[0].text, 'summary: injected model answer / from the client');
     assert.equal(sampled, 1, 'the injected request never reached the client');
-    const events = await srv.events(p.runId, 1);
+    const events = await env.srv.events(p.runId, 1);
     const started = of(events, 'node.started', 'llm:sampling');
     assert.equal(started.length, 2);
     assert.ok(started.every((n) => n.parentId === 'tool:summarize'), JSON.stringify(started.map((n) => n.parentId)));
     assert.match(JSON.stringify(started[0].input), /a long document/);
   } finally {
-    dbg.clear({ kind: 'llm', point: 'before' });
+    env.dbg.clear({ kind: 'llm', point: 'before' });
   }
   await client.close();
   await gm.dispose();
@@ -405,24 +395,24 @@ test('a low-level Server (setRequestHandler, no McpServer): tools/call and resou
     calls.length = 0;
     let answer = client.callTool({ name: 'echo', arguments: { message: 'hi' } });
     let p = await pausedAt('tool:echo', 'before');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'substituted' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'substituted' });
     assert.deepEqual(await answer, { content: [{ type: 'text', text: 'substituted' }] });
     assert.equal(calls.length, 0, 'an injected request never ran the handler');
 
     answer = client.callTool({ name: 'echo', arguments: { message: 'x', fail: true } });
     p = await pausedAt('tool:echo', 'before');
-    dbg.resume(p.runId, p.pauseId, 'continue', { input: { message: 'edited', fail: false } });
+    env.dbg.resume(p.runId, p.pauseId, 'continue', { input: { message: 'edited', fail: false } });
     assert.equal((await answer).content[0].text, 'echo: edited', 'the edit replaced params.arguments');
 
     answer = client.callTool({ name: 'echo', arguments: { message: 'y', fail: true } });
     p = await pausedAt('tool:echo', 'before');
-    dbg.resume(p.runId, p.pauseId, 'continue');
+    env.dbg.resume(p.runId, p.pauseId, 'continue');
     p = await pausedAt('tool:echo', 'error');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'recovered by hand' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'recovered by hand' });
     assert.equal((await answer).content[0].text, 'recovered by hand');
   } finally {
-    dbg.clear({ kind: 'tool', name: 'echo', point: 'before' });
-    dbg.clear({ kind: 'tool', name: 'echo', point: 'error' });
+    env.dbg.clear({ kind: 'tool', name: 'echo', point: 'before' });
+    env.dbg.clear({ kind: 'tool', name: 'echo', point: 'error' });
   }
   await client.ping();
   await client.close();
@@ -430,16 +420,8 @@ test('a low-level Server (setRequestHandler, no McpServer): tools/call and resou
 });
 
 test('stdio: the example server answers over a clean stdout, and is held and injected from the viewer', async () => {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [EXAMPLE],
-    env: { ...process.env, GRAPHMIND_URL: srv.url },
-    stderr: 'pipe',
-  });
-  const errors = [];
   const client = new Client({ name: 'stdio-client', version: '1.0.0' });
-  client.onerror = (e) => errors.push(e);
-  await client.connect(transport);
+  const errors = await connectStdio(client, EXAMPLE, env.srv);
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), ['lookup', 'weather']);
   assert.deepEqual(await client.callTool({ name: 'weather', arguments: { city: 'Lisbon' } }), { content: [{ type: 'text', text: 'Lisbon: sunny, 21 C' }] });
@@ -447,17 +429,17 @@ test('stdio: the example server answers over a clean stdout, and is held and inj
   try {
     const answer = client.callTool({ name: 'weather', arguments: { city: 'Oslo' } });
     const p = await pausedAt('tool:weather');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: 'snowing (injected)' });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: 'snowing (injected)' });
     assert.deepEqual(await answer, { content: [{ type: 'text', text: 'snowing (injected)' }] });
   } finally {
-    dbg.clear({ kind: 'tool', name: 'weather', point: 'before' });
+    env.dbg.clear({ kind: 'tool', name: 'weather', point: 'before' });
   }
   await client.close();
   assert.deepEqual(errors, [], 'every stdout line was a JSON-RPC message');
 });
 
 test('stdout purity: every byte the stdio example writes to stdout is a JSON-RPC line', async () => {
-  const child = spawn(process.execPath, [EXAMPLE], { env: { ...process.env, GRAPHMIND_URL: srv.url }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [EXAMPLE], { env: { ...process.env, GRAPHMIND_URL: env.srv.url }, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => { out += d; });
   const send = (m) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...m })}\n`);
@@ -479,37 +461,29 @@ test('stdout purity: every byte the stdio example writes to stdout is a JSON-RPC
 test('Streamable HTTP on 127.0.0.1: the same server held and injected', async () => {
   const { gm } = await attached();
   const server = build(gm);
-  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
-  await server.connect(transport);
-  const listener = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (d) => { body += d; });
-    req.on('end', () => transport.handleRequest(req, res, body ? JSON.parse(body) : undefined));
-  });
-  await new Promise((r) => listener.listen(0, '127.0.0.1', r));
   const client = new Client({ name: 'http-client', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${listener.address().port}/mcp`)));
+  const closeListener = await connectHttp(server, client);
   await arm({ kind: 'tool', name: 'add', point: 'before' });
   try {
     const answer = client.callTool({ name: 'add', arguments: { a: 4, b: 4 } });
     const p = await pausedAt('tool:add');
-    dbg.resume(p.runId, p.pauseId, 'inject', { output: { sum: 9 } });
+    env.dbg.resume(p.runId, p.pauseId, 'inject', { output: { sum: 9 } });
     assert.deepEqual(await answer, { content: [{ type: 'text', text: '{"sum":9}' }], structuredContent: { sum: 9 } });
   } finally {
-    dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
+    env.dbg.clear({ kind: 'tool', name: 'add', point: 'before' });
   }
   await sleep(BREAKPOINT_SETTLE_MS);
   assert.deepEqual(await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } }), { content: [{ type: 'text', text: '3' }] });
   await client.close();
-  await new Promise((r) => listener.close(r));
+  await closeListener();
   await gm.dispose();
 });
 
 test('the stdio example behind `graphmind mcp-proxy`: both views record the same call', async () => {
   const transport = new StdioClientTransport({
     command: BIN,
-    args: ['mcp-proxy', '--port', String(srv.port), '--', process.execPath, EXAMPLE],
-    env: { ...process.env, GRAPHMIND_URL: srv.url, GRAPHMIND_HOME: path.join(path.dirname(srv.dbPath), 'gmhome') },
+    args: ['mcp-proxy', '--port', String(env.srv.port), '--', process.execPath, EXAMPLE],
+    env: { ...process.env, GRAPHMIND_URL: env.srv.url, GRAPHMIND_HOME: path.join(path.dirname(env.srv.dbPath), 'gmhome') },
     stderr: 'pipe',
   });
   const client = new Client({ name: 'proxied-client', version: '1.0.0' });
@@ -519,9 +493,9 @@ test('the stdio example behind `graphmind mcp-proxy`: both views record the same
   await client.close();
   const inProcess = await finishedRun(null, 'tools/call:weather');
   assert.equal(of(inProcess, 'node.finished', 'tool:weather')[0].output.content[0].text, 'Lisbon: sunny, 21 C');
-  const { body } = await srv.get('/api/runs');
+  const { body } = await env.srv.get('/api/runs');
   const apps = new Set();
-  for (const run of body.runs) apps.add((await srv.events(run.id, 1)).find((e) => e.type === 'run.started')?.payload.app);
+  for (const run of body.runs) apps.add((await env.srv.events(run.id, 1)).find((e) => e.type === 'run.started')?.payload.app);
   assert.ok(apps.has('mcp-weather'), 'the in-process view');
   assert.ok([...apps].some((a) => a && a !== 'mcp-weather' && a !== 'mcp-test' && a !== 'mcp-server'), `the proxy's view: ${[...apps]}`);
 });

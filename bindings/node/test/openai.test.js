@@ -9,17 +9,10 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const OpenAI = require('openai');
 const { graphmind } = require('../openai.js');
-const { startServer, startFakeProvider, Debugger, sleep } = require('./helpers');
+const { startServer, serverAndProvider, Debugger, sleep, armedDebugger } = require('./helpers');
 const { chat, chatStream, response, responseStream, of, runEvents, streamed } = require('./provider-helpers');
 
-let srv;
-let fake;
-test.before(async () => {
-  srv = await startServer(['--pause-on-error', 'off']);
-  fake = await startFakeProvider();
-});
-test.after(() => { fake.stop(); srv.stop(); });
-test.beforeEach(() => fake.reset());
+const env = serverAndProvider(test);
 
 const WEATHER = {
   type: 'function',
@@ -28,11 +21,11 @@ const WEATHER = {
 const user = (content) => [{ role: 'user', content }];
 
 function client(options = {}) {
-  return new OpenAI({ apiKey: 'sk-test', baseURL: fake.baseURL, maxRetries: 0, ...options });
+  return new OpenAI({ apiKey: 'sk-test', baseURL: env.fake.baseURL, maxRetries: 0, ...options });
 }
 
 async function attached(options = {}) {
-  const gm = graphmind({ app: 'openai-test', url: srv.url, env: {}, ...options });
+  const gm = graphmind({ app: 'openai-test', url: env.srv.url, env: {}, ...options });
   assert.equal(await gm.ready({ timeoutMs: 3000 }), true);
   return gm;
 }
@@ -68,7 +61,7 @@ test('the package entry point and its kill switch: identity when disabled, a Pro
 
 test('an agent loop: chat.completions.create, tool calls gated through wrapTools with the call id as instance id', async () => {
   const gm = await attached();
-  await fake.script(
+  await env.fake.script(
     chat(null, {
       toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lisbon"}' } }],
       finish: 'tool_calls',
@@ -94,7 +87,7 @@ test('an agent loop: chat.completions.create, tool calls gated through wrapTools
     }
   });
   assert.equal(answer, 'It is sunny.');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const started = of(events, 'node.started', 'llm:step');
   assert.equal(started.length, 2);
   assert.match(started[0].instanceId, /:s0$/);
@@ -119,7 +112,7 @@ test('an agent loop: chat.completions.create, tool calls gated through wrapTools
 test('stream: true is teed: the app reads every chunk unchanged, the call records tokens and usage', async () => {
   const gm = await attached();
   const bare = client();
-  await fake.script(chatStream(), chatStream());
+  await env.fake.script(chatStream(), chatStream());
   const body = { model: 'gpt-test', messages: user('hi'), stream: true, stream_options: { include_usage: true } };
   const plain = [];
   for await (const c of await bare.chat.completions.create(body)) plain.push(c);
@@ -133,7 +126,7 @@ test('stream: true is teed: the app reads every chunk unchanged, the call record
     return chunks;
   });
   assert.deepEqual(seen, plain, 'the app sees what the bare client sees');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   assert.equal(streamed(events, 'text'), 'Sunny');
   const [done] = of(events, 'node.finished', 'llm:step');
   assert.equal(done.output.text, 'Sunny');
@@ -145,7 +138,7 @@ test('stream: true is teed: the app reads every chunk unchanged, the call record
 
 test('a stream the app abandons half-way is still recorded to its end', async () => {
   const gm = await attached();
-  await fake.script(chatStream());
+  await env.fake.script(chatStream());
   const openai = gm.wrapClient(client());
   let runId;
   await gm.run('abandon', async (ctx) => {
@@ -153,7 +146,7 @@ test('a stream the app abandons half-way is still recorded to its end', async ()
     const stream = await openai.chat.completions.create({ model: 'gpt-test', messages: user('hi'), stream: true });
     for await (const c of stream) { void c; break; }
   });
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const [done] = of(events, 'node.finished', 'llm:step');
   assert.equal(done.output.text, 'Sunny');
   await gm.dispose();
@@ -161,7 +154,7 @@ test('a stream the app abandons half-way is still recorded to its end', async ()
 
 test('the helpers: chat.completions.stream() and .parse(), responses.create / .stream() / .parse() are recorded calls', async () => {
   const gm = await attached();
-  await fake.script(chatStream(), chat('{"city":"Faro"}'), response('hi'), responseStream('hello there'), response('{"n":1}'));
+  await env.fake.script(chatStream(), chat('{"city":"Faro"}'), response('hi'), responseStream('hello there'), response('{"n":1}'));
   const openai = gm.wrapClient(client());
   let runId;
   const got = await gm.run('helpers', async (ctx) => {
@@ -182,7 +175,7 @@ test('the helpers: chat.completions.stream() and .parse(), responses.create / .s
     return { deltas, final: final.choices[0].message.content, parsed: parsed.choices[0].message.parsed, r: r.output_text, rs: rfinal.output_text, rp: rp.output_text };
   });
   assert.deepEqual(got, { deltas: ['Sun', 'ny'], final: 'Sunny', parsed: { city: 'Faro' }, r: 'hi', rs: 'hello there', rp: '{"n":1}' });
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const started = of(events, 'node.started', 'llm:step');
   assert.equal(started.length, 5, 'each helper request recorded once');
   assert.deepEqual(started.map((s) => s.input.provider), ['openai', 'openai', 'openai', 'openai', 'openai']);
@@ -195,7 +188,7 @@ test('the helpers: chat.completions.stream() and .parse(), responses.create / .s
 
 test('runTools: each model turn is a recorded call, the tool a gated wrapTools function', async () => {
   const gm = await attached();
-  await fake.script(
+  await env.fake.script(
     chat(null, { toolCalls: [{ id: 'call_7', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Porto"}' } }], finish: 'tool_calls' }),
     chat('Porto is sunny.'),
   );
@@ -212,7 +205,7 @@ test('runTools: each model turn is a recorded call, the tool a gated wrapTools f
     return runner.finalContent();
   });
   assert.equal(text, 'Porto is sunny.');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const started = of(events, 'node.started', 'llm:step');
   assert.equal(started.length, 2);
   assert.equal(started[1].instanceId, started[0].instanceId.replace(/:s0$/, ':s1'));
@@ -222,10 +215,8 @@ test('runTools: each model turn is a recorded call, the tool a gated wrapTools f
 
 test('a held before gate sends no HTTP request until released; inject at before returns a completion', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(srv);
-  dbg.breakpoint({ kind: 'llm', point: 'before' });
-  await sleep(150);
-  await fake.script(chat('real'));
+  const dbg = await armedDebugger(env.srv, { kind: 'llm', point: 'before' });
+  await env.fake.script(chat('real'));
   const openai = gm.wrapClient(client());
   let runId;
   const done = gm.run('held', async (ctx) => {
@@ -237,13 +228,13 @@ test('a held before gate sends no HTTP request until released; inject at before 
   });
   const first = await dbg.next('exec.paused');
   await sleep(200);
-  assert.equal((await fake.requests()).length, 0, 'nothing sent while held');
+  assert.equal((await env.fake.requests()).length, 0, 'nothing sent while held');
   dbg.resume(runId, first.payload.pauseId, 'continue');
   const second = await dbg.next('exec.paused');
-  assert.equal((await fake.requests()).length, 1);
+  assert.equal((await env.fake.requests()).length, 1);
   dbg.resume(runId, second.payload.pauseId, 'inject', { output: 'made up' });
   assert.deepEqual(await done, ['real', 'made up']);
-  assert.equal((await fake.requests()).length, 1, 'the injected call sent nothing');
+  assert.equal((await env.fake.requests()).length, 1, 'the injected call sent nothing');
   dbg.clear({ kind: 'llm', point: 'before' });
   dbg.close();
   await gm.dispose();
@@ -251,9 +242,7 @@ test('a held before gate sends no HTTP request until released; inject at before 
 
 test('parallel tool calls gate independently: one held, the other returns', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(srv);
-  dbg.breakpoint({ name: 'slow', point: 'before' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { name: 'slow', point: 'before' });
   const tools = gm.wrapTools({ slow: async (x) => `slow ${x.n}`, fast: async (x) => `fast ${x.n}` });
   let runId;
   let fastDone = false;
@@ -271,7 +260,7 @@ test('parallel tool calls gate independently: one held, the other returns', asyn
   assert.equal(fastDone, true, 'the other call ran while one was held');
   dbg.resume(runId, paused.payload.pauseId, 'continue');
   assert.deepEqual(await all, ['slow 1', 'fast 2']);
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   assert.deepEqual(of(events, 'node.started').filter((s) => s.nodeId.startsWith('tool:')).map((s) => s.instanceId).sort(), ['call_f', 'call_s']);
   dbg.clear({ name: 'slow', point: 'before' });
   dbg.close();
@@ -286,7 +275,7 @@ test('a debugger that dies mid-hold releases the held request within 100 ms', as
     const dbg = await Debugger.open(own);
     dbg.breakpoint({ kind: 'llm', point: 'before' });
     await sleep(150);
-    await fake.script(chat('after the crash'));
+    await env.fake.script(chat('after the crash'));
     let sentAt = 0;
     const fetchSpy = (url, init) => { sentAt = performance.now(); return fetch(url, init); };
     const openai = gm.wrapClient(client({ fetch: fetchSpy }));
@@ -312,8 +301,8 @@ test('a script using wrapClient exits on its own when its work is done', () => {
   const script = `
     const OpenAI = require(${JSON.stringify(require.resolve('openai'))});
     const { graphmind } = require(${JSON.stringify(path.join(pkg, 'openai.js'))});
-    const gm = graphmind({ app: 'exits', url: ${JSON.stringify(srv.url)}, env: {} });
-    const openai = gm.wrapClient(new OpenAI({ apiKey: 'sk', baseURL: ${JSON.stringify(fake.baseURL)}, maxRetries: 0 }));
+    const gm = graphmind({ app: 'exits', url: ${JSON.stringify(env.srv.url)}, env: {} });
+    const openai = gm.wrapClient(new OpenAI({ apiKey: 'sk', baseURL: ${JSON.stringify(env.fake.baseURL)}, maxRetries: 0 }));
     gm.run('exits', async () => {
       const s = await openai.chat.completions.create({ model: 'gpt-test', messages: [{ role: 'user', content: 'x' }], stream: true });
       let text = '';
@@ -322,7 +311,7 @@ test('a script using wrapClient exits on its own when its work is done', () => {
       console.log(text + '|' + a.choices[0].message.content);
     });
   `;
-  return fake.script(chatStream(), chat('done')).then(() => {
+  return env.fake.script(chatStream(), chat('done')).then(() => {
     const started = Date.now();
     const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 15_000 });
     assert.equal(r.status, 0, r.stderr);
@@ -339,7 +328,7 @@ test('built-in tools are observed: a Responses web_search_call is a tool node un
   const streamedAnswer = responseStream('ok');
   const last = streamedAnswer.sse[streamedAnswer.sse.length - 1][1];
   last.response.output.unshift({ type: 'file_search_call', id: 'fs_1', status: 'failed', queries: ['q'] });
-  await fake.script(searched, streamedAnswer);
+  await env.fake.script(searched, streamedAnswer);
   const openai = gm.wrapClient(client());
   let runId;
   const got = await gm.run('builtin', async (ctx) => {
@@ -349,7 +338,7 @@ test('built-in tools are observed: a Responses web_search_call is a tool node un
     return [r.output_text, r.output[0].type, s.output_text];
   });
   assert.deepEqual(got, ['Sunny in Faro', 'web_search_call', 'ok'], 'the app sees the answer unchanged');
-  const events = await runEvents(srv, gm, runId);
+  const events = await runEvents(env.srv, gm, runId);
   const ws = of(events, 'node.started', 'tool:web_search');
   assert.equal(ws.length, 1);
   assert.deepEqual(
@@ -367,14 +356,12 @@ test('built-in tools are observed: a Responses web_search_call is a tool node un
 
 test('an edit of a plain wrapTools({fn}) tool is checked against the parameters the request declared for it', async () => {
   const gm = await attached();
-  const dbg = await Debugger.open(srv);
-  dbg.breakpoint({ name: 'get_weather', point: 'before' });
-  await sleep(150);
+  const dbg = await armedDebugger(env.srv, { name: 'get_weather', point: 'before' });
   const declared = {
     type: 'function',
     function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', minLength: 2 } }, required: ['city'] } },
   };
-  await fake.script(
+  await env.fake.script(
     chat(null, { toolCalls: [{ id: 'call_7', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Lisbon"}' } }], finish: 'tool_calls' }),
     chat('Done.'),
   );

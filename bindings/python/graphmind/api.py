@@ -220,7 +220,10 @@ class Span:
         elif code != RETURN:
             self._step.finish(self._output)  # `retry` cannot re-run a `with` block
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def _exit(self, exc: BaseException | None) -> Any:
+        """The end of the block, shared by ``__exit__`` and ``__aexit__``: a generator that
+        yields each held gate and is sent its decision (waited for or awaited by the caller);
+        returns whether the exception is swallowed."""
         from .wrap import WAIT
 
         step = self._step
@@ -233,38 +236,37 @@ class Span:
                     return False
                 code, value = first
                 if code == WAIT:
-                    code, value = step.on_error(value.wait())
+                    code, value = step.on_error((yield value))
                 return self._apply_error(code, value)
             code, value = step.after(self._output)
             if code == WAIT:
-                code, value = step.on_after(value.wait(), self._output)
+                code, value = step.on_after((yield value), self._output)
             self._apply_after(code, value)
             return False
         finally:
             self._step = None
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        ending = self._exit(exc)
+        try:
+            held = next(ending)
+            while True:
+                held = ending.send(held.wait())
+        except StopIteration as done:
+            return bool(done.value)
+        finally:
+            ending.close()  # a wait that raised still ends the step now
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        from .wrap import WAIT
-
-        step = self._step
-        if step is None:
-            return False
+        ending = self._exit(exc)
         try:
-            if exc is not None:
-                first = self._exit_error(exc)
-                if first is None:
-                    return False
-                code, value = first
-                if code == WAIT:
-                    code, value = step.on_error(await await_gate(value))
-                return self._apply_error(code, value)
-            code, value = step.after(self._output)
-            if code == WAIT:
-                code, value = step.on_after(await await_gate(value), self._output)
-            self._apply_after(code, value)
-            return False
+            held = next(ending)
+            while True:
+                held = ending.send(await await_gate(held))
+        except StopIteration as done:
+            return bool(done.value)
         finally:
-            self._step = None
+            ending.close()  # a wait that raised still ends the step now
 
 
 from .wrap import RERAISE as _RERAISE  # noqa: E402

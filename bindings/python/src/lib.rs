@@ -332,6 +332,21 @@ pub struct NativeStep {
     session: Session,
 }
 
+/// What a step does after one of its gates: held, `(NEXT_HELD, gate)` for Python to wait
+/// on; not held, `decide` applied at once with `continue`. Tool steps and model steps alike.
+pub(crate) fn after_gate<S>(
+    py: Python<'_>,
+    session: &Session,
+    step: &Mutex<S>,
+    gate: Gate,
+    decide: impl FnOnce(&mut S, GateDecision) -> Next,
+) -> PyResult<(u8, Py<PyAny>)> {
+    match held(session, gate) {
+        None => next_to_py(py, decide(&mut step.lock(), GateDecision::proceed())),
+        Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
+    }
+}
+
 impl NativeStep {
     fn waiting(
         &self,
@@ -339,13 +354,7 @@ impl NativeStep {
         gate: Gate,
         decide: impl FnOnce(&mut Step, GateDecision) -> Next,
     ) -> PyResult<(u8, Py<PyAny>)> {
-        match held(&self.session, gate) {
-            None => {
-                let next = decide(&mut self.step.lock(), GateDecision::proceed());
-                next_to_py(py, next)
-            }
-            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
-        }
+        after_gate(py, &self.session, &self.step, gate, decide)
     }
 }
 
@@ -391,16 +400,7 @@ impl NativeStep {
             .step
             .lock()
             .after_output(Some(host_value(&self.session, output)));
-        match held(&self.session, gate) {
-            None => {
-                let next = self
-                    .step
-                    .lock()
-                    .on_after_host(GateDecision::proceed(), value);
-                next_to_py(py, next)
-            }
-            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
-        }
+        self.waiting(py, gate, |s, d| s.on_after_host(d, value))
     }
 
     /// Applies an `after` decision to `output`.
@@ -773,10 +773,7 @@ impl NativeSession {
             .filter(|i| !i.is_none())
             .map(|i| host_value(&self.session, i));
         let step = Step::start_host(&self.session, run_id, node, parent_id, input, editable);
-        NativeStep {
-            step: Mutex::new(step),
-            session: self.session.clone(),
-        }
+        self.native_step(step)
     }
 
     /// `step` for a prepared node in `run` (`None`: the implicit run).
@@ -791,19 +788,7 @@ impl NativeSession {
         let input = input
             .filter(|i| !i.is_none())
             .map(|i| host_value(&self.session, i));
-        let run_id = run.map(|r| r.run.run_id.as_str());
-        let step = Step::start_host(
-            &self.session,
-            run_id,
-            node.node_ref(),
-            node.parent_id.as_deref(),
-            input,
-            editable,
-        );
-        NativeStep {
-            step: Mutex::new(step),
-            session: self.session.clone(),
-        }
+        self.start_node(run, node, input, editable)
     }
 
     /// `start` then the `before` gate, in one call: `(step, code, value)`, `code` and
@@ -1007,14 +992,22 @@ impl NativeSession {
 }
 
 impl NativeSession {
-    fn enter_with(
+    /// A started step handed to Python.
+    fn native_step(&self, step: Step) -> NativeStep {
+        NativeStep {
+            step: Mutex::new(step),
+            session: self.session.clone(),
+        }
+    }
+
+    /// `node.started` of a prepared node in `run` (`None`: the implicit run), as a step.
+    fn start_node(
         &self,
-        py: Python<'_>,
         run: Option<&NativeRun>,
         node: &NodeSpec,
         input: Option<HostValue>,
         editable: bool,
-    ) -> PyResult<Entered> {
+    ) -> NativeStep {
         let run_id = run.map(|r| r.run.run_id.as_str());
         let step = Step::start_host(
             &self.session,
@@ -1024,10 +1017,18 @@ impl NativeSession {
             input,
             editable,
         );
-        let step = NativeStep {
-            step: Mutex::new(step),
-            session: self.session.clone(),
-        };
+        self.native_step(step)
+    }
+
+    fn enter_with(
+        &self,
+        py: Python<'_>,
+        run: Option<&NativeRun>,
+        node: &NodeSpec,
+        input: Option<HostValue>,
+        editable: bool,
+    ) -> PyResult<Entered> {
+        let step = self.start_node(run, node, input, editable);
         let gate = step.step.lock().before();
         let (code, value) = step.waiting(py, gate, |s, d| s.on_before(d))?;
         Ok((Py::new(py, step)?, code, value))

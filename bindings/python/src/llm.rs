@@ -16,8 +16,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString};
 
 use crate::convert::{py_str, to_py, to_value_or_marker};
-use crate::{error_info, held, next_to_py, Decision, NativeSession};
-use graphmind_core::surface::{next_code, pure};
+use crate::{after_gate, error_info, next_to_py, Decision, NativeSession};
+use graphmind_core::surface::pure;
 
 /// Type names of the client libraries' "argument not given" sentinels.
 const NOT_GIVEN_TYPES: [&str; 2] = ["NotGiven", "Omit"];
@@ -105,13 +105,7 @@ impl NativeLlmStep {
         gate: graphmind_core::session::Gate,
         decide: impl FnOnce(&mut LlmStep, GateDecision) -> graphmind_core::step::Next,
     ) -> PyResult<(u8, Py<PyAny>)> {
-        match held(&self.session, gate) {
-            None => {
-                let next = decide(&mut self.step.lock(), GateDecision::proceed());
-                next_to_py(py, next)
-            }
-            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
-        }
+        after_gate(py, &self.session, &self.step, gate, decide)
     }
 }
 
@@ -146,13 +140,7 @@ impl NativeLlmStep {
     fn after(&self, py: Python<'_>, response: &Bound<'_, PyAny>) -> PyResult<(u8, Py<PyAny>)> {
         let value = sdk_value(response);
         let gate = self.step.lock().after(&value);
-        match held(&self.session, gate) {
-            None => {
-                let next = self.step.lock().on_after(GateDecision::proceed(), &value);
-                next_to_py(py, next)
-            }
-            Some(h) => Ok((next_code::HELD, Py::new(py, h)?.into_any())),
-        }
+        self.decided(py, gate, |s, d| s.on_after(d, &value))
     }
 
     /// Applies an `after` decision to the answer.

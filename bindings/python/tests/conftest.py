@@ -102,16 +102,22 @@ class Debugger:
         except Exception:
             pass
 
-    def next_message(self, kind: str, timeout: float = 10.0) -> dict[str, Any]:
+    def _next(self, wanted: Any, what: str, timeout: float) -> Any:
+        """The first message ``wanted`` picks something out of (it returns ``None`` for the
+        others, which are dropped), within ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 m = self.inbox.get(timeout=0.1)
             except queue.Empty:
                 continue
-            if m.get("type") == kind:
-                return m
-        raise AssertionError(f"no {kind} arrived")
+            picked = wanted(m)
+            if picked is not None:
+                return picked
+        raise AssertionError(f"no {what} arrived")
+
+    def next_message(self, kind: str, timeout: float = 10.0) -> dict[str, Any]:
+        return self._next(lambda m: m if m.get("type") == kind else None, kind, timeout)
 
     def control(self, run: str, kind: str, payload: dict[str, Any]) -> None:
         env = {"gm": 1, "seq": 0, "ts": int(time.time() * 1000), "runId": run, "type": kind, "payload": payload}
@@ -129,15 +135,12 @@ class Debugger:
         self.ws.send(json.dumps({"type": "subscribe", "runId": run_id}))
 
     def next_event(self, kind: str, timeout: float = 10.0) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                m = self.inbox.get(timeout=0.1)
-            except queue.Empty:
-                continue
+        def wanted(m: dict[str, Any]) -> Any:
             if m.get("type") == "event" and m["envelope"].get("type") == kind:
                 return m["envelope"]
-        raise AssertionError(f"no {kind} event arrived")
+            return None
+
+        return self._next(wanted, f"{kind} event", timeout)
 
     def resume(self, run_id: str, pause_id: str, action: str, **extra: Any) -> None:
         self.control(run_id, "exec.resume", {"pauseId": pause_id, "action": action, **extra})
@@ -176,6 +179,21 @@ def gm_for(server):
     yield make
     for inst in made:
         inst.dispose()
+
+
+def paused_in_thread(debugger: Debugger, target: Any, result: dict, go: threading.Event) -> tuple[threading.Thread, dict]:
+    """Runs ``target`` on a thread: it opens a run, puts its context in ``result["ctx"]`` and
+    waits for ``go`` before the call that pauses. The debugger watches that run first, then
+    ``go`` lets the call reach its gate; returns the thread and the ``exec.paused`` event."""
+    t = threading.Thread(target=target)
+    t.start()
+    deadline = time.monotonic() + 10
+    while "ctx" not in result and time.monotonic() < deadline:
+        time.sleep(0.01)
+    debugger.watch(result["ctx"].run_id)
+    time.sleep(0.1)
+    go.set()
+    return t, debugger.next_event("exec.paused")
 
 
 def load_vectors(path: str) -> Any:

@@ -18,7 +18,7 @@ import openai
 import pytest
 
 import graphmind as gm
-from conftest import ROOT
+from conftest import ROOT, paused_in_thread
 
 sys.path.insert(0, str(ROOT / "tests" / "fake_provider"))
 from server import sse_body  # noqa: E402
@@ -75,15 +75,16 @@ class Recorder:
         return self.module.Response(status, json=body)
 
 
+def _client(module, client_cls, async_cls, base_url, answers, is_async):
+    """A provider client (sync or async) whose HTTP goes to a Recorder: ``(client, rec)``."""
+    rec = Recorder(module, answers)
+    http_cls, cls = (module.AsyncClient, async_cls) if is_async else (module.Client, client_cls)
+    http = http_cls(transport=module.MockTransport(rec))
+    return cls(api_key="sk-test", base_url=base_url, http_client=http, max_retries=0), rec
+
+
 def openai_client(answers, is_async=False):
-    rec = Recorder(httpx, answers)
-    if is_async:
-        http = httpx.AsyncClient(transport=httpx.MockTransport(rec))
-        client = openai.AsyncOpenAI(api_key="sk-test", base_url="http://llm.test/v1", http_client=http, max_retries=0)
-    else:
-        http = httpx.Client(transport=httpx.MockTransport(rec))
-        client = openai.OpenAI(api_key="sk-test", base_url="http://llm.test/v1", http_client=http, max_retries=0)
-    return client, rec
+    return _client(httpx, openai.OpenAI, openai.AsyncOpenAI, "http://llm.test/v1", answers, is_async)
 
 
 def _anthropic_http():
@@ -95,15 +96,7 @@ def _anthropic_http():
 
 
 def anthropic_client(answers, is_async=False):
-    module = _anthropic_http()
-    rec = Recorder(module, answers)
-    if is_async:
-        http = module.AsyncClient(transport=module.MockTransport(rec))
-        client = anthropic.AsyncAnthropic(api_key="sk-test", base_url="http://llm.test", http_client=http, max_retries=0)
-    else:
-        http = module.Client(transport=module.MockTransport(rec))
-        client = anthropic.Anthropic(api_key="sk-test", base_url="http://llm.test", http_client=http, max_retries=0)
-    return client, rec
+    return _client(_anthropic_http(), anthropic.Anthropic, anthropic.AsyncAnthropic, "http://llm.test", answers, is_async)
 
 
 WEATHER_TOOL = {
@@ -460,15 +453,7 @@ def _drive_with_gate(server, debugger, g, body, point, action, node="llm:step", 
         except BaseException as exc:  # noqa: BLE001
             result["raised"] = exc
 
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
+    t, paused = paused_in_thread(debugger, target, result, go)
     result["paused"] = paused["payload"]
     assert paused["payload"]["nodeId"] == node and paused["payload"]["point"] == point
     if action == "retry" and arm:
@@ -1090,15 +1075,7 @@ def test_langchain_abort_at_a_gate_ends_the_chain(server, debugger, gm_for, flav
         except BaseException as exc:  # noqa: BLE001
             result["raised"] = exc
 
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
+    t, paused = paused_in_thread(debugger, target, result, go)
     assert paused["payload"]["nodeId"] == node and paused["payload"]["point"] == "before"
     debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], "abort")
     t.join(10)
@@ -1126,15 +1103,7 @@ def test_langchain_inject_at_a_callback_gate_continues_with_a_warning(server, de
             go.wait(5)
             result["value"] = model.invoke("x", config={"callbacks": [g.handler()]})
 
-    t = threading.Thread(target=target)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    go.set()
-    paused = debugger.next_event("exec.paused")
+    t, paused = paused_in_thread(debugger, target, result, go)
     assert paused["payload"]["nodeId"] == node
     debugger.resume(result["ctx"].run_id, paused["payload"]["pauseId"], "inject", output="never delivered")
     t.join(10)
@@ -1259,7 +1228,7 @@ print(json.dumps({"run": ctx.run_id, "text": text, "anthropic": actx.run_id, "la
 def _reference_python():
     from pathlib import Path
 
-    from conftest import ROOT
+    from conftest import ROOT, paused_in_thread
 
     ref = Path(ROOT) / ".venv-ref" / "bin" / "python"
     assert ref.exists(), "the reference SDK's venv is made by scripts/setup.sh (make setup)"

@@ -13,6 +13,7 @@ import time
 import pytest
 
 import graphmind as gm
+from conftest import paused_in_thread
 
 
 def types(events):
@@ -279,15 +280,7 @@ def test_every_action_at_every_point(server, debugger, gm_for, point, action, ex
         except BaseException as exc:  # noqa: BLE001
             result["raised"] = exc
 
-    t = threading.Thread(target=body)
-    t.start()
-    deadline = time.monotonic() + 10
-    while "ctx" not in result and time.monotonic() < deadline:
-        time.sleep(0.01)
-    debugger.watch(result["ctx"].run_id)
-    time.sleep(0.1)
-    watching.set()
-    paused = debugger.next_event("exec.paused")
+    t, paused = paused_in_thread(debugger, body, result, watching)
     assert paused["payload"]["nodeId"] == "tool:lookup" and paused["payload"]["point"] == point
     extra = {"output": {"injected": 1}} if action == "inject" else {}
     if action == "retry":

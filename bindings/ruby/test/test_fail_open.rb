@@ -15,23 +15,8 @@ class TestFailOpen < Minitest::Test
   # A child that has not ended by then is hung.
   CHILD_TIMEOUT = 30
 
-  def setup
-    @server = GMTest::Server.new
-    @viewer = GMTest::Viewer.new(@server.port, @server.viewer_token)
-  end
-
-  def teardown
-    Graphmind.reset
-    @viewer&.close
-    @server&.stop
-  end
-
-  def attach(**extra)
-    sleep 0.15 # let the server apply the viewer's controls first
-    gm = Graphmind.configure(app: "ruby-fail-open", url: @server.ingest_url, env: {}, **extra)
-    assert gm.ready(5.0), "attached"
-    gm
-  end
+  include GMTest::LiveServer
+  APP = "ruby-fail-open"
 
   # A Puma or Sidekiq app's first requests: eight threads make their first GraphMind calls
   # at once, right after configure. The extension made its Ruby classes' handles lazily

@@ -5,23 +5,8 @@ require "timeout"
 
 # The gem against a real `graphmind serve`, with a minimal debugger on /ws/ui.
 class TestLive < Minitest::Test
-  def setup
-    @server = GMTest::Server.new
-    @viewer = GMTest::Viewer.new(@server.port, @server.viewer_token)
-  end
-
-  def teardown
-    Graphmind.reset
-    @viewer&.close
-    @server&.stop
-  end
-
-  def attach(**extra)
-    sleep 0.15 # let the server apply the viewer's controls first
-    gm = Graphmind.configure(app: "ruby-test", url: @server.ingest_url, env: {}, **extra)
-    assert gm.ready(5.0), "attached"
-    gm
-  end
+  include GMTest::LiveServer
+  APP = "ruby-test"
 
   # Runs `body` inside a run on another thread; returns [thread, run_id].
   def in_run(gm, name)

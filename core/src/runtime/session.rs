@@ -59,7 +59,7 @@ use crate::sync::{Condvar, ForkHold, Mutex, MutexGuard};
 use crate::transport::{self, Connector, LinkReader, LinkWriter};
 use crate::warn::{WarnSink, Warner};
 use crate::{buffer, config, edit_input, event, redact, shrink, smart, wire};
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, TrySendError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Select, Sender, TryRecvError, TrySendError};
 use payload::Payload;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -108,6 +108,19 @@ pub const END_RESERVE: usize = 4096;
 /// After a wait for room timed out, regular events are dropped without waiting until the
 /// hand-off holds no more than this.
 const SHED_UNTIL: usize = OUTBOX_CAPACITY / 4;
+
+/// Slots of the worker's control channel ([`Control`]: flush, stats sync, connect-now,
+/// link-gone): a few callers at once; a full one is waited on by a flush (with its
+/// deadline), and a dropped connect-now or link-gone is harmless (see [`Control`]).
+const CONTROL_CAPACITY: usize = 64;
+
+/// The most the drop of an app's last handle waits for the worker to deliver what was
+/// queued and end (see [`AppHandles`]); past it the worker finishes on its own. Short, as a
+/// drop may run on a host's garbage collector with the host's global lock held.
+pub const DROP_WAIT: Duration = Duration::from_millis(100);
+
+/// How often a dispose that waits for the worker's thread to end looks again.
+const JOIN_POLL: Duration = Duration::from_micros(200);
 
 /// How long `stats()` waits for the worker to reach the events emitted so far.
 pub const STATS_SYNC_WAIT: Duration = Duration::from_millis(500);
@@ -335,17 +348,80 @@ pub struct SessionStats {
     pub seq: u64,
 }
 
+/// What goes to the worker on the event channel ([`OUTBOX_CAPACITY`] slots).
 enum Outgoing {
     Event(OutEvent),
     /// A dropped node event whose loop-guard update the worker still makes, in order
     /// (its `input` / `output` already stripped).
     LoopOnly(OutEvent),
+}
+
+/// What goes to the worker on its own small channel ([`CONTROL_CAPACITY`] slots), so a
+/// flush never queues behind, or waits for room among, 65,536 events. The worker takes
+/// control messages before events; a flush or a sync first handles every event handed over
+/// before it (its [`Barrier`]).
+enum Control {
+    /// Connect now (`ready`). Dropped when the channel is full: one is already pending.
     Kick,
+    /// The link of this generation is gone (its reader saw it close). Dropped when the
+    /// channel is full: the worker's next write on the dead link fails the same way.
     Detached(u64),
-    Flush(Sender<()>),
-    /// Publish the counters once everything queued before it is handled (`stats()`).
-    Sync(Sender<()>),
-    Shutdown(Sender<()>),
+    /// Deliver everything handed over before it, then reply (`flush`).
+    Flush(Barrier),
+    /// Publish the counters once everything handed over before it is handled (`stats()`).
+    Sync(Barrier),
+}
+
+/// A request that covers the events handed over before it: how many had been handed to the
+/// event channel when it was made (under the session lock, as every hand-off), and where
+/// to say it is done. The worker handles events up to that count first, so the request
+/// sees exactly what came before it, however full the event channel was.
+struct Barrier {
+    handed: u64,
+    reply: Sender<()>,
+}
+
+/// The application side of the worker's channels: the events ([`OUTBOX_CAPACITY`]), the
+/// control messages ([`CONTROL_CAPACITY`]) and the shutdown, a channel of one slot that
+/// only the one `dispose` sends on, so a shutdown always finds room.
+struct Outbox {
+    events: Sender<Outgoing>,
+    /// Messages handed to `events` so far (the [`Barrier`] count).
+    handed: u64,
+    control: Sender<Control>,
+    shutdown: Sender<Barrier>,
+}
+
+/// The worker's receiving ends of an [`Outbox`].
+struct Inbox {
+    events: Receiver<Outgoing>,
+    control: Receiver<Control>,
+    shutdown: Receiver<Barrier>,
+}
+
+/// A worker's fresh channels.
+fn open_outbox() -> (Outbox, Inbox) {
+    open_outbox_of(OUTBOX_CAPACITY, CONTROL_CAPACITY, 1)
+}
+
+/// Channels of the given sizes (all 0: a forked child's placeholder, which allocates
+/// nothing and is replaced before anything is sent).
+fn open_outbox_of(events: usize, control: usize, shutdown: usize) -> (Outbox, Inbox) {
+    let (events, events_rx) = crossbeam_channel::bounded(events);
+    let (control, control_rx) = crossbeam_channel::bounded(control);
+    let (shutdown, shutdown_rx) = crossbeam_channel::bounded(shutdown);
+    let outbox = Outbox {
+        events,
+        handed: 0,
+        control,
+        shutdown,
+    };
+    let inbox = Inbox {
+        events: events_rx,
+        control: control_rx,
+        shutdown: shutdown_rx,
+    };
+    (outbox, inbox)
 }
 
 struct OutEvent {
@@ -417,7 +493,7 @@ struct Shared {
     seq: u64,
     /// Streamed deltas of one node execution waiting to go out as one `node.token`.
     pending_tokens: Option<TokenBatch>,
-    outbox: Sender<Outgoing>,
+    outbox: Outbox,
     engine: GateEngine,
     /// Whether the engine is armed by an attached debugger.
     engine_attached: bool,
@@ -434,6 +510,9 @@ struct Shared {
     outbox_reopen: bool,
     /// The worker thread, unparked when something must go out now (see [`WORKER_LINGER`]).
     worker: Option<std::thread::Thread>,
+    /// The worker's thread, joined by [`Session::dispose`] and by the drop of the app's last
+    /// handle, each within its bound.
+    worker_join: Option<std::thread::JoinHandle<()>>,
     /// The current link's generation, so a stale reader's detach is ignored.
     link_generation: u64,
     disposed: bool,
@@ -458,8 +537,8 @@ struct Inner {
     spooled: AtomicU64,
     /// Set when `Shared::handoff_loss` has something for the worker to take over.
     handoff_lost: AtomicBool,
-    /// The receiving end, taken by the worker when it starts.
-    inbox: Mutex<Option<Receiver<Outgoing>>>,
+    /// The receiving ends, taken by the worker when it starts.
+    inbox: Mutex<Option<Inbox>>,
     /// The loop guard. Lock order: `shared` before `loop_guard`; the worker takes only this.
     loop_guard: Mutex<LoopGuard>,
     /// Keys calls for the loop guard without its lock (see [`Session::emit_with`]).
@@ -485,8 +564,8 @@ struct Inner {
 }
 
 /// A GraphMind session. Cheap to clone (all clones are the same session). When the last
-/// clone an app holds is dropped, the session is disposed without waiting (see
-/// [`AppHandles`]): its worker delivers what was queued and stops.
+/// clone an app holds is dropped, the session is disposed, waiting at most [`DROP_WAIT`]
+/// (see [`AppHandles`]): its worker delivers what was queued and stops.
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<Inner>,
@@ -497,8 +576,10 @@ pub struct Session {
 }
 
 /// The app's handles to a session, counted by their `Arc`: dropping the last one disposes
-/// the session with no wait, so its worker stops instead of outliving every handle (the
-/// worker and reader hold only the shared state, never an app handle).
+/// the session, so its worker stops instead of outliving every handle (the worker and
+/// reader hold only the shared state, never an app handle). The drop waits at most
+/// [`DROP_WAIT`] for the worker to deliver and end (then joins its thread); a worker still
+/// busy then (a connection being tried) finishes on its own.
 struct AppHandles {
     inner: std::sync::Weak<Inner>,
 }
@@ -506,7 +587,7 @@ struct AppHandles {
 impl Drop for AppHandles {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.upgrade() {
-            Session::internal(inner).dispose(Duration::ZERO);
+            Session::internal(inner).dispose(DROP_WAIT);
         }
     }
 }
@@ -584,7 +665,7 @@ impl Session {
         sink: WarnSink,
         connector: Box<dyn Connector>,
     ) -> Session {
-        let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
+        let (outbox, inbox) = open_outbox();
         let warner = Warner::new(millis(config.warn_interval_ms), sink);
         for warning in &config.warnings {
             warner.warn(warning, warning);
@@ -600,7 +681,7 @@ impl Session {
             shared: Mutex::new(Shared {
                 seq: 0,
                 pending_tokens: None,
-                outbox: tx,
+                outbox,
                 engine,
                 engine_attached: false,
                 hub_capabilities: None,
@@ -612,6 +693,7 @@ impl Session {
                 worker_started: false,
                 outbox_reopen: false,
                 worker: None,
+                worker_join: None,
                 link_generation: 0,
                 disposed: false,
                 shedding: false,
@@ -624,7 +706,7 @@ impl Session {
             pending_gaps: AtomicU64::new(0),
             spooled: AtomicU64::new(0),
             handoff_lost: AtomicBool::new(false),
-            inbox: Mutex::new(Some(rx)),
+            inbox: Mutex::new(Some(inbox)),
             loop_guard: Mutex::new(loop_guard),
             loop_keyer,
             loop_watch,
@@ -704,7 +786,7 @@ impl Session {
         let deadline = Instant::now() + timeout;
         let mut shared = self.inner.shared.lock();
         self.ensure_worker(&mut shared);
-        Self::send_control(&shared, Outgoing::Kick);
+        Self::send_control(&shared, Control::Kick);
         while !shared.engine_attached && !shared.disposed {
             let (next, timed_out) = self.inner.attach_signal.wait_until(shared, deadline);
             shared = next;

@@ -65,16 +65,41 @@ class StreamWatch:
         raise NotImplementedError
 
 
-class SyncStreamProxy:
-    """Stands in for a provider's sync stream: iterating it iterates the real one (the app
-    gets every item unchanged), context-manager use and ``close()`` reach the real one, any
-    other attribute is the real one's."""
+class _StreamProxy:
+    """What the sync and async stream proxies share: the real stream, the watch told of each
+    item and, once, of the end; any other attribute is the real stream's."""
 
     def __init__(self, inner: Any, watch: StreamWatch) -> None:
         self._inner = inner
         self._watch = watch
         self._iterator: Any = None
         self._ended = False
+
+    def _seen(self, item: Any) -> Any:
+        """An item the app gets unchanged, shown to the watch first."""
+        try:
+            self._watch.chunk(item)
+        except Exception:
+            pass
+        return item
+
+    def _end(self, error: BaseException | None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        try:
+            self._watch.end(error)
+        except Exception:
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class SyncStreamProxy(_StreamProxy):
+    """Stands in for a provider's sync stream: iterating it iterates the real one (the app
+    gets every item unchanged), context-manager use and ``close()`` reach the real one, any
+    other attribute is the real one's."""
 
     def __iter__(self) -> SyncStreamProxy:
         return self
@@ -90,11 +115,7 @@ class SyncStreamProxy:
         except BaseException as exc:
             self._end(exc)
             raise
-        try:
-            self._watch.chunk(item)
-        except Exception:
-            pass
-        return item
+        return self._seen(item)
 
     def __enter__(self) -> SyncStreamProxy:
         enter = getattr(self._inner, "__enter__", None)
@@ -115,27 +136,9 @@ class SyncStreamProxy:
         if closer is not None:
             closer()
 
-    def _end(self, error: BaseException | None) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        try:
-            self._watch.end(error)
-        except Exception:
-            pass
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class AsyncStreamProxy:
+class AsyncStreamProxy(_StreamProxy):
     """The ``async for`` twin of :class:`SyncStreamProxy`."""
-
-    def __init__(self, inner: Any, watch: StreamWatch) -> None:
-        self._inner = inner
-        self._watch = watch
-        self._iterator: Any = None
-        self._ended = False
 
     def __aiter__(self) -> AsyncStreamProxy:
         return self
@@ -151,11 +154,7 @@ class AsyncStreamProxy:
         except BaseException as exc:
             self._end(exc)
             raise
-        try:
-            self._watch.chunk(item)
-        except Exception:
-            pass
-        return item
+        return self._seen(item)
 
     async def __aenter__(self) -> AsyncStreamProxy:
         enter = getattr(self._inner, "__aenter__", None)
@@ -177,18 +176,6 @@ class AsyncStreamProxy:
             result = closer()
             if inspect.isawaitable(result):
                 await result
-
-    def _end(self, error: BaseException | None) -> None:
-        if self._ended:
-            return
-        self._ended = True
-        try:
-            self._watch.end(error)
-        except Exception:
-            pass
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 # -- warnings ------------------------------------------------------------------------------

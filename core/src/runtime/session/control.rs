@@ -191,7 +191,7 @@ impl Session {
             shared.engine.disarm();
             gates = shared.engine.take_all();
             self.announce_continues(&mut shared, &gates);
-            Self::send_control(&shared, Outgoing::Detached(generation));
+            Self::send_control(&shared, Control::Detached(generation));
         }
         release_continue(gates);
     }

@@ -172,7 +172,7 @@ impl Session {
             map.remove("output");
         }
         event.deferred_member = None;
-        match shared.outbox.try_send(Outgoing::LoopOnly(event)) {
+        match shared.outbox.hand(Outgoing::LoopOnly(event)) {
             Ok(()) => {}
             Err(TrySendError::Full(Outgoing::LoopOnly(mut event)))
             | Err(TrySendError::Disconnected(Outgoing::LoopOnly(mut event))) => {

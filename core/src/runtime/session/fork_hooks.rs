@@ -69,11 +69,14 @@ impl Session {
         // The parent's worker holds the receiving end in the parent; dropping the sender
         // here would run channel code over the parent's waiters, so it is let go unrun. A
         // fresh outbox is opened when the child first records (most children exec first).
-        let (placeholder, _) = crossbeam_channel::bounded(0);
+        let (placeholder, _) = open_outbox_of(0, 0, 0);
         std::mem::forget(std::mem::replace(&mut shared.outbox, placeholder));
         shared.outbox_reopen = true;
         shared.worker_started = false;
         shared.worker = None;
+        // The parent's thread: joining or detaching it here would act on a thread the
+        // child does not have.
+        std::mem::forget(shared.worker_join.take());
         shared.engine_attached = false;
         shared.engine.disarm();
         // Gates held by the parent's other threads do not exist in the child.

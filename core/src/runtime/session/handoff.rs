@@ -1,7 +1,8 @@
 //! The producer handle: what an application thread does to hand an event to the worker.
 //! It owns the sequence (`Shared::seq`), the bounded outbox with its backpressure and
 //! shedding rules ([`BACKPRESSURE_DEADLINE`], [`END_RESERVE`], [`SHED_UNTIL`]), the count of
-//! events dropped at the hand-off, starting the worker, and offering control messages.
+//! events dropped at the hand-off, starting the worker, and offering control messages on
+//! their own channel, each with the [`Barrier`] of the events handed over before it.
 
 use super::*;
 
@@ -28,14 +29,15 @@ impl Session {
     /// even that is full, never while shedding stops regular events.
     pub(super) fn lock_with_room(&self, end: bool) -> MutexGuard<'_, Shared> {
         let mut shared = self.inner.shared.lock();
-        if shared.shedding && shared.outbox.len() <= SHED_UNTIL {
+        if shared.shedding && shared.outbox.events.len() <= SHED_UNTIL {
             shared.shedding = false;
         }
         let full = |shared: &Shared| {
             if end {
-                shared.outbox.len() >= OUTBOX_CAPACITY
+                shared.outbox.events.len() >= OUTBOX_CAPACITY
             } else {
-                shared.engine_attached && shared.outbox.len() >= OUTBOX_CAPACITY - END_RESERVE
+                shared.engine_attached
+                    && shared.outbox.events.len() >= OUTBOX_CAPACITY - END_RESERVE
             }
         };
         if !full(&shared) || (shared.shedding && !end) || !shared.worker_started {
@@ -71,24 +73,27 @@ impl Session {
         if shared.worker_started || shared.disposed {
             return;
         }
-        let rx = if shared.outbox_reopen {
-            let (tx, rx) = crossbeam_channel::bounded(OUTBOX_CAPACITY);
-            shared.outbox = tx;
+        let inbox = if shared.outbox_reopen {
+            let (outbox, inbox) = open_outbox();
+            shared.outbox = outbox;
             shared.outbox_reopen = false;
-            rx
+            inbox
         } else {
-            let Some(rx) = self.inner.inbox.lock().take() else {
+            let Some(inbox) = self.inner.inbox.lock().take() else {
                 return;
             };
-            rx
+            inbox
         };
         shared.worker_started = true;
         let inner = self.inner.clone();
         let spawned = std::thread::Builder::new()
             .name("graphmind-worker".into())
-            .spawn(move || Worker::new(inner, rx).run());
+            .spawn(move || Worker::new(inner, inbox).run());
         match spawned {
-            Ok(handle) => shared.worker = Some(handle.thread().clone()),
+            Ok(handle) => {
+                shared.worker = Some(handle.thread().clone());
+                shared.worker_join = Some(handle);
+            }
             Err(e) => {
                 shared.worker_started = false;
                 self.inner.warner.warn(
@@ -99,21 +104,30 @@ impl Session {
         }
     }
 
-    /// Hands a control message to the worker and wakes it; false when the outbox is full.
-    pub(super) fn send_control(shared: &Shared, message: Outgoing) -> bool {
+    /// Hands a control message to the worker and wakes it; false when its channel is full.
+    pub(super) fn send_control(shared: &Shared, message: Control) -> bool {
         matches!(Self::offer_control(shared, message), Handoff::Sent)
     }
 
-    /// Offers a control message to the worker and wakes it. A full outbox is waited on with
-    /// [`Handoff::by`], once the caller has let go of the lock (the worker is draining it).
-    pub(super) fn offer_control(shared: &Shared, message: Outgoing) -> Handoff {
-        let handoff = match shared.outbox.try_send(message) {
+    /// Offers a control message to the worker and wakes it. A full control channel is waited
+    /// on with [`Handoff::by`], once the caller has let go of the lock.
+    pub(super) fn offer_control(shared: &Shared, message: Control) -> Handoff {
+        let handoff = match shared.outbox.control.try_send(message) {
             Ok(()) => Handoff::Sent,
-            Err(TrySendError::Full(message)) => Handoff::Full(shared.outbox.clone(), message),
+            Err(TrySendError::Full(message)) => {
+                Handoff::Full(shared.outbox.control.clone(), message)
+            }
             Err(TrySendError::Disconnected(_)) => Handoff::Closed,
         };
         Self::wake_worker(shared);
         handoff
+    }
+
+    /// A [`Barrier`] after every event handed over so far, and where its reply comes.
+    pub(super) fn barrier(shared: &Shared) -> (Barrier, Receiver<()>) {
+        let (reply, done) = crossbeam_channel::bounded(1);
+        let handed = shared.outbox.handed;
+        (Barrier { handed, reply }, done)
     }
 
     /// Wakes a lingering worker (cheap when it is not parked).
@@ -168,7 +182,7 @@ impl Session {
         // Attached, regular events leave the last END_RESERVE slots to the ends of runs
         // and nodes, and are shed while a wait for room timed out.
         let end = is_end_event(event_type);
-        let len = shared.outbox.len();
+        let len = shared.outbox.events.len();
         let refused = if end {
             false
         } else if shared.engine_attached {
@@ -183,12 +197,12 @@ impl Session {
         let sent = if refused {
             Err(TrySendError::Full(Outgoing::Event(event)))
         } else {
-            shared.outbox.try_send(Outgoing::Event(event))
+            shared.outbox.hand(Outgoing::Event(event))
         };
         match sent {
             Ok(()) => {
                 shared.seq += 1;
-                if is_gate_event(event_type) || shared.outbox.len() >= WAKE_BACKLOG {
+                if is_gate_event(event_type) || shared.outbox.events.len() >= WAKE_BACKLOG {
                     Self::wake_worker(shared);
                 }
                 Handed::Sent(seq)
@@ -203,7 +217,7 @@ impl Session {
                         self.inner.handoff_lost.store(true, Ordering::Release);
                         Handed::Dropped(Some(Box::new(event)))
                     }
-                    _ => Handed::Dropped(None),
+                    Outgoing::LoopOnly(_) => Handed::Dropped(None),
                 }
             }
             Err(TrySendError::Disconnected(_)) => Handed::Dropped(None),
@@ -211,23 +225,36 @@ impl Session {
     }
 }
 
+impl Outbox {
+    /// Hands `message` to the worker's event channel without waiting, counting it for the
+    /// [`Barrier`]s made after it. Called under the session lock, like every hand-off.
+    // The channel's own error, giving the message back as `try_send` does: boxing it would
+    // allocate on the path that sheds events because the worker is behind.
+    #[allow(clippy::result_large_err)]
+    pub(super) fn hand(&mut self, message: Outgoing) -> Result<(), TrySendError<Outgoing>> {
+        self.events.try_send(message)?;
+        self.handed += 1;
+        Ok(())
+    }
+}
+
 /// A control message offered to the worker ([`Session::offer_control`]).
 pub(super) enum Handoff {
-    /// In the outbox.
+    /// In the control channel.
     Sent,
-    /// The outbox was full: the message, and the outbox to wait on.
-    Full(Sender<Outgoing>, Outgoing),
+    /// The control channel was full: the message, and the channel to wait on.
+    Full(Sender<Control>, Control),
     /// No worker receives (or none was started).
     Closed,
 }
 
 impl Handoff {
-    /// Whether the message is in the outbox, waiting for room until `deadline` when it was
-    /// full. Call without the session lock.
+    /// Whether the message is in the control channel, waiting for room until `deadline`
+    /// when it was full. Call without the session lock.
     pub(super) fn by(self, deadline: Instant) -> bool {
         match self {
             Handoff::Sent => true,
-            Handoff::Full(outbox, message) => outbox.send_deadline(message, deadline).is_ok(),
+            Handoff::Full(control, message) => control.send_deadline(message, deadline).is_ok(),
             Handoff::Closed => false,
         }
     }

@@ -8,18 +8,20 @@ impl Session {
     /// The counters describe every event emitted before the call: it waits (at most
     /// [`STATS_SYNC_WAIT`]) for the worker to reach them.
     pub fn stats(&self) -> SessionStats {
-        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
-        let handoff = {
+        let synced = {
             let shared = self.inner.shared.lock();
             if shared.worker_started && !shared.disposed {
-                Self::offer_control(&shared, Outgoing::Sync(reply_tx))
+                let (barrier, done) = Self::barrier(&shared);
+                Some((Self::offer_control(&shared, Control::Sync(barrier)), done))
             } else {
-                Handoff::Closed
+                None
             }
         };
         let deadline = Instant::now() + STATS_SYNC_WAIT;
-        if handoff.by(deadline) {
-            let _ = reply_rx.recv_deadline(deadline);
+        if let Some((handoff, done)) = synced {
+            if handoff.by(deadline) {
+                let _ = done.recv_deadline(deadline);
+            }
         }
         let shared = self.inner.shared.lock();
         SessionStats {
@@ -52,27 +54,30 @@ impl Session {
     /// first). Returns whether it finished in time.
     pub fn flush(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
-        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
         let mut shared = self.inner.shared.lock();
         if !shared.worker_started {
             return true;
         }
         self.flush_tokens_locked(&mut shared);
-        let handoff = Self::offer_control(&shared, Outgoing::Flush(reply_tx));
+        let (barrier, done) = Self::barrier(&shared);
+        let handoff = Self::offer_control(&shared, Control::Flush(barrier));
         drop(shared);
-        handoff.by(deadline) && reply_rx.recv_deadline(deadline).is_ok()
+        handoff.by(deadline) && done.recv_deadline(deadline).is_ok()
     }
 
     /// Releases every held gate (`continue`), finishes the implicit run, flushes and closes
-    /// the link, waiting at most `deadline`. Idempotent; never hangs the app.
+    /// the link, and waits for the worker's thread to end, all within `deadline`. Idempotent
+    /// (a second call only waits for the worker again); never hangs the app: a worker not
+    /// done by then (a connection being tried) finishes on its own.
     pub fn dispose(&self, deadline: Duration) {
         let deadline = Instant::now() + deadline;
-        let (reply_tx, reply_rx) = crossbeam_channel::bounded(1);
         let gates;
-        let mut shutdown = Handoff::Closed;
+        let mut shutdown = None;
         {
             let mut shared = self.inner.shared.lock();
             if shared.disposed {
+                drop(shared);
+                self.join_worker(deadline);
                 return;
             }
             self.flush_tokens_locked(&mut shared);
@@ -95,15 +100,42 @@ impl Session {
             shared.disposed = true;
             shared.engine_attached = false;
             if shared.worker_started {
-                shutdown = Self::offer_control(&shared, Outgoing::Shutdown(reply_tx));
+                // The shutdown channel's one slot is this message's: it cannot be full.
+                let (barrier, done) = Self::barrier(&shared);
+                if shared.outbox.shutdown.try_send(barrier).is_ok() {
+                    shutdown = Some(done);
+                }
+                Self::wake_worker(&shared);
             }
             self.inner.attach_signal.notify_all();
         }
         release_continue(gates);
-        // A full outbox is waited on only now, with the gates released.
-        if shutdown.by(deadline) {
-            let _ = reply_rx.recv_deadline(deadline);
+        if let Some(done) = shutdown {
+            if done.recv_deadline(deadline).is_ok() {
+                self.join_worker(deadline);
+            }
         }
         self.inner.attached.store(false, Ordering::Release);
+    }
+
+    /// Joins the worker's thread once it has ended, looking until `deadline`; past it the
+    /// handle is kept for a later dispose or the last handle's drop. Never from the worker
+    /// itself (a warning sink that drops the app's last handle).
+    fn join_worker(&self, deadline: Instant) {
+        let Some(handle) = self.inner.shared.lock().worker_join.take() else {
+            return;
+        };
+        if handle.thread().id() == std::thread::current().id() {
+            self.inner.shared.lock().worker_join = Some(handle);
+            return;
+        }
+        while !handle.is_finished() {
+            if Instant::now() >= deadline {
+                self.inner.shared.lock().worker_join = Some(handle);
+                return;
+            }
+            std::thread::sleep(JOIN_POLL);
+        }
+        let _ = handle.join();
     }
 }

@@ -1,19 +1,42 @@
 //! An in-memory debugger for the session's unit tests: a [`Connector`] whose links carry
 //! frames over channels instead of a socket, with the debugger's side in the test's hands
 //! (accept or refuse connections, read what the session flushed, send control frames,
-//! break the link). Everything the session does above the socket runs as in production.
+//! break the link, stall its writes like a debugger that stopped reading). Everything the session does above the socket runs as in production.
 
 use crate::json::{self, Value};
 use crate::transport::{Connector, Link, LinkReader, LinkWriter, TransportError};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The debugger's side of in-memory links.
 pub(crate) struct MemoryDebugger {
     state: Arc<Mutex<State>>,
     frames: Receiver<String>,
+    stall: Arc<Stall>,
+}
+
+/// While set, every link's flush blocks (a debugger that stopped reading: the socket's
+/// buffers are full), until it is cleared.
+#[derive(Default)]
+struct Stall {
+    on: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Stall {
+    fn set(&self, on: bool) {
+        *self.on.lock().unwrap() = on;
+        self.changed.notify_all();
+    }
+
+    fn wait_clear(&self) {
+        let mut on = self.on.lock().unwrap();
+        while *on {
+            on = self.changed.wait(on).unwrap();
+        }
+    }
 }
 
 struct State {
@@ -28,6 +51,7 @@ struct State {
 
 struct MemoryConnector {
     state: Arc<Mutex<State>>,
+    stall: Arc<Stall>,
 }
 
 struct MemoryReader {
@@ -39,6 +63,7 @@ struct MemoryWriter {
     frames: Sender<String>,
     control: Sender<Option<String>>,
     closed: Arc<AtomicBool>,
+    stall: Arc<Stall>,
 }
 
 impl MemoryDebugger {
@@ -55,6 +80,7 @@ impl MemoryDebugger {
                 link: None,
             })),
             frames: rx,
+            stall: Arc::default(),
         }
     }
 
@@ -62,7 +88,19 @@ impl MemoryDebugger {
     pub(crate) fn connector(&self) -> Box<dyn Connector> {
         Box::new(MemoryConnector {
             state: self.state.clone(),
+            stall: self.stall.clone(),
         })
+    }
+
+    /// Stalls every link's writes (they block in `flush`) until called with `false`.
+    pub(crate) fn stall(&self, on: bool) {
+        self.stall.set(on);
+    }
+
+    /// [`MemoryDebugger::stall`] for another thread.
+    pub(crate) fn staller(&self) -> impl Fn(bool) + Send + 'static {
+        let stall = self.stall.clone();
+        move |on| stall.set(on)
     }
 
     /// Whether the next connection attempts succeed.
@@ -93,6 +131,11 @@ impl MemoryDebugger {
                 return frame;
             }
         }
+    }
+
+    /// How many flushed frames are waiting to be read.
+    pub(crate) fn pending(&self) -> usize {
+        self.frames.len()
     }
 
     /// Every frame flushed so far (waits `quiet` for stragglers).
@@ -139,6 +182,7 @@ impl Connector for MemoryConnector {
                 frames: state.frames.clone(),
                 control: control_tx,
                 closed,
+                stall: self.stall.clone(),
             }),
             ack: state.ack.clone(),
         })
@@ -161,6 +205,7 @@ impl LinkWriter for MemoryWriter {
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {
+        self.stall.wait_clear();
         if self.closed.load(Ordering::Acquire) {
             return Err(TransportError::Closed("the in-memory link ended".into()));
         }

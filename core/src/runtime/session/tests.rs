@@ -1,6 +1,10 @@
 //! The session's rules against the in-memory debugger ([`super::memory_link`]): what goes
 //! out on attach (hello, gap markers, the ring in seq order), a gate held and resumed by a
-//! message on the link, flush, dispose during a hold, and fail-open when the link breaks.
+//! message on the link, flush, dispose during a hold, and fail-open when the link breaks;
+//! the worker's channels: a flush or shutdown covers every event handed over before it,
+//! a shutdown finds room with the event channel full, the worker ends (and is joined) on
+//! dispose and when the app's last handle drops, within their bounds even while the link
+//! is stalled.
 //! The same rules run end to end against `graphmind serve` in `cli/tests/session.rs`.
 
 use super::memory_link::MemoryDebugger;
@@ -11,6 +15,10 @@ use crate::config::{self, EnvSnapshot, Options, SdkFlavor};
 const WAIT: Duration = Duration::from_secs(5);
 /// How long a frame that should not come is waited for.
 const QUIET: Duration = Duration::from_millis(150);
+/// A short dispose bound, for the cases where the worker cannot finish in time.
+const SHORT: Duration = Duration::from_millis(200);
+/// What this loaded 2-core machine may add to a bound (thread wake-ups, a busy neighbour).
+const SLACK: Duration = Duration::from_millis(400);
 
 fn session(dbg: &MemoryDebugger, configure: impl FnOnce(&mut Options)) -> Session {
     let mut options = Options {
@@ -301,15 +309,186 @@ fn dropping_the_last_handle_delivers_and_stops_the_worker() {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    let kinds: Vec<String> = dbg
-        .drain(QUIET)
-        .iter()
-        .map(|f| kind(f).to_string())
-        .collect();
     assert_eq!(
-        kinds,
-        ["hello", "run.started", "node.started", "node.finished"],
+        kinds(&dbg),
+        ONE_NODE,
         "what was queued went out before the worker stopped"
     );
     assert!(state.upgrade().is_none());
+}
+
+/// Waits until `done` holds, failing the test after [`WAIT`].
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + WAIT;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// A session attached to a fresh in-memory debugger whose `hello.ack` sets `mode`.
+fn attached(mode: &str) -> (MemoryDebugger, Session) {
+    let dbg = MemoryDebugger::new(&format!(r#"{{"mode":"{mode}"}}"#));
+    let session = session(&dbg, |_| {});
+    assert!(session.ready(WAIT));
+    (dbg, session)
+}
+
+/// The types of every frame the debugger got (waiting [`QUIET`] for stragglers).
+fn kinds(dbg: &MemoryDebugger) -> Vec<String> {
+    dbg.drain(QUIET)
+        .iter()
+        .map(|f| kind(f).to_string())
+        .collect()
+}
+
+/// What a run with one tool node sends, after the hello.
+const ONE_NODE: [&str; 4] = ["hello", "run.started", "node.started", "node.finished"];
+
+/// Fails unless what started at `started` took less than `bound` (plus [`SLACK`]).
+fn assert_within(started: Instant, bound: Duration, what: &str) {
+    let took = started.elapsed();
+    assert!(
+        took < bound + SLACK,
+        "{what} kept its bound {bound:?}: {took:?}"
+    );
+}
+
+/// Whether the session's worker thread ended (or was joined already).
+fn worker_ended(session: &Session) -> bool {
+    let shared = session.inner.shared.lock();
+    shared.worker_join.as_ref().is_none_or(|h| h.is_finished())
+}
+
+#[test]
+fn a_flush_after_n_events_sees_all_n_across_several_worker_batches() {
+    let (dbg, session) = attached("run");
+    assert_eq!(kind(&dbg.next_frame(WAIT).unwrap()), "hello");
+    let run = session.start_run("many", None);
+    // Far more than one batch of the worker, queued behind a stalled write: the flush
+    // comes while they wait, and the worker takes control messages first.
+    dbg.stall(true);
+    let nodes = 3 * MAX_BATCH;
+    for i in 0..nodes {
+        tool_node(&session, &run, &format!("n{}", i % 7));
+    }
+    let queued = session.inner.shared.lock().outbox.events.len();
+    assert!(queued > MAX_BATCH, "only {queued} events queued");
+    let unstall = std::thread::spawn({
+        let stall = dbg.staller();
+        move || {
+            std::thread::sleep(QUIET);
+            stall(false);
+        }
+    });
+    assert!(session.flush(WAIT));
+    // Read at once: a worker still working through the queue would be caught short here.
+    let out = dbg.pending();
+    unstall.join().unwrap();
+    assert_eq!(
+        out,
+        1 + 2 * nodes,
+        "every frame was out when flush returned"
+    );
+    // Everything is out when flush returns: nothing still queued behind the flush.
+    let frames = dbg.drain(Duration::ZERO);
+    assert_eq!(frames.len(), 1 + 2 * nodes, "run.started and every node");
+    assert!(
+        frames.iter().map(seq).eq(0..frames.len() as i64),
+        "in seq order"
+    );
+    assert_eq!(session.stats().lost, 0);
+}
+
+#[test]
+fn a_shutdown_finds_room_with_the_event_channel_full_and_stops_the_worker() {
+    let (dbg, session) = attached("run");
+    let run = session.start_run("full", None);
+    dbg.stall(true);
+    // Ends of nodes may take every slot; the stalled worker takes none after its first
+    // batch, so the channel fills.
+    let node = NodeRef::new(NodeKind::Tool, "lookup");
+    let full = || session.inner.shared.lock().outbox.events.len() == OUTBOX_CAPACITY;
+    let mut sent = 0;
+    while !full() {
+        assert!(sent < 2 * OUTBOX_CAPACITY, "the channel never filled");
+        session.node_finished(Some(&run.run_id), &node, Some(Value::Null), 1.0, false);
+        sent += 1;
+    }
+    let started = Instant::now();
+    session.dispose(SHORT);
+    assert_within(started, SHORT, "dispose");
+    assert!(
+        !worker_ended(&session),
+        "the worker is stuck in the stalled write"
+    );
+    dbg.stall(false);
+    eventually("the worker took the shutdown and ended", || {
+        worker_ended(&session)
+    });
+    session.dispose(WAIT);
+    assert!(
+        session.inner.shared.lock().worker_join.is_none(),
+        "a second dispose joined the ended worker"
+    );
+    let handed = session.inner.shared.lock().outbox.handed;
+    let frames = dbg.drain(QUIET);
+    assert_eq!(
+        frames.len() as u64,
+        1 + handed,
+        "hello and every event handed over before the shutdown"
+    );
+}
+
+#[test]
+fn dispose_joins_the_worker() {
+    let (dbg, session) = attached("run");
+    let run = session.start_run("joined", None);
+    tool_node(&session, &run, "lookup");
+    session.dispose(WAIT);
+    assert!(
+        session.inner.shared.lock().worker_join.is_none(),
+        "the worker's thread was joined before dispose returned"
+    );
+    assert_eq!(kinds(&dbg), ONE_NODE);
+}
+
+#[test]
+fn dropping_the_last_handle_with_a_stalled_link_waits_at_most_drop_wait() {
+    let (dbg, session) = attached("run");
+    let state = session.downgrade();
+    let run = session.start_run("stalled", None);
+    dbg.stall(true);
+    tool_node(&session, &run, "lookup");
+    let started = Instant::now();
+    drop(session);
+    assert_within(started, DROP_WAIT, "the drop");
+    assert!(state.is_alive(), "the stalled worker still holds the state");
+    dbg.stall(false);
+    eventually(
+        "the worker delivered, ended and let go of the state",
+        || !state.is_alive(),
+    );
+    assert_eq!(kinds(&dbg), ONE_NODE);
+}
+
+#[test]
+fn dispose_during_a_hold_with_a_stalled_link_returns_within_its_timeout() {
+    let (dbg, session) = attached("step");
+    let run = session.start_run("stuck", None);
+    let (waiter, paused) = hold(&session, &dbg, &run, "lookup");
+    dbg.stall(true);
+    let started = Instant::now();
+    session.dispose(SHORT);
+    assert_within(started, SHORT, "dispose");
+    assert_eq!(waiter.join().unwrap().action, ResumeAction::Continue);
+    dbg.stall(false);
+    let resumed = dbg.next_of("exec.resumed", WAIT);
+    assert_eq!(
+        payload_str(&resumed, "pauseId"),
+        payload_str(&paused, "pauseId")
+    );
+    eventually("the worker ended once the link moved", || {
+        worker_ended(&session)
+    });
 }

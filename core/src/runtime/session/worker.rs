@@ -1,8 +1,9 @@
 //! The worker thread: the only owner of the redactor, the shrinker's warnings, the replay
 //! ring, the on-disk spool, the held-time ledger and the link's writing half. It drains the
 //! outbox in batches, processes each event (redact, stamp held time, shrink, serialize,
-//! buffer, send) and answers control messages (flush, sync, shutdown). Its link side is in
-//! [`super::attach`].
+//! buffer, send) and answers control messages (flush, sync, shutdown), which come on their
+//! own channels and are taken first, each after the events handed over before it (its
+//! [`Barrier`]). Its link side is in [`super::attach`].
 
 use super::*;
 
@@ -75,11 +76,24 @@ impl HeldLedger {
     }
 }
 
+/// One message the worker took, from any of its channels.
+pub(super) enum Message {
+    Event(Outgoing),
+    Control(Control),
+    Shutdown(Barrier),
+}
+
 /// The worker thread: owns the socket's writing half, the replay buffer, the redactor and
 /// the shrinker.
 pub(super) struct Worker {
     pub(super) session: Session,
     pub(super) rx: Receiver<Outgoing>,
+    /// Flushes, syncs, connect-now and link-gone ([`Control`]).
+    pub(super) control: Receiver<Control>,
+    /// The one shutdown `dispose` sends.
+    pub(super) shutdown: Receiver<Barrier>,
+    /// Messages taken from `rx` so far, compared with a [`Barrier`]'s count.
+    pub(super) taken: u64,
     pub(super) redactor: redact::Redactor,
     pub(super) shrink_warnings: shrink::ShrinkWarnings,
     pub(super) buffer: buffer::ReplayBuffer,
@@ -97,7 +111,7 @@ pub(super) struct Worker {
 }
 
 impl Worker {
-    pub(super) fn new(inner: Arc<Inner>, rx: Receiver<Outgoing>) -> Worker {
+    pub(super) fn new(inner: Arc<Inner>, inbox: Inbox) -> Worker {
         let config = &inner.config;
         let redactor = redact::Redactor::new(config.hide);
         let mut buffer = buffer::ReplayBuffer::new(config.buffer_size, config.max_buffer_bytes);
@@ -105,7 +119,10 @@ impl Worker {
         buffer.set_spill(spooler.active());
         Worker {
             session: Session::internal(inner),
-            rx,
+            rx: inbox.events,
+            control: inbox.control,
+            shutdown: inbox.shutdown,
+            taken: 0,
             redactor,
             shrink_warnings: shrink::ShrinkWarnings::new(),
             buffer,
@@ -135,11 +152,7 @@ impl Worker {
                     wake = Some(wake.map_or(deadline, |w| w.min(deadline)));
                 }
             }
-            let first = match wake {
-                Some(at) if at <= now => Err(RecvTimeoutError::Timeout),
-                Some(at) => self.rx.recv_timeout(at - now),
-                None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            };
+            let first = self.next_message(wake.map(|at| at.saturating_duration_since(now)));
             let busy = first.is_ok();
             let mut stop = match first {
                 Ok(message) => self.handle(message),
@@ -151,7 +164,7 @@ impl Worker {
                 if stop {
                     break;
                 }
-                match self.rx.try_recv() {
+                match self.next_message(Some(Duration::ZERO)) {
                     Ok(message) => stop = self.handle(message),
                     Err(_) => break,
                 }
@@ -182,8 +195,97 @@ impl Worker {
         }
     }
 
+    /// The next message, the shutdown first, then control, then events, waiting at most
+    /// `timeout` (`None`: until one comes). `Disconnected` once no sender is left (the
+    /// session's state is gone).
+    fn next_message(&mut self, timeout: Option<Duration>) -> Result<Message, RecvTimeoutError> {
+        if let Ok(barrier) = self.shutdown.try_recv() {
+            return Ok(Message::Shutdown(barrier));
+        }
+        if let Ok(control) = self.control.try_recv() {
+            return Ok(Message::Control(control));
+        }
+        match self.rx.try_recv() {
+            Ok(event) => {
+                self.taken += 1;
+                return Ok(Message::Event(event));
+            }
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => {}
+        }
+        if timeout == Some(Duration::ZERO) {
+            return Err(RecvTimeoutError::Timeout);
+        }
+        let mut select = Select::new();
+        let shutdown = select.recv(&self.shutdown);
+        let control = select.recv(&self.control);
+        let events = select.recv(&self.rx);
+        let operation = match timeout {
+            Some(timeout) => select
+                .select_timeout(timeout)
+                .map_err(|_| RecvTimeoutError::Timeout)?,
+            None => select.select(),
+        };
+        let disconnected = |_| RecvTimeoutError::Disconnected;
+        match operation.index() {
+            i if i == shutdown => operation
+                .recv(&self.shutdown)
+                .map(Message::Shutdown)
+                .map_err(disconnected),
+            i if i == control => operation
+                .recv(&self.control)
+                .map(Message::Control)
+                .map_err(disconnected),
+            i => {
+                debug_assert_eq!(i, events);
+                let event = operation.recv(&self.rx).map_err(disconnected)?;
+                self.taken += 1;
+                Ok(Message::Event(event))
+            }
+        }
+    }
+
+    /// Handles events until every one handed over before `barrier` is, flushing the link
+    /// after each [`MAX_BATCH`] of them as the main loop does (so a failed write still leaves
+    /// at most one batch counted as undelivered). They are all in the channel already: they
+    /// were handed over, under the session lock, before the barrier was taken.
+    fn drain_to(&mut self, barrier: &Barrier) {
+        self.flush_link();
+        while self.taken < barrier.handed {
+            for _ in 0..MAX_BATCH {
+                if self.taken >= barrier.handed {
+                    break;
+                }
+                match self.rx.try_recv() {
+                    Ok(event) => {
+                        self.taken += 1;
+                        self.handle_event(event);
+                    }
+                    // Only a forked child's fresh channel could be behind its count.
+                    Err(_) => return,
+                }
+            }
+            self.take_handoff_loss();
+            self.flush_link();
+            self.spooler
+                .flush(&mut self.buffer, &self.session.inner.warner);
+        }
+    }
+
     /// Handles one message; returns true when the worker must stop.
-    pub(super) fn handle(&mut self, message: Outgoing) -> bool {
+    fn handle(&mut self, message: Message) -> bool {
+        match message {
+            Message::Event(event) => self.handle_event(event),
+            Message::Control(control) => self.handle_control(control),
+            Message::Shutdown(barrier) => {
+                self.shut_down(barrier);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn handle_event(&mut self, message: Outgoing) {
         match message {
             Outgoing::Event(event) => self.process(event),
             Outgoing::LoopOnly(mut event) => {
@@ -191,12 +293,17 @@ impl Worker {
                 note_dropped(&mut inner.loop_guard.lock(), &mut event);
                 inner.loop_backlog.fetch_sub(1, Ordering::AcqRel);
             }
-            Outgoing::Kick => {
+        }
+    }
+
+    fn handle_control(&mut self, control: Control) {
+        match control {
+            Control::Kick => {
                 if self.link.is_none() {
                     self.next_attempt = Some(Instant::now());
                 }
             }
-            Outgoing::Detached(generation) => {
+            Control::Detached(generation) => {
                 if self.session.inner.shared.lock().link_generation == generation {
                     if let Some(link) = self.link.take() {
                         link.abort();
@@ -206,41 +313,42 @@ impl Worker {
                     self.schedule_retry(true);
                 }
             }
-            Outgoing::Flush(reply) => {
+            Control::Flush(barrier) => {
+                self.drain_to(&barrier);
                 self.connect_to_deliver();
                 self.take_handoff_loss();
                 self.flush_link();
                 self.publish_stats();
-                let _ = reply.send(());
+                let _ = barrier.reply.send(());
             }
-            Outgoing::Sync(reply) => {
+            Control::Sync(barrier) => {
+                self.drain_to(&barrier);
                 self.take_handoff_loss();
                 self.publish_stats();
-                let _ = reply.send(());
-            }
-            Outgoing::Shutdown(reply) => {
-                self.connect_to_deliver();
-                while let Ok(message) = self.rx.try_recv() {
-                    match message {
-                        Outgoing::Event(event) => self.process(event),
-                        Outgoing::Flush(r) | Outgoing::Sync(r) | Outgoing::Shutdown(r) => {
-                            let _ = r.send(());
-                        }
-                        _ => {}
-                    }
-                }
-                self.take_handoff_loss();
-                self.flush_link();
-                self.finish_spool();
-                if let Some(link) = self.link.take() {
-                    link.close("session disposed");
-                }
-                self.publish_stats();
-                let _ = reply.send(());
-                return true;
+                let _ = barrier.reply.send(());
             }
         }
-        false
+    }
+
+    /// The last delivery: everything handed over before the shutdown (nothing can come
+    /// after it: the session is disposed), a connection tried if none was, the spool
+    /// settled, the link closed. Flushes and syncs still waiting are answered.
+    fn shut_down(&mut self, barrier: Barrier) {
+        self.connect_to_deliver();
+        self.drain_to(&barrier);
+        while let Ok(control) = self.control.try_recv() {
+            if let Control::Flush(waiting) | Control::Sync(waiting) = control {
+                let _ = waiting.reply.send(());
+            }
+        }
+        self.take_handoff_loss();
+        self.flush_link();
+        self.finish_spool();
+        if let Some(link) = self.link.take() {
+            link.close("session disposed");
+        }
+        self.publish_stats();
+        let _ = barrier.reply.send(());
     }
 
     /// Redacts, stamps held time, shrinks, serializes, buffers and (when attached) sends one
