@@ -344,7 +344,7 @@ pub enum ResumeStart {
     Forwarded { request_id: String, timer: Timer },
 }
 
-/// What the ingest thread needs to store one event, decided under the hub lock.
+/// What an app socket needs to store one event, decided under the hub lock.
 pub struct Admit {
     /// `hello.app` (or `unknown`) for a new run row.
     pub app: String,
