@@ -1,4 +1,4 @@
-//! The HTTP/1.1 side of the port: reading one request head, writing a response, the
+//! The HTTP/1.1 side of the port: reading one request head (`httparse`), writing a response, the
 //! read-only JSON routes (`/health`, `/api/runs`, `/api/runs/:id/events`), and the viewer's
 //! static files (embedded at build time by `build.rs`, or read from `GRAPHMIND_VIEWER_DIST`).
 
@@ -55,7 +55,45 @@ impl Request {
     }
 }
 
-/// Reads a request head; returns it and any bytes read past it.
+/// Parses a request head from the start of `buf`: the request and the head's length, or
+/// `None` while the head is incomplete; an error for a malformed or oversized head.
+pub fn parse_head(buf: &[u8]) -> io::Result<Option<(Request, usize)>> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => {
+            let target = req.path.unwrap_or("/");
+            let (path, query) = match target.split_once('?') {
+                Some((p, q)) => (p.to_owned(), q.to_owned()),
+                None => (target.to_owned(), String::new()),
+            };
+            let parsed = Request {
+                method: req.method.unwrap_or("").to_owned(),
+                path,
+                query,
+                headers: req
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_ascii_lowercase(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect(),
+            };
+            Ok(Some((parsed, len)))
+        }
+        Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD_BYTES => Ok(None),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "bad request head",
+        )),
+    }
+}
+
+/// Reads a request head from a blocking reader; returns it and any bytes read past it
+/// (`None` when the reader ended before a head).
 pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
@@ -65,39 +103,27 @@ pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)
             return Ok(None);
         }
         buf.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&buf) {
-            Ok(httparse::Status::Complete(len)) => {
-                let target = req.path.unwrap_or("/");
-                let (path, query) = match target.split_once('?') {
-                    Some((p, q)) => (p.to_owned(), q.to_owned()),
-                    None => (target.to_owned(), String::new()),
-                };
-                let parsed = Request {
-                    method: req.method.unwrap_or("").to_owned(),
-                    path,
-                    query,
-                    headers: req
-                        .headers
-                        .iter()
-                        .map(|h| {
-                            (
-                                h.name.to_ascii_lowercase(),
-                                String::from_utf8_lossy(h.value).into_owned(),
-                            )
-                        })
-                        .collect(),
-                };
-                return Ok(Some((parsed, buf[len..].to_vec())));
-            }
-            Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD_BYTES => continue,
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "bad request head",
-                ))
-            }
+        if let Some((req, len)) = parse_head(&buf)? {
+            return Ok(Some((req, buf[len..].to_vec())));
+        }
+    }
+}
+
+/// [`read_head`] from a tokio socket (the server's connections).
+pub async fn read_head_async(
+    stream: &mut (impl tokio::io::AsyncRead + Unpin),
+) -> io::Result<Option<(Request, Vec<u8>)>> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some((req, len)) = parse_head(&buf)? {
+            return Ok(Some((req, buf[len..].to_vec())));
         }
     }
 }
@@ -148,14 +174,31 @@ pub fn respond_with(
     body: &[u8],
     headers: &str,
 ) -> io::Result<()> {
+    stream.write_all(&response_bytes(status, content_type, body, headers))?;
+    stream.flush()
+}
+
+/// A complete response with these extra header lines (each ending in CRLF), ending the
+/// exchange (`Connection: close`), as bytes to write.
+pub fn response_bytes(status: u16, content_type: &str, body: &[u8], headers: &str) -> Vec<u8> {
     let head = format!(
         "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{headers}Connection: close\r\n\r\n",
         reason_phrase(status),
         body.len()
     );
-    stream.write_all(head.as_bytes())?;
-    stream.write_all(body)?;
-    stream.flush()
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// A refusal answered before any route (see [`respond`]) as bytes to write.
+pub fn refusal_bytes(status: u16, content_type: &str, body: &str) -> Vec<u8> {
+    response_bytes(
+        status,
+        content_type,
+        body.as_bytes(),
+        &crate::security::refusal_header_lines(),
+    )
 }
 
 /// The value of `name` in a query string (undecoded).
@@ -195,20 +238,24 @@ pub const VIEWER_DIST_ENV: &str = "GRAPHMIND_VIEWER_DIST";
 /// Largest file served from `GRAPHMIND_VIEWER_DIST`.
 pub const MAX_STATIC_BYTES: u64 = 64 * 1024 * 1024;
 
-/// The content type for a static file, by extension.
+/// The content type for a static file, from its extension (`mime_guess`); text types
+/// (and JSON) are sent as UTF-8, a source map is JSON, anything unknown is a download.
 pub fn mime_type(path: &str) -> &'static str {
-    match path.rsplit('.').next().unwrap_or("") {
-        "html" => "text/html; charset=utf-8",
-        "js" | "mjs" => "text/javascript; charset=utf-8",
-        "css" => "text/css; charset=utf-8",
-        "json" | "map" => "application/json; charset=utf-8",
-        "svg" => "image/svg+xml",
-        "png" => "image/png",
-        "ico" => "image/x-icon",
-        "woff2" => "font/woff2",
-        "txt" => "text/plain; charset=utf-8",
-        "wasm" => "application/wasm",
-        _ => "application/octet-stream",
+    let ext = path.rsplit('.').next().unwrap_or("");
+    let guessed = if ext == "map" {
+        "application/json"
+    } else {
+        mime_guess::from_ext(ext)
+            .first_raw()
+            .unwrap_or("application/octet-stream")
+    };
+    match guessed {
+        "text/html" => "text/html; charset=utf-8",
+        "text/javascript" | "application/javascript" => "text/javascript; charset=utf-8",
+        "text/css" => "text/css; charset=utf-8",
+        "application/json" => "application/json; charset=utf-8",
+        "text/plain" => "text/plain; charset=utf-8",
+        other => other,
     }
 }
 
@@ -381,6 +428,22 @@ mod tests {
         assert_eq!(static_rel("/assets/%2e%2e/x"), None);
         assert_eq!(static_rel("/a//b"), None);
         assert_eq!(mime_type("assets/a.js"), "text/javascript; charset=utf-8");
+        for (file, ctype) in [
+            ("index.html", "text/html; charset=utf-8"),
+            ("a.mjs", "text/javascript; charset=utf-8"),
+            ("a.css", "text/css; charset=utf-8"),
+            ("a.json", "application/json; charset=utf-8"),
+            ("a.js.map", "application/json; charset=utf-8"),
+            ("a.svg", "image/svg+xml"),
+            ("a.png", "image/png"),
+            ("favicon.ico", "image/x-icon"),
+            ("a.woff2", "font/woff2"),
+            ("a.txt", "text/plain; charset=utf-8"),
+            ("a.wasm", "application/wasm"),
+            ("a.unknownext", "application/octet-stream"),
+        ] {
+            assert_eq!(mime_type(file), ctype, "{file}");
+        }
         assert!(VIEWER_ASSETS.iter().any(|(p, _)| *p == "index.html"));
     }
 

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// How many run claims are remembered; oldest are evicted first (reference: `MAX_RUN_CLAIMS`).
 pub const MAX_RUN_CLAIMS: usize = 5_000;
@@ -43,7 +44,7 @@ pub const SHUTDOWN_CLOSE_REASON: &str = "server shutting down";
 /// Identifies one socket for the life of the process.
 pub type ConnId = u64;
 
-/// Something to send on a socket, queued for its connection thread.
+/// Something to send on a socket, queued for its connection task.
 #[derive(Debug, Clone)]
 pub enum Out {
     /// A text frame.
@@ -76,60 +77,15 @@ pub const MAX_BREAKPOINTS: usize = 256;
 /// Longest breakpoint matcher accepted, as JSON text.
 pub const MAX_BREAKPOINT_BYTES: usize = 4096;
 
-/// An eventfd a socket's thread sleeps on (with the socket) so that queued outbound
-/// frames wake it: idle connections cost no CPU, and a resume reaches its app at once.
-pub struct Wake {
-    fd: i32,
-}
-
-impl Wake {
-    /// A fresh eventfd, or `None` where the OS has none (the thread then polls).
-    pub fn new() -> Option<Wake> {
-        // SAFETY: eventfd has no memory preconditions; a negative result is an error.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        (fd >= 0).then_some(Wake { fd })
-    }
-
-    /// Wakes the sleeper.
-    pub fn notify(&self) {
-        let one: u64 = 1;
-        // SAFETY: writes 8 bytes from a live u64 to our own eventfd.
-        unsafe {
-            libc::write(self.fd, &one as *const u64 as *const libc::c_void, 8);
-        }
-    }
-
-    /// Clears pending wake-ups.
-    pub fn drain(&self) {
-        let mut v: u64 = 0;
-        // SAFETY: reads 8 bytes into a live u64 from our own non-blocking eventfd.
-        unsafe {
-            libc::read(self.fd, &mut v as *mut u64 as *mut libc::c_void, 8);
-        }
-    }
-
-    /// The descriptor (for `poll`).
-    pub fn fd(&self) -> i32 {
-        self.fd
-    }
-}
-
-impl Drop for Wake {
-    fn drop(&mut self) {
-        // SAFETY: closes the descriptor this value owns, once.
-        unsafe {
-            libc::close(self.fd);
-        }
-    }
-}
-
 /// One socket's outbound queue, with its unsent bytes counted.
 #[derive(Clone)]
 pub struct Outbox {
     tx: Sender<Out>,
     bytes: Arc<AtomicUsize>,
     overflow: Arc<AtomicBool>,
-    wake: Option<Arc<Wake>>,
+    /// Wakes the socket's task when something is queued (a permit is kept when the task
+    /// is busy, so no wake-up is lost).
+    wake: Arc<Notify>,
     /// The viewers' total backlog (see [`MAX_VIEWERS_BACKLOG_BYTES`]); `None` for apps.
     total: Option<Arc<AtomicUsize>>,
 }
@@ -138,7 +94,7 @@ impl Outbox {
     /// A new queue and its receiving end.
     pub fn new() -> (Outbox, Receiver<Out>) {
         let (tx, rx) = unbounded();
-        let wake = Wake::new().map(Arc::new);
+        let wake = Arc::new(Notify::new());
         (
             Outbox {
                 tx,
@@ -168,15 +124,13 @@ impl Outbox {
         }
     }
 
-    /// The wake-up descriptor of this socket's thread, if any.
-    pub fn wake(&self) -> Option<&Wake> {
-        self.wake.as_deref()
+    /// What wakes this socket's task when something is queued for it.
+    pub fn wake(&self) -> &Notify {
+        &self.wake
     }
 
     fn notify(&self) {
-        if let Some(w) = &self.wake {
-            w.notify();
-        }
+        self.wake.notify_one();
     }
 
     /// Queues a text frame (replies, replays, state): never refused.
@@ -191,7 +145,7 @@ impl Outbox {
     }
 
     /// Queues a live message unless the backlog is over [`MAX_VIEWER_BACKLOG_BYTES`]; then
-    /// the socket is marked overflowed (its thread closes it) and nothing more is queued.
+    /// the socket is marked overflowed (its task closes it) and nothing more is queued.
     pub fn live(&self, t: String) -> bool {
         if self.overflow.load(Ordering::Relaxed) {
             return false;
@@ -216,7 +170,7 @@ impl Outbox {
         ok
     }
 
-    /// The socket's thread wrote `n` bytes.
+    /// The socket's task wrote `n` bytes.
     pub fn sent(&self, n: usize) {
         let n = n.min(self.bytes.load(Ordering::Relaxed));
         self.bytes.fetch_sub(n, Ordering::Relaxed);
@@ -390,7 +344,7 @@ pub enum ResumeStart {
     Forwarded { request_id: String, timer: Timer },
 }
 
-/// What the ingest thread needs to store one event, decided under the hub lock.
+/// What an app socket needs to store one event, decided under the hub lock.
 pub struct Admit {
     /// `hello.app` (or `unknown`) for a new run row.
     pub app: String,
@@ -428,7 +382,7 @@ pub struct HubState {
     pub version: u64,
 }
 
-/// Everything the connection threads, the writer and the timer thread share.
+/// Everything the connection tasks, the writer and the timer thread share.
 pub struct Shared {
     /// The hub state.
     pub hub: Mutex<HubState>,

@@ -1,14 +1,12 @@
 //! `graphmind serve`: one port on 127.0.0.1 for HTTP and the two WebSocket endpoints.
-//! A thread per connection; a writer thread for SQLite and fan-out; a timer thread.
+//! Connections are tasks on a small tokio runtime ([`crate::sockets`]); a writer thread
+//! for SQLite and fan-out; a timer thread. What a frame means is decided here.
 
-use crate::conn::Conn;
 use crate::envelope::{self, MessageType as M, Parsed, WILDCARD_RUN_ID};
-use crate::http;
-use crate::hub::{ConnId, HubState, Out, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
+use crate::hub::{ConnId, HubState, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
 use crate::payload_guard::stored_frame;
-use crate::security;
-use crate::storage::{self, MAX_FRAME_BYTES};
-use crate::tokens::{self, ControlPolicy, Credential, Principal, Tokens, Verifier};
+use crate::storage;
+use crate::tokens::{self, ControlPolicy, Tokens, Verifier};
 use crate::util::{object, text};
 use crate::writer::{self, EventWrite, Op};
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError};
@@ -16,19 +14,12 @@ use graphmind_core::event::{Direction, ResumeAction, RunMode, RunStatus};
 use graphmind_core::json::{self, Value};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashSet};
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-use tungstenite::protocol::frame::coding::CloseCode;
-use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
-use tungstenite::{Message, WebSocket};
 
-/// How long a read waits for the rest of a frame before the thread goes back to `poll`
-/// (and, where there is no eventfd, how often it looks at its outbound queue).
-pub const POLL_INTERVAL: Duration = Duration::from_millis(2);
 /// How often an idle socket is pinged; a peer that sent nothing (not even a pong) for a
 /// whole interval after a ping is dropped (reference: the 30 s stale-socket reaper).
 pub const PING_INTERVAL: Duration = Duration::from_secs(30);
@@ -38,12 +29,6 @@ pub const SOCKET_BUFFER_BYTES: usize = 8 * 1024;
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a socket may take to send its request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// The first pause after `accept` fails (out of descriptors, out of memory); it doubles
-/// while the failures go on, up to [`ACCEPT_BACKOFF_MAX`], so a full descriptor table
-/// does not spin a core on a connection that stays queued.
-pub const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
-/// The longest pause between two `accept` attempts that keep failing.
-pub const ACCEPT_BACKOFF_MAX: Duration = Duration::from_millis(500);
 
 /// What `graphmind serve` was asked for.
 pub struct ServeConfig {
@@ -145,35 +130,9 @@ impl Server {
         self.shared.lock().breakpoints().cloned().collect()
     }
 
-    /// Accepts connections forever, a thread each. While `accept` keeps failing (the
-    /// descriptor table full, say) it backs off and says so once per episode.
+    /// Accepts connections forever on the server's runtime (see [`crate::sockets`]).
     pub fn run(self) {
-        let mut backoff: Option<Duration> = None;
-        for stream in self.listener.incoming() {
-            match stream {
-                Ok(stream) => {
-                    if backoff.take().is_some() {
-                        tracing::info!("graphmind: accepting connections again");
-                    }
-                    let shared = self.shared.clone();
-                    let _ = std::thread::Builder::new()
-                        .name("graphmind-conn".into())
-                        .spawn(move || handle(stream, shared));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let pause = match backoff {
-                        None => {
-                            tracing::error!("graphmind: cannot accept connections ({e}); retrying, backing off up to {} ms", ACCEPT_BACKOFF_MAX.as_millis());
-                            ACCEPT_BACKOFF_MIN
-                        }
-                        Some(p) => (p * 2).min(ACCEPT_BACKOFF_MAX),
-                    };
-                    backoff = Some(pause);
-                    std::thread::sleep(pause);
-                }
-            }
-        }
+        crate::sockets::run(self.listener, self.shared);
     }
 }
 
@@ -225,345 +184,13 @@ fn timer_loop(shared: Arc<Shared>, rx: Receiver<(Duration, Timer)>) {
     }
 }
 
-fn handle(mut stream: TcpStream, shared: Arc<Shared>) {
-    let _ = stream.set_nodelay(true);
-    let _ = stream.set_read_timeout(Some(HEAD_TIMEOUT));
-    let Ok(Some((req, leftover))) = http::read_head(&mut stream) else {
-        let _ = http::respond(
-            &mut stream,
-            400,
-            "text/plain; charset=utf-8",
-            "bad request\n",
-        );
-        return;
-    };
-    if let Some(name) = req.repeated_single_header() {
-        crate::hub::throttled_log!(
-            tracing::Level::WARN,
-            shared.lock(),
-            "duplicate-header",
-            "refused a request with more than one {name} header on {}",
-            req.path
-        );
-        let _ = http::respond(
-            &mut stream,
-            400,
-            "text/plain; charset=utf-8",
-            &format!("bad request: more than one {name} header\n"),
-        );
-        return;
-    }
-    if let Some(r) = security::check_request(
-        req.header("host"),
-        req.header("origin"),
-        shared.port,
-        &shared.allowed_origins,
-    ) {
-        crate::hub::throttled_log!(
-            tracing::Level::WARN,
-            shared.lock(),
-            "origin-refused",
-            "refused {} \"{}\" on {}",
-            r.kind.as_str(),
-            r.value,
-            req.path
-        );
-        let _ = http::respond(
-            &mut stream,
-            403,
-            "text/plain; charset=utf-8",
-            &format!("{}\n", r.message),
-        );
-        return;
-    }
-    let is_upgrade = req.header_has("upgrade", "websocket");
-    if !is_upgrade {
-        let _answering = InFlight::enter(&shared.http_in_flight);
-        let (status, ctype, body, extra) =
-            match crate::control_api::route(&shared, &req, &mut stream, &leftover) {
-                Some((status, ctype, body, extra)) => (status, ctype, body.into_bytes(), extra),
-                None => {
-                    let (status, ctype, body) = http::route(&shared, &req);
-                    (status, ctype, body, String::new())
-                }
-            };
-        let body = if req.method == "HEAD" {
-            Vec::new()
-        } else {
-            body
-        };
-        let headers = format!("{}{extra}", security::header_lines(&req.path));
-        let _ = http::respond_with(&mut stream, status, ctype, &body, &headers);
-        return;
-    }
-    if req.path != "/ingest" && req.path != "/ws/ui" {
-        let _ = http::respond(
-            &mut stream,
-            404,
-            "application/json",
-            "{\"error\":\"not found\"}",
-        );
-        return;
-    }
-    let Some(key) = req
-        .header("sec-websocket-key")
-        .filter(|_| req.method == "GET")
-    else {
-        let _ = http::respond(
-            &mut stream,
-            400,
-            "text/plain; charset=utf-8",
-            "bad websocket upgrade\n",
-        );
-        return;
-    };
-    // /ws/ui: a credential in `gm.auth.<token>` (a browser cannot set headers) or a Bearer
-    // header; an invalid one is refused outright, none is `anonymous`.
-    let mut principal = Principal::Anonymous;
-    let mut protocol_line = String::new();
-    if req.path == "/ws/ui" {
-        let protocols: Vec<&str> = req
-            .headers
-            .iter()
-            .filter(|(k, _)| k == "sec-websocket-protocol")
-            .map(|(_, v)| v.as_str())
-            .collect();
-        let mut presented: Vec<Option<String>> =
-            tokens::subprotocol_tokens(protocols.iter().copied())
-                .into_iter()
-                .map(Some)
-                .collect();
-        if let Some(b) = tokens::bearer_token(req.header("authorization")) {
-            presented.push(b);
-        }
-        match tokens::resolve_credential(&presented, &shared.verifier) {
-            Credential::None => {}
-            Credential::Ok(p) => principal = p,
-            Credential::Invalid(why) => {
-                crate::hub::throttled_log!(
-                    tracing::Level::WARN,
-                    shared.lock(),
-                    "ui-credential",
-                    "refused a viewer socket: {why}"
-                );
-                let _ = http::respond(
-                    &mut stream,
-                    401,
-                    "text/plain; charset=utf-8",
-                    &format!("unauthorized: {why}\n"),
-                );
-                return;
-            }
-        }
-        let admitted = shared.lock().admit_viewer(principal);
-        if let Err(why) = admitted {
-            crate::hub::throttled_log!(
-                tracing::Level::WARN,
-                shared.lock(),
-                "ui-limit",
-                "refused a viewer socket: {why}"
-            );
-            let _ = http::respond(
-                &mut stream,
-                503,
-                "text/plain; charset=utf-8",
-                &format!("too many viewers: {why}\n"),
-            );
-            return;
-        }
-        let offered_v1 = protocols
-            .iter()
-            .any(|v| v.split(',').any(|p| p.trim() == tokens::UI_SUBPROTOCOL));
-        if offered_v1 {
-            protocol_line = format!("Sec-WebSocket-Protocol: {}\r\n", tokens::UI_SUBPROTOCOL);
-        }
-    }
-    let accept = tungstenite::handshake::derive_accept_key(key.trim().as_bytes());
-    let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n{protocol_line}\r\n");
-    if stream.write_all(resp.as_bytes()).is_err() {
-        if req.path != "/ingest" {
-            shared.lock().release_viewer(principal);
-        }
-        return;
-    }
-    // Reads never block from here on (crate::conn); a peer that accepts nothing for this
-    // long is dropped (it cannot stall its thread).
-    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    // Small per-socket buffers (tungstenite's default is 128 KiB each way): a thousand
-    // idle apps then cost a thousand small buffers, not 256 MB; big frames still grow them.
-    let config = WebSocketConfig::default()
-        .max_frame_size(Some(MAX_FRAME_BYTES))
-        .max_message_size(Some(MAX_FRAME_BYTES))
-        .read_buffer_size(SOCKET_BUFFER_BYTES)
-        .write_buffer_size(0);
-    let ws = WebSocket::from_partially_read(Conn(stream), leftover, Role::Server, Some(config));
-    if req.path == "/ingest" {
-        ingest_session(ws, shared);
-    } else {
-        ui_session(ws, shared, principal);
-    }
-}
-
-/// Sleeps until the socket has bytes, the outbox wakes us, or `timeout` passes.
-fn wait_ready(sock: i32, wake: Option<&crate::hub::Wake>, timeout: Duration) {
-    let Some(wake) = wake else {
-        std::thread::sleep(POLL_INTERVAL.min(timeout));
-        return;
-    };
-    let mut fds = [
-        libc::pollfd {
-            fd: sock,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: wake.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: `fds` is a live array of two pollfd structs for the duration of the call.
-    unsafe {
-        libc::poll(fds.as_mut_ptr(), 2, ms.max(1));
-    }
-    if fds[1].revents != 0 {
-        wake.drain();
-    }
-}
-
-/// Reads and writes one WebSocket until it ends. `on_text` handles each text frame.
-///
-/// The thread sleeps in `poll` on the socket and the outbox's eventfd, so an idle
-/// connection costs nothing; when woken it writes what is queued and reads every frame
-/// already available (reads never block: see [`crate::conn`]).
-fn pump(
-    ws: &mut WebSocket<Conn>,
-    rx: &Receiver<Out>,
-    outbox: &Outbox,
-    mut on_text: impl FnMut(&str),
-) {
-    use std::os::unix::io::AsRawFd;
-    let sock = ws.get_ref().as_raw_fd();
-    let mut closing = false;
-    let mut last_ping = Instant::now();
-    let mut alive = true;
-    loop {
-        if outbox.overflowed() && !closing {
-            // Fell too far behind: drop the backlog, say why, let it reconnect and replay.
-            while rx.try_recv().is_ok() {}
-            let _ = ws.close(Some(CloseFrame {
-                code: CloseCode::Policy,
-                reason: "viewer too slow: reconnect to replay the run".into(),
-            }));
-            let _ = ws.flush();
-            return;
-        }
-        if last_ping.elapsed() >= PING_INTERVAL {
-            if !alive {
-                return; // missed the previous ping: the peer is gone
-            }
-            alive = false;
-            last_ping = Instant::now();
-            if ws.write(Message::Ping(Default::default())).is_err() {
-                return;
-            }
-        }
-        while let Ok(out) = rx.try_recv() {
-            match out {
-                Out::Text(t) if !closing => {
-                    let n = t.len();
-                    if ws.write(Message::text(t)).is_err() {
-                        return;
-                    }
-                    outbox.sent(n);
-                }
-                Out::Close(code, reason) if !closing => {
-                    let _ = ws.close(Some(CloseFrame {
-                        code: CloseCode::from(code),
-                        reason: reason.into(),
-                    }));
-                    closing = true;
-                }
-                _ => {}
-            }
-        }
-        if ws.flush().is_err() && !closing {
-            return;
-        }
-        // Read every frame available now.
-        loop {
-            match ws.read() {
-                Ok(Message::Text(t)) => {
-                    alive = true; // any frame proves the peer alive, not only a pong
-                    if !closing {
-                        on_text(t.as_str())
-                    }
-                }
-                Ok(_) => alive = true,
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    break
-                }
-                Err(tungstenite::Error::Capacity(_)) => {
-                    refuse_oversize(ws);
-                    return;
-                }
-                Err(_) => return,
-            }
-            if !rx.is_empty() || outbox.overflowed() {
-                break; // answer promptly even in a read burst
-            }
-        }
-        if !rx.is_empty() || outbox.overflowed() {
-            continue;
-        }
-        let until_ping = PING_INTERVAL.saturating_sub(last_ping.elapsed());
-        wait_ready(sock, outbox.wake(), until_ping);
-    }
-}
-
-/// A frame above `MAX_FRAME_BYTES`: close 1009 without reading the rest, then drop the
-/// socket (tungstenite must not be read again after a capacity error).
-fn refuse_oversize(ws: &mut WebSocket<Conn>) {
-    let _ = ws.close(Some(CloseFrame {
-        code: CloseCode::Size,
-        reason: "frame exceeds 16 MiB".into(),
-    }));
-    let _ = ws.flush();
-    let stream = &mut ws.get_mut().0;
-    let _ = stream.shutdown(Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-    let deadline = Instant::now() + Duration::from_millis(500);
-    let mut sink = [0u8; 64 * 1024];
-    while Instant::now() < deadline {
-        match stream.read(&mut sink) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut => {}
-            Err(_) => break,
-        }
-    }
-}
-
 /// How long a closing app socket waits for the writer to store what it sent.
 const DISCONNECT_FLUSH_WAIT: Duration = Duration::from_secs(2);
 
-fn ingest_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>) {
-    let (tx, rx) = Outbox::new();
-    let conn = shared.lock().add_ingest(tx.clone());
-    let mut owned_here: HashSet<String> = HashSet::new();
-    pump(&mut ws, &rx, &tx.clone(), |text| {
-        ingest_frame(&shared, conn, &tx, &mut owned_here, text)
-    });
-    // Let the writer store what this app sent before it left (an `exec.resumed` among it
-    // answers a pending resume as `resumed`), and only then close its pauses.
+/// An app socket ended (blocking: it waits for the writer). Lets the writer store what
+/// this app sent before it left (an `exec.resumed` among it answers a pending resume as
+/// `resumed`), and only then closes its pauses and arms the abandon timers of its runs.
+pub(crate) fn ingest_gone(shared: &Shared, conn: ConnId) {
     let (flushed_tx, flushed_rx) = crossbeam_channel::bounded(1);
     if shared.writer.send(Op::Flush(flushed_tx)).is_ok() {
         let _ = flushed_rx.recv_timeout(DISCONNECT_FLUSH_WAIT);
@@ -579,7 +206,8 @@ fn ingest_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>) {
     shared.notify();
 }
 
-fn ingest_frame(
+/// One text frame from an app socket.
+pub(crate) fn ingest_frame(
     shared: &Shared,
     conn: ConnId,
     tx: &Outbox,
@@ -746,18 +374,8 @@ pub(crate) fn rewrite_frame(text: &str, env: &crate::envelope::Envelope) -> Stri
     }
 }
 
-fn ui_session(mut ws: WebSocket<Conn>, shared: Arc<Shared>, principal: Principal) {
-    let (tx, rx) = Outbox::for_viewer(shared.viewer_backlog.clone());
-    let conn = shared.lock().add_ui(tx.clone(), principal);
-    pump(&mut ws, &rx, &tx.clone(), |text| {
-        ui_frame(&shared, conn, &tx, text)
-    });
-    shared.lock().remove_ui(conn);
-    tx.forget_backlog();
-    let _ = shared.writer.send(Op::UiGone(conn));
-}
-
-fn ui_frame(shared: &Shared, conn: ConnId, tx: &Outbox, text: &str) {
+/// One text frame from a viewer socket.
+pub(crate) fn ui_frame(shared: &Shared, conn: ConnId, tx: &Outbox, text: &str) {
     let say = |msg: String| {
         let _ = tx.text(msg);
     };
@@ -925,22 +543,6 @@ pub fn close_sockets(shared: &Shared, grace: Duration) -> usize {
             return open;
         }
         std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Counts a request as being answered for as long as it lives.
-struct InFlight<'a>(&'a AtomicUsize);
-
-impl<'a> InFlight<'a> {
-    fn enter(count: &'a AtomicUsize) -> Self {
-        count.fetch_add(1, Ordering::SeqCst);
-        InFlight(count)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
