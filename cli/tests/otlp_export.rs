@@ -724,6 +724,72 @@ fn figures_ingest_with_export_on_and_off_and_spans_per_second() {
     );
 }
 
+/// The fault figures: ingest and the viewer with the endpoint down for the whole run
+/// and with every request stalled, against no export, in one process (seven alternating
+/// rounds of 20,002 events on one connection, medians). The viewer figure is the median time
+/// of 40 `GET /api/runs` right after each round. Printed; the test asserts that every event
+/// was stored, that the run list was served each time and that no span reached a dead endpoint.
+#[test]
+fn figures_ingest_and_viewer_with_the_endpoint_down_or_stalled() {
+    const NODES: usize = 10_000;
+    const FIGURE_ROUNDS: usize = 7;
+    const VIEWER_GETS: usize = 40;
+    let down = format!(
+        "http://127.0.0.1:{}",
+        free_port().local_addr().unwrap().port()
+    );
+    let stalled = Sink::start(Mode::Stall);
+    let servers = [
+        ("no export", Server::start_quiet(&[], &[])),
+        (
+            "endpoint down",
+            Server::start_quiet(&["--otlp-endpoint", &down], &[]),
+        ),
+        (
+            "endpoint stalled",
+            Server::start_quiet(&["--otlp-endpoint", &stalled.url()], &[]),
+        ),
+    ];
+    let events = (2 * NODES + 2) as f64;
+    let mut wall = vec![Vec::new(); servers.len()];
+    let mut viewer = vec![Vec::new(); servers.len()];
+    for round in 0..FIGURE_ROUNDS {
+        for (k, (_, srv)) in servers.iter().enumerate() {
+            let t = ingest_nodes(srv, &format!("run_fault_{k}_{round}"), NODES);
+            wall[k].push(events / t.as_secs_f64());
+            for _ in 0..VIEWER_GETS {
+                let t = Instant::now();
+                assert_eq!(
+                    srv.get("/api/runs").0,
+                    200,
+                    "the viewer's run list is served"
+                );
+                viewer[k].push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (base_wall, base_viewer) = (median(&mut wall[0]), median(&mut viewer[0]));
+    for (k, (name, srv)) in servers.iter().enumerate().skip(1) {
+        let (w, v) = (median(&mut wall[k]), median(&mut viewer[k]));
+        let s = session(srv);
+        eprintln!(
+            "figures: {name}: ingest {w:.0} events/s against {base_wall:.0} with no export ({:+.1}%); GET /api/runs {v:.0} us against {base_viewer:.0} us ({:+.1}%); exporter {}",
+            (w / base_wall - 1.0) * 100.0,
+            (v / base_viewer - 1.0) * 100.0,
+            to_json(&s)
+        );
+        assert_eq!(
+            i(&s, &["exported"]),
+            Some(0),
+            "nothing reached a dead endpoint"
+        );
+    }
+}
+
 fn sigterm_and_wait(srv: &mut Server, within: Duration) -> Duration {
     let t = Instant::now();
     unsafe { libc::kill(srv.child.id() as i32, libc::SIGTERM) };
