@@ -9,7 +9,7 @@ use crate::tokens::{self, ControlPolicy, Principal, Verifier};
 use crate::util::{new_token, now_ms, object, put_opt, text};
 use crate::writer::Op;
 use crossbeam_channel::{unbounded, Receiver, Sender};
-use graphmind_core::json::{self, cmp_utf16_bytes, Map, Value};
+use graphmind_core::json::{self, Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -438,33 +438,11 @@ macro_rules! throttled_log {
 }
 pub(crate) use throttled_log;
 
-/// A stable key for "exact field equality" of breakpoint matchers: keys sorted (UTF-16
-/// order, as JavaScript sorts), recursively.
+/// A stable key for "exact field equality" of breakpoint matchers: the core's canonical
+/// JSON (keys sorted in UTF-16 order, as JavaScript sorts, recursively; numbers in one
+/// spelling, so `1` and `1.0` are the same matcher, as they are to a JavaScript viewer).
 pub fn canonical_key(v: &Value) -> String {
-    match v {
-        Value::Array(items) => format!(
-            "[{}]",
-            items
-                .iter()
-                .map(canonical_key)
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
-        Value::Object(m) => {
-            let mut entries: Vec<_> = m.iter().collect();
-            entries.sort_by(|a, b| cmp_utf16_bytes(a.0.as_bytes(), b.0.as_bytes()));
-            let parts: Vec<String> = entries
-                .into_iter()
-                .map(|(k, v)| {
-                    let mut s = String::new();
-                    json::write_string(k, &mut s);
-                    format!("{s}:{}", canonical_key(v))
-                })
-                .collect();
-            format!("{{{}}}", parts.join(","))
-        }
-        other => json::to_string(other),
-    }
+    graphmind_core::canonical::canonical_json_with(v, &[])
 }
 
 /// A server -> app envelope, spelled compactly.
@@ -1594,6 +1572,10 @@ mod tests {
             canonical_key(&a),
             canonical_key(&parse_str(r#"{"kind":"tool"}"#).unwrap())
         );
+        // One number, one matcher, as a JavaScript viewer sees it.
+        let whole = parse_str(r#"{"kind":"tool","input":{"n":[1,{"b":2,"a":1}]}}"#).unwrap();
+        let float = parse_str(r#"{"input":{"n":[1.0,{"a":1,"b":2.0}]},"kind":"tool"}"#).unwrap();
+        assert_eq!(canonical_key(&whole), canonical_key(&float));
     }
 
     #[test]
