@@ -12,7 +12,12 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tungstenite::Message;
 
-const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
+/// The server binary: cargo's build, or the one `GRAPHMIND_BENCH_BIN` names
+/// (`scripts/bench-servers.sh BASE NEW` compares two builds this way).
+fn bin() -> String {
+    std::env::var("GRAPHMIND_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_graphmind").to_owned())
+}
 
 fn http_get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -79,7 +84,7 @@ fn run_case(label: &str, n: u64, payload: &str) {
     let dir = std::env::temp_dir().join(format!("gm-bench-{}-{label}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args([
             "--port",
             "0",

@@ -21,7 +21,12 @@ use std::time::{Duration, Instant};
 const CALLS: usize = 10_000;
 const WARMUP: usize = 500;
 const ROUNDS: usize = 50;
-const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
+/// The server binary: cargo's build, or the one `GRAPHMIND_BENCH_BIN` names
+/// (`scripts/bench-servers.sh BASE NEW` compares two builds this way).
+fn bin() -> String {
+    std::env::var("GRAPHMIND_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_graphmind").to_owned())
+}
 
 fn peer() -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -112,7 +117,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 fn start_server(dir: &Path) -> (Child, u16) {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args([
             "--port",
             "0",
@@ -192,7 +197,7 @@ fn main() {
         v.extend(direct.iter().cloned());
         v
     };
-    let proxy = |flags: Vec<String>| proxy_of(BIN, flags);
+    let proxy = |flags: Vec<String>| proxy_of(&bin(), flags);
     let off: &[(&str, &str)] = &[("GRAPHMIND_DISABLED", "1")];
     type Session<'a> = (&'a str, Vec<String>, &'a [(&'a str, &'a str)]);
     let mut bare = vec![

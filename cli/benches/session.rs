@@ -28,10 +28,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
 
-const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
+/// The server binary: cargo's build, or the one `GRAPHMIND_BENCH_BIN` names
+/// (`scripts/bench-servers.sh BASE NEW` compares two builds this way).
+fn bin() -> String {
+    std::env::var("GRAPHMIND_BENCH_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_graphmind").to_owned())
+}
 
 fn start_server(dir: &std::path::Path) -> (Child, u16) {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args([
             "--port",
             "0",
