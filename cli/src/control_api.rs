@@ -12,19 +12,22 @@
 //! `WWW-Authenticate: Bearer` otherwise). The resume route answers only POST (other
 //! methods 405, `Allow: POST`), takes only `Content-Type: application/json` (415), and
 //! never sends a CORS header: a page cannot reach it without a preflight nobody answers.
+//!
+//! The routing and the Bearer guard are axum's ([`crate::routes`], [`crate::guards`]);
+//! these functions compute the answers and run on tokio's blocking pool (they read SQLite
+//! and long-poll).
 
-use crate::http::{percent_decode, query_param, Request};
+use crate::http::{percent_decode, query_param};
 use crate::hub::{
     pause_json, Outcome, PauseInfo, Responder, ResumeStart, Shared, RESOLVING_TIMEOUT_MS, VERSION,
 };
 use crate::storage::{self, MAX_FRAME_BYTES};
 use crate::tokens::{self, Credential, Principal};
 use crate::util::{object, or_null, put_opt, text};
+use axum::http::{HeaderMap, Method};
 use crossbeam_channel::RecvTimeoutError;
 use graphmind_core::json::{self, Map, Value};
-use std::io::Read;
-use std::net::TcpStream;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long `POST .../resume` waits for the app's answer by default.
@@ -36,11 +39,16 @@ pub const MAX_CONCURRENT_WAITS: usize = 16;
 
 const JSON_TYPE: &str = "application/json; charset=utf-8";
 
-/// (status, content type, body, extra header lines).
-pub type Answer = (u16, &'static str, String, String);
+/// (status, content type, body, an extra header).
+pub type Answer = (
+    u16,
+    &'static str,
+    String,
+    Option<(&'static str, &'static str)>,
+);
 
 fn answer(status: u16, body: String) -> Option<Answer> {
-    Some((status, JSON_TYPE, body, String::new()))
+    Some((status, JSON_TYPE, body, None))
 }
 
 /// How often a resume waiting for the app's answer checks whether the server is going down.
@@ -65,7 +73,8 @@ fn error(status: u16, code: &str, message: &str) -> Option<Answer> {
     )
 }
 
-fn unauthorized(message: &str) -> Option<Answer> {
+/// 401 with `WWW-Authenticate: Bearer`.
+pub fn unauthorized(message: &str) -> Option<Answer> {
     Some((
         401,
         JSON_TYPE,
@@ -73,117 +82,106 @@ fn unauthorized(message: &str) -> Option<Answer> {
             ("error", "unauthorized".into()),
             ("message", message.into()),
         ])),
-        "WWW-Authenticate: Bearer\r\n".into(),
+        Some(("www-authenticate", "Bearer")),
     ))
 }
 
+/// The first value of header `name` (its bytes read as UTF-8, lossily).
+pub fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+}
+
 /// The Bearer credential of a request (never `?token=`, never a cookie).
-pub fn credential_of(req: &Request, shared: &Shared) -> Credential {
-    match tokens::bearer_token(req.header("authorization")) {
+pub fn credential_of(headers: &HeaderMap, shared: &Shared) -> Credential {
+    match tokens::bearer_token(header(headers, "authorization").as_deref()) {
         None => Credential::None,
         Some(t) => tokens::resolve_credential(&[t], &shared.verifier),
     }
 }
 
-/// `/api/runs/:runId/pauses/:pauseId[/resume]` -> (run, pause, is_resume).
-fn pause_route(path: &str) -> Option<(String, String, bool)> {
-    let rest = path.strip_prefix("/api/runs/")?;
+/// Whether `path` is `/api/runs/:runId/pauses/:pauseId/resume`.
+pub fn is_resume_path(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/api/runs/") else {
+        return false;
+    };
     let parts: Vec<&str> = rest.split('/').collect();
-    match parts.as_slice() {
-        [run, "pauses", pause] if !run.is_empty() && !pause.is_empty() => {
-            Some((percent_decode(run), percent_decode(pause), false))
-        }
-        [run, "pauses", pause, "resume"] if !run.is_empty() && !pause.is_empty() => {
-            Some((percent_decode(run), percent_decode(pause), true))
-        }
-        _ => None,
+    matches!(parts.as_slice(), [run, "pauses", pause, "resume"] if !run.is_empty() && !pause.is_empty())
+}
+
+/// The Bearer check (401 with `WWW-Authenticate: Bearer`): every non-GET request under
+/// `/api/` needs a known token. A resume path asked with another method than POST is
+/// let through: it answers 405 first.
+pub fn bearer_refusal(
+    shared: &Shared,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Option<Answer> {
+    let api = path == "/api" || path.starts_with("/api/");
+    let get = method == Method::GET || method == Method::HEAD;
+    if !api || get || (is_resume_path(path) && method != Method::POST) {
+        return None;
+    }
+    match credential_of(headers, shared) {
+        Credential::Ok(_) => None,
+        Credential::None => unauthorized(
+            "this route needs \"Authorization: Bearer <token>\" (the agent token is in $GRAPHMIND_HOME/run/serve-<port>.json; graphmind resume reads it for you)",
+        ),
+        Credential::Invalid(m) => unauthorized(m),
     }
 }
 
-/// Answers a control route, or `None` to let the read-only routes answer.
-pub fn route(
-    shared: &Shared,
-    req: &Request,
-    stream: &mut TcpStream,
-    leftover: &[u8],
-) -> Option<Answer> {
-    if req.path != "/api" && !req.path.starts_with("/api/") {
-        return None;
-    }
-    let pause = pause_route(&req.path);
-    if let Some((_, _, true)) = &pause {
-        if req.method != "POST" {
-            return Some((
-                405,
-                JSON_TYPE,
-                "{\"error\":\"method-not-allowed\",\"message\":\"use POST with a JSON body\"}"
-                    .into(),
-                "Allow: POST\r\n".into(),
-            ));
-        }
-    }
-    let get = req.method == "GET" || req.method == "HEAD";
-    if !get {
-        match credential_of(req, shared) {
-            Credential::Ok(_) => {}
-            Credential::None => {
-                return unauthorized(
-                    "this route needs \"Authorization: Bearer <token>\" (the agent token is in $GRAPHMIND_HOME/run/serve-<port>.json; graphmind resume reads it for you)",
-                )
-            }
-            Credential::Invalid(m) => return unauthorized(m),
-        }
-    }
-    if req.path == "/api/demo/start" {
-        return demo_start(shared, req);
-    }
-    if req.path == "/api/session" && get {
-        let principal = match credential_of(req, shared) {
-            Credential::Invalid(m) => return unauthorized(m),
-            Credential::Ok(p) => p,
-            Credential::None => Principal::Anonymous,
-        };
-        return answer(
-            200,
-            text(object([
-                ("principal", principal.as_str().into()),
-                ("agentLevel", shared.policy.agent_level.as_str().into()),
-                ("editInput", shared.policy.edit_input.into()),
-                ("hubCapabilities", shared.policy.hub_capabilities_value()),
-                ("version", VERSION.into()),
-                (
-                    "otlp",
-                    shared
-                        .otlp
-                        .as_ref()
-                        .map(|x| x.session_value())
-                        .unwrap_or_default(),
-                ),
-            ])),
-        );
-    }
-    if req.path == "/api/pauses" && get {
-        return list_pauses(shared, req, stream);
-    }
-    match pause {
-        Some((run, pause, false)) if get => pause_detail(shared, &run, &pause),
-        Some((run, pause, true)) => resume(shared, req, stream, leftover, &run, &pause),
-        _ => None,
-    }
+/// A resume asked with another method than POST: 405, `Allow: POST`.
+pub fn resume_not_allowed() -> Answer {
+    (
+        405,
+        JSON_TYPE,
+        "{\"error\":\"method-not-allowed\",\"message\":\"use POST with a JSON body\"}".into(),
+        Some(("allow", "POST")),
+    )
+}
+
+/// `GET /api/session`: who the Bearer token is.
+pub fn session(shared: &Shared, headers: &HeaderMap) -> Option<Answer> {
+    let principal = match credential_of(headers, shared) {
+        Credential::Invalid(m) => return unauthorized(m),
+        Credential::Ok(p) => p,
+        Credential::None => Principal::Anonymous,
+    };
+    answer(
+        200,
+        text(object([
+            ("principal", principal.as_str().into()),
+            ("agentLevel", shared.policy.agent_level.as_str().into()),
+            ("editInput", shared.policy.edit_input.into()),
+            ("hubCapabilities", shared.policy.hub_capabilities_value()),
+            ("version", VERSION.into()),
+            (
+                "otlp",
+                shared
+                    .otlp
+                    .as_ref()
+                    .map(|x| x.session_value())
+                    .unwrap_or_default(),
+            ),
+        ])),
+    )
 }
 
 /// `POST /api/demo/start` (viewer token only): replays the demo recording into this server,
 /// one demo at a time; answers 202 `{runId}`.
-fn demo_start(shared: &Shared, req: &Request) -> Option<Answer> {
-    if req.method != "POST" {
+pub fn demo_start(shared: &Shared, method: &Method, headers: &HeaderMap) -> Option<Answer> {
+    if method != Method::POST {
         return Some((
             405,
             JSON_TYPE,
             "{\"error\":\"method-not-allowed\",\"message\":\"use POST\"}".into(),
-            "Allow: POST\r\n".into(),
+            Some(("allow", "POST")),
         ));
     }
-    if credential_of(req, shared) != Credential::Ok(Principal::Viewer) {
+    if credential_of(headers, shared) != Credential::Ok(Principal::Viewer) {
         return error(
             403,
             "forbidden",
@@ -203,17 +201,6 @@ fn run_state(shared: &Shared, run: &str) -> Option<(String, bool)> {
     let row = storage::get_run(&conn, run).ok()??;
     let live = shared.lock().is_live(run);
     Some((row.status, live))
-}
-
-/// Whether the HTTP client hung up while its request was held (a read would return EOF).
-fn client_gone(stream: &TcpStream) -> bool {
-    let mut b = [0u8; 1];
-    if stream.set_nonblocking(true).is_err() {
-        return false;
-    }
-    let gone = matches!(stream.peek(&mut b), Ok(0));
-    let _ = stream.set_nonblocking(false);
-    gone
 }
 
 /// Takes a long-poll slot; `None` when all are busy.
@@ -236,13 +223,15 @@ impl Drop for Slot<'_> {
     }
 }
 
-fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Answer> {
-    let run = query_param(&req.query, "runId")
+/// `GET /api/pauses[?runId=][&wait=S]`. `caller_gone` is set when the HTTP client hung
+/// up (hyper dropped the request's handler): the long-poll then stops and answers nothing.
+pub fn list_pauses(shared: &Shared, query: &str, caller_gone: &AtomicBool) -> Option<Answer> {
+    let run = query_param(query, "runId")
         .map(percent_decode)
         .filter(|r| !r.is_empty());
     let run = run.as_deref();
     let mut wait_ms = 0u64;
-    if let Some(raw) = query_param(&req.query, "wait").filter(|w| !w.is_empty()) {
+    if let Some(raw) = query_param(query, "wait").filter(|w| !w.is_empty()) {
         match percent_decode(raw).trim().parse::<f64>() {
             Ok(s) if s.is_finite() && s >= 0.0 => {
                 wait_ms = ((s * 1000.0).round() as u64).min(MAX_WAIT_MS)
@@ -284,7 +273,7 @@ fn list_pauses(shared: &Shared, req: &Request, stream: &TcpStream) -> Option<Ans
                 timed_out = true;
                 break;
             }
-            if client_gone(stream) {
+            if caller_gone.load(Ordering::SeqCst) {
                 return None; // nobody to answer; the slot is freed now, not at the deadline
             }
             // Re-check at least every 250 ms: a run can end on the writer without a pause change.
@@ -423,7 +412,8 @@ fn describe_pause_object(
     Some(body)
 }
 
-fn pause_detail(shared: &Shared, run: &str, pause: &str) -> Option<Answer> {
+/// `GET /api/runs/:runId/pauses/:pauseId`: one pause rebuilt from the stored run.
+pub fn pause_detail(shared: &Shared, run: &str, pause: &str) -> Option<Answer> {
     let conn = match storage::open(&shared.db_path) {
         Ok(c) => c,
         Err(e) => return error(500, "storage", &e.to_string()),
@@ -449,17 +439,15 @@ fn pause_detail(shared: &Shared, run: &str, pause: &str) -> Option<Answer> {
     }
 }
 
-fn read_body(
-    req: &Request,
-    stream: &mut TcpStream,
-    leftover: &[u8],
-) -> Result<Vec<u8>, Option<Answer>> {
-    let len: usize = match req.header("content-length") {
+/// Why a resume's body cannot be read, before reading it: a `Content-Length` above
+/// `MAX_FRAME_BYTES` (413) or a body sent without one (400). Returns the length to read.
+pub fn body_length(headers: &HeaderMap) -> Result<usize, Option<Answer>> {
+    let len: usize = match header(headers, "content-length") {
         Some(v) => v
             .trim()
             .parse()
             .map_err(|_| error(400, "bad-request", "bad Content-Length"))?,
-        None if req.header("transfer-encoding").is_some() => {
+        None if headers.contains_key("transfer-encoding") => {
             return Err(error(
                 400,
                 "bad-request",
@@ -471,31 +459,22 @@ fn read_body(
     if len > MAX_FRAME_BYTES {
         return Err(error(413, "too-large", "request body too large"));
     }
-    let mut body = leftover[..leftover.len().min(len)].to_vec();
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    while body.len() < len {
-        let mut chunk = vec![0u8; (len - body.len()).min(64 * 1024)];
-        match stream.read(&mut chunk) {
-            Ok(0) | Err(_) => return Err(error(400, "bad-request", "the body ended early")),
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-        }
-    }
-    Ok(body)
+    Ok(len)
 }
 
-fn resume(
-    shared: &Shared,
-    req: &Request,
-    stream: &mut TcpStream,
-    leftover: &[u8],
-    run: &str,
-    pause: &str,
-) -> Option<Answer> {
-    let principal = match credential_of(req, shared) {
+/// A resume's body ended before its `Content-Length` (or took longer than the bound).
+pub fn body_ended_early() -> Option<Answer> {
+    error(400, "bad-request", "the body ended early")
+}
+
+/// `POST .../resume`, first half (before its body is read): the caller's principal, or
+/// the refusal (401, 415).
+pub fn resume_caller(shared: &Shared, headers: &HeaderMap) -> Result<Principal, Option<Answer>> {
+    let principal = match credential_of(headers, shared) {
         Credential::Ok(p) => p,
-        _ => return unauthorized("missing or unknown token"),
+        _ => return Err(unauthorized("missing or unknown token")),
     };
-    let ctype = req.header("content-type").unwrap_or("");
+    let ctype = header(headers, "content-type").unwrap_or_default();
     if !ctype
         .split(';')
         .next()
@@ -503,17 +482,25 @@ fn resume(
         .trim()
         .eq_ignore_ascii_case("application/json")
     {
-        return error(
+        return Err(error(
             415,
             "unsupported-media-type",
             "Content-Type must be application/json",
-        );
+        ));
     }
-    let body = match read_body(req, stream, leftover) {
-        Ok(b) => b,
-        Err(a) => return a,
-    };
-    let Ok(parsed) = json::parse(&body) else {
+    Ok(principal)
+}
+
+/// `POST .../resume`, second half: the body read, forwards the resume and waits for the
+/// app's answer (blocking).
+pub fn resume(
+    shared: &Shared,
+    principal: Principal,
+    body: &[u8],
+    run: &str,
+    pause: &str,
+) -> Option<Answer> {
+    let Ok(parsed) = json::parse(body) else {
         return error(400, "bad-request", "body is not valid JSON");
     };
     let Value::Object(mut obj) = parsed else {
@@ -604,16 +591,10 @@ mod tests {
 
     #[test]
     fn routes() {
-        assert_eq!(
-            pause_route("/api/runs/r%201/pauses/p"),
-            Some(("r 1".into(), "p".into(), false))
-        );
-        assert_eq!(
-            pause_route("/api/runs/r/pauses/p/resume"),
-            Some(("r".into(), "p".into(), true))
-        );
-        assert_eq!(pause_route("/api/runs/r/events"), None);
-        assert_eq!(pause_route("/api/runs//pauses/p"), None);
+        assert!(is_resume_path("/api/runs/r%201/pauses/p/resume"));
+        assert!(!is_resume_path("/api/runs/r/pauses/p"));
+        assert!(!is_resume_path("/api/runs/r/events"));
+        assert!(!is_resume_path("/api/runs//pauses/p/resume"));
     }
 
     #[test]

@@ -1,205 +1,22 @@
-//! The HTTP/1.1 side of the port: reading one request head (`httparse`), writing a response, the
-//! read-only JSON routes (`/health`, `/api/runs`, `/api/runs/:id/events`), and the viewer's
-//! static files (embedded at build time by `build.rs`, or read from `GRAPHMIND_VIEWER_DIST`).
+//! The read-only answers of the port's HTTP (`/health`, `/api/runs`,
+//! `/api/runs/{id}/events`), the query-string helpers, and the viewer's static files
+//! (embedded at build time by `build.rs`, or read from `GRAPHMIND_VIEWER_DIST`). The
+//! routing, the request heads and the responses' bytes are axum's and hyper's
+//! ([`crate::routes`]); these functions only compute (status, content type, body).
 
 use crate::hub::{Shared, VERSION};
 use crate::storage::{self, PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX};
 use crate::util::{js, object, or_null, put_opt, text};
 use graphmind_core::json::Value;
-use std::io::{self, Read, Write};
 
 /// Largest request head accepted.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 
-/// One parsed request head.
-#[derive(Debug, Default)]
-pub struct Request {
-    /// `GET`, ...
-    pub method: String,
-    /// Path without the query.
-    pub path: String,
-    /// The query string (after `?`), possibly empty.
-    pub query: String,
-    /// Headers, names lowercased.
-    pub headers: Vec<(String, String)>,
-}
+/// An answer: (status, content type, body).
+pub type Answer = (u16, &'static str, String);
 
-impl Request {
-    /// First header named `name` (lowercase).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Whether a header holds `token` in its comma-separated list (case-insensitive).
-    /// How many times header `name` (lower case) appears.
-    pub fn header_count(&self, name: &str) -> usize {
-        self.headers.iter().filter(|(k, _)| k == name).count()
-    }
-
-    /// A header that RFC 9110 allows once (`Host`, `Origin`) sent more than once: only the
-    /// first would be judged, so the request is refused (400) instead.
-    pub fn repeated_single_header(&self) -> Option<&'static str> {
-        ["host", "origin"]
-            .into_iter()
-            .find(|name| self.header_count(name) > 1)
-    }
-
-    pub fn header_has(&self, name: &str, token: &str) -> bool {
-        self.headers
-            .iter()
-            .filter(|(k, _)| k == name)
-            .any(|(_, v)| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
-    }
-}
-
-/// Parses a request head from the start of `buf`: the request and the head's length, or
-/// `None` while the head is incomplete; an error for a malformed or oversized head.
-pub fn parse_head(buf: &[u8]) -> io::Result<Option<(Request, usize)>> {
-    let mut headers = [httparse::EMPTY_HEADER; 64];
-    let mut req = httparse::Request::new(&mut headers);
-    match req.parse(buf) {
-        Ok(httparse::Status::Complete(len)) => {
-            let target = req.path.unwrap_or("/");
-            let (path, query) = match target.split_once('?') {
-                Some((p, q)) => (p.to_owned(), q.to_owned()),
-                None => (target.to_owned(), String::new()),
-            };
-            let parsed = Request {
-                method: req.method.unwrap_or("").to_owned(),
-                path,
-                query,
-                headers: req
-                    .headers
-                    .iter()
-                    .map(|h| {
-                        (
-                            h.name.to_ascii_lowercase(),
-                            String::from_utf8_lossy(h.value).into_owned(),
-                        )
-                    })
-                    .collect(),
-            };
-            Ok(Some((parsed, len)))
-        }
-        Ok(httparse::Status::Partial) if buf.len() < MAX_HEAD_BYTES => Ok(None),
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "bad request head",
-        )),
-    }
-}
-
-/// Reads a request head from a blocking reader; returns it and any bytes read past it
-/// (`None` when the reader ended before a head).
-pub fn read_head(stream: &mut impl Read) -> io::Result<Option<(Request, Vec<u8>)>> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some((req, len)) = parse_head(&buf)? {
-            return Ok(Some((req, buf[len..].to_vec())));
-        }
-    }
-}
-
-/// [`read_head`] from a tokio socket (the server's connections).
-pub async fn read_head_async(
-    stream: &mut (impl tokio::io::AsyncRead + Unpin),
-) -> io::Result<Option<(Request, Vec<u8>)>> {
-    use tokio::io::AsyncReadExt;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some((req, len)) = parse_head(&buf)? {
-            return Ok(Some((req, buf[len..].to_vec())));
-        }
-    }
-}
-
-/// Writes a complete response carrying every security header and `no-store` (errors and
-/// refusals answered before any route), and closes the exchange.
-pub fn respond(
-    stream: &mut impl Write,
-    status: u16,
-    content_type: &str,
-    body: &str,
-) -> io::Result<()> {
-    respond_with(
-        stream,
-        status,
-        content_type,
-        body.as_bytes(),
-        &crate::security::refusal_header_lines(),
-    )
-}
-
-/// The reason phrase of a status code.
-pub fn reason_phrase(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        202 => "Accepted",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        409 => "Conflict",
-        413 => "Payload Too Large",
-        415 => "Unsupported Media Type",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        _ => "Error",
-    }
-}
-
-/// Writes a complete response with these extra header lines (each ending in CRLF) and
-/// closes the exchange (`Connection: close`).
-pub fn respond_with(
-    stream: &mut impl Write,
-    status: u16,
-    content_type: &str,
-    body: &[u8],
-    headers: &str,
-) -> io::Result<()> {
-    stream.write_all(&response_bytes(status, content_type, body, headers))?;
-    stream.flush()
-}
-
-/// A complete response with these extra header lines (each ending in CRLF), ending the
-/// exchange (`Connection: close`), as bytes to write.
-pub fn response_bytes(status: u16, content_type: &str, body: &[u8], headers: &str) -> Vec<u8> {
-    let head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{headers}Connection: close\r\n\r\n",
-        reason_phrase(status),
-        body.len()
-    );
-    let mut out = head.into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
-/// A refusal answered before any route (see [`respond`]) as bytes to write.
-pub fn refusal_bytes(status: u16, content_type: &str, body: &str) -> Vec<u8> {
-    response_bytes(
-        status,
-        content_type,
-        body.as_bytes(),
-        &crate::security::refusal_header_lines(),
-    )
-}
+/// The content type of every JSON answer.
+pub const JSON: &str = "application/json; charset=utf-8";
 
 /// The value of `name` in a query string (undecoded).
 pub fn query_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
@@ -293,124 +110,109 @@ pub fn static_file(path: &str) -> Option<(&'static str, Vec<u8>)> {
         .map(|(_, b)| (mime_type(&rel), b.to_vec()))
 }
 
-/// Answers one plain HTTP request: (status, content type, body). API routes first, then
-/// the viewer's static files.
-pub fn route(shared: &Shared, req: &Request) -> (u16, &'static str, Vec<u8>) {
-    let (status, ctype, body) = route_api(shared, req);
-    if status == 404
-        && (req.method == "GET" || req.method == "HEAD")
-        && !req.path.starts_with("/api/")
-    {
-        if let Some((ctype, bytes)) = static_file(&req.path) {
-            return (200, ctype, bytes);
-        }
-    }
-    (status, ctype, body.into_bytes())
-}
-
 /// `{"error": message}`: the answer of a failed `/api` read.
 fn error_body(message: &str) -> String {
     text(object([("error", message.into())]))
 }
 
-fn route_api(shared: &Shared, req: &Request) -> (u16, &'static str, String) {
-    const JSON: &str = "application/json; charset=utf-8";
-    if req.method != "GET" && req.method != "HEAD" {
-        return (405, JSON, error_body("method not allowed"));
-    }
-    if req.path == "/health" {
-        let mut health = object([
-            ("ok", true.into()),
-            ("name", "graphmind-ai".into()),
-            ("version", VERSION.into()),
-        ]);
-        put_opt(&mut health, "storage", shared.storage.health_value());
-        return (200, JSON, text(health));
-    }
-    if req.path == "/api/runs" {
-        // Paged: `limit` (1..=RUNS_PAGE_MAX, default the maximum) runs after `cursor`
-        // (the previous page's `nextCursor`), most recently started first.
-        let limit =
-            int_param(&req.query, "limit", storage::RUNS_PAGE_MAX as i64).filter(|l| *l >= 1);
-        let cursor = query_param(&req.query, "cursor")
-            .map(|c| storage::RunCursor::parse(&percent_decode(c)));
-        let (Some(limit), None | Some(Some(_))) = (limit, &cursor) else {
-            return (
-                400,
-                JSON,
-                error_body(
-                    "limit must be an integer >= 1 and cursor a nextCursor from a previous page",
-                ),
-            );
-        };
-        let cursor = cursor.flatten();
-        let page = storage::open(&shared.db_path).and_then(|c| {
-            storage::list_runs_page(&c, cursor.as_ref(), limit.min(i64::from(u32::MAX)) as usize)
-        });
-        let (rows, next) = match page {
-            Ok(p) => p,
-            Err(e) => return (500, JSON, error_body(&e.to_string())),
-        };
-        let hub = shared.lock();
-        let runs: Vec<Value> = rows
-            .iter()
-            .map(|r| r.to_value(hub.is_live(&r.id)))
-            .collect();
-        let page = object([
-            ("runs", Value::Array(runs)),
-            ("nextCursor", or_null(next.map(|c| c.to_text()))),
-        ]);
-        return (200, JSON, text(page));
-    }
-    if let Some(rest) = req.path.strip_prefix("/api/runs/") {
-        if let Some(id) = rest
-            .strip_suffix("/events")
-            .filter(|id| !id.is_empty() && !id.contains('/'))
-        {
-            let id = percent_decode(id);
-            let conn = match storage::open(&shared.db_path) {
-                Ok(c) => c,
-                Err(e) => return (500, JSON, error_body(&e.to_string())),
-            };
-            if !matches!(storage::get_run(&conn, &id), Ok(Some(_))) {
-                return (404, JSON, error_body("run not found"));
-            }
-            let after = int_param(&req.query, "afterSeq", -1);
-            let limit = int_param(&req.query, "limit", PAGE_LIMIT_DEFAULT);
-            let (Some(after), Some(limit)) = (after, limit.filter(|l| *l >= 1)) else {
-                return (
-                    400,
-                    JSON,
-                    error_body("afterSeq and limit must be integers (limit >= 1)"),
-                );
-            };
-            let page =
-                match storage::list_events(&conn, &id, after, Some(limit.min(PAGE_LIMIT_MAX))) {
-                    Ok(p) => p,
-                    Err(e) => return (500, JSON, error_body(&e.to_string())),
-                };
-            let next = if page.has_more {
-                page.events.last().map(|e| e.seq.to_string())
-            } else {
-                None
-            };
-            let events: Vec<&str> = page.events.iter().map(|e| e.frame.as_str()).collect();
-            return (
-                200,
-                JSON,
-                // Stored frames are embedded byte for byte: parsing a page of them only to
-                // write them back would cost every read of a run.
-                format!(
-                    "{{\"runId\":{},\"total\":{},\"events\":[{}],\"nextAfterSeq\":{}}}",
-                    js(&id),
-                    page.total,
-                    events.join(","),
-                    next.unwrap_or_else(|| "null".into())
-                ),
-            );
-        }
-    }
+/// 405 `{"error":"method not allowed"}`: a method other than GET/HEAD on a read-only route
+/// or on a path no route knows.
+pub fn method_not_allowed() -> Answer {
+    (405, JSON, error_body("method not allowed"))
+}
+
+/// 404 `{"error":"not found"}`.
+pub fn not_found() -> Answer {
     (404, JSON, error_body("not found"))
+}
+
+/// `GET /health`.
+pub fn health(shared: &Shared) -> Answer {
+    let mut health = object([
+        ("ok", true.into()),
+        ("name", "graphmind-ai".into()),
+        ("version", VERSION.into()),
+    ]);
+    put_opt(&mut health, "storage", shared.storage.health_value());
+    (200, JSON, text(health))
+}
+
+/// `GET /api/runs`: paged, `limit` (1..=RUNS_PAGE_MAX, default the maximum) runs after
+/// `cursor` (the previous page's `nextCursor`), most recently started first.
+pub fn runs(shared: &Shared, query: &str) -> Answer {
+    let limit = int_param(query, "limit", storage::RUNS_PAGE_MAX as i64).filter(|l| *l >= 1);
+    let cursor =
+        query_param(query, "cursor").map(|c| storage::RunCursor::parse(&percent_decode(c)));
+    let (Some(limit), None | Some(Some(_))) = (limit, &cursor) else {
+        return (
+            400,
+            JSON,
+            error_body(
+                "limit must be an integer >= 1 and cursor a nextCursor from a previous page",
+            ),
+        );
+    };
+    let cursor = cursor.flatten();
+    let page = storage::open(&shared.db_path).and_then(|c| {
+        storage::list_runs_page(&c, cursor.as_ref(), limit.min(i64::from(u32::MAX)) as usize)
+    });
+    let (rows, next) = match page {
+        Ok(p) => p,
+        Err(e) => return (500, JSON, error_body(&e.to_string())),
+    };
+    let hub = shared.lock();
+    let runs: Vec<Value> = rows
+        .iter()
+        .map(|r| r.to_value(hub.is_live(&r.id)))
+        .collect();
+    let page = object([
+        ("runs", Value::Array(runs)),
+        ("nextCursor", or_null(next.map(|c| c.to_text()))),
+    ]);
+    (200, JSON, text(page))
+}
+
+/// `GET /api/runs/{id}/events` (`id` already percent-decoded): a page of stored frames.
+pub fn run_events(shared: &Shared, id: &str, query: &str) -> Answer {
+    let conn = match storage::open(&shared.db_path) {
+        Ok(c) => c,
+        Err(e) => return (500, JSON, error_body(&e.to_string())),
+    };
+    if !matches!(storage::get_run(&conn, id), Ok(Some(_))) {
+        return (404, JSON, error_body("run not found"));
+    }
+    let after = int_param(query, "afterSeq", -1);
+    let limit = int_param(query, "limit", PAGE_LIMIT_DEFAULT);
+    let (Some(after), Some(limit)) = (after, limit.filter(|l| *l >= 1)) else {
+        return (
+            400,
+            JSON,
+            error_body("afterSeq and limit must be integers (limit >= 1)"),
+        );
+    };
+    let page = match storage::list_events(&conn, id, after, Some(limit.min(PAGE_LIMIT_MAX))) {
+        Ok(p) => p,
+        Err(e) => return (500, JSON, error_body(&e.to_string())),
+    };
+    let next = if page.has_more {
+        page.events.last().map(|e| e.seq.to_string())
+    } else {
+        None
+    };
+    let events: Vec<&str> = page.events.iter().map(|e| e.frame.as_str()).collect();
+    (
+        200,
+        JSON,
+        // Stored frames are embedded byte for byte: parsing a page of them only to
+        // write them back would cost every read of a run.
+        format!(
+            "{{\"runId\":{},\"total\":{},\"events\":[{}],\"nextAfterSeq\":{}}}",
+            js(id),
+            page.total,
+            events.join(","),
+            next.unwrap_or_else(|| "null".into())
+        ),
+    )
 }
 
 #[cfg(test)]

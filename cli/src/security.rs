@@ -24,24 +24,32 @@ pub const ALLOWED_ORIGINS_ENV: &str = "GRAPHMIND_ALLOWED_ORIGINS";
 /// The framing policy every response carries.
 pub const FRAME_ANCESTORS: &str = "frame-ancestors 'none'";
 
-/// The security headers on every response (HTML, API, errors, refused upgrades):
-/// no framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), no referrer, no MIME
-/// sniffing; API answers (`/api/...`) are also `Cache-Control: no-store`. Each line ends
-/// with CRLF.
-pub fn header_lines(path: &str) -> String {
-    let mut s = format!(
-        "Content-Security-Policy: {FRAME_ANCESTORS}\r\nX-Frame-Options: DENY\r\nReferrer-Policy: no-referrer\r\nX-Content-Type-Options: nosniff\r\n"
-    );
+/// The security headers on every response (HTML, API, errors, refused upgrades), as
+/// (name, value) pairs for the response layer ([`crate::guards`]): no framing
+/// (`frame-ancestors 'none'`, `X-Frame-Options: DENY`), no referrer, no MIME sniffing;
+/// API answers (`/api/...`) are also `Cache-Control: no-store`.
+pub fn header_lines(path: &str) -> Vec<(&'static str, &'static str)> {
+    let mut h = vec![
+        ("content-security-policy", FRAME_ANCESTORS),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("x-content-type-options", "nosniff"),
+    ];
     if path == "/api" || path.starts_with("/api/") {
-        s.push_str("Cache-Control: no-store\r\n");
+        h.push(NO_STORE);
     }
-    s
+    h
 }
 
-/// The header block of a hand-written refusal (an upgrade refused before any route):
-/// every security header and `no-store`.
-pub fn refusal_header_lines() -> String {
-    format!("{}Cache-Control: no-store\r\n", header_lines(""))
+/// `Cache-Control: no-store`: on every API answer and every refusal.
+pub const NO_STORE: (&str, &str) = ("cache-control", "no-store");
+
+/// The headers of a refusal made before any route (or of a refused upgrade): every
+/// security header and `no-store`.
+pub fn refusal_header_lines() -> Vec<(&'static str, &'static str)> {
+    let mut h = header_lines("");
+    h.push(NO_STORE);
+    h
 }
 
 fn is_ipv4_loopback(host: &str) -> bool {
@@ -330,15 +338,12 @@ mod tests {
     #[test]
     fn headers() {
         let h = header_lines("/");
-        assert!(
-            h.contains("Content-Security-Policy: frame-ancestors 'none'\r\n")
-                && h.contains("X-Frame-Options: DENY\r\n")
-        );
-        assert!(
-            h.contains("Referrer-Policy: no-referrer\r\n")
-                && h.contains("X-Content-Type-Options: nosniff\r\n")
-        );
-        assert!(!h.contains("no-store"));
-        assert!(header_lines("/api/runs").contains("Cache-Control: no-store\r\n"));
+        assert!(h.contains(&("content-security-policy", "frame-ancestors 'none'")));
+        assert!(h.contains(&("x-frame-options", "DENY")));
+        assert!(h.contains(&("referrer-policy", "no-referrer")));
+        assert!(h.contains(&("x-content-type-options", "nosniff")));
+        assert!(!h.contains(&NO_STORE));
+        assert!(header_lines("/api/runs").contains(&NO_STORE));
+        assert!(refusal_header_lines().contains(&NO_STORE));
     }
 }

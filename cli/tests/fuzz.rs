@@ -1,14 +1,18 @@
 //! Property-based fuzzing on stable Rust (proptest) of every parser that reads input from
 //! outside the process: the tolerant wire parser and the server's ingest frame parser, the
 //! packed-value reader, the strict JSON parser against its validator, the HTTP request
-//! head, the MCP proxy's line framing and `import`. Each input is answered or refused:
+//! (read by hyper in a real server, then our guards, routes and query helpers), the MCP
+//! proxy's line framing and `import`. Each input is answered or refused:
 //! no panic, and the size of what comes back is bounded by the input. Bounded for CI (256
 //! cases a property); `PROPTEST_CASES=20000` for a longer run (`make soak`).
+
+mod common;
 
 use graphmind_cli::{envelope, http, import, mcp_proxy::protocol};
 use graphmind_core::json::{self, packed};
 use graphmind_core::wire;
 use proptest::prelude::*;
+use std::io::{Read, Write};
 
 /// A valid envelope, the seed the mutations start from.
 const SEED: &str = r#"{"gm":1,"seq":7,"ts":1700000000000,"runId":"run_a","type":"node.started","payload":{"nodeId":"tool:t","kind":"tool","name":"t","instanceId":"i","input":{"q":"é \ud800","n":[1,2.5,null,true]}}}"#;
@@ -89,18 +93,6 @@ proptest! {
     }
 
     #[test]
-    fn an_http_request_head_is_read_or_refused(bytes in prop_oneof![
-        proptest::collection::vec(any::<u8>(), 0..2048),
-        "(GET|POST|PUT) /[a-z/?=&%0-9]{0,40} HTTP/1\\.[01]\r\n([A-Za-z-]{1,12}: [ -~]{0,30}\r\n){0,6}\r\n".prop_map(String::into_bytes),
-    ]) {
-        let mut cursor = std::io::Cursor::new(bytes);
-        if let Ok(Some((request, _rest))) = http::read_head(&mut cursor) {
-            let _ = http::query_param(&request.query, "limit");
-            let _ = http::percent_decode(&request.path);
-        }
-    }
-
-    #[test]
     fn the_mcp_proxy_classifies_or_ignores_any_line(bytes in input()) {
         let body = protocol::frame_body(&bytes);
         prop_assert!(body.len() <= bytes.len());
@@ -128,4 +120,39 @@ fn nesting_past_the_limit_is_refused_not_a_stack_overflow() {
             .as_bytes(),
         );
     }
+}
+
+/// Any bytes sent as a request to a real server: answered with an HTTP status line or the
+/// connection closed, never a crash; the server still answers afterwards. The head is
+/// hyper's to read now (it was our own `httparse` reader), so this drives the server.
+#[test]
+fn an_http_request_is_answered_or_refused() {
+    let server = common::Server::start(&[], &[]);
+    let port = server.port;
+    let requests = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..2048),
+        "(GET|POST|PUT|HEAD) /[a-z/?=&%+0-9]{0,40} HTTP/1\\.[01]\r\n([A-Za-z-]{1,12}: [ -~]{0,30}\r\n){0,6}\r\n".prop_map(String::into_bytes),
+    ];
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::default());
+    runner
+        .run(&requests, |bytes| {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.set_read_timeout(Some(std::time::Duration::from_secs(15)))
+                .unwrap();
+            let _ = s.write_all(&bytes);
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            let mut out = Vec::new();
+            let _ = s.read_to_end(&mut out);
+            prop_assert!(out.is_empty() || out.starts_with(b"HTTP/1."), "{out:?}");
+            if let Ok(text) = std::str::from_utf8(&bytes) {
+                if let Some(target) = text.split(' ').nth(1) {
+                    let query = target.split_once('?').map_or("", |(_, q)| q);
+                    let _ = http::query_param(query, "limit");
+                    let _ = http::percent_decode(target);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(server.get("/health").0, 200);
 }
