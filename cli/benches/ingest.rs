@@ -12,7 +12,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tungstenite::Message;
 
-const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
+/// The `graphmind` binary under test: this build's, or `GRAPHMIND_BENCH_BIN` (to compare
+/// two builds alternately in one sitting).
+fn bin() -> String {
+    std::env::var("GRAPHMIND_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_graphmind").into())
+}
 
 fn http_get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -79,7 +83,7 @@ fn run_case(label: &str, n: u64, payload: &str) {
     let dir = std::env::temp_dir().join(format!("gm-bench-{}-{label}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args([
             "--port",
             "0",

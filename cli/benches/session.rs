@@ -28,10 +28,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
 
-const BIN: &str = env!("CARGO_BIN_EXE_graphmind");
+/// The `graphmind` binary under test: this build's, or `GRAPHMIND_BENCH_BIN` (to compare
+/// two builds alternately in one sitting).
+fn bin() -> String {
+    std::env::var("GRAPHMIND_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_graphmind").into())
+}
 
 fn start_server(dir: &std::path::Path) -> (Child, u16) {
-    let mut child = Command::new(BIN)
+    let mut child = Command::new(bin())
         .args([
             "--port",
             "0",
