@@ -14,6 +14,7 @@ pub mod export;
 pub mod export_html;
 pub mod http;
 pub mod hub;
+pub mod hub_task;
 pub mod import;
 pub mod init;
 pub mod logging;

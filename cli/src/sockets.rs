@@ -30,9 +30,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::{self as ws_proto, Message};
 use tokio_tungstenite::WebSocketStream;
 
-/// Worker threads of the server's runtime. Sockets only move bytes and take the hub lock
-/// for microseconds; SQLite and long-polls run on the blocking pool, so two are enough on
-/// any machine and leave the cores to the writer thread and the app being debugged.
+/// Worker threads of the server's runtime. Sockets only move bytes and wait on the hub
+/// thread for microseconds; SQLite and long-polls run on the blocking pool, so two are
+/// enough on any machine and leave the cores to the writer thread and the app being debugged.
 pub const RUNTIME_WORKERS: usize = 2;
 /// The first pause after `accept` fails (out of descriptors, out of memory); it doubles
 /// while the failures go on, up to [`ACCEPT_BACKOFF_MAX`], so a full descriptor table
@@ -121,7 +121,7 @@ async fn connection(mut stream: TcpStream, shared: Arc<Shared>) {
     if let Some(name) = req.repeated_single_header() {
         crate::hub::throttled_log!(
             tracing::Level::WARN,
-            shared.lock(),
+            shared.log_throttle,
             "duplicate-header",
             "refused a request with more than one {name} header on {}",
             req.path
@@ -137,7 +137,7 @@ async fn connection(mut stream: TcpStream, shared: Arc<Shared>) {
     ) {
         crate::hub::throttled_log!(
             tracing::Level::WARN,
-            shared.lock(),
+            shared.log_throttle,
             "origin-refused",
             "refused {} \"{}\" on {}",
             r.kind.as_str(),
@@ -224,7 +224,7 @@ async fn upgrade(mut stream: TcpStream, req: Request, leftover: Vec<u8>, shared:
             Credential::Invalid(why) => {
                 crate::hub::throttled_log!(
                     tracing::Level::WARN,
-                    shared.lock(),
+                    shared.log_throttle,
                     "ui-credential",
                     "refused a viewer socket: {why}"
                 );
@@ -232,11 +232,14 @@ async fn upgrade(mut stream: TcpStream, req: Request, leftover: Vec<u8>, shared:
                 return refuse(&mut stream, 401, PLAIN, &body).await;
             }
         }
-        let admitted = shared.lock().admit_viewer(principal);
+        let admitted = shared
+            .hub
+            .call(move |h| h.admit_viewer(principal))
+            .unwrap_or_else(|e| Err(e.to_string()));
         if let Err(why) = admitted {
             crate::hub::throttled_log!(
                 tracing::Level::WARN,
-                shared.lock(),
+                shared.log_throttle,
                 "ui-limit",
                 "refused a viewer socket: {why}"
             );
@@ -254,7 +257,7 @@ async fn upgrade(mut stream: TcpStream, req: Request, leftover: Vec<u8>, shared:
     let resp = format!("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n{protocol_line}\r\n");
     if timed(stream.write_all(resp.as_bytes())).await.is_err() {
         if req.path != "/ingest" {
-            shared.lock().release_viewer(principal);
+            shared.hub.tell(move |h| h.release_viewer(principal));
         }
         return;
     }
@@ -393,7 +396,10 @@ fn writer_may_be_full(shared: &Shared, bytes: usize) -> bool {
 
 async fn ingest_session(mut ws: WebSocketStream<TcpStream>, shared: Arc<Shared>) {
     let (tx, rx) = Outbox::new();
-    let conn = shared.lock().add_ingest(tx.clone());
+    let added = tx.clone();
+    let Ok(conn) = shared.hub.call(move |h| h.add_ingest(added)) else {
+        return;
+    };
     let mut owned_here: HashSet<String> = HashSet::new();
     pump(&mut ws, &rx, &tx, |text| {
         if writer_may_be_full(&shared, text.len()) {
@@ -413,12 +419,15 @@ async fn ingest_session(mut ws: WebSocketStream<TcpStream>, shared: Arc<Shared>)
 
 async fn ui_session(mut ws: WebSocketStream<TcpStream>, shared: Arc<Shared>, principal: Principal) {
     let (tx, rx) = Outbox::for_viewer(shared.viewer_backlog.clone());
-    let conn = shared.lock().add_ui(tx.clone(), principal);
+    let added = tx.clone();
+    let Ok(conn) = shared.hub.call(move |h| h.add_ui(added, principal)) else {
+        return;
+    };
     pump(&mut ws, &rx, &tx, |text| {
         server::ui_frame(&shared, conn, &tx, text)
     })
     .await;
-    shared.lock().remove_ui(conn);
+    shared.hub.tell(move |h| h.remove_ui(conn));
     tx.forget_backlog();
     let _ = shared.writer.send(Op::UiGone(conn));
 }
