@@ -499,18 +499,20 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
                 return error("invalid control envelope: payload.action must be one of continue, retry, inject, abort".into());
             }
             let (run, payload) = (env.run_id.clone(), p.clone());
-            let start = shared.hub.call(move |h| {
+            let timers = shared.timers.clone();
+            // Told, not waited for: the gate's round trip is then one hop to the hub
+            // thread, which answers the viewer (or forwards to the app) itself.
+            shared.hub.tell(move |h| {
                 let principal = h.ui_principal(conn);
-                h.request_resume(Responder::Ui(conn), &run, &payload, principal)
+                match h.request_resume(Responder::Ui(conn), &run, &payload, principal) {
+                    ResumeStart::Answered(o) => h.send_ui(conn, crate::hub::resume_result_text(&o)),
+                    ResumeStart::Forwarded { timer, .. } => {
+                        let after = Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS);
+                        let _ = timers.send((after, timer));
+                    }
+                }
             });
-            match start {
-                Ok(ResumeStart::Answered(o)) => say(crate::hub::resume_result_text(&o)),
-                Ok(ResumeStart::Forwarded { timer, .. }) => shared.arm(
-                    Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS),
-                    timer,
-                ),
-                Err(e) => error(format!("resume not taken: {e}")),
-            }
+            // A long-poll woken now queues its look after the command above.
             shared.notify();
         }
         M::BreakpointSet | M::BreakpointClear | M::ModeSet
