@@ -63,6 +63,22 @@ fn shutting_down() -> Option<Answer> {
     )
 }
 
+/// Whether the server is going down (or its hub has gone); if so the waiting resume
+/// `request_id` gives up in the same hub command, so a later answer goes to nobody.
+fn shut_down_giving_up(shared: &Shared, run: &str, pause: &str, request_id: &str) -> bool {
+    let (run, pause, request_id) = (run.to_owned(), pause.to_owned(), request_id.to_owned());
+    shared
+        .hub
+        .call(move |h| {
+            let down = h.is_shutting_down();
+            if down {
+                h.resume_gave_up(&run, &pause, &request_id);
+            }
+            down
+        })
+        .unwrap_or(true)
+}
+
 fn error(status: u16, code: &str, message: &str) -> Option<Answer> {
     answer(
         status,
@@ -199,7 +215,8 @@ pub fn demo_start(shared: &Shared, method: &Method, headers: &HeaderMap) -> Opti
 fn run_state(shared: &Shared, run: &str) -> Option<(String, bool)> {
     let conn = storage::open(&shared.db_path).ok()?;
     let row = storage::get_run(&conn, run).ok()??;
-    let live = shared.lock().is_live(run);
+    let run_id = run.to_owned();
+    let live = shared.hub.call(move |h| h.is_live(&run_id)).ok()?;
     Some((row.status, live))
 }
 
@@ -249,7 +266,14 @@ pub fn list_pauses(shared: &Shared, query: &str, caller_gone: &AtomicBool) -> Op
         run.and_then(|r| run_state(shared, r))
             .is_some_and(|(status, _)| status != "running")
     };
-    let ready = || shared.lock().has_open(run) || ended();
+    let ready = || {
+        let run = run.map(str::to_owned);
+        shared
+            .hub
+            .call(move |h| h.has_open(run.as_deref()))
+            .unwrap_or(false)
+            || ended()
+    };
     let mut timed_out = false;
     if wait_ms > 0 && !ready() {
         let Some(_slot) = Slot::take(shared) else {
@@ -265,7 +289,7 @@ pub fn list_pauses(shared: &Shared, query: &str, caller_gone: &AtomicBool) -> Op
             if ready() {
                 break;
             }
-            if shared.lock().is_shutting_down() {
+            if shared.hub.call(|h| h.is_shutting_down()).unwrap_or(true) {
                 return shutting_down();
             }
             let now = Instant::now();
@@ -280,7 +304,10 @@ pub fn list_pauses(shared: &Shared, query: &str, caller_gone: &AtomicBool) -> Op
             seen = shared.wait_change(seen, (deadline - now).min(Duration::from_millis(250)));
         }
     }
-    let pauses = shared.lock().list_pauses(run);
+    let asked = run.map(str::to_owned);
+    let Ok(pauses) = shared.hub.call(move |h| h.list_pauses(asked.as_deref())) else {
+        return shutting_down();
+    };
     let mut body = object([("pauses", Value::Array(pauses))]);
     if let Some(r) = run {
         let state = run_state(shared, r).map(|(status, live)| {
@@ -428,7 +455,12 @@ pub fn pause_detail(shared: &Shared, run: &str, pause: &str) -> Option<Answer> {
         .iter()
         .filter_map(|e| json::parse_str(&e.frame).ok())
         .collect();
-    let live = shared.lock().pause_state(run, pause);
+    let (run_id, pause_id) = (run.to_owned(), pause.to_owned());
+    let live = shared
+        .hub
+        .call(move |h| h.pause_state(&run_id, &pause_id))
+        .ok()
+        .flatten();
     match describe_pause_object(&frames, run, pause, live) {
         Some(body) => answer(200, text(object([("pause", body.into())]))),
         None => error(
@@ -540,9 +572,13 @@ pub fn resume(
         );
     };
     let (tx, rx) = crossbeam_channel::bounded::<Outcome>(1);
-    let start = shared
-        .lock()
-        .request_resume(Responder::Http(tx), run, &payload, principal);
+    let run_id = run.to_owned();
+    let Ok(start) = shared
+        .hub
+        .call(move |h| h.request_resume(Responder::Http(tx), &run_id, &payload, principal))
+    else {
+        return shutting_down();
+    };
     shared.notify();
     let outcome = match start {
         ResumeStart::Answered(o) => o,
@@ -557,8 +593,7 @@ pub fn resume(
                     Ok(o) => break Some(o),
                     // Nobody will answer any more (the pause was replaced): give up now.
                     Err(RecvTimeoutError::Disconnected) => break None,
-                    Err(_) if shared.lock().is_shutting_down() => {
-                        shared.lock().resume_gave_up(run, pause, &request_id);
+                    Err(_) if shut_down_giving_up(shared, run, pause, &request_id) => {
                         return shutting_down();
                     }
                     Err(_) if Instant::now() < deadline => continue,
@@ -568,7 +603,8 @@ pub fn resume(
             match answer {
                 Some(o) => o,
                 None => {
-                    shared.lock().resume_gave_up(run, pause, &request_id);
+                    let (r, p, id) = (run.to_owned(), pause.to_owned(), request_id.clone());
+                    shared.hub.tell(move |h| h.resume_gave_up(&r, &p, &id));
                     Outcome {
                         outcome: "timeout",
                         run_id: run.to_owned(),

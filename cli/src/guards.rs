@@ -67,7 +67,7 @@ pub async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) 
     if let Some(name) = repeated_single_header(req.headers()) {
         crate::hub::throttled_log!(
             tracing::Level::WARN,
-            shared.lock(),
+            shared.log_throttle,
             "duplicate-header",
             "refused a request with more than one {name} header on {path}"
         );
@@ -88,7 +88,7 @@ pub async fn guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) 
     if let Some(r) = checked {
         crate::hub::throttled_log!(
             tracing::Level::WARN,
-            shared.lock(),
+            shared.log_throttle,
             "origin-refused",
             "refused {} \"{}\" on {path}",
             r.kind.as_str(),

@@ -160,10 +160,15 @@ pub fn runs(shared: &Shared, query: &str) -> Answer {
         Ok(p) => p,
         Err(e) => return (500, JSON, error_body(&e.to_string())),
     };
-    let hub = shared.lock();
+    let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let live: Vec<bool> = shared
+        .hub
+        .call(move |h| ids.iter().map(|id| h.is_live(id)).collect())
+        .unwrap_or_else(|_| vec![false; rows.len()]);
     let runs: Vec<Value> = rows
         .iter()
-        .map(|r| r.to_value(hub.is_live(&r.id)))
+        .zip(live)
+        .map(|(r, live)| r.to_value(live))
         .collect();
     let page = object([
         ("runs", Value::Array(runs)),

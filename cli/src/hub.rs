@@ -1,10 +1,17 @@
-//! The server's shared state: app (ingest) connections, viewer (UI) connections, run
-//! ownership and claims, the debug state (breakpoints + mode) and the pause registry.
+//! The server's hub state: app (ingest) connections, viewer (UI) connections, run
+//! ownership and claims, the debug state (breakpoints + mode) and the pause registry, as a
+//! plain struct ([`HubState`]) whose methods are short, non-blocking updates (storage and
+//! fan-out happen on the writer thread, `writer.rs`). Also [`Shared`], what every task and
+//! thread of the server holds.
 //!
-//! Everything here sits behind one mutex ([`Shared::hub`]) and is only touched for short,
-//! non-blocking updates: storage and fan-out happen on the writer thread (`writer.rs`).
+//! One thread owns the `HubState`: the hub thread (`hub_task.rs`); everyone else reaches it
+//! through the [`Hub`] handle in [`Shared::hub`], with commands.
+
+pub(crate) use crate::logging::throttled_log;
 
 use crate::envelope::{MessageType, PROTOCOL_VERSION, WILDCARD_RUN_ID};
+use crate::hub_task::Hub;
+use crate::logging::LogThrottle;
 use crate::tokens::{self, ControlPolicy, Principal, Verifier};
 use crate::util::{new_token, now_ms, object, put_opt, text};
 use crate::writer::Op;
@@ -13,8 +20,8 @@ use graphmind_core::json::{self, Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 use tokio::sync::Notify;
 
 /// How many run claims are remembered; oldest are evicted first (reference: `MAX_RUN_CLAIMS`).
@@ -25,8 +32,7 @@ pub const MAX_RUN_CLAIMS: usize = 5_000;
 pub const MAX_LIVE_RUNS_PER_CONNECTION: usize = 1_000;
 /// Longest `resumeToken` accepted from a client (reference: `MAX_RESUME_TOKEN_LENGTH`).
 pub const MAX_RESUME_TOKEN_LENGTH: usize = 128;
-/// Minimum gap between two identical log lines (reference: `LOG_THROTTLE_MS`).
-pub const LOG_THROTTLE_MS: u64 = 1_000;
+pub use crate::logging::LOG_THROTTLE_MS;
 /// How long a forwarded resume waits for the app's `exec.resumed` before the pause is
 /// reopened and the viewer told `timeout`.
 pub const RESOLVING_TIMEOUT_MS: u64 = 30_000;
@@ -344,7 +350,7 @@ pub enum ResumeStart {
     Forwarded { request_id: String, timer: Timer },
 }
 
-/// What an app socket needs to store one event, decided under the hub lock.
+/// What an app socket needs to store one event, decided by one hub command.
 pub struct Admit {
     /// `hello.app` (or `unknown`) for a new run row.
     pub app: String,
@@ -354,7 +360,7 @@ pub struct Admit {
     pub owner_changed: bool,
 }
 
-/// The mutable state behind [`Shared::hub`].
+/// The state the hub thread owns (reached through [`Shared::hub`]).
 pub struct HubState {
     next_id: ConnId,
     ingest: HashMap<ConnId, IngestConn>,
@@ -369,7 +375,7 @@ pub struct HubState {
     closed_order: VecDeque<(String, String)>,
     abandon_gen: HashMap<String, u64>,
     next_gen: u64,
-    throttle: HashMap<&'static str, (Instant, u64)>,
+    log_throttle: Arc<LogThrottle>,
     policy: ControlPolicy,
     warned_tokenless: bool,
     /// Viewer sockets admitted but not yet added (their `101` is being written): counted
@@ -384,8 +390,10 @@ pub struct HubState {
 
 /// Everything the connection tasks, the writer and the timer thread share.
 pub struct Shared {
-    /// The hub state.
-    pub hub: Mutex<HubState>,
+    /// The hub thread, which alone owns the [`HubState`].
+    pub hub: Hub,
+    /// The throttle of repeated log lines (shared with the hub state's own lines).
+    pub log_throttle: Arc<LogThrottle>,
     /// The writer thread's queue.
     pub writer: Sender<Op>,
     /// The timer thread's queue: (fire after, what).
@@ -419,24 +427,6 @@ pub struct Shared {
     /// The live OTLP export, when an endpoint is configured.
     pub otlp: Option<crate::otlp_export::Exporter>,
 }
-
-/// Logs one line at `$level` at most once per `$key` per [`LOG_THROTTLE_MS`] (see
-/// [`HubState::throttle`]), with "(+N more)" for the ones it swallowed meanwhile. A macro so
-/// the line's target is the calling module (`RUST_LOG=graphmind_cli::server=error`).
-macro_rules! throttled_log {
-    ($level:expr, $hub:expr, $key:expr, $($arg:tt)+) => {
-        // a statement of its own, so a lock guard `$hub` is released before the write
-        let suppressed = $hub.throttle($key);
-        if let Some(suppressed) = suppressed {
-            if suppressed == 0 {
-                ::tracing::event!($level, $($arg)+);
-            } else {
-                ::tracing::event!($level, "{} (+{suppressed} more)", format_args!($($arg)+));
-            }
-        }
-    };
-}
-pub(crate) use throttled_log;
 
 /// A stable key for "exact field equality" of breakpoint matchers: the core's canonical
 /// JSON (keys sorted in UTF-16 order, as JavaScript sorts, recursively; numbers in one
@@ -507,7 +497,7 @@ impl HubState {
             closed_order: VecDeque::new(),
             abandon_gen: HashMap::new(),
             next_gen: 1,
-            throttle: HashMap::new(),
+            log_throttle: Arc::default(),
             policy,
             warned_tokenless: false,
             admitted_viewers: (0, 0),
@@ -520,24 +510,9 @@ impl HubState {
         hub
     }
 
-    /// May a line for `key` be logged now? At most one per [`LOG_THROTTLE_MS`]: `Some(n)`
-    /// when it may, `n` the lines swallowed since the last one; `None` counts one more.
-    /// Use it through [`throttled_log!`].
-    pub fn throttle(&mut self, key: &'static str) -> Option<u64> {
-        let now = Instant::now();
-        match self.throttle.get_mut(key) {
-            Some((last, suppressed))
-                if now.duration_since(*last) < Duration::from_millis(LOG_THROTTLE_MS) =>
-            {
-                *suppressed += 1;
-                None
-            }
-            entry => {
-                let suppressed = entry.map(|e| e.1).unwrap_or(0);
-                self.throttle.insert(key, (now, 0));
-                Some(suppressed)
-            }
-        }
+    /// The throttle the hub's own repeated lines go through, to share with [`Shared`].
+    pub fn log_throttle(&self) -> Arc<LogThrottle> {
+        self.log_throttle.clone()
     }
 
     /// The armed breakpoints as a JSON array.
@@ -685,7 +660,7 @@ impl HubState {
             let c = self.ingest.get(&conn)?;
             if !c.open_runs.contains(run) && c.open_runs.len() >= MAX_LIVE_RUNS_PER_CONNECTION {
                 let who = self.describe(conn);
-                crate::hub::throttled_log!(tracing::Level::WARN, self, "ingest-live-runs", "ingest: refusing run \"{run}\" from {who}: it has {MAX_LIVE_RUNS_PER_CONNECTION} runs open (the limit); finish one first");
+                crate::hub::throttled_log!(tracing::Level::WARN, self.log_throttle, "ingest-live-runs", "ingest: refusing run \"{run}\" from {who}: it has {MAX_LIVE_RUNS_PER_CONNECTION} runs open (the limit); finish one first");
                 return None;
             }
             (c.token.clone(), c.claim_aware)
@@ -704,11 +679,11 @@ impl HubState {
             Some(claim) => {
                 if claim.strict || self.run_owners.contains_key(run) {
                     let who = self.describe(conn);
-                    crate::hub::throttled_log!(tracing::Level::WARN, self, "ingest-claim", "ingest: refusing a frame for run \"{run}\" from {who} — that run belongs to another connection");
+                    crate::hub::throttled_log!(tracing::Level::WARN, self.log_throttle, "ingest-claim", "ingest: refusing a frame for run \"{run}\" from {who} — that run belongs to another connection");
                     return None;
                 }
                 let who = self.describe(conn);
-                crate::hub::throttled_log!(tracing::Level::WARN, self, "ingest-claim-takeover", "ingest: run \"{run}\" re-claimed by {who}, which cannot prove it is the original app (SDK predates the run-claim capability)");
+                crate::hub::throttled_log!(tracing::Level::WARN, self.log_throttle, "ingest-claim-takeover", "ingest: run \"{run}\" re-claimed by {who}, which cannot prove it is the original app (SDK predates the run-claim capability)");
                 self.claims.insert(run.to_owned(), Claim { token, strict });
             }
         }
@@ -1029,7 +1004,8 @@ impl HubState {
         match responder {
             Responder::Ui(ui) => self.send_ui(*ui, resume_result(&outcome)),
             Responder::Http(tx) => {
-                let _ = tx.send(outcome);
+                // Never blocks the hub thread: a resume is answered once, into one slot.
+                let _ = tx.try_send(outcome);
             }
         }
     }
@@ -1520,11 +1496,6 @@ fn versions(side: &str) -> Value {
 }
 
 impl Shared {
-    /// Locks the hub (a poisoned lock is recovered: the state stays usable).
-    pub fn lock(&self) -> MutexGuard<'_, HubState> {
-        self.hub.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Arms a timer.
     pub fn arm(&self, after: Duration, t: Timer) {
         let _ = self.timers.send((after, t));

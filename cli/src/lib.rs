@@ -15,6 +15,7 @@ pub mod export_html;
 pub mod guards;
 pub mod http;
 pub mod hub;
+pub mod hub_task;
 pub mod import;
 pub mod init;
 pub mod logging;

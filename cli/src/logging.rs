@@ -8,7 +8,10 @@
 //! (`graphmind_cli::otlp_export=debug`). Commands other than the server keep printing
 //! their own output and errors directly: tracing is for the server's diagnostics only.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::filter::{Directive, EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::format::Writer;
@@ -98,6 +101,59 @@ pub fn init(level: Option<LevelFilter>) {
     }
 }
 
+/// Minimum gap between two identical log lines (reference: `LOG_THROTTLE_MS`).
+pub const LOG_THROTTLE_MS: u64 = 1_000;
+
+/// Which throttled log lines were written when, and how many were swallowed since: at most
+/// one line per key per [`LOG_THROTTLE_MS`]. A leaf lock, held only to read and update
+/// one entry, never across a call or a write. Use it through [`throttled_log!`].
+#[derive(Default)]
+pub struct LogThrottle {
+    lines: Mutex<HashMap<&'static str, (Instant, u64)>>,
+}
+
+impl LogThrottle {
+    /// May a line for `key` be logged now? `Some(n)` when it may, `n` the lines swallowed
+    /// since the last one; `None` counts one more.
+    pub fn allow(&self, key: &'static str) -> Option<u64> {
+        self.allow_at(key, Instant::now())
+    }
+
+    fn allow_at(&self, key: &'static str, now: Instant) -> Option<u64> {
+        let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        match lines.get_mut(key) {
+            Some((last, suppressed))
+                if now.duration_since(*last) < Duration::from_millis(LOG_THROTTLE_MS) =>
+            {
+                *suppressed += 1;
+                None
+            }
+            entry => {
+                let suppressed = entry.map(|e| e.1).unwrap_or(0);
+                lines.insert(key, (now, 0));
+                Some(suppressed)
+            }
+        }
+    }
+}
+
+/// Logs one line at `$level` at most once per `$key` per [`LOG_THROTTLE_MS`] (`$throttle`
+/// is a [`LogThrottle`]), with "(+N more)" for the ones it swallowed meanwhile. A macro so
+/// the line's target is the calling module (`RUST_LOG=graphmind_cli::server=error`).
+macro_rules! throttled_log {
+    ($level:expr, $throttle:expr, $key:expr, $($arg:tt)+) => {
+        let suppressed = $throttle.allow($key);
+        if let Some(suppressed) = suppressed {
+            if suppressed == 0 {
+                ::tracing::event!($level, $($arg)+);
+            } else {
+                ::tracing::event!($level, "{} (+{suppressed} more)", format_args!($($arg)+));
+            }
+        }
+    };
+}
+pub(crate) use throttled_log;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +225,19 @@ mod tests {
             lines(LevelFilter::WARN, Some("info")),
             "app attached: a\notlp: cannot export\n"
         );
+    }
+
+    #[test]
+    fn the_throttle_lets_one_line_per_key_per_interval_and_counts_the_rest() {
+        let t = LogThrottle::default();
+        let start = Instant::now();
+        assert_eq!(t.allow_at("a", start), Some(0));
+        assert_eq!(t.allow_at("a", start), None);
+        assert_eq!(t.allow_at("a", start), None);
+        assert_eq!(t.allow_at("b", start), Some(0), "keys are counted apart");
+        let later = start + Duration::from_millis(LOG_THROTTLE_MS);
+        assert_eq!(t.allow_at("a", later), Some(2));
+        assert_eq!(t.allow_at("a", later), None);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use crate::envelope::{self, MessageType as M, Parsed, WILDCARD_RUN_ID};
 use crate::hub::{ConnId, HubState, Outbox, Responder, ResumeStart, Shared, Timer, VERSION};
+use crate::hub_task::Hub;
 use crate::payload_guard::stored_frame;
 use crate::storage;
 use crate::tokens::{self, ControlPolicy, Tokens, Verifier};
@@ -83,8 +84,12 @@ impl Server {
         };
         let (wtx, wrx) = unbounded::<Op>();
         let (ttx, trx) = unbounded::<(Duration, Timer)>();
+        let state = HubState::new(cfg.breakpoints, cfg.policy);
+        let log_throttle = state.log_throttle();
+        let hub = Hub::start(state).map_err(|e| e.to_string())?;
         let shared = Arc::new(Shared {
-            hub: Mutex::new(HubState::new(cfg.breakpoints, cfg.policy)),
+            hub,
+            log_throttle,
             writer: wtx,
             timers: ttx,
             port,
@@ -127,7 +132,10 @@ impl Server {
 
     /// The armed breakpoints (for the banner).
     pub fn breakpoints(&self) -> Vec<Value> {
-        self.shared.lock().breakpoints().cloned().collect()
+        self.shared
+            .hub
+            .call(|h| h.breakpoints().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Accepts connections forever on the server's runtime (see [`crate::sockets`]).
@@ -164,18 +172,23 @@ fn timer_loop(shared: Arc<Shared>, rx: Receiver<(Duration, Timer)>) {
             heap.pop();
             match pending.remove(&id) {
                 Some(Timer::Abandon { run, gen }) => {
-                    let mut hub = shared.lock();
-                    if hub.abandon_due(&run, gen) {
-                        // Sent under the lock: a re-claim queues its event after this.
-                        let _ = shared.writer.send(Op::Abandon(run));
-                    }
+                    let writer = shared.writer.clone();
+                    shared.hub.tell(move |h| {
+                        if h.abandon_due(&run, gen) {
+                            // Sent from the hub: a re-claim queues its event after this.
+                            let _ = writer.send(Op::Abandon(run));
+                        }
+                    });
                 }
                 Some(Timer::Resolving {
                     run,
                     pause,
                     request_id,
                 }) => {
-                    shared.lock().resolving_timed_out(&run, &pause, &request_id);
+                    shared
+                        .hub
+                        .tell(move |h| h.resolving_timed_out(&run, &pause, &request_id));
+                    // A long-poll woken now queues its look after the command above.
                     shared.notify();
                 }
                 None => {}
@@ -195,8 +208,14 @@ pub(crate) fn ingest_gone(shared: &Shared, conn: ConnId) {
     if shared.writer.send(Op::Flush(flushed_tx)).is_ok() {
         let _ = flushed_rx.recv_timeout(DISCONNECT_FLUSH_WAIT);
     }
-    let mut timers = Vec::new();
-    let changed = shared.lock().remove_ingest(conn, &mut timers);
+    let (changed, timers) = shared
+        .hub
+        .call(move |h| {
+            let mut timers = Vec::new();
+            let changed = h.remove_ingest(conn, &mut timers);
+            (changed, timers)
+        })
+        .unwrap_or_default();
     for run in changed {
         let _ = shared.writer.send(Op::RunChanged(run));
     }
@@ -219,7 +238,7 @@ pub(crate) fn ingest_frame(
         Parsed::Invalid(reason) => {
             crate::hub::throttled_log!(
                 tracing::Level::WARN,
-                shared.lock(),
+                shared.log_throttle,
                 "ingest-invalid",
                 "ingest: dropping invalid frame ({reason})"
             );
@@ -235,7 +254,10 @@ pub(crate) fn ingest_frame(
         }
     };
     if env.message == Some(M::Hello) {
-        shared.lock().hello(conn, &env.payload);
+        let payload = env.payload;
+        // Waited for: `hello.ack` leaves once this frame is handled, after the attach (and
+        // its log line) is done.
+        let _ = shared.hub.call(move |h| h.hello(conn, &payload));
         return;
     }
     if env.run_id == WILDCARD_RUN_ID
@@ -285,7 +307,7 @@ pub(crate) fn ingest_frame(
     let started_app = (write.kind == M::RunStarted.as_str())
         .then(|| text_field("app"))
         .flatten();
-    // A queue slot first, outside the hub lock: this is where a full queue pushes back.
+    // A queue slot first, before any hub command: this is where a full queue pushes back.
     write.cost = write.frame.len();
     shared.budget.acquire(write.cost);
     if owned_here.contains(&env.run_id) {
@@ -296,24 +318,31 @@ pub(crate) fn ingest_frame(
         let _ = shared.writer.send(Op::Event(Box::new(write)));
         return;
     }
-    let mut hub = shared.lock();
-    if !hub.is_attached(conn) {
-        shared.budget.release(1, write.cost);
-        return; // anything before `hello` is ignored
+    let cost = write.cost;
+    let writer = shared.writer.clone();
+    let run = env.run_id.clone();
+    let admitted = shared.hub.call(move |h| {
+        if !h.is_attached(conn) {
+            return false; // anything before `hello` is ignored
+        }
+        let Some(admit) = h.admit(conn, &run) else {
+            return false;
+        };
+        write.app = admit.app.clone();
+        write.source = admit.source;
+        write.owner_changed = admit.owner_changed;
+        if write.kind == M::RunStarted.as_str() {
+            write.started_app = Some(started_app.unwrap_or(admit.app));
+        }
+        // Queued from the hub so that an abandon decided before this re-claim is stored first.
+        let _ = writer.send(Op::Event(Box::new(write)));
+        true
+    });
+    if admitted == Ok(true) {
+        owned_here.insert(env.run_id);
+    } else {
+        shared.budget.release(1, cost);
     }
-    let Some(admit) = hub.admit(conn, &env.run_id) else {
-        shared.budget.release(1, write.cost);
-        return;
-    };
-    write.app = admit.app.clone();
-    write.source = admit.source;
-    write.owner_changed = admit.owner_changed;
-    if write.kind == M::RunStarted.as_str() {
-        write.started_app = Some(started_app.unwrap_or(admit.app));
-    }
-    owned_here.insert(env.run_id);
-    // Queued under the lock so that an abandon decided before this re-claim is stored first.
-    let _ = shared.writer.send(Op::Event(Box::new(write)));
 }
 
 /// Keys on a stored `exec.*` event that only the hub may write: who released a gate.
@@ -348,9 +377,12 @@ fn restamp(shared: &Shared, env: &mut crate::envelope::Envelope) -> bool {
             .and_then(Value::as_str)
             .map(str::to_owned);
         if let Some(pause) = pause {
+            let run = env.run_id.clone();
             let who = shared
-                .lock()
-                .attribution(&env.run_id, &pause, request.as_deref());
+                .hub
+                .call(move |h| h.attribution(&run, &pause, request.as_deref()))
+                .ok()
+                .flatten();
             if let (Some((principal, operator)), Some(obj)) = (who, env.payload.as_object_mut()) {
                 obj.insert("principal", Value::from(principal.as_str()));
                 if let Some(op) = operator {
@@ -466,18 +498,21 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             if s("action").and_then(ResumeAction::parse).is_none() {
                 return error("invalid control envelope: payload.action must be one of continue, retry, inject, abort".into());
             }
-            let start = {
-                let mut hub = shared.lock();
-                let principal = hub.ui_principal(conn);
-                hub.request_resume(Responder::Ui(conn), &env.run_id, p, principal)
-            };
-            match start {
-                ResumeStart::Answered(o) => say(crate::hub::resume_result_text(&o)),
-                ResumeStart::Forwarded { timer, .. } => shared.arm(
-                    Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS),
-                    timer,
-                ),
-            }
+            let (run, payload) = (env.run_id.clone(), p.clone());
+            let timers = shared.timers.clone();
+            // Told, not waited for: the gate's round trip is then one hop to the hub
+            // thread, which answers the viewer (or forwards to the app) itself.
+            shared.hub.tell(move |h| {
+                let principal = h.ui_principal(conn);
+                match h.request_resume(Responder::Ui(conn), &run, &payload, principal) {
+                    ResumeStart::Answered(o) => h.send_ui(conn, crate::hub::resume_result_text(&o)),
+                    ResumeStart::Forwarded { timer, .. } => {
+                        let after = Duration::from_millis(crate::hub::RESOLVING_TIMEOUT_MS);
+                        let _ = timers.send((after, timer));
+                    }
+                }
+            });
+            // A long-poll woken now queues its look after the command above.
             shared.notify();
         }
         M::BreakpointSet | M::BreakpointClear | M::ModeSet
@@ -486,12 +521,16 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             if p.get("matcher").and_then(Value::as_object).is_none() {
                 return error("invalid control envelope: payload.matcher must be an object".into());
             }
-            let refused = {
-                let mut hub = shared.lock();
-                hub.debug_control(&env.kind, p)
-                    .err()
-                    .map(|why| (why, hub.state_frame()))
-            };
+            let (kind, payload) = (env.kind.clone(), p.clone());
+            let refused = shared
+                .hub
+                .call(move |h| {
+                    h.debug_control(&kind, &payload)
+                        .err()
+                        .map(|why| (why, h.state_frame()))
+                })
+                .ok()
+                .flatten();
             if let Some((why, state)) = refused {
                 // The viewer toggled optimistically: the refusal, then what is really armed.
                 say(crate::hub::ui_error_code("breakpoint-limit", &why));
@@ -502,7 +541,10 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
             if s("mode").and_then(RunMode::parse).is_none() {
                 return error("invalid control envelope: payload.mode must be run or step".into());
             }
-            let _ = shared.lock().debug_control(&env.kind, p);
+            let (kind, payload) = (env.kind.clone(), p.clone());
+            shared.hub.tell(move |h| {
+                let _ = h.debug_control(&kind, &payload);
+            });
         }
         other => error(format!("\"{other}\" is not a control type")),
     }
@@ -512,12 +554,20 @@ fn control(shared: &Shared, conn: ConnId, envelope: Value, say: &dyn Fn(String))
 /// refusal is an `error` with its code, followed by the real `state` (the viewer toggles
 /// optimistically). True when refused.
 fn refuse_debug_state(shared: &Shared, conn: ConnId, say: &dyn Fn(String)) -> bool {
-    let hub = shared.lock();
-    match tokens::authorize_debug_state(hub.ui_principal(conn), &shared.policy) {
-        None => false,
-        Some(r) => {
-            say(crate::hub::ui_error_code(r.code, &r.message));
-            say(hub.state_frame());
+    let policy = shared.policy;
+    let refusal = shared.hub.call(move |h| {
+        tokens::authorize_debug_state(h.ui_principal(conn), &policy)
+            .map(|r| (r.code, r.message, h.state_frame()))
+    });
+    match refusal {
+        Ok(None) => false,
+        Ok(Some((code, message, state))) => {
+            say(crate::hub::ui_error_code(code, &message));
+            say(state);
+            true
+        }
+        Err(e) => {
+            say(crate::hub::ui_error(&e.to_string(), None));
             true
         }
     }
@@ -533,11 +583,11 @@ pub const SHUTDOWN_CLOSE_GRACE: Duration = Duration::from_millis(500);
 /// store what it sent) and for every HTTP answer to be written. Returns the sockets still
 /// open after it.
 pub fn close_sockets(shared: &Shared, grace: Duration) -> usize {
-    shared.lock().begin_shutdown();
+    let _ = shared.hub.call(|h| h.begin_shutdown());
     shared.notify();
     let deadline = Instant::now() + grace;
     loop {
-        let open = shared.lock().socket_count();
+        let open = shared.hub.call(|h| h.socket_count()).unwrap_or(0);
         let answering = shared.http_in_flight.load(Ordering::SeqCst);
         if (open == 0 && answering == 0) || Instant::now() >= deadline {
             return open;

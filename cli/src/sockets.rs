@@ -45,9 +45,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::{self as ws_proto, Message};
 use tokio_tungstenite::WebSocketStream;
 
-/// Worker threads of the server's runtime. Sockets only move bytes and take the hub lock
-/// for microseconds; SQLite and long-polls run on the blocking pool, so two are enough on
-/// any machine and leave the cores to the writer thread and the app being debugged.
+/// Worker threads of the server's runtime. Sockets only move bytes and wait on the hub
+/// thread for microseconds; SQLite and long-polls run on the blocking pool, so two are
+/// enough on any machine and leave the cores to the writer thread and the app being debugged.
 pub const RUNTIME_WORKERS: usize = 2;
 /// The first pause after `accept` fails (out of descriptors, out of memory); it doubles
 /// while the failures go on, up to [`ACCEPT_BACKOFF_MAX`], so a full descriptor table
@@ -206,18 +206,21 @@ async fn upgrade(shared: Arc<Shared>, mut req: Request, ui: bool) -> Response {
             Credential::Invalid(why) => {
                 crate::hub::throttled_log!(
                     tracing::Level::WARN,
-                    shared.lock(),
+                    shared.log_throttle,
                     "ui-credential",
                     "refused a viewer socket: {why}"
                 );
                 return refusal(401, PLAIN, format!("unauthorized: {why}\n"));
             }
         }
-        let admitted = shared.lock().admit_viewer(principal);
+        let admitted = shared
+            .hub
+            .call(move |h| h.admit_viewer(principal))
+            .unwrap_or_else(|e| Err(e.to_string()));
         if let Err(why) = admitted {
             crate::hub::throttled_log!(
                 tracing::Level::WARN,
-                shared.lock(),
+                shared.log_throttle,
                 "ui-limit",
                 "refused a viewer socket: {why}"
             );
@@ -235,7 +238,7 @@ async fn upgrade(shared: Arc<Shared>, mut req: Request, ui: bool) -> Response {
     tokio::spawn(async move {
         let Ok(upgraded) = on_upgrade.await else {
             if ui {
-                shared.lock().release_viewer(principal);
+                shared.hub.tell(move |h| h.release_viewer(principal));
             }
             return;
         };
@@ -390,7 +393,10 @@ async fn ingest_session<S: AsyncRead + AsyncWrite + Unpin>(
     shared: Arc<Shared>,
 ) {
     let (tx, rx) = Outbox::new();
-    let conn = shared.lock().add_ingest(tx.clone());
+    let added = tx.clone();
+    let Ok(conn) = shared.hub.call(move |h| h.add_ingest(added)) else {
+        return;
+    };
     let mut owned_here: HashSet<String> = HashSet::new();
     pump(&mut ws, &rx, &tx, |text| {
         if writer_may_be_full(&shared, text.len()) {
@@ -414,12 +420,15 @@ async fn ui_session<S: AsyncRead + AsyncWrite + Unpin>(
     principal: Principal,
 ) {
     let (tx, rx) = Outbox::for_viewer(shared.viewer_backlog.clone());
-    let conn = shared.lock().add_ui(tx.clone(), principal);
+    let added = tx.clone();
+    let Ok(conn) = shared.hub.call(move |h| h.add_ui(added, principal)) else {
+        return;
+    };
     pump(&mut ws, &rx, &tx, |text| {
         server::ui_frame(&shared, conn, &tx, text)
     })
     .await;
-    shared.lock().remove_ui(conn);
+    shared.hub.tell(move |h| h.remove_ui(conn));
     tx.forget_backlog();
     let _ = shared.writer.send(Op::UiGone(conn));
 }

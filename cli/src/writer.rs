@@ -2,12 +2,14 @@
 //! out to viewers.
 //!
 //! It takes every queued operation at once (up to [`MAX_BATCH`]) and stores the events in
-//! one transaction, then performs their effects (pause registry, fan-out, `run.update`) in
-//! order. Viewer subscriptions are handled here too, between batches, so that
-//! replay-then-tail needs no further locking: a subscriber gets the stored history and then
-//! exactly the events committed after it, never one twice.
+//! one transaction, then hands their effects (pause registry, fan-out, `run.update`) to the
+//! hub thread (`hub_task.rs`) in one command, in order, without waiting for it. Viewer
+//! subscriptions are handled here too, between batches, so that replay-then-tail needs no
+//! further locking: a subscriber gets the stored history and then exactly the events
+//! committed after it, never one twice (a batch's fan-out goes to the subscribers it had
+//! when its command was built).
 
-use crate::hub::{ConnId, Outbox, Shared};
+use crate::hub::{ConnId, HubState, Outbox, Shared};
 use crate::storage;
 use crate::util::{js, now_ms, object};
 use crossbeam_channel::{Receiver, Sender};
@@ -29,8 +31,8 @@ pub const MAX_QUEUED_BYTES: usize = 64 * 1024 * 1024;
 /// the app down (the SDKs buffer and replay). Slots come back once the batch holding the
 /// event is committed. Memory held by queued events is therefore bounded by
 /// [`MAX_QUEUED_EVENTS`] and [`MAX_QUEUED_BYTES`], and nothing that was accepted is lost.
-/// Slots are taken before the hub lock, so a waiting connection never blocks the writer
-/// (which takes that lock to apply effects). Control operations (viewers, timers) are
+/// Slots are taken before any hub command, so a waiting connection never holds up the hub
+/// thread (which applies the writer's effects). Control operations (viewers, timers) are
 /// small and rare and do not take slots.
 pub struct Budget {
     state: Mutex<(usize, usize)>,
@@ -284,55 +286,57 @@ impl Writer {
         if self.effects.is_empty() && self.updates.is_empty() {
             return;
         }
-        let effects = std::mem::take(&mut self.effects);
-        let mut hub = None;
-        for effect in effects {
+        // Who gets which live message is decided here (the subscriptions are the writer's);
+        // the hub thread delivers them, in the batch's order with the pause effects (a
+        // `resume.result` still reaches a viewer before the `exec.resumed` that caused it).
+        let mut steps = Vec::new();
+        for effect in std::mem::take(&mut self.effects) {
             match effect {
                 Effect::Fanout { run_id, frame } => {
                     if let Some(subs) = self.subs.get(&run_id) {
                         let msg = event_message(&js(&run_id), &frame);
-                        for (_, tx) in subs {
+                        let to = subs.iter().map(|(_, tx)| tx.clone()).collect();
+                        steps.push(HubStep::Fanout(to, msg));
+                    }
+                }
+                pause => steps.push(HubStep::Pause(pause)),
+            }
+        }
+        let updates = std::mem::take(&mut self.updates);
+        let mut seen = HashSet::new();
+        let mut rows = Vec::new();
+        for run in updates {
+            if seen.insert(run.clone()) {
+                if let Ok(Some(row)) = storage::get_run(&self.db, &run) {
+                    rows.push(row);
+                }
+            }
+        }
+        if !steps.is_empty() || !rows.is_empty() {
+            self.tell_effects(steps, rows);
+        }
+        // A long-poll woken now queues its look after the effects told above.
+        self.shared.notify();
+    }
+
+    /// Hands a batch's effects to the hub thread in one command, in order, then the
+    /// `run.update`s of `rows`. Told, never waited for: the writer goes on storing.
+    fn tell_effects(&self, steps: Vec<HubStep>, rows: Vec<storage::RunRow>) {
+        self.shared.hub.tell(move |h| {
+            for step in steps {
+                match step {
+                    HubStep::Fanout(to, msg) => {
+                        for tx in to {
                             let _ = tx.live(msg.clone());
                         }
                     }
+                    HubStep::Pause(effect) => apply(h, effect),
                 }
-                Effect::Paused {
-                    conn,
-                    run_id,
-                    pause_id,
-                    ts,
-                    payload,
-                } => hub
-                    .get_or_insert_with(|| self.shared.lock())
-                    .pause_opened(conn, &run_id, &pause_id, ts, &payload),
-                Effect::Refused {
-                    run_id,
-                    pause_id,
-                    payload,
-                } => hub
-                    .get_or_insert_with(|| self.shared.lock())
-                    .pause_refused(&run_id, &pause_id, &payload),
-                Effect::Resumed { run_id, pause_id } => hub
-                    .get_or_insert_with(|| self.shared.lock())
-                    .pause_resumed(&run_id, &pause_id),
-                Effect::Finished(run) => hub
-                    .get_or_insert_with(|| self.shared.lock())
-                    .run_finished(&run),
             }
-        }
-        drop(hub);
-        self.shared.notify();
-        let updates = std::mem::take(&mut self.updates);
-        let mut seen = HashSet::new();
-        for run in updates {
-            if !seen.insert(run.clone()) {
-                continue;
+            for row in rows {
+                h.send_run_update(row.to_value(h.is_live(&row.id)));
             }
-            if let Ok(Some(row)) = storage::get_run(&self.db, &run) {
-                let hub = self.shared.lock();
-                hub.send_run_update(row.to_value(hub.is_live(&run)));
-            }
-        }
+        });
     }
 
     /// Counts and reports `events` that could not be stored.
@@ -340,7 +344,7 @@ impl Writer {
         let total = self.shared.storage.failed(events as u64, err);
         let path = self.shared.db_path.display().to_string();
         let why = crate::storage_health::describe(err);
-        crate::hub::throttled_log!(tracing::Level::ERROR, self.shared.lock(), "storage", "storage: cannot write {path}: {why}; {total} event(s) not stored so far. The server keeps serving (live events still reach viewers); storing resumes once a write succeeds.");
+        crate::hub::throttled_log!(tracing::Level::ERROR, self.shared.log_throttle, "storage", "storage: cannot write {path}: {why}; {total} event(s) not stored so far. The server keeps serving (live events still reach viewers); storing resumes once a write succeeds.");
     }
 
     /// Drops what the writer remembers about rows a rolled-back transaction took away
@@ -362,7 +366,7 @@ impl Writer {
             if storage::run_source(&self.db, &e.run_id)?.as_deref() == Some("import") {
                 crate::hub::throttled_log!(
                     tracing::Level::WARN,
-                    self.shared.lock(),
+                    self.shared.log_throttle,
                     "ingest-import",
                     "ingest: refusing frames for run \"{}\": it was imported and is read-only",
                     e.run_id
@@ -389,7 +393,7 @@ impl Writer {
         if let Some(&end) = self.terminal.get(&e.run_id) {
             if e.kind == "run.finished" || e.seq > end {
                 let (run, kind, seq) = (e.run_id.clone(), e.kind.clone(), e.seq);
-                crate::hub::throttled_log!(tracing::Level::WARN, self.shared.lock(), "after-run-finished", "ingest: refusing {kind} (seq {seq}) for run \"{run}\": it already finished (seq {end}); the first run.finished wins");
+                crate::hub::throttled_log!(tracing::Level::WARN, self.shared.log_throttle, "after-run-finished", "ingest: refusing {kind} (seq {seq}) for run \"{run}\": it already finished (seq {end}); the first run.finished wins");
                 if e.owner_changed {
                     self.updates.push(e.run_id);
                 }
@@ -489,24 +493,25 @@ impl Writer {
                 let (rows, next) =
                     storage::list_runs_page(&self.db, cursor.as_ref(), storage::RUNS_PAGE_MAX)
                         .unwrap_or_default();
-                let mut hub = self.shared.lock();
-                hub.set_wildcard(conn);
-                let runs: Vec<Value> = rows
-                    .iter()
-                    .map(|r| r.to_value(hub.is_live(&r.id)))
-                    .collect();
                 let kind = if cursor.is_some() {
                     "runs.page"
                 } else {
                     "runs"
                 };
                 let next = next.map_or(Value::Null, |c| Value::from(c.to_text()));
-                let page = object([
-                    ("type", Value::from(kind)),
-                    ("runs", Value::Array(runs)),
-                    ("nextCursor", next),
-                ]);
-                let _ = tx.text(json::to_string(&Value::Object(page)));
+                // One command: no `run.update` reaches this viewer between its joining the
+                // run-list subscribers and its page (the liveness read there).
+                self.shared.hub.tell(move |h| {
+                    h.set_wildcard(conn);
+                    let runs: Vec<Value> =
+                        rows.iter().map(|r| r.to_value(h.is_live(&r.id))).collect();
+                    let page = object([
+                        ("type", Value::from(kind)),
+                        ("runs", Value::Array(runs)),
+                        ("nextCursor", next),
+                    ]);
+                    let _ = tx.text(json::to_string(&Value::Object(page)));
+                });
             }
             Op::Unsubscribe { conn, run_id } => {
                 if let Some(subs) = self.subs.get_mut(&run_id) {
@@ -524,9 +529,17 @@ impl Writer {
             }
             Op::ReconcileOrphans => {
                 let ids = storage::running_run_ids(&self.db).unwrap_or_default();
+                // Startup: one look for all of them (none is live unless an app has
+                // re-claimed it already).
+                let asked = ids.clone();
+                let live: HashSet<String> = self
+                    .shared
+                    .hub
+                    .call(move |h| asked.into_iter().filter(|id| h.is_live(id)).collect())
+                    .unwrap_or_default();
                 let mut reconciled = 0;
                 for id in ids {
-                    if self.shared.lock().is_live(&id) {
+                    if live.contains(&id) {
                         continue;
                     }
                     if storage::mark_abandoned(&self.db, &id, now_ms()).unwrap_or(false) {
@@ -541,10 +554,42 @@ impl Writer {
                 self.commit(&mut no_tx);
             }
             Op::Flush(reply) => {
-                let _ = reply.send(());
+                // Through the hub: answered once the effects told before it are applied too.
+                self.shared.hub.tell(move |_| {
+                    let _ = reply.send(());
+                });
             }
             Op::Event(_) | Op::Abandon(_) | Op::RunChanged(_) => unreachable!("handled in process"),
         }
+    }
+}
+
+/// One step of a batch's effects, run on the hub thread.
+enum HubStep {
+    /// A live `event` message for these viewers.
+    Fanout(Vec<Outbox>, String),
+    /// A pause effect (any [`Effect`] but `Fanout`).
+    Pause(Effect),
+}
+
+/// Applies a pause effect to the hub state.
+fn apply(h: &mut HubState, effect: Effect) {
+    match effect {
+        Effect::Fanout { .. } => {}
+        Effect::Paused {
+            conn,
+            run_id,
+            pause_id,
+            ts,
+            payload,
+        } => h.pause_opened(conn, &run_id, &pause_id, ts, &payload),
+        Effect::Refused {
+            run_id,
+            pause_id,
+            payload,
+        } => h.pause_refused(&run_id, &pause_id, &payload),
+        Effect::Resumed { run_id, pause_id } => h.pause_resumed(&run_id, &pause_id),
+        Effect::Finished(run) => h.run_finished(&run),
     }
 }
 
